@@ -1,0 +1,62 @@
+# Portcullis — the front door.
+#   make demo    run the standalone stack and show it working
+#   make test    install the tools the tests need, then run every test
+#   make bench   run the benchmarks and print their tables
+SHELL := /bin/bash
+ROOT := $(abspath .)
+TOOLS := $(ROOT)/.tools
+BIN := $(ROOT)/bin
+MODULES := apis serverkit controlplane authserver extprocserver e2e
+export KUBEBUILDER_ASSETS := $(TOOLS)/bin
+export PORTCULLIS_TOOLS := $(TOOLS)
+GOTEST_FLAGS ?=
+
+.PHONY: all tools generate build test test-unit test-e2e demo bench vet fmt clean
+
+all: build
+
+## tools: install Envoy, kube-apiserver, etcd, controller-gen, oidc-provider into .tools/
+tools:
+	@hack/install-tools.sh all
+
+## generate: regenerate deepcopy code and CRD manifests (committed)
+generate:
+	@hack/install-tools.sh controller-gen
+	@hack/generate.sh
+
+## build: build the binaries into bin/
+build:
+	@mkdir -p $(BIN)
+	go build -o $(BIN)/portcullis ./controlplane/cmd/portcullis
+	go build -o $(BIN)/authserver ./authserver/cmd/authserver
+	go build -o $(BIN)/extprocserver ./extprocserver/cmd/extprocserver
+
+vet:
+	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
+
+## test: everything (unit, golden, envtest, e2e) — the README's test command
+test: tools vet
+	@hack/run-tests.sh $(GOTEST_FLAGS)
+
+## test-unit: only the tests that need no external component
+test-unit:
+	@for m in $(filter-out e2e,$(MODULES)); do (cd $$m && go test $(GOTEST_FLAGS) ./...) || exit 1; done
+
+## test-e2e: only the end-to-end tests (real Envoy, API server, servers)
+test-e2e: tools
+	cd e2e && go test -count=1 -timeout 30m $(GOTEST_FLAGS) ./...
+
+## demo: the standalone stack on examples/quickstart (DEMO_ONESHOT=1 to exit after the printout)
+demo:
+	@hack/install-tools.sh envoy
+	@hack/demo.sh
+
+## bench: benchmarks with baselines measured in the same run
+bench: tools
+	@hack/bench.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

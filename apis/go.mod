@@ -1,0 +1,3 @@
+module github.com/portcullis/portcullis/apis
+
+go 1.26.0

