@@ -1,0 +1,101 @@
+package certs_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"testing"
+
+	"github.com/portcullis/portcullis/serverkit/certs"
+)
+
+func parse(t *testing.T, certPEM []byte) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		t.Fatal("no PEM block")
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestIssueVerifies(t *testing.T) {
+	ca, err := certs.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := parse(t, ca.CertPEM()); !c.IsCA || c.Subject.CommonName != "test-ca" {
+		t.Fatalf("CA certificate: IsCA=%v CN=%q", c.IsCA, c.Subject.CommonName)
+	}
+
+	serverPEM, keyPEM, err := ca.Issue("authserver", []string{"authserver.example", "127.0.0.1"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(serverPEM, keyPEM); err != nil {
+		t.Fatalf("server key pair: %v", err)
+	}
+	server := parse(t, serverPEM)
+	for _, host := range []string{"authserver.example", "127.0.0.1"} {
+		if _, err := server.Verify(x509.VerifyOptions{DNSName: host, Roots: ca.Pool()}); err != nil {
+			t.Errorf("server certificate for %s: %v", host, err)
+		}
+	}
+
+	clientPEM, _, err := ca.Issue("envoy", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := parse(t, clientPEM)
+	if _, err := client.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("client certificate: %v", err)
+	}
+	if _, err := client.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Error("client certificate is valid for server auth")
+	}
+
+	other, _ := certs.NewCA("other")
+	if _, err := server.Verify(x509.VerifyOptions{Roots: other.Pool()}); err == nil {
+		t.Error("server certificate verifies against an unrelated CA")
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	ca, err := certs.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.WriteFiles(t.TempDir(), "localhost", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]string{{f.ServerCert, f.ServerKey}, {f.ClientCert, f.ClientKey}} {
+		if _, err := tls.LoadX509KeyPair(pair[0], pair[1]); err != nil {
+			t.Errorf("%s: %v", pair[0], err)
+		}
+		if st, err := os.Stat(pair[1]); err != nil {
+			t.Error(err)
+		} else if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", pair[1], st.Mode().Perm())
+		}
+	}
+	if b, err := os.ReadFile(f.CA); err != nil || string(b) != string(ca.CertPEM()) {
+		t.Errorf("ca.crt does not hold the CA certificate (err %v)", err)
+	}
+	if got := parse(t, mustRead(t, f.ServerCert)).Subject.CommonName; got != "localhost" {
+		t.Errorf("server CN = %q, want localhost", got)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

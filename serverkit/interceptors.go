@@ -1,0 +1,160 @@
+package serverkit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// grpcMetrics uses the metric names of go-grpc-prometheus so that existing
+// dashboards and alerts work unchanged.
+type grpcMetrics struct {
+	handled  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newGRPCMetrics(reg prometheus.Registerer) (*grpcMetrics, error) {
+	handled := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grpc_server_handled_total",
+		Help: "Total number of RPCs completed on the server, regardless of success or failure.",
+	}, []string{"grpc_type", "grpc_service", "grpc_method", "grpc_code"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "grpc_server_handling_seconds",
+		Help:    "Histogram of response latency (seconds) of RPCs handled by the server.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+	var err error
+	if handled, err = registerOrReuse(reg, handled); err != nil {
+		return nil, err
+	}
+	if duration, err = registerOrReuse(reg, duration); err != nil {
+		return nil, err
+	}
+	return &grpcMetrics{handled: handled, duration: duration}, nil
+}
+
+// registerOrReuse lets several servers in one process (tests, mostly) share
+// a registry.
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+func (m *grpcMetrics) observe(typ, fullMethod string, start time.Time, err error) {
+	service, method := splitMethod(fullMethod)
+	code := status.Code(err).String()
+	m.handled.WithLabelValues(typ, service, method, code).Inc()
+	m.duration.WithLabelValues(typ, service, method).Observe(time.Since(start).Seconds())
+}
+
+func (m *grpcMetrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	m.observe("unary", info.FullMethod, start, err)
+	return resp, err
+}
+
+func (m *grpcMetrics) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	start := time.Now()
+	err := handler(srv, ss)
+	m.observe(streamType(info), info.FullMethod, start, err)
+	return err
+}
+
+func streamType(info *grpc.StreamServerInfo) string {
+	switch {
+	case info.IsClientStream && info.IsServerStream:
+		return "bidi_stream"
+	case info.IsClientStream:
+		return "client_stream"
+	default:
+		return "server_stream"
+	}
+}
+
+// splitMethod turns "/pkg.Service/Method" into ("pkg.Service", "Method").
+func splitMethod(full string) (string, string) {
+	full = strings.TrimPrefix(full, "/")
+	if i := strings.LastIndex(full, "/"); i >= 0 {
+		return full[:i], full[i+1:]
+	}
+	return "unknown", full
+}
+
+// recoverer turns a handler panic into codes.Internal: the panic is logged
+// with its stack, the caller sees no detail, and the process keeps serving.
+type recoverer struct{ logger *slog.Logger }
+
+func (r recoverer) recovered(method string, p any) error {
+	r.logger.Error("panic in gRPC handler", "method", method, "panic", p, "stack", string(debug.Stack()))
+	return status.Error(codes.Internal, "internal error")
+}
+
+func (r recoverer) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, r.recovered(info.FullMethod, p)
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func (r recoverer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.recovered(info.FullMethod, p)
+		}
+	}()
+	return handler(srv, ss)
+}
+
+// endWatches ends gRPC health Watch streams once shutdown has begun and the
+// stream has sent its update (NOT_SERVING), so that long-lived watches from
+// clients with health checking enabled do not hold GracefulStop for the
+// whole grace period.
+type endWatches struct{ stopping <-chan struct{} }
+
+func (e endWatches) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod != healthpb.Health_Watch_FullMethodName {
+		return handler(srv, ss)
+	}
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	return handler(srv, &watchStream{ServerStream: ss, ctx: ctx, cancel: cancel, stopping: e.stopping})
+}
+
+type watchStream struct {
+	grpc.ServerStream
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopping <-chan struct{}
+}
+
+func (w *watchStream) Context() context.Context { return w.ctx }
+
+func (w *watchStream) SendMsg(m any) error {
+	err := w.ServerStream.SendMsg(m)
+	select {
+	case <-w.stopping:
+		w.cancel()
+	default:
+	}
+	return err
+}
