@@ -13,7 +13,7 @@ func TestDetailedConditionAddErrorAndWarning(t *testing.T) {
 	dc.AddError(ConditionTypeServiceError, "ServiceNotFound", "Service service-does-not-exist not found")
 	dc.AddError(ConditionTypeTLSError, "TLSSecretNotFound", "TLS Secret testsecret-does-not-exist not found")
 	dc.AddError(ConditionTypeServiceError, "ServiceNotFound", "Service service-does-not-exist not found") // duplicate
-	dc.AddError(ConditionTypeServiceError, "ServiceNotFound", "Service other not found")                 // same type and reason, other message
+	dc.AddError(ConditionTypeServiceError, "ServiceNotFound", "Service other not found")                  // same type and reason, other message
 	dc.AddWarning(ConditionTypeServiceError, "NoEndpoints", "Service s has no endpoints")
 
 	wantErrors := []SubCondition{
