@@ -1,0 +1,296 @@
+// Command portcullis is the Portcullis control plane.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/kubernetes"
+	"github.com/portcullis/portcullis/controlplane/internal/serve"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "portcullis",
+		Short: "The Portcullis control plane: HTTPProxy resources in, Envoy configuration with external authorization out",
+		Long: `portcullis reads HTTPProxy, ExtensionService and TLSCertificateDelegation
+resources (the projectcontour.io API) from Kubernetes or from YAML files,
+validates them, and serves the resulting Envoy configuration over xDS: HTTP and
+HTTPS listeners, routes, clusters, and Envoy's ext_authz filter wherever a
+virtual host asks for external authorization. Every resource gets a status
+that says whether it is valid and, if not, what is wrong and where.
+
+Typical use:
+  portcullis translate -f examples/quickstart/        # lint: status + Envoy config, no servers
+  portcullis serve -f examples/quickstart/            # serve xDS from YAML files
+  portcullis serve --provider kubernetes              # serve xDS from a cluster
+  portcullis bootstrap --xds-address 127.0.0.1:8001   # the Envoy bootstrap to start Envoy with`,
+		SilenceUsage: true,
+	}
+	root.AddCommand(newTranslateCommand(), newServeCommand(), newBootstrapCommand())
+	return root
+}
+
+// buildFlags are the settings shared by translate and serve, so that
+// translate shows exactly what serve would do.
+type buildFlags struct {
+	rootNamespaces []string
+	ingressClass   string
+	fallbackCert   string
+	httpAddress    string
+	httpsAddress   string
+}
+
+func (f *buildFlags) add(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.rootNamespaces, "root-namespaces", nil, "namespaces where root HTTPProxies (with a virtualhost) may live; empty for all")
+	fs.StringVar(&f.ingressClass, "ingress-class-name", "", "serve HTTPProxies with this spec.ingressClassName (and those with none)")
+	fs.StringVar(&f.fallbackCert, "fallback-certificate", "", "Secret (namespace/name) served to TLS clients without SNI by virtual hosts that enable it")
+	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
+	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
+}
+
+func (f *buildFlags) options() (pipeline.Options, error) {
+	o := pipeline.Options{}
+	o.Builder.RootNamespaces = f.rootNamespaces
+	o.Builder.IngressClassName = f.ingressClass
+	if f.fallbackCert != "" && !strings.Contains(f.fallbackCert, "/") {
+		return o, fmt.Errorf("--fallback-certificate must be namespace/name, got %q", f.fallbackCert)
+	}
+	o.Builder.FallbackCertificate = f.fallbackCert
+	var err error
+	if o.Translator.HTTPAddress, o.Translator.HTTPPort, err = hostPort(f.httpAddress); err != nil {
+		return o, fmt.Errorf("--envoy-http-address: %w", err)
+	}
+	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = hostPort(f.httpsAddress); err != nil {
+		return o, fmt.Errorf("--envoy-https-address: %w", err)
+	}
+	return o, nil
+}
+
+func hostPort(s string) (string, uint32, error) {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return "", 0, fmt.Errorf("invalid port %q", p)
+	}
+	return h, uint32(n), nil
+}
+
+func newTranslateCommand() *cobra.Command {
+	var (
+		paths  []string
+		output string
+		strict bool
+		bf     buildFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "translate -f FILE_OR_DIR ...",
+		Short: "Print the status of every resource and the Envoy configuration they produce, without any server",
+		Long: `translate runs the same pipeline as serve on YAML files (directories are read
+recursively) and prints one document:
+
+  status: the status portcullis would write on each HTTPProxy, ExtensionService
+          and TLSCertificateDelegation (Valid condition, errors, warnings)
+  xds:    listeners, routes, clusters, endpoints and secrets as Envoy receives
+          them (protojson with @type; private keys redacted)
+
+Documents of other kinds (Deployments, Namespaces...) are ignored. Use it to
+check resources before applying them, or to see why a route does what it does.`,
+		Example: `  portcullis translate -f examples/quickstart/
+  portcullis translate -f proxy.yaml -f extension.yaml -o json --strict`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(paths) == 0 {
+				return fmt.Errorf("no input: give files or directories with -f")
+			}
+			opts, err := bf.options()
+			if err != nil {
+				return err
+			}
+			set, skipped, err := file.Load(paths)
+			if err != nil {
+				return err
+			}
+			for _, s := range skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "skipped %s (%s): %s\n", s.Source, s.Kind, s.Reason)
+			}
+			res := pipeline.Run(set, opts)
+			doc, err := pipeline.NewDocument(set, res, metav1.Now())
+			if err != nil {
+				return err
+			}
+			out, err := doc.Encode(output)
+			if err != nil {
+				return err
+			}
+			if _, err := cmd.OutOrStdout().Write(out); err != nil {
+				return err
+			}
+			if strict {
+				for _, o := range res.Build.Status {
+					if !o.Valid() {
+						return fmt.Errorf("%s is not valid", o.Ref)
+					}
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVarP(&paths, "filename", "f", nil, "YAML or JSON file, or directory of them (repeatable)")
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit with an error when any resource is not valid")
+	bf.add(cmd.Flags())
+	return cmd
+}
+
+func newServeCommand() *cobra.Command {
+	var (
+		provider     string
+		paths        []string
+		kubeconfig   string
+		xdsAddress   string
+		adminAddress string
+		debounce     time.Duration
+		interval     time.Duration
+		logLevel     string
+		bf           buildFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve Envoy configuration over xDS (ADS) from Kubernetes or YAML files",
+		Long: `serve watches the resources, rebuilds the configuration on every change and
+serves it to Envoy over xDS (ADS, gRPC). Start Envoy with the bootstrap from
+'portcullis bootstrap'.
+
+Providers:
+  file        YAML files or directories given with -f, checked for changes every
+              --poll-interval (no cluster needed). Status is logged and served
+              on the admin endpoint.
+  kubernetes  the cluster of --kubeconfig (or in-cluster config). Status is
+              written to each resource's status subresource.
+
+Admin endpoint (--admin-address; no authentication, keep it on loopback):
+  /healthz /readyz   liveness, and readiness once a configuration is built
+  /status            each resource's status, and what Envoy acknowledged or rejected
+  /config            the current Envoy configuration (private keys redacted)`,
+		Example: `  portcullis serve -f examples/quickstart/ --envoy-http-address 127.0.0.1:8080 --envoy-https-address 127.0.0.1:8443
+  portcullis serve --provider kubernetes --kubeconfig ~/.kube/config`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			opts, err := bf.options()
+			if err != nil {
+				return err
+			}
+			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log}
+			switch provider {
+			case "file":
+				if len(paths) == 0 {
+					return fmt.Errorf("the file provider needs files or directories: give them with -f")
+				}
+				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log}
+				cfg.Status = &serve.LogWriter{Log: log}
+			case "kubernetes":
+				p, err := kubernetes.New(kubeconfig, log)
+				if err != nil {
+					return err
+				}
+				cfg.Provider, cfg.Status = p, p
+			default:
+				return fmt.Errorf("unknown provider %q: use file or kubernetes", provider)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve.Run(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&provider, "provider", "file", "where resources come from: file or kubernetes")
+	f.StringArrayVarP(&paths, "filename", "f", nil, "file provider: YAML file or directory (repeatable)")
+	f.DurationVar(&interval, "poll-interval", time.Second, "file provider: how often to check the files for changes")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubernetes provider: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&xdsAddress, "xds-address", "127.0.0.1:8001", "address of the xDS (ADS) gRPC server")
+	f.StringVar(&adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
+	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "wait this long after a change for more changes before rebuilding")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	bf.add(f)
+	return cmd
+}
+
+type fileProvider struct {
+	paths    []string
+	interval time.Duration
+	log      *slog.Logger
+}
+
+func (p fileProvider) Run(ctx context.Context, update func(*objects.Set)) error {
+	file.Watch(ctx, p.paths, p.interval, p.log, update)
+	return nil
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+func newBootstrapCommand() *cobra.Command {
+	var (
+		o   bootstrap.Options
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Print the Envoy bootstrap that connects Envoy to the portcullis xDS server",
+		Long: `bootstrap prints (or writes with -o) the Envoy bootstrap configuration: Envoy's
+admin interface, and an ADS connection to portcullis from which Envoy gets
+everything else. Start Envoy with: envoy -c bootstrap.json`,
+		Example: `  portcullis bootstrap --xds-address 127.0.0.1:8001 -o /tmp/envoy.json && envoy -c /tmp/envoy.json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := bootstrap.Build(o)
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			return os.WriteFile(out, append(b, '\n'), 0o644)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.XDSAddress, "xds-address", "127.0.0.1:8001", "the portcullis xDS server, host:port")
+	f.StringVar(&o.AdminAddress, "envoy-admin-address", "127.0.0.1:9901", "where Envoy's admin interface listens (keep it on loopback)")
+	f.StringVar(&o.NodeID, "node-id", "envoy", "this Envoy's node ID")
+	f.StringVar(&o.NodeCluster, "node-cluster", "portcullis", "this Envoy's node cluster")
+	f.StringVarP(&out, "output", "o", "", "write the bootstrap to this file instead of standard output")
+	return cmd
+}

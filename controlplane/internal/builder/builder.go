@@ -1,0 +1,173 @@
+// Package builder validates a snapshot of input objects, resolves their
+// references and computes the routing model (internal/ir) and the findings
+// for each object's status. It is a pure function of its input: no clients,
+// no clocks, no goroutines.
+//
+// An invalid object never affects the others: a root HTTPProxy with an
+// error is not served at all (never served half-configured, never without
+// its authorization), a child with an error contributes no routes, and
+// everything else is built as usual.
+package builder
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// Options are the control plane's settings that shape the build.
+type Options struct {
+	// RootNamespaces, when not empty, are the only namespaces where root
+	// HTTPProxies (with a virtualhost) may live.
+	RootNamespaces []string
+	// IngressClassName selects the HTTPProxies this control plane serves:
+	// those with this class, and those with none.
+	IngressClassName string
+	// FallbackCertificate is the Secret ("namespace/name") served to
+	// clients without SNI by virtual hosts that enable it.
+	FallbackCertificate string
+}
+
+// Result is the output of one build.
+type Result struct {
+	Model *ir.Model
+	// Status holds the findings for every HTTPProxy, ExtensionService and
+	// TLSCertificateDelegation this control plane owns, sorted.
+	Status []*status.Object
+}
+
+// Kinds, as they appear in status references.
+const (
+	KindHTTPProxy                = "HTTPProxy"
+	KindExtensionService         = "ExtensionService"
+	KindTLSCertificateDelegation = "TLSCertificateDelegation"
+)
+
+type builder struct {
+	opts Options
+	in   *objects.Set
+
+	secrets     map[types.NamespacedName]*corev1.Secret
+	services    map[types.NamespacedName]*corev1.Service
+	slices      map[types.NamespacedName][]*discoveryv1.EndpointSlice
+	extensions  map[types.NamespacedName]*extension
+	proxies     map[types.NamespacedName]*contourv1.HTTPProxy
+	delegations []*contourv1.TLSCertificateDelegation
+
+	status   map[objects.Ref]*status.Object
+	clusters map[string]*ir.Cluster
+	secretsO map[string]*ir.Secret
+	// visited holds the HTTPProxies reached from a root.
+	visited map[types.NamespacedName]bool
+}
+
+// Build computes the model and the status findings for one snapshot.
+func Build(in *objects.Set, opts Options) *Result {
+	b := &builder{
+		opts:       opts,
+		in:         in,
+		secrets:    map[types.NamespacedName]*corev1.Secret{},
+		services:   map[types.NamespacedName]*corev1.Service{},
+		slices:     map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		extensions: map[types.NamespacedName]*extension{},
+		proxies:    map[types.NamespacedName]*contourv1.HTTPProxy{},
+		status:     map[objects.Ref]*status.Object{},
+		clusters:   map[string]*ir.Cluster{},
+		secretsO:   map[string]*ir.Secret{},
+		visited:    map[types.NamespacedName]bool{},
+	}
+	b.index()
+	model := &ir.Model{}
+	b.buildExtensions()
+	b.buildDelegations()
+	b.buildProxies(model)
+	b.finish(model)
+
+	res := &Result{Model: model}
+	for _, o := range b.status {
+		res.Status = append(res.Status, o)
+	}
+	status.SortObjects(res.Status)
+	return res
+}
+
+func nn(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+func (b *builder) index() {
+	for _, s := range b.in.Secrets {
+		b.secrets[nn(s.Namespace, s.Name)] = s
+	}
+	for _, s := range b.in.Services {
+		b.services[nn(s.Namespace, s.Name)] = s
+	}
+	for _, s := range b.in.EndpointSlices {
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		k := nn(s.Namespace, svc)
+		b.slices[k] = append(b.slices[k], s)
+	}
+	for _, p := range b.in.HTTPProxies {
+		if !b.ownsClass(p.Spec.IngressClassName) {
+			continue
+		}
+		b.proxies[nn(p.Namespace, p.Name)] = p
+	}
+	b.delegations = b.in.Delegations
+}
+
+func (b *builder) ownsClass(class string) bool {
+	return class == "" || class == b.opts.IngressClassName
+}
+
+// statusOf returns (creating) the findings of an object.
+func (b *builder) statusOf(kind, namespace, name string, generation int64) *status.Object {
+	ref := objects.Ref{Kind: kind, Namespace: namespace, Name: name}
+	o, ok := b.status[ref]
+	if !ok {
+		o = &status.Object{Ref: ref, Generation: generation}
+		for _, w := range b.in.Warnings[ref] {
+			o.AddWarning("SpecWarning", "UnknownField", w)
+		}
+		b.status[ref] = o
+	}
+	return o
+}
+
+func (b *builder) proxyStatus(p *contourv1.HTTPProxy) *status.Object {
+	return b.statusOf(KindHTTPProxy, p.Namespace, p.Name, p.Generation)
+}
+
+// finish sorts the model's lists so that the translator's input is
+// deterministic.
+func (b *builder) finish(m *ir.Model) {
+	for _, c := range b.clusters {
+		m.Clusters = append(m.Clusters, c)
+	}
+	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
+	for _, s := range b.secretsO {
+		m.Secrets = append(m.Secrets, s)
+	}
+	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
+	sort.Slice(m.Insecure, func(i, j int) bool { return m.Insecure[i].FQDN < m.Insecure[j].FQDN })
+	sort.Slice(m.Secure, func(i, j int) bool { return m.Secure[i].FQDN < m.Secure[j].FQDN })
+}
+
+// splitRef parses "name" or "namespace/name", defaulting the namespace.
+func splitRef(ref, defaultNamespace string) types.NamespacedName {
+	if ns, name, ok := strings.Cut(ref, "/"); ok {
+		return nn(ns, name)
+	}
+	return nn(defaultNamespace, ref)
+}

@@ -1,0 +1,184 @@
+package builder
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// extension is a validated ExtensionService.
+type extension struct {
+	obj    *v1alpha1.ExtensionService
+	status *status.Object
+	// cluster is nil when the ExtensionService is invalid.
+	cluster   *ir.Cluster
+	authority string
+	// timeout is spec.timeoutPolicy.response, the default for checks.
+	timeout *time.Duration
+}
+
+// ExtensionClusterName is the Envoy cluster of an ExtensionService.
+func ExtensionClusterName(namespace, name string) string {
+	return "extension/" + namespace + "/" + name
+}
+
+// Reasons of ExtensionService errors.
+const (
+	ReasonServiceUnresolved   = "ServiceUnresolvedReference"
+	ReasonUnsupportedProtocol = "UnsupportedProtocol"
+	ReasonInvalidTimeout      = "InvalidTimeout"
+	ReasonInvalidValidation   = "UpstreamValidationInvalid"
+	ReasonInvalidLBPolicy     = "InvalidLoadBalancerPolicy"
+	ReasonInvalidExternalName = "InvalidExternalName"
+	ReasonNoEndpoints         = "NoReadyEndpoints"
+	ReasonTLSWithoutVerify    = "TLSWithoutValidation"
+	// Condition types of ExtensionService findings.
+	condSpec = "SpecError"
+)
+
+func (b *builder) buildExtensions() {
+	for _, es := range b.in.ExtensionServices {
+		b.extensions[nn(es.Namespace, es.Name)] = b.buildExtension(es)
+	}
+}
+
+func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
+	st := b.statusOf(KindExtensionService, es.Namespace, es.Name, es.Generation)
+	name := ExtensionClusterName(es.Namespace, es.Name)
+	ext := &extension{obj: es, status: st, authority: es.Name + "." + es.Namespace}
+	spec := es.Spec
+
+	if v := spec.ProtocolVersion; v != "" && v != v1alpha1.SupportProtocolVersion3 {
+		st.AddError(condSpec, ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocolVersion %q is not supported: only %q", v, v1alpha1.SupportProtocolVersion3))
+	}
+
+	// Protocol: h2 is HTTP/2 over TLS, h2c is plaintext HTTP/2. Unset means
+	// TLS when a validation is given, plaintext otherwise.
+	protocol := ir.H2C
+	if spec.UpstreamValidation != nil {
+		protocol = ir.H2
+	}
+	if p := spec.Protocol; p != nil {
+		switch *p {
+		case "h2":
+			protocol = ir.H2
+		case "h2c":
+			protocol = ir.H2C
+			if spec.UpstreamValidation != nil {
+				st.AddError(condSpec, ReasonUnsupportedProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
+			}
+		default:
+			st.AddError(condSpec, ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocol %q is not supported: use h2 (TLS) or h2c (plaintext)", *p))
+		}
+	}
+	if protocol == ir.H2 && spec.UpstreamValidation == nil {
+		st.AddWarning(condSpec, ReasonTLSWithoutVerify, "spec.protocol is h2 (TLS) but spec.validation is not set: the server's certificate is not verified")
+	}
+
+	var validation *ir.UpstreamValidation
+	if v := spec.UpstreamValidation; v != nil {
+		var err error
+		validation, err = b.upstreamValidation(v, es.Namespace)
+		if err != nil {
+			st.AddError(condSpec, ReasonInvalidValidation, "spec.validation: "+err.Error())
+		} else {
+			ext.authority = v.SubjectName
+		}
+	}
+
+	lb := ""
+	if p := spec.LoadBalancerPolicy; p != nil {
+		switch p.Strategy {
+		case "", "RoundRobin", "WeightedLeastRequest", "Random":
+			lb = p.Strategy
+		default:
+			st.AddError(condSpec, ReasonInvalidLBPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
+		}
+	}
+
+	var idle *time.Duration
+	if tp := spec.TimeoutPolicy; tp != nil {
+		if d, err := parseTimeout(tp.Response); err != nil {
+			st.AddError(condSpec, ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
+		} else {
+			ext.timeout = d
+		}
+		if d, err := parseTimeout(tp.Idle); err != nil {
+			st.AddError(condSpec, ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
+		} else {
+			idle = d
+		}
+	}
+
+	var backends []*backend
+	var weights []uint32
+	ready := 0
+	for i, t := range spec.Services {
+		be, err := b.resolveService(nn(es.Namespace, t.Name), t.Port)
+		if err != nil {
+			st.AddError("ServiceError", ReasonServiceUnresolved, fmt.Sprintf("spec.services[%d]: %s", i, err))
+			continue
+		}
+		if be.service.Spec.Type == corev1.ServiceTypeExternalName && len(spec.Services) > 1 {
+			st.AddError("ServiceError", ReasonInvalidExternalName, fmt.Sprintf("spec.services[%d]: ExternalName Service %q must be the only service of an ExtensionService", i, t.Name))
+			continue
+		}
+		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
+			ready++
+		}
+		ready += len(be.endpoints)
+		backends = append(backends, be)
+		weights = append(weights, t.Weight)
+	}
+	if len(spec.Services) == 0 {
+		st.AddError("ServiceError", ReasonServiceUnresolved, "spec.services must name at least one Service")
+	}
+	if !st.Valid() {
+		return ext
+	}
+	if ready == 0 {
+		st.AddWarning("ServiceError", ReasonNoEndpoints, "no ready endpoints: requests to this extension fail until its Services have ready endpoints")
+	}
+	ext.cluster = b.addCluster(name, backends, weights, protocol, validation, lb, idle)
+	st.ClusterName = name
+	return ext
+}
+
+// upstreamValidation resolves a CA Secret (in the namespace of the object
+// that names it) into an SDS validation secret.
+func (b *builder) upstreamValidation(v *contourv1.UpstreamValidation, namespace string) (*ir.UpstreamValidation, error) {
+	if v.SubjectName == "" {
+		return nil, fmt.Errorf("subjectName is required")
+	}
+	name, err := b.caSecret(v.CACertificate, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return &ir.UpstreamValidation{CASecret: name, SubjectName: v.SubjectName}, nil
+}
+
+// parseTimeout accepts a Go duration, "infinity" (no timeout, returned as
+// 0) or "" (unset, returned as nil).
+func parseTimeout(s string) (*time.Duration, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if s == "infinity" {
+		d := time.Duration(0)
+		return &d, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a duration (e.g. 500ms, 2s) or \"infinity\"", s)
+	}
+	if d < 0 {
+		return nil, fmt.Errorf("%q is negative", s)
+	}
+	return &d, nil
+}

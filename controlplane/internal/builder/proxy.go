@@ -1,0 +1,234 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// DefaultAuthTimeout is how long Envoy waits for a check when neither the
+// HTTPProxy nor the ExtensionService says: long enough for a bcrypt check
+// or an OIDC code exchange, short enough to fail fast.
+const DefaultAuthTimeout = 2 * time.Second
+
+// authScope is the authorization in force where routes are being built.
+type authScope struct {
+	// enabled: the HCM of these routes has an ext_authz filter.
+	enabled bool
+	policy  contourv1.AuthorizationPolicy
+}
+
+func (b *builder) buildProxies(m *ir.Model) {
+	fqdns := map[string][]types.NamespacedName{}
+	var roots []*contourv1.HTTPProxy
+	for _, p := range b.in.HTTPProxies {
+		if _, ok := b.proxies[nn(p.Namespace, p.Name)]; !ok || p.Spec.VirtualHost == nil {
+			continue
+		}
+		roots = append(roots, p)
+		f := strings.ToLower(p.Spec.VirtualHost.Fqdn)
+		fqdns[f] = append(fqdns[f], nn(p.Namespace, p.Name))
+	}
+	for _, p := range roots {
+		st := b.proxyStatus(p)
+		if others := fqdns[strings.ToLower(p.Spec.VirtualHost.Fqdn)]; len(others) > 1 {
+			var names []string
+			for _, o := range others {
+				names = append(names, o.String())
+			}
+			st.AddError(contourv1.ConditionTypeVirtualHostError, "DuplicateVhost",
+				fmt.Sprintf("fqdn %q is used in multiple HTTPProxies: %s", p.Spec.VirtualHost.Fqdn, strings.Join(names, ", ")))
+		}
+		b.buildRoot(m, p, st)
+	}
+	// HTTPProxies with no virtual host that no root reached.
+	for _, p := range b.in.HTTPProxies {
+		k := nn(p.Namespace, p.Name)
+		if _, ok := b.proxies[k]; !ok || p.Spec.VirtualHost != nil || b.visited[k] {
+			continue
+		}
+		b.proxyStatus(p).Orphaned = true
+	}
+}
+
+func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Object) {
+	vh := p.Spec.VirtualHost
+	b.visited[nn(p.Namespace, p.Name)] = true
+	if len(b.opts.RootNamespaces) > 0 && !slices.Contains(b.opts.RootNamespaces, p.Namespace) {
+		st.AddError(contourv1.ConditionTypeRootNamespaceError, "RootProxyNotAllowedInNamespace",
+			fmt.Sprintf("root HTTPProxy cannot be defined in this namespace: root HTTPProxies are allowed in %s", strings.Join(b.opts.RootNamespaces, ", ")))
+	}
+	fqdn := strings.ToLower(vh.Fqdn)
+	switch {
+	case fqdn == "":
+		st.AddError(contourv1.ConditionTypeVirtualHostError, "FQDNNotSpecified", "Spec.VirtualHost.Fqdn must be specified")
+	case strings.Contains(fqdn, "*"):
+		st.AddError(contourv1.ConditionTypeVirtualHostError, "WildCardNotAllowed", fmt.Sprintf("Spec.VirtualHost.Fqdn %q cannot use wildcards", vh.Fqdn))
+	default:
+		if errs := validation.IsDNS1123Subdomain(fqdn); len(errs) > 0 {
+			st.AddError(contourv1.ConditionTypeVirtualHostError, "FQDNInvalid", fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", vh.Fqdn, strings.Join(errs, "; ")))
+		}
+	}
+
+	secure := b.secureHost(p, st)
+	auth := b.authorization(p, secure != nil, st)
+
+	scope := authScope{enabled: auth != nil}
+	if vh.Authorization != nil && vh.Authorization.AuthPolicy != nil {
+		scope.policy = *vh.Authorization.AuthPolicy
+	}
+	routes := b.walk(p, nil, route{}, scope, secure != nil)
+	if !st.Valid() {
+		// Never serve a root half-configured: without its certificate,
+		// without its authorization, or without some of its own routes.
+		return
+	}
+
+	if secure == nil {
+		m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
+		return
+	}
+	secure.FQDN = fqdn
+	secure.Routes = irRoutes(routes, false)
+	secure.Auth = auth
+	m.Secure = append(m.Secure, secure)
+	// On the HTTP listener, a TLS host redirects to HTTPS, except the
+	// routes that permit insecure access.
+	m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, true)})
+	if vh.TLS.EnableFallbackCertificate {
+		b.addFallback(m, fqdn, routes)
+	}
+}
+
+func (b *builder) addFallback(m *ir.Model, fqdn string, routes []route) {
+	if m.Fallback == nil {
+		// secureHost checked that the fallback Secret resolves.
+		name, _ := b.tlsSecret(b.opts.FallbackCertificate, splitRef(b.opts.FallbackCertificate, "").Namespace)
+		m.Fallback = &ir.FallbackChain{Secret: name}
+	}
+	m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
+}
+
+// secureHost validates spec.virtualhost.tls; nil when the host has none.
+func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.SecureVirtualHost {
+	t := p.Spec.VirtualHost.TLS
+	if t == nil {
+		return nil
+	}
+	out := &ir.SecureVirtualHost{MinTLSVersion: t.MinimumProtocolVersion, MaxTLSVersion: t.MaximumProtocolVersion}
+	if t.SecretName == "" {
+		st.AddError(contourv1.ConditionTypeTLSError, "SecretNameRequired", "Spec.VirtualHost.TLS.SecretName must be specified")
+	} else if name, err := b.tlsSecret(t.SecretName, p.Namespace); err != nil {
+		ref := splitRef(t.SecretName, p.Namespace).String()
+		switch {
+		case errors.Is(err, errSecretNotFound):
+			st.AddError(contourv1.ConditionTypeTLSError, "SecretNotFound", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q not found", ref))
+		case errors.Is(err, errNotDelegated):
+			st.AddError(contourv1.ConditionTypeTLSError, "DelegationNotPermitted", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", ref))
+		default:
+			st.AddError(contourv1.ConditionTypeTLSError, "SecretInvalid", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: %v", ref, err))
+		}
+	} else {
+		out.Secret = name
+	}
+	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
+		st.AddError(contourv1.ConditionTypeTLSError, "TLSVersionsInvalid", "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
+	}
+	if cv := t.ClientValidation; cv != nil {
+		out.ClientValidation = &ir.ClientValidation{SkipVerification: cv.SkipClientCertValidation, Optional: cv.OptionalClientCertificate}
+		switch {
+		case cv.SkipClientCertValidation && cv.CACertificate != "":
+			st.AddError(contourv1.ConditionTypeTLSClientValidationError, "ClientValidationInvalid", "Spec.VirtualHost.TLS client validation is invalid: caSecret and skipClientCertValidation are mutually exclusive")
+		case !cv.SkipClientCertValidation:
+			name, err := b.caSecret(cv.CACertificate, p.Namespace)
+			if err != nil {
+				st.AddError(contourv1.ConditionTypeTLSClientValidationError, "ClientValidationInvalid", "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
+			}
+			out.ClientValidation.CASecret = name
+		}
+	}
+	if t.EnableFallbackCertificate {
+		switch {
+		case t.ClientValidation != nil:
+			st.AddError(contourv1.ConditionTypeTLSFallbackError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible together")
+		case b.opts.FallbackCertificate == "":
+			st.AddError(contourv1.ConditionTypeTLSFallbackError, "FallbackNotConfigured", "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
+		default:
+			fb := splitRef(b.opts.FallbackCertificate, "")
+			if _, err := b.tlsSecret(b.opts.FallbackCertificate, fb.Namespace); err != nil {
+				st.AddError(contourv1.ConditionTypeTLSFallbackError, "FallbackCertificateInvalid", fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
+			} else if fb.Namespace != p.Namespace && !b.delegated(fb, p.Namespace) {
+				st.AddError(contourv1.ConditionTypeTLSFallbackError, "FallbackNotDelegated", fmt.Sprintf("Spec.VirtualHost.TLS fallback Secret %q is not configured for certificate delegation", fb.String()))
+			}
+		}
+	}
+	return out
+}
+
+// authorization validates spec.virtualhost.authorization; nil when the host
+// has none (or only opts out of global authorization).
+func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.Object) *ir.ExtAuth {
+	a := p.Spec.VirtualHost.Authorization
+	if a == nil || a.ExtensionServiceRef.Name == "" {
+		if a != nil && !a.GlobalExternalAuthorizationDisabled {
+			st.AddError(contourv1.ConditionTypeAuthError, "ExtensionServiceRefRequired", "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization)")
+		}
+		return nil
+	}
+	fail := func(reason, format string, args ...any) *ir.ExtAuth {
+		st.AddError(contourv1.ConditionTypeAuthError, reason, fmt.Sprintf(format, args...))
+		return nil
+	}
+	if !secure {
+		return fail("AuthNotPermitted", "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization is only supported on HTTPS virtual hosts")
+	}
+	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
+		return fail("AuthIncompatibleWithFallback", "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts")
+	}
+	ref := a.ExtensionServiceRef
+	if ref.APIVersion != "" && ref.APIVersion != v1alpha1.GroupVersion.String() {
+		return fail("AuthBadResourceVersion", "Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported resource version %q: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
+	}
+	if ref.Kind != "" && ref.Kind != KindExtensionService {
+		return fail("AuthBadResourceKind", "Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported kind %q: use %q", ref.Kind, KindExtensionService)
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = p.Namespace
+	}
+	ext, ok := b.extensions[nn(ns, ref.Name)]
+	if !ok {
+		return fail("ExtensionServiceNotFound", "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q not found", ns+"/"+ref.Name)
+	}
+	if ext.cluster == nil {
+		return fail("ExtensionServiceInvalid", "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q is invalid: %s", ns+"/"+ref.Name, status.Summary(ext.status))
+	}
+	out := &ir.ExtAuth{Cluster: ext.cluster.Name, Authority: ext.authority, FailOpen: a.FailOpen, Timeout: DefaultAuthTimeout}
+	if ext.timeout != nil {
+		out.Timeout = *ext.timeout
+	}
+	d, err := parseTimeout(a.ResponseTimeout)
+	if err != nil {
+		return fail("AuthResponseTimeoutInvalid", "Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err)
+	}
+	if d != nil {
+		out.Timeout = *d
+	}
+	if w := a.WithRequestBody; w != nil {
+		out.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: w.MaxRequestBytes, AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
+		if out.WithRequestBody.MaxRequestBytes == 0 {
+			out.WithRequestBody.MaxRequestBytes = 1024
+		}
+	}
+	return out
+}

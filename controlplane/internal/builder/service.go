@@ -1,0 +1,146 @@
+package builder
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// backend is one resolved Service port.
+type backend struct {
+	service *corev1.Service
+	port    corev1.ServicePort
+	// endpoints are the ready addresses behind the port.
+	endpoints []ir.Endpoint
+}
+
+// resolveService finds the Service port a route or ExtensionService names,
+// and its ready endpoints. The error says what is wrong in words for a
+// status message.
+func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, error) {
+	svc, ok := b.services[key]
+	if !ok {
+		return nil, fmt.Errorf("Service %q not found", key.String())
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if int(svc.Spec.Ports[i].Port) == port {
+			sp = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil {
+		if svc.Spec.Type != corev1.ServiceTypeExternalName {
+			return nil, fmt.Errorf("Service %q has no port %d", key.String(), port)
+		}
+		// ExternalName services often list no ports: the port is the
+		// destination's.
+		sp = &corev1.ServicePort{Port: int32(port), Protocol: corev1.ProtocolTCP}
+	}
+	be := &backend{service: svc, port: *sp}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return be, nil
+	}
+	be.endpoints = b.readyEndpoints(key, *sp)
+	return be, nil
+}
+
+// readyEndpoints lists the ready endpoints of a Service port from its
+// EndpointSlices, matched by port name as Kubernetes does.
+func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort) []ir.Endpoint {
+	var out []ir.Endpoint
+	seen := map[string]bool{}
+	for _, slice := range b.slices[key] {
+		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		var port int32
+		for _, p := range slice.Ports {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			proto := corev1.ProtocolTCP
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			if name == sp.Name && proto == corev1.ProtocolTCP && p.Port != nil {
+				port = *p.Port
+			}
+		}
+		if port == 0 {
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			for _, addr := range ep.Addresses {
+				id := addr + ":" + strconv.Itoa(int(port))
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				out = append(out, ir.Endpoint{Address: addr, Port: uint32(port)})
+			}
+		}
+	}
+	return out
+}
+
+// clusterFor adds (or reuses) the cluster of one resolved backend.
+// Clusters are shared by every route that resolves to the same Service
+// port with the same protocol and validation.
+func (b *builder) clusterFor(prefix string, be *backend, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
+	name := fmt.Sprintf("%s/%s/%s/%d", prefix, be.service.Namespace, be.service.Name, be.port.Port)
+	if protocol != ir.HTTP1 {
+		name += "/" + string(protocol)
+	}
+	if v != nil || lb != "" || idle != nil {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%v|%s|%v", v, lb, idle)))
+		name += "/" + hex.EncodeToString(h[:4])
+	}
+	return b.addCluster(name, []*backend{be}, []uint32{0}, protocol, v, lb, idle)
+}
+
+func (b *builder) addCluster(name string, bes []*backend, weights []uint32, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
+	if c, ok := b.clusters[name]; ok {
+		return c
+	}
+	c := &ir.Cluster{Name: name, Protocol: protocol, Validation: v, LBPolicy: lb, IdleTimeout: idle}
+	if v != nil {
+		c.SNI = v.SubjectName
+	}
+	for i, be := range bes {
+		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
+			c.DNSName = be.service.Spec.ExternalName
+			c.DNSPort = uint32(be.port.Port)
+			if c.SNI == "" && (protocol == ir.H2 || protocol == ir.TLS) {
+				c.SNI = c.DNSName
+			}
+			continue
+		}
+		group := ""
+		if len(bes) > 1 {
+			group = be.service.Name + ":" + strconv.Itoa(int(be.port.Port))
+		}
+		for _, ep := range be.endpoints {
+			ep.Group = group
+			if len(bes) > 1 {
+				// Envoy needs a weight on every group once one has one.
+				ep.Weight = max(weights[i], 1)
+			}
+			c.Endpoints = append(c.Endpoints, ep)
+		}
+	}
+	b.clusters[name] = c
+	return c
+}

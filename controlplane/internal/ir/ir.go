@@ -1,0 +1,199 @@
+// Package ir is the control plane's intermediate model: what Envoy must do,
+// independent of both the Kubernetes API types (the builder's input) and the
+// Envoy protos (the translator's output). Everything here is already
+// validated and resolved; the translator does not make decisions.
+package ir
+
+import "time"
+
+// Model is the whole routing model computed from one snapshot of inputs.
+type Model struct {
+	// Insecure holds the virtual hosts of the HTTP listener.
+	Insecure []*VirtualHost
+	// Secure holds the TLS virtual hosts of the HTTPS listener, one filter
+	// chain each.
+	Secure []*SecureVirtualHost
+	// Fallback, when set, is the default HTTPS filter chain for clients that
+	// send no (or an unknown) SNI name.
+	Fallback *FallbackChain
+	// Clusters are deduplicated by name and sorted.
+	Clusters []*Cluster
+	// Secrets are deduplicated by name and sorted.
+	Secrets []*Secret
+	// GlobalAuth is the external authorization applied to the HTTP
+	// listener, the fallback chain and secure hosts without their own.
+	GlobalAuth *ExtAuth
+}
+
+// VirtualHost is a set of routes served for one host name.
+type VirtualHost struct {
+	FQDN   string
+	Routes []*Route
+}
+
+// SecureVirtualHost is a TLS virtual host with its own HCM (and so its own
+// authorization filter).
+type SecureVirtualHost struct {
+	VirtualHost
+	// Secret names the server certificate (an SDS secret).
+	Secret           string
+	MinTLSVersion    string // "1.2" or "1.3"
+	MaxTLSVersion    string // "1.2" or "1.3"
+	ClientValidation *ClientValidation
+	// Auth is the authorization of this host's HCM: its own, or the global
+	// one; nil for none.
+	Auth *ExtAuth
+}
+
+// FallbackChain serves non-SNI clients with the fallback certificate.
+type FallbackChain struct {
+	Secret       string
+	VirtualHosts []*VirtualHost
+}
+
+// ClientValidation requires (or requests) client certificates.
+type ClientValidation struct {
+	// CASecret names an SDS validation-context secret; empty with
+	// SkipVerification.
+	CASecret         string
+	SkipVerification bool
+	Optional         bool
+}
+
+// ExtAuth configures Envoy's ext_authz filter for one HCM.
+type ExtAuth struct {
+	// Cluster is the ExtensionService cluster, extension/<namespace>/<name>.
+	Cluster string
+	// Authority is the :authority Envoy sends to the auth server (the
+	// ExtensionService's TLS subject name, or its cluster name).
+	Authority       string
+	Timeout         time.Duration // 0 means no timeout
+	FailOpen        bool
+	WithRequestBody *BufferSettings
+}
+
+// BufferSettings asks ext_authz to send the request body.
+type BufferSettings struct {
+	MaxRequestBytes     uint32
+	AllowPartialMessage bool
+	PackAsBytes         bool
+}
+
+// PathMatchKind says how a route matches the request path.
+type PathMatchKind int
+
+const (
+	// PathPrefix matches the prefix on segment boundaries ("/a" matches
+	// "/a" and "/a/b", not "/ab").
+	PathPrefix PathMatchKind = iota
+	// PathExact matches the whole path.
+	PathExact
+)
+
+// HeaderMatch is one header condition.
+type HeaderMatch struct {
+	Name string
+	// Kind: "present", "notpresent", "exact", "notexact", "contains",
+	// "notcontains".
+	Kind  string
+	Value string
+}
+
+// Route is one Envoy route.
+type Route struct {
+	PathKind PathMatchKind
+	Path     string
+	Headers  []HeaderMatch
+
+	// HTTPSRedirect answers with a redirect to https instead of proxying.
+	HTTPSRedirect bool
+
+	Clusters        []WeightedCluster
+	RequestHeaders  *HeadersPolicy
+	ResponseHeaders *HeadersPolicy
+	// ResponseTimeout: nil for Envoy's default, 0 for no timeout.
+	ResponseTimeout *time.Duration
+	IdleTimeout     *time.Duration
+
+	// AuthDisabled switches the HCM's ext_authz filter off for this route.
+	AuthDisabled bool
+	// AuthContext is the merged context sent to the auth server.
+	AuthContext map[string]string
+}
+
+// WeightedCluster is one upstream of a route.
+type WeightedCluster struct {
+	Cluster         string
+	Weight          uint32
+	RequestHeaders  *HeadersPolicy
+	ResponseHeaders *HeadersPolicy
+}
+
+// HeadersPolicy sets and removes headers.
+type HeadersPolicy struct {
+	Set    []HeaderValue
+	Remove []string
+	// HostRewrite replaces the :authority (request policies only).
+	HostRewrite string
+}
+
+// HeaderValue is one header to set.
+type HeaderValue struct {
+	Name  string
+	Value string
+}
+
+// Protocol is how Envoy talks to an upstream.
+type Protocol string
+
+const (
+	HTTP1 Protocol = ""    // plaintext HTTP/1.1
+	H2C   Protocol = "h2c" // plaintext HTTP/2
+	H2    Protocol = "h2"  // HTTP/2 over TLS
+	TLS   Protocol = "tls" // HTTP/1.1 over TLS
+)
+
+// Cluster is one upstream cluster.
+type Cluster struct {
+	Name     string
+	Protocol Protocol
+	// Endpoints are the ready endpoints (EDS). Unused when DNSName is set.
+	Endpoints []Endpoint
+	// DNSName, for ExternalName services, makes a STRICT_DNS cluster.
+	DNSName string
+	DNSPort uint32
+	// Validation verifies the upstream's certificate (TLS protocols only).
+	Validation *UpstreamValidation
+	// SNI sent to TLS upstreams.
+	SNI            string
+	ConnectTimeout time.Duration
+	LBPolicy       string // RoundRobin (default), WeightedLeastRequest, Random, RequestHash, Cookie
+	// IdleTimeout of upstream connections; nil for Envoy's default.
+	IdleTimeout *time.Duration
+}
+
+// Endpoint is one address of a cluster.
+type Endpoint struct {
+	Address string
+	Port    uint32
+	// Weight groups endpoints of one backing Service (ExtensionService
+	// targets); 0 when unweighted.
+	Weight uint32
+	// Group distinguishes the backing Services of a cluster.
+	Group string
+}
+
+// UpstreamValidation verifies an upstream certificate.
+type UpstreamValidation struct {
+	// CASecret names an SDS validation-context secret.
+	CASecret    string
+	SubjectName string
+}
+
+// Secret is an SDS secret: a certificate with key, or a CA bundle.
+type Secret struct {
+	Name string
+	Cert []byte // PEM chain (server certificates)
+	Key  []byte // PEM key (server certificates)
+	CA   []byte // PEM bundle (validation contexts)
+}

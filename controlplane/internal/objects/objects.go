@@ -1,0 +1,62 @@
+// Package objects holds one immutable snapshot of the control plane's input
+// objects, whichever provider read them, and decodes them from YAML.
+package objects
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+)
+
+// Set is everything the builder reads. Providers build a new Set for every
+// change; nothing modifies a Set once built.
+type Set struct {
+	HTTPProxies       []*contourv1.HTTPProxy
+	ExtensionServices []*v1alpha1.ExtensionService
+	Delegations       []*contourv1.TLSCertificateDelegation
+	Secrets           []*corev1.Secret
+	Services          []*corev1.Service
+	EndpointSlices    []*discoveryv1.EndpointSlice
+
+	// Warnings found while reading an object (e.g. unknown fields in a YAML
+	// file), reported in that object's status.
+	Warnings map[Ref][]string
+}
+
+// Ref names one object.
+type Ref struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+func (r Ref) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+
+// Sort orders every list by namespace and name, so that everything
+// downstream is deterministic whatever order the provider saw objects in.
+func (s *Set) Sort() {
+	sortObjects(s.HTTPProxies)
+	sortObjects(s.ExtensionServices)
+	sortObjects(s.Delegations)
+	sortObjects(s.Secrets)
+	sortObjects(s.Services)
+	sortObjects(s.EndpointSlices)
+}
+
+type namespacedName interface {
+	GetNamespace() string
+	GetName() string
+}
+
+func sortObjects[T namespacedName](xs []T) {
+	sort.SliceStable(xs, func(i, j int) bool {
+		if xs[i].GetNamespace() != xs[j].GetNamespace() {
+			return xs[i].GetNamespace() < xs[j].GetNamespace()
+		}
+		return xs[i].GetName() < xs[j].GetName()
+	})
+}

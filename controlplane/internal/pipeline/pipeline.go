@@ -1,0 +1,182 @@
+// Package pipeline runs the control plane's pure stages in order (builder,
+// then translator) and renders their result. `portcullis translate` and
+// `portcullis serve` both call Run, so what the CLI prints is what Envoy
+// gets.
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// Options configure every stage.
+type Options struct {
+	Builder    builder.Options
+	Translator translator.Options
+}
+
+// Result is the output of one run.
+type Result struct {
+	Build     *builder.Result
+	Resources *translator.Resources
+}
+
+// Run builds and translates one snapshot.
+func Run(in *objects.Set, opts Options) *Result {
+	b := builder.Build(in, opts.Builder)
+	return &Result{Build: b, Resources: translator.Translate(b.Model, opts.Translator)}
+}
+
+// ObjectStatus is the rendered status of one object.
+type ObjectStatus struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Status     any    `json:"status"`
+}
+
+// Statuses renders the Kubernetes status of every object the build has
+// findings for, given the objects' current statuses in `in` and the time
+// to use for transitions.
+func Statuses(in *objects.Set, b *builder.Result, now metav1.Time) []ObjectStatus {
+	proxies := map[objects.Ref]*contourv1.HTTPProxy{}
+	for _, p := range in.HTTPProxies {
+		proxies[objects.Ref{Kind: builder.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}] = p
+	}
+	exts := map[objects.Ref]*v1alpha1.ExtensionService{}
+	for _, e := range in.ExtensionServices {
+		exts[objects.Ref{Kind: builder.KindExtensionService, Namespace: e.Namespace, Name: e.Name}] = e
+	}
+	dels := map[objects.Ref]*contourv1.TLSCertificateDelegation{}
+	for _, d := range in.Delegations {
+		dels[objects.Ref{Kind: builder.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d
+	}
+
+	var out []ObjectStatus
+	for _, o := range b.Status {
+		s := ObjectStatus{Kind: o.Ref.Kind, Namespace: o.Ref.Namespace, Name: o.Ref.Name}
+		switch o.Ref.Kind {
+		case builder.KindHTTPProxy:
+			s.APIVersion = contourv1.GroupVersion.String()
+			var prev contourv1.HTTPProxyStatus
+			if p := proxies[o.Ref]; p != nil {
+				prev = p.Status
+			}
+			s.Status = status.HTTPProxy(o, prev, now)
+		case builder.KindExtensionService:
+			s.APIVersion = v1alpha1.GroupVersion.String()
+			var prev v1alpha1.ExtensionServiceStatus
+			if e := exts[o.Ref]; e != nil {
+				prev = e.Status
+			}
+			s.Status = v1alpha1.ExtensionServiceStatus{
+				Conditions:  status.Conditions(o, "Valid ExtensionService", prev.Conditions, now),
+				ClusterName: o.ClusterName,
+			}
+		case builder.KindTLSCertificateDelegation:
+			s.APIVersion = contourv1.GroupVersion.String()
+			var prev contourv1.TLSCertificateDelegationStatus
+			if d := dels[o.Ref]; d != nil {
+				prev = d.Status
+			}
+			s.Status = contourv1.TLSCertificateDelegationStatus{
+				Conditions: status.Conditions(o, "Valid TLSCertificateDelegation", prev.Conditions, now),
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Document is what `portcullis translate` prints.
+type Document struct {
+	Status []ObjectStatus `json:"status"`
+	XDS    XDS            `json:"xds"`
+}
+
+// XDS holds the Envoy resources as protojson objects (with "@type").
+type XDS struct {
+	Listeners []json.RawMessage `json:"listeners"`
+	Routes    []json.RawMessage `json:"routes"`
+	Clusters  []json.RawMessage `json:"clusters"`
+	Endpoints []json.RawMessage `json:"endpoints"`
+	Secrets   []json.RawMessage `json:"secrets"`
+}
+
+// NewDocument renders a result. Private keys are redacted: the document is
+// for people and logs.
+func NewDocument(in *objects.Set, r *Result, now metav1.Time) (*Document, error) {
+	d := &Document{Status: Statuses(in, r.Build, now)}
+	if d.Status == nil {
+		d.Status = []ObjectStatus{}
+	}
+	var err error
+	conv := func(ms []proto.Message) []json.RawMessage {
+		out := []json.RawMessage{}
+		for _, m := range ms {
+			var b []byte
+			if b, err = MarshalResource(m); err != nil {
+				return nil
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	d.XDS = XDS{
+		Listeners: conv(r.Resources.Listeners),
+		Routes:    conv(r.Resources.Routes),
+		Clusters:  conv(r.Resources.Clusters),
+		Endpoints: conv(r.Resources.Endpoints),
+		Secrets:   conv(translator.Redacted(r.Resources.Secrets)),
+	}
+	return d, err
+}
+
+// MarshalResource renders one Envoy resource as compact protojson with its
+// "@type", with stable whitespace.
+func MarshalResource(m proto.Message) ([]byte, error) {
+	a, err := anypb.New(m)
+	if err != nil {
+		return nil, err
+	}
+	b, err := protojson.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s: %w", translator.ResourceName(m), err)
+	}
+	// protojson's whitespace is deliberately unstable; compact it.
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Encode renders a document as indented JSON or as YAML.
+func (d *Document) Encode(format string) ([]byte, error) {
+	j, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	switch format {
+	case "json":
+		return append(j, '\n'), nil
+	case "yaml":
+		return yaml.JSONToYAML(j)
+	}
+	return nil, fmt.Errorf("unknown output format %q: use json or yaml", format)
+}

@@ -1,0 +1,214 @@
+// Package kubernetes reads the control plane's input objects from a
+// Kubernetes API server (informers through controller-runtime's cache) and
+// writes their status back through the status subresource.
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+)
+
+// Provider watches the API server.
+type Provider struct {
+	log    *slog.Logger
+	cache  cache.Cache
+	client client.Client
+}
+
+// New connects to the cluster of kubeconfig (empty: $KUBECONFIG, then the
+// in-cluster configuration).
+func New(kubeconfig string, log *slog.Logger) (*Provider, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: objects.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: objects.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{log: log, cache: c, client: cl}, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes configuration: %w", err)
+	}
+	cfg.UserAgent = "portcullis"
+	return cfg, nil
+}
+
+// watched are the kinds the control plane reads.
+func watched() []client.Object {
+	return []client.Object{
+		&contourv1.HTTPProxy{}, &v1alpha1.ExtensionService{}, &contourv1.TLSCertificateDelegation{},
+		&corev1.Secret{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
+	}
+}
+
+// Run starts the informers and calls update with a full snapshot after the
+// initial sync and after every change.
+func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
+	changed := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { signal() },
+		UpdateFunc: func(any, any) { signal() },
+		DeleteFunc: func(any) { signal() },
+	}
+	for _, obj := range watched() {
+		inf, err := p.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T (are the CRDs installed? kubectl apply -f apis/crds/): %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- p.cache.Start(ctx) }()
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if !p.cache.WaitForCacheSync(syncCtx) {
+		return fmt.Errorf("the informers did not sync: check access to the API server and the RBAC of portcullis")
+	}
+	p.log.Info("kubernetes informers synced")
+	signal()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			return err
+		case <-changed:
+			set, err := p.snapshot(ctx)
+			if err != nil {
+				p.log.Error("listing objects from the cache", "err", err)
+				continue
+			}
+			update(set)
+		}
+	}
+}
+
+func (p *Provider) snapshot(ctx context.Context) (*objects.Set, error) {
+	set := &objects.Set{}
+	var (
+		proxies contourv1.HTTPProxyList
+		exts    v1alpha1.ExtensionServiceList
+		dels    contourv1.TLSCertificateDelegationList
+		secrets corev1.SecretList
+		svcs    corev1.ServiceList
+		slices  discoveryv1.EndpointSliceList
+	)
+	for _, l := range []client.ObjectList{&proxies, &exts, &dels, &secrets, &svcs, &slices} {
+		if err := p.cache.List(ctx, l); err != nil {
+			return nil, err
+		}
+	}
+	// The cache hands out shared objects: the pipeline never modifies its
+	// input, so no copies are needed.
+	for i := range proxies.Items {
+		set.HTTPProxies = append(set.HTTPProxies, &proxies.Items[i])
+	}
+	for i := range exts.Items {
+		set.ExtensionServices = append(set.ExtensionServices, &exts.Items[i])
+	}
+	for i := range dels.Items {
+		set.Delegations = append(set.Delegations, &dels.Items[i])
+	}
+	for i := range secrets.Items {
+		set.Secrets = append(set.Secrets, &secrets.Items[i])
+	}
+	for i := range svcs.Items {
+		set.Services = append(set.Services, &svcs.Items[i])
+	}
+	for i := range slices.Items {
+		set.EndpointSlices = append(set.EndpointSlices, &slices.Items[i])
+	}
+	set.Sort()
+	return set, nil
+}
+
+// Write updates the status subresource of each object whose status
+// changed. A conflict or a deleted object is left to the next build, which
+// the informer's event triggers.
+func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) {
+	for _, s := range statuses {
+		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+		var err error
+		switch st := s.Status.(type) {
+		case contourv1.HTTPProxyStatus:
+			err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) bool {
+				if equality.Semantic.DeepEqual(o.Status, st) {
+					return false
+				}
+				o.Status = st
+				return true
+			})
+		case v1alpha1.ExtensionServiceStatus:
+			err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) bool {
+				if equality.Semantic.DeepEqual(o.Status, st) {
+					return false
+				}
+				o.Status = st
+				return true
+			})
+		case contourv1.TLSCertificateDelegationStatus:
+			err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) bool {
+				if equality.Semantic.DeepEqual(o.Status, st) {
+					return false
+				}
+				o.Status = st
+				return true
+			})
+		}
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
+		}
+	}
+}
+
+// writeStatus reads the object from the cache, lets set change a copy, and
+// writes the copy's status when set reports a change.
+func writeStatus[T client.Object](ctx context.Context, p *Provider, key types.NamespacedName, obj T, set func(T) bool) error {
+	if err := p.cache.Get(ctx, key, obj); err != nil {
+		return err
+	}
+	cp := obj.DeepCopyObject().(T)
+	if !set(cp) {
+		return nil
+	}
+	return p.client.Status().Update(ctx, cp)
+}

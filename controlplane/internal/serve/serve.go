@@ -1,0 +1,273 @@
+// Package serve runs the control plane: it takes snapshots of input objects
+// from a provider, debounces bursts, runs the pipeline on the full snapshot,
+// publishes the result to Envoy over xDS and writes the status back.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
+)
+
+// Provider delivers snapshots of the input objects: a new full Set on every
+// change, until ctx ends.
+type Provider interface {
+	Run(ctx context.Context, update func(*objects.Set)) error
+}
+
+// StatusWriter receives the computed statuses after every build.
+type StatusWriter interface {
+	Write(ctx context.Context, statuses []pipeline.ObjectStatus)
+}
+
+// Config of a running control plane.
+type Config struct {
+	Pipeline     pipeline.Options
+	XDSAddress   string
+	AdminAddress string
+	// Debounce waits this long after a change for more changes before
+	// rebuilding.
+	Debounce time.Duration
+	Provider Provider
+	Status   StatusWriter
+	Log      *slog.Logger
+}
+
+// Server is a running control plane.
+type Server struct {
+	cfg Config
+	xds *xdsserver.Server
+
+	mu       sync.Mutex
+	latest   *pipeline.Document
+	version  string
+	ready    bool
+	buildErr string
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log)}
+	xdsLis, err := net.Listen("tcp", cfg.XDSAddress)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	errc := make(chan error, 3)
+	go func() { errc <- s.xds.Serve(ctx, xdsLis) }()
+	if cfg.AdminAddress != "" {
+		adminLis, err := net.Listen("tcp", cfg.AdminAddress)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			<-ctx.Done()
+			srv.Close()
+		}()
+		go func() {
+			if err := srv.Serve(adminLis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "admin", cfg.AdminAddress)
+
+	updates := make(chan *objects.Set, 1)
+	go func() {
+		errc <- cfg.Provider.Run(ctx, func(set *objects.Set) {
+			// Keep only the newest snapshot: each one is complete.
+			select {
+			case <-updates:
+			default:
+			}
+			updates <- set
+		})
+	}()
+	go s.loop(ctx, updates)
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
+
+func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set) {
+	for {
+		var set *objects.Set
+		select {
+		case <-ctx.Done():
+			return
+		case set = <-updates:
+		}
+		// Debounce: a burst of changes (a kubectl apply of many objects)
+		// becomes one build.
+		timer := time.NewTimer(s.cfg.Debounce)
+	drain:
+		for {
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case next := <-updates:
+				set = next
+			case <-timer.C:
+				break drain
+			}
+		}
+		s.rebuild(ctx, set)
+	}
+}
+
+func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
+	start := time.Now()
+	res := pipeline.Run(set, s.cfg.Pipeline)
+	doc, err := pipeline.NewDocument(set, res, metav1.Now())
+	if err == nil {
+		var version string
+		version, err = s.xds.Update(ctx, res.Resources)
+		s.mu.Lock()
+		s.version = version
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if err != nil {
+		s.buildErr = err.Error()
+		s.mu.Unlock()
+		s.cfg.Log.Error("publishing configuration failed: keeping the last good one", "err", err)
+		return
+	}
+	s.latest, s.ready, s.buildErr = doc, true, ""
+	s.mu.Unlock()
+	invalid := 0
+	for _, o := range res.Build.Status {
+		if !o.Valid() {
+			invalid++
+		}
+	}
+	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
+		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond))
+	if s.cfg.Status != nil {
+		s.cfg.Status.Write(ctx, doc.Status)
+	}
+}
+
+// adminHandler serves health, readiness, the statuses and the current
+// configuration (private keys redacted). It has no authentication: bind it
+// to loopback or a private interface.
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		ready := s.ready
+		s.mu.Unlock()
+		if !ready {
+			http.Error(w, "no configuration built yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		var st []pipeline.ObjectStatus
+		if s.latest != nil {
+			st = s.latest.Status
+		}
+		body := map[string]any{
+			"version":    s.version,
+			"buildError": s.buildErr,
+			"objects":    st,
+			"envoy": map[string]any{
+				"connected":  s.xds.Connected(),
+				"acked":      s.xds.Acked(),
+				"rejections": s.xds.Rejections(),
+			},
+		}
+		s.mu.Unlock()
+		writeJSON(w, body)
+	})
+	mux.HandleFunc("GET /config", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		doc := s.latest
+		s.mu.Unlock()
+		writeJSON(w, doc)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// LogWriter is the StatusWriter of file mode: it logs each object's status
+// when it changes.
+type LogWriter struct {
+	Log  *slog.Logger
+	last map[string]string
+}
+
+// Write logs the statuses that changed since the last call.
+func (l *LogWriter) Write(_ context.Context, statuses []pipeline.ObjectStatus) {
+	if l.last == nil {
+		l.last = map[string]string{}
+	}
+	seen := map[string]bool{}
+	for _, s := range statuses {
+		key := s.Kind + " " + s.Namespace + "/" + s.Name
+		seen[key] = true
+		summary := summarize(s)
+		if l.last[key] == summary {
+			continue
+		}
+		l.last[key] = summary
+		l.Log.Info("status", "object", key, "status", summary)
+	}
+	for k := range l.last {
+		if !seen[k] {
+			delete(l.last, k)
+		}
+	}
+}
+
+// summarize is a stable one-line text of a status, ignoring timestamps.
+func summarize(s pipeline.ObjectStatus) string {
+	b, _ := json.Marshal(s.Status)
+	var generic struct {
+		CurrentStatus string `json:"currentStatus"`
+		Description   string `json:"description"`
+		Conditions    []struct {
+			Type     string           `json:"type"`
+			Status   string           `json:"status"`
+			Reason   string           `json:"reason"`
+			Message  string           `json:"message"`
+			Errors   []status.Problem `json:"errors"`
+			Warnings []status.Problem `json:"warnings"`
+		} `json:"conditions"`
+	}
+	json.Unmarshal(b, &generic)
+	out, _ := json.Marshal(generic)
+	return string(out)
+}

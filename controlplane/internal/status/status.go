@@ -1,0 +1,211 @@
+// Package status turns the builder's findings about each object into the
+// Kubernetes status the API promises: a Valid condition that is always
+// present, errors and warnings as sub-conditions, observedGeneration, and a
+// lastTransitionTime that moves only on a transition.
+package status
+
+import (
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// Problem is one error or warning about an object.
+type Problem struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Object is what the builder found about one object.
+type Object struct {
+	Ref        objects.Ref
+	Generation int64
+	Errors     []Problem
+	Warnings   []Problem
+	// Orphaned HTTPProxies are included by no root.
+	Orphaned bool
+	// ClusterName is the Envoy cluster of an ExtensionService.
+	ClusterName string
+}
+
+// Valid reports whether the object has no errors.
+func (o *Object) Valid() bool { return len(o.Errors) == 0 && !o.Orphaned }
+
+// AddError records an error once (the same error found twice, e.g. through
+// two includes, is one error).
+func (o *Object) AddError(typ, reason, message string) {
+	o.Errors = addProblem(o.Errors, Problem{typ, reason, message})
+}
+
+// AddWarning records a warning once.
+func (o *Object) AddWarning(typ, reason, message string) {
+	o.Warnings = addProblem(o.Warnings, Problem{typ, reason, message})
+}
+
+func addProblem(ps []Problem, p Problem) []Problem {
+	for _, q := range ps {
+		if q == p {
+			return ps
+		}
+	}
+	return append(ps, p)
+}
+
+// Reasons and messages of the Valid condition that are not an error's.
+const (
+	ReasonValid           = "Valid"
+	ReasonMultipleReasons = "MultipleReasons"
+	ReasonOrphaned        = "Orphaned"
+	MessageValid          = "Valid HTTPProxy"
+	MessageMultiple       = "Multiple reasons, see the errors stanza for more"
+	MessageOrphaned       = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
+)
+
+// ValidCondition computes the Valid condition for o. prev is the object's
+// current Valid condition (nil when it has none); when the computed
+// condition has the same status, prev's lastTransitionTime is kept.
+func ValidCondition(o *Object, kindMessage string, prev *contourv1.DetailedCondition, now metav1.Time) contourv1.DetailedCondition {
+	c := contourv1.DetailedCondition{Condition: metav1.Condition{
+		Type:               contourv1.ValidConditionType,
+		ObservedGeneration: o.Generation,
+	}}
+	switch {
+	case o.Orphaned:
+		c.Status = metav1.ConditionFalse
+		c.Reason, c.Message = ReasonOrphaned, MessageOrphaned
+		c.Errors = []contourv1.SubCondition{{Type: contourv1.ConditionTypeOrphanedError, Status: metav1.ConditionTrue, Reason: ReasonOrphaned, Message: MessageOrphaned}}
+	case len(o.Errors) == 1:
+		c.Status = metav1.ConditionFalse
+		c.Reason, c.Message = o.Errors[0].Reason, o.Errors[0].Message
+	case len(o.Errors) > 1:
+		c.Status = metav1.ConditionFalse
+		c.Reason, c.Message = ReasonMultipleReasons, MessageMultiple
+	default:
+		c.Status = metav1.ConditionTrue
+		c.Reason, c.Message = ReasonValid, kindMessage
+		if len(o.Warnings) > 0 {
+			c.Message = kindMessage + " with warnings"
+		}
+	}
+	for _, p := range o.Errors {
+		c.Errors = append(c.Errors, sub(p))
+	}
+	for _, p := range o.Warnings {
+		c.Warnings = append(c.Warnings, sub(p))
+	}
+	c.LastTransitionTime = now
+	if prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = prev.LastTransitionTime
+	}
+	return c
+}
+
+func sub(p Problem) contourv1.SubCondition {
+	return contourv1.SubCondition{Type: p.Type, Status: metav1.ConditionTrue, Reason: p.Reason, Message: p.Message}
+}
+
+// HTTPProxy computes an HTTPProxy's status from the builder's findings and
+// its current status. Conditions of other types (set by other controllers)
+// are kept.
+func HTTPProxy(o *Object, prev contourv1.HTTPProxyStatus, now metav1.Time) contourv1.HTTPProxyStatus {
+	valid := ValidCondition(o, MessageValid, prev.GetCondition(contourv1.ValidConditionType), now)
+	out := contourv1.HTTPProxyStatus{Conditions: mergeConditions(prev.Conditions, valid)}
+	switch {
+	case o.Orphaned:
+		out.CurrentStatus = contourv1.StatusOrphaned
+	case valid.Status == metav1.ConditionTrue:
+		out.CurrentStatus = contourv1.StatusValid
+	default:
+		out.CurrentStatus = contourv1.StatusInvalid
+	}
+	out.Description = valid.Message
+	return out
+}
+
+// mergeConditions replaces the condition of c's type in prev, keeping the
+// others in their order.
+func mergeConditions(prev []contourv1.DetailedCondition, cs ...contourv1.DetailedCondition) []contourv1.DetailedCondition {
+	out := make([]contourv1.DetailedCondition, 0, len(prev)+len(cs))
+	replaced := map[string]bool{}
+	for _, p := range prev {
+		found := false
+		for _, c := range cs {
+			if c.Type == p.Type {
+				out = append(out, c)
+				replaced[c.Type] = true
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, p)
+		}
+	}
+	for _, c := range cs {
+		if !replaced[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Condition returns the condition of the given type in cs, or nil.
+func Condition(cs []contourv1.DetailedCondition, typ string) *contourv1.DetailedCondition {
+	for i := range cs {
+		if cs[i].Type == typ {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// Conditions computes the conditions of an object whose status is only a
+// list of conditions (ExtensionService, TLSCertificateDelegation).
+func Conditions(o *Object, kindMessage string, prev []contourv1.DetailedCondition, now metav1.Time, extra ...contourv1.DetailedCondition) []contourv1.DetailedCondition {
+	valid := ValidCondition(o, kindMessage, Condition(prev, contourv1.ValidConditionType), now)
+	for i := range extra {
+		if p := Condition(prev, extra[i].Type); p != nil && p.Status == extra[i].Status && !p.LastTransitionTime.IsZero() {
+			extra[i].LastTransitionTime = p.LastTransitionTime
+		} else {
+			extra[i].LastTransitionTime = now
+		}
+	}
+	return mergeConditions(prev, append([]contourv1.DetailedCondition{valid}, extra...)...)
+}
+
+// SortObjects orders findings by kind, namespace and name.
+func SortObjects(os []*Object) {
+	sort.Slice(os, func(i, j int) bool {
+		a, b := os[i].Ref, os[j].Ref
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+}
+
+// Summary is a one-line human description of an object's findings, for
+// logs.
+func Summary(o *Object) string {
+	var parts []string
+	for _, p := range o.Errors {
+		parts = append(parts, "error "+p.Type+"/"+p.Reason+": "+p.Message)
+	}
+	for _, p := range o.Warnings {
+		parts = append(parts, "warning "+p.Type+"/"+p.Reason+": "+p.Message)
+	}
+	if o.Orphaned {
+		parts = append(parts, MessageOrphaned)
+	}
+	if len(parts) == 0 {
+		return "valid"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,132 @@
+package translator
+
+import (
+	"sort"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+
+func cluster(c *ir.Cluster) *clusterv3.Cluster {
+	timeout := c.ConnectTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Second
+	}
+	out := &clusterv3.Cluster{
+		Name:           c.Name,
+		ConnectTimeout: durationpb.New(timeout),
+		LbPolicy:       lbPolicy(c.LBPolicy),
+	}
+	if c.DNSName != "" {
+		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
+			ClusterName: c.Name,
+			Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(c.DNSName, c.DNSPort)},
+			}},
+		}
+	} else {
+		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+		out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource(), ServiceName: c.Name}
+	}
+
+	opts := &httpv3.HttpProtocolOptions{}
+	if c.Protocol == ir.H2 || c.Protocol == ir.H2C {
+		opts.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+		}}
+	} else {
+		opts.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}},
+		}}
+	}
+	if c.IdleTimeout != nil {
+		opts.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(*c.IdleTimeout)}
+	}
+	out.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpProtocolOptionsName: mustAny(opts)}
+
+	if c.Protocol == ir.H2 || c.Protocol == ir.TLS {
+		out.TransportSocket = upstreamTLS(c)
+	}
+	return out
+}
+
+func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
+	common := &tlsv3.CommonTlsContext{}
+	if c.Protocol == ir.H2 {
+		common.AlpnProtocols = []string{"h2"}
+	}
+	if v := c.Validation; v != nil {
+		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext: &tlsv3.CertificateValidationContext{
+					MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
+						SanType: tlsv3.SubjectAltNameMatcher_DNS,
+						Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v.SubjectName}},
+					}},
+				},
+				ValidationContextSdsSecretConfig: sdsSecret(v.CASecret),
+			},
+		}
+	}
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: common, Sni: c.SNI}
+	return &corev3.TransportSocket{
+		Name:       tlsTransportName,
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
+	}
+}
+
+func lbPolicy(s string) clusterv3.Cluster_LbPolicy {
+	switch s {
+	case "WeightedLeastRequest":
+		return clusterv3.Cluster_LEAST_REQUEST
+	case "Random":
+		return clusterv3.Cluster_RANDOM
+	case "RequestHash", "Cookie":
+		return clusterv3.Cluster_RING_HASH
+	}
+	return clusterv3.Cluster_ROUND_ROBIN
+}
+
+// loadAssignment groups endpoints by their backing Service, so that the
+// weights of an ExtensionService's targets apply.
+func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
+	groups := map[string]*endpointv3.LocalityLbEndpoints{}
+	var order []string
+	for _, e := range c.Endpoints {
+		g, ok := groups[e.Group]
+		if !ok {
+			g = &endpointv3.LocalityLbEndpoints{Locality: &corev3.Locality{SubZone: e.Group}}
+			if e.Weight > 0 {
+				g.LoadBalancingWeight = wrapperspb.UInt32(e.Weight)
+			}
+			groups[e.Group] = g
+			order = append(order, e.Group)
+		}
+		g.LbEndpoints = append(g.LbEndpoints, lbEndpoint(e.Address, e.Port))
+	}
+	sort.Strings(order)
+	for _, k := range order {
+		cla.Endpoints = append(cla.Endpoints, groups[k])
+	}
+	return cla
+}
+
+func lbEndpoint(addr string, port uint32) *endpointv3.LbEndpoint {
+	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+		Address: socketAddress(addr, port),
+	}}}
+}

@@ -1,0 +1,168 @@
+package translator
+
+import (
+	"sort"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// routeConfig builds one RDS resource. withAuth says whether the HCM that
+// uses it has an ext_authz filter, which makes per-route settings
+// meaningful.
+func routeConfig(name string, hosts []*ir.VirtualHost, withAuth bool) *routev3.RouteConfiguration {
+	rc := &routev3.RouteConfiguration{Name: name}
+	sorted := append([]*ir.VirtualHost(nil), hosts...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
+	for _, vh := range sorted {
+		v := &routev3.VirtualHost{
+			Name:    vh.FQDN,
+			Domains: domains(vh.FQDN),
+		}
+		for _, r := range vh.Routes {
+			v.Routes = append(v.Routes, route(r, withAuth))
+		}
+		rc.VirtualHosts = append(rc.VirtualHosts, v)
+	}
+	return rc
+}
+
+// domains matches the host with and without a port.
+func domains(fqdn string) []string {
+	if fqdn == "*" {
+		return []string{"*"}
+	}
+	return []string{fqdn, fqdn + ":*"}
+}
+
+func route(r *ir.Route, withAuth bool) *routev3.Route {
+	out := &routev3.Route{Match: routeMatch(r)}
+	if r.HTTPSRedirect {
+		out.Action = &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{
+			SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true},
+			ResponseCode:           routev3.RedirectAction_MOVED_PERMANENTLY,
+		}}
+	} else {
+		out.Action = &routev3.Route_Route{Route: routeAction(r)}
+		if p := r.RequestHeaders; p != nil {
+			out.RequestHeadersToAdd = headerValues(p.Set)
+			out.RequestHeadersToRemove = p.Remove
+		}
+		if p := r.ResponseHeaders; p != nil {
+			out.ResponseHeadersToAdd = headerValues(p.Set)
+			out.ResponseHeadersToRemove = p.Remove
+		}
+	}
+	if withAuth {
+		out.TypedPerFilterConfig = map[string]*anypb.Any{ExtAuthzFilterName: mustAny(extAuthzPerRoute(r))}
+	}
+	return out
+}
+
+// extAuthzPerRoute is set on every route of an HCM with ext_authz: either
+// off, or on with the route's context. The filter is never left out of an
+// HCM because a virtual host's default is "disabled".
+func extAuthzPerRoute(r *ir.Route) *extauthzv3.ExtAuthzPerRoute {
+	if r.AuthDisabled {
+		return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}
+	}
+	return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{
+		CheckSettings: &extauthzv3.CheckSettings{ContextExtensions: r.AuthContext},
+	}}
+}
+
+func routeMatch(r *ir.Route) *routev3.RouteMatch {
+	m := &routev3.RouteMatch{}
+	switch {
+	case r.PathKind == ir.PathExact:
+		m.PathSpecifier = &routev3.RouteMatch_Path{Path: r.Path}
+	case r.Path == "" || strings.HasSuffix(r.Path, "/"):
+		p := r.Path
+		if p == "" {
+			p = "/"
+		}
+		m.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: p}
+	default:
+		// "/api" matches "/api" and "/api/..." but not "/apis".
+		m.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: r.Path}
+	}
+	for _, h := range r.Headers {
+		m.Headers = append(m.Headers, headerMatcher(h))
+	}
+	return m
+}
+
+func headerMatcher(h ir.HeaderMatch) *routev3.HeaderMatcher {
+	hm := &routev3.HeaderMatcher{Name: h.Name}
+	str := func(p *matcherv3.StringMatcher) *routev3.HeaderMatcher_StringMatch {
+		return &routev3.HeaderMatcher_StringMatch{StringMatch: p}
+	}
+	switch h.Kind {
+	case "present":
+		hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+	case "notpresent":
+		hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+		hm.InvertMatch = true
+	case "exact", "notexact":
+		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: h.Value}})
+		hm.InvertMatch = h.Kind == "notexact"
+	case "contains", "notcontains":
+		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: h.Value}})
+		hm.InvertMatch = h.Kind == "notcontains"
+	}
+	return hm
+}
+
+func routeAction(r *ir.Route) *routev3.RouteAction {
+	a := &routev3.RouteAction{}
+	if len(r.Clusters) == 1 && r.Clusters[0].RequestHeaders == nil && r.Clusters[0].ResponseHeaders == nil {
+		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster}
+	} else {
+		wc := &routev3.WeightedCluster{}
+		for _, c := range r.Clusters {
+			cw := &routev3.WeightedCluster_ClusterWeight{Name: c.Cluster, Weight: wrapperspb.UInt32(c.Weight)}
+			if p := c.RequestHeaders; p != nil {
+				cw.RequestHeadersToAdd = headerValues(p.Set)
+				cw.RequestHeadersToRemove = p.Remove
+				if p.HostRewrite != "" {
+					cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
+				}
+			}
+			if p := c.ResponseHeaders; p != nil {
+				cw.ResponseHeadersToAdd = headerValues(p.Set)
+				cw.ResponseHeadersToRemove = p.Remove
+			}
+			wc.Clusters = append(wc.Clusters, cw)
+		}
+		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+	}
+	if p := r.RequestHeaders; p != nil && p.HostRewrite != "" {
+		a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
+	}
+	if r.ResponseTimeout != nil {
+		a.Timeout = durationpb.New(*r.ResponseTimeout)
+	}
+	if r.IdleTimeout != nil {
+		a.IdleTimeout = durationpb.New(*r.IdleTimeout)
+	}
+	return a
+}
+
+func headerValues(hs []ir.HeaderValue) []*corev3.HeaderValueOption {
+	var out []*corev3.HeaderValueOption
+	for _, h := range hs {
+		out = append(out, &corev3.HeaderValueOption{
+			Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		})
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+// Package translator turns the IR into Envoy resources. It is a pure
+// function: no clients, no clocks, deterministic output (sorted, stable), so
+// that golden tests can pin it down.
+package translator
+
+import (
+	"sort"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// Options are the Envoy-side settings that do not come from the resources.
+type Options struct {
+	// HTTPAddress and HTTPPort are where Envoy's HTTP listener binds.
+	HTTPAddress string
+	HTTPPort    uint32
+	// HTTPSAddress and HTTPSPort are where Envoy's HTTPS listener binds.
+	HTTPSAddress string
+	HTTPSPort    uint32
+}
+
+// DefaultOptions binds the listeners on all addresses, ports 8080 and 8443.
+func DefaultOptions() Options {
+	return Options{HTTPAddress: "0.0.0.0", HTTPPort: 8080, HTTPSAddress: "0.0.0.0", HTTPSPort: 8443}
+}
+
+// Resources are the Envoy resources for one model, each list sorted by name.
+type Resources struct {
+	Listeners []proto.Message
+	Routes    []proto.Message
+	Clusters  []proto.Message
+	Endpoints []proto.Message
+	Secrets   []proto.Message
+}
+
+// Names of the fixed resources.
+const (
+	HTTPListenerName  = "ingress_http"
+	HTTPSListenerName = "ingress_https"
+	// HTTPRouteConfigName is the route configuration of the HTTP listener.
+	HTTPRouteConfigName = "ingress_http"
+	// FallbackRouteConfigName is the route configuration of the fallback
+	// certificate chain.
+	FallbackRouteConfigName = "ingress_fallbackcert"
+)
+
+// SecureRouteConfigName is the route configuration of one TLS virtual host.
+func SecureRouteConfigName(fqdn string) string { return "https/" + fqdn }
+
+// Translate converts a model into Envoy resources.
+func Translate(m *ir.Model, opts Options) *Resources {
+	r := &Resources{}
+	r.Listeners = append(r.Listeners, httpListener(m, opts))
+	if l := httpsListener(m, opts); l != nil {
+		r.Listeners = append(r.Listeners, l)
+	}
+
+	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil))
+	for _, vh := range m.Secure {
+		r.Routes = append(r.Routes, routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil))
+	}
+	if m.Fallback != nil {
+		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil))
+	}
+
+	for _, c := range m.Clusters {
+		r.Clusters = append(r.Clusters, cluster(c))
+		if c.DNSName == "" {
+			r.Endpoints = append(r.Endpoints, loadAssignment(c))
+		}
+	}
+	for _, s := range m.Secrets {
+		r.Secrets = append(r.Secrets, secret(s))
+	}
+	sortByName(r.Listeners)
+	sortByName(r.Routes)
+	sortByName(r.Clusters)
+	sortByName(r.Endpoints)
+	sortByName(r.Secrets)
+	return r
+}
+
+// ResourceName returns the xDS name of an Envoy resource.
+func ResourceName(m proto.Message) string {
+	type named interface{ GetName() string }
+	type clusterNamed interface{ GetClusterName() string }
+	switch v := m.(type) {
+	case clusterNamed:
+		return v.GetClusterName()
+	case named:
+		return v.GetName()
+	}
+	return ""
+}
+
+func sortByName(ms []proto.Message) {
+	sort.SliceStable(ms, func(i, j int) bool { return ResourceName(ms[i]) < ResourceName(ms[j]) })
+}
