@@ -1,0 +1,106 @@
+package pipeline_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden out.yaml files")
+
+// goldenNow is the transition time written in golden statuses.
+var goldenNow = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+// TestGolden runs every testdata/<case>/in.yaml (with the shared objects of
+// testdata/common) through the pipeline and compares the document with
+// testdata/<case>/out.yaml. Run with -update to accept new output, then
+// review the diff.
+func TestGolden(t *testing.T) {
+	cases, err := filepath.Glob("testdata/*/in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no golden cases found")
+	}
+	for _, in := range cases {
+		dir := filepath.Dir(in)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			got := runCase(t, dir)
+			want := filepath.Join(dir, "out.yaml")
+			if *update {
+				if err := os.WriteFile(want, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			b, err := os.ReadFile(want)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/pipeline -update to create it)", err)
+			}
+			if string(b) != string(got) {
+				t.Errorf("%s differs from the pipeline's output; run `go test ./internal/pipeline -run TestGolden -update` and review the diff.\n%s", want, diff(string(b), string(got)))
+			}
+		})
+	}
+}
+
+// caseOptions are the per-case settings of testdata/<case>/options.yaml.
+type caseOptions struct {
+	Builder builder.Options `json:"builder"`
+}
+
+func runCase(t *testing.T, dir string) []byte {
+	t.Helper()
+	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+		var co caseOptions
+		if err := yaml.UnmarshalStrict(b, &co); err != nil {
+			t.Fatalf("options.yaml: %v", err)
+		}
+		opts.Builder = co.Builder
+	}
+	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := pipeline.NewDocument(set, pipeline.Run(set, opts), goldenNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := doc.Encode("yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diff shows the first differing line, enough to see what changed.
+func diff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, w, g)
+		}
+	}
+	return ""
+}
