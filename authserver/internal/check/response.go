@@ -1,0 +1,180 @@
+// Package check builds ext_authz v3 Check responses and wraps backends with
+// what every backend needs: failing closed, metrics and safe logging.
+package check
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+)
+
+// maxHeaderValue is Envoy's validation limit for a HeaderValue.
+const maxHeaderValue = 16384
+
+// Header is a header a backend sets on the request sent upstream.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Allow builds an OK response that sets headers on the upstream request.
+//
+// Client-supplied copies of those headers are removed first: every request
+// header whose name matches one of ours ignoring case and treating '_' and
+// '-' alike (Auth_Handler, AUTH-HANDLER, ...), as listed in the request
+// Envoy sent. An exact (case-insensitive) match is not listed for removal
+// but overwritten, because Envoy applies removals after additions and would
+// otherwise drop our own header.
+//
+// It returns an error for a header that cannot be sent safely (bad name,
+// CR/LF or other control characters in the value); callers fail closed.
+func Allow(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, error) {
+	ours := make(map[string]bool, len(headers))     // lower-cased names we set
+	variants := make(map[string]bool, len(headers)) // their '_'/'-'-folded forms
+	ok := &authv3.OkHttpResponse{}
+	for _, h := range headers {
+		if err := validHeader(h); err != nil {
+			return nil, err
+		}
+		ours[strings.ToLower(h.Name)] = true
+		variants[fold(h.Name)] = true
+		ok.Headers = append(ok.Headers, overwrite(h))
+	}
+	for _, name := range requestHeaderNames(req) {
+		if variants[fold(name)] && !ours[strings.ToLower(name)] && !slices.Contains(ok.HeadersToRemove, name) {
+			ok.HeadersToRemove = append(ok.HeadersToRemove, name)
+		}
+	}
+	slices.Sort(ok.HeadersToRemove)
+	return &authv3.CheckResponse{
+		Status:       &rpcstatus.Status{Code: int32(codes.OK)},
+		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: ok},
+	}, nil
+}
+
+// Deny builds a denial that Envoy sends to the client as an HTTP response
+// with the given status and a short plain-text body. The status must be a
+// 4xx or 5xx code Envoy knows.
+func Deny(status int, body string) (*authv3.CheckResponse, error) {
+	if status < 400 || status > 599 {
+		return nil, fmt.Errorf("deny status %d is not 4xx or 5xx", status)
+	}
+	return denied(status, codes.PermissionDenied, body, Header{"Content-Type", "text/plain; charset=utf-8"})
+}
+
+// Redirect builds a 302 Found denial pointing the client at location (a
+// sign-in page, typically). Callers decide which locations are acceptable;
+// here it is only checked to be a safe header value.
+func Redirect(location string) (*authv3.CheckResponse, error) {
+	if location == "" {
+		return nil, fmt.Errorf("empty redirect location")
+	}
+	return denied(http.StatusFound, codes.Unauthenticated, "",
+		Header{"Location", location}, Header{"Cache-Control", "no-store"})
+}
+
+// InternalError is the fail-closed answer when a backend cannot decide.
+func InternalError() *authv3.CheckResponse {
+	resp, _ := Deny(http.StatusInternalServerError, "500 Internal Server Error: authorization failed\n")
+	return resp
+}
+
+func denied(status int, code codes.Code, body string, headers ...Header) (*authv3.CheckResponse, error) {
+	// Envoy rejects status codes outside its enum, which would turn the
+	// answer into an error (and, with failOpen, into an allow).
+	if _, known := typev3.StatusCode_name[int32(status)]; !known {
+		return nil, fmt.Errorf("HTTP status %d is unknown to Envoy", status)
+	}
+	d := &authv3.DeniedHttpResponse{
+		Status: &typev3.HttpStatus{Code: typev3.StatusCode(status)},
+		Body:   body,
+	}
+	for _, h := range headers {
+		if err := validHeader(h); err != nil {
+			return nil, err
+		}
+		d.Headers = append(d.Headers, overwrite(h))
+	}
+	return &authv3.CheckResponse{
+		Status:       &rpcstatus.Status{Code: int32(code)},
+		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: d},
+	}, nil
+}
+
+func overwrite(h Header) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header: &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+		// The enum's zero value appends, which would keep a client's copy.
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// requestHeaderNames lists the header names of the request as Envoy sent
+// them, from the map and, when Envoy encodes raw headers, the header map.
+func requestHeaderNames(req *authv3.CheckRequest) []string {
+	h := req.GetAttributes().GetRequest().GetHttp()
+	var names []string
+	for name := range h.GetHeaders() {
+		names = append(names, name)
+	}
+	for _, hv := range h.GetHeaderMap().GetHeaders() {
+		names = append(names, hv.GetKey())
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// fold maps header names that some upstreams treat as the same header
+// (CGI-style frameworks turn '-' into '_') to one form.
+func fold(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+}
+
+func validHeader(h Header) error {
+	if !ValidHeaderName(h.Name) {
+		return fmt.Errorf("invalid header name %q", h.Name)
+	}
+	if !ValidHeaderValue(h.Value) {
+		return fmt.Errorf("invalid value for header %s", h.Name)
+	}
+	return nil
+}
+
+// ValidHeaderName reports whether name is a non-empty RFC 9110 token.
+func ValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidHeaderValue reports whether v is safe as a header value: no control
+// characters except horizontal tab (so no CR, LF or NUL, which would split
+// or truncate headers) and within Envoy's size limit.
+func ValidHeaderValue(v string) bool {
+	if len(v) > maxHeaderValue {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,130 @@
+package check
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+)
+
+// Values of the result label of portcullis_authserver_checks_total.
+const (
+	ResultAllowed  = "allowed"  // OK: the request goes upstream
+	ResultDenied   = "denied"   // a 4xx answer
+	ResultRedirect = "redirect" // a 3xx answer (sign-in)
+	ResultError    = "error"    // a 5xx answer: the backend failed or is misconfigured (fail closed)
+)
+
+var results = []string{ResultAllowed, ResultDenied, ResultRedirect, ResultError}
+
+// Metrics counts Check decisions.
+type Metrics struct {
+	checks *prometheus.CounterVec
+}
+
+// NewMetrics registers portcullis_authserver_checks_total{backend,result} on
+// reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	checks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "portcullis_authserver_checks_total",
+		Help: "Authorization checks answered, by backend and result (allowed, denied, redirect, error).",
+	}, []string{"backend", "result"})
+	if err := reg.Register(checks); err != nil {
+		return nil, err
+	}
+	return &Metrics{checks: checks}, nil
+}
+
+// Wrap returns next with the duties every backend shares:
+//
+//   - fail closed: an error, a panic or a nil response from next becomes a
+//     500 denial, never a gRPC error (which Envoy would turn into an allow
+//     when the ExtensionService is configured to fail open);
+//   - count every answer in m (all series start at zero, so a scrape can
+//     prove a backend was never called);
+//   - log one line per answer with method, host, path (no query string) and
+//     result — never headers, so never credentials, tokens or cookies.
+func Wrap(backend string, next authv3.AuthorizationServer, m *Metrics, logger *slog.Logger) authv3.AuthorizationServer {
+	for _, r := range results {
+		m.checks.WithLabelValues(backend, r)
+	}
+	return &wrapped{backend: backend, next: next, m: m, logger: logger.With("backend", backend)}
+}
+
+type wrapped struct {
+	backend string
+	next    authv3.AuthorizationServer
+	m       *Metrics
+	logger  *slog.Logger
+}
+
+func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, _ error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.logger.Error("panic in backend", "panic", p, "stack", string(debug.Stack()))
+			resp = InternalError()
+		}
+		w.record(ctx, req, resp)
+	}()
+	resp, err := w.next.Check(ctx, req)
+	if err != nil || resp == nil {
+		w.logger.Error("backend failed; denying", "error", err)
+		return InternalError(), nil
+	}
+	return resp, nil
+}
+
+func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse) {
+	result, status := Classify(resp)
+	w.m.checks.WithLabelValues(w.backend, result).Inc()
+
+	level := slog.LevelInfo
+	switch result {
+	case ResultAllowed:
+		level = slog.LevelDebug // the hot path; enable with --log-level=debug
+	case ResultError:
+		level = slog.LevelWarn
+	}
+	if !w.logger.Enabled(ctx, level) {
+		return
+	}
+	h := req.GetAttributes().GetRequest().GetHttp()
+	path, _, _ := strings.Cut(h.GetPath(), "?") // queries carry codes and tokens
+	w.logger.LogAttrs(ctx, level, "check",
+		slog.String("result", result),
+		slog.Int("status", status),
+		slog.String("method", h.GetMethod()),
+		slog.String("host", h.GetHost()),
+		slog.String("path", path),
+	)
+}
+
+// Classify returns the result label and HTTP status of a response as Envoy
+// reads it: the gRPC status decides (OK, or absent, allows), then an
+// error_response is an error and a denied_response carries the status
+// (403 when unset).
+func Classify(resp *authv3.CheckResponse) (result string, status int) {
+	if resp.GetStatus().GetCode() == int32(codes.OK) {
+		return ResultAllowed, http.StatusOK
+	}
+	if resp.GetErrorResponse() != nil {
+		return ResultError, int(resp.GetErrorResponse().GetStatus().GetCode())
+	}
+	status = http.StatusForbidden
+	if c := int(resp.GetDeniedResponse().GetStatus().GetCode()); c != 0 {
+		status = c
+	}
+	switch {
+	case status >= 300 && status < 400:
+		return ResultRedirect, status
+	case status >= 500:
+		return ResultError, status
+	default:
+		return ResultDenied, status
+	}
+}

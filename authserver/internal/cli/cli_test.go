@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/portcullis/portcullis/authserver/internal/testserver"
+	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/certs"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startTestserver runs the testserver backend as the command wires it, on
+// loopback port 0.
+func startTestserver(t *testing.T, mutate func(*serverkit.Options)) *serverkit.Server {
+	t.Helper()
+	opts := serverkit.DefaultOptions()
+	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	if mutate != nil {
+		mutate(&opts)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := newServer(opts, logger, backend{name: testserver.Name, impl: testserver.New(logger)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv
+}
+
+func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func checkRequest(context map[string]string, headers map[string]string) *authv3.CheckRequest {
+	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		ContextExtensions: context,
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Method: "GET", Host: "app.example", Path: "/", Headers: headers,
+		}},
+	}}
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestTestserverOverPlaintextGRPC(t *testing.T) {
+	srv := startTestserver(t, nil)
+	before := scrape(t, srv.MetricsAddr().String())
+	for _, want := range []string{
+		`portcullis_authserver_checks_total{backend="testserver",result="allowed"} 0`,
+		`portcullis_authserver_checks_total{backend="testserver",result="denied"} 0`,
+	} {
+		if !strings.Contains(before, want) {
+			t.Errorf("/metrics before any check lacks %s", want)
+		}
+	}
+
+	client := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), insecure.NewCredentials()))
+	resp, err := client.Check(ctxT(t), checkRequest(map[string]string{"key1": "value1"}, map[string]string{"auth_handler": "forged"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := resp.GetOkResponse()
+	got := map[string]string{}
+	for _, h := range ok.GetHeaders() {
+		got[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+	}
+	if got["Auth-Handler"] != "testserver" || got["Auth-Context-Key1"] != "value1" {
+		t.Errorf("upstream headers = %v", got)
+	}
+	if strings.Join(ok.GetHeadersToRemove(), ",") != "auth_handler" {
+		t.Errorf("headers_to_remove = %v", ok.GetHeadersToRemove())
+	}
+
+	resp, err = client.Check(ctxT(t), checkRequest(map[string]string{testserver.DenyKey: "403"}, nil))
+	if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != 403 {
+		t.Fatalf("deny: %v, %v", resp, err)
+	}
+
+	after := scrape(t, srv.MetricsAddr().String())
+	for _, want := range []string{
+		`portcullis_authserver_checks_total{backend="testserver",result="allowed"} 1`,
+		`portcullis_authserver_checks_total{backend="testserver",result="denied"} 1`,
+		`grpc_server_handled_total{grpc_code="OK",grpc_method="Check",grpc_service="envoy.service.auth.v3.Authorization",grpc_type="unary"} 2`,
+	} {
+		if !strings.Contains(after, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	h, err := healthpb.NewHealthClient(dial(t, srv.Addr().String(), insecure.NewCredentials())).
+		Check(ctxT(t), &healthpb.HealthCheckRequest{Service: "envoy.service.auth.v3.Authorization"})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health of the Authorization service = %v, %v", h, err)
+	}
+}
+
+func TestTestserverOverMutualTLS(t *testing.T) {
+	ca, err := certs.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ca.WriteFiles(t.TempDir(), "authserver.test", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startTestserver(t, func(o *serverkit.Options) {
+		o.TLSCertPath, o.TLSKeyPath, o.TLSCAPath = files.ServerCert, files.ServerKey, files.CA
+	})
+	clientCert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCert := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "authserver.test", Certificates: []tls.Certificate{clientCert}})
+	noCert := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "authserver.test"})
+
+	_, err = authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), noCert)).Check(ctxT(t), checkRequest(nil, nil))
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("Check without client certificate: %v, want Unavailable", err)
+	}
+	resp, err := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), withCert)).Check(ctxT(t), checkRequest(nil, nil))
+	if err != nil || resp.GetOkResponse() == nil {
+		t.Fatalf("Check with client certificate: %v, %v", resp, err)
+	}
+}
+
+// syncBuffer collects the command's log output while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCommandRunsAndStops runs "authserver testserver" itself, learns the
+// port from its JSON log and stops it the way SIGTERM does.
+func TestCommandRunsAndStops(t *testing.T) {
+	var logs syncBuffer
+	cmd := NewRootCommand()
+	cmd.SetArgs([]string{"testserver", "--address=127.0.0.1:0", "--metrics-address=", "--log-format=json"})
+	cmd.SetOut(&logs)
+	cmd.SetErr(&logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+		for sc.Scan() {
+			var line struct{ Msg, Address string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving gRPC" {
+				addr = line.Address
+			}
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no 'serving gRPC' log line; logs:\n%s", logs.String())
+	}
+	resp, err := authv3.NewAuthorizationClient(dial(t, addr, insecure.NewCredentials())).Check(ctxT(t), checkRequest(nil, nil))
+	if err != nil || resp.GetOkResponse() == nil {
+		t.Fatalf("Check: %v, %v", resp, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("command returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("command did not stop")
+	}
+}
+
+func TestCommandRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"testserver", "--tls-cert-path=x"},
+		{"testserver", "--tls-ca-path=ca.pem"},
+		{"testserver", "--log-format=xml"},
+		{"testserver", "extra-arg"},
+	} {
+		cmd := NewRootCommand()
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.ExecuteContext(ctxT(t)); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+}
+
+func TestHelpExplainsTheServer(t *testing.T) {
+	help := func(args ...string) string {
+		var out bytes.Buffer
+		cmd := NewRootCommand()
+		cmd.SetArgs(append(args, "--help"))
+		cmd.SetOut(&out)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	root := help()
+	for _, want := range []string{"envoy.service.auth.v3.Authorization/Check", "ext_authz", "testserver", "--tls-ca-path", "--metrics-address", "portcullis_authserver_checks_total"} {
+		if !strings.Contains(root, want) {
+			t.Errorf("authserver --help lacks %q", want)
+		}
+	}
+	ts := help("testserver")
+	for _, want := range []string{testserver.DenyKey, testserver.RedirectKey, "Auth-Handler", "Auth-Context-"} {
+		if !strings.Contains(ts, want) {
+			t.Errorf("authserver testserver --help lacks %q", want)
+		}
+	}
+}

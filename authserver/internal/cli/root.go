@@ -1,0 +1,114 @@
+// Package cli holds the authserver command line: a root command with the
+// server flags every backend shares, and one subcommand per backend.
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+
+	"github.com/portcullis/portcullis/authserver/internal/check"
+	"github.com/portcullis/portcullis/serverkit"
+)
+
+const rootLong = `authserver is an Envoy external authorization server. It implements the
+ext_authz v3 gRPC API (envoy.service.auth.v3.Authorization/Check): Envoy asks
+it about every request on a route where authorization is enabled, and it
+answers allow (optionally adding headers for the upstream), deny, or
+redirect (to a sign-in page).
+
+In Portcullis you run it behind an ExtensionService and point an HTTPProxy's
+authorization (or the global authorization) at that ExtensionService.
+
+Each authentication backend is a subcommand. All of them share the server
+flags below: the gRPC address, TLS (and mutual TLS with --tls-ca-path, which
+is how Envoy should connect), a separate plain-HTTP port serving /metrics and
+/healthz, and logging. gRPC health and server reflection are served on the
+gRPC port.
+
+Metrics, on --metrics-address:
+  portcullis_authserver_checks_total{backend,result}
+      answers by backend and result: allowed, denied, redirect, error
+      (error = a 5xx denial: the backend failed and denied the request)
+  grpc_server_handled_total, grpc_server_handling_seconds
+      gRPC calls by service, method and code; latency
+
+Security: request headers, credentials, tokens and cookies are never logged;
+a failing backend denies (500) instead of returning a gRPC error, so a
+fail-open ExtensionService cannot be tricked into allowing.`
+
+// NewRootCommand builds the authserver command tree.
+func NewRootCommand() *cobra.Command {
+	opts := serverkit.DefaultOptions()
+	root := &cobra.Command{
+		Use:           "authserver",
+		Short:         "Envoy external authorization (ext_authz v3 gRPC) server with several backends",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	opts.AddFlags(root.PersistentFlags())
+	root.AddCommand(newTestserverCommand(&opts))
+	return root
+}
+
+// Execute runs the command line and reports errors on stderr; it returns the
+// process exit code.
+func Execute(cmd *cobra.Command) int {
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "authserver:", err)
+		return 1
+	}
+	return 0
+}
+
+// backend is what a subcommand hands to serve: its name and its
+// Authorization implementation.
+type backend struct {
+	name string
+	impl authv3.AuthorizationServer
+}
+
+// newServer wires a backend into a serverkit server: fail-closed wrapper,
+// metrics, health, reflection. Tests call it with port 0.
+func newServer(opts serverkit.Options, logger *slog.Logger, b backend) (*serverkit.Server, error) {
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	metrics, err := check.NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	svc := check.Wrap(b.name, b.impl, metrics, logger)
+	return serverkit.New(opts, logger, func(s *grpc.Server) {
+		authv3.RegisterAuthorizationServer(s, svc)
+	})
+}
+
+// runBackend is the RunE body shared by the backend subcommands.
+func runBackend(cmd *cobra.Command, opts *serverkit.Options, build func(*slog.Logger) (backend, error)) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	logger, err := opts.NewLogger(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	b, err := build(logger)
+	if err != nil {
+		return err
+	}
+	srv, err := newServer(*opts, logger, b)
+	if err != nil {
+		return err
+	}
+	return srv.Serve(cmd.Context())
+}
