@@ -50,8 +50,8 @@ type Options struct {
 	LogFormat string
 
 	// Registry receives the server's metrics and is what /metrics serves.
-	// Nil means a fresh registry with the Go and process collectors.
-	// Register your own collectors on it before calling New.
+	// Nil means a fresh NewRegistry(). Register your own collectors on it
+	// before calling New.
 	Registry *prometheus.Registry
 }
 

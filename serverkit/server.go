@@ -35,6 +35,15 @@ type Server struct {
 	stopping chan struct{} // closed when shutdown begins
 }
 
+// NewRegistry returns a Prometheus registry with the Go runtime and process
+// collectors, the default for Options.Registry. Servers that add their own
+// metrics create it, register on it and pass it in Options.Registry.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
 // Run is New followed by Serve: it serves until ctx is cancelled, then shuts
 // down gracefully.
 func Run(ctx context.Context, opts Options, logger *slog.Logger, register func(*grpc.Server)) error {
@@ -58,8 +67,7 @@ func New(opts Options, logger *slog.Logger, register func(*grpc.Server)) (*Serve
 	}
 	reg := opts.Registry
 	if reg == nil {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = NewRegistry()
 	}
 	gm, err := newGRPCMetrics(reg)
 	if err != nil {

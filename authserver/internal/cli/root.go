@@ -8,8 +8,6 @@ import (
 	"os"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
@@ -69,7 +67,7 @@ func Execute(cmd *cobra.Command) int {
 	return 0
 }
 
-// backend is what a subcommand hands to serve: its name and its
+// backend is what a subcommand hands to runBackend: its name and its
 // Authorization implementation.
 type backend struct {
 	name string
@@ -80,8 +78,7 @@ type backend struct {
 // metrics, health, reflection. Tests call it with port 0.
 func newServer(opts serverkit.Options, logger *slog.Logger, b backend) (*serverkit.Server, error) {
 	if opts.Registry == nil {
-		opts.Registry = prometheus.NewRegistry()
-		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Registry = serverkit.NewRegistry()
 	}
 	metrics, err := check.NewMetrics(opts.Registry)
 	if err != nil {
