@@ -122,7 +122,12 @@ func (b *builder) addCluster(name string, bes []*backend, weights []uint32, prot
 	for i, be := range bes {
 		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
 			c.DNSName = be.service.Spec.ExternalName
+			// The API server defaults targetPort to port, so this is the
+			// port unless the Service maps it elsewhere.
 			c.DNSPort = uint32(be.port.Port)
+			if tp := be.port.TargetPort.IntValue(); tp > 0 {
+				c.DNSPort = uint32(tp)
+			}
 			if c.SNI == "" && (protocol == ir.H2 || protocol == ir.TLS) {
 				c.SNI = c.DNSName
 			}

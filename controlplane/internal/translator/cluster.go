@@ -31,6 +31,8 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 	}
 	if c.DNSName != "" {
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		// Most upstreams listen on IPv4; try it first, then IPv6.
+		out.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
 			Endpoints: []*endpointv3.LocalityLbEndpoints{{
