@@ -1,7 +1,6 @@
 # Portcullis — the front door.
 #   make demo    run the standalone stack and show it working
 #   make test    install the tools the tests need, then run every test
-#   make bench   run the benchmarks and print their tables
 SHELL := /bin/bash
 ROOT := $(abspath .)
 TOOLS := $(ROOT)/.tools
@@ -11,7 +10,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS)/bin
 export PORTCULLIS_TOOLS := $(TOOLS)
 GOTEST_FLAGS ?=
 
-.PHONY: all tools generate build test test-unit test-e2e demo bench vet fmt clean
+.PHONY: all tools generate build test test-unit test-e2e demo vet fmt clean
 
 all: build
 
@@ -29,7 +28,7 @@ build:
 	@mkdir -p $(BIN)
 	go build -o $(BIN)/portcullis ./controlplane/cmd/portcullis
 	go build -o $(BIN)/authserver ./authserver/cmd/authserver
-	go build -o $(BIN)/extprocserver ./extprocserver/cmd/extprocserver
+	go build -o $(BIN)/echoserver ./e2e/cmd/echoserver
 
 vet:
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
@@ -50,10 +49,6 @@ test-e2e: tools
 demo:
 	@hack/install-tools.sh envoy
 	@hack/demo.sh
-
-## bench: benchmarks with baselines measured in the same run
-bench: tools
-	@hack/bench.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

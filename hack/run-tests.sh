@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# make test: every module's tests — unit, golden, generated-files, envtest and
+# end-to-end (real Envoy, kube-apiserver + etcd, our servers on loopback).
+# The tools must be installed first (make tools; make test does it).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export PORTCULLIS_TOOLS="$ROOT/.tools" KUBEBUILDER_ASSETS="$ROOT/.tools/bin"
+
+status=0
+for m in apis serverkit controlplane authserver extprocserver e2e; do
+	echo "==> go test ./... in $m"
+	(cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || status=1
+done
+exit $status
