@@ -139,7 +139,10 @@ func startFileStack(t *testing.T) (*stack, *components) {
 func startKubernetesStack(t *testing.T) (*stack, *components) {
 	api := harness.StartAPIServer(t, harness.CRDDir(t))
 	c := startComponents(t)
-	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath)
+	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
+		// The test's upstreams are ExternalName Services for localhost (see
+		// loopbackExternalName): opt in, as only tests should.
+		"--enable-external-name-services", "--allow-loopback-external-names")
 	s := &stack{
 		Stack:       &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr},
 		ca:          c.ca,

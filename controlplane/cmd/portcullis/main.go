@@ -61,12 +61,16 @@ type buildFlags struct {
 	fallbackCert   string
 	httpAddress    string
 	httpsAddress   string
+	externalName   bool
+	loopbackNames  bool
 }
 
 func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.rootNamespaces, "root-namespaces", nil, "namespaces where root HTTPProxies (with a virtualhost) may live; empty for all")
 	fs.StringVar(&f.ingressClass, "ingress-class-name", "", "serve HTTPProxies with this spec.ingressClassName (and those with none)")
 	fs.StringVar(&f.fallbackCert, "fallback-certificate", "", "Secret (namespace/name) served to TLS clients without SNI by virtual hosts that enable it")
+	fs.BoolVar(&f.externalName, "enable-external-name-services", false, "let routes and ExtensionServices use ExternalName Services (traffic goes to their DNS name)")
+	fs.BoolVar(&f.loopbackNames, "allow-loopback-external-names", false, "also allow ExternalNames that name this host (localhost, 127.0.0.0/8): they can reach Envoy's admin interface; tests and local development only")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
 }
@@ -79,6 +83,8 @@ func (f *buildFlags) options() (pipeline.Options, error) {
 		return o, fmt.Errorf("--fallback-certificate must be namespace/name, got %q", f.fallbackCert)
 	}
 	o.Builder.FallbackCertificate = f.fallbackCert
+	o.Builder.ExternalNameServices = f.externalName
+	o.Builder.LoopbackExternalNames = f.loopbackNames
 	var err error
 	if o.Translator.HTTPAddress, o.Translator.HTTPPort, err = hostPort(f.httpAddress); err != nil {
 		return o, fmt.Errorf("--envoy-http-address: %w", err)

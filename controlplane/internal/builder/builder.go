@@ -34,6 +34,14 @@ type Options struct {
 	// FallbackCertificate is the Secret ("namespace/name") served to
 	// clients without SNI by virtual hosts that enable it.
 	FallbackCertificate string
+	// ExternalNameServices lets routes and ExternalName Services send
+	// traffic to the Service's DNS name. Off by default: a tenant could
+	// otherwise point Envoy anywhere its network reaches.
+	ExternalNameServices bool
+	// LoopbackExternalNames also allows ExternalName Services that name this
+	// host (localhost, 127.0.0.0/8, ::1), which can reach Envoy's own admin
+	// interface. Only for tests and local development.
+	LoopbackExternalNames bool
 }
 
 // Result is the output of one build.

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +49,9 @@ func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, 
 	}
 	be := &backend{service: svc, port: *sp}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if err := b.externalNameAllowed(svc.Spec.ExternalName); err != nil {
+			return nil, fmt.Errorf("Service %q: %w", key.String(), err)
+		}
 		return be, nil
 	}
 	be.endpoints = b.readyEndpoints(key, *sp)
@@ -148,4 +153,22 @@ func (b *builder) addCluster(name string, bes []*backend, weights []uint32, prot
 	}
 	b.clusters[name] = c
 	return c
+}
+
+// externalNameAllowed applies the ExternalName policy of Options.
+func (b *builder) externalNameAllowed(name string) error {
+	if !b.opts.ExternalNameServices {
+		return fmt.Errorf("ExternalName Services are disabled (start portcullis with --enable-external-name-services)")
+	}
+	if b.opts.LoopbackExternalNames {
+		return nil
+	}
+	host := strings.TrimSuffix(strings.ToLower(name), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return fmt.Errorf("ExternalName %q names this host, from where it could reach Envoy's admin interface: refused", name)
+	}
+	if ip := net.ParseIP(host); ip != nil && (ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast()) {
+		return fmt.Errorf("ExternalName %q is a loopback or link-local address: refused", name)
+	}
+	return nil
 }

@@ -1,0 +1,45 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// FuzzPipeline feeds arbitrary YAML (seeded with every golden input) through
+// decoding, the builder and the translator: whatever the input, no panic,
+// and the result renders. Run longer with
+// go test ./internal/pipeline -run '^$' -fuzz FuzzPipeline -fuzztime 1m
+func FuzzPipeline(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/*/in.yaml")
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	common, _, err := file.Load([]string{"testdata/common"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set := &objects.Set{
+			Secrets: common.Secrets, Services: common.Services, EndpointSlices: common.EndpointSlices,
+		}
+		if _, err := set.Decode(bytes.NewReader(data), "fuzz"); err != nil {
+			return
+		}
+		set.Sort()
+		res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+		if _, err := pipeline.NewDocument(set, res, goldenNow); err != nil {
+			t.Fatalf("rendering: %v", err)
+		}
+	})
+}
