@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -86,25 +84,13 @@ func (f *buildFlags) options() (pipeline.Options, error) {
 	o.Builder.ExternalNameServices = f.externalName
 	o.Builder.LoopbackExternalNames = f.loopbackNames
 	var err error
-	if o.Translator.HTTPAddress, o.Translator.HTTPPort, err = hostPort(f.httpAddress); err != nil {
+	if o.Translator.HTTPAddress, o.Translator.HTTPPort, err = bootstrap.SplitHostPort(f.httpAddress); err != nil {
 		return o, fmt.Errorf("--envoy-http-address: %w", err)
 	}
-	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = hostPort(f.httpsAddress); err != nil {
+	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = bootstrap.SplitHostPort(f.httpsAddress); err != nil {
 		return o, fmt.Errorf("--envoy-https-address: %w", err)
 	}
 	return o, nil
-}
-
-func hostPort(s string) (string, uint32, error) {
-	h, p, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.ParseUint(p, 10, 16)
-	if err != nil || n == 0 {
-		return "", 0, fmt.Errorf("invalid port %q", p)
-	}
-	return h, uint32(n), nil
 }
 
 func newTranslateCommand() *cobra.Command {

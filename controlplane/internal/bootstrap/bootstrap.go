@@ -35,11 +35,11 @@ type Options struct {
 
 // Build returns the bootstrap as JSON (which Envoy also reads as YAML).
 func Build(o Options) ([]byte, error) {
-	xdsHost, xdsPort, err := splitHostPort(o.XDSAddress)
+	xdsHost, xdsPort, err := SplitHostPort(o.XDSAddress)
 	if err != nil {
 		return nil, fmt.Errorf("xds address: %w", err)
 	}
-	adminHost, adminPort, err := splitHostPort(o.AdminAddress)
+	adminHost, adminPort, err := SplitHostPort(o.AdminAddress)
 	if err != nil {
 		return nil, fmt.Errorf("admin address: %w", err)
 	}
@@ -95,7 +95,8 @@ func socket(host string, port uint32) *corev3.Address {
 	}}}
 }
 
-func splitHostPort(addr string) (string, uint32, error) {
+// SplitHostPort parses host:port for an Envoy socket address.
+func SplitHostPort(addr string) (string, uint32, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", 0, err
