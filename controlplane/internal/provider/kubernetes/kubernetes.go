@@ -170,29 +170,13 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 		var err error
 		switch st := s.Status.(type) {
 		case contourv1.HTTPProxyStatus:
-			err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) bool {
-				if equality.Semantic.DeepEqual(o.Status, st) {
-					return false
-				}
-				o.Status = st
-				return true
-			})
+			err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status }, st)
 		case v1alpha1.ExtensionServiceStatus:
-			err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) bool {
-				if equality.Semantic.DeepEqual(o.Status, st) {
-					return false
-				}
-				o.Status = st
-				return true
-			})
+			err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status }, st)
 		case contourv1.TLSCertificateDelegationStatus:
-			err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) bool {
-				if equality.Semantic.DeepEqual(o.Status, st) {
-					return false
-				}
-				o.Status = st
-				return true
-			})
+			err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
+				return &o.Status
+			}, st)
 		}
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
@@ -200,15 +184,16 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 	}
 }
 
-// writeStatus reads the object from the cache, lets set change a copy, and
-// writes the copy's status when set reports a change.
-func writeStatus[T client.Object](ctx context.Context, p *Provider, key types.NamespacedName, obj T, set func(T) bool) error {
+// writeStatus reads the object from the cache and, when its status differs
+// from want, writes want through the status subresource.
+func writeStatus[T client.Object, S any](ctx context.Context, p *Provider, key types.NamespacedName, obj T, status func(T) *S, want S) error {
 	if err := p.cache.Get(ctx, key, obj); err != nil {
 		return err
 	}
-	cp := obj.DeepCopyObject().(T)
-	if !set(cp) {
+	if equality.Semantic.DeepEqual(*status(obj), want) {
 		return nil
 	}
+	cp := obj.DeepCopyObject().(T)
+	*status(cp) = want
 	return p.client.Status().Update(ctx, cp)
 }
