@@ -1,6 +1,7 @@
 # Portcullis — the front door.
 #   make demo    run the standalone stack and show it working
 #   make test    install the tools the tests need, then run every test
+#   make bench   print the benchmark tables (see docs/benchmarks.md)
 SHELL := /bin/bash
 ROOT := $(abspath .)
 TOOLS := $(ROOT)/.tools
@@ -10,7 +11,7 @@ export KUBEBUILDER_ASSETS := $(TOOLS)/bin
 export PORTCULLIS_TOOLS := $(TOOLS)
 GOTEST_FLAGS ?=
 
-.PHONY: all tools generate build test test-unit test-e2e demo vet fmt clean
+.PHONY: all tools generate build test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
@@ -29,6 +30,7 @@ build:
 	go build -o $(BIN)/portcullis ./controlplane/cmd/portcullis
 	go build -o $(BIN)/authserver ./authserver/cmd/authserver
 	go build -o $(BIN)/echoserver ./e2e/cmd/echoserver
+	go build -o $(BIN)/checkload ./e2e/cmd/checkload
 
 vet:
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
@@ -44,6 +46,10 @@ test-unit:
 ## test-e2e: only the end-to-end tests (real Envoy, API server, servers)
 test-e2e: tools
 	cd e2e && go test -count=1 -timeout 30m $(GOTEST_FLAGS) ./...
+
+## bench: benchmarks against the real components, with baselines measured in the same run (BENCH=<area> for one)
+bench: tools
+	@hack/bench.sh
 
 ## demo: the standalone stack on examples/quickstart (DEMO_ONESHOT=1 to exit after the printout)
 demo:
