@@ -63,10 +63,28 @@ func Allow(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, e
 // with the given status and a short plain-text body. The status must be a
 // 4xx or 5xx code Envoy knows.
 func Deny(status int, body string) (*authv3.CheckResponse, error) {
+	return DenyWithHeaders(status, body)
+}
+
+// DenyWithHeaders is Deny with extra response headers for the client (a
+// challenge, a Retry-After, ...). The headers are validated like Allow's.
+func DenyWithHeaders(status int, body string, headers ...Header) (*authv3.CheckResponse, error) {
 	if status < 400 || status > 599 {
 		return nil, fmt.Errorf("deny status %d is not 4xx or 5xx", status)
 	}
-	return denied(status, codes.PermissionDenied, body, Header{"Content-Type", "text/plain; charset=utf-8"})
+	code := codes.PermissionDenied
+	if status == http.StatusUnauthorized {
+		code = codes.Unauthenticated
+	}
+	return denied(status, code, body, append([]Header{{"Content-Type", "text/plain; charset=utf-8"}}, headers...)...)
+}
+
+// Unauthorized is a 401 denial carrying challenge as WWW-Authenticate
+// (`Basic realm="x"`, `Bearer error="invalid_token"`, ...) and
+// Cache-Control: no-store, so that no cache keeps the answer.
+func Unauthorized(challenge string) (*authv3.CheckResponse, error) {
+	return DenyWithHeaders(http.StatusUnauthorized, "401 Unauthorized\n",
+		Header{"WWW-Authenticate", challenge}, Header{"Cache-Control", "no-store"})
 }
 
 // Redirect builds a 302 Found denial pointing the client at location (a

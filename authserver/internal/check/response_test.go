@@ -163,3 +163,26 @@ func headerValue(headers []*corev3.HeaderValueOption, name string) string {
 	}
 	return ""
 }
+
+func TestUnauthorized(t *testing.T) {
+	resp, err := check.Unauthorized(`Basic realm="staff", charset="UTF-8"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := resp.GetDeniedResponse()
+	if resp.GetStatus().GetCode() != int32(codes.Unauthenticated) || d.GetStatus().GetCode() != 401 {
+		t.Fatalf("Unauthorized = %v", resp)
+	}
+	if got := headerValue(d.GetHeaders(), "WWW-Authenticate"); got != `Basic realm="staff", charset="UTF-8"` {
+		t.Errorf("WWW-Authenticate = %q", got)
+	}
+	if got := headerValue(d.GetHeaders(), "Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control = %q", got)
+	}
+	if _, err := check.Unauthorized("Basic realm=\"x\"\r\nSet-Cookie: a=b"); err == nil {
+		t.Error("Unauthorized accepted a challenge with CR/LF")
+	}
+	if _, err := check.DenyWithHeaders(429, "", check.Header{"Bad Name", "x"}); err == nil {
+		t.Error("DenyWithHeaders accepted an invalid header name")
+	}
+}

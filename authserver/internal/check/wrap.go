@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,22 +23,32 @@ const (
 
 var results = []string{ResultAllowed, ResultDenied, ResultRedirect, ResultError}
 
-// Metrics counts Check decisions.
+// Metrics counts Check decisions and measures their latency.
 type Metrics struct {
-	checks *prometheus.CounterVec
+	checks   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
-// NewMetrics registers portcullis_authserver_checks_total{backend,result} on
-// reg.
+// NewMetrics registers portcullis_authserver_checks_total{backend,result}
+// and portcullis_authserver_check_duration_seconds{backend,result} on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	checks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "portcullis_authserver_checks_total",
 		Help: "Authorization checks answered, by backend and result (allowed, denied, redirect, error).",
 	}, []string{"backend", "result"})
-	if err := reg.Register(checks); err != nil {
-		return nil, err
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "portcullis_authserver_check_duration_seconds",
+		Help: "Time the backend took to answer a check, by backend and result.",
+		// From a cache hit (tens of microseconds) to slow password hashing
+		// or identity-provider calls (seconds).
+		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"backend", "result"})
+	for _, c := range []prometheus.Collector{checks, duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
-	return &Metrics{checks: checks}, nil
+	return &Metrics{checks: checks, duration: duration}, nil
 }
 
 // Wrap returns next with the duties every backend shares:
@@ -64,12 +75,13 @@ type wrapped struct {
 }
 
 func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, _ error) {
+	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
 			w.logger.Error("panic in backend", "panic", p, "stack", string(debug.Stack()))
 			resp = InternalError()
 		}
-		w.record(ctx, req, resp)
+		w.record(ctx, req, resp, time.Since(start))
 	}()
 	resp, err := w.next.Check(ctx, req)
 	if err != nil || resp == nil {
@@ -79,9 +91,10 @@ func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *au
 	return resp, nil
 }
 
-func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse) {
+func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, took time.Duration) {
 	result, status := Classify(resp)
 	w.m.checks.WithLabelValues(w.backend, result).Inc()
+	w.m.duration.WithLabelValues(w.backend, result).Observe(took.Seconds())
 
 	level := slog.LevelInfo
 	switch result {

@@ -125,3 +125,26 @@ func TestWrapNeverLogsSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestWrapMeasuresLatency(t *testing.T) {
+	srv, reg, _ := newWrapped(t, func(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+		return check.Deny(403, "")
+	})
+	if _, err := srv.Check(context.Background(), request(nil)); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "portcullis_authserver_check_duration_seconds" {
+			m := mf.GetMetric()
+			if len(m) != 1 || m[0].GetHistogram().GetSampleCount() != 1 {
+				t.Fatalf("histogram = %v", m)
+			}
+			return
+		}
+	}
+	t.Fatal("no portcullis_authserver_check_duration_seconds histogram")
+}

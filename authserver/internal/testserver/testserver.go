@@ -21,9 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/textproto"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -43,11 +41,9 @@ const (
 	RedirectKey = KeyPrefix + "redirect"
 )
 
-// Header names set on allow.
-const (
-	HandlerHeader       = "Auth-Handler"
-	ContextHeaderPrefix = "Auth-Context-"
-)
+// HandlerHeader is set on allow; check.ContextHeaders adds one
+// Auth-Context-<Key> header per context extension.
+const HandlerHeader = "Auth-Handler"
 
 // Server implements envoy.service.auth.v3.Authorization.
 type Server struct {
@@ -96,63 +92,11 @@ func (s *Server) decide(req *authv3.CheckRequest, ext map[string]string) (*authv
 		}
 		return check.Redirect(v)
 	}
-	headers, err := contextHeaders(ext)
+	headers, err := check.ContextHeaders(ext, KeyPrefix)
 	if err != nil {
 		return nil, err
 	}
 	return check.Allow(req, append([]check.Header{{Name: HandlerHeader, Value: Name}}, headers...))
-}
-
-// contextHeaders turns context extensions into Auth-Context-<Key> headers,
-// in key order. Keys that canonicalise to the same header are joined with
-// ", " as repeated HTTP headers would be.
-func contextHeaders(ext map[string]string) ([]check.Header, error) {
-	keys := make([]string, 0, len(ext))
-	for k := range ext {
-		if !strings.HasPrefix(k, KeyPrefix) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	var headers []check.Header
-	index := map[string]int{}
-	for _, k := range keys {
-		if !check.ValidHeaderValue(ext[k]) {
-			return nil, fmt.Errorf("context key %q: value is not a valid header value", k)
-		}
-		name := ContextHeaderName(k)
-		if name == "" {
-			continue
-		}
-		if i, seen := index[name]; seen {
-			headers[i].Value += ", " + ext[k]
-			continue
-		}
-		index[name] = len(headers)
-		headers = append(headers, check.Header{Name: name, Value: ext[k]})
-	}
-	return headers, nil
-}
-
-// ContextHeaderName is the header carrying context key k: every character
-// other than ASCII letters, digits and '-' becomes '-', then the name is
-// canonicalised ("key1" -> "Auth-Context-Key1", "team_name" ->
-// "Auth-Context-Team-Name"). It is empty for a key with no letter or digit.
-func ContextHeaderName(k string) string {
-	b := []byte(k)
-	meaningful := false
-	for i, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			meaningful = true
-		default:
-			b[i] = '-'
-		}
-	}
-	if !meaningful {
-		return ""
-	}
-	return textproto.CanonicalMIMEHeaderKey(ContextHeaderPrefix + string(b))
 }
 
 // validRedirect accepts an absolute http(s) URL with a host, or an

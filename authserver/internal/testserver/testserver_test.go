@@ -175,22 +175,3 @@ func TestMisconfigurationFailsClosed(t *testing.T) {
 		})
 	}
 }
-
-func TestContextHeaderName(t *testing.T) {
-	for in, want := range map[string]string{
-		"key1":               "Auth-Context-Key1",
-		"Key1":               "Auth-Context-Key1",
-		"KEY1":               "Auth-Context-Key1",
-		"team_name":          "Auth-Context-Team-Name",
-		"hostname":           "Auth-Context-Hostname",
-		"example.com/tenant": "Auth-Context-Example-Com-Tenant",
-		"with space":         "Auth-Context-With-Space",
-		"ünïcode":            "Auth-Context---N--Code",
-		"":                   "",
-		"_./":                "",
-	} {
-		if got := testserver.ContextHeaderName(in); got != want {
-			t.Errorf("ContextHeaderName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
