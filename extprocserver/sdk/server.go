@@ -1,0 +1,354 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Outcome of one message, as reported to an Observer.
+const (
+	OutcomeContinue  = "continue"  // answered, the exchange goes on
+	OutcomeImmediate = "immediate" // answered with an immediate response
+	OutcomeError     = "error"     // the stream ended with an error status
+)
+
+// Observer is told about every processed message (for metrics).
+type Observer func(phase Phase, took time.Duration, outcome string)
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithLogger sets the logger for stream errors (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l } }
+
+// WithObserver sets an Observer.
+func WithObserver(o Observer) Option { return func(s *Server) { s.observe = o } }
+
+// Server is the ext_proc stream driver: register it with
+// extprocv3.RegisterExternalProcessorServer.
+//
+// Errors end the stream with a gRPC status: a processor error that carries
+// a status (status.Error) keeps its code; context cancellation becomes
+// Canceled or DeadlineExceeded; any other error or a panic becomes Internal.
+// A message with no known request type is InvalidArgument, and
+// FULL_DUPLEX_STREAMED bodies, which need a different response discipline,
+// are Unimplemented.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+	proc    Processor
+	logger  *slog.Logger
+	observe Observer
+}
+
+// NewServer returns a driver running p on every stream.
+func NewServer(p Processor, opts ...Option) *Server {
+	s := &Server{proc: p, logger: slog.Default()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Process implements extprocv3.ExternalProcessorServer.
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	ctx := stream.Context()
+	x := newExchange(time.Now())
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil // Envoy closed its side: the exchange is over
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			return err
+		}
+		start := time.Now()
+		resp, err := s.handle(ctx, x, req)
+		if err != nil {
+			err = toStatus(ctx, err)
+			s.report(x.phase, start, OutcomeError)
+			if status.Code(err) != codes.Canceled {
+				s.logger.Warn("ext_proc stream failed", "phase", x.phase.String(), "error", err)
+			}
+			return err
+		}
+		outcome := OutcomeContinue
+		if x.immediate != nil {
+			outcome = OutcomeImmediate
+		}
+		s.report(x.phase, start, outcome)
+		if req.GetObservabilityMode() {
+			continue // Envoy ignores answers in observability mode
+		}
+		if err := stream.Send(resp); err != nil {
+			return toStatus(ctx, err)
+		}
+		if x.immediate != nil {
+			// Envoy ignores anything after an immediate response; close
+			// the stream cleanly instead of waiting for its reset.
+			return nil
+		}
+	}
+}
+
+func (s *Server) report(p Phase, start time.Time, outcome string) {
+	if s.observe != nil {
+		s.observe(p, time.Since(start), outcome)
+	}
+}
+
+func toStatus(ctx context.Context, err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	case ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// handle runs the processor on one message and builds its one response.
+func (s *Server) handle(ctx context.Context, x *Exchange, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
+	if pc := req.GetProtocolConfig(); pc != nil {
+		x.RequestBodyMode, x.ResponseBodyMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
+		if x.RequestBodyMode == ModeFullDuplex || x.ResponseBodyMode == ModeFullDuplex {
+			return nil, status.Error(codes.Unimplemented, "FULL_DUPLEX_STREAMED body mode is not supported; use STREAMED, BUFFERED or BUFFERED_PARTIAL")
+		}
+	}
+	if req.GetMetadataContext() != nil {
+		x.Metadata = req.GetMetadataContext()
+	}
+	for k, v := range req.GetAttributes() {
+		if x.Attributes == nil {
+			x.Attributes = map[string]*structpb.Struct{}
+		}
+		x.Attributes[k] = v
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("panic in ext_proc processor", "phase", x.phase.String(), "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, status.Error(codes.Internal, "processor panicked")
+		}
+	}()
+
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return s.headers(ctx, x, RequestHeaders, r.RequestHeaders)
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return s.headers(ctx, x, ResponseHeaders, r.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return s.body(ctx, x, RequestBody, r.RequestBody)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return s.body(ctx, x, ResponseBody, r.ResponseBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return s.trailers(ctx, x, RequestTrailers, r.RequestTrailers)
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return s.trailers(ctx, x, ResponseTrailers, r.ResponseTrailers)
+	default:
+		x.phase = 0
+		return nil, status.Errorf(codes.InvalidArgument, "ProcessingRequest without a known request type (%T)", r)
+	}
+}
+
+func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
+	x.resetActions(p)
+	h := newHeaders(msg.GetHeaders(), msg.GetEndOfStream())
+	// The exchange's view is live during the phase so helpers such as
+	// x.Path() work, then frozen to what left the phase.
+	if p == RequestHeaders {
+		x.requestHeaders = h.m
+	} else {
+		x.responseHeaders = h.m
+	}
+	var err error
+	if p == RequestHeaders {
+		err = s.proc.RequestHeaders(ctx, x, h)
+	} else {
+		err = s.proc.ResponseHeaders(ctx, x, h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p == RequestHeaders {
+		x.requestHeaders = h.snapshot()
+	} else {
+		x.responseHeaders = h.snapshot()
+	}
+	if x.immediate != nil {
+		return x.immediateResponse(), nil
+	}
+	common := &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: x.clearRoute && p == RequestHeaders}
+	hr := &extprocv3.HeadersResponse{Response: common}
+	resp := &extprocv3.ProcessingResponse{}
+	if p == RequestHeaders {
+		resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}
+	} else {
+		resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}
+	}
+	if x.override != nil {
+		resp.ModeOverride = x.override
+		x.applyOverride(p, x.override)
+	}
+	x.finish(resp)
+	return resp, nil
+}
+
+// applyOverride tracks the body modes an override asks for. An override in
+// the response-headers phase can only change the response side.
+func (x *Exchange) applyOverride(p Phase, m *filterv3.ProcessingMode) {
+	if p == RequestHeaders {
+		x.RequestBodyMode = m.GetRequestBodyMode()
+	}
+	x.ResponseBodyMode = m.GetResponseBodyMode()
+}
+
+func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	x.resetActions(p)
+	x.chunks[p]++
+	b := &Body{EndOfStream: msg.GetEndOfStream(), Chunk: x.chunks[p], data: msg.GetBody()}
+	var err error
+	if p == RequestBody {
+		b.Mode = x.RequestBodyMode
+		err = s.proc.RequestBody(ctx, x, b)
+	} else {
+		b.Mode = x.ResponseBodyMode
+		err = s.proc.ResponseBody(ctx, x, b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if x.immediate != nil {
+		return x.immediateResponse(), nil
+	}
+	common := &extprocv3.CommonResponse{ClearRouteCache: x.clearRoute && p == RequestBody}
+	if b.replaced {
+		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: b.data}}
+		if x.needsContentLength(p, b) {
+			// BUFFERED + SEND headers: Envoy keeps Content-Length and
+			// rejects a body that does not match it (500), so say the new
+			// length. In the other modes Envoy drops Content-Length itself.
+			common.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+				headerOption("content-length", strconv.Itoa(len(b.data)), corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD),
+			}}
+		}
+	}
+	br := &extprocv3.BodyResponse{Response: common}
+	resp := &extprocv3.ProcessingResponse{}
+	if p == RequestBody {
+		resp.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}
+	} else {
+		resp.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}
+	}
+	x.finish(resp)
+	return resp, nil
+}
+
+// needsContentLength: the headers of this direction were processed and
+// carried a Content-Length, and the body is buffered whole.
+func (x *Exchange) needsContentLength(p Phase, b *Body) bool {
+	hdrs := x.requestHeaders
+	if p == ResponseBody {
+		hdrs = x.responseHeaders
+	}
+	if contentLength(hdrs) < 0 {
+		return false
+	}
+	switch b.Mode {
+	case ModeBuffered:
+		return true
+	case ModeUnknown:
+		return b.Whole() // an Envoy without protocol_config: best guess
+	}
+	return false
+}
+
+func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpTrailers) (*extprocv3.ProcessingResponse, error) {
+	x.resetActions(p)
+	t := newHeaders(msg.GetTrailers(), true)
+	var err error
+	if p == RequestTrailers {
+		err = s.proc.RequestTrailers(ctx, x, t)
+	} else {
+		err = s.proc.ResponseTrailers(ctx, x, t)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if x.immediate != nil {
+		return x.immediateResponse(), nil
+	}
+	tr := &extprocv3.TrailersResponse{HeaderMutation: t.mutation()}
+	resp := &extprocv3.ProcessingResponse{}
+	if p == RequestTrailers {
+		resp.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: tr}
+	} else {
+		resp.Response = &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: tr}
+	}
+	x.finish(resp)
+	return resp, nil
+}
+
+// finish adds the message-level actions shared by every response type.
+func (x *Exchange) finish(resp *extprocv3.ProcessingResponse) {
+	if len(x.metadata) > 0 {
+		fields := make(map[string]any, len(x.metadata))
+		for ns, kv := range x.metadata {
+			fields[ns] = kv
+		}
+		// Values were checked by SetMetadata, so this cannot fail.
+		resp.DynamicMetadata, _ = structpb.NewStruct(fields)
+	}
+}
+
+func (x *Exchange) immediateResponse() *extprocv3.ProcessingResponse {
+	r := x.immediate
+	code := r.Status
+	if code == 0 {
+		code = 200
+	}
+	ir := &extprocv3.ImmediateResponse{
+		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(code)},
+		Body:    r.Body,
+		Details: r.Details,
+	}
+	if len(r.Headers) > 0 {
+		h := &Headers{m: map[string][]string{}}
+		for k, vs := range r.Headers {
+			for i, v := range vs {
+				if i == 0 {
+					h.Set(k, v)
+				} else {
+					h.Add(k, v)
+				}
+			}
+		}
+		ir.Headers = h.mutation()
+	}
+	resp := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: ir}}
+	x.finish(resp)
+	return resp
+}
+
+// Errorf returns an error that ends the stream with code (see Server).
+func Errorf(code codes.Code, format string, args ...any) error {
+	return status.Error(code, fmt.Sprintf(format, args...))
+}
