@@ -85,6 +85,51 @@ type ExtensionServiceSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=v3
 	ProtocolVersion ExtensionProtocolVersion `json:"protocolVersion,omitempty"`
+
+	// HealthCheckPolicy, when set, makes Envoy check the services'
+	// endpoints actively with the gRPC health checking protocol
+	// (grpc.health.v1.Health/Check) and send requests only to healthy ones.
+	// This is a Portcullis extension of the Contour API.
+	//
+	// +optional
+	HealthCheckPolicy *GRPCHealthCheckPolicy `json:"healthCheckPolicy,omitempty"`
+}
+
+// GRPCHealthCheckPolicy configures Envoy's active gRPC health checks of an
+// ExtensionService's endpoints.
+type GRPCHealthCheckPolicy struct {
+	// ServiceName is the service name sent in each HealthCheckRequest.
+	// Empty asks about the server as a whole.
+	//
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// IntervalSeconds is the time between checks of one endpoint.
+	// Defaults to 5.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	IntervalSeconds int64 `json:"intervalSeconds,omitempty"`
+
+	// TimeoutSeconds is how long Envoy waits for an answer. Defaults to 2.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
+
+	// UnhealthyThresholdCount is the number of failed checks after which an
+	// endpoint is taken out of rotation. Defaults to 3.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	UnhealthyThresholdCount uint32 `json:"unhealthyThresholdCount,omitempty"`
+
+	// HealthyThresholdCount is the number of successful checks after which
+	// an endpoint is put back in rotation. Defaults to 2.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	HealthyThresholdCount uint32 `json:"healthyThresholdCount,omitempty"`
 }
 
 // ExtensionServiceStatus defines the observed state of an
