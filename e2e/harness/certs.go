@@ -1,29 +1,22 @@
 package harness
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis/portcullis/serverkit/certs"
 )
 
-// CA is a throwaway certificate authority for tests.
+// CA is a throwaway certificate authority for tests, on top of
+// serverkit/certs with test-friendly (fail the test) errors.
 type CA struct {
 	CertPEM []byte
-	KeyPEM  []byte
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
+	ca      *certs.CA
 }
 
 // KeyPair is a certificate (PEM) and its private key (PKCS#8 PEM).
@@ -32,25 +25,14 @@ type KeyPair struct {
 	KeyPEM  []byte
 }
 
-// NewCA creates a CA valid for a day.
+// NewCA creates a CA.
 func NewCA(t testing.TB, commonName string) *CA {
 	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	ca, err := certs.NewCA(commonName)
 	if err != nil {
 		t.Fatalf("NewCA: %v", err)
 	}
-	cert, _ := x509.ParseCertificate(der)
-	return &CA{CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: keyPEM(t, key), cert: cert, key: key}
+	return &CA{CertPEM: ca.CertPEM(), ca: ca}
 }
 
 // Issue signs a leaf certificate for names, usable as a server and as a
@@ -61,27 +43,11 @@ func (ca *CA) Issue(t testing.TB, names ...string) *KeyPair {
 	if len(names) == 0 {
 		t.Fatalf("Issue: no names")
 	}
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: names[0]},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	cert, key, err := ca.ca.IssueFor(names[0], names, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		t.Fatalf("Issue: %v", err)
 	}
-	return &KeyPair{CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: keyPEM(t, key)}
+	return &KeyPair{CertPEM: cert, KeyPEM: key}
 }
 
 // Secret returns a kubernetes.io/tls Secret holding the pair (tls.crt,
@@ -130,35 +96,4 @@ func writeFile(t testing.TB, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func keyPEM(t testing.TB, key *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pemBlock("PRIVATE KEY", der)
-}
-
-func serial(t testing.TB) *big.Int {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func pemBlock(typ string, der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }

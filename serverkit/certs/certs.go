@@ -74,6 +74,15 @@ func (ca *CA) Pool() *x509.CertPool {
 // client selects client authentication usage instead of server
 // authentication. It returns PEM certificate and PKCS#8 PEM key.
 func (ca *CA) Issue(commonName string, hosts []string, client bool) (certPEM, keyPEM []byte, err error) {
+	if client {
+		return ca.IssueFor(commonName, hosts, x509.ExtKeyUsageClientAuth)
+	}
+	return ca.IssueFor(commonName, hosts, x509.ExtKeyUsageServerAuth)
+}
+
+// IssueFor is Issue with explicit extended key usages, e.g. both server and
+// client authentication for a test peer that is both.
+func (ca *CA) IssueFor(commonName string, hosts []string, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -83,10 +92,7 @@ func (ca *CA) Issue(commonName string, hosts []string, client bool) (certPEM, ke
 		return nil, nil, err
 	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
+	tmpl.ExtKeyUsage = usages
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
