@@ -1,0 +1,609 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/portcullis/portcullis/extprocserver/sdk"
+)
+
+// funcs is a Processor built from optional functions; nil phases continue.
+type funcs struct {
+	sdk.Continue
+	reqH, respH, reqT, respT func(context.Context, *sdk.Exchange, *sdk.Headers) error
+	reqB, respB              func(context.Context, *sdk.Exchange, *sdk.Body) error
+}
+
+func (f funcs) RequestHeaders(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	if f.reqH == nil {
+		return nil
+	}
+	return f.reqH(ctx, x, h)
+}
+func (f funcs) ResponseHeaders(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	if f.respH == nil {
+		return nil
+	}
+	return f.respH(ctx, x, h)
+}
+func (f funcs) RequestTrailers(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	if f.reqT == nil {
+		return nil
+	}
+	return f.reqT(ctx, x, h)
+}
+func (f funcs) ResponseTrailers(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	if f.respT == nil {
+		return nil
+	}
+	return f.respT(ctx, x, h)
+}
+func (f funcs) RequestBody(ctx context.Context, x *sdk.Exchange, b *sdk.Body) error {
+	if f.reqB == nil {
+		return nil
+	}
+	return f.reqB(ctx, x, b)
+}
+func (f funcs) ResponseBody(ctx context.Context, x *sdk.Exchange, b *sdk.Body) error {
+	if f.respB == nil {
+		return nil
+	}
+	return f.respB(ctx, x, b)
+}
+
+type event struct {
+	phase   sdk.Phase
+	outcome string
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (r *recorder) observe(p sdk.Phase, _ time.Duration, outcome string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, event{p, outcome})
+}
+
+func (r *recorder) get() []event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event(nil), r.events...)
+}
+
+// start serves p with the driver on an in-process gRPC connection and
+// returns a client playing Envoy's role.
+func start(t *testing.T, p sdk.Processor) (extprocv3.ExternalProcessorClient, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p,
+		sdk.WithObserver(rec.observe), sdk.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return extprocv3.NewExternalProcessorClient(conn), rec
+}
+
+func open(t *testing.T, c extprocv3.ExternalProcessorClient) extprocv3.ExternalProcessor_ProcessClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	s, err := c.Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func hmap(kv ...string) *corev3.HeaderMap {
+	m := &corev3.HeaderMap{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Headers = append(m.Headers, &corev3.HeaderValue{Key: kv[i], RawValue: []byte(kv[i+1])})
+	}
+	return m
+}
+
+func reqHeaders(eos bool, kv ...string) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hmap(kv...), EndOfStream: eos}}}
+}
+func respHeaders(eos bool, kv ...string) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: hmap(kv...), EndOfStream: eos}}}
+}
+func reqBody(b string, eos bool) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
+}
+func respBody(b string, eos bool) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
+}
+func reqTrailers(kv ...string) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{Trailers: hmap(kv...)}}}
+}
+func respTrailers(kv ...string) *extprocv3.ProcessingRequest {
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocv3.HttpTrailers{Trailers: hmap(kv...)}}}
+}
+
+func withMode(r *extprocv3.ProcessingRequest, req, resp sdk.BodyMode) *extprocv3.ProcessingRequest {
+	r.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: req, ResponseBodyMode: resp}
+	return r
+}
+
+// roundTrip sends one message and returns its one response.
+func roundTrip(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	t.Helper()
+	if err := s.Send(req); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	resp, err := s.Recv()
+	if err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	return resp
+}
+
+// kind names the response oneof, to check that answers come in order.
+func kind(r *extprocv3.ProcessingResponse) string {
+	switch r.GetResponse().(type) {
+	case *extprocv3.ProcessingResponse_RequestHeaders:
+		return "request_headers"
+	case *extprocv3.ProcessingResponse_ResponseHeaders:
+		return "response_headers"
+	case *extprocv3.ProcessingResponse_RequestBody:
+		return "request_body"
+	case *extprocv3.ProcessingResponse_ResponseBody:
+		return "response_body"
+	case *extprocv3.ProcessingResponse_RequestTrailers:
+		return "request_trailers"
+	case *extprocv3.ProcessingResponse_ResponseTrailers:
+		return "response_trailers"
+	case *extprocv3.ProcessingResponse_ImmediateResponse:
+		return "immediate"
+	}
+	return "none"
+}
+
+func common(r *extprocv3.ProcessingResponse) *extprocv3.CommonResponse {
+	switch v := r.GetResponse().(type) {
+	case *extprocv3.ProcessingResponse_RequestHeaders:
+		return v.RequestHeaders.GetResponse()
+	case *extprocv3.ProcessingResponse_ResponseHeaders:
+		return v.ResponseHeaders.GetResponse()
+	case *extprocv3.ProcessingResponse_RequestBody:
+		return v.RequestBody.GetResponse()
+	case *extprocv3.ProcessingResponse_ResponseBody:
+		return v.ResponseBody.GetResponse()
+	}
+	return nil
+}
+
+// mutationString renders a HeaderMutation compactly: "-name" for a removal,
+// "=name:v" for an overwrite, "+name:v" for an append.
+func mutationString(m *extprocv3.HeaderMutation) string {
+	var parts []string
+	for _, r := range m.GetRemoveHeaders() {
+		parts = append(parts, "-"+r)
+	}
+	for _, s := range m.GetSetHeaders() {
+		op := "+"
+		if s.GetAppendAction() == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD {
+			op = "="
+		}
+		parts = append(parts, op+s.GetHeader().GetKey()+":"+string(s.GetHeader().GetRawValue()))
+	}
+	return strings.Join(parts, " ")
+}
+
+// expectEOF checks that the server closed the stream with OK.
+func expectEOF(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient) {
+	t.Helper()
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last answer: %v, want a clean close (EOF)", err)
+	}
+}
+
+func TestHeaderMutationsAreNetDiffs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(h *sdk.Headers)
+		want string
+	}{
+		{"nothing", func(*sdk.Headers) {}, ""},
+		{"set", func(h *sdk.Headers) { h.Set("X-A", "1") }, "=x-a:1"},
+		{"add twice", func(h *sdk.Headers) { h.Add("x-a", "1"); h.Add("x-a", "2") }, "+x-a:1 +x-a:2"},
+		{"set then add", func(h *sdk.Headers) { h.Set("x-a", "1"); h.Add("x-a", "2") }, "=x-a:1 +x-a:2"},
+		{"del", func(h *sdk.Headers) { h.Del("x-old") }, "-x-old"},
+		{"del then set", func(h *sdk.Headers) { h.Del("x-old"); h.Set("x-old", "new") }, "=x-old:new"},
+		{"set then del", func(h *sdk.Headers) { h.Set("x-a", "1"); h.Del("x-a") }, "-x-a"},
+		{"several names keep order", func(h *sdk.Headers) { h.Set("b", "1"); h.Del("a"); h.Add("c", "3") }, "-a =b:1 +c:3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := start(t, funcs{reqH: func(_ context.Context, _ *sdk.Exchange, h *sdk.Headers) error { tc.edit(h); return nil }})
+			s := open(t, c)
+			resp := roundTrip(t, s, reqHeaders(true, ":path", "/", "x-old", "v"))
+			if got := mutationString(common(resp).GetHeaderMutation()); got != tc.want {
+				t.Errorf("mutation = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryModeAnswersEachMessageInOrder plays whole exchanges as Envoy
+// sends them in each body mode and checks the kind and content of every
+// answer, the Content-Length rule and the clean close.
+func TestEveryModeAnswersEachMessageInOrder(t *testing.T) {
+	upper := func(_ context.Context, _ *sdk.Exchange, b *sdk.Body) error {
+		b.Replace([]byte(strings.ToUpper(string(b.Bytes())) + "!"))
+		return nil
+	}
+	p := funcs{reqB: upper, respB: upper,
+		reqH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			h.Set("x-seen-path", x.Path())
+			return nil
+		},
+		respH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			h.Set("x-req-path", x.Path()) // request state carried across phases
+			return nil
+		},
+		reqT: func(_ context.Context, _ *sdk.Exchange, t *sdk.Headers) error { t.Set("x-req-trailer", "seen"); return nil },
+		respT: func(_ context.Context, _ *sdk.Exchange, t *sdk.Headers) error {
+			t.Set("x-resp-trailer", t.Get("grpc-status"))
+			return nil
+		},
+	}
+	type step struct {
+		req      *extprocv3.ProcessingRequest
+		kind     string
+		body     string // expected replaced body, for body answers
+		mutation string // expected header mutation
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"buffered sets content-length", []step{
+			{withMode(reqHeaders(false, ":path", "/b", "content-length", "3"), sdk.ModeBuffered, sdk.ModeBuffered), "request_headers", "", "=x-seen-path:/b"},
+			{reqBody("abc", true), "request_body", "ABC!", "=content-length:4"},
+			{respHeaders(false, ":status", "200", "content-length", "2"), "response_headers", "", "=x-req-path:/b"},
+			{respBody("ok", true), "response_body", "OK!", "=content-length:3"},
+		}},
+		{"buffered without content-length (chunked) sets none", []step{
+			{withMode(reqHeaders(false, ":path", "/c"), sdk.ModeBuffered, sdk.ModeNone), "request_headers", "", "=x-seen-path:/c"},
+			{reqBody("abc", true), "request_body", "ABC!", ""},
+			{respHeaders(true, ":status", "204"), "response_headers", "", "=x-req-path:/c"},
+		}},
+		{"streamed chunks leave content-length to Envoy", []step{
+			{withMode(reqHeaders(false, ":path", "/s", "content-length", "4"), sdk.ModeStreamed, sdk.ModeStreamed), "request_headers", "", "=x-seen-path:/s"},
+			{reqBody("ab", false), "request_body", "AB!", ""},
+			{reqBody("cd", true), "request_body", "CD!", ""},
+			{respHeaders(false, ":status", "200", "content-length", "1"), "response_headers", "", "=x-req-path:/s"},
+			{respBody("x", true), "response_body", "X!", ""},
+		}},
+		{"buffered partial", []step{
+			{withMode(reqHeaders(false, ":path", "/p", "content-length", "4"), sdk.ModePartial, sdk.ModeNone), "request_headers", "", "=x-seen-path:/p"},
+			{reqBody("abcd", false), "request_body", "ABCD!", ""},
+			{reqBody("", true), "request_body", "!", ""},
+		}},
+		{"unknown mode: a whole first chunk gets content-length", []step{
+			{reqHeaders(false, ":path", "/u", "content-length", "1"), "request_headers", "", "=x-seen-path:/u"},
+			{reqBody("a", true), "request_body", "A!", "=content-length:2"},
+		}},
+		{"trailers in both directions", []step{
+			{withMode(reqHeaders(false, ":path", "/t"), sdk.ModeStreamed, sdk.ModeNone), "request_headers", "", "=x-seen-path:/t"},
+			{reqBody("a", false), "request_body", "A!", ""},
+			{reqTrailers("x-checksum", "1"), "request_trailers", "", "=x-req-trailer:seen"},
+			{respHeaders(false, ":status", "200", "content-type", "application/grpc"), "response_headers", "", "=x-req-path:/t"},
+			{respTrailers("grpc-status", "0"), "response_trailers", "", "=x-resp-trailer:0"},
+		}},
+		{"headers only", []step{
+			{reqHeaders(true, ":path", "/h", ":method", "GET"), "request_headers", "", "=x-seen-path:/h"},
+			{respHeaders(true, ":status", "304"), "response_headers", "", "=x-req-path:/h"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, rec := start(t, p)
+			s := open(t, c)
+			for i, st := range tc.steps {
+				resp := roundTrip(t, s, st.req)
+				if k := kind(resp); k != st.kind {
+					t.Fatalf("answer %d is %s, want %s", i, k, st.kind)
+				}
+				var m *extprocv3.HeaderMutation
+				switch v := resp.GetResponse().(type) {
+				case *extprocv3.ProcessingResponse_RequestTrailers:
+					m = v.RequestTrailers.GetHeaderMutation()
+				case *extprocv3.ProcessingResponse_ResponseTrailers:
+					m = v.ResponseTrailers.GetHeaderMutation()
+				default:
+					m = common(resp).GetHeaderMutation()
+					if got := string(common(resp).GetBodyMutation().GetBody()); got != st.body {
+						t.Errorf("answer %d body = %q, want %q", i, got, st.body)
+					}
+				}
+				if got := mutationString(m); got != st.mutation {
+					t.Errorf("answer %d mutation = %q, want %q", i, got, st.mutation)
+				}
+			}
+			if err := s.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			expectEOF(t, s)
+			if n := len(rec.get()); n != len(tc.steps) {
+				t.Errorf("observer saw %d messages, want %d", n, len(tc.steps))
+			}
+		})
+	}
+}
+
+func TestImmediateResponseAtEveryPhase(t *testing.T) {
+	deny := func(x *sdk.Exchange) error {
+		r := sdk.TextResponse(418, "no "+x.Phase().String())
+		r.Headers.Set("X-Why", "teapot")
+		r.Details = "denied_" + x.Phase().String()
+		x.Respond(r)
+		return nil
+	}
+	at := func(p sdk.Phase) sdk.Processor {
+		h := func(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
+			if x.Phase() == p {
+				return deny(x)
+			}
+			return nil
+		}
+		b := func(_ context.Context, x *sdk.Exchange, _ *sdk.Body) error {
+			if x.Phase() == p {
+				return deny(x)
+			}
+			return nil
+		}
+		return funcs{reqH: h, respH: h, reqT: h, respT: h, reqB: b, respB: b}
+	}
+	exchange := []*extprocv3.ProcessingRequest{
+		withMode(reqHeaders(false, ":path", "/"), sdk.ModeStreamed, sdk.ModeStreamed),
+		reqBody("a", false), reqTrailers("t", "1"),
+		respHeaders(false, ":status", "200"), respBody("b", false), respTrailers("t", "2"),
+	}
+	for i, p := range []sdk.Phase{sdk.RequestHeaders, sdk.RequestBody, sdk.RequestTrailers, sdk.ResponseHeaders, sdk.ResponseBody, sdk.ResponseTrailers} {
+		t.Run(p.String(), func(t *testing.T) {
+			c, rec := start(t, at(p))
+			s := open(t, c)
+			for j := 0; j < i; j++ {
+				if k := kind(roundTrip(t, s, exchange[j])); k == "immediate" {
+					t.Fatalf("message %d answered immediately", j)
+				}
+			}
+			resp := roundTrip(t, s, exchange[i])
+			ir := resp.GetImmediateResponse()
+			if ir == nil {
+				t.Fatalf("answer is %s, want immediate", kind(resp))
+			}
+			if ir.GetStatus().GetCode() != 418 || string(ir.GetBody()) != "no "+p.String()+"\n" || ir.GetDetails() != "denied_"+p.String() {
+				t.Errorf("immediate response = %v", ir)
+			}
+			if m := mutationString(ir.GetHeaders()); !strings.Contains(m, "=x-why:teapot") || !strings.Contains(m, "=content-type:text/plain") {
+				t.Errorf("immediate headers = %q", m)
+			}
+			expectEOF(t, s) // the driver closes the stream after an immediate response
+			ev := rec.get()
+			if last := ev[len(ev)-1]; last != (event{p, sdk.OutcomeImmediate}) {
+				t.Errorf("last observed event = %+v", last)
+			}
+		})
+	}
+}
+
+func TestRouteCacheMetadataAndModeOverride(t *testing.T) {
+	var bodyErr error
+	p := funcs{
+		reqH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			h.Set("x-variant", "canary")
+			x.ClearRouteCache()
+			if err := x.SetMetadata("portcullis", "variant", "canary"); err != nil {
+				return err
+			}
+			if err := x.SetMetadata("portcullis", "bad", make(chan int)); err == nil {
+				t.Error("SetMetadata accepted a channel")
+			}
+			return x.OverrideMode(&filterv3.ProcessingMode{RequestBodyMode: sdk.ModeBuffered, ResponseHeaderMode: filterv3.ProcessingMode_SKIP})
+		},
+		reqB: func(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
+			if b.Mode != sdk.ModeBuffered {
+				t.Errorf("body mode after override = %v", b.Mode)
+			}
+			bodyErr = x.OverrideMode(&filterv3.ProcessingMode{})
+			x.ClearRouteCache()
+			return nil
+		},
+		respH: func(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
+			x.ClearRouteCache() // ignored on responses
+			return nil
+		},
+	}
+	c, _ := start(t, p)
+	s := open(t, c)
+	resp := roundTrip(t, s, withMode(reqHeaders(false, ":path", "/"), sdk.ModeNone, sdk.ModeNone))
+	if !common(resp).GetClearRouteCache() {
+		t.Error("clear_route_cache not set")
+	}
+	if got := resp.GetDynamicMetadata().GetFields()["portcullis"].GetStructValue().GetFields()["variant"].GetStringValue(); got != "canary" {
+		t.Errorf("dynamic metadata = %v", resp.GetDynamicMetadata())
+	}
+	if mo := resp.GetModeOverride(); mo.GetRequestBodyMode() != sdk.ModeBuffered || mo.GetResponseHeaderMode() != filterv3.ProcessingMode_SKIP {
+		t.Errorf("mode_override = %v", mo)
+	}
+	resp = roundTrip(t, s, reqBody("x", true))
+	if !errors.Is(bodyErr, sdk.ErrModeOverridePhase) || resp.GetModeOverride() != nil {
+		t.Errorf("override in body phase: err %v, sent %v", bodyErr, resp.GetModeOverride())
+	}
+	if !common(resp).GetClearRouteCache() {
+		t.Error("clear_route_cache on a request body not set")
+	}
+	resp = roundTrip(t, s, respHeaders(true, ":status", "200"))
+	if common(resp).GetClearRouteCache() || resp.GetDynamicMetadata() != nil {
+		t.Errorf("response headers answer carries request-only actions: %v", resp)
+	}
+}
+
+func TestChainRunsInOrderAndStopsAtRespond(t *testing.T) {
+	var ran []string
+	step := func(name string, respond bool) sdk.Processor {
+		return funcs{reqH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			ran = append(ran, name+"("+h.Get("x-order")+")")
+			h.Set("x-order", h.Get("x-order")+name)
+			if respond {
+				x.Respond(sdk.TextResponse(403, "stop"))
+			}
+			return nil
+		}}
+	}
+	c, _ := start(t, sdk.Chain(step("a", false), step("b", true), step("c", false)))
+	resp := roundTrip(t, open(t, c), reqHeaders(true, ":path", "/"))
+	if resp.GetImmediateResponse().GetStatus().GetCode() != 403 {
+		t.Errorf("answer = %v", resp)
+	}
+	if got := strings.Join(ran, " "); got != "a() b(a)" {
+		t.Errorf("ran %q, want a() b(a)", got)
+	}
+}
+
+func TestErrorsBecomeStatusCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		proc sdk.Processor
+		req  *extprocv3.ProcessingRequest
+		want codes.Code
+	}{
+		{"plain error", funcs{reqH: func(context.Context, *sdk.Exchange, *sdk.Headers) error { return errors.New("boom") }}, reqHeaders(true), codes.Internal},
+		{"status error keeps its code", funcs{reqH: func(context.Context, *sdk.Exchange, *sdk.Headers) error {
+			return sdk.Errorf(codes.PermissionDenied, "no")
+		}}, reqHeaders(true), codes.PermissionDenied},
+		{"deadline", funcs{reqB: func(context.Context, *sdk.Exchange, *sdk.Body) error { return context.DeadlineExceeded }}, reqBody("x", true), codes.DeadlineExceeded},
+		{"panic", funcs{respH: func(context.Context, *sdk.Exchange, *sdk.Headers) error { panic("bug") }}, respHeaders(true), codes.Internal},
+		{"empty message", funcs{}, &extprocv3.ProcessingRequest{}, codes.InvalidArgument},
+		{"full duplex", funcs{}, withMode(reqHeaders(false), sdk.ModeFullDuplex, sdk.ModeNone), codes.Unimplemented},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, rec := start(t, tc.proc)
+			s := open(t, c)
+			if err := s.Send(tc.req); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Recv()
+			if status.Code(err) != tc.want {
+				t.Fatalf("Recv: %v, want code %v", err, tc.want)
+			}
+			if ev := rec.get(); len(ev) != 1 || ev[0].outcome != sdk.OutcomeError {
+				t.Errorf("observed %+v", ev)
+			}
+		})
+	}
+}
+
+// TestCancellationReachesTheProcessor: Envoy going away (stream reset)
+// cancels the context a blocked processor waits on.
+func TestCancellationReachesTheProcessor(t *testing.T) {
+	entered, cancelled := make(chan struct{}), make(chan error, 1)
+	c, rec := start(t, funcs{reqH: func(ctx context.Context, _ *sdk.Exchange, _ *sdk.Headers) error {
+		close(entered)
+		<-ctx.Done()
+		cancelled <- ctx.Err()
+		return ctx.Err()
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := c.Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(reqHeaders(true, ":path", "/slow")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	cancel()
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("processor saw %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the processor was not cancelled")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.get()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ev := rec.get(); len(ev) != 1 || ev[0] != (event{sdk.RequestHeaders, sdk.OutcomeError}) {
+		t.Errorf("observed %+v", ev)
+	}
+}
+
+func TestObservabilityModeSendsNothing(t *testing.T) {
+	c, rec := start(t, funcs{})
+	s := open(t, c)
+	for _, r := range []*extprocv3.ProcessingRequest{reqHeaders(true, ":path", "/"), respHeaders(true, ":status", "200")} {
+		r.ObservabilityMode = true
+		if err := s.Send(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	expectEOF(t, s) // no answers in between
+	if n := len(rec.get()); n != 2 {
+		t.Errorf("processed %d messages, want 2", n)
+	}
+}
+
+func TestExchangeState(t *testing.T) {
+	type key struct{}
+	var got []string
+	c, _ := start(t, funcs{
+		reqH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			x.SetValue(key{}, "from-request")
+			h.Set(":path", "/rewritten")
+			got = append(got, x.Method(), x.Authority(), x.RequestID(), h.Get("X-Mixed"))
+			for k, v := range h.All() {
+				if k == "x-two" {
+					got = append(got, v)
+				}
+			}
+			return nil
+		},
+		respH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			got = append(got, x.Value(key{}).(string), x.Path(), x.Response(":status"), x.Attributes["envoy.filters.http.ext_proc"].GetFields()["request.path"].GetStringValue())
+			return nil
+		},
+	})
+	s := open(t, c)
+	roundTrip(t, s, reqHeaders(true, ":method", "POST", ":authority", "a.example", "x-request-id", "rid-1", "x-mixed", "M", "x-two", "1", "x-two", "2"))
+	r := respHeaders(true, ":status", "201")
+	r.Attributes = map[string]*structpbStruct{"envoy.filters.http.ext_proc": mustStruct(t, map[string]any{"request.path": "/orig"})}
+	roundTrip(t, s, r)
+	if want := "POST a.example rid-1 M 1 2 from-request /rewritten 201 /orig"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
+	}
+}
