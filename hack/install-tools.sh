@@ -8,8 +8,9 @@
 #   etcd           built from the Go module go.etcd.io/etcd/server/v3 (hack/tools/etcd)
 #   controller-gen go install sigs.k8s.io/controller-tools/cmd/controller-gen
 #   oidc-provider  npm package, used by the OIDC tests (hack/tools/oidc-provider)
+#   helm           go install helm.sh/helm/v3/cmd/helm (chart lint and render tests)
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|helm|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +24,7 @@ ENVOY_VERSION=1.40.0
 KUBERNETES_VERSION=v1.37.1   # also in hack/tools/kube-apiserver/go.mod
 ETCD_VERSION=v3.6.16         # also in hack/tools/etcd/go.mod
 CONTROLLER_GEN_VERSION=v0.23.0
+HELM_VERSION=v3.22.0
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -63,6 +65,13 @@ install_controller_gen() {
 	stamp controller-gen "$CONTROLLER_GEN_VERSION"
 }
 
+install_helm() {
+	if stamp_ok helm "$HELM_VERSION" && [ -x "$BIN/helm" ]; then return; fi
+	log "installing helm $HELM_VERSION"
+	GOWORK=off GOBIN="$BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+	stamp helm "$HELM_VERSION"
+}
+
 install_oidc_provider() {
 	local dir="$ROOT/hack/tools/oidc-provider"
 	[ -f "$dir/package.json" ] || return 0
@@ -84,7 +93,8 @@ for t in "${targets[@]}"; do
 	kube) install_kube ;;
 	controller-gen) install_controller_gen ;;
 	oidc-provider) install_oidc_provider ;;
-	all) install_envoy; install_controller_gen; install_kube; install_oidc_provider ;;
+	helm) install_helm ;;
+	all) install_envoy; install_controller_gen; install_kube; install_oidc_provider; install_helm ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
