@@ -36,7 +36,7 @@ const (
 	ReasonInvalidValidation   = "UpstreamValidationInvalid"
 	ReasonInvalidLBPolicy     = "InvalidLoadBalancerPolicy"
 	ReasonInvalidExternalName = "InvalidExternalName"
-	ReasonNoEndpoints         = "NoReadyEndpoints"
+	ReasonInvalidHealthCheck  = "InvalidHealthCheckPolicy"
 	ReasonTLSWithoutVerify    = "TLSWithoutValidation"
 	// Condition types of ExtensionService findings.
 	condSpec = "SpecError"
@@ -116,9 +116,14 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 		}
 	}
 
+	hc, err := healthCheck(spec.HealthCheckPolicy)
+	if err != nil {
+		st.AddError(condSpec, ReasonInvalidHealthCheck, "spec.healthCheckPolicy: "+err.Error())
+	}
+
 	var backends []*backend
 	var weights []uint32
-	ready := 0
+	eps := &status.Endpoints{HealthChecked: hc != nil}
 	for i, t := range spec.Services {
 		be, err := b.resolveService(nn(es.Namespace, t.Name), t.Port)
 		if err != nil {
@@ -130,9 +135,10 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 			continue
 		}
 		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
-			ready++
+			eps.ExternalName = be.service.Spec.ExternalName
 		}
-		ready += len(be.endpoints)
+		eps.Ready += len(be.endpoints)
+		eps.Total += be.total
 		backends = append(backends, be)
 		weights = append(weights, t.Weight)
 	}
@@ -142,12 +148,56 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	if !st.Valid() {
 		return ext
 	}
-	if ready == 0 {
-		st.AddWarning("ServiceError", ReasonNoEndpoints, "no ready endpoints: requests to this extension fail until its Services have ready endpoints")
-	}
+	// Readiness is the Ready condition's business, not Valid's: a valid
+	// ExtensionService without endpoints is still configured in Envoy.
+	st.Endpoints = eps
 	ext.cluster = b.addCluster(name, backends, weights, protocol, validation, lb, idle)
+	ext.cluster.HealthCheck = hc
+	if hc != nil && hc.Authority == "" {
+		hc.Authority = ext.authority
+	}
 	st.ClusterName = name
 	return ext
+}
+
+// Defaults of spec.healthCheckPolicy.
+const (
+	defaultHealthInterval  = 5 * time.Second
+	defaultHealthTimeout   = 2 * time.Second
+	defaultUnhealthyChecks = 3
+	defaultHealthyChecks   = 2
+)
+
+// healthCheck validates spec.healthCheckPolicy and applies its defaults;
+// nil when health checking is off.
+func healthCheck(p *v1alpha1.GRPCHealthCheckPolicy) (*ir.HealthCheck, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.IntervalSeconds < 0 || p.TimeoutSeconds < 0 {
+		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must be positive")
+	}
+	hc := &ir.HealthCheck{
+		ServiceName: p.ServiceName,
+		Interval:    defaultHealthInterval, Timeout: defaultHealthTimeout,
+		UnhealthyThreshold: defaultUnhealthyChecks, HealthyThreshold: defaultHealthyChecks,
+	}
+	if p.IntervalSeconds > 0 {
+		hc.Interval = time.Duration(p.IntervalSeconds) * time.Second
+	}
+	if p.TimeoutSeconds > 0 {
+		hc.Timeout = time.Duration(p.TimeoutSeconds) * time.Second
+	}
+	if p.UnhealthyThresholdCount > 0 {
+		hc.UnhealthyThreshold = p.UnhealthyThresholdCount
+	}
+	if p.HealthyThresholdCount > 0 {
+		hc.HealthyThreshold = p.HealthyThresholdCount
+	}
+	if hc.Timeout > hc.Interval {
+		return nil, fmt.Errorf("timeoutSeconds (%v) must not exceed intervalSeconds (%v)", hc.Timeout, hc.Interval)
+	}
+	return hc, nil
 }
 
 // upstreamValidation resolves a CA Secret (in the namespace of the object

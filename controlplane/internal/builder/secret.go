@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -129,6 +131,14 @@ func (b *builder) buildDelegations() {
 			}
 			if len(cd.TargetNamespaces) == 0 {
 				st.AddError("DelegationError", "TargetNamespacesRequired", fmt.Sprintf("spec.delegations[%d].targetNamespaces must list namespaces or \"*\"", i))
+			}
+			for j, ns := range cd.TargetNamespaces {
+				if ns == "*" {
+					continue
+				}
+				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+					st.AddError("DelegationError", "TargetNamespaceInvalid", fmt.Sprintf("spec.delegations[%d].targetNamespaces[%d] %q is not a namespace name or \"*\": %s", i, j, ns, strings.Join(errs, "; ")))
+				}
 			}
 			if _, ok := b.secrets[nn(d.Namespace, cd.SecretName)]; !ok {
 				st.AddWarning("DelegationError", "SecretNotFound", fmt.Sprintf("spec.delegations[%d]: Secret %q not found in namespace %q", i, cd.SecretName, d.Namespace))

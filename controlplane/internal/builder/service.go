@@ -22,6 +22,8 @@ type backend struct {
 	port    corev1.ServicePort
 	// endpoints are the ready addresses behind the port.
 	endpoints []ir.Endpoint
+	// total counts the port's endpoints, ready or not.
+	total int
 }
 
 // resolveService finds the Service port a route or ExtensionService names,
@@ -54,14 +56,14 @@ func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, 
 		}
 		return be, nil
 	}
-	be.endpoints = b.readyEndpoints(key, *sp)
+	be.endpoints, be.total = b.readyEndpoints(key, *sp)
 	return be, nil
 }
 
 // readyEndpoints lists the ready endpoints of a Service port from its
-// EndpointSlices, matched by port name as Kubernetes does.
-func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort) []ir.Endpoint {
-	var out []ir.Endpoint
+// EndpointSlices, matched by port name as Kubernetes does, and counts all
+// of them, ready or not.
+func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
 	seen := map[string]bool{}
 	for _, slice := range b.slices[key] {
 		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
@@ -85,20 +87,21 @@ func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort
 			continue
 		}
 		for _, ep := range slice.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
+			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
 			for _, addr := range ep.Addresses {
 				id := addr + ":" + strconv.Itoa(int(port))
 				if seen[id] {
 					continue
 				}
 				seen[id] = true
-				out = append(out, ir.Endpoint{Address: addr, Port: uint32(port)})
+				total++
+				if ready {
+					out = append(out, ir.Endpoint{Address: addr, Port: uint32(port)})
+				}
 			}
 		}
 	}
-	return out
+	return out, total
 }
 
 // clusterFor adds (or reuses) the cluster of one resolved backend.

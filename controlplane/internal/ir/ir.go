@@ -170,6 +170,18 @@ type Cluster struct {
 	LBPolicy       string // RoundRobin (default), WeightedLeastRequest, Random, RequestHash, Cookie
 	// IdleTimeout of upstream connections; nil for Envoy's default.
 	IdleTimeout *time.Duration
+	// HealthCheck, when set, makes Envoy check the endpoints with gRPC
+	// health checks.
+	HealthCheck *HealthCheck
+}
+
+// HealthCheck is an active gRPC health check (grpc.health.v1).
+type HealthCheck struct {
+	ServiceName string
+	// Authority is the :authority of the checks.
+	Authority                            string
+	Interval, Timeout                    time.Duration
+	UnhealthyThreshold, HealthyThreshold uint32
 }
 
 // Endpoint is one address of a cluster.

@@ -84,19 +84,14 @@ func Statuses(in *objects.Set, b *builder.Result, now metav1.Time) []ObjectStatu
 			if e := exts[o.Ref]; e != nil {
 				prev = e.Status
 			}
-			s.Status = v1alpha1.ExtensionServiceStatus{
-				Conditions:  status.Conditions(o, "Valid ExtensionService", prev.Conditions, now),
-				ClusterName: o.ClusterName,
-			}
+			s.Status = status.ExtensionService(o, prev, now)
 		case builder.KindTLSCertificateDelegation:
 			s.APIVersion = contourv1.GroupVersion.String()
 			var prev contourv1.TLSCertificateDelegationStatus
 			if d := dels[o.Ref]; d != nil {
 				prev = d.Status
 			}
-			s.Status = contourv1.TLSCertificateDelegationStatus{
-				Conditions: status.Conditions(o, "Valid TLSCertificateDelegation", prev.Conditions, now),
-			}
+			s.Status = status.TLSCertificateDelegation(o, prev, now)
 		}
 		out = append(out, s)
 	}

@@ -5,12 +5,14 @@
 package status
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -31,6 +33,31 @@ type Object struct {
 	Orphaned bool
 	// ClusterName is the Envoy cluster of an ExtensionService.
 	ClusterName string
+	// Endpoints counts the backing endpoints of an ExtensionService, for
+	// its Ready condition; nil for other kinds.
+	Endpoints *Endpoints
+}
+
+// Endpoints are the endpoints behind an ExtensionService's Services.
+type Endpoints struct {
+	Ready, Total int
+	// ExternalName is the DNS name of an ExternalName Service: Envoy
+	// resolves it, so readiness is not known here.
+	ExternalName string
+	// HealthChecked: Envoy checks the backend with gRPC health checks.
+	HealthChecked bool
+}
+
+// WithErrors returns a copy of o with more errors (e.g. Envoy's rejection,
+// which is known only after the build). o itself is never modified: the
+// build's findings are shared.
+func (o *Object) WithErrors(ps ...Problem) *Object {
+	cp := *o
+	cp.Errors = append([]Problem(nil), o.Errors...)
+	for _, p := range ps {
+		cp.Errors = addProblem(cp.Errors, p)
+	}
+	return &cp
 }
 
 // Valid reports whether the object has no errors.
@@ -98,10 +125,7 @@ func ValidCondition(o *Object, kindMessage string, prev *contourv1.DetailedCondi
 	for _, p := range o.Warnings {
 		c.Warnings = append(c.Warnings, sub(p))
 	}
-	c.LastTransitionTime = now
-	if prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero() {
-		c.LastTransitionTime = prev.LastTransitionTime
-	}
+	c.LastTransitionTime = transitionTime(prev, c.Status, now)
 	return c
 }
 
@@ -168,13 +192,96 @@ func Condition(cs []contourv1.DetailedCondition, typ string) *contourv1.Detailed
 func Conditions(o *Object, kindMessage string, prev []contourv1.DetailedCondition, now metav1.Time, extra ...contourv1.DetailedCondition) []contourv1.DetailedCondition {
 	valid := ValidCondition(o, kindMessage, Condition(prev, contourv1.ValidConditionType), now)
 	for i := range extra {
-		if p := Condition(prev, extra[i].Type); p != nil && p.Status == extra[i].Status && !p.LastTransitionTime.IsZero() {
-			extra[i].LastTransitionTime = p.LastTransitionTime
-		} else {
-			extra[i].LastTransitionTime = now
-		}
+		extra[i].ObservedGeneration = o.Generation
+		extra[i].LastTransitionTime = transitionTime(Condition(prev, extra[i].Type), extra[i].Status, now)
 	}
 	return mergeConditions(prev, append([]contourv1.DetailedCondition{valid}, extra...)...)
+}
+
+// transitionTime is prev's time when the status did not change, now
+// otherwise.
+func transitionTime(prev *contourv1.DetailedCondition, s metav1.ConditionStatus, now metav1.Time) metav1.Time {
+	if prev != nil && prev.Status == s && !prev.LastTransitionTime.IsZero() {
+		return prev.LastTransitionTime
+	}
+	return now
+}
+
+// ReadyConditionType is the ExtensionService condition that says whether
+// its backends can take requests.
+const ReadyConditionType = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	ReasonEndpointsReady   = "EndpointsReady"
+	ReasonSomeNotReady     = "SomeEndpointsNotReady"
+	ReasonNoReadyEndpoints = "NoReadyEndpoints"
+	ReasonExternalName     = "ExternalNameService"
+	ReasonInvalid          = "Invalid"
+)
+
+// ReadyCondition says whether an ExtensionService's backends can answer,
+// from the ready endpoints of its Services. An ExternalName Service is
+// resolved by Envoy, so its readiness is Unknown here.
+func ReadyCondition(o *Object) contourv1.DetailedCondition {
+	c := contourv1.DetailedCondition{Condition: metav1.Condition{Type: ReadyConditionType}}
+	e := o.Endpoints
+	switch {
+	case !o.Valid() || e == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInvalid, "the ExtensionService is not valid: Envoy has no cluster for it"
+	case e.ExternalName != "":
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonExternalName
+		c.Message = fmt.Sprintf("ExternalName Service %q is resolved by Envoy through DNS: its endpoints are not known to the control plane", e.ExternalName)
+	case e.Ready == 0:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonNoReadyEndpoints
+		c.Message = fmt.Sprintf("%d/%d endpoints ready: requests to this extension fail", e.Ready, e.Total)
+	case e.Ready < e.Total:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonSomeNotReady
+		c.Message = fmt.Sprintf("%d/%d endpoints ready", e.Ready, e.Total)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonEndpointsReady
+		c.Message = fmt.Sprintf("%d/%d endpoints ready", e.Ready, e.Total)
+	}
+	if e != nil && e.HealthChecked && c.Status != metav1.ConditionFalse {
+		c.Message += "; Envoy health-checks them with gRPC health checks"
+	}
+	return c
+}
+
+// Messages of the Valid condition of the other kinds.
+const (
+	MessageValidExtensionService = "Valid ExtensionService"
+	MessageValidDelegation       = "Valid TLSCertificateDelegation"
+)
+
+// ExtensionService computes an ExtensionService's status: Valid, Ready and
+// the Envoy cluster name.
+func ExtensionService(o *Object, prev v1alpha1.ExtensionServiceStatus, now metav1.Time) v1alpha1.ExtensionServiceStatus {
+	return v1alpha1.ExtensionServiceStatus{
+		Conditions:  Conditions(o, MessageValidExtensionService, prev.Conditions, now, ReadyCondition(o)),
+		ClusterName: o.ClusterName,
+	}
+}
+
+// TLSCertificateDelegation computes a TLSCertificateDelegation's status.
+func TLSCertificateDelegation(o *Object, prev contourv1.TLSCertificateDelegationStatus, now metav1.Time) contourv1.TLSCertificateDelegationStatus {
+	return contourv1.TLSCertificateDelegationStatus{Conditions: Conditions(o, MessageValidDelegation, prev.Conditions, now)}
+}
+
+// Merge reconciles a computed list of conditions with the object's current
+// one (which may be newer than the snapshot the computation started from):
+// a condition whose status did not change keeps its current
+// lastTransitionTime, and conditions of other types (other controllers')
+// are kept. It is what the status writer compares and writes.
+func Merge(cur, want []contourv1.DetailedCondition) []contourv1.DetailedCondition {
+	out := make([]contourv1.DetailedCondition, len(want))
+	for i, w := range want {
+		if c := Condition(cur, w.Type); c != nil && c.Status == w.Status && !c.LastTransitionTime.IsZero() {
+			w.LastTransitionTime = c.LastTransitionTime
+		}
+		out[i] = w
+	}
+	return mergeConditions(cur, out...)
 }
 
 // SortObjects orders findings by kind, namespace and name.

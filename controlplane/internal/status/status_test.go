@@ -4,9 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -77,5 +79,108 @@ func TestProblemsAreRecordedOnce(t *testing.T) {
 	o.AddWarning("T", "R", "m")
 	if len(o.Errors) != 1 || len(o.Warnings) != 1 {
 		t.Errorf("errors/warnings = %d/%d, want 1/1", len(o.Errors), len(o.Warnings))
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	ref := objects.Ref{Kind: "ExtensionService", Namespace: "ns", Name: "e"}
+	invalid := &Object{Ref: ref, Errors: []Problem{{"SpecError", "X", "y"}}, Endpoints: &Endpoints{Ready: 1, Total: 1}}
+	tests := []struct {
+		name                   string
+		obj                    *Object
+		wantStatus, wantReason string
+		wantMessage            string
+	}{
+		{"all ready", &Object{Ref: ref, Endpoints: &Endpoints{Ready: 3, Total: 3}}, "True", ReasonEndpointsReady, "3/3 endpoints ready"},
+		{"some ready", &Object{Ref: ref, Endpoints: &Endpoints{Ready: 2, Total: 3}}, "True", ReasonSomeNotReady, "2/3 endpoints ready"},
+		{"none ready", &Object{Ref: ref, Endpoints: &Endpoints{Ready: 0, Total: 2}}, "False", ReasonNoReadyEndpoints, "0/2 endpoints ready: requests to this extension fail"},
+		{"health checked", &Object{Ref: ref, Endpoints: &Endpoints{Ready: 1, Total: 1, HealthChecked: true}}, "True", ReasonEndpointsReady, "1/1 endpoints ready; Envoy health-checks them with gRPC health checks"},
+		{"external name", &Object{Ref: ref, Endpoints: &Endpoints{ExternalName: "auth.example.com"}}, "Unknown", ReasonExternalName,
+			`ExternalName Service "auth.example.com" is resolved by Envoy through DNS: its endpoints are not known to the control plane`},
+		{"invalid", invalid, "False", ReasonInvalid, "the ExtensionService is not valid: Envoy has no cluster for it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ReadyCondition(tt.obj)
+			if c.Type != ReadyConditionType || string(c.Status) != tt.wantStatus || c.Reason != tt.wantReason || c.Message != tt.wantMessage {
+				t.Errorf("Ready = %s %s/%s/%q, want %s/%s/%q", c.Type, c.Status, c.Reason, c.Message, tt.wantStatus, tt.wantReason, tt.wantMessage)
+			}
+		})
+	}
+}
+
+func TestExtensionServiceStatusTransitions(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	ref := objects.Ref{Kind: "ExtensionService", Namespace: "ns", Name: "e"}
+	ready := &Object{Ref: ref, Generation: 2, ClusterName: "extension/ns/e", Endpoints: &Endpoints{Ready: 2, Total: 2}}
+	fewer := &Object{Ref: ref, Generation: 2, ClusterName: "extension/ns/e", Endpoints: &Endpoints{Ready: 1, Total: 2}}
+	gone := &Object{Ref: ref, Generation: 2, ClusterName: "extension/ns/e", Endpoints: &Endpoints{Ready: 0, Total: 0}}
+
+	first := ExtensionService(ready, v1alpha1.ExtensionServiceStatus{}, t0)
+	tests := []struct {
+		name                   string
+		obj                    *Object
+		wantReady              string
+		wantValidT, wantReadyT metav1.Time
+	}{
+		{"same status keeps both times", fewer, "True", t0, t0},
+		{"Ready flips, Valid does not", gone, "False", t0, t1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtensionService(tt.obj, first, t1)
+			if got.ClusterName != "extension/ns/e" {
+				t.Errorf("clusterName = %q", got.ClusterName)
+			}
+			v, r := Condition(got.Conditions, "Valid"), Condition(got.Conditions, ReadyConditionType)
+			if v == nil || r == nil {
+				t.Fatalf("conditions = %+v, want Valid and Ready", got.Conditions)
+			}
+			if string(r.Status) != tt.wantReady || r.ObservedGeneration != 2 {
+				t.Errorf("Ready = %s (generation %d), want %s (2)", r.Status, r.ObservedGeneration, tt.wantReady)
+			}
+			if !v.LastTransitionTime.Equal(&tt.wantValidT) || !r.LastTransitionTime.Equal(&tt.wantReadyT) {
+				t.Errorf("transition times Valid %v Ready %v, want %v %v", v.LastTransitionTime, r.LastTransitionTime, tt.wantValidT, tt.wantReadyT)
+			}
+		})
+	}
+}
+
+func TestMerge(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	cond := func(typ, status string, at metav1.Time) contourv1.DetailedCondition {
+		return contourv1.DetailedCondition{Condition: metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), LastTransitionTime: at}}
+	}
+	tests := []struct {
+		name      string
+		cur, want []contourv1.DetailedCondition
+		expect    []contourv1.DetailedCondition
+	}{
+		{"unchanged status keeps the current time", []contourv1.DetailedCondition{cond("Valid", "True", t0)}, []contourv1.DetailedCondition{cond("Valid", "True", t1)},
+			[]contourv1.DetailedCondition{cond("Valid", "True", t0)}},
+		{"a transition takes the new time", []contourv1.DetailedCondition{cond("Valid", "True", t0)}, []contourv1.DetailedCondition{cond("Valid", "False", t1)},
+			[]contourv1.DetailedCondition{cond("Valid", "False", t1)}},
+		{"other controllers' conditions are kept", []contourv1.DetailedCondition{cond("example.com/DNS", "True", t0)}, []contourv1.DetailedCondition{cond("Valid", "True", t1)},
+			[]contourv1.DetailedCondition{cond("example.com/DNS", "True", t0), cond("Valid", "True", t1)}},
+		{"new object", nil, []contourv1.DetailedCondition{cond("Valid", "True", t1), cond("Ready", "False", t1)},
+			[]contourv1.DetailedCondition{cond("Valid", "True", t1), cond("Ready", "False", t1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Merge(tt.cur, tt.want)
+			if !equality.Semantic.DeepEqual(got, tt.expect) {
+				t.Errorf("Merge = %+v, want %+v", got, tt.expect)
+			}
+		})
+	}
+}
+
+func TestWithErrorsCopies(t *testing.T) {
+	o := &Object{Errors: []Problem{{"T", "R", "m"}}}
+	cp := o.WithErrors(Problem{"EnvoyRejected", "EnvoyNACK", "x"}, Problem{"T", "R", "m"})
+	if len(o.Errors) != 1 || len(cp.Errors) != 2 || cp.Valid() {
+		t.Errorf("original %d errors, copy %d (valid %v); want 1 and 2 (invalid)", len(o.Errors), len(cp.Errors), cp.Valid())
 	}
 }

@@ -62,6 +62,18 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 	if c.Protocol == ir.H2 || c.Protocol == ir.TLS {
 		out.TransportSocket = upstreamTLS(c)
 	}
+	if hc := c.HealthCheck; hc != nil {
+		out.HealthChecks = []*corev3.HealthCheck{{
+			Timeout:            durationpb.New(hc.Timeout),
+			Interval:           durationpb.New(hc.Interval),
+			UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
+			HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
+			HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{
+				ServiceName: hc.ServiceName,
+				Authority:   hc.Authority,
+			}},
+		}}
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	statusmodel "github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // Provider watches the API server.
@@ -31,7 +33,13 @@ type Provider struct {
 	log    *slog.Logger
 	cache  cache.Cache
 	client client.Client
+	// writes counts status updates sent to the API server.
+	writes atomic.Int64
 }
+
+// StatusWrites is the number of status updates sent so far: a rebuild
+// that changes nothing must not add to it.
+func (p *Provider) StatusWrites() int64 { return p.writes.Load() }
 
 // New connects to the cluster of kubeconfig (empty: $KUBECONFIG, then the
 // in-cluster configuration).
@@ -170,13 +178,15 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 		var err error
 		switch st := s.Status.(type) {
 		case contourv1.HTTPProxyStatus:
-			err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status }, st)
+			err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status },
+				func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
 		case v1alpha1.ExtensionServiceStatus:
-			err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status }, st)
+			err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status },
+				func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
 		case contourv1.TLSCertificateDelegationStatus:
 			err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
 				return &o.Status
-			}, st)
+			}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
 		}
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
@@ -184,15 +194,22 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 	}
 }
 
-// writeStatus reads the object from the cache and, when its status differs
-// from want, writes want through the status subresource.
-func writeStatus[T client.Object, S any](ctx context.Context, p *Provider, key types.NamespacedName, obj T, status func(T) *S, want S) error {
+// writeStatus reads the object from the cache, merges want with its
+// current conditions (status.Merge: lastTransitionTime moves only on a
+// transition, other controllers' conditions stay) and writes the result
+// through the status subresource only when it differs from the current
+// status.
+func writeStatus[T client.Object, S any](ctx context.Context, p *Provider, key types.NamespacedName, obj T, status func(T) *S,
+	conditions func(*S) *[]contourv1.DetailedCondition, want S) error {
 	if err := p.cache.Get(ctx, key, obj); err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(*status(obj), want) {
+	cur := status(obj)
+	*conditions(&want) = statusmodel.Merge(*conditions(cur), *conditions(&want))
+	if equality.Semantic.DeepEqual(*cur, want) {
 		return nil
 	}
+	p.writes.Add(1)
 	cp := obj.DeepCopyObject().(T)
 	*status(cp) = want
 	return p.client.Status().Update(ctx, cp)
