@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
@@ -61,6 +62,7 @@ type buildFlags struct {
 	httpsAddress   string
 	externalName   bool
 	loopbackNames  bool
+	configFile     string
 }
 
 func (f *buildFlags) add(fs *pflag.FlagSet) {
@@ -69,6 +71,7 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.fallbackCert, "fallback-certificate", "", "Secret (namespace/name) served to TLS clients without SNI by virtual hosts that enable it")
 	fs.BoolVar(&f.externalName, "enable-external-name-services", false, "let routes and ExtensionServices use ExternalName Services (traffic goes to their DNS name)")
 	fs.BoolVar(&f.loopbackNames, "allow-loopback-external-names", false, "also allow ExternalNames that name this host (localhost, 127.0.0.0/8): they can reach Envoy's admin interface; tests and local development only")
+	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc); see docs/configuration.md. serve reloads it when it changes")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
 }
@@ -90,7 +93,33 @@ func (f *buildFlags) options() (pipeline.Options, error) {
 	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = bootstrap.SplitHostPort(f.httpsAddress); err != nil {
 		return o, fmt.Errorf("--envoy-https-address: %w", err)
 	}
-	return o, nil
+	cfg, err := config.Load(f.configFile)
+	if err != nil {
+		return o, fmt.Errorf("--config: %w", err)
+	}
+	return withConfig(o, cfg), nil
+}
+
+// withConfig applies a configuration file to the options.
+func withConfig(o pipeline.Options, c *config.Config) pipeline.Options {
+	o.Builder.GlobalExtAuth, o.Builder.GlobalExtProc = c.GlobalExtAuth, c.GlobalExtProc
+	return o
+}
+
+// configWatcher reloads the configuration file into the serve loop.
+type configWatcher struct {
+	path     string
+	base     pipeline.Options
+	interval time.Duration
+	log      *slog.Logger
+}
+
+func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
+	// Start from the file as it was read at startup.
+	first, _ := os.ReadFile(w.path)
+	config.Watch(ctx, w.path, w.interval, w.log, first, func(c *config.Config) {
+		update(withConfig(w.base, c))
+	})
 }
 
 func newTranslateCommand() *cobra.Command {
@@ -201,6 +230,9 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				return err
 			}
 			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log}
+			if bf.configFile != "" {
+				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log}
+			}
 			switch provider {
 			case "file":
 				if len(paths) == 0 {
@@ -225,7 +257,7 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 	f := cmd.Flags()
 	f.StringVar(&provider, "provider", "file", "where resources come from: file or kubernetes")
 	f.StringArrayVarP(&paths, "filename", "f", nil, "file provider: YAML file or directory (repeatable)")
-	f.DurationVar(&interval, "poll-interval", time.Second, "file provider: how often to check the files for changes")
+	f.DurationVar(&interval, "poll-interval", time.Second, "how often to check the files (file provider) and the --config file for changes")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubernetes provider: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	f.StringVar(&xdsAddress, "xds-address", "127.0.0.1:8001", "address of the xDS (ADS) gRPC server")
 	f.StringVar(&adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")

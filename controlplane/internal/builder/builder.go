@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -42,6 +43,10 @@ type Options struct {
 	// host (localhost, 127.0.0.0/8, ::1), which can reach Envoy's own admin
 	// interface. Only for tests and local development.
 	LoopbackExternalNames bool
+	// GlobalExtAuth and GlobalExtProc come from the configuration file
+	// (internal/config), already checked there.
+	GlobalExtAuth *config.GlobalExtAuth
+	GlobalExtProc *contourv1.ExternalProcessor
 }
 
 // Result is the output of one build.
@@ -75,6 +80,8 @@ type builder struct {
 	secretsO map[string]*ir.Secret
 	// visited holds the HTTPProxies reached from a root.
 	visited map[types.NamespacedName]bool
+	// global is the resolved global authorization and processing.
+	global globals
 }
 
 // Build computes the model and the status findings for one snapshot.
@@ -96,6 +103,7 @@ func Build(in *objects.Set, opts Options) *Result {
 	model := &ir.Model{}
 	b.buildExtensions()
 	b.buildDelegations()
+	b.buildGlobals(model)
 	b.buildProxies(model)
 	b.finish(model)
 

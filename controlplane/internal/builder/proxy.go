@@ -21,11 +21,18 @@ import (
 // or an OIDC code exchange, short enough to fail fast.
 const DefaultAuthTimeout = 2 * time.Second
 
-// authScope is the authorization in force where routes are being built.
+// authScope is the authorization (and processing) in force where routes
+// are being built.
 type authScope struct {
 	// enabled: the HCM of these routes has an ext_authz filter.
 	enabled bool
-	policy  contourv1.AuthorizationPolicy
+	// own: the filter is the host's own authorization (not the global one).
+	own bool
+	// optOut: the host opted out of global authorization
+	// (globalExtAuthDisabled): every route is off, whatever its policy.
+	optOut bool
+	policy contourv1.AuthorizationPolicy
+	proc   procScope
 }
 
 func (b *builder) buildProxies(m *ir.Model) {
@@ -82,11 +89,12 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 
 	secure := b.secureHost(p, st)
 	auth := b.authorization(p, secure != nil, st)
-
-	scope := authScope{enabled: auth != nil}
-	if vh.Authorization != nil && vh.Authorization.AuthPolicy != nil {
-		scope.policy = *vh.Authorization.AuthPolicy
+	scope, hcmAuth := b.hostAuthScope(p, auth, st)
+	scope.proc = b.hostExtProc(p, secure != nil, st)
+	if scope.proc.effective != nil && !scope.proc.own && b.global.procProblem != nil {
+		st.AddWarning(b.global.procProblem.Type, b.global.procProblem.Reason, b.global.procProblem.Message)
 	}
+
 	routes := b.walk(p, nil, route{}, scope, secure != nil)
 	if !st.Valid() {
 		// Never serve a root half-configured: without its certificate,
@@ -100,23 +108,55 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 	}
 	secure.FQDN = fqdn
 	secure.Routes = irRoutes(routes, false)
-	secure.Auth = auth
+	secure.Auth = hcmAuth
+	secure.ExtProc = scope.proc.effective
 	m.Secure = append(m.Secure, secure)
 	// On the HTTP listener, a TLS host redirects to HTTPS, except the
 	// routes that permit insecure access.
-	m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, true)})
+	m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), scope.proc)})
 	if vh.TLS.EnableFallbackCertificate {
-		b.addFallback(m, fqdn, routes)
+		b.addFallback(m, fqdn, routes, scope.proc)
 	}
 }
 
-func (b *builder) addFallback(m *ir.Model, fqdn string, routes []route) {
+// hostAuthScope decides which authorization applies to a host's routes and
+// which ext_authz filter its own HCM (TLS hosts) gets: the host's own
+// authorization overrides the global one; globalExtAuthDisabled opts out of
+// the global one; otherwise the global one applies, its policy refined by
+// the host's authPolicy (context: global, then host, then route).
+func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth, st *status.Object) (authScope, *ir.ExtAuth) {
+	a := p.Spec.VirtualHost.Authorization
+	switch {
+	case own != nil:
+		scope := authScope{enabled: true, own: true}
+		if a.AuthPolicy != nil {
+			scope.policy = *a.AuthPolicy
+		}
+		return scope, own
+	case b.global.auth == nil:
+		return authScope{}, nil
+	case a != nil && a.GlobalExternalAuthorizationDisabled:
+		// The shared HCMs (HTTP listener, fallback chain) keep the
+		// filter and switch it off on each of this host's routes.
+		return authScope{enabled: true, optOut: true}, nil
+	}
+	if g := b.global.authProblem; g != nil {
+		st.AddWarning(g.Type, g.Reason, g.Message)
+	}
+	var hostPolicy *contourv1.AuthorizationPolicy
+	if a != nil {
+		hostPolicy = a.AuthPolicy
+	}
+	return authScope{enabled: true, policy: mergePolicy(b.global.authPolicy, hostPolicy)}, b.global.auth
+}
+
+func (b *builder) addFallback(m *ir.Model, fqdn string, routes []route, proc procScope) {
 	if m.Fallback == nil {
 		// secureHost checked that the fallback Secret resolves.
 		name, _ := b.tlsSecret(b.opts.FallbackCertificate, splitRef(b.opts.FallbackCertificate, "").Namespace)
 		m.Fallback = &ir.FallbackChain{Secret: name}
 	}
-	m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
+	m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, false), proc)})
 }
 
 // secureHost validates spec.virtualhost.tls; nil when the host has none.
@@ -180,8 +220,11 @@ func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.Secu
 func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.Object) *ir.ExtAuth {
 	a := p.Spec.VirtualHost.Authorization
 	if a == nil || a.ExtensionServiceRef.Name == "" {
-		if a != nil && !a.GlobalExternalAuthorizationDisabled {
-			st.AddError(contourv1.ConditionTypeAuthError, "ExtensionServiceRefRequired", "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization)")
+		// Without an extensionRef, authorization may only opt out of the
+		// global authorization or refine its policy.
+		refinesGlobal := b.global.auth != nil && a != nil && a.AuthPolicy != nil
+		if a != nil && !a.GlobalExternalAuthorizationDisabled && !refinesGlobal {
+			st.AddError(contourv1.ConditionTypeAuthError, "ExtensionServiceRefRequired", "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
 		}
 		return nil
 	}

@@ -116,14 +116,18 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 		maps.Copy(ctx, ap.Context)
 	}
 	if scope.enabled {
+		// A host that opted out of global authorization has it off on
+		// every route: its own HCM has no filter to turn back on.
+		disabled = disabled || scope.optOut
 		rt.AuthDisabled = disabled
 		if !disabled && len(ctx) > 0 {
 			rt.AuthContext = ctx
 		}
-		if r.PermitInsecure && !disabled {
+		if scope.own && r.PermitInsecure && !disabled {
 			fail(contourv1.ConditionTypeAuthError, "AuthPermitInsecureNotDisabled", "permitInsecure requires authorization to be disabled on the route (authPolicy.disabled: true): its insecure copy on the HTTP listener would not be authorized")
 		}
 	}
+	rt.ExtProc = b.routeExtProc(p, r, scope.proc, fail)
 
 	if len(r.Services) == 0 {
 		fail(contourv1.ConditionTypeRouteError, "NoServicesPresent", "route.services must have at least one entry")

@@ -23,6 +23,9 @@ type Model struct {
 	// GlobalAuth is the external authorization applied to the HTTP
 	// listener, the fallback chain and secure hosts without their own.
 	GlobalAuth *ExtAuth
+	// GlobalExtProc is the external processor of the HTTP listener and the
+	// fallback chain (secure hosts get theirs in SecureVirtualHost.ExtProc).
+	GlobalExtProc *ExtProc
 }
 
 // VirtualHost is a set of routes served for one host name.
@@ -43,6 +46,9 @@ type SecureVirtualHost struct {
 	// Auth is the authorization of this host's HCM: its own, or the global
 	// one; nil for none.
 	Auth *ExtAuth
+	// ExtProc is the external processor of this host's HCM: its own, or
+	// the global one; nil for none.
+	ExtProc *ExtProc
 }
 
 // FallbackChain serves non-SNI clients with the fallback certificate.
@@ -77,6 +83,48 @@ type BufferSettings struct {
 	MaxRequestBytes     uint32
 	AllowPartialMessage bool
 	PackAsBytes         bool
+}
+
+// ExtProc configures Envoy's ext_proc filter for one HCM.
+type ExtProc struct {
+	Cluster   string
+	Authority string
+	// Timeout of the gRPC stream and of each message; 0 means none (and
+	// Envoy's default message timeout).
+	Timeout           time.Duration
+	FailOpen          bool
+	Mode              *ProcessingMode
+	MutationRules     *MutationRules
+	AllowModeOverride bool
+}
+
+// ProcessingMode says what the processor receives. Values are the API's
+// (DEFAULT, SEND, SKIP; NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL); empty
+// means Envoy's default.
+type ProcessingMode struct {
+	RequestHeader, ResponseHeader   string
+	RequestBody, ResponseBody       string
+	RequestTrailer, ResponseTrailer string
+}
+
+// MutationRules limit the header changes a processor may make.
+type MutationRules struct {
+	AllowAllRouting, AllowEnvoy, DisallowSystem, DisallowAll, DisallowIsError bool
+}
+
+// ExtProcPerRoute switches the HCM's ext_proc filter off for a route, or
+// overrides parts of it.
+type ExtProcPerRoute struct {
+	Disabled  bool
+	Overrides *ExtProcOverrides
+}
+
+// ExtProcOverrides are what a route may change: the service (with its
+// timeout and failure mode) and the processing mode.
+type ExtProcOverrides struct {
+	// Service, when set, replaces the processor's gRPC service.
+	Service *ExtProc
+	Mode    *ProcessingMode
 }
 
 // PathMatchKind says how a route matches the request path.
@@ -119,6 +167,9 @@ type Route struct {
 	AuthDisabled bool
 	// AuthContext is the merged context sent to the auth server.
 	AuthContext map[string]string
+	// ExtProc, when set, disables or overrides the HCM's ext_proc filter
+	// for this route.
+	ExtProc *ExtProcPerRoute
 }
 
 // WeightedCluster is one upstream of a route.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -72,6 +73,15 @@ func runCase(t *testing.T, dir string) []byte {
 		}
 		opts.Builder = co.Builder
 	}
+	// testdata/<case>/config.yaml is the control plane's configuration
+	// file, read by the same code as `--config`.
+	if cfgPath := filepath.Join(dir, "config.yaml"); fileExists(cfgPath) {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc = cfg.GlobalExtAuth, cfg.GlobalExtProc
+	}
 	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +95,11 @@ func runCase(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // diff shows the first differing line, enough to see what changed.

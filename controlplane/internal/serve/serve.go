@@ -43,6 +43,14 @@ type Config struct {
 	Provider Provider
 	Status   StatusWriter
 	Log      *slog.Logger
+	// Options, when set, delivers new pipeline options (the configuration
+	// file changed); each one triggers a rebuild of the last snapshot.
+	Options OptionsSource
+}
+
+// OptionsSource delivers new pipeline options until ctx ends.
+type OptionsSource interface {
+	Run(ctx context.Context, update func(pipeline.Options))
 }
 
 // Server is a running control plane.
@@ -98,7 +106,17 @@ func Run(ctx context.Context, cfg Config) error {
 			updates <- set
 		})
 	}()
-	go s.loop(ctx, updates)
+	options := make(chan pipeline.Options, 1)
+	if cfg.Options != nil {
+		go cfg.Options.Run(ctx, func(o pipeline.Options) {
+			select {
+			case <-options:
+			default:
+			}
+			options <- o
+		})
+	}
+	go s.loop(ctx, updates, options)
 
 	select {
 	case <-ctx.Done():
@@ -111,13 +129,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
-func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set) {
+func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options <-chan pipeline.Options) {
+	var set *objects.Set
 	for {
-		var set *objects.Set
 		select {
 		case <-ctx.Done():
 			return
 		case set = <-updates:
+		case s.cfg.Pipeline = <-options:
 		}
 		// Debounce: a burst of changes (a kubectl apply of many objects)
 		// becomes one build.
@@ -128,13 +147,15 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set) {
 			case <-ctx.Done():
 				timer.Stop()
 				return
-			case next := <-updates:
-				set = next
+			case set = <-updates:
+			case s.cfg.Pipeline = <-options:
 			case <-timer.C:
 				break drain
 			}
 		}
-		s.rebuild(ctx, set)
+		if set != nil {
+			s.rebuild(ctx, set)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"sort"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -21,6 +22,7 @@ import (
 // Filter names, as Envoy knows them.
 const (
 	ExtAuthzFilterName = "envoy.filters.http.ext_authz"
+	ExtProcFilterName  = "envoy.filters.http.ext_proc"
 	RouterFilterName   = "envoy.filters.http.router"
 	hcmFilterName      = "envoy.filters.network.http_connection_manager"
 	tlsInspectorName   = "envoy.filters.listener.tls_inspector"
@@ -32,7 +34,7 @@ func httpListener(m *ir.Model, opts Options) *listenerv3.Listener {
 		Name:    HTTPListenerName,
 		Address: socketAddress(opts.HTTPAddress, opts.HTTPPort),
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{hcmFilter(HTTPListenerName, HTTPRouteConfigName, m.GlobalAuth)},
+			Filters: []*listenerv3.Filter{hcmFilter(HTTPListenerName, HTTPRouteConfigName, m.GlobalAuth, m.GlobalExtProc)},
 		}},
 	}
 }
@@ -59,27 +61,34 @@ func httpsListener(m *ir.Model, opts Options) *listenerv3.Listener {
 			Name:             "https/" + vh.FQDN,
 			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{vh.FQDN}},
 			TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
-			Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), vh.Auth)},
+			Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), vh.Auth, vh.ExtProc)},
 		})
 	}
 	if fb := m.Fallback; fb != nil {
 		l.DefaultFilterChain = &listenerv3.FilterChain{
 			Name:            "fallbackcert",
 			TransportSocket: downstreamTLS(fb.Secret, "", "", nil),
-			Filters:         []*listenerv3.Filter{hcmFilter("fallbackcert", FallbackRouteConfigName, m.GlobalAuth)},
+			Filters:         []*listenerv3.Filter{hcmFilter("fallbackcert", FallbackRouteConfigName, m.GlobalAuth, m.GlobalExtProc)},
 		}
 	}
 	return l
 }
 
 // hcmFilter builds an HTTP connection manager whose routes come over RDS.
-// The filter order is ext_authz, then the router.
-func hcmFilter(statPrefix, routeConfig string, auth *ir.ExtAuth) *listenerv3.Filter {
+// The filter order is ext_authz, then ext_proc (a processor only sees
+// authorized requests), then the router.
+func hcmFilter(statPrefix, routeConfig string, auth *ir.ExtAuth, proc *ir.ExtProc) *listenerv3.Filter {
 	var filters []*hcmv3.HttpFilter
 	if auth != nil {
 		filters = append(filters, &hcmv3.HttpFilter{
 			Name:       ExtAuthzFilterName,
 			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(extAuthz(auth))},
+		})
+	}
+	if proc != nil {
+		filters = append(filters, &hcmv3.HttpFilter{
+			Name:       ExtProcFilterName,
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(extProc(proc))},
 		})
 	}
 	filters = append(filters, &hcmv3.HttpFilter{
@@ -108,18 +117,23 @@ func hcmFilter(statPrefix, routeConfig string, auth *ir.ExtAuth) *listenerv3.Fil
 	}
 }
 
-func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
+// grpcService points at an ExtensionService cluster; timeout 0 is none.
+func grpcService(cluster, authority string, timeout time.Duration) *corev3.GrpcService {
 	grpc := &corev3.GrpcService{
 		TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{
-			ClusterName: a.Cluster,
-			Authority:   a.Authority,
+			ClusterName: cluster,
+			Authority:   authority,
 		}},
 	}
-	if a.Timeout > 0 {
-		grpc.Timeout = durationpb.New(a.Timeout)
+	if timeout > 0 {
+		grpc.Timeout = durationpb.New(timeout)
 	}
+	return grpc
+}
+
+func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 	cfg := &extauthzv3.ExtAuthz{
-		Services:            &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpc},
+		Services:            &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpcService(a.Cluster, a.Authority, a.Timeout)},
 		TransportApiVersion: corev3.ApiVersion_V3,
 		FailureModeAllow:    a.FailOpen,
 		// The spec: client certificates are always sent when present.

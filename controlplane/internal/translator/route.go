@@ -15,10 +15,10 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
-// routeConfig builds one RDS resource. withAuth says whether the HCM that
-// uses it has an ext_authz filter, which makes per-route settings
-// meaningful.
-func routeConfig(name string, hosts []*ir.VirtualHost, withAuth bool) *routev3.RouteConfiguration {
+// routeConfig builds one RDS resource. withAuth and withProc say whether
+// the HCM that uses it has an ext_authz and an ext_proc filter, which makes
+// per-route settings meaningful.
+func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool) *routev3.RouteConfiguration {
 	rc := &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
@@ -28,7 +28,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth bool) *routev3.R
 			Domains: domains(vh.FQDN),
 		}
 		for _, r := range vh.Routes {
-			v.Routes = append(v.Routes, route(r, withAuth))
+			v.Routes = append(v.Routes, route(r, withAuth, withProc))
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, v)
 	}
@@ -43,7 +43,7 @@ func domains(fqdn string) []string {
 	return []string{fqdn, fqdn + ":*"}
 }
 
-func route(r *ir.Route, withAuth bool) *routev3.Route {
+func route(r *ir.Route, withAuth, withProc bool) *routev3.Route {
 	out := &routev3.Route{Match: routeMatch(r)}
 	if r.HTTPSRedirect {
 		out.Action = &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{
@@ -63,6 +63,12 @@ func route(r *ir.Route, withAuth bool) *routev3.Route {
 	}
 	if withAuth {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{ExtAuthzFilterName: mustAny(extAuthzPerRoute(r))}
+	}
+	if withProc && r.ExtProc != nil {
+		if out.TypedPerFilterConfig == nil {
+			out.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		out.TypedPerFilterConfig[ExtProcFilterName] = mustAny(extProcPerRoute(r.ExtProc))
 	}
 	return out
 }

@@ -57,12 +57,12 @@ func Translate(m *ir.Model, opts Options) *Resources {
 		r.Listeners = append(r.Listeners, l)
 	}
 
-	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil))
+	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil, m.GlobalExtProc != nil))
 	for _, vh := range m.Secure {
-		r.Routes = append(r.Routes, routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil))
+		r.Routes = append(r.Routes, routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil))
 	}
 	if m.Fallback != nil {
-		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil))
+		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil, m.GlobalExtProc != nil))
 	}
 
 	for _, c := range m.Clusters {

@@ -1,0 +1,185 @@
+package builder
+
+import (
+	"fmt"
+	"strings"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// procScope is the external processing in force where routes are being
+// built.
+type procScope struct {
+	// effective is the processor of the host's routes (its own, or the
+	// global one); nil for none.
+	effective *ir.ExtProc
+	// own is set when the host has a processor of its own.
+	own bool
+	// disabled: the host switched processing off (virtualhost.extProc
+	// disabled: true); its routes on shared HCMs are switched off too.
+	disabled bool
+}
+
+// extProc resolves a processor's ExtensionService and settings. problem is
+// the reason the ExtensionService cannot be used (missing or invalid); p is
+// returned with its other settings anyway.
+func (b *builder) extProc(in *contourv1.ExtProc, defaultNamespace, where string) (p *ir.ExtProc, problem string) {
+	p = &ir.ExtProc{Mode: processingMode(in.ProcessingMode), AllowModeOverride: in.AllowModeOverride}
+	if m := in.MutationRules; m != nil {
+		p.MutationRules = &ir.MutationRules{AllowAllRouting: m.AllowAllRouting, AllowEnvoy: m.AllowEnvoy, DisallowSystem: m.DisallowSystem, DisallowAll: m.DisallowAll, DisallowIsError: m.DisallowIsError}
+	}
+	g := in.GRPCService
+	if g == nil {
+		return p, where + ".grpcService is required"
+	}
+	p.FailOpen = g.FailOpen
+	problem = b.resolveProcessorService(p, g, defaultNamespace)
+	return p, problem
+}
+
+// resolveProcessorService points p at the ExtensionService of g, with g's
+// timeout (or the ExtensionService's).
+func (b *builder) resolveProcessorService(p *ir.ExtProc, g *contourv1.GRPCService, defaultNamespace string) string {
+	ns := g.ExtensionServiceRef.Namespace
+	if ns == "" {
+		ns = defaultNamespace
+	}
+	ext, _, msg := b.lookupExtension(ns, g.ExtensionServiceRef.Name)
+	if ext != nil {
+		p.Cluster, p.Authority = ext.cluster.Name, ext.authority
+		if ext.timeout != nil {
+			p.Timeout = *ext.timeout
+		}
+	}
+	if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
+		p.Timeout = *d
+	}
+	return msg
+}
+
+func processingMode(m *contourv1.ProcessingMode) *ir.ProcessingMode {
+	if m == nil {
+		return nil
+	}
+	return &ir.ProcessingMode{
+		RequestHeader: string(m.RequestHeaderMode), ResponseHeader: string(m.ResponseHeaderMode),
+		RequestBody: string(m.RequestBodyMode), ResponseBody: string(m.ResponseBodyMode),
+		RequestTrailer: string(m.RequestTrailerMode), ResponseTrailer: string(m.ResponseTrailerMode),
+	}
+}
+
+// hostExtProc validates spec.virtualhost.extProc and computes the
+// processing of the host's routes:
+//
+//	extProc unset, or disabled: false without processor -> the global processor
+//	disabled: false with processor                      -> the host's processor
+//	disabled: true (with or without processor)          -> none
+//
+// Only TLS hosts may set extProc: on the HTTP listener every host shares
+// one HCM, so one host cannot have a processor of its own.
+func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Object) procScope {
+	e := p.Spec.VirtualHost.ExtProc
+	global := procScope{effective: b.global.proc}
+	if e == nil {
+		return global
+	}
+	const where = "Spec.VirtualHost.ExtProc"
+	fail := func(reason, format string, args ...any) procScope {
+		st.AddError(contourv1.ConditionTypeExtProcError, reason, fmt.Sprintf(format, args...))
+		return procScope{}
+	}
+	if !secure {
+		return fail("ExtProcNotPermitted", "%s requires Spec.VirtualHost.TLS: per-virtual-host external processing is only supported on HTTPS virtual hosts (the HTTP listener's hosts share the global processor)", where)
+	}
+	if errs := config.CheckExtProc(e.Processor, where+".Processor", true); len(errs) > 0 {
+		return fail("ExtProcInvalid", "%s", strings.Join(errs, "; "))
+	}
+	if e.Disabled {
+		return procScope{disabled: true}
+	}
+	if e.Processor == nil {
+		return global
+	}
+	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
+		return fail("ExtProcIncompatibleWithFallback", "%s.Processor is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts and uses the global processor", where)
+	}
+	proc, problem := b.extProc(e.Processor, p.Namespace, where+".Processor")
+	if problem != "" {
+		return fail("ExtProcExtensionServiceUnavailable", "%s.Processor.GRPCService.ExtensionRef: %s", where, problem)
+	}
+	return procScope{effective: proc, own: true}
+}
+
+// routeExtProc computes a route's ext_proc setting from its extProcPolicy
+// (DESIGN.md section 7):
+//
+//	no policy, or disabled: false without overrides -> inherit (nil)
+//	disabled: true                                  -> off
+//	disabled: false with overrides                  -> the overrides
+//
+// Under a host that disabled processing, every route is off. Overrides need
+// a processor to override.
+func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope procScope, fail func(typ, reason, format string, args ...any)) *ir.ExtProcPerRoute {
+	pol := r.ExtProcPolicy
+	if pol != nil && pol.Disabled {
+		return &ir.ExtProcPerRoute{Disabled: true}
+	}
+	if pol == nil || pol.Overrides == nil {
+		if scope.disabled {
+			return &ir.ExtProcPerRoute{Disabled: true}
+		}
+		return nil
+	}
+	o := pol.Overrides
+	const where = "ExtProcPolicy.Overrides"
+	bad := func(reason, format string, args ...any) *ir.ExtProcPerRoute {
+		fail(contourv1.ConditionTypeExtProcError, reason, format, args...)
+		return nil
+	}
+	if scope.effective == nil {
+		return bad("ExtProcOverridesWithoutProcessor", "%s: there is no external processor to override: neither the virtual host nor the global configuration sets one (or the virtual host disabled it)", where)
+	}
+	if o.MutationRules != nil {
+		return bad("ExtProcOverridesInvalid", "%s.MutationRules cannot be overridden per route: set them on the virtual host or global processor", where)
+	}
+	if o.AllowModeOverride {
+		return bad("ExtProcOverridesInvalid", "%s.AllowModeOverride cannot be overridden per route: set it on the virtual host or global processor", where)
+	}
+	if errs := config.CheckExtProc(o, where, false); len(errs) > 0 {
+		return bad("ExtProcOverridesInvalid", "%s", strings.Join(errs, "; "))
+	}
+	out := &ir.ExtProcOverrides{Mode: processingMode(o.ProcessingMode)}
+	if g := o.GRPCService; g != nil {
+		svc := *scope.effective
+		svc.FailOpen = g.FailOpen
+		if g.ExtensionServiceRef.Name != "" {
+			svc.Cluster, svc.Authority, svc.Timeout = "", "", 0
+			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
+				return bad("ExtProcExtensionServiceUnavailable", "%s.GRPCService.ExtensionRef: %s", where, problem)
+			}
+		} else if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
+			svc.Timeout = *d
+		}
+		out.Service = &svc
+	}
+	return &ir.ExtProcPerRoute{Overrides: out}
+}
+
+// sharedExtProc adapts the routes of a TLS host for the HCMs it shares with
+// other hosts (its insecure copy on the HTTP listener, the fallback chain),
+// whose ext_proc filter is the global one: a host with its own processor
+// overrides the service and mode of that filter on its routes.
+func sharedExtProc(routes []*ir.Route, scope procScope) []*ir.Route {
+	if !scope.own {
+		return routes
+	}
+	for _, r := range routes {
+		if r.ExtProc == nil && !r.HTTPSRedirect {
+			r.ExtProc = &ir.ExtProcPerRoute{Overrides: &ir.ExtProcOverrides{Service: scope.effective, Mode: scope.effective.Mode}}
+		}
+	}
+	return routes
+}

@@ -1,0 +1,120 @@
+package builder
+
+import (
+	"fmt"
+	"maps"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// globals are the global authorization and processing of one build
+// (Options.GlobalExtAuth and Options.GlobalExtProc, resolved).
+type globals struct {
+	auth       *ir.ExtAuth
+	authPolicy contourv1.AuthorizationPolicy
+	// authProblem, when set, is a warning for every HTTPProxy the global
+	// authorization applies to: its ExtensionService is missing or
+	// invalid, and its routes fail closed (unless failOpen).
+	authProblem *status.Problem
+
+	proc        *ir.ExtProc
+	procProblem *status.Problem
+}
+
+// Reasons of the global warnings.
+const (
+	ReasonGlobalAuthUnavailable    = "GlobalExtAuthUnavailable"
+	ReasonGlobalExtProcUnavailable = "GlobalExtProcUnavailable"
+)
+
+// buildGlobals resolves the global ExtensionServices. A missing or invalid
+// one never makes the build fail and never opens traffic: the filter still
+// points at the ExtensionService's cluster, kept without endpoints, so that
+// Envoy answers 403 (ext_authz) or 500 (ext_proc) unless failOpen is set.
+// The next build after the ExtensionService is fixed heals it.
+func (b *builder) buildGlobals(m *ir.Model) {
+	if g := b.opts.GlobalExtAuth; g != nil {
+		ns, name := g.Ref()
+		ext, _, msg := b.lookupExtension(ns, name)
+		a := &ir.ExtAuth{FailOpen: g.FailOpen, Timeout: DefaultAuthTimeout}
+		if ext != nil {
+			a.Cluster, a.Authority = ext.cluster.Name, ext.authority
+			if ext.timeout != nil {
+				a.Timeout = *ext.timeout
+			}
+		} else {
+			a.Cluster, a.Authority = b.unavailableCluster(ns, name), name+"."+ns
+			b.global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: ReasonGlobalAuthUnavailable,
+				Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
+		}
+		if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
+			a.Timeout = *d
+		}
+		if w := g.WithRequestBody; w != nil {
+			a.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: max(w.MaxRequestBytes, 1), AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
+		}
+		if g.AuthPolicy != nil {
+			b.global.authPolicy = *g.AuthPolicy
+		}
+		b.global.auth = a
+		m.GlobalAuth = a
+	}
+	if g := b.opts.GlobalExtProc; g != nil && !g.Disabled && g.Processor != nil {
+		p, problem := b.extProc(g.Processor, "", "globalExtProc.processor")
+		if problem != "" {
+			// The shape was checked when the file was read: only the
+			// ExtensionService can be missing or invalid here.
+			ref := g.Processor.GRPCService.ExtensionServiceRef
+			p.Cluster, p.Authority = b.unavailableCluster(ref.Namespace, ref.Name), ref.Name+"."+ref.Namespace
+			b.global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: ReasonGlobalExtProcUnavailable,
+				Message: fmt.Sprintf("global external processing (configuration file, globalExtProc): %s: requests fail%s until it is fixed", problem, failOpenNote(p.FailOpen))}
+		}
+		b.global.proc = p
+		m.GlobalExtProc = p
+	}
+}
+
+func failOpenNote(failOpen bool) string {
+	if failOpen {
+		return " (failOpen: they are let through unchecked)"
+	}
+	return ""
+}
+
+// unavailableCluster is the cluster of a missing or invalid
+// ExtensionService: same name, no endpoints.
+func (b *builder) unavailableCluster(namespace, name string) string {
+	return b.addCluster(ExtensionClusterName(namespace, name), nil, nil, ir.H2C, nil, "", nil).Name
+}
+
+// lookupExtension finds a valid ExtensionService; otherwise it says why
+// not (reason and message).
+func (b *builder) lookupExtension(namespace, name string) (ext *extension, reason, message string) {
+	e, ok := b.extensions[nn(namespace, name)]
+	if !ok {
+		return nil, "ExtensionServiceNotFound", fmt.Sprintf("ExtensionService %q not found", namespace+"/"+name)
+	}
+	if e.cluster == nil {
+		return nil, "ExtensionServiceInvalid", fmt.Sprintf("ExtensionService %q is invalid: %s", namespace+"/"+name, status.Summary(e.status))
+	}
+	return e, "", ""
+}
+
+// mergePolicy refines an outer authorization policy with an inner one: the
+// inner "disabled" wins when the inner policy is present, contexts merge
+// with inner keys winning.
+func mergePolicy(outer contourv1.AuthorizationPolicy, inner *contourv1.AuthorizationPolicy) contourv1.AuthorizationPolicy {
+	if inner == nil {
+		return outer
+	}
+	out := contourv1.AuthorizationPolicy{Disabled: inner.Disabled, Context: maps.Clone(outer.Context)}
+	if len(inner.Context) > 0 {
+		if out.Context == nil {
+			out.Context = map[string]string{}
+		}
+		maps.Copy(out.Context, inner.Context)
+	}
+	return out
+}

@@ -1,0 +1,275 @@
+// Package config reads the control plane's configuration file: the settings
+// that apply to every virtual host (global external authorization and
+// global external processing) rather than to one HTTPProxy.
+//
+// Decoding is strict: an unknown field, a value of the wrong type or a value
+// that cannot work is an error naming the file and the field, so that a
+// typo never silently turns a protection off.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// GlobalExtAuth is the external authorization of the HTTP listener's
+	// virtual hosts, the fallback-certificate chain and the HTTPS virtual
+	// hosts without an authorization of their own.
+	GlobalExtAuth *GlobalExtAuth `json:"globalExtAuth,omitempty"`
+	// GlobalExtProc is the external processing of every virtual host that
+	// does not configure (or disable) its own. Same type as
+	// HTTPProxy spec.virtualhost.extProc.
+	GlobalExtProc *contourv1.ExternalProcessor `json:"globalExtProc,omitempty"`
+}
+
+// GlobalExtAuth is the global external authorization.
+type GlobalExtAuth struct {
+	// ExtensionService is the authorization server, "namespace/name".
+	ExtensionService string `json:"extensionService"`
+	// FailOpen lets requests through when the server cannot be reached.
+	FailOpen bool `json:"failOpen,omitempty"`
+	// AuthPolicy is the default policy (disabled, context) that virtual
+	// hosts and routes refine.
+	AuthPolicy *contourv1.AuthorizationPolicy `json:"authPolicy,omitempty"`
+	// ResponseTimeout is how long Envoy waits for a check (Go duration or
+	// "infinity").
+	ResponseTimeout string `json:"responseTimeout,omitempty"`
+	// WithRequestBody sends (part of) the request body with the check.
+	WithRequestBody *contourv1.AuthorizationServerBufferSettings `json:"withRequestBody,omitempty"`
+}
+
+// Namespace and Name of the ExtensionService (valid after Parse).
+func (g *GlobalExtAuth) Ref() (namespace, name string) {
+	ns, n, _ := strings.Cut(g.ExtensionService, "/")
+	return ns, n
+}
+
+// Load reads and validates a configuration file. An empty path is the
+// empty configuration.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		return &Config{}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes and validates a configuration; source names it in errors.
+func Parse(b []byte, source string) (*Config, error) {
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not valid YAML: %v", source, err)
+	}
+	c := &Config{}
+	if len(bytes.TrimSpace(j)) == 0 || string(bytes.TrimSpace(j)) == "null" {
+		return c, nil
+	}
+	var generic any
+	if err := json.Unmarshal(j, &generic); err != nil {
+		return nil, fmt.Errorf("%s: %v", source, err)
+	}
+	if _, ok := generic.(map[string]any); !ok {
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc)", source)
+	}
+	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
+	}
+	if err := json.Unmarshal(j, c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("%s: %s: must be of type %s, got %s", source, te.Field, typeName(te.Type), te.Value)
+		}
+		return nil, fmt.Errorf("%s: %v", source, err)
+	}
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Map, reflect.Struct:
+		return "mapping"
+	case reflect.Uint32, reflect.Int, reflect.Int64, reflect.Uint64:
+		return "integer"
+	}
+	return t.String()
+}
+
+// unknownFields walks a decoded document along a Go type and names every
+// field the type does not have, with its path.
+func unknownFields(v any, t reflect.Type, path string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	m, ok := v.(map[string]any)
+	if !ok || t.Kind() != reflect.Struct {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f.Type
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		ft, ok := fields[k]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for n := range fields {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			out = append(out, fmt.Sprintf("%s: unknown field (known fields: %s)", p, strings.Join(known, ", ")))
+			continue
+		}
+		out = append(out, unknownFields(m[k], ft, p)...)
+	}
+	return out
+}
+
+// validate checks what decoding cannot: formats, enums and ranges. Whether
+// the ExtensionServices exist is the builder's business (they may appear
+// later).
+func (c *Config) validate() []string {
+	var errs []string
+	add := func(field, format string, args ...any) {
+		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
+	}
+	if g := c.GlobalExtAuth; g != nil {
+		ns, name, ok := strings.Cut(g.ExtensionService, "/")
+		switch {
+		case g.ExtensionService == "":
+			add("globalExtAuth.extensionService", "is required (namespace/name of an ExtensionService)")
+		case !ok || ns == "" || name == "" || strings.Contains(name, "/"):
+			add("globalExtAuth.extensionService", "must be namespace/name, got %q", g.ExtensionService)
+		}
+		if err := CheckTimeout(g.ResponseTimeout); err != nil {
+			add("globalExtAuth.responseTimeout", "%v", err)
+		}
+		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
+			// The API's default, applied here since no API server does it.
+			w.MaxRequestBytes = 1024
+		}
+	}
+	if p := c.GlobalExtProc; p != nil {
+		errs = append(errs, CheckExtProc(p.Processor, "globalExtProc.processor", true)...)
+		if pr := p.Processor; pr != nil && pr.GRPCService != nil && pr.GRPCService.ExtensionServiceRef.Namespace == "" {
+			add("globalExtProc.processor.grpcService.extensionRef.namespace", "is required (the configuration file has no namespace of its own)")
+		}
+		if !p.Disabled && p.Processor == nil {
+			add("globalExtProc", "set processor (or disabled: true)")
+		}
+	}
+	return errs
+}
+
+// CheckTimeout accepts what the builder accepts: a non-negative Go duration,
+// "infinity" or nothing.
+func CheckTimeout(s string) error {
+	if s == "" || s == "infinity" {
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (e.g. 500ms, 2s) or \"infinity\"", s)
+	}
+	if d < 0 {
+		return fmt.Errorf("%q is negative", s)
+	}
+	return nil
+}
+
+// CheckExtProc validates the static parts of an external processor: the
+// extensionRef's shape, the timeout and the enums. where prefixes each
+// message; needRef says whether grpcService.extensionRef.name is required
+// (it is for a processor, not for route overrides, which may keep the
+// inherited service).
+func CheckExtProc(p *contourv1.ExtProc, where string, needRef bool) []string {
+	if p == nil {
+		return nil
+	}
+	var errs []string
+	add := func(field, format string, args ...any) {
+		errs = append(errs, where+"."+field+": "+fmt.Sprintf(format, args...))
+	}
+	switch g := p.GRPCService; {
+	case g == nil && needRef:
+		add("grpcService", "is required (extensionRef of an ExtensionService)")
+	case g != nil:
+		ref := g.ExtensionServiceRef
+		if ref.Name == "" && needRef {
+			add("grpcService.extensionRef.name", "is required")
+		}
+		if ref.APIVersion != "" && ref.APIVersion != v1alpha1.GroupVersion.String() {
+			add("grpcService.extensionRef.apiVersion", "%q is not supported: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
+		}
+		if ref.Kind != "" && ref.Kind != "ExtensionService" {
+			add("grpcService.extensionRef.kind", "%q is not supported: use ExtensionService", ref.Kind)
+		}
+		if err := CheckTimeout(g.ResponseTimeout); err != nil {
+			add("grpcService.responseTimeout", "%v", err)
+		}
+	}
+	if m := p.ProcessingMode; m != nil {
+		for _, h := range []struct {
+			field string
+			v     contourv1.HeaderSendMode
+		}{
+			{"requestHeaderMode", m.RequestHeaderMode}, {"responseHeaderMode", m.ResponseHeaderMode},
+			{"requestTrailerMode", m.RequestTrailerMode}, {"responseTrailerMode", m.ResponseTrailerMode},
+		} {
+			switch h.v {
+			case "", contourv1.ProcessingModeDefault, contourv1.ProcessingModeSend, contourv1.ProcessingModeSkip:
+			default:
+				add("processingMode."+h.field, "%q is not one of DEFAULT, SEND, SKIP", h.v)
+			}
+		}
+		for _, b := range []struct {
+			field string
+			v     contourv1.BodySendMode
+		}{{"requestBodyMode", m.RequestBodyMode}, {"responseBodyMode", m.ResponseBodyMode}} {
+			switch b.v {
+			case "", contourv1.ProcessingModeNone, contourv1.ProcessingModeStreamed, contourv1.ProcessingModeBuffered, contourv1.ProcessingModeBufferedPartial:
+			default:
+				add("processingMode."+b.field, "%q is not one of NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL", b.v)
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,120 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSpecSample(t *testing.T) {
+	// The global-external-authorization spec's sample, verbatim.
+	c, err := Parse([]byte(`
+globalExtAuth:
+  extensionService: projectcontour-auth/htpasswd
+  failOpen: false
+  authPolicy:
+    disabled: false
+    context:
+      header1: value1
+      header2: value2
+  responseTimeout: 1s
+  withRequestBody:
+    maxRequestBytes: 1024
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.GlobalExtAuth
+	if ns, name := g.Ref(); ns != "projectcontour-auth" || name != "htpasswd" {
+		t.Errorf("ref = %s/%s", ns, name)
+	}
+	if g.AuthPolicy.Context["header2"] != "value2" || g.ResponseTimeout != "1s" || g.WithRequestBody.MaxRequestBytes != 1024 {
+		t.Errorf("decoded %+v", g)
+	}
+}
+
+func TestParseExtProcSample(t *testing.T) {
+	// The external-processing spec's globalExtProc sample.
+	c, err := Parse([]byte(`
+globalExtProc:
+  disabled: false
+  processor:
+    grpcService:
+      extensionRef:
+        apiVersion: projectcontour.io/v1alpha1
+        name: extproc-extsvc
+        namespace: extproc-test
+      failOpen: true
+      responseTimeout: 60s
+    mutationRules:
+      allowAllRouting: true
+    processingMode:
+      requestBodyMode: NONE
+      requestHeaderMode: SEND
+      requestTrailerMode: SKIP
+      responseBodyMode: NONE
+      responseHeaderMode: SEND
+      responseTrailerMode: SKIP
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.GlobalExtProc.Processor
+	if p.GRPCService.ExtensionServiceRef.Name != "extproc-extsvc" || !p.GRPCService.FailOpen || !p.MutationRules.AllowAllRouting || p.ProcessingMode.RequestTrailerMode != "SKIP" {
+		t.Errorf("decoded %+v", p)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: globalExtAuth, globalExtProc)`},
+		{"unknown nested field", "globalExtAuth: {extensionService: a/b, withRequestBody: {maxBytes: 1}}", `c.yaml: globalExtAuth.withRequestBody.maxBytes: unknown field`},
+		{"spec's Go tag name is not the YAML name", "globalExtAuth: {extensionService: a/b, globalAuthPolicy: {}}", `globalExtAuth.globalAuthPolicy: unknown field`},
+		{"wrong type", "globalExtAuth: {extensionService: a/b, failOpen: 'yes'}", `c.yaml: globalExtAuth.failOpen: must be of type boolean, got string`},
+		{"missing extension service", "globalExtAuth: {failOpen: true}", `c.yaml: globalExtAuth.extensionService: is required`},
+		{"extension service without namespace", "globalExtAuth: {extensionService: htpasswd}", `globalExtAuth.extensionService: must be namespace/name, got "htpasswd"`},
+		{"bad timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: 1 second}", `globalExtAuth.responseTimeout: "1 second" is not a duration`},
+		{"negative timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: -1s}", `globalExtAuth.responseTimeout: "-1s" is negative`},
+		{"not a mapping", "- a", `must be a mapping`},
+		{"bad yaml", "globalExtAuth: [", `not valid YAML`},
+		{"ext proc without processor", "globalExtProc: {disabled: false}", `globalExtProc: set processor (or disabled: true)`},
+		{"ext proc without service", "globalExtProc: {processor: {}}", `globalExtProc.processor.grpcService: is required`},
+		{"ext proc without namespace", "globalExtProc: {processor: {grpcService: {extensionRef: {name: p}}}}", `globalExtProc.processor.grpcService.extensionRef.namespace: is required`},
+		{"ext proc bad kind", "globalExtProc: {processor: {grpcService: {extensionRef: {name: p, namespace: ns, kind: Service}}}}", `extensionRef.kind: "Service" is not supported`},
+		{"ext proc bad header mode", "globalExtProc: {processor: {grpcService: {extensionRef: {name: p, namespace: ns}}, processingMode: {requestHeaderMode: SENT}}}", `globalExtProc.processor.processingMode.requestHeaderMode: "SENT" is not one of DEFAULT, SEND, SKIP`},
+		{"ext proc bad body mode", "globalExtProc: {processor: {grpcService: {extensionRef: {name: p, namespace: ns}}, processingMode: {responseBodyMode: FULL}}}", `processingMode.responseBodyMode: "FULL" is not one of NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL`},
+		{"ext proc unknown mutation rule", "globalExtProc: {processor: {grpcService: {extensionRef: {name: p, namespace: ns}}, mutationRules: {allowAll: true}}}", `globalExtProc.processor.mutationRules.allowAll: unknown field`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in), "c.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultsAndEmpty(t *testing.T) {
+	c, err := Parse([]byte("globalExtAuth: {extensionService: a/b, withRequestBody: {}}\nglobalExtProc: {disabled: true}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GlobalExtAuth.WithRequestBody.MaxRequestBytes != 1024 {
+		t.Errorf("maxRequestBytes default = %d, want 1024", c.GlobalExtAuth.WithRequestBody.MaxRequestBytes)
+	}
+	for _, in := range []string{"", "# nothing\n", "{}"} {
+		c, err := Parse([]byte(in), "c.yaml")
+		if err != nil || c.GlobalExtAuth != nil || c.GlobalExtProc != nil {
+			t.Errorf("Parse(%q) = %+v, %v; want the empty configuration", in, c, err)
+		}
+	}
+	if c, err := Load(""); err != nil || c.GlobalExtAuth != nil {
+		t.Errorf("Load(\"\") = %+v, %v", c, err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); !os.IsNotExist(err) {
+		t.Errorf("Load(missing) error = %v, want not-exist", err)
+	}
+}

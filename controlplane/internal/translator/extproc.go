@@ -1,0 +1,72 @@
+package translator
+
+import (
+	mutationv3 "github.com/envoyproxy/go-control-plane/envoy/config/common/mutation_rules/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// extProc is the ext_proc filter of one HCM. The response timeout bounds
+// both the gRPC stream and each message exchange (Envoy's message_timeout
+// defaults to 200ms, too short for a processor that looks at bodies).
+func extProc(p *ir.ExtProc) *extprocv3.ExternalProcessor {
+	cfg := &extprocv3.ExternalProcessor{
+		GrpcService:       grpcService(p.Cluster, p.Authority, p.Timeout),
+		FailureModeAllow:  p.FailOpen,
+		ProcessingMode:    processingMode(p.Mode),
+		AllowModeOverride: p.AllowModeOverride,
+	}
+	if p.Timeout > 0 {
+		cfg.MessageTimeout = durationpb.New(p.Timeout)
+	}
+	if m := p.MutationRules; m != nil {
+		cfg.MutationRules = &mutationv3.HeaderMutationRules{
+			AllowAllRouting: wrapperspb.Bool(m.AllowAllRouting),
+			AllowEnvoy:      wrapperspb.Bool(m.AllowEnvoy),
+			DisallowSystem:  wrapperspb.Bool(m.DisallowSystem),
+			DisallowAll:     wrapperspb.Bool(m.DisallowAll),
+			DisallowIsError: wrapperspb.Bool(m.DisallowIsError),
+		}
+	}
+	return cfg
+}
+
+// extProcPerRoute disables or overrides the HCM's ext_proc on one route.
+func extProcPerRoute(r *ir.ExtProcPerRoute) *extprocv3.ExtProcPerRoute {
+	if r.Disabled {
+		return &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Disabled{Disabled: true}}
+	}
+	o := &extprocv3.ExtProcOverrides{ProcessingMode: processingMode(r.Overrides.Mode)}
+	if s := r.Overrides.Service; s != nil {
+		o.GrpcService = grpcService(s.Cluster, s.Authority, s.Timeout)
+		o.FailureModeAllow = wrapperspb.Bool(s.FailOpen)
+	}
+	return &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}
+}
+
+func processingMode(m *ir.ProcessingMode) *extprocv3.ProcessingMode {
+	if m == nil {
+		return nil
+	}
+	return &extprocv3.ProcessingMode{
+		RequestHeaderMode:   headerMode(m.RequestHeader),
+		ResponseHeaderMode:  headerMode(m.ResponseHeader),
+		RequestBodyMode:     bodyMode(m.RequestBody),
+		ResponseBodyMode:    bodyMode(m.ResponseBody),
+		RequestTrailerMode:  headerMode(m.RequestTrailer),
+		ResponseTrailerMode: headerMode(m.ResponseTrailer),
+	}
+}
+
+// headerMode and bodyMode map the API's names (checked by the builder) to
+// Envoy's enums; unknown or empty is Envoy's default.
+func headerMode(s string) extprocv3.ProcessingMode_HeaderSendMode {
+	return extprocv3.ProcessingMode_HeaderSendMode(extprocv3.ProcessingMode_HeaderSendMode_value[s])
+}
+
+func bodyMode(s string) extprocv3.ProcessingMode_BodySendMode {
+	return extprocv3.ProcessingMode_BodySendMode(extprocv3.ProcessingMode_BodySendMode_value[s])
+}
