@@ -54,6 +54,7 @@ func NewRootCommand() *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	opts.AddFlags(root.PersistentFlags())
 	root.AddCommand(newTestserverCommand(&opts))
+	root.AddCommand(newOIDCCommand(&opts))
 	return root
 }
 

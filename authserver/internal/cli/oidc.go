@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/portcullis/portcullis/authserver/internal/oidc"
+	"github.com/portcullis/portcullis/serverkit"
+)
+
+const oidcLong = `Sign users in with OpenID Connect, all through the Check call, and accept
+bearer JWTs from API clients.
+
+Browsers without a session get a 302 to the provider's authorization
+endpoint (authorization code flow with PKCE S256, state and nonce; the
+state lives in a short-lived encrypted cookie). The provider sends them back
+to the callback path on the same host; the code is exchanged, the ID token
+verified (issuer, audience, expiry, nonce), and the session stored in an
+AES-GCM encrypted cookie (HttpOnly, Secure, SameSite=Lax; split into
+numbered chunks above 3.8 KB). Nothing is kept in memory: replicas sharing
+the cookie key serve the same users. Expired sessions with a refresh token
+are refreshed transparently (once per session at a time) and the new cookie
+is set on the allowed response. The logout path clears the session and uses
+the provider's end_session_endpoint when there is one.
+
+API clients get 401 with WWW-Authenticate: Bearer, never a redirect: requests
+with Authorization: Bearer (the JWT is validated against the provider's
+JWKS, issuer and audience pinned), XHR, Accept: application/json, non-GET
+methods, and routes with the context key oidc.portcullis.dev/api: "true".
+
+Claims become upstream headers (default Auth-Subject from sub, Auth-Username
+from email, Auth-Groups from groups); client-supplied copies are removed.
+
+Per-route authorization, from the HTTPProxy authPolicy.context:
+  oidc.portcullis.dev/groups: "a,b"     the user must be in group a or b
+  oidc.portcullis.dev/claim.NAME: V     claim NAME must be (or contain) V
+  oidc.portcullis.dev/api: "true"       401 instead of a sign-in redirect
+Authenticated but not permitted: 403. An unknown oidc.portcullis.dev/ key
+fails closed (500).
+
+Configuration (--config, YAML; secrets only from files or environment
+variables): see docs/authserver-oidc.md for every field. Minimal example:
+
+  issuer: https://login.example.com
+  clientID: portcullis
+  clientSecretFile: /secrets/client-secret
+  allowedRedirectHosts: [app.example.com]
+  cookie:
+    keyFile: /secrets/cookie-key        # 32 bytes, base64: openssl rand -base64 32
+  bearer:
+    audiences: [https://api.example.com]
+
+Metrics, besides the shared ones:
+  portcullis_authserver_oidc_events_total{event}
+      sign_in, callback, refresh, logout, bearer
+  portcullis_authserver_oidc_failures_total{reason}
+      provider_error, state_missing, state_mismatch, state_replayed,
+      exchange, id_token, nonce, refresh, session_invalid, bearer_invalid,
+      redirect_refused, forbidden, discovery, route_context`
+
+func newOIDCCommand(opts *serverkit.Options) *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "oidc --config FILE",
+		Short: "OpenID Connect sign-in with encrypted cookie sessions, refresh, logout and bearer JWTs",
+		Long:  oidcLong,
+		Example: `  OIDC_CLIENT_SECRET=... authserver oidc --config oidc.yaml \
+    --address :9443 --metrics-address :9090 \
+    --tls-cert-path tls.crt --tls-key-path tls.key --tls-ca-path ca.crt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath == "" {
+				return errors.New("--config is required")
+			}
+			settings, err := oidc.LoadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if opts.Registry == nil {
+				opts.Registry = serverkit.NewRegistry()
+			}
+			return runBackend(cmd, opts, func(logger *slog.Logger) (backend, error) {
+				srv, err := oidc.New(settings, logger, opts.Registry)
+				if err != nil {
+					return backend{}, err
+				}
+				// Reported, not fatal: Check retries discovery.
+				if err := srv.Discover(cmd.Context()); err != nil {
+					logger.Warn("OpenID Provider discovery failed; retrying on demand", "error", err)
+				}
+				return backend{name: oidc.Name, impl: srv}, nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "OIDC configuration file (YAML)")
+	return cmd
+}

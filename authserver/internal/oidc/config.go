@@ -1,0 +1,316 @@
+// Package oidc is the authserver's OpenID Connect backend: a relying party
+// that signs browsers in through the Check call (authorization code flow
+// with PKCE S256, state and nonce), keeps sessions in encrypted cookies
+// (no server-side state, so replicas sharing a key serve the same users),
+// refreshes and ends them, and validates bearer JWTs for API clients.
+package oidc
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis/portcullis/authserver/internal/check"
+)
+
+// Config is the YAML file of `authserver oidc --config`. Secrets (client
+// secret, cookie keys) are never written in it: each comes from a file or
+// an environment variable named here.
+type Config struct {
+	// Issuer is the provider's issuer URL; discovery reads
+	// <issuer>/.well-known/openid-configuration.
+	Issuer string `json:"issuer"`
+	// ProviderCAFile is a PEM bundle trusted for the provider's TLS
+	// (default: the system roots).
+	ProviderCAFile string `json:"providerCAFile,omitempty"`
+	// ClientID is this relying party's client at the provider.
+	ClientID string `json:"clientID"`
+	// ClientSecretFile or ClientSecretEnv hold the client secret. Neither:
+	// a public client, protected by PKCE alone.
+	ClientSecretFile string `json:"clientSecretFile,omitempty"`
+	ClientSecretEnv  string `json:"clientSecretEnv,omitempty"`
+	// Scopes requested at sign-in; "openid" is always added.
+	// Default: openid, email, profile.
+	Scopes []string `json:"scopes,omitempty"`
+
+	// CallbackPath receives the provider's answer on every protected host:
+	// the redirect URI is https://<host><CallbackPath>, and must be
+	// registered at the provider. Default /oauth2/callback.
+	CallbackPath string `json:"callbackPath,omitempty"`
+	// LoginPath starts a sign-in and returns to its `rd` query parameter.
+	// Default /oauth2/sign_in.
+	LoginPath string `json:"loginPath,omitempty"`
+	// LogoutPath clears the session and, when the provider has an
+	// end_session_endpoint, signs out there too. Default /oauth2/sign_out.
+	LogoutPath string `json:"logoutPath,omitempty"`
+	// PostLogoutRedirectURL is sent to the provider as
+	// post_logout_redirect_uri (it must be registered there). Without an
+	// end_session_endpoint, logout redirects to it (or to `rd`, or "/").
+	PostLogoutRedirectURL string `json:"postLogoutRedirectURL,omitempty"`
+	// AllowedRedirectHosts are the hosts that absolute post-login and
+	// post-logout redirect targets may name ("app.example.com", or
+	// "*.example.com" for any subdomain). Relative paths are always allowed.
+	AllowedRedirectHosts []string `json:"allowedRedirectHosts,omitempty"`
+
+	Cookie CookieConfig `json:"cookie"`
+
+	// Headers maps ID token (or bearer token) claims to headers on the
+	// upstream request. Client-supplied copies are always removed.
+	// Default: Auth-Subject from sub, Auth-Username from email,
+	// Auth-Groups from groups.
+	Headers []HeaderMapping `json:"headers,omitempty"`
+	// GroupsClaim is the claim that per-route group requirements read.
+	// Default groups.
+	GroupsClaim string `json:"groupsClaim,omitempty"`
+
+	Bearer BearerConfig `json:"bearer,omitempty"`
+}
+
+// CookieConfig configures the session cookie.
+type CookieConfig struct {
+	// Name of the session cookie (chunks are Name_0, Name_1, ...; the
+	// sign-in state cookie is Name_state). Default portcullis_session.
+	Name string `json:"name,omitempty"`
+	// Domain and Path attributes. Default: no Domain (this host only), "/".
+	Domain string `json:"domain,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// SessionLifetime is how long a sign-in lasts at most, refreshes
+	// included. Default 12h.
+	SessionLifetime Duration `json:"sessionLifetime,omitempty"`
+	// KeyFile or KeyEnv hold the 32-byte AES-256-GCM key that encrypts
+	// cookies (base64 or hex). Every replica needs the same key.
+	KeyFile string `json:"keyFile,omitempty"`
+	KeyEnv  string `json:"keyEnv,omitempty"`
+	// PreviousKeyFile or PreviousKeyEnv hold the key being rotated out:
+	// cookies sealed with it are still read; new cookies use Key.
+	PreviousKeyFile string `json:"previousKeyFile,omitempty"`
+	PreviousKeyEnv  string `json:"previousKeyEnv,omitempty"`
+}
+
+// HeaderMapping sets upstream header Name from claim Claim (lists are
+// joined with ","; a missing claim sets nothing).
+type HeaderMapping struct {
+	Name  string `json:"name"`
+	Claim string `json:"claim"`
+}
+
+// BearerConfig enables `Authorization: Bearer <JWT>` for API clients.
+type BearerConfig struct {
+	// Audiences accepted in the token's aud claim; empty disables bearer
+	// tokens (such requests then get 401).
+	Audiences []string `json:"audiences,omitempty"`
+	// Algorithms accepted for signatures. Default RS256, ES256.
+	Algorithms []string `json:"algorithms,omitempty"`
+}
+
+// Duration is a time.Duration written as "90s", "12h".
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"12h\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// Settings is a validated Config with its secrets loaded.
+type Settings struct {
+	Config
+	ClientSecret string
+	Keys         [][]byte // current key first
+}
+
+// LoadConfig reads and validates the YAML file at path, and loads the
+// secrets it names.
+func LoadConfig(path string) (*Settings, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s, err := c.Load()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Load applies defaults, validates c and reads its secrets.
+func (c Config) Load() (*Settings, error) {
+	c.setDefaults()
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if u, err := url.Parse(c.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		fail("issuer %q is not an http(s) URL", c.Issuer)
+	}
+	if c.ClientID == "" {
+		fail("clientID is required")
+	}
+	for name, p := range map[string]string{"callbackPath": c.CallbackPath, "loginPath": c.LoginPath, "logoutPath": c.LogoutPath} {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?# ") {
+			fail("%s %q must be an absolute path without query", name, p)
+		}
+	}
+	if c.CallbackPath == c.LoginPath || c.CallbackPath == c.LogoutPath || c.LoginPath == c.LogoutPath {
+		fail("callbackPath, loginPath and logoutPath must differ")
+	}
+	for _, h := range c.AllowedRedirectHosts {
+		if h == "" || strings.ContainsAny(h, "/@:\\ ") {
+			fail("allowedRedirectHosts: %q is not a host name", h)
+		}
+	}
+	if c.PostLogoutRedirectURL != "" {
+		if u, err := url.Parse(c.PostLogoutRedirectURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			fail("postLogoutRedirectURL %q is not an absolute http(s) URL", c.PostLogoutRedirectURL)
+		}
+	}
+	if !check.ValidHeaderName(c.Cookie.Name) || strings.ContainsAny(c.Cookie.Name, "=;,") {
+		fail("cookie.name %q is not a valid cookie name", c.Cookie.Name)
+	}
+	if c.Cookie.SessionLifetime.Duration <= 0 {
+		fail("cookie.sessionLifetime must be positive")
+	}
+	for _, h := range c.Headers {
+		if !check.ValidHeaderName(h.Name) || h.Claim == "" {
+			fail("headers: name %q claim %q: need a valid header name and a claim", h.Name, h.Claim)
+		}
+	}
+	for _, a := range c.Bearer.Algorithms {
+		if !allowedAlgorithms[a] {
+			fail("bearer.algorithms: %q is not an asymmetric JWS algorithm", a)
+		}
+	}
+	s := &Settings{Config: c}
+	var err error
+	if s.ClientSecret, err = secret("clientSecret", c.ClientSecretFile, c.ClientSecretEnv, false); err != nil {
+		errs = append(errs, err)
+	}
+	for i, src := range [][2]string{{c.Cookie.KeyFile, c.Cookie.KeyEnv}, {c.Cookie.PreviousKeyFile, c.Cookie.PreviousKeyEnv}} {
+		name := []string{"cookie.key", "cookie.previousKey"}[i]
+		raw, err := secret(name, src[0], src[1], i == 0)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if raw == "" {
+			continue
+		}
+		key, err := decodeKey(raw)
+		if err != nil {
+			fail("%s: %v", name, err)
+			continue
+		}
+		s.Keys = append(s.Keys, key)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *Config) setDefaults() {
+	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
+	if len(c.Scopes) == 0 {
+		c.Scopes = []string{"openid", "email", "profile"}
+	}
+	hasOpenID := false
+	for _, s := range c.Scopes {
+		hasOpenID = hasOpenID || s == "openid"
+	}
+	if !hasOpenID {
+		c.Scopes = append([]string{"openid"}, c.Scopes...)
+	}
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&c.CallbackPath, "/oauth2/callback")
+	def(&c.LoginPath, "/oauth2/sign_in")
+	def(&c.LogoutPath, "/oauth2/sign_out")
+	def(&c.Cookie.Name, "portcullis_session")
+	def(&c.Cookie.Path, "/")
+	def(&c.GroupsClaim, "groups")
+	if c.Cookie.SessionLifetime.Duration == 0 {
+		c.Cookie.SessionLifetime.Duration = 12 * time.Hour
+	}
+	if len(c.Headers) == 0 {
+		c.Headers = []HeaderMapping{{"Auth-Subject", "sub"}, {"Auth-Username", "email"}, {"Auth-Groups", "groups"}}
+	}
+	if len(c.Bearer.Algorithms) == 0 {
+		c.Bearer.Algorithms = []string{"RS256", "ES256"}
+	}
+}
+
+// allowedAlgorithms are the JWS algorithms a provider signs with; "none"
+// and the HMAC family (which would make the client secret a signing key)
+// are refused.
+var allowedAlgorithms = map[string]bool{
+	"RS256": true, "RS384": true, "RS512": true,
+	"ES256": true, "ES384": true, "ES512": true,
+	"PS256": true, "PS384": true, "PS512": true, "EdDSA": true,
+}
+
+// secret reads a secret from a file or an environment variable (exactly
+// one of them when required).
+func secret(name, file, env string, required bool) (string, error) {
+	switch {
+	case file != "" && env != "":
+		return "", fmt.Errorf("%s: set %sFile or %sEnv, not both", name, name, name)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "" {
+			return "", fmt.Errorf("%s: file %s is empty", name, file)
+		}
+		return v, nil
+	case env != "":
+		v := strings.TrimSpace(os.Getenv(env))
+		if v == "" {
+			return "", fmt.Errorf("%s: environment variable %s is empty or unset", name, env)
+		}
+		return v, nil
+	case required:
+		return "", fmt.Errorf("%s: set %sFile or %sEnv", name, name, name)
+	}
+	return "", nil
+}
+
+// decodeKey accepts 32 bytes as base64 (standard or URL, padded or not) or
+// hex.
+func decodeKey(s string) ([]byte, error) {
+	for _, dec := range []func(string) ([]byte, error){
+		hex.DecodeString,
+		base64.StdEncoding.DecodeString, base64.RawStdEncoding.DecodeString,
+		base64.URLEncoding.DecodeString, base64.RawURLEncoding.DecodeString,
+	} {
+		if b, err := dec(s); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, errors.New("want 32 bytes, base64 or hex encoded (e.g. `openssl rand -base64 32`)")
+}

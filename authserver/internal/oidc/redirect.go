@@ -1,0 +1,86 @@
+package oidc
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// redirectPolicy decides where post-login and post-logout redirects may
+// go: relative paths on this host, or absolute http(s) URLs on allowed
+// hosts. Everything a browser might read as another origin is refused.
+type redirectPolicy struct {
+	hosts []string // "app.example.com" or "*.example.com", lower case
+}
+
+func newRedirectPolicy(hosts []string) redirectPolicy {
+	p := redirectPolicy{}
+	for _, h := range hosts {
+		p.hosts = append(p.hosts, strings.ToLower(h))
+	}
+	return p
+}
+
+// check returns nil when target is a safe redirect.
+func (p redirectPolicy) check(target string) error {
+	if target == "" {
+		return errors.New("empty redirect target")
+	}
+	// Raw and percent-decoded forms: browsers and upstreams decode, and a
+	// tab or newline in a URL is dropped by browsers ("/\t/evil" -> "//evil").
+	for s, i := target, 0; i < 3; i++ {
+		if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return errors.New("redirect target contains whitespace or control characters")
+		}
+		if strings.Contains(s, `\`) {
+			return errors.New(`redirect target contains a backslash`)
+		}
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return fmt.Errorf("redirect target is badly encoded: %w", err)
+		}
+		if d == s {
+			break
+		}
+		s = d
+	}
+	if strings.HasPrefix(target, "/") {
+		// "//host" is scheme-relative: another origin.
+		if strings.HasPrefix(target, "//") {
+			return errors.New("redirect target is scheme-relative (//)")
+		}
+		return nil
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("redirect target: %w", err)
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return fmt.Errorf("redirect target scheme %q is not http(s)", u.Scheme)
+	}
+	// "http:/x" and "http:x" have no authority: browsers guess one.
+	if !strings.HasPrefix(target[len(u.Scheme)+1:], "//") || u.Host == "" {
+		return errors.New("redirect target has no host")
+	}
+	if u.User != nil || strings.Contains(u.Host, "@") {
+		return errors.New("redirect target has user information (@)")
+	}
+	if !p.allowed(u.Hostname()) {
+		return fmt.Errorf("redirect host %q is not allowed", u.Hostname())
+	}
+	return nil
+}
+
+func (p redirectPolicy) allowed(host string) bool {
+	host = strings.ToLower(host)
+	for _, h := range p.hosts {
+		if h == host {
+			return true
+		}
+		if suffix, ok := strings.CutPrefix(h, "*"); ok && strings.HasSuffix(host, suffix) && len(host) > len(suffix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,557 @@
+package oidc
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/oauth2"
+
+	"github.com/portcullis/portcullis/authserver/internal/check"
+)
+
+// Name is the backend name in metrics and logs.
+const Name = "oidc"
+
+// stateLifetime is how long a sign-in may take, from the redirect to the
+// provider to the callback.
+const stateLifetime = 10 * time.Minute
+
+// Server is the OIDC backend's Authorization service.
+type Server struct {
+	authv3.UnimplementedAuthorizationServer
+
+	s        *Settings
+	log      *slog.Logger
+	m        *metrics
+	sealer   *sealer
+	jar      cookieJar
+	redirect redirectPolicy
+	disc     *discovery
+	client   *http.Client
+	now      func() time.Time
+
+	usedStates *expiringSet    // state values already redeemed
+	refreshes  *refreshFlights // one refresh per session at a time
+}
+
+// New builds the backend from validated settings and registers its metrics
+// on reg. It does not contact the provider: discovery happens on first use
+// (and is retried) so that the server starts while the provider is down.
+func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	sl, err := newSealer(s.Keys)
+	if err != nil {
+		return nil, err
+	}
+	client, err := newHTTPClient(s.ProviderCAFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
+		jar:        cookieJar{domain: s.Cookie.Domain, path: s.Cookie.Path},
+		redirect:   newRedirectPolicy(s.AllowedRedirectHosts),
+		disc:       &discovery{s: s, client: client},
+		usedStates: newExpiringSet(),
+		refreshes:  newRefreshFlights(),
+	}, nil
+}
+
+// Discover contacts the provider now; the command calls it at start-up to
+// report a misconfiguration early. Check retries on its own.
+func (srv *Server) Discover(ctx context.Context) error {
+	_, err := srv.disc.get(ctx)
+	return err
+}
+
+// request is what Check needs from a CheckRequest.
+type request struct {
+	raw     *authv3.CheckRequest
+	method  string
+	scheme  string
+	host    string
+	path    string // without query
+	query   url.Values
+	pathQ   string // path and query, as received
+	cookies map[string]string
+	context map[string]string
+}
+
+func parseRequest(req *authv3.CheckRequest) *request {
+	h := req.GetAttributes().GetRequest().GetHttp()
+	r := &request{raw: req, method: h.GetMethod(), scheme: h.GetScheme(), host: h.GetHost(), pathQ: h.GetPath(),
+		context: req.GetAttributes().GetContextExtensions()}
+	if r.scheme == "" {
+		r.scheme = "https"
+	}
+	path, rawQuery, _ := strings.Cut(h.GetPath(), "?")
+	r.path = path
+	r.query, _ = url.ParseQuery(rawQuery)
+	cookie, _ := check.RequestHeader(req, "cookie")
+	r.cookies = parseCookies(cookie)
+	return r
+}
+
+func (r *request) header(name string) string {
+	v, _ := check.RequestHeader(r.raw, name)
+	return v
+}
+
+// Check implements authv3.AuthorizationServer.
+func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	r := parseRequest(req)
+	rules, err := parseRouteRules(r.context)
+	if err != nil {
+		srv.m.failure(failBadRouteContext)
+		return nil, err // fail closed: 500
+	}
+	switch r.path {
+	case srv.s.CallbackPath:
+		return srv.callback(ctx, r)
+	case srv.s.LogoutPath:
+		return srv.logout(ctx, r)
+	case srv.s.LoginPath:
+		target := r.query.Get("rd")
+		if target == "" {
+			target = "/"
+		}
+		if err := srv.redirect.check(target); err != nil {
+			srv.m.failure(failRedirect)
+			return check.Deny(http.StatusBadRequest, "400 Bad Request: "+err.Error()+"\n")
+		}
+		return srv.startSignIn(ctx, r, target)
+	}
+
+	if token, ok := bearerToken(r.header("authorization")); ok {
+		return srv.checkBearer(ctx, r, rules, token)
+	}
+
+	sess, cookies, err := srv.currentSession(ctx, r)
+	if err != nil || sess == nil {
+		return srv.unauthenticated(ctx, r, rules, err)
+	}
+	return srv.allow(r, rules, sess.Claims, cookies)
+}
+
+// currentSession reads the session cookie and refreshes an expired
+// session. It returns the Set-Cookie values to send when the session
+// changed; (nil, nil, nil) means no session.
+func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []string, error) {
+	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
+	if !ok {
+		return nil, nil, nil
+	}
+	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
+	if err != nil {
+		srv.m.failure(failSessionInvalid)
+		return nil, nil, err
+	}
+	var sess session
+	if err := json.Unmarshal(plain, &sess); err != nil || sess.ID == "" {
+		srv.m.failure(failSessionInvalid)
+		return nil, nil, errBadCookie
+	}
+	now := srv.now()
+	if !now.Before(time.Unix(sess.Created, 0).Add(srv.s.Cookie.SessionLifetime.Duration)) {
+		return nil, nil, errors.New("session lifetime over")
+	}
+	if now.Before(time.Unix(sess.Expiry, 0)) {
+		return &sess, nil, nil
+	}
+	if sess.Refresh == "" {
+		return nil, nil, errors.New("session expired")
+	}
+	fresh, err := srv.refresh(ctx, &sess)
+	if err != nil {
+		srv.m.failure(failRefresh)
+		srv.log.Info("session refresh failed", "error", err)
+		return nil, nil, err
+	}
+	cookies, err := srv.sessionCookies(r, fresh)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fresh, cookies, nil
+}
+
+// unauthenticated answers a request without a usable session: browsers
+// are sent to sign in, API clients get 401.
+func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *routeRules, cause error) (*authv3.CheckResponse, error) {
+	if srv.isAPIClient(r, rules) {
+		return srv.challenge("")
+	}
+	_ = cause
+	return srv.startSignIn(ctx, r, r.pathQ)
+}
+
+// isAPIClient tells API calls (which a redirect to a login page would
+// only confuse) from browser navigation.
+func (srv *Server) isAPIClient(r *request, rules *routeRules) bool {
+	if rules.api || (r.method != http.MethodGet && r.method != http.MethodHead) {
+		return true
+	}
+	if strings.EqualFold(r.header("x-requested-with"), "XMLHttpRequest") {
+		return true
+	}
+	accept := strings.ToLower(r.header("accept"))
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+func (srv *Server) challenge(errCode string) (*authv3.CheckResponse, error) {
+	c := fmt.Sprintf("Bearer realm=%q", srv.s.ClientID)
+	if errCode != "" {
+		c += fmt.Sprintf(", error=%q", errCode)
+	}
+	return check.Unauthorized(c)
+}
+
+// flowState is the sealed content of the state cookie.
+type flowState struct {
+	State    string `json:"s"`
+	Nonce    string `json:"n"`
+	Verifier string `json:"v"`
+	Return   string `json:"r"`
+	Expiry   int64  `json:"e"`
+}
+
+func (srv *Server) stateCookie() string { return srv.s.Cookie.Name + "_state" }
+
+func (srv *Server) oauth2Config(r *request, d *discovered) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID:     srv.s.ClientID,
+		ClientSecret: srv.s.ClientSecret,
+		Endpoint:     d.endpoint,
+		RedirectURL:  r.scheme + "://" + r.host + srv.s.CallbackPath,
+		Scopes:       srv.s.Scopes,
+	}
+}
+
+// startSignIn answers 302 to the provider's authorization endpoint with a
+// fresh state, nonce and PKCE verifier sealed in the state cookie.
+func (srv *Server) startSignIn(ctx context.Context, r *request, returnTo string) (*authv3.CheckResponse, error) {
+	d, err := srv.disc.get(ctx)
+	if err != nil {
+		srv.m.failure(failDiscovery)
+		return nil, err
+	}
+	fs := flowState{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(),
+		Return: returnTo, Expiry: srv.now().Add(stateLifetime).Unix()}
+	plain, _ := json.Marshal(fs)
+	location := srv.oauth2Config(r, d).AuthCodeURL(fs.State,
+		oauth2.SetAuthURLParam("nonce", fs.Nonce), oauth2.S256ChallengeOption(fs.Verifier))
+	resp, err := check.Redirect(location)
+	if err != nil {
+		return nil, err
+	}
+	// A new sign-in replaces whatever session the browser had.
+	cookies := append(srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name),
+		srv.jar.set(srv.stateCookie(), srv.sealer.seal(srv.stateCookie(), plain), stateLifetime))
+	srv.m.event(eventSignIn)
+	return withCookies(resp, cookies)
+}
+
+// callback completes a sign-in: state, code exchange with the PKCE
+// verifier, ID token verification (issuer, audience, expiry, nonce).
+func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckResponse, error) {
+	clearState := []string{srv.jar.clear(srv.stateCookie())}
+	refuse := func(status int, reason, msg string) (*authv3.CheckResponse, error) {
+		srv.m.failure(reason)
+		srv.log.Info("sign-in refused", "reason", reason, "host", r.host)
+		resp, err := check.Deny(status, fmt.Sprintf("%d %s: %s\n", status, http.StatusText(status), msg))
+		if err != nil {
+			return nil, err
+		}
+		return withCookies(resp, clearState)
+	}
+	if e := r.query.Get("error"); e != "" {
+		return refuse(http.StatusUnauthorized, failProviderError, "the identity provider refused the sign-in")
+	}
+	value, ok := r.cookies[srv.stateCookie()]
+	if !ok {
+		return refuse(http.StatusBadRequest, failStateMissing, "no sign-in in progress (missing or expired state cookie)")
+	}
+	plain, err := srv.sealer.open(srv.stateCookie(), value)
+	var fs flowState
+	if err != nil || json.Unmarshal(plain, &fs) != nil || srv.now().Unix() > fs.Expiry {
+		return refuse(http.StatusBadRequest, failStateMissing, "no sign-in in progress (invalid or expired state cookie)")
+	}
+	if subtle.ConstantTimeCompare([]byte(fs.State), []byte(r.query.Get("state"))) != 1 {
+		return refuse(http.StatusBadRequest, failStateMismatch, "state does not match")
+	}
+	if !srv.usedStates.add(fs.State, time.Unix(fs.Expiry, 0), srv.now()) {
+		return refuse(http.StatusBadRequest, failStateReplayed, "this sign-in was already completed")
+	}
+	if err := srv.redirect.check(fs.Return); err != nil {
+		return refuse(http.StatusBadRequest, failRedirect, err.Error())
+	}
+	d, err := srv.disc.get(ctx)
+	if err != nil {
+		srv.m.failure(failDiscovery)
+		return nil, err
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, srv.client)
+	tok, err := srv.oauth2Config(r, d).Exchange(ctx, r.query.Get("code"), oauth2.VerifierOption(fs.Verifier))
+	if err != nil {
+		srv.log.Info("code exchange failed", "error", err)
+		return refuse(http.StatusUnauthorized, failExchange, "the authorization code was not accepted")
+	}
+	rawID, _ := tok.Extra("id_token").(string)
+	if rawID == "" {
+		return refuse(http.StatusUnauthorized, failIDToken, "no ID token")
+	}
+	idt, err := d.idTokens.Verify(ctx, rawID)
+	if err != nil {
+		srv.log.Info("ID token rejected", "error", err)
+		return refuse(http.StatusUnauthorized, failIDToken, "the ID token is not valid")
+	}
+	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(fs.Nonce)) != 1 {
+		return refuse(http.StatusUnauthorized, failNonce, "the ID token's nonce does not match")
+	}
+	sess, err := newSession(idt, rawID, tok, srv.now())
+	if err != nil {
+		return nil, err
+	}
+	cookies, err := srv.sessionCookies(r, sess)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := check.Redirect(fs.Return)
+	if err != nil {
+		return nil, err
+	}
+	srv.m.event(eventCallback)
+	return withCookies(resp, append(cookies, clearState...))
+}
+
+// sessionCookies seals sess into Set-Cookie values.
+func (srv *Server) sessionCookies(r *request, sess *session) ([]string, error) {
+	plain, err := json.Marshal(sess)
+	if err != nil {
+		return nil, err
+	}
+	maxAge := time.Unix(sess.Created, 0).Add(srv.s.Cookie.SessionLifetime.Duration).Sub(srv.now())
+	return srv.jar.writeChunked(r.cookies, srv.s.Cookie.Name, srv.sealer.seal(srv.s.Cookie.Name, plain), maxAge)
+}
+
+// logout clears the session and signs out at the provider when it can.
+func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckResponse, error) {
+	target := r.query.Get("rd")
+	if target != "" {
+		if err := srv.redirect.check(target); err != nil {
+			srv.m.failure(failRedirect)
+			return check.Deny(http.StatusBadRequest, "400 Bad Request: "+err.Error()+"\n")
+		}
+	}
+	var idToken string
+	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok {
+		if plain, err := srv.sealer.open(srv.s.Cookie.Name, value); err == nil {
+			var sess session
+			if json.Unmarshal(plain, &sess) == nil {
+				idToken = sess.IDToken
+			}
+		}
+	}
+	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
+	if _, ok := r.cookies[srv.stateCookie()]; ok {
+		cookies = append(cookies, srv.jar.clear(srv.stateCookie()))
+	}
+	location := target
+	if location == "" {
+		location = srv.s.PostLogoutRedirectURL
+	}
+	if location == "" {
+		location = "/"
+	}
+	if d, err := srv.disc.get(ctx); err == nil && d.endSession != "" {
+		u, err := url.Parse(d.endSession)
+		if err != nil {
+			return nil, err
+		}
+		q := u.Query()
+		q.Set("client_id", srv.s.ClientID)
+		if idToken != "" {
+			q.Set("id_token_hint", idToken)
+		}
+		if srv.s.PostLogoutRedirectURL != "" {
+			q.Set("post_logout_redirect_uri", srv.s.PostLogoutRedirectURL)
+		}
+		u.RawQuery = q.Encode()
+		location = u.String()
+	}
+	resp, err := check.Redirect(location)
+	if err != nil {
+		return nil, err
+	}
+	srv.m.event(eventLogout)
+	return withCookies(resp, cookies)
+}
+
+func bearerToken(authz string) (string, bool) {
+	scheme, token, ok := strings.Cut(authz, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// checkBearer validates a JWT access token: signature against the
+// provider's keys, issuer, audience, expiry, algorithm. Never a redirect.
+func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRules, token string) (*authv3.CheckResponse, error) {
+	d, err := srv.disc.get(ctx)
+	if err != nil {
+		srv.m.failure(failDiscovery)
+		return nil, err
+	}
+	if d.bearer == nil {
+		srv.m.failure(failBearer)
+		return srv.challenge("invalid_token")
+	}
+	t, err := d.bearer.Verify(ctx, token)
+	if err == nil && !intersects(t.Audience, srv.s.Bearer.Audiences) {
+		err = errors.New("audience not accepted")
+	}
+	if err != nil {
+		srv.m.failure(failBearer)
+		srv.log.Info("bearer token rejected", "error", err)
+		return srv.challenge("invalid_token")
+	}
+	var claims map[string]any
+	if err := t.Claims(&claims); err != nil {
+		return nil, err
+	}
+	srv.m.event(eventBearer)
+	return srv.allow(r, rules, claims, nil)
+}
+
+// allow authorizes the route and answers OK with the claim headers and,
+// when the session changed, its cookies on the response.
+func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, cookies []string) (*authv3.CheckResponse, error) {
+	if !rules.permits(claims, srv.s.GroupsClaim) {
+		srv.m.failure(failForbidden)
+		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
+		if err != nil {
+			return nil, err
+		}
+		return withCookies(resp, cookies)
+	}
+	var headers []check.Header
+	var unset []string
+	for _, hm := range srv.s.Headers {
+		if v, ok := claimString(claims[hm.Claim]); ok {
+			headers = append(headers, check.Header{Name: hm.Name, Value: v})
+		} else {
+			unset = append(unset, hm.Name)
+		}
+	}
+	resp, err := check.Allow(r.raw, headers)
+	if err != nil {
+		return nil, err
+	}
+	// A header we have no claim for is not set, but a client's copy of it
+	// must not reach the upstream either.
+	ok := resp.GetOkResponse()
+	for _, name := range unset {
+		for _, rn := range requestHeaderNames(r.raw) {
+			if foldName(rn) == foldName(name) {
+				ok.HeadersToRemove = append(ok.HeadersToRemove, rn)
+			}
+		}
+	}
+	return withCookies(resp, cookies)
+}
+
+// withCookies adds Set-Cookie values to a response sent to the client:
+// the denial itself, or (allowed) the upstream's response.
+func withCookies(resp *authv3.CheckResponse, cookies []string) (*authv3.CheckResponse, error) {
+	for _, c := range cookies {
+		if !check.ValidHeaderValue(c) {
+			return nil, errors.New("invalid Set-Cookie value")
+		}
+		h := &corev3.HeaderValueOption{
+			Header: &corev3.HeaderValue{Key: "Set-Cookie", Value: c},
+			// Each cookie is its own header line.
+			AppendAction: corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD,
+		}
+		if d := resp.GetDeniedResponse(); d != nil {
+			d.Headers = append(d.Headers, h)
+		} else if ok := resp.GetOkResponse(); ok != nil {
+			ok.ResponseHeadersToAdd = append(ok.ResponseHeadersToAdd, h)
+		}
+	}
+	return resp, nil
+}
+
+func requestHeaderNames(req *authv3.CheckRequest) []string {
+	h := req.GetAttributes().GetRequest().GetHttp()
+	var names []string
+	for n := range h.GetHeaders() {
+		names = append(names, n)
+	}
+	for _, hv := range h.GetHeaderMap().GetHeaders() {
+		names = append(names, hv.GetKey())
+	}
+	return names
+}
+
+func foldName(n string) string { return strings.ReplaceAll(strings.ToLower(n), "_", "-") }
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func randomString() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// expiringSet remembers values until they expire (used states).
+type expiringSet struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func newExpiringSet() *expiringSet { return &expiringSet{m: map[string]time.Time{}} }
+
+// add records v until exp; false when v was already there.
+func (s *expiringSet) add(v string, exp, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) > 1024 {
+		for k, e := range s.m {
+			if now.After(e) {
+				delete(s.m, k)
+			}
+		}
+	}
+	if e, ok := s.m[v]; ok && now.Before(e) {
+		return false
+	}
+	s.m[v] = exp
+	return true
+}
