@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -332,8 +334,8 @@ func (x *Exchange) immediateResponse() *extprocv3.ProcessingResponse {
 	}
 	if len(r.Headers) > 0 {
 		h := &Headers{m: map[string][]string{}}
-		for k, vs := range r.Headers {
-			for i, v := range vs {
+		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+			for i, v := range r.Headers[k] {
 				if i == 0 {
 					h.Set(k, v)
 				} else {

@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/portcullis/portcullis/extprocserver/sdk"
+	"github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
 )
 
 // funcs is a Processor built from optional functions; nil phases continue.
@@ -89,83 +84,6 @@ func (r *recorder) get() []event {
 	return append([]event(nil), r.events...)
 }
 
-// start serves p with the driver on an in-process gRPC connection and
-// returns a client playing Envoy's role.
-func start(t *testing.T, p sdk.Processor) (extprocv3.ExternalProcessorClient, *recorder) {
-	t.Helper()
-	rec := &recorder{}
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p,
-		sdk.WithObserver(rec.observe), sdk.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return extprocv3.NewExternalProcessorClient(conn), rec
-}
-
-func open(t *testing.T, c extprocv3.ExternalProcessorClient) extprocv3.ExternalProcessor_ProcessClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	s, err := c.Process(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func hmap(kv ...string) *corev3.HeaderMap {
-	m := &corev3.HeaderMap{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m.Headers = append(m.Headers, &corev3.HeaderValue{Key: kv[i], RawValue: []byte(kv[i+1])})
-	}
-	return m
-}
-
-func reqHeaders(eos bool, kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hmap(kv...), EndOfStream: eos}}}
-}
-func respHeaders(eos bool, kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: hmap(kv...), EndOfStream: eos}}}
-}
-func reqBody(b string, eos bool) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
-}
-func respBody(b string, eos bool) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
-}
-func reqTrailers(kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{Trailers: hmap(kv...)}}}
-}
-func respTrailers(kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocv3.HttpTrailers{Trailers: hmap(kv...)}}}
-}
-
-func withMode(r *extprocv3.ProcessingRequest, req, resp sdk.BodyMode) *extprocv3.ProcessingRequest {
-	r.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: req, ResponseBodyMode: resp}
-	return r
-}
-
-// roundTrip sends one message and returns its one response.
-func roundTrip(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
-	t.Helper()
-	if err := s.Send(req); err != nil {
-		t.Fatalf("Send: %v", err)
-	}
-	resp, err := s.Recv()
-	if err != nil {
-		t.Fatalf("Recv: %v", err)
-	}
-	return resp
-}
-
 // kind names the response oneof, to check that answers come in order.
 func kind(r *extprocv3.ProcessingResponse) string {
 	switch r.GetResponse().(type) {
@@ -187,39 +105,35 @@ func kind(r *extprocv3.ProcessingResponse) string {
 	return "none"
 }
 
-func common(r *extprocv3.ProcessingResponse) *extprocv3.CommonResponse {
-	switch v := r.GetResponse().(type) {
-	case *extprocv3.ProcessingResponse_RequestHeaders:
-		return v.RequestHeaders.GetResponse()
-	case *extprocv3.ProcessingResponse_ResponseHeaders:
-		return v.ResponseHeaders.GetResponse()
-	case *extprocv3.ProcessingResponse_RequestBody:
-		return v.RequestBody.GetResponse()
-	case *extprocv3.ProcessingResponse_ResponseBody:
-		return v.ResponseBody.GetResponse()
-	}
-	return nil
+// start serves p with the driver and an observer.
+func start(t *testing.T, p sdk.Processor) (extprocv3.ExternalProcessorClient, *recorder) {
+	rec := &recorder{}
+	return sdktest.Serve(t, p, sdk.WithObserver(rec.observe)), rec
 }
 
-// mutationString renders a HeaderMutation compactly: "-name" for a removal,
-// "=name:v" for an overwrite, "+name:v" for an append.
-func mutationString(m *extprocv3.HeaderMutation) string {
-	var parts []string
-	for _, r := range m.GetRemoveHeaders() {
-		parts = append(parts, "-"+r)
-	}
-	for _, s := range m.GetSetHeaders() {
-		op := "+"
-		if s.GetAppendAction() == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD {
-			op = "="
-		}
-		parts = append(parts, op+s.GetHeader().GetKey()+":"+string(s.GetHeader().GetRawValue()))
-	}
-	return strings.Join(parts, " ")
+func open(t *testing.T, c extprocv3.ExternalProcessorClient) *sdktest.Stream {
+	return sdktest.Open(t, c)
 }
+
+func roundTrip(t *testing.T, s *sdktest.Stream, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	t.Helper()
+	return s.RoundTrip(req)
+}
+
+var (
+	reqHeaders     = sdktest.RequestHeaders
+	respHeaders    = sdktest.ResponseHeaders
+	reqBody        = sdktest.RequestBody
+	respBody       = sdktest.ResponseBody
+	reqTrailers    = sdktest.RequestTrailers
+	respTrailers   = sdktest.ResponseTrailers
+	withMode       = sdktest.WithModes
+	common         = sdktest.Common
+	mutationString = sdktest.MutationString
+)
 
 // expectEOF checks that the server closed the stream with OK.
-func expectEOF(t *testing.T, s extprocv3.ExternalProcessor_ProcessClient) {
+func expectEOF(t *testing.T, s *sdktest.Stream) {
 	t.Helper()
 	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the last answer: %v, want a clean close (EOF)", err)
@@ -269,7 +183,10 @@ func TestEveryModeAnswersEachMessageInOrder(t *testing.T) {
 			h.Set("x-req-path", x.Path()) // request state carried across phases
 			return nil
 		},
-		reqT: func(_ context.Context, _ *sdk.Exchange, t *sdk.Headers) error { t.Set("x-req-trailer", "seen"); return nil },
+		reqT: func(_ context.Context, _ *sdk.Exchange, t *sdk.Headers) error {
+			t.Set("x-req-trailer", "seen")
+			return nil
+		},
 		respT: func(_ context.Context, _ *sdk.Exchange, t *sdk.Headers) error {
 			t.Set("x-resp-trailer", t.Get("grpc-status"))
 			return nil

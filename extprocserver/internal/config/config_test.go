@@ -1,0 +1,259 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/portcullis/portcullis/extprocserver/sdk"
+	st "github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
+)
+
+// TestProcessors builds each built-in processor from YAML and plays an
+// exchange through the real driver; each step names the answer it expects.
+func TestProcessors(t *testing.T) {
+	type step struct {
+		req  *extprocv3.ProcessingRequest
+		want string // "immediate:<status>" or the header mutation, plus " body=<body>" when replaced
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		steps      []step
+	}{
+		{"headers with templates", `
+processors:
+- headers:
+    request:
+      set: {x-route: "${method} ${path}", X-Literal: "cost $$5"}
+      append: {x-trace: "${request_header.x-user}"}
+      remove: [x-internal]
+    response:
+      set: {x-request-id: "${request_id}", x-status: "${status}"}
+`, []step{
+			{st.RequestHeaders(true, ":method", "GET", ":path", "/a?b", "x-user", "u1", "x-request-id", "rid"), "-x-internal =x-literal:cost $5 =x-route:GET /a?b +x-trace:u1"},
+			{st.ResponseHeaders(true, ":status", "404"), "=x-request-id:rid =x-status:404"},
+		}},
+		{"deny by path prefix and method", `
+processors:
+- deny:
+    status: 451
+    body: blocked
+    headers: {x-denied-by: portcullis}
+    rules:
+    - path: {prefix: /admin}
+      methods: [delete]
+`, []step{
+			{st.RequestHeaders(true, ":method", "DELETE", ":path", "/admin/users?x=1"), "immediate:451 blocked =content-type:text/plain; charset=utf-8 =x-denied-by:portcullis"},
+		}},
+		{"deny lets others through", `
+processors:
+- deny:
+    rules:
+    - headers: [{name: X-Debug, exact: "1"}]
+    - path: {regex: "/internal/.*"}
+`, []step{
+			{st.RequestHeaders(true, ":method", "GET", ":path", "/public", "x-debug", "0"), ""},
+			{st.ResponseHeaders(true, ":status", "200"), ""},
+		}},
+		{"deny header rule", `
+processors:
+- deny:
+    rules:
+    - headers: [{name: X-Debug, exact: "1"}]
+`, []step{
+			{st.RequestHeaders(true, ":path", "/", "x-debug", "1"), "immediate:403 Forbidden =content-type:text/plain; charset=utf-8"},
+		}},
+		{"size limit from content-length", `
+processors:
+- sizeLimit: {maxRequestBytes: 10}
+`, []step{
+			{st.RequestHeaders(false, ":path", "/", "content-length", "11"), "immediate:413 request body larger than 10 bytes =content-type:text/plain; charset=utf-8"},
+		}},
+		{"size limit counting streamed chunks", `
+processors:
+- sizeLimit: {maxRequestBytes: 10}
+`, []step{
+			{st.WithModes(st.RequestHeaders(false, ":path", "/"), sdk.ModeStreamed, sdk.ModeNone), ""},
+			{st.RequestBody("123456", false), ""},
+			{st.RequestBody("12345", false), "immediate:413 request body larger than 10 bytes =content-type:text/plain; charset=utf-8"},
+		}},
+		{"json redaction in buffered mode fixes content-length", `
+processors:
+- jsonRedact:
+    request: ["$.password"]
+    response: ["$..token"]
+    replacement: "*"
+`, []step{
+			{st.WithModes(st.RequestHeaders(false, ":path", "/", "content-type", "application/json", "content-length", "33"), sdk.ModeBuffered, sdk.ModeBuffered), ""},
+			{st.RequestBody(`{"user":"a","password":"hunter2"}`, true), `=content-length:27 body={"user":"a","password":"*"}`},
+			{st.ResponseHeaders(false, ":status", "200", "content-type", "application/json", "content-length", "21"), ""},
+			{st.ResponseBody(`{"a":{"token":"xyz"}}`, true), `=content-length:19 body={"a":{"token":"*"}}`},
+		}},
+		{"json redaction passes non-JSON and streamed chunks", `
+processors:
+- jsonRedact: {request: ["$.password"], response: ["$.password"]}
+`, []step{
+			{st.WithModes(st.RequestHeaders(false, ":path", "/", "content-type", "text/plain"), sdk.ModeBuffered, sdk.ModeStreamed), ""},
+			{st.RequestBody(`{"password":"x"}`, true), ""},
+			{st.ResponseHeaders(false, ":status", "200", "content-type", "application/json"), ""},
+			{st.ResponseBody(`{"password":`, false), ""},
+			{st.ResponseBody(`"x"}`, true), ""},
+		}},
+		{"route by header rule", `
+processors:
+- routeByHeader:
+    header: x-variant
+    rules:
+    - headers: [{name: cookie, contains: "beta=1"}]
+      value: canary
+    default: stable
+`, []step{
+			{st.RequestHeaders(true, ":path", "/", "cookie", "a=b; beta=1", "x-variant", "forged"), "=x-variant:canary clear_route_cache"},
+		}},
+		{"route by header removes a forged header", `
+processors:
+- routeByHeader:
+    header: x-variant
+    split: {value: canary, percent: 0}
+`, []step{
+			{st.RequestHeaders(true, ":path", "/", "x-variant", "canary"), "-x-variant clear_route_cache"},
+		}},
+		{"route by header sticky split", `
+processors:
+- routeByHeader:
+    header: x-variant
+    split: {value: canary, percent: 100, stickyHeader: x-user}
+`, []step{
+			{st.RequestHeaders(true, ":path", "/", "x-user", "42"), "=x-variant:canary clear_route_cache"},
+		}},
+		{"observe and headers chained", `
+processors:
+- observe: {headerPrefix: "x-o-"}
+- headers:
+    response:
+      set: {x-after: "${response_header.x-o-request-bytes}"}
+`, []step{
+			{st.WithModes(st.RequestHeaders(false, ":path", "/"), sdk.ModeStreamed, sdk.ModeNone), ""},
+			{st.RequestBody("abc", false), ""},
+			{st.RequestBody("de", true), ""},
+			{st.ResponseHeaders(false, ":status", "200", "content-length", "7"), "=x-o-upstream-ms:* =x-o-request-bytes:5 =x-o-response-bytes:7 =x-after:5"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			p, err := f.Build(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := st.Open(t, st.Serve(t, p))
+			for i, step := range tc.steps {
+				got := describe(s.RoundTrip(step.req))
+				if !matchWild(step.want, got) {
+					t.Errorf("step %d: got %q, want %q", i, got, step.want)
+				}
+			}
+		})
+	}
+}
+
+// describe renders an answer in the form the table uses.
+func describe(r *extprocv3.ProcessingResponse) string {
+	if ir := r.GetImmediateResponse(); ir != nil {
+		return strings.TrimSpace("immediate:" + strconv.Itoa(int(ir.GetStatus().GetCode())) + " " + strings.TrimSpace(string(ir.GetBody())) + " " + st.Mutation(r))
+	}
+	out := st.Mutation(r)
+	if c := st.Common(r); c.GetClearRouteCache() {
+		out = strings.TrimSpace(out + " clear_route_cache")
+	}
+	if b := st.Common(r).GetBodyMutation(); b != nil {
+		out = strings.TrimSpace(out + " body=" + string(b.GetBody()))
+	}
+	return out
+}
+
+// matchWild compares with "*" in want matching any run of non-space text.
+func matchWild(want, got string) bool {
+	wf, gf := strings.Fields(want), strings.Fields(got)
+	if !strings.Contains(want, "*") {
+		return want == got
+	}
+	if len(wf) != len(gf) {
+		return false
+	}
+	for i := range wf {
+		pre, post, wild := strings.Cut(wf[i], "*")
+		if !wild && wf[i] != gf[i] || wild && !(strings.HasPrefix(gf[i], pre) && strings.HasSuffix(gf[i], post)) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestObserveMetrics(t *testing.T) {
+	f, err := Parse([]byte("processors:\n- observe: {headerPrefix: \"-\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	p, err := f.Build(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.Open(t, st.Serve(t, p))
+	s.RoundTrip(st.RequestHeaders(true, ":path", "/"))
+	if got := st.Mutation(s.RoundTrip(st.ResponseHeaders(true, ":status", "503"))); got != "" {
+		t.Errorf("headers disabled but got %q", got)
+	}
+	if n := testutil.CollectAndCount(reg, "portcullis_extprocserver_upstream_seconds"); n != 1 {
+		t.Errorf("upstream histogram series = %d", n)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(""), "portcullis_extprocserver_nonexistent"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestBadConfigs(t *testing.T) {
+	for name, y := range map[string]string{
+		"empty":                 "",
+		"no processors":         "processors: []",
+		"unknown field":         "processors:\n- headers: {request: {sett: {a: b}}}",
+		"unknown kind":          "processors:\n- lua: {}",
+		"no kind":               "processors:\n- name: x",
+		"two kinds":             "processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}",
+		"bad template":          "processors:\n- headers: {request: {set: {x: '${nope}'}}}",
+		"lone dollar":           "processors:\n- headers: {request: {set: {x: 'a $ b'}}}",
+		"pseudo header":         "processors:\n- headers: {request: {set: {':path': /x}}}",
+		"deny without rules":    "processors:\n- deny: {}",
+		"deny empty rule":       "processors:\n- deny: {rules: [{}]}",
+		"deny two matchers":     "processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}",
+		"deny bad regex":        "processors:\n- deny: {rules: [{path: {regex: '('}}]}",
+		"deny bad status":       "processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}",
+		"deny absent and value": "processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}",
+		"size zero":             "processors:\n- sizeLimit: {maxRequestBytes: 0}",
+		"redact nothing":        "processors:\n- jsonRedact: {}",
+		"redact bad path":       "processors:\n- jsonRedact: {request: [password]}",
+		"route no header":       "processors:\n- routeByHeader: {default: a}",
+		"route nothing":         "processors:\n- routeByHeader: {header: x}",
+		"route bad percent":     "processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}",
+		"route rule no value":   "processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}",
+		"not yaml":              "processors: [",
+	} {
+		f, err := Parse([]byte(y))
+		if err == nil {
+			_, err = f.Build(nil)
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if testing.Verbose() {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}

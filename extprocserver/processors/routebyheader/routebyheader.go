@@ -1,0 +1,116 @@
+// Package routebyheader is the built-in processor for A/B and canary
+// routing: it decides a variant per request, writes it to a request header
+// and clears Envoy's route cache so that routes matching on that header
+// take effect. The client's own copy of the header is always removed first,
+// so clients cannot pick a variant unless a rule lets them.
+package routebyheader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/portcullis/portcullis/extprocserver/internal/match"
+	"github.com/portcullis/portcullis/extprocserver/sdk"
+)
+
+// Config is the YAML of the routeByHeader processor.
+type Config struct {
+	// Header receives the variant, e.g. x-portcullis-variant.
+	Header string `json:"header"`
+	// Rules are tried in order; the first match decides.
+	Rules []Rule `json:"rules,omitempty"`
+	// Split sends a percentage of the remaining requests to a variant.
+	Split *Split `json:"split,omitempty"`
+	// Default is the variant when nothing decided; empty leaves the header
+	// unset.
+	Default string `json:"default,omitempty"`
+}
+
+// Rule sends matching requests to Value.
+type Rule struct {
+	match.Rule `json:",inline"`
+	Value      string `json:"value"`
+}
+
+// Split sends Percent% of requests to Value. With StickyHeader the choice
+// is a hash of that request header (the same user always lands on the same
+// side); without it, or when the header is missing, it is random.
+type Split struct {
+	Value        string  `json:"value"`
+	Percent      float64 `json:"percent"`
+	StickyHeader string  `json:"stickyHeader,omitempty"`
+}
+
+// Processor is the routeByHeader processor.
+type Processor struct {
+	sdk.Continue
+	cfg Config
+}
+
+// New validates cfg.
+func New(cfg Config) (*Processor, error) {
+	var errs []error
+	cfg.Header = strings.ToLower(cfg.Header)
+	if cfg.Header == "" || strings.HasPrefix(cfg.Header, ":") || cfg.Header == "host" {
+		errs = append(errs, fmt.Errorf("header %q: a regular request header name is required", cfg.Header))
+	}
+	for i := range cfg.Rules {
+		if err := cfg.Rules[i].Compile(); err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d]: %w", i, err))
+		}
+		if cfg.Rules[i].Value == "" {
+			errs = append(errs, fmt.Errorf("rules[%d]: value is required", i))
+		}
+	}
+	if s := cfg.Split; s != nil {
+		if s.Value == "" || s.Percent < 0 || s.Percent > 100 {
+			errs = append(errs, errors.New("split: value is required and percent must be 0-100"))
+		}
+	}
+	if len(cfg.Rules) == 0 && cfg.Split == nil && cfg.Default == "" {
+		errs = append(errs, errors.New("set rules, split or default"))
+	}
+	return &Processor{cfg: cfg}, errors.Join(errs...)
+}
+
+// Variant decides the variant for a request ("" for none).
+func (p *Processor) Variant(h *sdk.Headers) string {
+	for i := range p.cfg.Rules {
+		if p.cfg.Rules[i].Match(h) {
+			return p.cfg.Rules[i].Value
+		}
+	}
+	if s := p.cfg.Split; s != nil {
+		var bucket float64
+		if v := h.Get(s.StickyHeader); s.StickyHeader != "" && v != "" {
+			f := fnv.New32a()
+			f.Write([]byte(v))
+			bucket = float64(f.Sum32()%10000) / 100
+		} else {
+			bucket = rand.Float64() * 100
+		}
+		if bucket < s.Percent {
+			return s.Value
+		}
+	}
+	return p.cfg.Default
+}
+
+func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	v := p.Variant(h)
+	had := h.Has(p.cfg.Header)
+	switch {
+	case v != "":
+		h.Set(p.cfg.Header, v)
+	case had:
+		h.Del(p.cfg.Header)
+	default:
+		return nil // nothing changed: the route stands
+	}
+	x.ClearRouteCache()
+	return x.SetMetadata("portcullis.extproc", "variant", v)
+}
