@@ -64,5 +64,5 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) event(e string)  { m.events.WithLabelValues(e).Inc() }
+func (m *metrics) event(e string)   { m.events.WithLabelValues(e).Inc() }
 func (m *metrics) failure(r string) { m.failures.WithLabelValues(r).Inc() }
