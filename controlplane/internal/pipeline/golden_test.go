@@ -14,6 +14,7 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -65,6 +66,22 @@ type caseOptions struct {
 
 func runCase(t *testing.T, dir string) []byte {
 	t.Helper()
+	set, res := runPipeline(t, dir)
+	doc, err := pipeline.NewDocument(set, res, goldenNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := doc.Encode("yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runPipeline runs one case (testdata/common, the case's in.yaml,
+// options.yaml and config.yaml) through the pipeline.
+func runPipeline(t *testing.T, dir string) (*objects.Set, *pipeline.Result) {
+	t.Helper()
 	opts := pipeline.Options{Translator: translator.DefaultOptions()}
 	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
 		var co caseOptions
@@ -86,15 +103,7 @@ func runCase(t *testing.T, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := pipeline.NewDocument(set, pipeline.Run(set, opts), goldenNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := doc.Encode("yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return set, pipeline.Run(set, opts)
 }
 
 func fileExists(path string) bool {

@@ -1,0 +1,220 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// TestEnvoyValidatesGoldens loads the xDS output of every golden case into
+// the real Envoy (`envoy --mode validate`) as a static bootstrap: what our
+// tests pin down must also be configuration Envoy accepts. Routes are
+// inlined into their HCMs, EDS clusters get their endpoints as a static
+// load_assignment, SDS secrets become static secrets.
+func TestEnvoyValidatesGoldens(t *testing.T) {
+	envoy := envoyBinary(t)
+	cases, err := filepath.Glob("testdata/*/in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range cases {
+		dir := filepath.Dir(in)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			_, res := runPipeline(t, dir)
+			b, err := staticBootstrap(res.Resources)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := protojson.Marshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "bootstrap.json")
+			if err := os.WriteFile(path, j, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
+			if err != nil {
+				t.Fatalf("Envoy rejects the configuration of %s: %v\n%s", dir, err, out)
+			}
+		})
+	}
+}
+
+// envoyBinary finds Envoy the way e2e/harness does: $PORTCULLIS_TOOLS/bin
+// or <repo>/.tools/bin.
+func envoyBinary(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("PORTCULLIS_TOOLS")
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := wd; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+				dir = filepath.Join(d, ".tools")
+				break
+			}
+			if filepath.Dir(d) == d {
+				t.Fatal("cannot find the repository root (no go.work above the working directory)")
+			}
+		}
+	}
+	path := filepath.Join(dir, "bin", "envoy")
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		t.Fatalf("envoy not found at %s: run `make tools`", path)
+	}
+	return path
+}
+
+// staticBootstrap turns a set of xDS resources into a bootstrap that needs
+// no management server.
+func staticBootstrap(r *translator.Resources) (*bootstrapv3.Bootstrap, error) {
+	routes := map[string]*routev3.RouteConfiguration{}
+	for _, m := range r.Routes {
+		rc := m.(*routev3.RouteConfiguration)
+		routes[rc.Name] = rc
+	}
+	endpoints := map[string]*endpointv3.ClusterLoadAssignment{}
+	for _, m := range r.Endpoints {
+		cla := m.(*endpointv3.ClusterLoadAssignment)
+		endpoints[cla.ClusterName] = cla
+	}
+	sr := &bootstrapv3.Bootstrap_StaticResources{}
+	for _, m := range r.Listeners {
+		l := proto.Clone(m).(*listenerv3.Listener)
+		chains := l.FilterChains
+		if l.DefaultFilterChain != nil {
+			chains = append(chains, l.DefaultFilterChain)
+		}
+		for _, fc := range chains {
+			if err := staticTransportSocket(fc.TransportSocket, &tlsv3.DownstreamTlsContext{}); err != nil {
+				return nil, err
+			}
+			for _, f := range fc.Filters {
+				tc := f.GetTypedConfig()
+				hcm := &hcmv3.HttpConnectionManager{}
+				if tc == nil || !tc.MessageIs(hcm) {
+					continue
+				}
+				if err := tc.UnmarshalTo(hcm); err != nil {
+					return nil, err
+				}
+				if rds := hcm.GetRds(); rds != nil {
+					rc, ok := routes[rds.RouteConfigName]
+					if !ok {
+						return nil, fmt.Errorf("listener %s: route configuration %q is not among the resources", l.Name, rds.RouteConfigName)
+					}
+					hcm.RouteSpecifier = &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: rc}
+				}
+				a, err := anypb.New(hcm)
+				if err != nil {
+					return nil, err
+				}
+				f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+			}
+		}
+		sr.Listeners = append(sr.Listeners, l)
+	}
+	for _, m := range r.Clusters {
+		c := proto.Clone(m).(*clusterv3.Cluster)
+		if c.GetType() == clusterv3.Cluster_EDS {
+			name := c.GetEdsClusterConfig().GetServiceName()
+			if name == "" {
+				name = c.Name
+			}
+			cla, ok := endpoints[name]
+			if !ok {
+				return nil, fmt.Errorf("cluster %s: no ClusterLoadAssignment %q among the resources", c.Name, name)
+			}
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+			c.EdsClusterConfig = nil
+			c.LoadAssignment = proto.Clone(cla).(*endpointv3.ClusterLoadAssignment)
+		}
+		if err := staticTransportSocket(c.TransportSocket, &tlsv3.UpstreamTlsContext{}); err != nil {
+			return nil, err
+		}
+		sr.Clusters = append(sr.Clusters, c)
+	}
+	for _, m := range r.Secrets {
+		sr.Secrets = append(sr.Secrets, proto.Clone(m).(*tlsv3.Secret))
+	}
+	return &bootstrapv3.Bootstrap{StaticResources: sr}, nil
+}
+
+// staticTransportSocket points the SDS references of a TLS transport
+// socket at static secrets (an SdsSecretConfig without sds_config).
+func staticTransportSocket(ts *corev3.TransportSocket, ctx interface {
+	proto.Message
+	GetCommonTlsContext() *tlsv3.CommonTlsContext
+}) error {
+	if ts == nil || ts.GetTypedConfig() == nil {
+		return nil
+	}
+	if err := ts.GetTypedConfig().UnmarshalTo(ctx); err != nil {
+		return err
+	}
+	if common := ctx.GetCommonTlsContext(); common != nil {
+		for _, s := range common.TlsCertificateSdsSecretConfigs {
+			s.SdsConfig = nil
+		}
+		if v := common.GetValidationContextSdsSecretConfig(); v != nil {
+			v.SdsConfig = nil
+		}
+		if cv := common.GetCombinedValidationContext(); cv != nil && cv.ValidationContextSdsSecretConfig != nil {
+			cv.ValidationContextSdsSecretConfig.SdsConfig = nil
+		}
+	}
+	a, err := anypb.New(ctx)
+	if err != nil {
+		return err
+	}
+	ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: a}
+	return nil
+}
+
+// TestEnvoyValidateCanFail shows that the check above has teeth: the same
+// bootstrap without its clusters is rejected (routes and ext_authz name
+// clusters that do not exist).
+func TestEnvoyValidateCanFail(t *testing.T) {
+	envoy := envoyBinary(t)
+	_, res := runPipeline(t, "testdata/global-ext-auth-rules")
+	b, err := staticBootstrap(res.Resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.StaticResources.Clusters = nil
+	j, err := protojson.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := os.WriteFile(path, j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
+	if err == nil {
+		t.Fatalf("Envoy accepted routes to clusters that do not exist:\n%s", out)
+	}
+	if !strings.Contains(string(out), "unknown cluster") {
+		t.Fatalf("Envoy rejected the configuration for another reason than the missing clusters:\n%s", out)
+	}
+}
