@@ -112,4 +112,3 @@ func (t *Template) Expand(x *sdk.Exchange) string {
 	}
 	return b.String()
 }
-

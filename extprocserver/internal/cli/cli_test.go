@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/portcullis/portcullis/extprocserver/internal/config"
+	"github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
+	"github.com/portcullis/portcullis/serverkit"
+)
+
+const exampleConfig = "../../../examples/extprocserver/config.yaml"
+
+// TestServesTheExampleConfig runs the example configuration as the command
+// wires it and speaks ext_proc to it over a real loopback connection.
+func TestServesTheExampleConfig(t *testing.T) {
+	f, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := serverkit.DefaultOptions()
+	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	srv, err := NewServer(opts, slog.New(slog.NewTextHandler(io.Discard, nil)), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := extprocv3.NewExternalProcessorClient(conn)
+
+	denied := sdktest.Open(t, client).RoundTrip(sdktest.RequestHeaders(true, ":method", "DELETE", ":path", "/admin/x"))
+	if denied.GetImmediateResponse().GetStatus().GetCode() != 403 {
+		t.Errorf("DELETE /admin answered %v", denied)
+	}
+	s := sdktest.Open(t, client)
+	got := sdktest.Mutation(s.RoundTrip(sdktest.RequestHeaders(true, ":method", "GET", ":path", "/a", "cookie", "beta=1", "x-debug", "1")))
+	for _, want := range []string{"=x-portcullis-variant:canary", "=x-portcullis-route:GET /a", "-x-debug"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("request mutation %q lacks %q", got, want)
+		}
+	}
+
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health: %v, %v", h, err)
+	}
+	resp, err := http.Get("http://" + srv.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`portcullis_extprocserver_messages_total{outcome="immediate",phase="request_headers"} 1`,
+		`portcullis_extprocserver_messages_total{outcome="continue",phase="request_headers"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestCommandRejectsBadInput(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("processors:\n- deny: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve"}, "--config is required"},
+		{[]string{"serve", "--config", "/nonexistent.yaml"}, "no such file"},
+		{[]string{"serve", "--config", bad}, "at least one rule"},
+		{[]string{"serve", "--config", exampleConfig, "--log-format=xml"}, "log-format"},
+		{[]string{"serve", "--config", exampleConfig, "extra"}, "unknown command"},
+	} {
+		cmd := NewRootCommand()
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := cmd.ExecuteContext(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestHelpDescribesEveryProcessor(t *testing.T) {
+	var out strings.Builder
+	cmd := NewRootCommand()
+	cmd.SetArgs([]string{"serve", "--help"})
+	cmd.SetOut(&out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append([]string{"--config", "--tls-ca-path", "--metrics-address", "processing_mode"}, config.Kinds...) {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+}
