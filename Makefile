@@ -29,6 +29,7 @@ build:
 	@mkdir -p $(BIN)
 	go build -o $(BIN)/portcullis ./controlplane/cmd/portcullis
 	go build -o $(BIN)/authserver ./authserver/cmd/authserver
+	go build -o $(BIN)/extprocserver ./extprocserver/cmd/extprocserver
 	go build -o $(BIN)/echoserver ./e2e/cmd/echoserver
 	go build -o $(BIN)/checkload ./e2e/cmd/checkload
 
