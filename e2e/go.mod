@@ -84,3 +84,7 @@ require (
 )
 
 replace github.com/portcullis/portcullis/serverkit => ../serverkit
+
+require github.com/portcullis/portcullis/extprocserver v0.0.0
+
+replace github.com/portcullis/portcullis/extprocserver => ../extprocserver
