@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/e2e/harness"
+)
+
+const chartNamespace = "portcullis-system"
+
+// chartValues are the value sets the chart is checked with: the defaults and
+// every optional part switched on.
+var chartValues = map[string][]string{
+	"defaults": nil,
+	"everything": {
+		"--set", "authserver.enabled=true",
+		"--set", "authserver.htpasswd.watchNamespaces={team-a,team-b}",
+		"--set", "extprocserver.enabled=true",
+		"--set", "controlPlane.rootNamespaces={team-a}",
+		"--set", "controlPlane.config.globalExtAuth.extensionService=portcullis-system/t-portcullis-authserver",
+		"--set", "controlPlane.config.globalExtAuth.failOpen=false",
+	},
+	"oidc": {
+		"--set", "authserver.enabled=true",
+		"--set", "authserver.backend=oidc",
+		"--set", "authserver.oidc.config.issuer=https://id.example.com",
+		"--set", "authserver.oidc.config.clientID=portcullis",
+	},
+}
+
+// TestHelmChart lints the chart, renders it with each value set, creates
+// what it renders in a real API server (which validates every object, the
+// ExtensionServices against our CRDs), and proves the control plane's RBAC
+// is enough: portcullis serve, impersonating the chart's ServiceAccount,
+// watches resources and writes an HTTPProxy's status.
+func TestHelmChart(t *testing.T) {
+	helm := harness.Tool(t, "helm")
+	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")
+	if out, err := runCommand(helm, "lint", "--strict", chart); err != nil {
+		t.Fatalf("helm lint: %v\n%s", err, out)
+	}
+
+	api := harness.StartAPIServer(t, harness.CRDDir(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, ns := range []string{chartNamespace, "team-a", "team-b", "team-c"} {
+		if err := api.Apply(ctx, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rendered := map[string][]*unstructured.Unstructured{}
+	for name, values := range chartValues {
+		args := append([]string{"template", "t", chart, "--namespace", chartNamespace, "--kube-version", "1.37.1"}, values...)
+		// stdout only: helm warns on stderr that crds/ is a symbolic link.
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(helm, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("helm template (%s): %v\n%s", name, err, stderr.String())
+		}
+		out := stdout.String()
+		objs, err := decodeManifests(out)
+		if err != nil {
+			t.Fatalf("rendered manifests (%s): %v", name, err)
+		}
+		// Server-side dry run: the API server validates each object fully
+		// (schemas, CRD validation) without keeping it.
+		for _, o := range objs {
+			if err := api.Client.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
+				t.Errorf("%s: %s %s/%s refused by the API server: %v", name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
+		}
+		rendered[name] = objs
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	kinds := func(objs []*unstructured.Unstructured) map[string]int {
+		m := map[string]int{}
+		for _, o := range objs {
+			m[o.GetKind()]++
+		}
+		return m
+	}
+	if got := kinds(rendered["defaults"]); got["Deployment"] != 1 || got["ExtensionService"] != 0 || got["ConfigMap"] != 0 {
+		t.Errorf("defaults render %v; want only the Envoy deployment and no optional parts", got)
+	}
+	if got := kinds(rendered["everything"]); got["Deployment"] != 3 || got["ExtensionService"] != 2 || got["Role"] != 2 || got["ConfigMap"] != 2 {
+		t.Errorf("everything renders %v; want 3 Deployments, 2 ExtensionServices, a Role per watched namespace and 2 ConfigMaps", got)
+	}
+
+	// Create the full release for real, then check what its accounts may do.
+	for _, o := range rendered["everything"] {
+		if err := api.Client.Create(ctx, o.DeepCopy()); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	authSA := "system:serviceaccount:" + chartNamespace + ":t-portcullis-authserver"
+	for _, c := range []struct {
+		user, namespace, verb, resource string
+		want                            bool
+	}{
+		{authSA, "team-a", "watch", "secrets", true},
+		{authSA, "team-b", "list", "secrets", true},
+		{authSA, "team-c", "list", "secrets", false}, // not a watched namespace
+		{authSA, "team-a", "update", "secrets", false},
+		{"system:serviceaccount:" + chartNamespace + ":t-portcullis-extprocserver", "team-a", "list", "secrets", false},
+	} {
+		if got := allowed(ctx, t, api, c.user, c.namespace, c.verb, c.resource); got != c.want {
+			t.Errorf("%s may %s %s in %s: %v, want %v", c.user, c.verb, c.resource, c.namespace, got, c.want)
+		}
+	}
+
+	// The control plane with exactly the chart's permissions.
+	kubeconfig := impersonatingKubeconfig(t, api, "system:serviceaccount:"+chartNamespace+":t-portcullis")
+	startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", kubeconfig)
+	proxy := &contourv1.HTTPProxy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "projectcontour.io/v1", Kind: "HTTPProxy"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "rbac"},
+		Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "rbac.example.com"},
+			Routes:      []contourv1.Route{{Services: []contourv1.Service{{Name: "missing", Port: 80}}}},
+		},
+	}
+	if err := api.Apply(ctx, proxy); err != nil {
+		t.Fatal(err)
+	}
+	// The Service is missing on purpose: a status that says so proves the
+	// control plane read Services and wrote the HTTPProxy's status.
+	harness.Eventually(t, time.Minute, func() error {
+		var got contourv1.HTTPProxy
+		if err := api.Client.Get(ctx, client.ObjectKeyFromObject(proxy), &got); err != nil {
+			return err
+		}
+		status, reason, err := validOf(got.Status)
+		if err != nil {
+			return err
+		}
+		if status != "False" || !strings.Contains(strings.ToLower(reason+" "+got.Status.Description), "service") {
+			return fmt.Errorf("status %s/%s %q; want Valid=False about the missing service", status, reason, got.Status.Description)
+		}
+		return nil
+	})
+}
+
+// allowed asks the API server (SubjectAccessReview) whether user may verb
+// resource in namespace.
+func allowed(ctx context.Context, t *testing.T, api *harness.APIServer, user, namespace, verb, resource string) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               user,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource},
+	}}
+	if err := api.Client.Create(ctx, sar); err != nil {
+		t.Fatalf("SubjectAccessReview: %v", err)
+	}
+	return sar.Status.Allowed
+}
+
+// impersonatingKubeconfig writes a copy of the admin kubeconfig that acts
+// as user, so a process gets exactly that user's RBAC permissions.
+func impersonatingKubeconfig(t *testing.T, api *harness.APIServer, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(api.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate = user
+		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:authenticated"}
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig-"+strings.ReplaceAll(user, ":", "_"))
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// decodeManifests splits a multi-document YAML stream into objects.
+func decodeManifests(data string) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(m) == 0 {
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+}
+
