@@ -215,4 +215,3 @@ func decodeManifests(data string) ([]*unstructured.Unstructured, error) {
 		objs = append(objs, &unstructured.Unstructured{Object: m})
 	}
 }
-
