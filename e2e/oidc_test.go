@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/html"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -298,60 +296,14 @@ var testIssuer string // set by the test: the provider's issuer
 
 func (b *browser) issuer() string { return testIssuer }
 
-// submitForm posts the page's first form: its inputs, with fill overriding
-// values by name, and the first submit button's name/value.
+// submitForm posts the page's first form (harness.SubmitForm).
 func (b *browser) submitForm(p *page, fill map[string]string) *page {
 	b.t.Helper()
-	doc, err := html.Parse(strings.NewReader(p.body))
+	resp, body, err := harness.SubmitForm(b.client, p.Request.URL, p.body, fill)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	var action string
-	var found bool
-	values := url.Values{}
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode {
-			attr := map[string]string{}
-			for _, a := range n.Attr {
-				attr[a.Key] = a.Val
-			}
-			switch n.Data {
-			case "form":
-				if !found {
-					action, found = attr["action"], true
-				}
-			case "input":
-				if name := attr["name"]; name != "" {
-					values.Set(name, attr["value"])
-					if v, ok := fill[name]; ok {
-						values.Set(name, v)
-					}
-				}
-			case "button":
-				if name := attr["name"]; name != "" && values.Get(name) == "" {
-					values.Set(name, attr["value"])
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(doc)
-	if !found {
-		b.t.Fatalf("no form on %s: %s", p.Request.URL, p.body)
-	}
-	target, err := p.Request.URL.Parse(action)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, target.String(), strings.NewReader(values.Encode()))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return b.do(req)
+	return &page{Response: resp, body: body}
 }
 
 // appCookies returns the app's cookies in the jar.
@@ -370,28 +322,6 @@ func (b *browser) echo(p *page) *harness.EchoRequest {
 		b.t.Fatalf("%s: not from the upstream: %v: %s", p.Request.URL, err, p.body)
 	}
 	return e
-}
-
-// clientCredentialsToken gets a JWT access token from op.
-func clientCredentialsToken(t *testing.T, op *harness.OIDCProvider, secret string) string {
-	t.Helper()
-	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"api"}}
-	req, _ := http.NewRequest(http.MethodPost, op.Issuer+"/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(oidcClientID, secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" || strings.Count(tok.AccessToken, ".") != 2 {
-		t.Fatalf("client_credentials: status %d: %s", resp.StatusCode, body)
-	}
-	return tok.AccessToken
 }
 
 // metric reads one sample (full series text, e.g.
@@ -595,7 +525,7 @@ func TestOIDCAgainstARealProvider(t *testing.T) {
 		}
 	})
 
-	ccToken := clientCredentialsToken(t, s.op, oidcClientPass)
+	ccToken := s.op.ClientCredentialsToken(t, oidcClientID, oidcClientPass)
 	t.Run("bearer tokens: the provider's JWT passes, others get 401 and never a redirect", func(t *testing.T) {
 		api := newBrowser(t, s)
 		e := api.echo(api.get(oidcApp+"/api/items", "Authorization", "Bearer "+ccToken))
@@ -607,7 +537,7 @@ func TestOIDCAgainstARealProvider(t *testing.T) {
 			APIAudience: s.op.APIAudience,
 		})
 		for name, token := range map[string]string{
-			"foreign issuer": clientCredentialsToken(t, foreign, oidcClientPass),
+			"foreign issuer": foreign.ClientCredentialsToken(t, oidcClientID, oidcClientPass),
 			"garbage":        "not.a.jwt",
 		} {
 			p := api.get(oidcApp+"/api/items", "Authorization", "Bearer "+token)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
 )
 
 // OIDCProviderConfig configures StartOIDCProvider. Zero values take the
@@ -90,4 +95,142 @@ func toolsDir(t testing.TB) string {
 		return dir
 	}
 	return filepath.Join(RepoRoot(t), ".tools")
+}
+
+// ClientCredentialsToken gets a JWT access token for the API audience with
+// the client_credentials grant.
+func (op *OIDCProvider) ClientCredentialsToken(t testing.TB, clientID, secret string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"api"}}
+	req, err := http.NewRequest(http.MethodPost, op.Issuer+"/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(clientID, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil || strings.Count(tok.AccessToken, ".") != 2 {
+		t.Fatalf("client_credentials at %s: status %d: %s", op.Issuer, resp.StatusCode, body)
+	}
+	return tok.AccessToken
+}
+
+// Login signs in at the provider as a browser would: from authorizeURL it
+// follows redirects and submits the login form (as login, any password)
+// and the consent form with client, which must keep cookies and not follow
+// redirects. It returns the first redirect that leaves the provider: the
+// relying party's callback URL with code and state.
+func (op *OIDCProvider) Login(t testing.TB, client *http.Client, authorizeURL, login string) *url.URL {
+	t.Helper()
+	next, err := url.Parse(authorizeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp *http.Response
+	var body string
+	get := func(u *url.URL) {
+		resp, body, err = fetch(client, u.String())
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+	}
+	get(next)
+	for range 20 {
+		switch {
+		case resp.StatusCode >= 300 && resp.StatusCode < 400:
+			next, err = resp.Request.URL.Parse(resp.Header.Get("Location"))
+			if err != nil {
+				t.Fatalf("%s: bad Location: %v", resp.Request.URL, err)
+			}
+			if !strings.HasPrefix(next.String(), op.Issuer+"/") {
+				return next
+			}
+			get(next)
+		case resp.StatusCode == http.StatusOK:
+			resp, body, err = SubmitForm(client, resp.Request.URL, body, map[string]string{"login": login, "password": "any"})
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("%s: status %d: %s", resp.Request.URL, resp.StatusCode, body)
+		}
+	}
+	t.Fatalf("sign-in at %s did not finish in 20 steps", op.Issuer)
+	return nil
+}
+
+func fetch(client *http.Client, u string) (*http.Response, string, error) {
+	resp, err := client.Get(u)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// SubmitForm posts the first form of an HTML page (body, found at
+// pageURL): every named input with its value, fill overriding values by
+// name, and named buttons (the first value wins). It returns the response
+// with its body read.
+func SubmitForm(client *http.Client, pageURL *url.URL, body string, fill map[string]string) (*http.Response, string, error) {
+	doc, err := html.Parse(strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	var action string
+	var found bool
+	values := url.Values{}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			attr := map[string]string{}
+			for _, a := range n.Attr {
+				attr[a.Key] = a.Val
+			}
+			switch n.Data {
+			case "form":
+				if !found {
+					action, found = attr["action"], true
+				}
+			case "input":
+				if name := attr["name"]; name != "" {
+					values.Set(name, attr["value"])
+					if v, ok := fill[name]; ok {
+						values.Set(name, v)
+					}
+				}
+			case "button":
+				if name := attr["name"]; name != "" && values.Get(name) == "" {
+					values.Set(name, attr["value"])
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if !found {
+		return nil, "", fmt.Errorf("no form on %s: %.300s", pageURL, body)
+	}
+	target, err := pageURL.Parse(action)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := client.PostForm(target.String(), values)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
 }
