@@ -55,6 +55,9 @@ type Result struct {
 	// Status holds the findings for every HTTPProxy, ExtensionService and
 	// TLSCertificateDelegation this control plane owns, sorted.
 	Status []*status.Object
+	// Sources says which objects each virtual host, cluster and secret of
+	// the model came from.
+	Sources *Sources
 }
 
 // Kinds, as they appear in status references.
@@ -81,7 +84,8 @@ type builder struct {
 	// visited holds the HTTPProxies reached from a root.
 	visited map[types.NamespacedName]bool
 	// global is the resolved global authorization and processing.
-	global globals
+	global  globals
+	sources *sourceTracker
 }
 
 // Build computes the model and the status findings for one snapshot.
@@ -98,6 +102,7 @@ func Build(in *objects.Set, opts Options) *Result {
 		clusters:   map[string]*ir.Cluster{},
 		secretsO:   map[string]*ir.Secret{},
 		visited:    map[types.NamespacedName]bool{},
+		sources:    newSourceTracker(),
 	}
 	b.index()
 	model := &ir.Model{}
@@ -107,7 +112,7 @@ func Build(in *objects.Set, opts Options) *Result {
 	b.buildProxies(model)
 	b.finish(model)
 
-	res := &Result{Model: model}
+	res := &Result{Model: model, Sources: b.sources.result()}
 	for _, o := range b.status {
 		res.Status = append(res.Status, o)
 	}

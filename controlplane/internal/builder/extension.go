@@ -9,6 +9,7 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -152,6 +153,11 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	// ExtensionService without endpoints is still configured in Envoy.
 	st.Endpoints = eps
 	ext.cluster = b.addCluster(name, backends, weights, protocol, validation, lb, idle)
+	self := objects.Ref{Kind: KindExtensionService, Namespace: es.Namespace, Name: es.Name}
+	b.sources.clusters.add(name, self)
+	if validation != nil {
+		b.sources.secrets.add(validation.CASecret, self)
+	}
 	ext.cluster.HealthCheck = hc
 	if hc != nil && hc.Authority == "" {
 		hc.Authority = ext.authority

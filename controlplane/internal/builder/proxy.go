@@ -95,12 +95,14 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 		st.AddWarning(b.global.procProblem.Type, b.global.procProblem.Reason, b.global.procProblem.Message)
 	}
 
+	b.sources.walked = nil
 	routes := b.walk(p, nil, route{}, scope, secure != nil)
 	if !st.Valid() {
 		// Never serve a root half-configured: without its certificate,
 		// without its authorization, or without some of its own routes.
 		return
 	}
+	b.recordRootSources(p, fqdn, secure, hcmAuth)
 
 	if secure == nil {
 		m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})

@@ -29,6 +29,7 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 	key := nn(p.Namespace, p.Name)
 	st := b.proxyStatus(p)
 	b.visited[key] = true
+	b.sources.walked = append(b.sources.walked, proxyRef(p.Namespace, p.Name))
 	chain = append(chain, key)
 
 	var out []route
@@ -188,6 +189,10 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 			st.AddWarning(contourv1.ConditionTypeServiceError, "NoEndpoints", fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", where, p.Namespace, s.Name, s.Port))
 		}
 		c := b.clusterFor("service", be, protocol, uv, "", nil)
+		b.sources.clusters.add(c.Name, proxyRef(p.Namespace, p.Name))
+		if uv != nil {
+			b.sources.secrets.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
+		}
 		w := uint32(s.Weight)
 		if allZero {
 			w = 1

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -57,17 +58,32 @@ type OptionsSource interface {
 type Server struct {
 	cfg Config
 	xds *xdsserver.Server
+	// envoyChanged signals that what Envoy rejects changed: statuses must
+	// be published again (without a rebuild).
+	envoyChanged chan struct{}
+	metrics      *metrics
 
 	mu       sync.Mutex
-	latest   *pipeline.Document
 	version  string
 	ready    bool
 	buildErr string
+	// The last published build, its attribution and the statuses written.
+	lastSet     *objects.Set
+	lastRes     *pipeline.Result
+	attribution *pipeline.Attribution
+	statuses    []pipeline.ObjectStatus
 }
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
-	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log)}
+	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status)}
+	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
+	s.xds.OnChange = func() {
+		select {
+		case s.envoyChanged <- struct{}{}:
+		default:
+		}
+	}
 	xdsLis, err := net.Listen("tcp", cfg.XDSAddress)
 	if err != nil {
 		return err
@@ -137,6 +153,9 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 			return
 		case set = <-updates:
 		case s.cfg.Pipeline = <-options:
+		case <-s.envoyChanged:
+			s.publishStatus(ctx)
+			continue
 		}
 		// Debounce: a burst of changes (a kubectl apply of many objects)
 		// becomes one build.
@@ -162,14 +181,8 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	start := time.Now()
 	res := pipeline.Run(set, s.cfg.Pipeline)
-	doc, err := pipeline.NewDocument(set, res, metav1.Now())
-	if err == nil {
-		var version string
-		version, err = s.xds.Update(ctx, res.Resources)
-		s.mu.Lock()
-		s.version = version
-		s.mu.Unlock()
-	}
+	s.metrics.translate.Observe(time.Since(start).Seconds())
+	version, err := s.xds.Update(ctx, res.Resources)
 	s.mu.Lock()
 	if err != nil {
 		s.buildErr = err.Error()
@@ -177,7 +190,8 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 		s.cfg.Log.Error("publishing configuration failed: keeping the last good one", "err", err)
 		return
 	}
-	s.latest, s.ready, s.buildErr = doc, true, ""
+	s.version, s.ready, s.buildErr = version, true, ""
+	s.lastSet, s.lastRes, s.attribution = set, res, pipeline.NewAttribution(res)
 	s.mu.Unlock()
 	invalid := 0
 	for _, o := range res.Build.Status {
@@ -187,8 +201,28 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	}
 	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
 		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond))
+	s.publishStatus(ctx)
+}
+
+// publishStatus computes the statuses of the last build, with what Envoy
+// currently rejects, and hands them to the status writer.
+func (s *Server) publishStatus(ctx context.Context) {
+	s.mu.Lock()
+	set, res, attr := s.lastSet, s.lastRes, s.attribution
+	s.mu.Unlock()
+	if res == nil {
+		return
+	}
+	build, unattributed := withEnvoyRejections(res.Build, attr, s.xds.Rejections())
+	for _, r := range unattributed {
+		s.cfg.Log.Warn("Envoy rejected configuration that no HTTPProxy or ExtensionService can be blamed for", "type", r.TypeURL, "resources", r.Resources, "error", r.Message)
+	}
+	statuses := pipeline.Statuses(set, build, metav1.Now())
+	s.mu.Lock()
+	s.statuses = statuses
+	s.mu.Unlock()
 	if s.cfg.Status != nil {
-		s.cfg.Status.Write(ctx, doc.Status)
+		s.cfg.Status.Write(ctx, statuses)
 	}
 }
 
@@ -210,10 +244,7 @@ func (s *Server) adminHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
-		var st []pipeline.ObjectStatus
-		if s.latest != nil {
-			st = s.latest.Status
-		}
+		st := s.statuses
 		body := map[string]any{
 			"version":    s.version,
 			"buildError": s.buildErr,
@@ -229,10 +260,23 @@ func (s *Server) adminHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /config", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
-		doc := s.latest
+		set, res, st := s.lastSet, s.lastRes, s.statuses
 		s.mu.Unlock()
+		if res == nil {
+			writeJSON(w, nil)
+			return
+		}
+		// Rendered on demand: protojson of a large configuration is too
+		// costly to do on every rebuild.
+		doc, err := pipeline.NewDocument(set, res, metav1.Now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		doc.Status = st
 		writeJSON(w, doc)
 	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	return mux
 }
 

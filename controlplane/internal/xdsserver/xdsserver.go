@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,12 +37,21 @@ func (nodeGroup) ID(*corev3.Node) string { return "portcullis" }
 
 // Rejection is a configuration Envoy refused.
 type Rejection struct {
-	TypeURL string    `json:"typeUrl"`
-	Version string    `json:"version"`
-	Node    string    `json:"node"`
-	Message string    `json:"message"`
-	Time    time.Time `json:"time"`
+	TypeURL string `json:"typeUrl"`
+	// Version is the rejected version; Envoy keeps Accepted.
+	Version  string `json:"version"`
+	Accepted string `json:"accepted,omitempty"`
+	Node     string `json:"node"`
+	Message  string `json:"message"`
+	// Resources are the names of the resources Envoy rejected: those its
+	// message names, else those that changed since the accepted version.
+	Resources []string  `json:"resources,omitempty"`
+	Time      time.Time `json:"time"`
 }
+
+// keptVersions is how many published versions keep their per-resource
+// hashes, to tell which resources a NACK is about.
+const keptVersions = 16
 
 // Server holds the snapshot cache and the ADS server.
 type Server struct {
@@ -53,8 +64,18 @@ type Server struct {
 	rejections map[string]Rejection // by type URL
 	acked      map[string]string    // type URL -> last acknowledged version
 	streams    map[int64]string     // stream -> node ID
-	// OnRejection, when set, is called for every new NACK.
+	// sent maps a response nonce to its version: a NACK carries the nonce
+	// of the rejected response and the version Envoy kept.
+	sent map[string]string
+	// hashes holds, for recent versions, type URL -> name -> hash.
+	hashes map[string]map[string]map[string]string
+	order  []string
+	// OnRejection, when set, is called for every NACK received (also
+	// repeated ones), outside the lock.
 	OnRejection func(Rejection)
+	// OnChange, when set, is called when the set of rejected types changes
+	// (a new rejection, or Envoy accepting a type again), outside the lock.
+	OnChange func()
 }
 
 // New returns a server with an empty configuration.
@@ -65,13 +86,15 @@ func New(log *slog.Logger) *Server {
 		rejections: map[string]Rejection{},
 		acked:      map[string]string{},
 		streams:    map[int64]string{},
+		sent:       map[string]string{},
+		hashes:     map[string]map[string]map[string]string{},
 	}
 }
 
 // Update publishes a new set of resources; unchanged resources publish
 // nothing. It returns the version in force.
 func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, error) {
-	hash, err := hashResources(r)
+	hash, perResource, err := hashResources(r)
 	if err != nil {
 		return "", err
 	}
@@ -100,6 +123,12 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 	}
 	s.version++
 	s.lastHash = hash
+	s.hashes[version] = perResource
+	s.order = append(s.order, version)
+	if len(s.order) > keptVersions {
+		delete(s.hashes, s.order[0])
+		s.order = s.order[1:]
+	}
 	return version, nil
 }
 
@@ -111,19 +140,55 @@ func asResources(ms []proto.Message) []types.Resource {
 	return out
 }
 
-func hashResources(r *translator.Resources) (string, error) {
+// hashResources hashes the whole set (to skip publishing an unchanged
+// one) and each resource (to tell which ones a NACK is about).
+func hashResources(r *translator.Resources) (string, map[string]map[string]string, error) {
 	h := sha256.New()
-	for _, list := range [][]proto.Message{r.Listeners, r.Routes, r.Clusters, r.Endpoints, r.Secrets} {
-		for _, m := range list {
+	per := map[string]map[string]string{}
+	for _, l := range []struct {
+		typeURL string
+		list    []proto.Message
+	}{
+		{resourcev3.ListenerType, r.Listeners}, {resourcev3.RouteType, r.Routes}, {resourcev3.ClusterType, r.Clusters},
+		{resourcev3.EndpointType, r.Endpoints}, {resourcev3.SecretType, r.Secrets},
+	} {
+		names := make(map[string]string, len(l.list))
+		for _, m := range l.list {
 			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
-			h.Write(b)
+			sum := sha256.Sum256(b)
+			h.Write(sum[:])
+			names[translator.ResourceName(m)] = string(sum[:8])
 		}
+		per[l.typeURL] = names
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), per, nil
+}
+
+// rejectedResources names the resources of a rejected version that Envoy
+// refused: those the message names, else those that differ from the
+// version Envoy kept (all of them when it kept none). Called with mu held.
+func (s *Server) rejectedResources(typeURL, rejected, accepted, message string) []string {
+	cur := s.hashes[rejected][typeURL]
+	var named, changed []string
+	base, haveBase := s.hashes[accepted][typeURL]
+	for name, h := range cur {
+		if name != "" && strings.Contains(message, name) {
+			named = append(named, name)
+		}
+		if !haveBase || base[name] != h {
+			changed = append(changed, name)
+		}
+	}
+	out := named
+	if len(out) == 0 {
+		out = changed
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Rejections lists the configurations Envoy currently refuses, by type.
@@ -163,29 +228,58 @@ func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) erro
 		node = req.GetNode().GetId()
 		s.streams[stream] = node
 	}
+	sentVersion, known := s.sent[req.ResponseNonce]
 	if req.ErrorDetail != nil {
-		rej := Rejection{TypeURL: req.TypeUrl, Version: req.VersionInfo, Node: node, Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
-		_, known := s.rejections[req.TypeUrl]
-		s.rejections[req.TypeUrl] = rej
-		cb := s.OnRejection
-		s.mu.Unlock()
+		rejected := sentVersion
 		if !known {
-			s.log.Error("Envoy rejected configuration", "type", req.TypeUrl, "node", node, "error", rej.Message)
-			if cb != nil {
-				cb(rej)
-			}
+			rejected = "unknown"
+		}
+		rej := Rejection{TypeURL: req.TypeUrl, Version: rejected, Accepted: req.VersionInfo, Node: node, Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
+		rej.Resources = s.rejectedResources(req.TypeUrl, rejected, req.VersionInfo, rej.Message)
+		prev, had := s.rejections[req.TypeUrl]
+		s.rejections[req.TypeUrl] = rej
+		changed := !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
+		onRej, onChange := s.OnRejection, s.OnChange
+		s.mu.Unlock()
+		if changed {
+			s.log.Error("Envoy rejected configuration", "type", req.TypeUrl, "version", rejected, "kept", req.VersionInfo,
+				"resources", rej.Resources, "node", node, "error", rej.Message)
+		}
+		if onRej != nil {
+			onRej(rej)
+		}
+		if changed && onChange != nil {
+			onChange()
 		}
 		return nil
 	}
-	if req.ResponseNonce != "" && req.VersionInfo != "" {
+	// An ACK names the version of the response it answers; a request that
+	// only changes subscriptions after a NACK still carries the old one.
+	cleared := false
+	if known && req.VersionInfo != "" && req.VersionInfo == sentVersion {
 		s.acked[req.TypeUrl] = req.VersionInfo
 		if _, ok := s.rejections[req.TypeUrl]; ok {
 			delete(s.rejections, req.TypeUrl)
+			cleared = true
 			s.log.Info("Envoy accepted configuration again", "type", req.TypeUrl, "version", req.VersionInfo)
 		}
 	}
+	onChange := s.OnChange
 	s.mu.Unlock()
+	if cleared && onChange != nil {
+		onChange()
+	}
 	return nil
+}
+
+func (s *Server) onResponse(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sent) > 4096 {
+		// Old nonces are never answered again; forget them in bulk.
+		clear(s.sent)
+	}
+	s.sent[resp.Nonce] = resp.VersionInfo
 }
 
 // Serve runs the ADS server on addr until ctx ends.
@@ -202,7 +296,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 			delete(s.streams, id)
 			s.mu.Unlock()
 		},
-		StreamRequestFunc: s.onRequest,
+		StreamRequestFunc:  s.onRequest,
+		StreamResponseFunc: s.onResponse,
 	}
 	xds := serverv3.NewServer(ctx, s.cache, cb)
 	g := grpc.NewServer(

@@ -92,7 +92,11 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { signal() },
-		UpdateFunc: func(any, any) { signal() },
+		UpdateFunc: func(old, cur any) {
+			if !statusOnly(old, cur) {
+				signal()
+			}
+		},
 		DeleteFunc: func(any) { signal() },
 	}
 	for _, obj := range watched() {
@@ -128,6 +132,21 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 			update(set)
 		}
 	}
+}
+
+// statusOnly reports an update of one of our own kinds that changed
+// nothing but its status (typically our own status write): it cannot
+// change the build, so it triggers none.
+func statusOnly(old, cur any) bool {
+	switch cur.(type) {
+	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation:
+	default:
+		return false
+	}
+	o, ok1 := old.(client.Object)
+	c, ok2 := cur.(client.Object)
+	return ok1 && ok2 && o.GetGeneration() == c.GetGeneration() && o.GetGeneration() != 0 &&
+		equality.Semantic.DeepEqual(o.GetLabels(), c.GetLabels()) && equality.Semantic.DeepEqual(o.GetAnnotations(), c.GetAnnotations())
 }
 
 func (p *Provider) snapshot(ctx context.Context) (*objects.Set, error) {

@@ -1,0 +1,93 @@
+package builder
+
+import (
+	"sort"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// Sources records which objects each part of the model came from, so that
+// what Envoy later says about a resource (a rejection) can be reported on
+// the objects behind it. It is a side table: the model itself does not
+// carry it, and the translator never reads it.
+type Sources struct {
+	// VirtualHosts, by FQDN: the root HTTPProxy and those it includes.
+	VirtualHosts map[string][]objects.Ref
+	// Clusters, by cluster name: the HTTPProxies whose routes or
+	// authorization use it, and the ExtensionService it stands for.
+	Clusters map[string][]objects.Ref
+	// Secrets, by SDS secret name: the objects that use it.
+	Secrets map[string][]objects.Ref
+}
+
+// sourceSet collects sources without duplicates (a Service can back the
+// routes of thousands of HTTPProxies: no linear searches).
+type sourceSet map[string]map[objects.Ref]struct{}
+
+func (s sourceSet) add(key string, refs ...objects.Ref) {
+	m, ok := s[key]
+	if !ok {
+		m = map[objects.Ref]struct{}{}
+		s[key] = m
+	}
+	for _, r := range refs {
+		m[r] = struct{}{}
+	}
+}
+
+// sorted turns the set into sorted lists.
+func (s sourceSet) sorted() map[string][]objects.Ref {
+	out := make(map[string][]objects.Ref, len(s))
+	for k, m := range s {
+		refs := make([]objects.Ref, 0, len(m))
+		for r := range m {
+			refs = append(refs, r)
+		}
+		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+		out[k] = refs
+	}
+	return out
+}
+
+// sourceTracker is the builder's working copy of Sources.
+type sourceTracker struct {
+	vhosts, clusters, secrets sourceSet
+	// walked lists the HTTPProxies reached from the root being built.
+	walked []objects.Ref
+}
+
+func newSourceTracker() *sourceTracker {
+	return &sourceTracker{vhosts: sourceSet{}, clusters: sourceSet{}, secrets: sourceSet{}}
+}
+
+func (t *sourceTracker) result() *Sources {
+	return &Sources{VirtualHosts: t.vhosts.sorted(), Clusters: t.clusters.sorted(), Secrets: t.secrets.sorted()}
+}
+
+func proxyRef(namespace, name string) objects.Ref {
+	return objects.Ref{Kind: KindHTTPProxy, Namespace: namespace, Name: name}
+}
+
+// recordRootSources notes the objects behind a served root: the virtual
+// host comes from every valid HTTPProxy walked from it; its certificate, client
+// CA and authorization cluster from the root.
+func (b *builder) recordRootSources(p *contourv1.HTTPProxy, fqdn string, secure *ir.SecureVirtualHost, auth *ir.ExtAuth) {
+	root := proxyRef(p.Namespace, p.Name)
+	for _, r := range b.sources.walked {
+		// An invalid include contributes no routes.
+		if o := b.status[r]; o == nil || o.Valid() {
+			b.sources.vhosts.add(fqdn, r)
+		}
+	}
+	if secure != nil {
+		b.sources.secrets.add(secure.Secret, root)
+		if cv := secure.ClientValidation; cv != nil && cv.CASecret != "" {
+			b.sources.secrets.add(cv.CASecret, root)
+		}
+	}
+	if auth != nil {
+		b.sources.clusters.add(auth.Cluster, root)
+	}
+}

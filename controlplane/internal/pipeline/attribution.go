@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"sort"
+	"strings"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// Attribution maps the Envoy resources of one result back to the objects
+// they came from, so that a rejection by Envoy (an ADS NACK) can be shown
+// on the HTTPProxies or ExtensionServices behind it. It is a pure side
+// table of a Result.
+type Attribution struct {
+	// direct maps type URL -> resource name -> objects, for resources that
+	// come from one place (clusters, endpoints, secrets).
+	direct map[string]map[string][]objects.Ref
+	// hosts maps type URL -> resource name -> FQDNs of the virtual hosts in
+	// it (listeners and route configurations hold many).
+	hosts  map[string]map[string][]string
+	vhosts map[string][]objects.Ref
+}
+
+// NewAttribution computes the attribution of a result.
+func NewAttribution(r *Result) *Attribution {
+	src := r.Build.Sources
+	if src == nil {
+		src = &builder.Sources{}
+	}
+	a := &Attribution{
+		direct: map[string]map[string][]objects.Ref{
+			resourcev3.ClusterType:  src.Clusters,
+			resourcev3.EndpointType: src.Clusters,
+			resourcev3.SecretType:   src.Secrets,
+		},
+		hosts:  map[string]map[string][]string{resourcev3.ListenerType: {}, resourcev3.RouteType: {}},
+		vhosts: src.VirtualHosts,
+	}
+	m := r.Build.Model
+	var insecure, secure, fallback []string
+	for _, vh := range m.Insecure {
+		insecure = append(insecure, vh.FQDN)
+	}
+	for _, vh := range m.Secure {
+		secure = append(secure, vh.FQDN)
+		a.hosts[resourcev3.RouteType][translator.SecureRouteConfigName(vh.FQDN)] = []string{vh.FQDN}
+	}
+	if m.Fallback != nil {
+		for _, vh := range m.Fallback.VirtualHosts {
+			fallback = append(fallback, vh.FQDN)
+		}
+		a.hosts[resourcev3.RouteType][translator.FallbackRouteConfigName] = fallback
+	}
+	a.hosts[resourcev3.RouteType][translator.HTTPRouteConfigName] = insecure
+	a.hosts[resourcev3.ListenerType][translator.HTTPListenerName] = insecure
+	a.hosts[resourcev3.ListenerType][translator.HTTPSListenerName] = append(secure, fallback...)
+	return a
+}
+
+// Objects returns the objects behind the named resources of one type that
+// Envoy rejected with message. For a listener or route configuration that
+// holds many virtual hosts, the hosts the message names are blamed if it
+// names any, else all of them (all are affected: Envoy keeps the old
+// resource).
+func (a *Attribution) Objects(typeURL string, names []string, message string) []objects.Ref {
+	seen := map[objects.Ref]bool{}
+	var out []objects.Ref
+	add := func(refs []objects.Ref) {
+		for _, r := range refs {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	for _, name := range names {
+		add(a.direct[typeURL][name])
+		fqdns := a.hosts[typeURL][name]
+		var named []string
+		for _, f := range fqdns {
+			if strings.Contains(message, f) {
+				named = append(named, f)
+			}
+		}
+		if len(named) == 0 {
+			named = fqdns
+		}
+		for _, f := range named {
+			add(a.vhosts[f])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

@@ -1,0 +1,74 @@
+package pipeline_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+func TestAttribution(t *testing.T) {
+	set, _, err := file.Load([]string{"testdata/common", "testdata/includes/in.yaml", "testdata/spec-external-authorization-sample/in.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+	attr := pipeline.NewAttribution(res)
+
+	proxy := func(ns, name string) string { return objects.Ref{Kind: "HTTPProxy", Namespace: ns, Name: name}.String() }
+	ext := func(ns, name string) string { return objects.Ref{Kind: "ExtensionService", Namespace: ns, Name: name}.String() }
+	tests := []struct {
+		name     string
+		typeURL  string
+		names    []string
+		message  string
+		want     []string // a subset of the result, in order
+		wantNone []string
+	}{
+		{"a route's cluster is blamed on the proxies that route to it", resourcev3.ClusterType, []string{"service/team-a/api/8080"}, "",
+			[]string{proxy("team-a", "api")}, []string{proxy("default", "root")}},
+		{"an included proxy's virtual host is blamed on the root and the child", resourcev3.RouteType, []string{translator.HTTPRouteConfigName}, "virtual host root.example.com: bad",
+			[]string{proxy("default", "root"), proxy("team-a", "api")}, []string{proxy("team-a", "broken-child")}},
+		{"an extension cluster is blamed on the ExtensionService and the proxies using it", resourcev3.ClusterType, []string{"extension/contour-auth/testserver"}, "",
+			[]string{ext("contour-auth", "testserver"), proxy("default", "echo")}, nil},
+		{"unknown resources are blamed on nobody", resourcev3.ClusterType, []string{"no/such/cluster"}, "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range attr.Objects(tt.typeURL, tt.names, tt.message) {
+				got = append(got, r.String())
+			}
+			for _, w := range tt.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("objects = %v, want %s among them", got, w)
+				}
+			}
+			for _, w := range tt.wantNone {
+				if slices.Contains(got, w) {
+					t.Errorf("objects = %v, want no %s", got, w)
+				}
+			}
+			if tt.want == nil && len(got) > 0 {
+				t.Errorf("objects = %v, want none", got)
+			}
+		})
+	}
+	if len(res.Build.Sources.VirtualHosts) == 0 || !strings.Contains(strings.Join(keys(res.Build.Sources.Clusters), " "), "extension/") {
+		t.Errorf("sources = %+v, want virtual hosts and extension clusters", res.Build.Sources)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

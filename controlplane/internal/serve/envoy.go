@@ -1,0 +1,106 @@
+package serve
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
+)
+
+// Envoy's rejections as status sub-conditions (errors: the object's
+// configuration is not in force, Envoy keeps serving the previous one).
+const (
+	TypeEnvoyRejected     = "EnvoyRejected"
+	ReasonRejectedByEnvoy = "RejectedByEnvoy"
+	// maxEnvoyMessage bounds Envoy's error_detail in a status message.
+	maxEnvoyMessage = 2000
+)
+
+// withEnvoyRejections returns b with an EnvoyRejected error on every
+// object a current rejection is attributed to, and the rejections that no
+// object can be blamed for. b itself is not modified.
+func withEnvoyRejections(b *builder.Result, attr *pipeline.Attribution, rejections []xdsserver.Rejection) (*builder.Result, []xdsserver.Rejection) {
+	if len(rejections) == 0 || attr == nil {
+		return b, rejections
+	}
+	problems := map[objects.Ref][]status.Problem{}
+	var unattributed []xdsserver.Rejection
+	for _, r := range rejections {
+		refs := attr.Objects(r.TypeURL, r.Resources, r.Message)
+		if len(refs) == 0 {
+			unattributed = append(unattributed, r)
+			continue
+		}
+		p := status.Problem{Type: TypeEnvoyRejected, Reason: ReasonRejectedByEnvoy, Message: rejectionMessage(r)}
+		for _, ref := range refs {
+			problems[ref] = append(problems[ref], p)
+		}
+	}
+	if len(problems) == 0 {
+		return b, unattributed
+	}
+	out := *b
+	out.Status = make([]*status.Object, len(b.Status))
+	for i, o := range b.Status {
+		out.Status[i] = o
+		if ps := problems[o.Ref]; len(ps) > 0 {
+			out.Status[i] = o.WithErrors(ps...)
+		}
+	}
+	return &out, unattributed
+}
+
+func rejectionMessage(r xdsserver.Rejection) string {
+	msg := r.Message
+	if len(msg) > maxEnvoyMessage {
+		msg = msg[:maxEnvoyMessage] + "..."
+	}
+	return fmt.Sprintf("Envoy rejected %s %s (version %s; it keeps the last accepted one): %s",
+		typeLabel(r.TypeURL), strings.Join(r.Resources, ", "), r.Version, msg)
+}
+
+// typeLabel is the short name of an xDS type URL ("Cluster").
+func typeLabel(typeURL string) string {
+	return typeURL[strings.LastIndex(typeURL, ".")+1:]
+}
+
+// metrics of the control plane, served on the admin port at /metrics.
+type metrics struct {
+	registry   *prometheus.Registry
+	rejections *prometheus.CounterVec
+	translate  prometheus.Histogram
+}
+
+// statusCounter is a StatusWriter that counts its API writes.
+type statusCounter interface{ StatusWrites() int64 }
+
+func newMetrics(w StatusWriter) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_xds_rejections_total",
+			Help: "ADS NACKs received from Envoy, by resource type (Listener, RouteConfiguration, Cluster, ClusterLoadAssignment, Secret).",
+		}, []string{"type"}),
+		translate: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "portcullis_translate_seconds",
+			Help:    "Time to build and translate one full snapshot.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+	}
+	m.registry.MustRegister(m.rejections, m.translate,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c, ok := w.(statusCounter); ok {
+		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "portcullis_status_writes_total",
+			Help: "Status updates sent to the API server (only changed statuses are written).",
+		}, func() float64 { return float64(c.StatusWrites()) }))
+	}
+	return m
+}

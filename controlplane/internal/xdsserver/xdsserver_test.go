@@ -1,0 +1,104 @@
+package xdsserver
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+func resources(clusters ...string) *translator.Resources {
+	r := &translator.Resources{Listeners: []proto.Message{&listenerv3.Listener{Name: "ingress_http"}}}
+	for _, c := range clusters {
+		r.Clusters = append(r.Clusters, &clusterv3.Cluster{Name: c, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}})
+	}
+	return r
+}
+
+// publish updates the server and plays the response Envoy would get.
+func publish(t *testing.T, s *Server, r *translator.Resources, nonce string) string {
+	t.Helper()
+	v, err := s.Update(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onResponse(context.Background(), 1, nil, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: v, Nonce: nonce})
+	return v
+}
+
+func nack(s *Server, kept, nonce, msg string) {
+	s.onRequest(1, &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, VersionInfo: kept, ResponseNonce: nonce, ErrorDetail: &status.Status{Message: msg}})
+}
+
+func ack(s *Server, version, nonce string) {
+	s.onRequest(1, &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, VersionInfo: version, ResponseNonce: nonce})
+}
+
+func TestRejectionAttribution(t *testing.T) {
+	tests := []struct {
+		name          string
+		message       string
+		wantResources []string
+	}{
+		{"the message names the cluster", "Error adding/updating cluster(s) service/ns/b/443: SNI names containing NULL-byte are not allowed", []string{"service/ns/b/443"}},
+		{"otherwise the clusters that changed since the accepted version", "something went wrong", []string{"service/ns/b/443", "service/ns/c/80"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			changes := 0
+			s.OnChange = func() { changes++ }
+			v1 := publish(t, s, resources("service/ns/a/80"), "n1")
+			ack(s, v1, "n1")
+			v2 := publish(t, s, resources("service/ns/a/80", "service/ns/b/443", "service/ns/c/80"), "n2")
+			nack(s, v1, "n2", tt.message)
+
+			rejs := s.Rejections()
+			if len(rejs) != 1 {
+				t.Fatalf("rejections = %+v, want one", rejs)
+			}
+			r := rejs[0]
+			if r.Version != v2 || r.Accepted != v1 || !slices.Equal(r.Resources, tt.wantResources) {
+				t.Errorf("rejection = version %s accepted %s resources %v, want %s %s %v", r.Version, r.Accepted, r.Resources, v2, v1, tt.wantResources)
+			}
+			if changes != 1 {
+				t.Errorf("OnChange called %d times, want 1", changes)
+			}
+
+			// A request that still carries the old version (e.g. a new
+			// subscription) is no ACK of the rejected response.
+			ack(s, v1, "n2")
+			if len(s.Rejections()) != 1 {
+				t.Error("a request with the kept version cleared the rejection")
+			}
+			v3 := publish(t, s, resources("service/ns/a/80"), "n3")
+			ack(s, v3, "n3")
+			if len(s.Rejections()) != 0 || s.Acked()[resourcev3.ClusterType] != v3 {
+				t.Errorf("after the ACK of %s: rejections %+v, acked %v", v3, s.Rejections(), s.Acked())
+			}
+			if changes != 2 {
+				t.Errorf("OnChange called %d times, want 2 (rejected, accepted again)", changes)
+			}
+		})
+	}
+}
+
+func TestUnchangedResourcesPublishNothing(t *testing.T) {
+	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	v1, _ := s.Update(context.Background(), resources("a"))
+	v2, _ := s.Update(context.Background(), resources("a"))
+	v3, _ := s.Update(context.Background(), resources("a", "b"))
+	if v1 != v2 || v3 == v2 {
+		t.Errorf("versions %s %s %s: want the same version for the same resources and a new one for a change", v1, v2, v3)
+	}
+}
