@@ -154,7 +154,9 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 	out := &ir.ExtProcOverrides{Mode: processingMode(o.ProcessingMode)}
 	if g := o.GRPCService; g != nil {
 		svc := *scope.effective
-		svc.FailOpen = g.FailOpen
+		if g.FailOpen != scope.effective.FailOpen {
+			out.FailOpen = &g.FailOpen
+		}
 		if g.ExtensionServiceRef.Name != "" {
 			svc.Cluster, svc.Authority, svc.Timeout = "", "", 0
 			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
@@ -178,7 +180,8 @@ func sharedExtProc(routes []*ir.Route, scope procScope) []*ir.Route {
 	}
 	for _, r := range routes {
 		if r.ExtProc == nil && !r.HTTPSRedirect {
-			r.ExtProc = &ir.ExtProcPerRoute{Overrides: &ir.ExtProcOverrides{Service: scope.effective, Mode: scope.effective.Mode}}
+			failOpen := scope.effective.FailOpen
+			r.ExtProc = &ir.ExtProcPerRoute{Overrides: &ir.ExtProcOverrides{Service: scope.effective, FailOpen: &failOpen, Mode: scope.effective.Mode}}
 		}
 	}
 	return routes

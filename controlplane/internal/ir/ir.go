@@ -120,11 +120,14 @@ type ExtProcPerRoute struct {
 }
 
 // ExtProcOverrides are what a route may change: the service (with its
-// timeout and failure mode) and the processing mode.
+// timeout), the failure mode and the processing mode.
 type ExtProcOverrides struct {
-	// Service, when set, replaces the processor's gRPC service.
+	// Service, when set, replaces the processor's gRPC service (Cluster,
+	// Authority and Timeout are used).
 	Service *ExtProc
-	Mode    *ProcessingMode
+	// FailOpen, when set, replaces the processor's failure mode.
+	FailOpen *bool
+	Mode     *ProcessingMode
 }
 
 // PathMatchKind says how a route matches the request path.

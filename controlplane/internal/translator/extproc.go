@@ -42,7 +42,9 @@ func extProcPerRoute(r *ir.ExtProcPerRoute) *extprocv3.ExtProcPerRoute {
 	o := &extprocv3.ExtProcOverrides{ProcessingMode: processingMode(r.Overrides.Mode)}
 	if s := r.Overrides.Service; s != nil {
 		o.GrpcService = grpcService(s.Cluster, s.Authority, s.Timeout)
-		o.FailureModeAllow = wrapperspb.Bool(s.FailOpen)
+	}
+	if f := r.Overrides.FailOpen; f != nil {
+		o.FailureModeAllow = wrapperspb.Bool(*f)
 	}
 	return &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}
 }
