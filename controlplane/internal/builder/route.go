@@ -374,8 +374,8 @@ func headersPolicy(hp *contourv1.HeadersPolicy, request bool) (*ir.HeadersPolicy
 		if msgs := validation.IsHTTPHeaderName(h.Name); len(msgs) > 0 {
 			return nil, fmt.Errorf("invalid set header %q: %s", h.Name, strings.Join(msgs, "; "))
 		}
-		if strings.ContainsAny(h.Value, "\r\n") {
-			return nil, fmt.Errorf("invalid set header %q: the value contains a line break", h.Name)
+		if strings.ContainsAny(h.Value, "\r\n\x00") {
+			return nil, fmt.Errorf("invalid set header %q: the value contains a line break or a NUL byte (Envoy rejects them)", h.Name)
 		}
 		if key == "host" {
 			if !request {
