@@ -1,0 +1,128 @@
+package htpasswd
+
+import (
+	"fmt"
+	"strings"
+
+	gohtpasswd "github.com/tg123/go-htpasswd"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Hash formats, as named in logs and documentation.
+const (
+	FormatBcrypt   = "bcrypt"     // $2a$, $2b$, $2x$, $2y$
+	FormatSHA1     = "{SHA}"      // unsalted SHA-1
+	FormatSSHA     = "{SSHA}"     // salted SHA-1
+	FormatMD5Crypt = "md5-crypt"  // $apr1$ (Apache) and $1$
+	FormatSHACrypt = "sha-crypt"  // $5$ and $6$
+	FormatPlain    = "plain text" // anything else, or {PLAIN}password
+)
+
+// credential is one user's stored password.
+type credential struct {
+	hash   string // the stored encoding, as written; part of the cache key
+	format string
+	cost   int                      // bcrypt only
+	legacy gohtpasswd.EncodedPasswd // the matcher of a non-bcrypt format
+}
+
+// matches runs the (expensive) comparison. compare is bcrypt's, injectable
+// so that tests can see which hash every path compares against.
+func (c *credential) matches(compare func(hash, password []byte) error, password string) bool {
+	if c.format == FormatBcrypt {
+		return compare([]byte(c.hash), []byte(password)) == nil
+	}
+	return c.legacy.MatchesPassword(password)
+}
+
+// hashError is why a stored password is not used. reason is a metric label.
+type hashError struct {
+	reason string
+	msg    string
+}
+
+func (e *hashError) Error() string { return e.msg }
+
+// Reasons a line is skipped; values of the reason label of
+// portcullis_authserver_htpasswd_load_errors_total.
+const (
+	reasonMalformed   = "malformed_line"
+	reasonInvalidUser = "invalid_user"
+	reasonDuplicate   = "duplicate_user"
+	reasonInsecure    = "insecure_hash"
+	reasonUnsupported = "unsupported_hash"
+	reasonRead        = "read_error"
+)
+
+var loadErrorReasons = []string{reasonMalformed, reasonInvalidUser, reasonDuplicate, reasonInsecure, reasonUnsupported, reasonRead}
+
+// parseHash applies the hash policy to a stored encoding: bcrypt always;
+// the legacy formats only when allowInsecure; never a format we cannot
+// verify. Error messages never contain the encoding (it is secret-ish).
+func parseHash(enc string, allowInsecure bool) (*credential, error) {
+	if isBcrypt(enc) {
+		cost, err := bcrypt.Cost([]byte(enc))
+		if err != nil {
+			return nil, &hashError{reasonMalformed, "malformed bcrypt hash"}
+		}
+		return &credential{hash: enc, format: FormatBcrypt, cost: cost}, nil
+	}
+	format, accept := legacyFormat(enc)
+	if accept == nil {
+		return nil, &hashError{reasonUnsupported, "unsupported hash format (use bcrypt: htpasswd -B)"}
+	}
+	if !allowInsecure {
+		return nil, &hashError{reasonInsecure, fmt.Sprintf("insecure %s hash rejected (use bcrypt: htpasswd -B, or start with --allow-insecure-hashes)", format)}
+	}
+	m, err := accept(enc)
+	if err != nil || m == nil {
+		return nil, &hashError{reasonMalformed, fmt.Sprintf("malformed %s hash", format)}
+	}
+	return &credential{hash: enc, format: format, legacy: m}, nil
+}
+
+func isBcrypt(enc string) bool {
+	for _, p := range []string{"$2a$", "$2b$", "$2x$", "$2y$"} {
+		if strings.HasPrefix(enc, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// legacyFormat names a non-bcrypt encoding and the go-htpasswd parser that
+// reads it; a nil parser means we cannot verify it.
+func legacyFormat(enc string) (string, gohtpasswd.PasswdParser) {
+	switch {
+	case strings.HasPrefix(enc, "{SHA}"):
+		return FormatSHA1, gohtpasswd.AcceptSha
+	case strings.HasPrefix(enc, "{SSHA}"):
+		return FormatSSHA, gohtpasswd.AcceptSsha
+	case strings.HasPrefix(enc, "$apr1$"), strings.HasPrefix(enc, "$1$"):
+		return FormatMD5Crypt, gohtpasswd.AcceptMd5
+	case strings.HasPrefix(enc, "$5$"), strings.HasPrefix(enc, "$6$"):
+		return FormatSHACrypt, gohtpasswd.AcceptCryptSha
+	case strings.HasPrefix(enc, "$"):
+		return "", nil // argon2, yescrypt, ...: a hash, but not one we verify
+	case looksLikeDESCrypt(enc):
+		// htpasswd -d. Reading it as plain text would make the hash itself
+		// the password; write plain text as {PLAIN}password instead.
+		return "", nil
+	default:
+		return FormatPlain, gohtpasswd.AcceptPlain
+	}
+}
+
+// looksLikeDESCrypt matches the 13-character traditional crypt(3) form.
+func looksLikeDESCrypt(enc string) bool {
+	if len(enc) != 13 {
+		return false
+	}
+	for i := 0; i < len(enc); i++ {
+		c := enc[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
