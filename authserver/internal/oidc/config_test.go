@@ -1,0 +1,107 @@
+package oidc
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadConfigDefaultsAndSecrets(t *testing.T) {
+	keyFile := writeFile(t, "key", base64.StdEncoding.EncodeToString(key(7))+"\n")
+	t.Setenv("TEST_OIDC_SECRET", "s3cret")
+	t.Setenv("TEST_OIDC_OLD_KEY", hex.EncodeToString(key(8)))
+	path := writeFile(t, "oidc.yaml", `
+issuer: https://login.example.com/
+clientID: portcullis
+clientSecretEnv: TEST_OIDC_SECRET
+scopes: [email, groups]
+cookie:
+  keyFile: `+keyFile+`
+  previousKeyEnv: TEST_OIDC_OLD_KEY
+  sessionLifetime: 90m
+`)
+	s, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Issuer != "https://login.example.com" || s.ClientSecret != "s3cret" {
+		t.Errorf("issuer %q secret %q", s.Issuer, s.ClientSecret)
+	}
+	if strings.Join(s.Scopes, " ") != "openid email groups" {
+		t.Errorf("scopes = %v, want openid added", s.Scopes)
+	}
+	if s.CallbackPath != "/oauth2/callback" || s.LoginPath != "/oauth2/sign_in" || s.LogoutPath != "/oauth2/sign_out" ||
+		s.Cookie.Name != "portcullis_session" || s.Cookie.Path != "/" || s.Cookie.SessionLifetime.Duration != 90*time.Minute {
+		t.Errorf("defaults: %+v", s.Config)
+	}
+	if len(s.Keys) != 2 || s.Keys[0][0] != 7 || s.Keys[1][0] != 8 {
+		t.Errorf("keys = %v, want current then previous", s.Keys)
+	}
+	if len(s.Headers) != 3 || s.Headers[1] != (HeaderMapping{"Auth-Username", "email"}) {
+		t.Errorf("default headers = %v", s.Headers)
+	}
+	if strings.Join(s.Bearer.Algorithms, ",") != "RS256,ES256" {
+		t.Errorf("default algorithms = %v", s.Bearer.Algorithms)
+	}
+}
+
+func TestLoadConfigPublicClient(t *testing.T) {
+	t.Setenv("TEST_OIDC_KEY", base64.RawURLEncoding.EncodeToString(key(1)))
+	s, err := Config{Issuer: "https://login.example.com", ClientID: "spa", Cookie: CookieConfig{KeyEnv: "TEST_OIDC_KEY"}}.Load()
+	if err != nil || s.ClientSecret != "" {
+		t.Fatalf("public client: %v, secret %q", err, s.ClientSecret)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	keyFile := writeFile(t, "key", base64.StdEncoding.EncodeToString(key(1)))
+	shortKey := writeFile(t, "short", base64.StdEncoding.EncodeToString([]byte("too short")))
+	empty := writeFile(t, "empty", "\n")
+	t.Setenv("TEST_OIDC_EMPTY", "")
+	good := "issuer: https://login.example.com\nclientID: c\ncookie:\n  keyFile: " + keyFile + "\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", good + "clientSecret: inline\n", "unknown field"},
+		{"no issuer", "clientID: c\ncookie: {keyFile: " + keyFile + "}\n", "issuer"},
+		{"issuer not a URL", strings.Replace(good, "https://login.example.com", "login.example.com", 1), "issuer"},
+		{"no client id", strings.Replace(good, "clientID: c\n", "", 1), "clientID"},
+		{"no cookie key", "issuer: https://x.example\nclientID: c\n", "cookie.key"},
+		{"short cookie key", strings.Replace(good, keyFile, shortKey, 1), "32 bytes"},
+		{"missing key file", strings.Replace(good, keyFile, "/nonexistent/key", 1), "no such file"},
+		{"empty secret file", good + "clientSecretFile: " + empty + "\n", "empty"},
+		{"unset secret env", good + "clientSecretEnv: TEST_OIDC_EMPTY\n", "TEST_OIDC_EMPTY"},
+		{"file and env", good + "clientSecretFile: " + keyFile + "\nclientSecretEnv: X\n", "not both"},
+		{"relative callback", good + "callbackPath: oauth2/callback\n", "callbackPath"},
+		{"same paths", good + "loginPath: /oauth2/callback\n", "must differ"},
+		{"bad redirect host", good + "allowedRedirectHosts: [\"evil.example/x\"]\n", "allowedRedirectHosts"},
+		{"bad post-logout URL", good + "postLogoutRedirectURL: /relative\n", "postLogoutRedirectURL"},
+		{"bad cookie name", good + "  name: \"a;b\"\n", "cookie.name"},
+		{"bad lifetime", good + "  sessionLifetime: forever\n", "duration"},
+		{"negative lifetime", good + "  sessionLifetime: -1h\n", "sessionLifetime"},
+		{"bad header name", good + "headers: [{name: \"Auth User\", claim: email}]\n", "headers"},
+		{"HMAC algorithm", good + "bearer: {audiences: [a], algorithms: [HS256]}\n", "HS256"},
+		{"none algorithm", good + "bearer: {audiences: [a], algorithms: [none]}\n", "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeFile(t, "oidc.yaml", tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := LoadConfig("/nonexistent/oidc.yaml"); err == nil {
+		t.Error("missing file accepted")
+	}
+}

@@ -1,0 +1,325 @@
+package oidc
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// newTestServer builds the backend against an issuer nobody listens on:
+// these tests cover what Check decides without the provider (the e2e test
+// covers the rest against a real one).
+func newTestServer(t *testing.T, keys ...[]byte) *Server {
+	t.Helper()
+	if len(keys) == 0 {
+		keys = [][]byte{key(1)}
+	}
+	c := Config{Issuer: "http://127.0.0.1:1", ClientID: "portcullis",
+		Headers: []HeaderMapping{{"Auth-Subject", "sub"}, {"Auth-Username", "email"}, {"Auth-Groups", "groups"}, {"Auth-Tier", "tier"}}}
+	c.setDefaults()
+	srv, err := New(&Settings{Config: c, Keys: keys}, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func sessionCookie(t *testing.T, srv *Server, sess session) string {
+	t.Helper()
+	b, err := json.Marshal(sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.s.Cookie.Name + "=" + srv.sealer.seal(srv.s.Cookie.Name, b)
+}
+
+func aliceSession(now time.Time) session {
+	return session{ID: "id-1", IDToken: "x.y.z", Created: now.Unix(), Expiry: now.Add(time.Minute).Unix(),
+		Claims: map[string]any{"sub": "alice", "email": "alice@example.test", "groups": []any{"users", "admins"}}}
+}
+
+func checkReq(method, path string, headers, ctx map[string]string) *authv3.CheckRequest {
+	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		ContextExtensions: ctx,
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Method: method, Scheme: "https", Host: "app.example.com", Path: path, Headers: headers,
+		}},
+	}}
+}
+
+func deniedHeader(resp *authv3.CheckResponse, name string) []string {
+	var vs []string
+	for _, h := range resp.GetDeniedResponse().GetHeaders() {
+		if strings.EqualFold(h.GetHeader().GetKey(), name) {
+			vs = append(vs, h.GetHeader().GetValue())
+		}
+	}
+	return vs
+}
+
+func TestCheckWithSession(t *testing.T) {
+	now := time.Now()
+	srv := newTestServer(t)
+	cookie := sessionCookie(t, srv, aliceSession(now))
+	for _, tc := range []struct {
+		name    string
+		req     *authv3.CheckRequest
+		status  int // 200 for allowed
+		headers map[string]string
+		remove  []string
+	}{
+		{"valid session: claims to headers, client copies removed",
+			checkReq("GET", "/x", map[string]string{"cookie": "other=1; " + cookie, "auth_username": "mallory", "auth-tier": "gold", "auth_tier": "gold"}, nil),
+			200, map[string]string{"Auth-Subject": "alice", "Auth-Username": "alice@example.test", "Auth-Groups": "users,admins"},
+			[]string{"auth-tier", "auth_tier", "auth_username"}},
+		{"required group present",
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyGroups: "auditors, admins"}), 200, nil, nil},
+		{"required group missing: 403",
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyGroups: "auditors"}), 403, nil, nil},
+		{"required claim value",
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyClaimPrefix + "email": "alice@example.test"}), 200, nil, nil},
+		{"required claim value differs: 403",
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyClaimPrefix + "email": "bob@example.test"}), 403, nil, nil},
+		{"POST with a session",
+			checkReq("POST", "/x", map[string]string{"cookie": cookie}, nil), 200, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := srv.Check(context.Background(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.status == 200 {
+				ok := resp.GetOkResponse()
+				if ok == nil {
+					t.Fatalf("denied: %v", resp.GetDeniedResponse())
+				}
+				got := map[string]string{}
+				for _, h := range ok.GetHeaders() {
+					got[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+				}
+				for k, v := range tc.headers {
+					if got[k] != v {
+						t.Errorf("%s = %q, want %q", k, got[k], v)
+					}
+				}
+				if _, set := got["Auth-Tier"]; set {
+					t.Error("Auth-Tier set without a tier claim")
+				}
+				rm := slices.Clone(ok.GetHeadersToRemove())
+				slices.Sort(rm)
+				if tc.remove != nil && !slices.Equal(rm, tc.remove) {
+					t.Errorf("headers_to_remove = %v, want %v", rm, tc.remove)
+				}
+				if len(ok.GetResponseHeadersToAdd()) != 0 {
+					t.Errorf("cookies set on an unchanged session: %v", ok.GetResponseHeadersToAdd())
+				}
+				return
+			}
+			if got := resp.GetDeniedResponse().GetStatus().GetCode(); int(got) != tc.status {
+				t.Errorf("status %d, want %d", got, tc.status)
+			}
+		})
+	}
+}
+
+func TestCheckAPIClientsGet401(t *testing.T) {
+	now := time.Now()
+	srv := newTestServer(t)
+	expired := aliceSession(now)
+	expired.Expiry = now.Add(-time.Second).Unix()
+	tooOld := aliceSession(now)
+	tooOld.Created = now.Add(-13 * time.Hour).Unix()
+	for _, tc := range []struct {
+		name string
+		req  *authv3.CheckRequest
+	}{
+		{"Accept: application/json", checkReq("GET", "/x", map[string]string{"accept": "application/json"}, nil)},
+		{"XHR", checkReq("GET", "/x", map[string]string{"x-requested-with": "XMLHttpRequest"}, nil)},
+		{"POST", checkReq("POST", "/x", nil, nil)},
+		{"API route", checkReq("GET", "/x", map[string]string{"accept": "text/html"}, map[string]string{KeyAPI: "true"})},
+		{"expired session without refresh token", checkReq("GET", "/x", map[string]string{"accept": "application/json", "cookie": sessionCookie(t, srv, expired)}, nil)},
+		{"session past its lifetime", checkReq("GET", "/x", map[string]string{"accept": "application/json", "cookie": sessionCookie(t, srv, tooOld)}, nil)},
+		{"tampered session", checkReq("GET", "/x", map[string]string{"accept": "application/json", "cookie": sessionCookie(t, srv, aliceSession(now)) + "AA"}, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := srv.Check(context.Background(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusUnauthorized {
+				t.Fatalf("got %v, want 401", resp)
+			}
+			if c := deniedHeader(resp, "WWW-Authenticate"); len(c) != 1 || !strings.HasPrefix(c[0], "Bearer ") {
+				t.Errorf("WWW-Authenticate = %q", c)
+			}
+			if loc := deniedHeader(resp, "Location"); len(loc) != 0 {
+				t.Errorf("an API client was redirected to %q", loc)
+			}
+		})
+	}
+	if got := testutil.ToFloat64(srv.m.failures.WithLabelValues(failSessionInvalid)); got != 1 {
+		t.Errorf("session_invalid failures = %v, want 1", got)
+	}
+}
+
+func TestCheckKeyRotation(t *testing.T) {
+	now := time.Now()
+	old := newTestServer(t, key(1))
+	cookie := sessionCookie(t, old, aliceSession(now))
+	req := checkReq("GET", "/x", map[string]string{"cookie": cookie, "accept": "application/json"}, nil)
+	for _, tc := range []struct {
+		name  string
+		keys  [][]byte
+		allow bool
+	}{
+		{"new key first, old key second", [][]byte{key(2), key(1)}, true},
+		{"old key retired", [][]byte{key(2)}, false},
+	} {
+		resp, err := newTestServer(t, tc.keys...).Check(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (resp.GetOkResponse() != nil) != tc.allow {
+			t.Errorf("%s: allowed=%v, want %v", tc.name, resp.GetOkResponse() != nil, tc.allow)
+		}
+	}
+}
+
+func TestCheckFailsClosed(t *testing.T) {
+	srv := newTestServer(t)
+	for _, tc := range []struct {
+		name string
+		req  *authv3.CheckRequest
+	}{
+		{"unknown context key", checkReq("GET", "/x", nil, map[string]string{ContextPrefix + "grups": "admins"})},
+		{"bad api value", checkReq("GET", "/x", nil, map[string]string{KeyAPI: "yes"})},
+		{"empty groups", checkReq("GET", "/x", nil, map[string]string{KeyGroups: " , "})},
+		// The provider is down: no sign-in can start, bearer tokens cannot
+		// be checked.
+		{"browser sign-in without the provider", checkReq("GET", "/x", map[string]string{"accept": "text/html"}, nil)},
+		{"bearer without the provider", checkReq("GET", "/x", map[string]string{"authorization": "Bearer a.b.c"}, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if resp, err := srv.Check(context.Background(), tc.req); err == nil {
+				t.Errorf("answered %v, want an error (the wrapper turns it into a 500)", resp)
+			}
+		})
+	}
+}
+
+func TestCheckRefusesUnsafeRedirectsBeforeAnything(t *testing.T) {
+	srv := newTestServer(t)
+	for _, path := range []string{
+		"/oauth2/sign_in?rd=https%3A%2F%2Fevil.example%2F",
+		"/oauth2/sign_in?rd=%2F%2Fevil.example",
+		"/oauth2/sign_out?rd=https%3A%2F%2Fevil.example%2F",
+		"/oauth2/sign_out?rd=%2F%5Cevil.example",
+	} {
+		resp, err := srv.Check(context.Background(), checkReq("GET", path, nil, nil))
+		if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusBadRequest {
+			t.Errorf("%s: %v, %v; want 400", path, resp, err)
+		}
+	}
+}
+
+func TestCallbackWithoutState(t *testing.T) {
+	srv := newTestServer(t)
+	for _, tc := range []struct {
+		name, cookie, reason string
+	}{
+		{"no state cookie", "", failStateMissing},
+		{"state cookie from another key", srv.stateCookie() + "=" + newTestServer(t, key(9)).sealer.seal(srv.stateCookie(), []byte(`{"s":"abc","e":9999999999}`)), failStateMissing},
+		{"session cookie moved into the state cookie", srv.stateCookie() + "=" + srv.sealer.seal(srv.s.Cookie.Name, []byte(`{"s":"abc","e":9999999999}`)), failStateMissing},
+		{"expired state", srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"abc","e":1}`)), failStateMissing},
+		{"state mismatch", srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"other","e":9999999999}`)), failStateMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := testutil.ToFloat64(srv.m.failures.WithLabelValues(tc.reason))
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=abc", map[string]string{"cookie": tc.cookie}, nil))
+			if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusBadRequest {
+				t.Fatalf("%v, %v; want 400", resp, err)
+			}
+			if after := testutil.ToFloat64(srv.m.failures.WithLabelValues(tc.reason)); after != before+1 {
+				t.Errorf("%s failures %v -> %v", tc.reason, before, after)
+			}
+			cleared := false
+			for _, c := range deniedHeader(resp, "Set-Cookie") {
+				cleared = cleared || strings.HasPrefix(c, srv.stateCookie()+"=;")
+			}
+			if !cleared {
+				t.Errorf("state cookie not cleared: %v", deniedHeader(resp, "Set-Cookie"))
+			}
+		})
+	}
+}
+
+func TestRefreshFlightsRunOncePerSession(t *testing.T) {
+	r := newRefreshFlights()
+	now := time.Now()
+	release := make(chan struct{})
+	calls := 0
+	fn := func() (*session, error) {
+		calls++
+		<-release
+		return &session{ID: "new"}, nil
+	}
+	results := make(chan *session, 5)
+	for range 5 {
+		go func() {
+			s, _ := r.do("old", now, fn)
+			results <- s
+		}()
+	}
+	// Let the callers pile up behind the first, then release it.
+	for {
+		r.mu.Lock()
+		_, running := r.inFlight["old"]
+		r.mu.Unlock()
+		if running {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for range 5 {
+		if s := <-results; s == nil || s.ID != "new" {
+			t.Fatalf("result %v", s)
+		}
+	}
+	// A request with the old cookie shortly after gets the same result.
+	if s, _ := r.do("old", now.Add(time.Second), fn); s.ID != "new" || calls != 1 {
+		t.Errorf("calls = %d, want 1", calls)
+	}
+	// Much later, a new refresh runs.
+	r.do("old", now.Add(time.Hour), func() (*session, error) { calls++; return &session{}, nil })
+	if calls != 2 {
+		t.Errorf("calls = %d, want 2 after the result expired", calls)
+	}
+}
+
+func TestClaimString(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+		ok   bool
+	}{
+		{"a", "a", true}, {"", "", false}, {true, "true", true}, {float64(42), "42", true},
+		{[]any{"a", "b", 3.5}, "a,b,3.5", true}, {[]any{}, "", false}, {nil, "", false},
+		{map[string]any{"x": 1}, "", false},
+	} {
+		if got, ok := claimString(tc.v); got != tc.want || ok != tc.ok {
+			t.Errorf("claimString(%v) = %q %v, want %q %v", tc.v, got, ok, tc.want, tc.ok)
+		}
+	}
+}
