@@ -136,13 +136,15 @@ func startFileStack(t *testing.T) (*stack, *components) {
 	return s, c
 }
 
-func startKubernetesStack(t *testing.T) (*stack, *components) {
+// startKubernetesStack runs the stack on a real API server; extraArgs go
+// to portcullis serve (e.g. --config).
+func startKubernetesStack(t *testing.T, extraArgs ...string) (*stack, *components) {
 	api := harness.StartAPIServer(t, harness.CRDDir(t))
 	c := startComponents(t)
-	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
+	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, append([]string{"--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
 		// The test's upstreams are ExternalName Services for localhost (see
 		// loopbackExternalName): opt in, as only tests should.
-		"--enable-external-name-services", "--allow-loopback-external-names")
+		"--enable-external-name-services", "--allow-loopback-external-names"}, extraArgs...)...)
 	s := &stack{
 		Stack:       &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr},
 		ca:          c.ca,
