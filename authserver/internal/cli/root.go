@@ -34,6 +34,8 @@ Metrics, on --metrics-address:
   portcullis_authserver_checks_total{backend,result}
       answers by backend and result: allowed, denied, redirect, error
       (error = a 5xx denial: the backend failed and denied the request)
+  portcullis_authserver_check_duration_seconds{backend,result}
+      time each backend took to answer (histogram)
   grpc_server_handled_total, grpc_server_handling_seconds
       gRPC calls by service, method and code; latency
 
@@ -54,6 +56,7 @@ func NewRootCommand() *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	opts.AddFlags(root.PersistentFlags())
 	root.AddCommand(newTestserverCommand(&opts))
+	root.AddCommand(newHtpasswdCommand(&opts))
 	root.AddCommand(newOIDCCommand(&opts))
 	return root
 }

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
+	"github.com/portcullis/portcullis/serverkit"
+)
+
+// TestHtpasswdOverGRPC serves the htpasswd backend as the command wires it
+// and checks over gRPC, then reads its metrics.
+func TestHtpasswdOverGRPC(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(file, []byte("alice:"+string(hash)+"\nbroken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := serverkit.DefaultOptions()
+	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	opts.Registry = serverkit.NewRegistry()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := htpasswd.New(htpasswd.Options{Realm: "staff", Registry: opts.Registry, Logger: logger,
+		CacheSize: htpasswd.DefaultCacheSize, CacheTTL: htpasswd.DefaultCacheTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddFile(file); err != nil {
+		t.Fatal(err)
+	}
+	h.Start()
+	srv, err := newServer(opts, logger, backend{name: htpasswd.Name, impl: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	client := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), insecure.NewCredentials()))
+	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:secret"))
+	for range 2 {
+		resp, err := client.Check(ctxT(t), checkRequest(nil, map[string]string{"authorization": creds}))
+		if err != nil || resp.GetOkResponse() == nil {
+			t.Fatalf("Check with credentials: %v, %v", resp, err)
+		}
+	}
+	resp, err := client.Check(ctxT(t), checkRequest(nil, nil))
+	if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != 401 {
+		t.Fatalf("Check without credentials: %v, %v", resp, err)
+	}
+	metrics := scrape(t, srv.MetricsAddr().String())
+	for _, want := range []string{
+		`portcullis_authserver_checks_total{backend="htpasswd",result="allowed"} 2`,
+		`portcullis_authserver_checks_total{backend="htpasswd",result="denied"} 1`,
+		`portcullis_authserver_check_duration_seconds_count{backend="htpasswd",result="allowed"} 2`,
+		`portcullis_authserver_htpasswd_users 1`,
+		`portcullis_authserver_htpasswd_skipped_lines 1`,
+		`portcullis_authserver_htpasswd_load_errors_total{reason="malformed_line"} 1`,
+		`portcullis_authserver_htpasswd_cache_lookups_total{result="hit"} 1`,
+		`portcullis_authserver_htpasswd_cache_lookups_total{result="miss"} 1`,
+		`portcullis_authserver_htpasswd_hash_comparisons_total 1`,
+		`portcullis_authserver_htpasswd_cache_entries 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, "secret") && strings.Contains(metrics, "alice") {
+		t.Error("/metrics mentions the user or password")
+	}
+}
+
+func TestHtpasswdRejectsBadFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"htpasswd"}, "no users"},
+		{[]string{"htpasswd", "--secrets", "maybe", "--htpasswd-file", file}, "--secrets"},
+		{[]string{"htpasswd", "--secrets", "off", "--htpasswd-file", file + ".missing"}, "--htpasswd-file"},
+		{[]string{"htpasswd", "--secrets", "off", "--htpasswd-file", file, "--auth-realm", `a"b`}, "--auth-realm"},
+		{[]string{"htpasswd", "--secrets", "off", "--htpasswd-file", file, "--cache-size", "-1"}, "--cache-size"},
+		{[]string{"htpasswd", "--kubeconfig", file + ".missing"}, "Kubernetes client"},
+		{[]string{"htpasswd", "--secrets", "on", "--kubeconfig", file, "--selector", "a=(b"}, "--selector"},
+	} {
+		var out bytes.Buffer
+		cmd := NewRootCommand()
+		cmd.SetArgs(append(tc.args, "--address=127.0.0.1:0", "--metrics-address="))
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		err := cmd.ExecuteContext(ctxT(t))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one mentioning %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestHtpasswdHelp(t *testing.T) {
+	var out bytes.Buffer
+	cmd := NewRootCommand()
+	cmd.SetArgs([]string{"htpasswd", "--help"})
+	cmd.SetOut(&out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"projectcontour.io/auth-type: basic", "projectcontour.io/auth-realm", htpasswd.RealmKey,
+		"--allow-insecure-hashes", "--watch-namespaces", "--selector", "--htpasswd-file", "Auth-Username", "WWW-Authenticate",
+		"portcullis_authserver_htpasswd_cache_lookups_total"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("authserver htpasswd --help lacks %q", want)
+		}
+	}
+}
