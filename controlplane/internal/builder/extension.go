@@ -219,13 +219,13 @@ func (b *builder) upstreamValidation(v *contourv1.UpstreamValidation, namespace 
 	return &ir.UpstreamValidation{CASecret: name, SubjectName: v.SubjectName}, nil
 }
 
-// parseTimeout accepts a Go duration, "infinity" (no timeout, returned as
+// parseTimeout accepts a Go duration, "infinity" or "infinite" (no timeout, returned as
 // 0) or "" (unset, returned as nil).
 func parseTimeout(s string) (*time.Duration, error) {
 	if s == "" {
 		return nil, nil
 	}
-	if s == "infinity" {
+	if s == "infinity" || s == "infinite" { // the CRD accepts both
 		d := time.Duration(0)
 		return &d, nil
 	}
