@@ -37,9 +37,10 @@ func newRootCommand() *cobra.Command {
 		Long: `portcullis reads HTTPProxy, ExtensionService and TLSCertificateDelegation
 resources (the projectcontour.io API) from Kubernetes or from YAML files,
 validates them, and serves the resulting Envoy configuration over xDS: HTTP and
-HTTPS listeners, routes, clusters, and Envoy's ext_authz filter wherever a
-virtual host asks for external authorization. Every resource gets a status
-that says whether it is valid and, if not, what is wrong and where.
+HTTPS listeners, routes, clusters, and Envoy's ext_authz and ext_proc filters
+wherever a virtual host (or the --config file, globally) asks for external
+authorization or processing. Every resource gets a status that says whether
+it is valid and, if not, what is wrong and where.
 
 Typical use:
   portcullis translate -f examples/quickstart/        # lint: status + Envoy config, no servers
@@ -141,9 +142,12 @@ recursively) and prints one document:
           them (protojson with @type; private keys redacted)
 
 Documents of other kinds (Deployments, Namespaces...) are ignored. Use it to
-check resources before applying them, or to see why a route does what it does.`,
+check resources before applying them, or to see why a route does what it does.
+With --config, the configuration file (global authorization and processing,
+docs/configuration.md) is read and checked as serve would.`,
 		Example: `  portcullis translate -f examples/quickstart/
-  portcullis translate -f proxy.yaml -f extension.yaml -o json --strict`,
+  portcullis translate -f proxy.yaml -f extension.yaml -o json --strict
+  portcullis translate --config examples/global-external-authorization/portcullis.yaml -f examples/global-external-authorization/resources/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(paths) == 0 {
 				return fmt.Errorf("no input: give files or directories with -f")
@@ -213,6 +217,11 @@ Providers:
               on the admin endpoint.
   kubernetes  the cluster of --kubeconfig (or in-cluster config). Status is
               written to each resource's status subresource.
+
+Configuration file (--config, docs/configuration.md): global external
+authorization (globalExtAuth) and processing (globalExtProc). It is checked
+every --poll-interval and applied when it changes; an invalid version is
+logged and the last good one stays in force.
 
 Admin endpoint (--admin-address; no authentication, keep it on loopback):
   /healthz /readyz   liveness, and readiness once a configuration is built

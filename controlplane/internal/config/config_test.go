@@ -118,3 +118,14 @@ func TestDefaultsAndEmpty(t *testing.T) {
 		t.Errorf("Load(missing) error = %v, want not-exist", err)
 	}
 }
+
+// TestExampleFile keeps the documented example (every field) loadable.
+func TestExampleFile(t *testing.T) {
+	c, err := Load("../../../examples/global-external-authorization/portcullis.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GlobalExtAuth == nil || c.GlobalExtProc == nil || c.GlobalExtProc.Processor.MutationRules == nil || c.GlobalExtAuth.WithRequestBody == nil {
+		t.Fatalf("the example should set every section: %+v", c)
+	}
+}
