@@ -427,6 +427,9 @@ func TestOIDCAgainstARealProvider(t *testing.T) {
 		if got := e.Headers.Values("Auth_groups"); len(got) != 0 {
 			t.Errorf("the client's Auth_Groups reached the upstream: %q", got)
 		}
+		if got := e.Headers.Get("Cookie"); strings.Contains(got, oidcCookie) {
+			t.Errorf("the session cookie reached the upstream: %q", got)
+		}
 	})
 
 	t.Run("per-route authorization: required group", func(t *testing.T) {

@@ -45,6 +45,11 @@ type Config struct {
 	// the redirect URI is https://<host><CallbackPath>, and must be
 	// registered at the provider. Default /oauth2/callback.
 	CallbackPath string `json:"callbackPath,omitempty"`
+	// RedirectURL, when set, is the one redirect URI sent to the provider
+	// instead of https://<host><CallbackPath>: for a single host served on
+	// a non-default port (Envoy strips the port from the host it reports).
+	// Its path must be CallbackPath.
+	RedirectURL string `json:"redirectURL,omitempty"`
 	// LoginPath starts a sign-in and returns to its `rd` query parameter.
 	// Default /oauth2/sign_in.
 	LoginPath string `json:"loginPath,omitempty"`
@@ -178,6 +183,11 @@ func (c Config) Load() (*Settings, error) {
 	for _, h := range c.AllowedRedirectHosts {
 		if h == "" || strings.ContainsAny(h, "/@:\\ ") {
 			fail("allowedRedirectHosts: %q is not a host name", h)
+		}
+	}
+	if c.RedirectURL != "" {
+		if u, err := url.Parse(c.RedirectURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != c.CallbackPath {
+			fail("redirectURL %q must be an absolute http(s) URL whose path is callbackPath %s", c.RedirectURL, c.CallbackPath)
 		}
 	}
 	if c.PostLogoutRedirectURL != "" {

@@ -86,6 +86,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"relative callback", good + "callbackPath: oauth2/callback\n", "callbackPath"},
 		{"same paths", good + "loginPath: /oauth2/callback\n", "must differ"},
 		{"bad redirect host", good + "allowedRedirectHosts: [\"evil.example/x\"]\n", "allowedRedirectHosts"},
+		{"redirect URL on another path", good + "redirectURL: https://app.example.com/callback\n", "redirectURL"},
+		{"relative redirect URL", good + "redirectURL: /oauth2/callback\n", "redirectURL"},
 		{"bad post-logout URL", good + "postLogoutRedirectURL: /relative\n", "postLogoutRedirectURL"},
 		{"bad cookie name", good + "  name: \"a;b\"\n", "cookie.name"},
 		{"bad lifetime", good + "  sessionLifetime: forever\n", "duration"},
@@ -103,5 +105,18 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadConfig("/nonexistent/oidc.yaml"); err == nil {
 		t.Error("missing file accepted")
+	}
+}
+
+// The example configuration stays valid.
+func TestExampleConfigLoads(t *testing.T) {
+	t.Setenv("OIDC_CLIENT_SECRET", "example-secret")
+	t.Setenv("OIDC_COOKIE_KEY", base64.StdEncoding.EncodeToString(key(3)))
+	s, err := LoadConfig("../../../examples/oidc/oidc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RedirectURL != "https://echo.example.com:18443/oauth2/callback" || len(s.Bearer.Audiences) != 1 {
+		t.Errorf("example config: %+v", s.Config)
 	}
 }

@@ -234,11 +234,15 @@ type flowState struct {
 func (srv *Server) stateCookie() string { return srv.s.Cookie.Name + "_state" }
 
 func (srv *Server) oauth2Config(r *request, d *discovered) *oauth2.Config {
+	redirect := srv.s.RedirectURL
+	if redirect == "" {
+		redirect = r.scheme + "://" + r.host + srv.s.CallbackPath
+	}
 	return &oauth2.Config{
 		ClientID:     srv.s.ClientID,
 		ClientSecret: srv.s.ClientSecret,
 		Endpoint:     d.endpoint,
-		RedirectURL:  r.scheme + "://" + r.host + srv.s.CallbackPath,
+		RedirectURL:  redirect,
 		Scopes:       srv.s.Scopes,
 	}
 }
@@ -461,9 +465,18 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 			unset = append(unset, hm.Name)
 		}
 	}
+	// The upstream gets the request's cookies without ours: the session
+	// (refresh token included, if encrypted) is none of its business.
+	cookieHeader, stripped := srv.withoutOwnCookies(r.header("cookie"))
+	if stripped && cookieHeader != "" {
+		headers = append(headers, check.Header{Name: "Cookie", Value: cookieHeader})
+	}
 	resp, err := check.Allow(r.raw, headers)
 	if err != nil {
 		return nil, err
+	}
+	if stripped && cookieHeader == "" {
+		resp.GetOkResponse().HeadersToRemove = append(resp.GetOkResponse().HeadersToRemove, "cookie")
 	}
 	// A header we have no claim for is not set, but a client's copy of it
 	// must not reach the upstream either.
@@ -497,6 +510,31 @@ func withCookies(resp *authv3.CheckResponse, cookies []string) (*authv3.CheckRes
 		}
 	}
 	return resp, nil
+}
+
+// withoutOwnCookies removes the session cookie, its chunks and the state
+// cookie from a Cookie header; stripped reports whether there were any.
+func (srv *Server) withoutOwnCookies(header string) (rest string, stripped bool) {
+	if header == "" {
+		return "", false
+	}
+	own := map[string]bool{srv.s.Cookie.Name: true, srv.stateCookie(): true}
+	for _, n := range chunkNames(srv.s.Cookie.Name) {
+		own[n] = true
+	}
+	var keep []string
+	for _, part := range strings.Split(header, ";") {
+		part = strings.TrimSpace(part)
+		name, _, _ := strings.Cut(part, "=")
+		if own[strings.TrimSpace(name)] {
+			stripped = true
+			continue
+		}
+		if part != "" {
+			keep = append(keep, part)
+		}
+	}
+	return strings.Join(keep, "; "), stripped
 }
 
 func requestHeaderNames(req *authv3.CheckRequest) []string {

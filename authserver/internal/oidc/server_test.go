@@ -77,21 +77,23 @@ func TestCheckWithSession(t *testing.T) {
 		status  int // 200 for allowed
 		headers map[string]string
 		remove  []string
+		// upstreamCookie is the Cookie header the upstream gets ("" for none).
+		upstreamCookie string
 	}{
 		{"valid session: claims to headers, client copies removed",
 			checkReq("GET", "/x", map[string]string{"cookie": "other=1; " + cookie, "auth_username": "mallory", "auth-tier": "gold", "auth_tier": "gold"}, nil),
 			200, map[string]string{"Auth-Subject": "alice", "Auth-Username": "alice@example.test", "Auth-Groups": "users,admins"},
-			[]string{"auth-tier", "auth_tier", "auth_username"}},
+			[]string{"auth-tier", "auth_tier", "auth_username"}, "other=1"},
 		{"required group present",
-			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyGroups: "auditors, admins"}), 200, nil, nil},
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyGroups: "auditors, admins"}), 200, nil, nil, ""},
 		{"required group missing: 403",
-			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyGroups: "auditors"}), 403, nil, nil},
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyGroups: "auditors"}), 403, nil, nil, ""},
 		{"required claim value",
-			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyClaimPrefix + "email": "alice@example.test"}), 200, nil, nil},
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyClaimPrefix + "email": "alice@example.test"}), 200, nil, nil, ""},
 		{"required claim value differs: 403",
-			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyClaimPrefix + "email": "bob@example.test"}), 403, nil, nil},
+			checkReq("GET", "/x", map[string]string{"cookie": cookie}, map[string]string{KeyClaimPrefix + "email": "bob@example.test"}), 403, nil, nil, ""},
 		{"POST with a session",
-			checkReq("POST", "/x", map[string]string{"cookie": cookie}, nil), 200, nil, nil},
+			checkReq("POST", "/x", map[string]string{"cookie": cookie}, nil), 200, nil, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := srv.Check(context.Background(), tc.req)
@@ -117,8 +119,11 @@ func TestCheckWithSession(t *testing.T) {
 				}
 				rm := slices.Clone(ok.GetHeadersToRemove())
 				slices.Sort(rm)
-				if tc.remove != nil && !slices.Equal(rm, tc.remove) {
+				if tc.remove != nil && !slices.Equal(slices.DeleteFunc(slices.Clone(rm), func(n string) bool { return n == "cookie" }), tc.remove) {
 					t.Errorf("headers_to_remove = %v, want %v", rm, tc.remove)
+				}
+				if got["Cookie"] != tc.upstreamCookie || (tc.upstreamCookie == "") != slices.Contains(rm, "cookie") {
+					t.Errorf("upstream Cookie = %q (removed: %v), want %q: our cookies must not reach the upstream", got["Cookie"], rm, tc.upstreamCookie)
 				}
 				if len(ok.GetResponseHeadersToAdd()) != 0 {
 					t.Errorf("cookies set on an unchanged session: %v", ok.GetResponseHeadersToAdd())

@@ -21,7 +21,7 @@
 // It prints "listening <issuer>" once it serves requests.
 import { createRequire } from 'node:module';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const env = (name, def) => {
@@ -44,7 +44,7 @@ const postLogoutUris = list(env('OIDC_POST_LOGOUT_URIS', ''));
 const apiAudience = env('OIDC_API_AUDIENCE', 'https://api.portcullis.test');
 const ttl = Number(env('OIDC_TOKEN_TTL', '60'));
 const groups = JSON.parse(env('OIDC_GROUPS', '{}'));
-const modules = env('OIDC_MODULES', dirname(fileURLToPath(import.meta.url)));
+const modules = resolve(env('OIDC_MODULES', dirname(fileURLToPath(import.meta.url))));
 
 // Loaded from the installed copy (.tools/oidc-provider), whose path the
 // harness passes: this script lives in the repository, the package not.
