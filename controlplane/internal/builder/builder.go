@@ -58,6 +58,10 @@ type Result struct {
 	// Sources says which objects each virtual host, cluster and secret of
 	// the model came from.
 	Sources *Sources
+	// Unavailable lists the problems of the global authorization and
+	// processing (configuration file) whose ExtensionService is missing or
+	// invalid: they fail closed and need an operator.
+	Unavailable []status.Problem
 }
 
 // Kinds, as they appear in status references.
@@ -113,6 +117,11 @@ func Build(in *objects.Set, opts Options) *Result {
 	b.finish(model)
 
 	res := &Result{Model: model, Sources: b.sources.result()}
+	for _, p := range []*status.Problem{b.global.authProblem, b.global.procProblem} {
+		if p != nil {
+			res.Unavailable = append(res.Unavailable, *p)
+		}
+	}
 	for _, o := range b.status {
 		res.Status = append(res.Status, o)
 	}

@@ -201,6 +201,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	}
 	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
 		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond))
+	s.reportGlobal(res.Build)
 	s.publishStatus(ctx)
 }
 

@@ -1,0 +1,44 @@
+package serve
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+func TestReportGlobal(t *testing.T) {
+	s := &Server{cfg: Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, metrics: newMetrics(nil)}
+	for _, tc := range []struct {
+		name        string
+		unavailable []status.Problem
+		want        [2]float64 // ext_authz, ext_proc
+	}{
+		{"both unavailable", []status.Problem{
+			{Reason: builder.ReasonGlobalAuthUnavailable, Message: "auth"},
+			{Reason: builder.ReasonGlobalExtProcUnavailable, Message: "proc"},
+		}, [2]float64{1, 1}},
+		{"healed", nil, [2]float64{0, 0}},
+		{"ext_authz only", []status.Problem{{Reason: builder.ReasonGlobalAuthUnavailable}}, [2]float64{1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.reportGlobal(&builder.Result{Unavailable: tc.unavailable})
+			got := [2]float64{
+				testutil.ToFloat64(globalGauge.gauge.WithLabelValues("ext_authz")),
+				testutil.ToFloat64(globalGauge.gauge.WithLabelValues("ext_proc")),
+			}
+			if got != tc.want {
+				t.Errorf("gauge (ext_authz, ext_proc) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The gauge is served with the other metrics.
+	n, err := testutil.GatherAndCount(s.metrics.registry, "portcullis_global_filter_unavailable")
+	if err != nil || n != 2 {
+		t.Errorf("registry has %d series of portcullis_global_filter_unavailable (%v), want 2", n, err)
+	}
+}
