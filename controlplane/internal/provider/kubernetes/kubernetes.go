@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -220,16 +221,24 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 // status.
 func writeStatus[T client.Object, S any](ctx context.Context, p *Provider, key types.NamespacedName, obj T, status func(T) *S,
 	conditions func(*S) *[]contourv1.DetailedCondition, want S) error {
-	if err := p.cache.Get(ctx, key, obj); err != nil {
-		return err
-	}
-	cur := status(obj)
-	*conditions(&want) = statusmodel.Merge(*conditions(cur), *conditions(&want))
-	if equality.Semantic.DeepEqual(*cur, want) {
-		return nil
-	}
-	p.writes.Add(1)
-	cp := obj.DeepCopyObject().(T)
-	*status(cp) = want
-	return p.client.Status().Update(ctx, cp)
+	// The cache first; on a conflict (the cache has not seen our previous
+	// write yet) the API server itself. Nothing else would retry: our own
+	// status updates trigger no rebuild.
+	var reader client.Reader = p.cache
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		defer func() { reader = p.client }()
+		if err := reader.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		cur := status(obj)
+		merged := want
+		*conditions(&merged) = statusmodel.Merge(*conditions(cur), *conditions(&want))
+		if equality.Semantic.DeepEqual(*cur, merged) {
+			return nil
+		}
+		p.writes.Add(1)
+		cp := obj.DeepCopyObject().(T)
+		*status(cp) = merged
+		return p.client.Status().Update(ctx, cp)
+	})
 }
