@@ -195,9 +195,11 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 // are sent to sign in, API clients get 401.
 func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *routeRules, cause error) (*authv3.CheckResponse, error) {
 	if srv.isAPIClient(r, rules) {
+		if cause != nil { // a session that no longer serves
+			return srv.challenge("invalid_token")
+		}
 		return srv.challenge("")
 	}
-	_ = cause
 	return srv.startSignIn(ctx, r, r.pathQ)
 }
 

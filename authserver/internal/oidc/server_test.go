@@ -3,6 +3,7 @@ package oidc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -310,6 +311,19 @@ func TestRefreshFlightsRunOncePerSession(t *testing.T) {
 	r.do("old", now.Add(time.Hour), func() (*session, error) { calls++; return &session{}, nil })
 	if calls != 2 {
 		t.Errorf("calls = %d, want 2 after the result expired", calls)
+	}
+
+	// A failure is remembered briefly too, then retried.
+	fail := func() (*session, error) { calls++; return nil, errors.New("invalid_grant") }
+	if _, err := r.do("dead", now, fail); err == nil {
+		t.Fatal("no error")
+	}
+	if _, err := r.do("dead", now.Add(time.Second), fail); err == nil || calls != 3 {
+		t.Errorf("calls = %d, want 3: a failure within refreshErrorTTL is not retried", calls)
+	}
+	r.do("dead", now.Add(refreshErrorTTL+time.Second), fail)
+	if calls != 4 {
+		t.Errorf("calls = %d, want 4 after refreshErrorTTL", calls)
 	}
 }
 

@@ -47,6 +47,10 @@ func tokenExpiry(tok *oauth2.Token, idt *oidc.IDToken) time.Time {
 // provider rotates refresh tokens, so they cannot all refresh).
 const refreshResultTTL = 30 * time.Second
 
+// refreshErrorTTL is how long a failed refresh is remembered, so that an
+// API client retrying with a dead session does not hammer the provider.
+const refreshErrorTTL = 5 * time.Second
+
 // refreshFlights runs one refresh per session ID at a time in this process
 // and remembers the result briefly.
 type refreshFlights struct {
@@ -62,6 +66,13 @@ type flight struct {
 	at   time.Time
 }
 
+func (f *flight) ttl() time.Duration {
+	if f.err != nil {
+		return refreshErrorTTL
+	}
+	return refreshResultTTL
+}
+
 func newRefreshFlights() *refreshFlights {
 	return &refreshFlights{inFlight: map[string]*flight{}, done: map[string]*flight{}}
 }
@@ -70,7 +81,7 @@ func newRefreshFlights() *refreshFlights {
 // flight or recently done.
 func (r *refreshFlights) do(id string, now time.Time, fn func() (*session, error)) (*session, error) {
 	r.mu.Lock()
-	if f, ok := r.done[id]; ok && now.Sub(f.at) < refreshResultTTL {
+	if f, ok := r.done[id]; ok && now.Sub(f.at) < f.ttl() {
 		r.mu.Unlock()
 		return f.sess, f.err
 	}
@@ -89,13 +100,11 @@ func (r *refreshFlights) do(id string, now time.Time, fn func() (*session, error
 	r.mu.Lock()
 	delete(r.inFlight, id)
 	for k, old := range r.done {
-		if now.Sub(old.at) >= refreshResultTTL {
+		if now.Sub(old.at) >= old.ttl() {
 			delete(r.done, k)
 		}
 	}
-	if f.err == nil {
-		r.done[id] = f
-	}
+	r.done[id] = f
 	r.mu.Unlock()
 	close(f.wait)
 	return f.sess, f.err
