@@ -101,7 +101,9 @@ type httpClient struct{ c *http.Client }
 func client(addr string) httpClient {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	return httpClient{&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext:         func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) },
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
 		MaxIdleConns:        concurrency * 2,
 		MaxIdleConnsPerHost: concurrency * 2,
 		IdleConnTimeout:     time.Minute,
