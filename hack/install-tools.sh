@@ -78,10 +78,12 @@ install_oidc_provider() {
 	local want
 	want=$(sha256sum "$dir/package.json" "$dir/package-lock.json" 2>/dev/null | sha256sum | cut -c1-16)
 	if stamp_ok oidc-provider "$want" && [ -d "$TOOLS/oidc-provider/node_modules" ]; then return; fi
+	command -v npm >/dev/null || { echo "npm not found: install Node.js (20 or later) and npm" >&2; exit 1; }
 	log "installing oidc-provider from npm"
 	mkdir -p "$TOOLS/oidc-provider"
 	cp "$dir"/package*.json "$TOOLS/oidc-provider/"
-	(cd "$TOOLS/oidc-provider" && npm ci --silent --no-audit --no-fund 2>/dev/null || npm install --silent --no-audit --no-fund)
+	# Exactly the versions of the committed lock file.
+	(cd "$TOOLS/oidc-provider" && npm ci --silent --no-audit --no-fund)
 	stamp oidc-provider "$want"
 }
 
