@@ -60,10 +60,18 @@ func freeAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", harness.
 
 // variantRoutes send requests carrying x-variant: canary to the canary
 // upstream, everything else to echo: a re-route proves clear_route_cache.
-var variantRoutes = []map[string]any{
-	{"match": map[string]any{"prefix": "/", "headers": []any{map[string]any{"name": "x-variant", "string_match": map[string]any{"exact": "canary"}}}}, "route": map[string]any{"cluster": "canary"}},
-	{"match": map[string]any{"prefix": "/"}, "route": map[string]any{"cluster": "echo"}},
-}
+// Both return the variant the processor put in dynamic metadata as a
+// response header.
+var variantRoutes = func() []map[string]any {
+	metadataHeader := []any{map[string]any{"header": map[string]any{
+		"key": "x-variant-metadata", "value": "%DYNAMIC_METADATA(portcullis.extproc:variant)%",
+	}}}
+	return []map[string]any{
+		{"match": map[string]any{"prefix": "/", "headers": []any{map[string]any{"name": "x-variant", "string_match": map[string]any{"exact": "canary"}}}},
+			"route": map[string]any{"cluster": "canary"}, "response_headers_to_add": metadataHeader},
+		{"match": map[string]any{"prefix": "/"}, "route": map[string]any{"cluster": "echo"}, "response_headers_to_add": metadataHeader},
+	}
+}()
 
 type reply struct {
 	status int
@@ -120,12 +128,15 @@ func TestExtProcBuiltinProcessors(t *testing.T) {
 	var listeners []harness.StaticListener
 	for _, mode := range []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"} {
 		addrs[mode] = freeAddr(t)
+		fields := map[string]any{"processing_mode": processingMode(mode), "message_timeout": "5s"}
+		if mode == "NONE" {
+			// Envoy drops dynamic metadata from the server unless its
+			// namespace is accepted.
+			fields["metadata_options"] = map[string]any{"receiving_namespaces": map[string]any{"untyped": []string{"portcullis.extproc"}}}
+		}
 		listeners = append(listeners, harness.StaticListener{
 			Name: strings.ToLower(mode), Addr: addrs[mode], Routes: variantRoutes,
-			HTTPFilters: []map[string]any{harness.ExtProcFilter("extproc", map[string]any{
-				"processing_mode": processingMode(mode),
-				"message_timeout": "5s",
-			})},
+			HTTPFilters: []map[string]any{harness.ExtProcFilter("extproc", fields)},
 		})
 	}
 	harness.StartEnvoy(t, harness.WriteStaticBootstrap(t, listeners, []harness.StaticCluster{
@@ -181,6 +192,18 @@ func TestExtProcBuiltinProcessors(t *testing.T) {
 		}
 		if e := send(t, headersOnly, "GET", "/", nil, "X-Variant", "canary").mustEcho(t, "forged variant"); e.Name != "stable" || e.Headers.Get("X-Variant") != "stable" {
 			t.Errorf("a client forging x-variant reached %s with x-variant %q", e.Name, e.Headers.Get("X-Variant"))
+		}
+	})
+
+	t.Run("dynamic metadata", func(t *testing.T) {
+		r := send(t, headersOnly, "GET", "/", nil, "Cookie", "beta=1")
+		if got := r.header.Get("X-Variant-Metadata"); got != "canary" {
+			t.Errorf("with receiving_namespaces: x-variant-metadata = %q, want canary", got)
+		}
+		r = send(t, addrs["STREAMED"], "GET", "/", nil, "Cookie", "beta=1")
+		r.mustEcho(t, "beta user on a listener without receiving_namespaces")
+		if got := r.header.Get("X-Variant-Metadata"); got == "canary" {
+			t.Errorf("without receiving_namespaces Envoy kept the metadata")
 		}
 	})
 
