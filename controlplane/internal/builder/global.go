@@ -64,9 +64,12 @@ func (b *builder) buildGlobals(m *ir.Model) {
 	if g := b.opts.GlobalExtProc; g != nil && !g.Disabled && g.Processor != nil {
 		p, problem := b.extProc(g.Processor, "", "globalExtProc.processor")
 		if problem != "" {
-			// The shape was checked when the file was read: only the
-			// ExtensionService can be missing or invalid here.
-			ref := g.Processor.GRPCService.ExtensionServiceRef
+			// The shape was checked when the file was read: normally only
+			// the ExtensionService can be missing or invalid here.
+			var ref contourv1.ExtensionServiceReference
+			if g.Processor.GRPCService != nil {
+				ref = g.Processor.GRPCService.ExtensionServiceRef
+			}
 			p.Cluster, p.Authority = b.unavailableCluster(ref.Namespace, ref.Name), ref.Name+"."+ref.Namespace
 			b.global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: ReasonGlobalExtProcUnavailable,
 				Message: fmt.Sprintf("global external processing (configuration file, globalExtProc): %s: requests fail%s until it is fixed", problem, failOpenNote(p.FailOpen))}

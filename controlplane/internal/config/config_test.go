@@ -129,3 +129,24 @@ func TestExampleFile(t *testing.T) {
 		t.Fatalf("the example should set every section: %+v", c)
 	}
 }
+
+// FuzzParse: whatever the file, Parse returns a configuration or an error,
+// never panics. Run longer with
+// go test ./internal/config -run '^$' -fuzz FuzzParse -fuzztime 1m
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"globalExtAuth: {extensionService: a/b, withRequestBody: {}}",
+		"globalExtProc: {processor: {grpcService: {extensionRef: {name: p, namespace: ns}}, processingMode: {requestHeaderMode: SEND}}}",
+		"globalExtAuth: {authPolicy: {context: {a: b}}}",
+		"[1, 2]",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data, "fuzz.yaml")
+		if err == nil && c == nil {
+			t.Fatal("no configuration and no error")
+		}
+	})
+}

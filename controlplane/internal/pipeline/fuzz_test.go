@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
@@ -29,6 +30,13 @@ func FuzzPipeline(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Every input also runs under global authorization and processing.
+	cfg, err := config.Load("testdata/global-ext-proc-rules/config.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	withGlobals := pipeline.Options{Translator: translator.DefaultOptions()}
+	withGlobals.Builder.GlobalExtAuth, withGlobals.Builder.GlobalExtProc = cfg.GlobalExtAuth, cfg.GlobalExtProc
 	f.Fuzz(func(t *testing.T, data []byte) {
 		set := &objects.Set{
 			Secrets: common.Secrets, Services: common.Services, EndpointSlices: common.EndpointSlices,
@@ -37,9 +45,11 @@ func FuzzPipeline(f *testing.F) {
 			return
 		}
 		set.Sort()
-		res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
-		if _, err := pipeline.NewDocument(set, res, goldenNow); err != nil {
-			t.Fatalf("rendering: %v", err)
+		for _, opts := range []pipeline.Options{{Translator: translator.DefaultOptions()}, withGlobals} {
+			res := pipeline.Run(set, opts)
+			if _, err := pipeline.NewDocument(set, res, goldenNow); err != nil {
+				t.Fatalf("rendering: %v", err)
+			}
 		}
 	})
 }
