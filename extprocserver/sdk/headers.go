@@ -11,7 +11,7 @@ import (
 )
 
 // Headers is a header or trailer map as Envoy sent it, plus the changes
-// processors make to it. Names are case-insensitive (Envoy sends them in
+// processors make to it. It is valid only during the phase call. Names are case-insensitive (Envoy sends them in
 // lower case); pseudo-headers such as ":path" are included.
 //
 // Reads see earlier changes, so processors in a Chain see each other's
@@ -110,15 +110,6 @@ func (h *Headers) edit(k string) *headerEdit {
 		h.touched = append(h.touched, k)
 	}
 	return e
-}
-
-// snapshot returns the current map; later changes to h do not affect it.
-func (h *Headers) snapshot() map[string][]string {
-	out := make(map[string][]string, len(h.m))
-	for k, v := range h.m {
-		out[k] = slices.Clone(v)
-	}
-	return out
 }
 
 // mutation is the net HeaderMutation, or nil when nothing changed.

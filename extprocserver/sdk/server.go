@@ -174,8 +174,9 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *extprocv3.Process
 func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
 	x.resetActions(p)
 	h := newHeaders(msg.GetHeaders(), msg.GetEndOfStream())
-	// The exchange's view is live during the phase so helpers such as
-	// x.Path() work, then frozen to what left the phase.
+	// The exchange keeps h's map: live during the phase, so helpers such as
+	// x.Path() see the changes so far, and what left the phase afterwards
+	// (h is not used once the phase returns).
 	if p == RequestHeaders {
 		x.requestHeaders = h.m
 	} else {
@@ -189,11 +190,6 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extproc
 	}
 	if err != nil {
 		return nil, err
-	}
-	if p == RequestHeaders {
-		x.requestHeaders = h.snapshot()
-	} else {
-		x.responseHeaders = h.snapshot()
 	}
 	if x.immediate != nil {
 		return x.immediateResponse(), nil
