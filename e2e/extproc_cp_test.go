@@ -164,6 +164,44 @@ func TestExternalProcessingControlPlane(t *testing.T) {
 		})
 	}
 
+	t.Run("missing global processor fails closed, warns, and heals", func(t *testing.T) {
+		global := &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: extProcNamespace, Name: "global"},
+			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "global", Port: 9000}}}}
+		if err := s.Objects.Delete(ctx, global); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 30*time.Second, func() error {
+			code, err := statusCode(httpc, "http://plain.example.com/")
+			if err != nil {
+				return err
+			}
+			if code != http.StatusInternalServerError {
+				return fmt.Errorf("status %d, want 500 (the processor is required: failOpen is not set)", code)
+			}
+			return nil
+		})
+		// Routes that do not use the global processor are not affected.
+		if got, err := fetchProcessed(https, "https://tls-own.example.com/inherit"); err != nil || got != (processed{"vhost", "vhost"}) {
+			t.Errorf("tls-own.example.com/inherit: %+v, %v; want the host's processor, unaffected", got, err)
+		}
+		harness.Eventually(t, 30*time.Second, func() error {
+			return proxyWarningIn(s, extProcNamespace, "plain", contourv1.ConditionTypeExtProcError, "GlobalExtProcUnavailable", true)
+		})
+		if err := s.Objects.Apply(ctx, global); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 30*time.Second, func() error {
+			got, err := fetchProcessed(httpc, "http://plain.example.com/")
+			if err != nil {
+				return err
+			}
+			if got != (processed{"global", "global"}) {
+				return fmt.Errorf("processed by %+v, want the global processor again", got)
+			}
+			return proxyWarningIn(s, extProcNamespace, "plain", contourv1.ConditionTypeExtProcError, "GlobalExtProcUnavailable", false)
+		})
+	})
+
 	t.Run("a virtual host processor on an HTTP host is an ExtProcError", func(t *testing.T) {
 		bad := proxy("http-own", "http-own.example.com", false, &contourv1.ExternalProcessor{Processor: &contourv1.ExtProc{
 			GRPCService: &contourv1.GRPCService{ExtensionServiceRef: contourv1.ExtensionServiceReference{Name: "vhost"}}}}, route("/", nil))

@@ -223,15 +223,20 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 }
 
 // proxyWarning checks whether the Valid condition of HTTPProxy default/name,
-// read back from the API server, is True with (or without) a warning of
-// this reason.
+// read back from the API server, is True with (or without) an AuthError
+// warning of this reason.
 func proxyWarning(s *stack, name, reason string, want bool) error {
+	return proxyWarningIn(s, "default", name, contourv1.ConditionTypeAuthError, reason, want)
+}
+
+// proxyWarningIn is proxyWarning for any namespace and warning type.
+func proxyWarningIn(s *stack, namespace, name, typ, reason string, want bool) error {
 	api, ok := s.Objects.(*harness.APIServer)
 	if !ok {
 		return fmt.Errorf("status is read from the API server only in kubernetes mode")
 	}
 	var p contourv1.HTTPProxy
-	if err := api.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &p); err != nil {
+	if err := api.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
 		return err
 	}
 	c := p.Status.GetCondition(contourv1.ValidConditionType)
@@ -245,12 +250,12 @@ func proxyWarning(s *stack, name, reason string, want bool) error {
 	found := false
 	for _, w := range c.Warnings {
 		reasons = append(reasons, w.Type+"/"+w.Reason)
-		if w.Reason == reason && w.Type == contourv1.ConditionTypeAuthError {
+		if w.Reason == reason && w.Type == typ {
 			found = true
 		}
 	}
 	if found != want {
-		return fmt.Errorf("HTTPProxy %s: warnings %s; want AuthError/%s present=%v", name, strings.Join(reasons, ", "), reason, want)
+		return fmt.Errorf("HTTPProxy %s: warnings %s; want %s/%s present=%v", name, strings.Join(reasons, ", "), typ, reason, want)
 	}
 	return nil
 }
