@@ -274,7 +274,8 @@ func TestExtProcBuiltinProcessors(t *testing.T) {
 // upstream's response.
 type protocolProcessor struct {
 	sdk.Continue
-	cancelled chan string // paths whose processing Envoy cancelled
+	cancelled chan string       // paths whose processing Envoy cancelled
+	modes     chan sdk.BodyMode // request body mode seen on /mode
 }
 
 func (p *protocolProcessor) RequestHeaders(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
@@ -287,6 +288,8 @@ func (p *protocolProcessor) RequestHeaders(ctx context.Context, x *sdk.Exchange,
 		case <-time.After(10 * time.Second):
 			h.Set("x-slow", "finished")
 		}
+	case x.Path() == "/mode":
+		p.modes <- x.RequestBodyMode
 	case strings.HasPrefix(x.Path(), "/error"):
 		return sdk.Errorf(codes.Internal, "processor failed")
 	case strings.HasPrefix(x.Path(), "/override"):
@@ -328,7 +331,7 @@ func startSDKServer(t *testing.T, p sdk.Processor) string {
 func TestExtProcProtocolThroughEnvoy(t *testing.T) {
 	t.Parallel()
 	echo := harness.StartEcho(t, "echo")
-	proc := &protocolProcessor{cancelled: make(chan string, 16)}
+	proc := &protocolProcessor{cancelled: make(chan string, 16), modes: make(chan sdk.BodyMode, 1)}
 	sdkAddr := startSDKServer(t, proc)
 	listen := map[string]string{}
 	var listeners []harness.StaticListener
@@ -362,6 +365,12 @@ func TestExtProcProtocolThroughEnvoy(t *testing.T) {
 		}
 	}
 
+	t.Run("Envoy announces the body mode in protocol_config", func(t *testing.T) {
+		send(t, listen["strict"], "GET", "/mode", nil).mustEcho(t, "GET /mode")
+		if got := <-proc.modes; got != sdk.ModeNone {
+			t.Errorf("request body mode %v, want NONE from protocol_config (the driver's Content-Length rule relies on it)", got)
+		}
+	})
 	t.Run("slower than message_timeout fails closed", func(t *testing.T) {
 		before := echo.Requests()
 		r := send(t, listen["strict"], "GET", "/slow/strict", nil)
