@@ -128,6 +128,7 @@ func newTranslateCommand() *cobra.Command {
 		paths  []string
 		output string
 		strict bool
+		stats  bool
 		bf     buildFlags
 	)
 	cmd := &cobra.Command{
@@ -156,6 +157,7 @@ docs/configuration.md) is read and checked as serve would.`,
 			if err != nil {
 				return err
 			}
+			start := time.Now()
 			set, skipped, err := file.Load(paths)
 			if err != nil {
 				return err
@@ -163,7 +165,9 @@ docs/configuration.md) is read and checked as serve would.`,
 			for _, s := range skipped {
 				fmt.Fprintf(cmd.ErrOrStderr(), "skipped %s (%s): %s\n", s.Source, s.Kind, s.Reason)
 			}
+			loaded := time.Now()
 			res := pipeline.Run(set, opts)
+			built := time.Now()
 			doc, err := pipeline.NewDocument(set, res, metav1.Now())
 			if err != nil {
 				return err
@@ -174,6 +178,10 @@ docs/configuration.md) is read and checked as serve would.`,
 			}
 			if _, err := cmd.OutOrStdout().Write(out); err != nil {
 				return err
+			}
+			if stats {
+				fmt.Fprintf(cmd.ErrOrStderr(), "stats: objects=%d load=%s pipeline=%s render=%s\n", len(res.Build.Status),
+					loaded.Sub(start).Round(time.Millisecond), built.Sub(loaded).Round(time.Millisecond), time.Since(built).Round(time.Millisecond))
 			}
 			if strict {
 				for _, o := range res.Build.Status {
@@ -188,6 +196,7 @@ docs/configuration.md) is read and checked as serve would.`,
 	cmd.Flags().StringArrayVarP(&paths, "filename", "f", nil, "YAML or JSON file, or directory of them (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit with an error when any resource is not valid")
+	cmd.Flags().BoolVar(&stats, "stats", false, "print to standard error how long reading, the pipeline (build + translate) and rendering took")
 	bf.add(cmd.Flags())
 	return cmd
 }

@@ -90,6 +90,8 @@ type builder struct {
 	// global is the resolved global authorization and processing.
 	global  globals
 	sources *sourceTracker
+	// parsedTLS caches tlsSecret's checks by Secret.
+	parsedTLS map[types.NamespacedName]parsedSecret
 }
 
 // Build computes the model and the status findings for one snapshot.

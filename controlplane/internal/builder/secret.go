@@ -33,6 +33,25 @@ func (b *builder) tlsSecret(ref, namespace string) (string, error) {
 	if key.Namespace != namespace && !b.delegated(key, namespace) {
 		return "", errNotDelegated
 	}
+	// Thousands of hosts often share one certificate: parse it once.
+	if r, ok := b.parsedTLS[key]; ok {
+		return r.name, r.err
+	}
+	name, err := b.parseTLSSecret(key)
+	if b.parsedTLS == nil {
+		b.parsedTLS = map[types.NamespacedName]parsedSecret{}
+	}
+	b.parsedTLS[key] = parsedSecret{name, err}
+	return name, err
+}
+
+// parsedSecret is the outcome of checking one TLS Secret.
+type parsedSecret struct {
+	name string
+	err  error
+}
+
+func (b *builder) parseTLSSecret(key types.NamespacedName) (string, error) {
 	s, ok := b.secrets[key]
 	if !ok {
 		return "", errSecretNotFound

@@ -1,7 +1,8 @@
 package builder
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -45,10 +46,14 @@ func (s sourceSet) sorted() map[string][]objects.Ref {
 		for r := range m {
 			refs = append(refs, r)
 		}
-		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+		slices.SortFunc(refs, compareRefs)
 		out[k] = refs
 	}
 	return out
+}
+
+func compareRefs(a, b objects.Ref) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // sourceTracker is the builder's working copy of Sources.

@@ -21,8 +21,12 @@ func TestAttribution(t *testing.T) {
 	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
 	attr := pipeline.NewAttribution(res)
 
-	proxy := func(ns, name string) string { return objects.Ref{Kind: "HTTPProxy", Namespace: ns, Name: name}.String() }
-	ext := func(ns, name string) string { return objects.Ref{Kind: "ExtensionService", Namespace: ns, Name: name}.String() }
+	proxy := func(ns, name string) string {
+		return objects.Ref{Kind: "HTTPProxy", Namespace: ns, Name: name}.String()
+	}
+	ext := func(ns, name string) string {
+		return objects.Ref{Kind: "ExtensionService", Namespace: ns, Name: name}.String()
+	}
 	tests := []struct {
 		name     string
 		typeURL  string

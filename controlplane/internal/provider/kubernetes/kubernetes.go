@@ -92,7 +92,7 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 		}
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { signal() },
+		AddFunc: func(any) { signal() },
 		UpdateFunc: func(old, cur any) {
 			if !statusOnly(old, cur) {
 				signal()

@@ -1,0 +1,82 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// scaleSet is the scale shape: n TLS roots with authorization, 5
+// routes and one include each (the same shape as e2e/bench/controlplane).
+func scaleSet(b testing.TB, n int) *objects.Set {
+	set, _, err := file.Load([]string{"testdata/common/secrets.yaml"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cert *corev1.Secret
+	for _, s := range set.Secrets {
+		if s.Name == "echo" {
+			cert = s.DeepCopy()
+		}
+	}
+	cert.Namespace, cert.Name = "bench", "tls"
+	out := &objects.Set{Secrets: []*corev1.Secret{cert}}
+	svc := func(name string, port int32) {
+		pn, tcp, ready := "main", corev1.ProtocolTCP, true
+		out.Services = append(out.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: pn, Port: port, Protocol: tcp}}}})
+		out.EndpointSlices = append(out.EndpointSlices, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "bench", Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &pn, Port: &port, Protocol: &tcp}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		})
+	}
+	svc("auth", 9000)
+	for s := 0; s < 20; s++ {
+		svc(fmt.Sprintf("svc-%d", s), 80)
+	}
+	out.ExtensionServices = []*v1alpha1.ExtensionService{{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "auth"},
+		Spec: v1alpha1.ExtensionServiceSpec{Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth", Port: 9000}}}}}
+	for i := 0; i < n; i++ {
+		root := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("root-%d", i)}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: fmt.Sprintf("host-%d.bench.example.com", i), TLS: &contourv1.TLS{SecretName: "tls"},
+				Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Name: "auth"}}},
+			Includes: []contourv1.Include{{Name: fmt.Sprintf("child-%d", i), Conditions: []contourv1.MatchCondition{{Prefix: "/child"}}}},
+		}}
+		for r := 0; r < 5; r++ {
+			root.Spec.Routes = append(root.Spec.Routes, contourv1.Route{Conditions: []contourv1.MatchCondition{{Prefix: fmt.Sprintf("/r%d", r)}},
+				Services: []contourv1.Service{{Name: fmt.Sprintf("svc-%d", (i+r)%20), Port: 80}}})
+		}
+		child := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("child-%d", i)},
+			Spec: contourv1.HTTPProxySpec{Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: fmt.Sprintf("svc-%d", i%20), Port: 80}}}}}}
+		out.HTTPProxies = append(out.HTTPProxies, root, child)
+	}
+	out.Sort()
+	return out
+}
+
+// BenchmarkPipeline measures build + translate at the scales (the
+// e2e benchmark in e2e/bench/controlplane measures the CLI and Envoy).
+func BenchmarkPipeline(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		set := scaleSet(b, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+				if got := len(res.Build.Model.Secure); got != n {
+					b.Fatalf("%d secure hosts, want %d", got, n)
+				}
+			}
+		})
+	}
+}
