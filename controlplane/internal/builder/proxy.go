@@ -235,7 +235,7 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 		return nil
 	}
 	if !secure {
-		return fail("AuthNotPermitted", "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization is only supported on HTTPS virtual hosts")
+		return fail("AuthNotPermitted", "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization of its own is only supported on HTTPS virtual hosts (HTTP virtual hosts use the global authorization of the configuration file, globalExtAuth)")
 	}
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
 		return fail("AuthIncompatibleWithFallback", "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts")
