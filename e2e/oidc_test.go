@@ -48,9 +48,9 @@ type oidcStack struct {
 	objects  []client.Object
 }
 
-func startOIDCStack(t *testing.T) *oidcStack {
+func startOIDCStack(t *testing.T, sharedJWK string) *oidcStack {
 	op := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
-		ClientID: oidcClientID, ClientSecret: oidcClientPass,
+		ClientID: oidcClientID, ClientSecret: oidcClientPass, SigningJWK: sharedJWK,
 		RedirectURIs:   []string{oidcApp + "/oauth2/callback"},
 		PostLogoutURIs: []string{oidcSignedOut},
 		TokenTTL:       oidcTokenTTL,
@@ -345,7 +345,10 @@ func metric(t *testing.T, url, series string) float64 {
 }
 
 func TestOIDCAgainstARealProvider(t *testing.T) {
-	s := startOIDCStack(t)
+	// The provider's signing key, shared with a second ("foreign")
+	// provider: its tokens are refused for their issuer alone.
+	sharedJWK := harness.NewSigningJWK(t)
+	s := startOIDCStack(t, sharedJWK)
 	testIssuer = s.op.Issuer
 
 	// The configuration reaches Envoy: an unauthenticated browser is sent
@@ -535,13 +538,18 @@ func TestOIDCAgainstARealProvider(t *testing.T) {
 		if got := e.Headers.Get("Auth-Subject"); got != oidcClientID {
 			t.Errorf("Auth-Subject = %q, want the client id %q", got, oidcClientID)
 		}
-		foreign := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
+		foreignSameKey := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
+			ClientID: oidcClientID, ClientSecret: oidcClientPass, RedirectURIs: []string{oidcApp + "/oauth2/callback"},
+			APIAudience: s.op.APIAudience, SigningJWK: sharedJWK,
+		})
+		foreignOwnKey := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
 			ClientID: oidcClientID, ClientSecret: oidcClientPass, RedirectURIs: []string{oidcApp + "/oauth2/callback"},
 			APIAudience: s.op.APIAudience,
 		})
 		for name, token := range map[string]string{
-			"foreign issuer": foreign.ClientCredentialsToken(t, oidcClientID, oidcClientPass),
-			"garbage":        "not.a.jwt",
+			"foreign issuer, same signing key": foreignSameKey.ClientCredentialsToken(t, oidcClientID, oidcClientPass),
+			"foreign issuer, its own key":      foreignOwnKey.ClientCredentialsToken(t, oidcClientID, oidcClientPass),
+			"garbage":                          "not.a.jwt",
 		} {
 			p := api.get(oidcApp+"/api/items", "Authorization", "Bearer "+token)
 			if p.StatusCode != http.StatusUnauthorized || p.Header.Get("Location") != "" ||

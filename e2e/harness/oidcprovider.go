@@ -2,9 +2,14 @@ package harness
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,6 +32,31 @@ type OIDCProviderConfig struct {
 	APIAudience            string              // aud of the JWT access tokens
 	TokenTTL               time.Duration       // access and ID token lifetime (whole seconds)
 	Groups                 map[string][]string // login -> groups claim
+	SigningJWK             string              // private RSA JWK (NewSigningJWK); empty: a fresh key
+}
+
+// NewSigningJWK returns a new private RSA signing key as a JWK (JSON), for
+// providers that must share a key (OIDCProviderConfig.SigningJWK).
+func NewSigningJWK(t testing.TB) string {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Precompute()
+	b64 := func(i *big.Int) string { return base64.RawURLEncoding.EncodeToString(i.Bytes()) }
+	kid := make([]byte, 8)
+	rand.Read(kid)
+	b, err := json.Marshal(map[string]string{
+		"kty": "RSA", "kid": hex.EncodeToString(kid),
+		"n": b64(k.N), "e": b64(big.NewInt(int64(k.E))), "d": b64(k.D),
+		"p": b64(k.Primes[0]), "q": b64(k.Primes[1]),
+		"dp": b64(k.Precomputed.Dp), "dq": b64(k.Precomputed.Dq), "qi": b64(k.Precomputed.Qinv),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // OIDCProvider is a running OpenID Provider (npm oidc-provider).
@@ -72,6 +102,9 @@ func StartOIDCProvider(t testing.TB, cfg OIDCProviderConfig) *OIDCProvider {
 	}
 	if cfg.TokenTTL > 0 {
 		p.Env = append(p.Env, "OIDC_TOKEN_TTL="+strconv.Itoa(int(cfg.TokenTTL.Seconds())))
+	}
+	if cfg.SigningJWK != "" {
+		p.Env = append(p.Env, "OIDC_SIGNING_JWK="+cfg.SigningJWK)
 	}
 	if cfg.Groups != nil {
 		b, err := json.Marshal(cfg.Groups)

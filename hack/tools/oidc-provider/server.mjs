@@ -16,6 +16,7 @@
 //   OIDC_API_AUDIENCE       resource (aud) of JWT access tokens (default https://api.portcullis.test)
 //   OIDC_TOKEN_TTL          seconds an access token and an ID token live (default 60)
 //   OIDC_GROUPS             JSON object login -> groups (default: everyone is in "users")
+//   OIDC_SIGNING_JWK        private RSA JWK (JSON) to sign with (default: a fresh key)
 //   OIDC_MODULES            folder holding node_modules/oidc-provider (default: next to this file)
 //
 // It prints "listening <issuer>" once it serves requests.
@@ -51,9 +52,12 @@ const modules = resolve(env('OIDC_MODULES', dirname(fileURLToPath(import.meta.ur
 const require = createRequire(join(modules, 'node_modules', 'package.json'));
 const { default: Provider } = await import(pathToFileURL(require.resolve('oidc-provider')).href);
 
-// A fresh signing key per start: two providers never share one.
-const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const jwk = { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('hex'), use: 'sig', alg: 'RS256' };
+// The signing key: OIDC_SIGNING_JWK (a private RSA JWK, so that two
+// providers can share one), or a fresh key per start.
+const jwk = process.env.OIDC_SIGNING_JWK
+  ? { use: 'sig', alg: 'RS256', ...JSON.parse(process.env.OIDC_SIGNING_JWK) }
+  : { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+      kid: randomBytes(8).toString('hex'), use: 'sig', alg: 'RS256' };
 
 const configuration = {
   clients: [{
