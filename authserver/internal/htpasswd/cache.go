@@ -19,7 +19,12 @@ type cacheKey [sha256.Size]byte
 // so a change invalidates without any bookkeeping, and memory never holds
 // anything an attacker could test passwords against without the HMAC key.
 type keyer struct {
-	pool sync.Pool
+	pool sync.Pool // of *keyState
+}
+
+type keyState struct {
+	mac hash.Hash
+	buf []byte
 }
 
 func newKeyer() *keyer {
@@ -27,21 +32,23 @@ func newKeyer() *keyer {
 	if _, err := rand.Read(secret); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	return &keyer{pool: sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }}}
+	return &keyer{pool: sync.Pool{New: func() any { return &keyState{mac: hmac.New(sha256.New, secret)} }}}
 }
 
 func (k *keyer) key(realm, user, password, storedHash string) cacheKey {
-	h := k.pool.Get().(hash.Hash)
-	h.Reset()
-	var n [4]byte
+	st := k.pool.Get().(*keyState)
+	b := st.buf[:0]
 	for _, s := range []string{realm, user, password, storedHash} {
-		binary.BigEndian.PutUint32(n[:], uint32(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
 	}
+	st.mac.Reset()
+	st.mac.Write(b)
 	var out cacheKey
-	h.Sum(out[:0])
-	k.pool.Put(h)
+	st.mac.Sum(out[:0])
+	clear(b) // the buffer held a password
+	st.buf = b
+	k.pool.Put(st)
 	return out
 }
 

@@ -177,10 +177,10 @@ func (s *Server) authenticate(ctx context.Context, realm, name, password string)
 	}
 	key := s.keys.key(realm, name, password, cred.hash)
 	if s.cache.get(key) {
-		s.metrics.cacheLookups.WithLabelValues("hit").Inc()
+		s.metrics.cacheHits.Inc()
 		return known
 	}
-	s.metrics.cacheLookups.WithLabelValues("miss").Inc()
+	s.metrics.cacheMisses.Inc()
 	ok, _ := s.flight.do(key, func() bool {
 		select {
 		case s.slots <- struct{}{}:
