@@ -524,3 +524,57 @@ func TestExchangeState(t *testing.T) {
 		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// TestConcurrentStreamsKeepTheirOwnExchange: Envoy multiplexes many
+// streams on one connection; each must see only its own request state.
+func TestConcurrentStreamsKeepTheirOwnExchange(t *testing.T) {
+	c, _ := start(t, funcs{
+		reqH: func(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
+			x.SetValue("path", x.Path())
+			return nil
+		},
+		respH: func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+			h.Set("x-path", x.Value("path").(string))
+			return nil
+		},
+	})
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := c.Process(ctx) // not open(): t.Fatal is for the test goroutine
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			path := "/p/" + strings.Repeat("x", i)
+			if err := s.Send(reqHeaders(true, ":path", path)); err != nil {
+				errs <- err.Error()
+				return
+			}
+			if _, err := s.Recv(); err != nil {
+				errs <- err.Error()
+				return
+			}
+			if err := s.Send(respHeaders(true, ":status", "200")); err != nil {
+				errs <- err.Error()
+				return
+			}
+			resp, err := s.Recv()
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			if got := mutationString(common(resp).GetHeaderMutation()); got != "=x-path:"+path {
+				errs <- "stream " + path + " got " + got
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
