@@ -178,10 +178,26 @@ func sharedExtProc(routes []*ir.Route, scope procScope) []*ir.Route {
 	if !scope.own {
 		return routes
 	}
+	failOpen := scope.effective.FailOpen
 	for _, r := range routes {
-		if r.ExtProc == nil && !r.HTTPSRedirect {
-			failOpen := scope.effective.FailOpen
+		switch {
+		case r.HTTPSRedirect:
+		case r.ExtProc == nil:
 			r.ExtProc = &ir.ExtProcPerRoute{Overrides: &ir.ExtProcOverrides{Service: scope.effective, FailOpen: &failOpen, Mode: scope.effective.Mode}}
+		case r.ExtProc.Overrides != nil:
+			// The route's overrides are relative to the host's processor:
+			// fill in what they inherit from it.
+			o := *r.ExtProc.Overrides
+			if o.Service == nil {
+				o.Service = scope.effective
+			}
+			if o.FailOpen == nil {
+				o.FailOpen = &failOpen
+			}
+			if o.Mode == nil {
+				o.Mode = scope.effective.Mode
+			}
+			r.ExtProc = &ir.ExtProcPerRoute{Overrides: &o}
 		}
 	}
 	return routes
