@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,25 +14,28 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/portcullis/portcullis/extprocserver/internal/config"
 	"github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
 	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/certs"
 )
 
 const exampleConfig = "../../../examples/extprocserver/config.yaml"
 
-// TestServesTheExampleConfig runs the example configuration as the command
-// wires it and speaks ext_proc to it over a real loopback connection.
-func TestServesTheExampleConfig(t *testing.T) {
-	f, err := config.Load(exampleConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+// serve runs f as the command wires it on loopback port 0.
+func serve(t *testing.T, f *config.File, mutate func(*serverkit.Options)) *serverkit.Server {
+	t.Helper()
 	opts := serverkit.DefaultOptions()
 	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	if mutate != nil {
+		mutate(&opts)
+	}
 	srv, err := NewServer(opts, slog.New(slog.NewTextHandler(io.Discard, nil)), f)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +49,65 @@ func TestServesTheExampleConfig(t *testing.T) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	return srv
+}
+
+// TestServesOverMutualTLS: how Envoy should connect; a client without a
+// certificate is refused.
+func TestServesOverMutualTLS(t *testing.T) {
+	ca, err := certs.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ca.WriteFiles(t.TempDir(), "extprocserver.test", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Parse([]byte("processors:\n- headers: {request: {set: {x-tls: ok}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, f, func(o *serverkit.Options) {
+		o.TLSCertPath, o.TLSKeyPath, o.TLSCAPath = files.ServerCert, files.ServerKey, files.CA
+	})
+	clientCert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(certs []tls.Certificate) extprocv3.ExternalProcessorClient {
+		conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(
+			&tls.Config{RootCAs: ca.Pool(), ServerName: "extprocserver.test", Certificates: certs})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return extprocv3.NewExternalProcessorClient(conn)
+	}
+	got := sdktest.Mutation(sdktest.Open(t, dial([]tls.Certificate{clientCert})).RoundTrip(sdktest.RequestHeaders(true, ":path", "/")))
+	if got != "=x-tls:ok" {
+		t.Errorf("over mTLS: mutation %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := dial(nil).Process(ctx)
+	if err == nil {
+		_, err = s.Recv()
+	}
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("without a client certificate: %v, want Unavailable", err)
+	}
+}
+
+// TestServesTheExampleConfig runs the example configuration as the command
+// wires it and speaks ext_proc to it over a real loopback connection.
+func TestServesTheExampleConfig(t *testing.T) {
+	f, err := config.Load(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, f, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
