@@ -14,9 +14,9 @@ import (
 type globals struct {
 	auth       *ir.ExtAuth
 	authPolicy contourv1.AuthorizationPolicy
-	// authProblem, when set, is a warning for every HTTPProxy the global
-	// authorization applies to: its ExtensionService is missing or
-	// invalid, and its routes fail closed (unless failOpen).
+	// authProblem, when set, is a warning for every HTTPProxy with a
+	// route the global authorization applies to: its ExtensionService is
+	// missing or invalid, and those routes fail closed (unless failOpen).
 	authProblem *status.Problem
 
 	proc        *ir.ExtProc
@@ -120,4 +120,17 @@ func mergePolicy(outer contourv1.AuthorizationPolicy, inner *contourv1.Authoriza
 		maps.Copy(out.Context, inner.Context)
 	}
 	return out
+}
+
+// warnGlobalUnavailable adds the global filters' problems to the HTTPProxy
+// that owns a route using them (a route that opted out is not affected).
+func (b *builder) warnGlobalUnavailable(r ir.Route, scope authScope, st *status.Object) {
+	if g := b.global.authProblem; g != nil && scope.global && !r.AuthDisabled {
+		st.AddWarning(g.Type, g.Reason, g.Message)
+	}
+	usesGlobalProc := scope.proc.effective != nil && !scope.proc.own &&
+		(r.ExtProc == nil || (!r.ExtProc.Disabled && r.ExtProc.Overrides.Service == nil))
+	if g := b.global.procProblem; g != nil && usesGlobalProc {
+		st.AddWarning(g.Type, g.Reason, g.Message)
+	}
 }

@@ -28,6 +28,8 @@ type authScope struct {
 	enabled bool
 	// own: the filter is the host's own authorization (not the global one).
 	own bool
+	// global: the filter is the global authorization.
+	global bool
 	// optOut: the host opted out of global authorization
 	// (globalExtAuthDisabled): every route is off, whatever its policy.
 	optOut bool
@@ -91,9 +93,6 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 	auth := b.authorization(p, secure != nil, st)
 	scope, hcmAuth := b.hostAuthScope(p, auth, st)
 	scope.proc = b.hostExtProc(p, secure != nil, st)
-	if scope.proc.effective != nil && !scope.proc.own && b.global.procProblem != nil {
-		st.AddWarning(b.global.procProblem.Type, b.global.procProblem.Reason, b.global.procProblem.Message)
-	}
 
 	b.sources.walked = nil
 	routes := b.walk(p, nil, route{}, scope, secure != nil)
@@ -142,14 +141,11 @@ func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth, st *sta
 		// filter and switch it off on each of this host's routes.
 		return authScope{enabled: true, optOut: true}, nil
 	}
-	if g := b.global.authProblem; g != nil {
-		st.AddWarning(g.Type, g.Reason, g.Message)
-	}
 	var hostPolicy *contourv1.AuthorizationPolicy
 	if a != nil {
 		hostPolicy = a.AuthPolicy
 	}
-	return authScope{enabled: true, policy: mergePolicy(b.global.authPolicy, hostPolicy)}, b.global.auth
+	return authScope{enabled: true, global: true, policy: mergePolicy(b.global.authPolicy, hostPolicy)}, b.global.auth
 }
 
 func (b *builder) addFallback(m *ir.Model, fqdn string, routes []route, proc procScope) {

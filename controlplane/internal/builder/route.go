@@ -129,6 +129,7 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 		}
 	}
 	rt.ExtProc = b.routeExtProc(p, r, scope.proc, fail)
+	b.warnGlobalUnavailable(rt.Route, scope, st)
 
 	if len(r.Services) == 0 {
 		fail(contourv1.ConditionTypeRouteError, "NoServicesPresent", "route.services must have at least one entry")
