@@ -20,7 +20,7 @@ import (
 // newTestServer builds the backend against an issuer nobody listens on:
 // these tests cover what Check decides without the provider (the e2e test
 // covers the rest against a real one).
-func newTestServer(t *testing.T, keys ...[]byte) *Server {
+func newTestServer(t testing.TB, keys ...[]byte) *Server {
 	t.Helper()
 	if len(keys) == 0 {
 		keys = [][]byte{key(1)}
@@ -35,7 +35,7 @@ func newTestServer(t *testing.T, keys ...[]byte) *Server {
 	return srv
 }
 
-func sessionCookie(t *testing.T, srv *Server, sess session) string {
+func sessionCookie(t testing.TB, srv *Server, sess session) string {
 	t.Helper()
 	b, err := json.Marshal(sess)
 	if err != nil {
