@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +221,74 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHtpasswdExample runs examples/htpasswd as its README says (file
+// provider, users from the example's htpasswd file), on free ports.
+func TestHtpasswdExample(t *testing.T) {
+	repo := harness.RepoRoot(t)
+	echo := harness.StartEcho(t, "echo")
+	authserver := harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver")
+	authAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	harness.StartProcess(t, "authserver-htpasswd", authserver, "htpasswd", "--secrets", "off",
+		"--htpasswd-file", filepath.Join(repo, "examples/htpasswd/users.htpasswd"), "--auth-realm", "staff",
+		"--address", authAddr, "--metrics-address", "")
+
+	// The example's resources, with its fixed loopback ports replaced.
+	dir := t.TempDir()
+	ports := strings.NewReplacer("port: 19000", fmt.Sprintf("port: %d", echo.Port), "port: 19445", "port: "+strconv.Itoa(port(t, authAddr)))
+	for _, f := range []string{"quickstart/tls-secret.yaml", "quickstart/upstreams.yaml", "htpasswd/resources/extensionservice.yaml", "htpasswd/resources/httpproxy.yaml"} {
+		b, err := os.ReadFile(filepath.Join(repo, "examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(f, "/", "-")), []byte(ports.Replace(string(b))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	caPEM, err := os.ReadFile(filepath.Join(repo, "examples/quickstart/ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	https := harness.HTTPSClient(caPEM, httpsAddr)
+
+	req := func(path, user, password string) *http.Request {
+		r := mustRequest(t, "https://echo.example.com"+path)
+		if user != "" {
+			r.SetBasicAuth(user, password)
+		}
+		return r
+	}
+	challenge := func(path, wantRealm string) {
+		t.Helper()
+		harness.Eventually(t, 30*time.Second, func() error {
+			resp, err := https.Do(req(path, "", ""))
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || got != `Basic realm="`+wantRealm+`", charset="UTF-8"` {
+				return fmt.Errorf("%s: %d %q, want 401 with realm %s", path, resp.StatusCode, got, wantRealm)
+			}
+			return nil
+		})
+	}
+	challenge("/hello", "staff")
+	challenge("/ops/x", "ops")
+	if got := eventuallyEcho(t, https, req("/hello", "alice", "alice-password"), http.StatusOK); got.Headers.Get("Auth-Username") != "alice" || got.Headers.Get("Auth-Realm") != "staff" {
+		t.Errorf("alice on /hello: upstream headers %v", got.Headers)
+	}
+	if got := eventuallyEcho(t, https, req("/ops/x", "olga", "olga-password"), http.StatusOK); got.Headers.Get("Auth-Realm") != "ops" || got.Headers.Get("Auth-Context-Team") != "operations" {
+		t.Errorf("olga on /ops: upstream headers %v", got.Headers)
+	}
+	if code, err := statusCode(https, "https://echo.example.com/hello"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("no credentials: %d, %v", code, err)
+	}
+	if resp, err := https.Do(req("/hello", "alice", "wrong")); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong password: %v, %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	eventuallyEcho(t, https, req("/public/x", "", ""), http.StatusOK)
 }
