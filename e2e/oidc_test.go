@@ -48,7 +48,9 @@ type oidcStack struct {
 	objects  []client.Object
 }
 
-func startOIDCStack(t *testing.T, sharedJWK string) *oidcStack {
+// startOIDCStack starts the stack with the control plane reading objects
+// from files (kubernetes false) or from a real API server.
+func startOIDCStack(t *testing.T, sharedJWK string, kubernetes bool) *oidcStack {
 	op := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
 		ClientID: oidcClientID, ClientSecret: oidcClientPass, SigningJWK: sharedJWK,
 		RedirectURIs:   []string{oidcApp + "/oauth2/callback"},
@@ -96,15 +98,24 @@ bearer:
 		}
 	}
 
-	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
-	s.Stack = &harness.Stack{Objects: harness.Dir(dir), HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
+	loopback := loopbackEndpointSlice
+	if kubernetes {
+		api := harness.StartAPIServer(t, harness.CRDDir(t))
+		httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
+			"--enable-external-name-services", "--allow-loopback-external-names")
+		s.Stack = &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
+		loopback = loopbackExternalName
+	} else {
+		httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+		s.Stack = &harness.Stack{Objects: harness.Dir(dir), HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
+	}
 	s.objects = []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authNamespace}},
 		ca.Issue(t, oidcHost).Secret("default", "oidc-tls"),
 	}
-	s.objects = append(s.objects, loopbackEndpointSlice("default", "echo", 80, echo.Port)...)
-	s.objects = append(s.objects, loopbackEndpointSlice(authNamespace, "oidc-a", 9443, port(t, addrs[0]))...)
-	s.objects = append(s.objects, loopbackEndpointSlice(authNamespace, "oidc-b", 9443, port(t, addrs[1]))...)
+	s.objects = append(s.objects, loopback("default", "echo", 80, echo.Port)...)
+	s.objects = append(s.objects, loopback(authNamespace, "oidc-a", 9443, port(t, addrs[0]))...)
+	s.objects = append(s.objects, loopback(authNamespace, "oidc-b", 9443, port(t, addrs[1]))...)
 	s.objects = append(s.objects, oidcExtensionService("oidc-a"), oidcProxy())
 	if err := s.Objects.Apply(context.Background(), s.objects...); err != nil {
 		t.Fatal(err)
@@ -170,6 +181,7 @@ func writeTestFile(t *testing.T, path, content string) {
 type browser struct {
 	t      *testing.T
 	client *http.Client
+	issuer string // the provider's
 }
 
 func newBrowser(t *testing.T, s *oidcStack) *browser {
@@ -177,7 +189,7 @@ func newBrowser(t *testing.T, s *oidcStack) *browser {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(s.ca.CertPEM)
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	return &browser{t: t, client: &http.Client{
+	return &browser{t: t, issuer: s.op.Issuer, client: &http.Client{
 		Jar:     jar,
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{
@@ -266,7 +278,7 @@ func (b *browser) signIn(u, login string, rewriteAuthorize func(*url.URL)) *flow
 				}
 			}
 			next := p.location(b.t)
-			if f.authorize == nil && strings.HasPrefix(next.String(), b.issuer()) && next.Path == "/auth" {
+			if f.authorize == nil && strings.HasPrefix(next.String(), b.issuer) && next.Path == "/auth" {
 				if rewriteAuthorize != nil {
 					rewriteAuthorize(next)
 				}
@@ -281,7 +293,7 @@ func (b *browser) signIn(u, login string, rewriteAuthorize func(*url.URL)) *flow
 				}
 			}
 			p = b.get(next.String())
-		case p.StatusCode == http.StatusOK && strings.HasPrefix(p.Request.URL.String(), b.issuer()):
+		case p.StatusCode == http.StatusOK && strings.HasPrefix(p.Request.URL.String(), b.issuer):
 			p = b.submitForm(p, map[string]string{"login": login, "password": "any"})
 		default:
 			f.final = p
@@ -291,10 +303,6 @@ func (b *browser) signIn(u, login string, rewriteAuthorize func(*url.URL)) *flow
 	b.t.Fatalf("sign-in from %s did not finish in 20 steps", u)
 	return nil
 }
-
-var testIssuer string // set by the test: the provider's issuer
-
-func (b *browser) issuer() string { return testIssuer }
 
 // submitForm posts the page's first form (harness.SubmitForm).
 func (b *browser) submitForm(p *page, fill map[string]string) *page {
@@ -344,12 +352,16 @@ func metric(t *testing.T, url, series string) float64 {
 	return 0
 }
 
-func TestOIDCAgainstARealProvider(t *testing.T) {
+func TestOIDCFileProvider(t *testing.T)       { runOIDCScenario(t, false) }
+func TestOIDCKubernetesProvider(t *testing.T) { runOIDCScenario(t, true) }
+
+// runOIDCScenario is the OIDC scenario against the real provider, the same
+// whichever provider feeds the control plane.
+func runOIDCScenario(t *testing.T, kubernetes bool) {
 	// The provider's signing key, shared with a second ("foreign")
 	// provider: its tokens are refused for their issuer alone.
 	sharedJWK := harness.NewSigningJWK(t)
-	s := startOIDCStack(t, sharedJWK)
-	testIssuer = s.op.Issuer
+	s := startOIDCStack(t, sharedJWK, kubernetes)
 
 	// The configuration reaches Envoy: an unauthenticated browser is sent
 	// to the provider.
