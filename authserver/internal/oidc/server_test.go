@@ -342,3 +342,38 @@ func TestClaimString(t *testing.T) {
 		}
 	}
 }
+
+// Without the provider (no end_session_endpoint known) logout still clears
+// every form of the session and goes to the checked target.
+func TestLogoutWithoutProvider(t *testing.T) {
+	srv := newTestServer(t)
+	cookie := "portcullis_session_0=a; portcullis_session_1=b; portcullis_session_state=c; other=d"
+	for _, tc := range []struct{ path, want string }{
+		{"/oauth2/sign_out", "/"},
+		{"/oauth2/sign_out?rd=%2Fbye", "/bye"},
+	} {
+		resp, err := srv.Check(context.Background(), checkReq("GET", tc.path, map[string]string{"cookie": cookie}, nil))
+		if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusFound {
+			t.Fatalf("%s: %v, %v", tc.path, resp, err)
+		}
+		if loc := deniedHeader(resp, "Location"); len(loc) != 1 || loc[0] != tc.want {
+			t.Errorf("%s: Location %v, want %s", tc.path, loc, tc.want)
+		}
+		var cleared []string
+		for _, c := range deniedHeader(resp, "Set-Cookie") {
+			sc, err := http.ParseSetCookie(c)
+			if err != nil || sc.MaxAge >= 0 {
+				t.Errorf("Set-Cookie %q does not clear", c)
+				continue
+			}
+			cleared = append(cleared, sc.Name)
+		}
+		slices.Sort(cleared)
+		if strings.Join(cleared, ",") != "portcullis_session_0,portcullis_session_1,portcullis_session_state" {
+			t.Errorf("cleared %v", cleared)
+		}
+	}
+	if got := testutil.ToFloat64(srv.m.events.WithLabelValues(eventLogout)); got != 2 {
+		t.Errorf("logout events = %v, want 2", got)
+	}
+}
