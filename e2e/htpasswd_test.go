@@ -38,8 +38,9 @@ func htpasswdSecret(name, realm, auth string) *corev1.Secret {
 		annotations["projectcontour.io/auth-realm"] = realm
 	}
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: htpasswdNamespace, Name: name, Annotations: annotations},
-		Data:       map[string][]byte{"auth": []byte(auth)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: htpasswdNamespace, Name: name, Annotations: annotations,
+			Labels: map[string]string{"portcullis.dev/users": "true"}},
+		Data: map[string][]byte{"auth": []byte(auth)},
 	}
 }
 
@@ -59,8 +60,15 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		htpasswdSecret("staff-users", "staff", "alice:"+aliceHash1+"\nthis line is reported and skipped\n"),
 		htpasswdSecret("ops-users", "ops", "olga:"+olgaHash+"\n"),
 		// Not annotated: never used, although it holds a valid user.
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: htpasswdNamespace, Name: "not-for-auth"},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: htpasswdNamespace, Name: "not-for-auth",
+			Labels: map[string]string{"portcullis.dev/users": "true"}},
 			Data: map[string][]byte{"auth": []byte("mallory:" + olgaHash)}},
+		// Annotated but outside --selector: never used either.
+		func() *corev1.Secret {
+			s := htpasswdSecret("unlabelled", "", "trudy:"+olgaHash)
+			s.Labels = nil
+			return s
+		}(),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +77,8 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 	authAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	authMetrics := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	harness.StartProcess(t, "authserver-htpasswd", authserver, "htpasswd", "--address", authAddr, "--metrics-address", authMetrics,
-		"--kubeconfig", api.KubeconfigPath, "--watch-namespaces", htpasswdNamespace, "--auth-realm", "staff")
+		"--kubeconfig", api.KubeconfigPath, "--watch-namespaces", htpasswdNamespace, "--selector", "portcullis.dev/users=true",
+		"--auth-realm", "staff")
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := harness.WaitTCP(waitCtx, authAddr); err != nil {
@@ -159,10 +168,11 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		}
 	})
 
-	t.Run("wrong password, unknown user and unselected Secret: 401", func(t *testing.T) {
+	t.Run("wrong password, unknown user and unselected Secrets: 401", func(t *testing.T) {
 		eventuallyDenied(t, get("/", "alice", "alice-pw-2", nil), "staff")
 		eventuallyDenied(t, get("/", "nobody", "alice-pw-1", nil), "staff")
-		eventuallyDenied(t, get("/", "mallory", "olga-pw", nil), "staff")
+		eventuallyDenied(t, get("/", "mallory", "olga-pw", nil), "staff") // not annotated
+		eventuallyDenied(t, get("/", "trudy", "olga-pw", nil), "staff")   // outside --selector
 	})
 
 	t.Run("a client-supplied Auth-Username never reaches the upstream", func(t *testing.T) {

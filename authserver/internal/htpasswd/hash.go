@@ -35,6 +35,11 @@ func (c *credential) matches(compare func(hash, password []byte) error, password
 	return c.legacy.MatchesPassword(password)
 }
 
+// maxBcryptCost refuses hashes so slow that verifying them (or building
+// the dummy hash for unknown users at that cost) would be a denial of
+// service: cost 16 is already ~4 s per check on one core.
+const maxBcryptCost = 16
+
 // hashError is why a stored password is not used. reason is a metric label.
 type hashError struct {
 	reason string
@@ -64,6 +69,9 @@ func parseHash(enc string, allowInsecure bool) (*credential, error) {
 		cost, err := bcrypt.Cost([]byte(enc))
 		if err != nil {
 			return nil, &hashError{reasonMalformed, "malformed bcrypt hash"}
+		}
+		if cost > maxBcryptCost {
+			return nil, &hashError{reasonUnsupported, fmt.Sprintf("bcrypt cost %d above %d: every check would take seconds of CPU", cost, maxBcryptCost)}
 		}
 		return &credential{hash: enc, format: FormatBcrypt, cost: cost}, nil
 	}
