@@ -51,11 +51,11 @@ func (b *builder) resolveProcessorService(p *ir.ExtProc, g *contourv1.GRPCServic
 	if ext != nil {
 		p.Cluster, p.Authority = ext.cluster.Name, ext.authority
 		if ext.timeout != nil {
-			p.Timeout = *ext.timeout
+			p.Timeout = ext.timeout
 		}
 	}
 	if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
-		p.Timeout = *d
+		p.Timeout = d
 	}
 	return msg
 }
@@ -158,12 +158,12 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 			out.FailOpen = &g.FailOpen
 		}
 		if g.ExtensionServiceRef.Name != "" {
-			svc.Cluster, svc.Authority, svc.Timeout = "", "", 0
+			svc.Cluster, svc.Authority, svc.Timeout = "", "", nil
 			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
 				return bad("ExtProcExtensionServiceUnavailable", "%s.GRPCService.ExtensionRef: %s", where, problem)
 			}
 		} else if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
-			svc.Timeout = *d
+			svc.Timeout = d
 		}
 		out.Service = &svc
 	}

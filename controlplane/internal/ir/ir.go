@@ -89,9 +89,9 @@ type BufferSettings struct {
 type ExtProc struct {
 	Cluster   string
 	Authority string
-	// Timeout of the gRPC stream and of each message; 0 means none (and
-	// Envoy's default message timeout).
-	Timeout           time.Duration
+	// Timeout of the gRPC stream and of each message: nil leaves Envoy's
+	// defaults (no stream timeout, 200ms per message), 0 is no timeout.
+	Timeout           *time.Duration
 	FailOpen          bool
 	Mode              *ProcessingMode
 	MutationRules     *MutationRules

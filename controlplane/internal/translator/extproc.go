@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"time"
+
 	mutationv3 "github.com/envoyproxy/go-control-plane/envoy/config/common/mutation_rules/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -9,18 +11,26 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
+// maxMessageTimeout is the largest message_timeout Envoy accepts.
+const maxMessageTimeout = time.Hour
+
 // extProc is the ext_proc filter of one HCM. The response timeout bounds
 // both the gRPC stream and each message exchange (Envoy's message_timeout
-// defaults to 200ms, too short for a processor that looks at bodies).
+// defaults to 200ms, too short for a processor that looks at bodies, and
+// cannot exceed an hour: "infinity" and longer timeouts get the hour).
 func extProc(p *ir.ExtProc) *extprocv3.ExternalProcessor {
 	cfg := &extprocv3.ExternalProcessor{
-		GrpcService:       grpcService(p.Cluster, p.Authority, p.Timeout),
+		GrpcService:       grpcService(p.Cluster, p.Authority, streamTimeout(p.Timeout)),
 		FailureModeAllow:  p.FailOpen,
 		ProcessingMode:    processingMode(p.Mode),
 		AllowModeOverride: p.AllowModeOverride,
 	}
-	if p.Timeout > 0 {
-		cfg.MessageTimeout = durationpb.New(p.Timeout)
+	if t := p.Timeout; t != nil {
+		d := *t
+		if d == 0 || d > maxMessageTimeout {
+			d = maxMessageTimeout
+		}
+		cfg.MessageTimeout = durationpb.New(d)
 	}
 	if m := p.MutationRules; m != nil {
 		cfg.MutationRules = &mutationv3.HeaderMutationRules{
@@ -41,12 +51,21 @@ func extProcPerRoute(r *ir.ExtProcPerRoute) *extprocv3.ExtProcPerRoute {
 	}
 	o := &extprocv3.ExtProcOverrides{ProcessingMode: processingMode(r.Overrides.Mode)}
 	if s := r.Overrides.Service; s != nil {
-		o.GrpcService = grpcService(s.Cluster, s.Authority, s.Timeout)
+		o.GrpcService = grpcService(s.Cluster, s.Authority, streamTimeout(s.Timeout))
 	}
 	if f := r.Overrides.FailOpen; f != nil {
 		o.FailureModeAllow = wrapperspb.Bool(*f)
 	}
 	return &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}
+}
+
+// streamTimeout is the gRPC timeout of a processor's stream: unset (none)
+// when the timeout is unset or infinite.
+func streamTimeout(t *time.Duration) *time.Duration {
+	if t == nil || *t == 0 {
+		return nil
+	}
+	return t
 }
 
 func processingMode(m *ir.ProcessingMode) *extprocv3.ProcessingMode {

@@ -117,23 +117,25 @@ func hcmFilter(statPrefix, routeConfig string, auth *ir.ExtAuth, proc *ir.ExtPro
 	}
 }
 
-// grpcService points at an ExtensionService cluster; timeout 0 is none.
-func grpcService(cluster, authority string, timeout time.Duration) *corev3.GrpcService {
+// grpcService points at an ExtensionService cluster. A nil timeout leaves
+// Envoy's default; 0 is no timeout (Envoy reads an explicit 0s as none; an
+// unset ext_authz timeout would be 200ms).
+func grpcService(cluster, authority string, timeout *time.Duration) *corev3.GrpcService {
 	grpc := &corev3.GrpcService{
 		TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{
 			ClusterName: cluster,
 			Authority:   authority,
 		}},
 	}
-	if timeout > 0 {
-		grpc.Timeout = durationpb.New(timeout)
+	if timeout != nil {
+		grpc.Timeout = durationpb.New(*timeout)
 	}
 	return grpc
 }
 
 func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 	cfg := &extauthzv3.ExtAuthz{
-		Services:            &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpcService(a.Cluster, a.Authority, a.Timeout)},
+		Services:            &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpcService(a.Cluster, a.Authority, &a.Timeout)},
 		TransportApiVersion: corev3.ApiVersion_V3,
 		FailureModeAllow:    a.FailOpen,
 		// The spec: client certificates are always sent when present.
