@@ -33,7 +33,8 @@ A bad line is skipped and reported (log and metric); the rest is used.
 Hashes: bcrypt only (htpasswd -B). {SHA}, {SSHA}, $apr1$/$1$ (MD5-crypt),
 $5$/$6$ (SHA-crypt) and plain text are rejected unless
 --allow-insecure-hashes is given (then each such user is logged as a
-warning at load). DES crypt and other formats are never accepted.
+warning at load). DES crypt, other formats and bcrypt costs above 16 are
+never accepted.
 
 Realm: --auth-realm, or per route with the context key (HTTPProxy
 authPolicy.context)

@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer, c *cache) (*metrics, error) {
 			Help: "Problems met while loading Secrets and files, by reason; each bad line counts every time its source is loaded."},
 			[]string{"reason"}),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "cache_lookups_total",
-			Help: "Verification cache lookups for known users, by result (hit, miss)."}, []string{"result"}),
+			Help: "Verification cache lookups, by result (hit, miss); unknown users and wrong passwords always miss."}, []string{"result"}),
 		comparisons: prometheus.NewCounter(prometheus.CounterOpts{Name: ns + "hash_comparisons_total",
 			Help: "Password hash comparisons run (cache misses after sharing concurrent identical checks), including the dummy comparison for unknown users."}),
 	}
