@@ -91,7 +91,7 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 
 	secure := b.secureHost(p, st)
 	auth := b.authorization(p, secure != nil, st)
-	scope, hcmAuth := b.hostAuthScope(p, auth, st)
+	scope, hcmAuth := b.hostAuthScope(p, auth)
 	scope.proc = b.hostExtProc(p, secure != nil, st)
 
 	b.sources.walked = nil
@@ -125,7 +125,7 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 // authorization overrides the global one; globalExtAuthDisabled opts out of
 // the global one; otherwise the global one applies, its policy refined by
 // the host's authPolicy (context: global, then host, then route).
-func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth, st *status.Object) (authScope, *ir.ExtAuth) {
+func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authScope, *ir.ExtAuth) {
 	a := p.Spec.VirtualHost.Authorization
 	switch {
 	case own != nil:
