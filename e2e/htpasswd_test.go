@@ -213,6 +213,55 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		eventuallyDenied(t, get("/", "alice", "alice-pw-1", nil), "staff")
 	})
 
+	t.Run("Secret updates never fail a check in flight", func(t *testing.T) {
+		reloads := func() float64 {
+			return metric(t, "http://"+authMetrics+"/metrics", "portcullis_authserver_htpasswd_reloads_total")
+		}
+		eventuallyEcho(t, https, get("/", "alice", "alice-pw-2", nil), http.StatusOK)
+		stop, done := make(chan struct{}), make(chan struct{})
+		var okCount, failures int
+		var firstFailure string
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, err := statusCodeOf(https, get("/", "alice", "alice-pw-2", nil))
+				if err == nil && code == http.StatusOK {
+					okCount++
+					continue
+				}
+				failures++
+				if firstFailure == "" {
+					firstFailure = fmt.Sprintf("status %d, error %v", code, err)
+				}
+			}
+		}()
+		for i := range 5 {
+			before := reloads()
+			// alice stays; another user comes and goes with each version.
+			if err := api.Apply(ctx, htpasswdSecret("staff-users", "staff",
+				fmt.Sprintf("alice:%s\nuser%d:%s\n", aliceHash2, i, olgaHash))); err != nil {
+				t.Fatal(err)
+			}
+			harness.Eventually(t, 30*time.Second, func() error {
+				if after := reloads(); after <= before {
+					return fmt.Errorf("reloads_total still %v", after)
+				}
+				return nil
+			})
+		}
+		close(stop)
+		<-done
+		if failures > 0 || okCount == 0 {
+			t.Fatalf("%d of %d checks failed during 5 reloads (first: %s)", failures, failures+okCount, firstFailure)
+		}
+		t.Logf("%d checks, none failed, during 5 reloads", okCount)
+	})
+
 	t.Run("metrics report users, the skipped line and the cache", func(t *testing.T) {
 		resp, err := http.Get("http://" + authMetrics + "/metrics")
 		if err != nil {
@@ -221,7 +270,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, want := range []string{
-			"portcullis_authserver_htpasswd_users 2",
+			"portcullis_authserver_htpasswd_users 3", // alice and user4 (staff), olga (ops)
 			`portcullis_authserver_htpasswd_load_errors_total{reason="malformed_line"} 1`,
 			`portcullis_authserver_checks_total{backend="htpasswd",result="allowed"}`,
 			`portcullis_authserver_htpasswd_cache_lookups_total{result="hit"}`,
@@ -301,4 +350,14 @@ func TestHtpasswdExample(t *testing.T) {
 		resp.Body.Close()
 	}
 	eventuallyEcho(t, https, req("/public/x", "", ""), http.StatusOK)
+}
+
+func statusCodeOf(c *http.Client, req *http.Request) (int, error) {
+	resp, err := c.Do(req.Clone(context.Background()))
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
