@@ -47,22 +47,27 @@ func writeConfigFile(t *testing.T, path, content string) {
 // TestGlobalExternalAuthorization runs the global-external-authorization
 // spec through the real Envoy, the control plane in kubernetes mode and the
 // real API server: global authorization on the HTTP listener, the virtual
-// host and route opt-outs, a route re-enabling it, an HTTPS host's own
-// authorization overriding it, the configuration file's reload, and what
+// host and route opt-outs, a route re-enabling it, HTTPS hosts and the
+// fallback-certificate chain, an HTTPS host's own authorization overriding
+// it, the configuration file's reload, and what
 // happens while the global ExtensionService is missing.
 func TestGlobalExternalAuthorization(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
 	writeConfigFile(t, cfg, globalAuthConfig("1"))
-	s, c := startKubernetesStack(t, "--config", cfg)
+	s, c := startKubernetesStack(t, "--config", cfg, "--fallback-certificate", "default/fallback-tls")
 	ctx := context.Background()
 
-	serverCert := s.ca.Issue(t, "tls-global.example.com", "tls-own.example.com")
+	serverCert := s.ca.Issue(t, "tls-global.example.com", "tls-own.example.com", "fallback.example.com")
+	// Clients without SNI get the fallback certificate; ours connect to
+	// 127.0.0.1, so it names that address.
+	fallbackCert := s.ca.Issue(t, "127.0.0.1")
 	h2c := "h2c"
 	globalExt := &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "auth-h2c"},
 		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9443}}}}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authNamespace}},
 		serverCert.Secret("default", "server-tls"),
+		fallbackCert.Secret("default", "fallback-tls"),
 		s.ca.Secret(authNamespace, "auth-ca"),
 		globalExt,
 		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "auth-tls"},
@@ -100,6 +105,12 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 			route("/private", &contourv1.AuthorizationPolicy{Disabled: false, Context: map[string]string{"route": "private"}})),
 		// An HTTPS host without authorization gets the global one.
 		proxy("tls-global", "tls-global.example.com", true, nil, route("/", nil)),
+		// So does the fallback-certificate chain, for clients without SNI.
+		func() *contourv1.HTTPProxy {
+			p := proxy("fallback", "fallback.example.com", true, nil, route("/", &contourv1.AuthorizationPolicy{Context: map[string]string{"route": "fallback"}}))
+			p.Spec.VirtualHost.TLS.EnableFallbackCertificate = true
+			return p
+		}(),
 		// An HTTPS host's own authorization overrides the global one.
 		proxy("tls-own", "tls-own.example.com", true, &contourv1.AuthorizationServer{
 			ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: authNamespace, Name: "auth-tls"},
@@ -171,6 +182,22 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 	})
 	t.Run("HTTPS host without authorization gets the global one", func(t *testing.T) {
 		authorized(t, https, "https://tls-global.example.com/", map[string]string{"Scope": "global"})
+	})
+	t.Run("fallback-certificate chain gets the global authorization", func(t *testing.T) {
+		// https://127.0.0.1/ sends no SNI: the fallback chain answers, and
+		// routes by the Host header.
+		harness.Eventually(t, 30*time.Second, func() error {
+			req := mustRequest(t, "https://127.0.0.1/")
+			req.Host = "fallback.example.com"
+			e, err := getEcho(https, req, http.StatusOK)
+			if err != nil {
+				return err
+			}
+			if h, r := e.Headers.Get("Auth-Handler"), e.Headers.Get("Auth-Context-Route"); h != "testserver" || r != "fallback" {
+				return fmt.Errorf("upstream saw Auth-Handler %q, Auth-Context-Route %q; want testserver, fallback", h, r)
+			}
+			return nil
+		})
 	})
 	t.Run("HTTPS host's own authorization overrides the global one", func(t *testing.T) {
 		before := checks(t, s.authMetrics)
