@@ -185,3 +185,24 @@ func FuzzParseBasic(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParse(f *testing.F) {
+	bc := bcryptHash(f, "pw", bcrypt.MinCost)
+	for _, s := range []string{"alice:" + bc, "a:" + hashSHA + "\r\nb:" + hashDES, "#c\n\n:x\nno-colon", "u:$2y$99$" + bc[7:]} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, insecure bool) {
+		p := parse(data, insecure)
+		seen := map[string]bool{}
+		for _, u := range p.users {
+			if invalidUsername(u.name) != "" || strings.Contains(u.name, ":") || seen[u.name] {
+				t.Fatalf("bad user %q accepted", u.name)
+			}
+			seen[u.name] = true
+			if !insecure && u.cred.format != FormatBcrypt {
+				t.Fatalf("%s accepted without --allow-insecure-hashes", u.cred.format)
+			}
+		}
+	})
+}
