@@ -3,6 +3,7 @@ package htpasswd
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -513,3 +514,38 @@ func eventually(t *testing.T, f func() error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestNoCredentialsInLogs: neither passwords, nor hashes, nor the content
+// of bad lines reach the log, at any level.
+func TestNoCredentialsInLogs(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bc := bcryptHash(t, "CorrectHorse", bcrypt.MinCost)
+	s, _, _ := newServer(t, Options{Logger: logger},
+		"alice:"+bc+"\nbob:"+hashSHA+"\nmalformed-PlainSecretLine\ncarol:{PLAIN}PlainTextSecret\n")
+	for _, c := range []string{basic("alice", "CorrectHorse"), basic("alice", "WrongStaple"), basic("mallory", "GuessBattery"), "Basic %%%PoisonValue"} {
+		doCheck(t, s, checkReq(c, map[string]string{RealmKey: `bad"realm`}, nil))
+		doCheck(t, s, checkReq(c, nil, nil))
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "htpasswd line skipped") || !strings.Contains(out, "misconfigured") {
+		t.Fatalf("expected load and misconfiguration logs, got:\n%s", out)
+	}
+	for _, secret := range []string{"CorrectHorse", "WrongStaple", "GuessBattery", "PoisonValue", "PlainSecretLine", "PlainTextSecret",
+		bc, hashSHA, base64Std("alice:CorrectHorse")} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log contains %q:\n%s", secret, out)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
