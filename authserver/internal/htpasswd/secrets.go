@@ -3,6 +3,7 @@ package htpasswd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,8 +41,8 @@ func (s *Server) WatchSecrets(ctx context.Context, cfg SecretsConfig) error {
 	if _, err := labels.Parse(cfg.Selector); err != nil {
 		return fmt.Errorf("--selector: %w", err)
 	}
-	namespaces := cfg.Namespaces
-	if len(namespaces) == 0 {
+	namespaces := slices.Compact(slices.Sorted(slices.Values(cfg.Namespaces))) // one informer each
+	if len(namespaces) == 0 || slices.Contains(namespaces, metav1.NamespaceAll) {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	if cfg.SyncTimeout <= 0 {
