@@ -78,7 +78,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 	authMetrics := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	harness.StartProcess(t, "authserver-htpasswd", authserver, "htpasswd", "--address", authAddr, "--metrics-address", authMetrics,
 		"--kubeconfig", api.KubeconfigPath, "--watch-namespaces", htpasswdNamespace, "--selector", "portcullis.dev/users=true",
-		"--auth-realm", "staff")
+		"--auth-realm", "staff", "--strip-authorization")
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := harness.WaitTCP(waitCtx, authAddr); err != nil {
@@ -165,6 +165,9 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		}
 		if got := echoReq.Headers.Get("Auth-Handler"); got != "htpasswd" {
 			t.Errorf("Auth-Handler = %q, want htpasswd", got)
+		}
+		if got := echoReq.Headers.Get("Authorization"); got != "" {
+			t.Errorf("the upstream saw Authorization %q despite --strip-authorization", got)
 		}
 	})
 
@@ -335,7 +338,8 @@ func TestHtpasswdExample(t *testing.T) {
 	}
 	challenge("/hello", "staff")
 	challenge("/ops/x", "ops")
-	if got := eventuallyEcho(t, https, req("/hello", "alice", "alice-password"), http.StatusOK); got.Headers.Get("Auth-Username") != "alice" || got.Headers.Get("Auth-Realm") != "staff" {
+	if got := eventuallyEcho(t, https, req("/hello", "alice", "alice-password"), http.StatusOK); got.Headers.Get("Auth-Username") != "alice" ||
+		got.Headers.Get("Auth-Realm") != "staff" || !strings.HasPrefix(got.Headers.Get("Authorization"), "Basic ") {
 		t.Errorf("alice on /hello: upstream headers %v", got.Headers)
 	}
 	if got := eventuallyEcho(t, https, req("/ops/x", "olga", "olga-password"), http.StatusOK); got.Headers.Get("Auth-Realm") != "ops" || got.Headers.Get("Auth-Context-Team") != "operations" {

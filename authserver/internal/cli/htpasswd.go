@@ -47,7 +47,9 @@ copies removed (ignoring case and '-' versus '_'):
   Auth-Realm: <realm>
   Auth-Handler: htpasswd
   Auth-Context-<Key>: <value>   one per authPolicy context entry
-Other requests get 401 with WWW-Authenticate: Basic realm="<realm>".
+The Authorization header is forwarded too, as with Contour, unless
+--strip-authorization is given. Other requests get 401 with
+WWW-Authenticate: Basic realm="<realm>".
 
 Cost: successful verifications are cached (--cache-size, --cache-ttl) under
 an HMAC of realm, user, password and stored hash with a random per-process
@@ -72,6 +74,7 @@ type htpasswdFlags struct {
 	selector       string
 	syncTimeout    time.Duration
 	allowInsecure  bool
+	stripAuthz     bool
 	cacheSize      int
 	cacheTTL       time.Duration
 	maxConcurrency int
@@ -118,6 +121,7 @@ func newHtpasswdCommand(opts *serverkit.Options) *cobra.Command {
 	fs.StringVar(&f.selector, "selector", "", "label selector for Secrets, e.g. app=portcullis")
 	fs.DurationVar(&f.syncTimeout, "sync-timeout", f.syncTimeout, "how long the initial Secret list may take before start-up fails")
 	fs.BoolVar(&f.allowInsecure, "allow-insecure-hashes", false, "also accept {SHA}, {SSHA}, MD5-crypt, SHA-crypt and plain-text passwords (a warning per user)")
+	fs.BoolVar(&f.stripAuthz, "strip-authorization", false, "remove the Authorization header from allowed requests, so the upstream never sees the password")
 	fs.IntVar(&f.cacheSize, "cache-size", f.cacheSize, "successful verifications kept in the cache; 0 disables it (every check runs bcrypt)")
 	fs.DurationVar(&f.cacheTTL, "cache-ttl", f.cacheTTL, "how long a successful verification is reused")
 	fs.IntVar(&f.maxConcurrency, "max-concurrent-hashes", 0, "hash comparisons running at once; 0 means the number of CPUs")
@@ -140,7 +144,7 @@ func (f *htpasswdFlags) build(cmd *cobra.Command, opts *serverkit.Options, logge
 		return nil, fmt.Errorf("--cache-size and --max-concurrent-hashes must not be negative, --file-poll-interval must be positive")
 	}
 	srv, err := htpasswd.New(htpasswd.Options{
-		Realm: f.realm, AllowInsecureHashes: f.allowInsecure,
+		Realm: f.realm, AllowInsecureHashes: f.allowInsecure, StripAuthorization: f.stripAuthz,
 		CacheSize: f.cacheSize, CacheTTL: f.cacheTTL, MaxConcurrentHashes: f.maxConcurrency,
 		Registry: opts.Registry, Logger: logger,
 	})

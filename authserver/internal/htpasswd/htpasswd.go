@@ -62,6 +62,9 @@ const (
 type Options struct {
 	// Realm is the realm of checks whose route does not set RealmKey.
 	Realm string
+	// StripAuthorization removes the Authorization header from allowed
+	// requests, so that the upstream never sees the password.
+	StripAuthorization bool
 	// AllowInsecureHashes accepts {SHA}, {SSHA}, $apr1$/$1$, $5$/$6$ and
 	// plain text besides bcrypt.
 	AllowInsecureHashes bool
@@ -159,11 +162,16 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
 		return check.InternalError(), nil
 	}
-	return check.Allow(req, append([]check.Header{
+	resp, err := check.Allow(req, append([]check.Header{
 		{Name: UsernameHeader, Value: name},
 		{Name: RealmHeader, Value: realm},
 		{Name: HandlerHeader, Value: Name},
 	}, headers...))
+	if err == nil && s.opts.StripAuthorization {
+		ok := resp.GetOkResponse()
+		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")
+	}
+	return resp, err
 }
 
 // authenticate verifies name and password in realm. An unknown user goes

@@ -80,6 +80,17 @@ func TestHeaderHygiene(t *testing.T) {
 	}
 }
 
+func TestStripAuthorization(t *testing.T) {
+	users := "alice:" + bcryptHash(t, "secret", bcrypt.MinCost)
+	for _, strip := range []bool{false, true} {
+		s, _, _ := newServer(t, Options{StripAuthorization: strip}, users)
+		a := doCheck(t, s, checkReq(basic("alice", "secret"), nil, nil))
+		if a.status != 200 || slices.Contains(a.remove, "authorization") != strip {
+			t.Errorf("StripAuthorization=%v: status %d, headers_to_remove %v", strip, a.status, a.remove)
+		}
+	}
+}
+
 func TestRouteRealm(t *testing.T) {
 	s, _, _ := newServer(t, Options{}, "alice:"+bcryptHash(t, "secret", bcrypt.MinCost))
 	for _, tc := range []struct {
