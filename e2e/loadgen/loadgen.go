@@ -168,7 +168,9 @@ func NewTable(title, baseline string) *Table { return &Table{title: title, basel
 func (t *Table) Add(r Result) { t.rows = append(t.rows, r) }
 
 // Note appends a line under the table.
-func (t *Table) Note(format string, args ...any) { t.notes = append(t.notes, fmt.Sprintf(format, args...)) }
+func (t *Table) Note(format string, args ...any) {
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
 
 // Target records a goal as PASS or MISS under the table and returns whether it
 // was met. It never fails anything: speed goals are reported, not asserted.
