@@ -333,6 +333,7 @@ everything else. Start Envoy with: envoy -c bootstrap.json`,
 	f.StringVar(&o.AdminAddress, "envoy-admin-address", "127.0.0.1:9901", "where Envoy's admin interface listens (keep it on loopback)")
 	f.StringVar(&o.NodeID, "node-id", "envoy", "this Envoy's node ID")
 	f.StringVar(&o.NodeCluster, "node-cluster", "portcullis", "this Envoy's node cluster")
+	f.BoolVar(&o.SotW, "sotw", false, "use state-of-the-world xDS instead of incremental (delta) xDS")
 	f.StringVarP(&out, "output", "o", "", "write the bootstrap to this file instead of standard output")
 	return cmd
 }

@@ -31,6 +31,10 @@ type Options struct {
 	// NodeID and NodeCluster identify this Envoy to the control plane.
 	NodeID      string
 	NodeCluster string
+	// SotW makes Envoy use state-of-the-world xDS instead of incremental
+	// (delta) xDS. Delta sends only what changed: with thousands of route
+	// configurations, a one-route change is one resource, not all of them.
+	SotW bool
 }
 
 // Build returns the bootstrap as JSON (which Envoy also reads as YAML).
@@ -55,12 +59,16 @@ func Build(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	apiType := corev3.ApiConfigSource_DELTA_GRPC
+	if o.SotW {
+		apiType = corev3.ApiConfigSource_GRPC
+	}
 	b := &bootstrapv3.Bootstrap{
 		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
 		Admin: &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
 		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
 			AdsConfig: &corev3.ApiConfigSource{
-				ApiType:             corev3.ApiConfigSource_GRPC,
+				ApiType:             apiType,
 				TransportApiVersion: corev3.ApiVersion_V3,
 				GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
 					EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSClusterName},

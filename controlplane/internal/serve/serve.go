@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -62,6 +63,9 @@ type Server struct {
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
 	metrics      *metrics
+	// toWrite hands the newest statuses to the status writer's goroutine:
+	// writing thousands of statuses must not hold back the next build.
+	toWrite chan []pipeline.ObjectStatus
 
 	mu       sync.Mutex
 	version  string
@@ -76,7 +80,8 @@ type Server struct {
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
-	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status)}
+	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
+		toWrite: make(chan []pipeline.ObjectStatus, 1)}
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -133,6 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	go s.loop(ctx, updates, options)
+	go s.writeStatuses(ctx)
 
 	select {
 	case <-ctx.Done():
@@ -181,7 +187,8 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	start := time.Now()
 	res := pipeline.Run(set, s.cfg.Pipeline)
-	s.metrics.translate.Observe(time.Since(start).Seconds())
+	built := time.Since(start)
+	s.metrics.translate.Observe(built.Seconds())
 	version, err := s.xds.Update(ctx, res.Resources)
 	s.mu.Lock()
 	if err != nil {
@@ -200,7 +207,8 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 		}
 	}
 	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
-		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond))
+		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond),
+		"pipeline", built.Round(time.Microsecond))
 	s.reportGlobal(res.Build)
 	s.publishStatus(ctx)
 }
@@ -222,8 +230,26 @@ func (s *Server) publishStatus(ctx context.Context) {
 	s.mu.Lock()
 	s.statuses = statuses
 	s.mu.Unlock()
-	if s.cfg.Status != nil {
-		s.cfg.Status.Write(ctx, statuses)
+	// Keep only the newest: each one is complete.
+	select {
+	case <-s.toWrite:
+	default:
+	}
+	s.toWrite <- statuses
+}
+
+// writeStatuses runs the status writer on the newest statuses, one batch
+// at a time, until ctx ends.
+func (s *Server) writeStatuses(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case st := <-s.toWrite:
+			if s.cfg.Status != nil {
+				s.cfg.Status.Write(ctx, st)
+			}
+		}
 	}
 }
 
@@ -278,6 +304,9 @@ func (s *Server) adminHandler() http.Handler {
 		writeJSON(w, doc)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	// Profiles, for performance work at scale.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	return mux
 }
 

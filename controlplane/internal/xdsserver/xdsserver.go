@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -67,9 +68,14 @@ type Server struct {
 	// sent maps a response nonce to its version: a NACK carries the nonce
 	// of the rejected response and the version Envoy kept.
 	sent map[string]string
-	// hashes holds, for recent versions, type URL -> name -> hash.
+	// sentNames maps a delta response's nonce to the resources it added,
+	// changed or removed.
+	sentNames map[string][]string
+	// hashes holds, by type URL, for recent versions, name -> hash.
 	hashes map[string]map[string]map[string]string
-	order  []string
+	order  map[string][]string
+	// typeVersion is the version of each type's current resources.
+	typeVersion map[string]string
 	// OnRejection, when set, is called for every NACK received (also
 	// repeated ones), outside the lock.
 	OnRejection func(Rejection)
@@ -81,13 +87,16 @@ type Server struct {
 // New returns a server with an empty configuration.
 func New(log *slog.Logger) *Server {
 	return &Server{
-		log:        log,
-		cache:      cachev3.NewSnapshotCache(true, nodeGroup{}, nil),
-		rejections: map[string]Rejection{},
-		acked:      map[string]string{},
-		streams:    map[int64]string{},
-		sent:       map[string]string{},
-		hashes:     map[string]map[string]map[string]string{},
+		log:         log,
+		cache:       cachev3.NewSnapshotCache(true, nodeGroup{}, nil),
+		rejections:  map[string]Rejection{},
+		acked:       map[string]string{},
+		streams:     map[int64]string{},
+		sent:        map[string]string{},
+		sentNames:   map[string][]string{},
+		hashes:      map[string]map[string]map[string]string{},
+		order:       map[string][]string{},
+		typeVersion: map[string]string{},
 	}
 }
 
@@ -104,15 +113,22 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 		return fmt.Sprint(s.version), nil
 	}
 	version := fmt.Sprint(s.version + 1)
-	snap, err := cachev3.NewSnapshot(version, map[resourcev3.Type][]types.Resource{
-		resourcev3.ListenerType: asResources(r.Listeners),
-		resourcev3.RouteType:    asResources(r.Routes),
-		resourcev3.ClusterType:  asResources(r.Clusters),
-		resourcev3.EndpointType: asResources(r.Endpoints),
-		resourcev3.SecretType:   asResources(r.Secrets),
-	})
-	if err != nil {
-		return "", err
+	// Each type keeps its version while its resources do not change, so
+	// that Envoy is not sent (and does not re-process) thousands of
+	// unchanged listeners or route configurations with every update.
+	// The per-resource hashes are the delta xDS versions: the cache need
+	// not marshal every resource again to compute them.
+	snap := &cachev3.Snapshot{VersionMap: perResource}
+	changed := map[string]bool{}
+	for typeURL, items := range map[string][]proto.Message{
+		resourcev3.ListenerType: r.Listeners, resourcev3.RouteType: r.Routes, resourcev3.ClusterType: r.Clusters,
+		resourcev3.EndpointType: r.Endpoints, resourcev3.SecretType: r.Secrets,
+	} {
+		v := s.typeVersion[typeURL]
+		if v == "" || !maps.Equal(s.hashes[typeURL][v], perResource[typeURL]) {
+			v, changed[typeURL] = version, true
+		}
+		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources(v, asResources(items))
 	}
 	if err := snap.Consistent(); err != nil {
 		// A translator bug, not a user error: refuse to publish it.
@@ -123,13 +139,25 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 	}
 	s.version++
 	s.lastHash = hash
-	s.hashes[version] = perResource
-	s.order = append(s.order, version)
-	if len(s.order) > keptVersions {
-		delete(s.hashes, s.order[0])
-		s.order = s.order[1:]
+	for typeURL := range changed {
+		s.typeVersion[typeURL] = version
+		s.rememberHashes(typeURL, version, perResource[typeURL])
 	}
 	return version, nil
+}
+
+// rememberHashes keeps the per-resource hashes of a type's recent
+// versions (its current one always among them).
+func (s *Server) rememberHashes(typeURL, version string, hashes map[string]string) {
+	if s.hashes[typeURL] == nil {
+		s.hashes[typeURL] = map[string]map[string]string{}
+	}
+	s.hashes[typeURL][version] = hashes
+	s.order[typeURL] = append(s.order[typeURL], version)
+	if o := s.order[typeURL]; len(o) > keptVersions {
+		delete(s.hashes[typeURL], o[0])
+		s.order[typeURL] = o[1:]
+	}
 }
 
 func asResources(ms []proto.Message) []types.Resource {
@@ -160,7 +188,7 @@ func hashResources(r *translator.Resources) (string, map[string]map[string]strin
 			}
 			sum := sha256.Sum256(b)
 			h.Write(sum[:])
-			names[translator.ResourceName(m)] = string(sum[:8])
+			names[translator.ResourceName(m)] = hex.EncodeToString(sum[:12])
 		}
 		per[l.typeURL] = names
 		h.Write([]byte{0})
@@ -168,15 +196,38 @@ func hashResources(r *translator.Resources) (string, map[string]map[string]strin
 	return hex.EncodeToString(h.Sum(nil)), per, nil
 }
 
+// mentions reports whether message names a resource as a whole word
+// (Envoy writes "cluster(s) NAME: error, NAME2: error"), so that a short
+// name is not found inside another word.
+func mentions(message, name string) bool {
+	if name == "" {
+		return false
+	}
+	word := func(c byte) bool {
+		return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(message[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !word(message[start-1])) && (end == len(message) || !word(message[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
 // rejectedResources names the resources of a rejected version that Envoy
 // refused: those the message names, else those that differ from the
 // version Envoy kept (all of them when it kept none). Called with mu held.
 func (s *Server) rejectedResources(typeURL, rejected, accepted, message string) []string {
-	cur := s.hashes[rejected][typeURL]
+	cur := s.hashes[typeURL][rejected]
 	var named, changed []string
-	base, haveBase := s.hashes[accepted][typeURL]
+	base, haveBase := s.hashes[typeURL][accepted]
 	for name, h := range cur {
-		if name != "" && strings.Contains(message, name) {
+		if mentions(message, name) {
 			named = append(named, name)
 		}
 		if !haveBase || base[name] != h {
@@ -275,11 +326,105 @@ func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) erro
 func (s *Server) onResponse(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.remember(resp.Nonce, resp.VersionInfo, nil)
+}
+
+// remember records what a response carried. Called with mu held.
+func (s *Server) remember(nonce, version string, names []string) {
 	if len(s.sent) > 4096 {
 		// Old nonces are never answered again; forget them in bulk.
 		clear(s.sent)
+		clear(s.sentNames)
 	}
-	s.sent[resp.Nonce] = resp.VersionInfo
+	s.sent[nonce] = version
+	if names != nil {
+		s.sentNames[nonce] = names
+	}
+}
+
+// Incremental (delta) xDS: a response carries only the resources that
+// changed, so a NACK is about those, and an ACK settles only those.
+
+func (s *Server) onDeltaResponse(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
+	names := make([]string, 0, len(resp.Resources)+len(resp.RemovedResources))
+	for _, r := range resp.Resources {
+		names = append(names, r.Name)
+	}
+	names = append(names, resp.RemovedResources...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remember(resp.Nonce, resp.SystemVersionInfo, names)
+}
+
+func (s *Server) onDeltaRequest(stream int64, req *discoveryv3.DeltaDiscoveryRequest) error {
+	s.mu.Lock()
+	node := s.streams[stream]
+	if req.GetNode().GetId() != "" {
+		node = req.GetNode().GetId()
+		s.streams[stream] = node
+	}
+	version, known := s.sent[req.ResponseNonce]
+	names := s.sentNames[req.ResponseNonce]
+	prev, had := s.rejections[req.TypeUrl]
+	changed := false
+	var rej Rejection
+	switch {
+	case !known:
+		// The first request of a stream, or a subscription change.
+	case req.ErrorDetail != nil:
+		rej = Rejection{TypeURL: req.TypeUrl, Version: version, Accepted: s.acked[req.TypeUrl], Node: node,
+			Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
+		for _, n := range names {
+			if mentions(rej.Message, n) {
+				rej.Resources = append(rej.Resources, n)
+			}
+		}
+		if len(rej.Resources) == 0 {
+			rej.Resources = slices.Clone(names)
+		}
+		if had {
+			// Still rejected: what the earlier response carried and this
+			// one did not change.
+			for _, n := range prev.Resources {
+				if !slices.Contains(names, n) && !slices.Contains(rej.Resources, n) {
+					rej.Resources = append(rej.Resources, n)
+				}
+			}
+		}
+		sort.Strings(rej.Resources)
+		s.rejections[req.TypeUrl] = rej
+		changed = !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
+	default:
+		s.acked[req.TypeUrl] = version
+		if had {
+			// Accepted resources are no longer rejected.
+			before := len(prev.Resources)
+			left := slices.DeleteFunc(slices.Clone(prev.Resources), func(n string) bool { return slices.Contains(names, n) })
+			if len(left) == 0 {
+				delete(s.rejections, req.TypeUrl)
+				s.log.Info("Envoy accepted configuration again", "type", req.TypeUrl, "version", version)
+			} else {
+				prev.Resources = left
+				s.rejections[req.TypeUrl] = prev
+			}
+			changed = len(left) != before
+		}
+	}
+	onRej, onChange := s.OnRejection, s.OnChange
+	s.mu.Unlock()
+	if req.ErrorDetail != nil && known {
+		if changed {
+			s.log.Error("Envoy rejected configuration", "type", req.TypeUrl, "version", version,
+				"resources", rej.Resources, "node", node, "error", rej.Message)
+		}
+		if onRej != nil {
+			onRej(rej)
+		}
+	}
+	if changed && onChange != nil {
+		onChange()
+	}
+	return nil
 }
 
 // Serve runs the ADS server on addr until ctx ends.
@@ -296,8 +441,21 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 			delete(s.streams, id)
 			s.mu.Unlock()
 		},
-		StreamRequestFunc:  s.onRequest,
-		StreamResponseFunc: s.onResponse,
+		StreamRequestFunc:       s.onRequest,
+		StreamResponseFunc:      s.onResponse,
+		StreamDeltaRequestFunc:  s.onDeltaRequest,
+		StreamDeltaResponseFunc: s.onDeltaResponse,
+		DeltaStreamOpenFunc: func(_ context.Context, id int64, _ string) error {
+			s.mu.Lock()
+			s.streams[id] = ""
+			s.mu.Unlock()
+			return nil
+		},
+		DeltaStreamClosedFunc: func(id int64, _ *corev3.Node) {
+			s.mu.Lock()
+			delete(s.streams, id)
+			s.mu.Unlock()
+		},
 	}
 	xds := serverv3.NewServer(ctx, s.cache, cb)
 	g := grpc.NewServer(

@@ -102,3 +102,42 @@ func TestUnchangedResourcesPublishNothing(t *testing.T) {
 		t.Errorf("versions %s %s %s: want the same version for the same resources and a new one for a change", v1, v2, v3)
 	}
 }
+
+func TestDeltaRejections(t *testing.T) {
+	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	changes := 0
+	s.OnChange = func() { changes++ }
+	respond := func(nonce, version string, names ...string) {
+		resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: resourcev3.ClusterType, SystemVersionInfo: version, Nonce: nonce}
+		for _, n := range names {
+			resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: n})
+		}
+		s.onDeltaResponse(1, nil, resp)
+	}
+	request := func(nonce, errMsg string) {
+		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.ClusterType, ResponseNonce: nonce}
+		if errMsg != "" {
+			req.ErrorDetail = &status.Status{Message: errMsg}
+		}
+		s.onDeltaRequest(1, req)
+	}
+	respond("n1", "1", "a", "b")
+	request("n1", "")
+	respond("n2", "2", "b", "c")
+	request("n2", "Error adding/updating cluster(s) c: bad")
+	if r := s.Rejections(); len(r) != 1 || !slices.Equal(r[0].Resources, []string{"c"}) || r[0].Version != "2" || r[0].Accepted != "1" {
+		t.Fatalf("rejections = %+v, want c rejected in version 2, 1 kept", r)
+	}
+	// A later response that does not touch c settles nothing about it.
+	respond("n3", "3", "a")
+	request("n3", "")
+	if len(s.Rejections()) != 1 {
+		t.Fatal("an ACK of other clusters cleared the rejection of c")
+	}
+	// One that replaces c does.
+	respond("n4", "4", "c")
+	request("n4", "")
+	if len(s.Rejections()) != 0 || changes != 2 {
+		t.Errorf("rejections %+v, OnChange %d times; want none and 2", s.Rejections(), changes)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,11 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubernetes configuration: %w", err)
 	}
 	cfg.UserAgent = "portcullis"
+	// client-go's default (5 requests/s) would take minutes to write the
+	// statuses of thousands of objects on a first sync.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 200, 400
+	}
 	return cfg, nil
 }
 
@@ -135,6 +141,8 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 	}
 }
 
+var noDeepCopy = true
+
 // statusOnly reports an update of one of our own kinds that changed
 // nothing but its status (typically our own status write): it cannot
 // change the build, so it triggers none.
@@ -161,7 +169,10 @@ func (p *Provider) snapshot(ctx context.Context) (*objects.Set, error) {
 		slices  discoveryv1.EndpointSliceList
 	)
 	for _, l := range []client.ObjectList{&proxies, &exts, &dels, &secrets, &svcs, &slices} {
-		if err := p.cache.List(ctx, l); err != nil {
+		// No deep copies: the pipeline never modifies its input, and
+		// copying tens of thousands of objects per rebuild is most of a
+		// rebuild's time at scale.
+		if err := p.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 	}
@@ -193,7 +204,29 @@ func (p *Provider) snapshot(ctx context.Context) (*objects.Set, error) {
 // changed. A conflict or a deleted object is left to the next build, which
 // the informer's event triggers.
 func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) {
+	// A few writers in parallel: each write is a round trip.
+	const writers = 8
+	work := make(chan pipeline.ObjectStatus)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for s := range work {
+				p.writeOne(ctx, s)
+			}
+		})
+	}
 	for _, s := range statuses {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- s
+	}
+	close(work)
+	wg.Wait()
+}
+
+func (p *Provider) writeOne(ctx context.Context, s pipeline.ObjectStatus) {
+	{
 		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 		var err error
 		switch st := s.Status.(type) {
@@ -208,7 +241,7 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 				return &o.Status
 			}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
 		}
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 			p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
 		}
 	}
@@ -227,7 +260,8 @@ func writeStatus[T client.Object, S any](ctx context.Context, p *Provider, key t
 	var reader client.Reader = p.cache
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		defer func() { reader = p.client }()
-		if err := reader.Get(ctx, key, obj); err != nil {
+		// No deep copy: obj is only read, and copied before a change.
+		if err := reader.Get(ctx, key, obj, &client.GetOptions{UnsafeDisableDeepCopy: &noDeepCopy}); err != nil {
 			return err
 		}
 		cur := status(obj)
