@@ -3,8 +3,10 @@ package serve
 import (
 	"strings"
 	"testing"
+	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
@@ -60,5 +62,35 @@ func TestWithEnvoyRejections(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestChangedStatusesAndMerge(t *testing.T) {
+	set, _, err := file.Load([]string{"../pipeline/testdata/common", "../pipeline/testdata/spec-external-authorization-sample/in.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+	st := pipeline.Statuses(set, res.Build, metav1.Now())
+	s := &Server{}
+	if got := s.changedStatuses(res.Build.Status, st); len(got) != len(st) {
+		t.Fatalf("first publish: %d statuses, want all %d", len(got), len(st))
+	}
+	if got := s.changedStatuses(res.Build.Status, st); len(got) != 0 {
+		t.Errorf("unchanged findings: %d statuses to write, want none", len(got))
+	}
+	rejected, _ := withEnvoyRejections(res.Build, pipeline.NewAttribution(res), []xdsserver.Rejection{{
+		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/contour-auth/testserver"}, Message: "bad"}})
+	if got := s.changedStatuses(rejected.Status, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 2 {
+		t.Errorf("after a rejection: %d statuses to write, want 2 (the ExtensionService and its HTTPProxy)", len(got))
+	}
+	s.lastFullPass = time.Time{}
+	if got := s.changedStatuses(rejected.Status, st); len(got) != len(st) {
+		t.Errorf("full pass: %d statuses, want all %d", len(got), len(st))
+	}
+
+	merged := mergeBatches(st[:1], st)
+	if len(merged) != len(st) || merged[0].Name != st[0].Name {
+		t.Errorf("merge: %d statuses, want %d with the newer batch first", len(merged), len(st))
 	}
 }

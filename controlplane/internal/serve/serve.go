@@ -76,6 +76,10 @@ type Server struct {
 	lastRes     *pipeline.Result
 	attribution *pipeline.Attribution
 	statuses    []pipeline.ObjectStatus
+	// published holds the findings of the last statuses handed to the
+	// writer (loop goroutine only).
+	published    map[objects.Ref]*status.Object
+	lastFullPass time.Time
 }
 
 // Run serves until ctx ends.
@@ -230,12 +234,55 @@ func (s *Server) publishStatus(ctx context.Context) {
 	s.mu.Lock()
 	s.statuses = statuses
 	s.mu.Unlock()
-	// Keep only the newest: each one is complete.
+	batch := s.changedStatuses(build.Status, statuses)
+	// A batch the writer has not taken yet is merged in, newer first.
 	select {
-	case <-s.toWrite:
+	case pending := <-s.toWrite:
+		batch = mergeBatches(batch, pending)
 	default:
 	}
-	s.toWrite <- statuses
+	s.toWrite <- batch
+}
+
+// fullStatusPass is how often every status is checked against the API
+// server, not only those whose findings changed (to repair writes that
+// failed, or statuses someone else changed).
+const fullStatusPass = time.Minute
+
+// changedStatuses returns the statuses of the objects whose findings
+// changed since the last publish (all of them on a full pass): with tens of
+// thousands of objects, comparing each one with the API server's copy on
+// every rebuild costs more than the rebuild. statuses[i] is objs[i]'s.
+func (s *Server) changedStatuses(objs []*status.Object, statuses []pipeline.ObjectStatus) []pipeline.ObjectStatus {
+	full := time.Since(s.lastFullPass) > fullStatusPass
+	if full {
+		s.lastFullPass = time.Now()
+	}
+	published := make(map[objects.Ref]*status.Object, len(objs))
+	var out []pipeline.ObjectStatus
+	for i, o := range objs {
+		published[o.Ref] = o
+		if prev, ok := s.published[o.Ref]; full || !ok || !prev.Same(o) {
+			out = append(out, statuses[i])
+		}
+	}
+	s.published = published
+	return out
+}
+
+// mergeBatches adds to batch the statuses of older that it does not have.
+func mergeBatches(batch, older []pipeline.ObjectStatus) []pipeline.ObjectStatus {
+	type key struct{ kind, namespace, name string }
+	have := make(map[key]bool, len(batch))
+	for _, st := range batch {
+		have[key{st.Kind, st.Namespace, st.Name}] = true
+	}
+	for _, st := range older {
+		if !have[key{st.Kind, st.Namespace, st.Name}] {
+			batch = append(batch, st)
+		}
+	}
+	return batch
 }
 
 // writeStatuses runs the status writer on the newest statuses, one batch

@@ -6,6 +6,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -315,4 +316,12 @@ func Summary(o *Object) string {
 		return "valid"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Same reports whether two findings give the same status (without
+// reflection: it runs for every object on every rebuild).
+func (o *Object) Same(p *Object) bool {
+	same := func(a, b *Endpoints) bool { return a == b || a != nil && b != nil && *a == *b }
+	return o.Ref == p.Ref && o.Generation == p.Generation && o.Orphaned == p.Orphaned && o.ClusterName == p.ClusterName &&
+		slices.Equal(o.Errors, p.Errors) && slices.Equal(o.Warnings, p.Warnings) && same(o.Endpoints, p.Endpoints)
 }

@@ -184,3 +184,31 @@ func TestWithErrorsCopies(t *testing.T) {
 		t.Errorf("original %d errors, copy %d (valid %v); want 1 and 2 (invalid)", len(o.Errors), len(cp.Errors), cp.Valid())
 	}
 }
+
+func TestSame(t *testing.T) {
+	base := func() *Object {
+		return &Object{Ref: objects.Ref{Kind: "ExtensionService", Name: "e"}, Generation: 1, Errors: []Problem{{"T", "R", "m"}},
+			Endpoints: &Endpoints{Ready: 1, Total: 2}}
+	}
+	tests := []struct {
+		name   string
+		change func(*Object)
+		want   bool
+	}{
+		{"identical findings", func(*Object) {}, true},
+		{"generation", func(o *Object) { o.Generation = 2 }, false},
+		{"an error", func(o *Object) { o.Errors = append(o.Errors, Problem{"EnvoyRejected", "RejectedByEnvoy", "x"}) }, false},
+		{"endpoints", func(o *Object) { o.Endpoints = &Endpoints{Ready: 0, Total: 2} }, false},
+		{"no endpoints", func(o *Object) { o.Endpoints = nil }, false},
+		{"orphaned", func(o *Object) { o.Orphaned = true }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base()
+			tt.change(o)
+			if got := base().Same(o); got != tt.want {
+				t.Errorf("Same = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
