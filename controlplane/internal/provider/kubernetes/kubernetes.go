@@ -226,24 +226,22 @@ func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) 
 }
 
 func (p *Provider) writeOne(ctx context.Context, s pipeline.ObjectStatus) {
-	{
-		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-		var err error
-		switch st := s.Status.(type) {
-		case contourv1.HTTPProxyStatus:
-			err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status },
-				func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
-		case v1alpha1.ExtensionServiceStatus:
-			err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status },
-				func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
-		case contourv1.TLSCertificateDelegationStatus:
-			err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
-				return &o.Status
-			}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
-		}
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
-		}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	var err error
+	switch st := s.Status.(type) {
+	case contourv1.HTTPProxyStatus:
+		err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status },
+			func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
+	case v1alpha1.ExtensionServiceStatus:
+		err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status },
+			func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
+	case contourv1.TLSCertificateDelegationStatus:
+		err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
+			return &o.Status
+		}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
+	}
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
 	}
 }
 
