@@ -376,21 +376,16 @@ func (l *LogWriter) Write(_ context.Context, statuses []pipeline.ObjectStatus) {
 	if l.last == nil {
 		l.last = map[string]string{}
 	}
-	seen := map[string]bool{}
+	// statuses may be only those that changed: objects missing from it
+	// keep their last logged status.
 	for _, s := range statuses {
 		key := s.Kind + " " + s.Namespace + "/" + s.Name
-		seen[key] = true
 		summary := summarize(s)
 		if l.last[key] == summary {
 			continue
 		}
 		l.last[key] = summary
 		l.Log.Info("status", "object", key, "status", summary)
-	}
-	for k := range l.last {
-		if !seen[k] {
-			delete(l.last, k)
-		}
 	}
 }
 
