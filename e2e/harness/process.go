@@ -144,6 +144,17 @@ func (p *Process) ExitErr() error {
 	return p.err
 }
 
+// Pid is the process ID of the current run, 0 when not running (for
+// benchmarks that read /proc/<pid>/stat).
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Logs returns everything the process has written so far.
 func (p *Process) Logs() string {
 	b, _ := os.ReadFile(p.LogPath)
