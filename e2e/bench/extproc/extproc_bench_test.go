@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +52,7 @@ func BenchmarkExtProc(b *testing.B) {
 	filter := func(m map[string]any) []map[string]any {
 		return []map[string]any{harness.ExtProcFilter("extproc", map[string]any{"processing_mode": m, "message_timeout": "2s"})}
 	}
-	harness.StartEnvoy(b, harness.WriteStaticBootstrap(b, []harness.StaticListener{
+	envoy := harness.StartEnvoy(b, harness.WriteStaticBootstrap(b, []harness.StaticListener{
 		{Name: "baseline", Addr: baseAddr},
 		{Name: "headers", Addr: headersAddr, HTTPFilters: filter(mode("NONE", "SEND"))},
 		{Name: "redact", Addr: redactAddr, HTTPFilters: filter(mode("BUFFERED", "SKIP"))},
@@ -68,22 +71,32 @@ func BenchmarkExtProc(b *testing.B) {
 		b.Fatalf("redaction through Envoy: %v", err)
 	}
 
+	// CPU time per request of each process, to see where a case's cost
+	// goes (the load generator and the echo upstream share this process).
+	procs := []cpuProc{{"envoy", envoy.Pid()}, {"extprocserver", eps.Pid()}, {"loadgen+echo", os.Getpid()}}
+	var cpuNotes []string
+	run := func(name string, cfg loadgen.Config, do loadgen.Do) loadgen.Result {
+		r, note := measureCPU(procs, func(count func() loadgen.Do) loadgen.Result { return loadgen.Run(ctx, name, cfg, count()) }, do)
+		cpuNotes = append(cpuNotes, name+": "+note)
+		return r
+	}
+
 	table := loadgen.NewTable(fmt.Sprintf("extprocserver through Envoy (HTTP/1.1 keep-alive, %d workers, echo upstream)", concurrency), "no ext_proc")
-	base := loadgen.Run(ctx, "no ext_proc", cfg, get)
+	base := run("no ext_proc", cfg, get)
 	table.Add(base)
-	headers := loadgen.Run(ctx, "ext_proc headers (req+resp)", cfg, client(headersAddr).do(http.MethodGet, nil, ""))
+	headers := run("ext_proc headers (req+resp)", cfg, client(headersAddr).do(http.MethodGet, nil, ""))
 	table.Add(headers)
-	redactBase := loadgen.Run(ctx, "no ext_proc, POST 1 KiB", cfg, client(baseAddr).do(http.MethodPost, body, ""))
+	redactBase := run("no ext_proc, POST 1 KiB", cfg, client(baseAddr).do(http.MethodPost, body, ""))
 	table.Add(redactBase)
-	redact := loadgen.Run(ctx, "ext_proc buffered JSON redaction, POST 1 KiB", cfg, client(redactAddr).do(http.MethodPost, body, "[REDACTED]"))
+	redact := run("ext_proc buffered JSON redaction, POST 1 KiB", cfg, client(redactAddr).do(http.MethodPost, body, "[REDACTED]"))
 	table.Add(redact)
 
 	// Added latency is measured with one worker: at 16 workers on a
 	// saturated machine p50 is mostly queueing (workers / throughput).
 	one := loadgen.Config{Concurrency: 1, Duration: 4 * time.Second, Warmup: 500 * time.Millisecond}
-	base1 := loadgen.Run(ctx, "no ext_proc, 1 worker", one, get)
+	base1 := run("no ext_proc, 1 worker", one, get)
 	table.Add(base1)
-	headers1 := loadgen.Run(ctx, "ext_proc headers (req+resp), 1 worker", one, client(headersAddr).do(http.MethodGet, nil, ""))
+	headers1 := run("ext_proc headers (req+resp), 1 worker", one, client(headersAddr).do(http.MethodGet, nil, ""))
 	table.Add(headers1)
 
 	added := headers1.P50 - base1.P50
@@ -91,6 +104,9 @@ func BenchmarkExtProc(b *testing.B) {
 	table.Target(headers1.Errors == 0 && added < time.Millisecond, "headers-only adds < 1 ms to p50, 1 worker (%s; at %d workers %s)",
 		loadgen.Ms(added), concurrency, loadgen.Ms(headers.P50-base.P50))
 	table.Note("buffered redaction: %.0f%% of the POST baseline, +%s p50 (no target)", 100*redact.Ratio(redactBase), loadgen.Ms(redact.P50-redactBase.P50))
+	for _, n := range cpuNotes {
+		table.Note("CPU per request, %s", n)
+	}
 	table.Note("shared, noisy machine: compare ratios within this run, not absolute figures")
 	fmt.Print(table.String())
 }
@@ -147,4 +163,73 @@ func (h httpClient) do(method string, body []byte, want string) loadgen.Do {
 func jsonBody(n int) []byte {
 	head, tail := `{"user":"bench","password":"hunter2","padding":"`, `"}`
 	return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
+}
+
+type cpuProc struct {
+	name string
+	pid  int
+}
+
+// measureCPU runs one case and describes the CPU time per request that
+// each process and the rest of the machine (other work) used meanwhile,
+// warmup included in both the time and the request count.
+func measureCPU(procs []cpuProc, run func(func() loadgen.Do) loadgen.Result, do loadgen.Do) (loadgen.Result, string) {
+	var n atomic.Int64
+	counted := func() loadgen.Do {
+		return func(ctx context.Context, w int) error { n.Add(1); return do(ctx, w) }
+	}
+	before := make([]int64, len(procs))
+	for i, p := range procs {
+		before[i] = procTicks(p.pid)
+	}
+	busy0 := machineBusyTicks()
+	r := run(counted)
+	busy := machineBusyTicks() - busy0
+	reqs := max(n.Load(), 1)
+	// Clock ticks are 10 ms (USER_HZ 100 on Linux).
+	us := func(ticks int64) float64 { return float64(ticks) * 10_000 / float64(reqs) }
+	var parts []string
+	var ours int64
+	for i, p := range procs {
+		d := procTicks(p.pid) - before[i]
+		ours += d
+		parts = append(parts, fmt.Sprintf("%s %.0f µs", p.name, us(d)))
+	}
+	parts = append(parts, fmt.Sprintf("sum %.0f µs (other work on the machine %.0f µs)", us(ours), us(max(busy-ours, 0))))
+	return r, strings.Join(parts, ", ")
+}
+
+// procTicks is utime+stime of pid from /proc/<pid>/stat; -1 on error.
+func procTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are fields 14 and 15 of the line, 12 and 13 after ")".
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
+
+// machineBusyTicks is the non-idle CPU time of the whole machine.
+func machineBusyTicks() int64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var busy int64
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy
 }
