@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
 )
 
 // Defaults. Both listeners bind to loopback so that nothing is exposed by
@@ -53,6 +54,11 @@ type Options struct {
 	// Nil means a fresh NewRegistry(). Register your own collectors on it
 	// before calling New.
 	Registry *prometheus.Registry
+
+	// GRPCOptions are added to the gRPC server's options (transport
+	// tuning such as window sizes or stream workers; a server that knows
+	// its traffic sets them, there are no flags for them).
+	GRPCOptions []grpc.ServerOption
 }
 
 // DefaultOptions returns the documented defaults.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -386,5 +387,21 @@ func TestNewRejectsBadTLSFiles(t *testing.T) {
 		if _, err := serverkit.New(o, nil, nil); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+func TestGRPCOptionsApply(t *testing.T) {
+	var seen atomic.Int32
+	r := start(t, func(o *serverkit.Options) {
+		o.GRPCOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			seen.Add(1)
+			return h(ctx, req)
+		})}
+	})
+	if _, err := healthpb.NewHealthClient(r.dial(t, nil)).Check(ctxT(t), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Load() != 1 {
+		t.Errorf("the interceptor from GRPCOptions ran %d times, want 1", seen.Load())
 	}
 }
