@@ -2,80 +2,158 @@ package oidc
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // refetchInterval is the least time between two JWKS fetches caused by a
-// token whose key ID we have not seen: forged kids must not turn every
+// token that no cached key verifies: forged kids must not turn every
 // request into a request to the provider.
 const refetchInterval = 10 * time.Second
 
-// limitedKeySet is go-oidc's RemoteKeySet (cached keys, refetched when a
-// token names an unknown kid) with those refetches rate-limited.
+// maxJWKSSize bounds the provider's key set document.
+const maxJWKSSize = 1 << 20
+
+// limitedKeySet is the provider's JWKS, cached and refetched when a token
+// names a key the cache does not have, at most once per refetchInterval.
+// Only fetches are limited: a token that a cached key verifies always
+// verifies (go-oidc's RemoteKeySet gives no cache-only verification, so
+// limiting around it refused valid tokens).
 type limitedKeySet struct {
-	remote *oidc.RemoteKeySet
+	client *http.Client
+	url    string
 	now    func() time.Time
 
-	mu        sync.Mutex
-	known     map[string]bool // kids that verified a signature
+	fetchMu sync.Mutex // one fetch at a time
+
+	mu        sync.RWMutex
+	keys      []jose.JSONWebKey
+	gen       int // fetches done
 	lastFetch time.Time
 }
 
-func newLimitedKeySet(ctx context.Context, jwksURL string) *limitedKeySet {
-	return &limitedKeySet{remote: oidc.NewRemoteKeySet(ctx, jwksURL), now: time.Now, known: map[string]bool{}}
+func newLimitedKeySet(client *http.Client, jwksURL string) *limitedKeySet {
+	return &limitedKeySet{client: client, url: jwksURL, now: time.Now}
 }
 
 var errKeyRateLimited = errors.New("unknown signing key; key set refetch rate-limited")
 
+// signingAlgorithms are the algorithms a token may be parsed with; the
+// verifier narrows them to the configured ones before calling us.
+var signingAlgorithms = func() []jose.SignatureAlgorithm {
+	var algs []jose.SignatureAlgorithm
+	for a := range allowedAlgorithms {
+		algs = append(algs, jose.SignatureAlgorithm(a))
+	}
+	return algs
+}()
+
 // VerifySignature implements oidc.KeySet.
 func (k *limitedKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	kid := jwtKeyID(jwt)
-	k.mu.Lock()
-	if !k.known[kid] {
-		// The remote key set fetches when no cached key verifies.
-		if now := k.now(); !k.lastFetch.IsZero() && now.Sub(k.lastFetch) < refetchInterval {
-			k.mu.Unlock()
-			return nil, errKeyRateLimited
-		} else {
-			k.lastFetch = now
-		}
+	jws, err := jose.ParseSigned(jwt, signingAlgorithms)
+	if err != nil {
+		return nil, fmt.Errorf("malformed jwt: %w", err)
 	}
-	k.mu.Unlock()
-	payload, err := k.remote.VerifySignature(ctx, jwt)
-	if err == nil && kid != "" {
-		k.mu.Lock()
-		if len(k.known) > 64 { // keys rotate; forget old ones now and then
-			clear(k.known)
-		}
-		k.known[kid] = true
-		k.mu.Unlock()
+	kid := jws.Signatures[0].Header.KeyID // compact form: exactly one
+	k.mu.RLock()
+	keys, gen := k.keys, k.gen
+	k.mu.RUnlock()
+	if p, ok := verifyWith(jws, kid, keys); ok {
+		return p, nil
 	}
-	return payload, err
+	if keys, err = k.refetch(ctx, gen); err != nil {
+		return nil, err
+	}
+	if p, ok := verifyWith(jws, kid, keys); ok {
+		return p, nil
+	}
+	return nil, errors.New("no key of the provider verifies the token's signature")
 }
 
-// jwtKeyID reads the kid from a compact JWS header ("" when absent or
-// unreadable: verification then fails or refetches under the limit).
-func jwtKeyID(jwt string) string {
-	h, _, ok := strings.Cut(jwt, ".")
-	if !ok || len(h) > 2048 {
-		return ""
+func verifyWith(jws *jose.JSONWebSignature, kid string, keys []jose.JSONWebKey) ([]byte, bool) {
+	for i := range keys {
+		if kid == "" || keys[i].KeyID == kid {
+			if p, err := jws.Verify(&keys[i]); err == nil {
+				return p, true
+			}
+		}
 	}
-	b, err := base64.RawURLEncoding.DecodeString(h)
+	return nil, false
+}
+
+// refetch fetches the key set unless a fetch newer than generation seen
+// happened meanwhile (then its keys serve) or the last one is too recent.
+func (k *limitedKeySet) refetch(ctx context.Context, seen int) ([]jose.JSONWebKey, error) {
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
+	k.mu.RLock()
+	keys, gen, last := k.keys, k.gen, k.lastFetch
+	k.mu.RUnlock()
+	if gen != seen {
+		return keys, nil
+	}
+	now := k.now()
+	if gen > 0 && now.Sub(last) < refetchInterval {
+		return nil, errKeyRateLimited
+	}
+	keys, err := k.fetch(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lastFetch = now // failures count too: a down provider is not hammered
+	k.gen++
 	if err != nil {
-		return ""
+		return nil, err
 	}
-	var header struct {
-		Kid string `json:"kid"`
+	k.keys = keys
+	return keys, nil
+}
+
+func (k *limitedKeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	// Waiting callers share the result: not bound to this caller's context.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, err
 	}
-	if json.Unmarshal(b, &header) != nil {
-		return ""
+	req.Header.Set("Cache-Control", "no-cache")
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching the key set: %w", err)
 	}
-	return header.Kid
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching the key set: %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetching the key set: %w", err)
+	}
+	if len(body) > maxJWKSSize {
+		return nil, fmt.Errorf("key set larger than %d bytes", maxJWKSSize)
+	}
+	var raw struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, fmt.Errorf("decoding the key set: %w", err)
+	}
+	var keys []jose.JSONWebKey
+	for _, r := range raw.Keys {
+		var key jose.JSONWebKey
+		// Skip what cannot verify a signature of ours: unknown key types,
+		// symmetric keys (a public document), encryption keys.
+		if json.Unmarshal(r, &key) != nil || !key.Valid() || !key.IsPublic() || key.Use == "enc" {
+			continue
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }

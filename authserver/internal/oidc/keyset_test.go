@@ -53,7 +53,7 @@ func TestKeySetRefetchIsRateLimited(t *testing.T) {
 	defer srv.Close()
 
 	now := time.Unix(1_000_000, 0)
-	ks := newLimitedKeySet(context.Background(), srv.URL)
+	ks := newLimitedKeySet(srv.Client(), srv.URL)
 	ks.now = func() time.Time { return now }
 	ctx := context.Background()
 
@@ -81,7 +81,49 @@ func TestKeySetRefetchIsRateLimited(t *testing.T) {
 	if fetches.Load() != 2 {
 		t.Errorf("fetches = %d after the interval, want 2 (an unknown kid may trigger a refetch)", fetches.Load())
 	}
-	if jwtKeyID("garbage") != "" || jwtKeyID("e30.x.y") != "" {
-		t.Error("jwtKeyID of a token without a kid")
+}
+
+// TestKeySetRateLimitNeverRefusesCachedKeys: the refetch limit applies to
+// fetches only. A token that a cached key verifies must verify even right
+// after a forged kid used up the refetch (an attacker sending one forged
+// token per interval must not lock out every user), and tokens without a
+// kid (providers with a single key omit it) must verify every time.
+func TestKeySetRateLimitNeverRefusesCachedKeys(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetches atomic.Int32
+	jwks, _ := json.Marshal(map[string]any{"keys": []map[string]string{{
+		"kty": "RSA", "kid": "good", "alg": "RS256", "use": "sig",
+		"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
+		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes()),
+	}}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(jwks)
+	}))
+	defer srv.Close()
+
+	now := time.Unix(1_000_000, 0)
+	ks := newLimitedKeySet(srv.Client(), srv.URL)
+	ks.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	// A forged kid first: it fetches the key set (and is refused).
+	if _, err := ks.VerifySignature(ctx, signJWT(t, k, "forged")); err == nil {
+		t.Fatal("a token with an unknown kid verified")
+	}
+	for i := range 3 {
+		if _, err := ks.VerifySignature(ctx, signJWT(t, k, "good")); err != nil {
+			t.Fatalf("valid token %d after a forged kid: %v", i, err)
+		}
+		if _, err := ks.VerifySignature(ctx, signJWT(t, k, "")); err != nil {
+			t.Fatalf("valid token %d without a kid: %v", i, err)
+		}
+	}
+	if fetches.Load() != 1 {
+		t.Errorf("fetches = %d, want 1", fetches.Load())
 	}
 }

@@ -83,9 +83,8 @@ func (d *discovery) discover(ctx context.Context) (*discovered, error) {
 	if err := p.Claims(&claims); err != nil {
 		return nil, fmt.Errorf("discovery of %s: %w", d.s.Issuer, err)
 	}
-	// The key set outlives this call: its fetches use a background context
-	// carrying our HTTP client.
-	keys := newLimitedKeySet(oidc.ClientContext(context.Background(), d.client), claims.JWKS)
+	// The key set outlives this call and fetches with our HTTP client.
+	keys := newLimitedKeySet(d.client, claims.JWKS)
 	r := &discovered{
 		endpoint:   p.Endpoint(),
 		endSession: claims.EndSession,
