@@ -200,7 +200,13 @@ func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *route
 		}
 		return srv.challenge("")
 	}
-	return srv.startSignIn(ctx, r, r.pathQ)
+	// Return to the page after sign-in, unless the callback would refuse
+	// it (then the user could never sign in from here): "/" instead.
+	returnTo := r.pathQ
+	if srv.redirect.check(returnTo) != nil {
+		returnTo = "/"
+	}
+	return srv.startSignIn(ctx, r, returnTo)
 }
 
 // isAPIClient tells API calls (which a redirect to a login page would

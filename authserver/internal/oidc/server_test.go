@@ -15,6 +15,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/oauth2"
 )
 
 // newTestServer builds the backend against an issuer nobody listens on:
@@ -375,5 +376,42 @@ func TestLogoutWithoutProvider(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(srv.m.events.WithLabelValues(eventLogout)); got != 2 {
 		t.Errorf("logout events = %v, want 2", got)
+	}
+}
+
+// TestSignInReturnTargetIsAlwaysRedeemable: the sign-in started by a
+// protected page returns to that page, unless the redirect policy would
+// refuse it at the callback (an encoded space in a search query, a
+// scheme-relative path): then it returns to "/". Before, the callback
+// answered 400 and the user could never sign in from that page.
+func TestSignInReturnTargetIsAlwaysRedeemable(t *testing.T) {
+	srv := newTestServer(t)
+	srv.disc.result = &discovered{endpoint: oauth2.Endpoint{AuthURL: "https://idp.example/auth", TokenURL: "https://idp.example/token"}}
+	for _, tc := range []struct{ path, want string }{
+		{"/a/b?c=d", "/a/b?c=d"},
+		{"/search?q=a%20b", "/"},
+		{"/files/my%20doc.pdf", "/"},
+		{"//evil.example/", "/"},
+	} {
+		resp, err := srv.Check(context.Background(), checkReq("GET", tc.path, map[string]string{"accept": "text/html"}, nil))
+		if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusFound {
+			t.Fatalf("%s: %v, %v; want 302", tc.path, resp, err)
+		}
+		var fs flowState
+		for _, c := range deniedHeader(resp, "Set-Cookie") {
+			if v, ok := strings.CutPrefix(c, srv.stateCookie()+"="); ok {
+				v, _, _ = strings.Cut(v, ";")
+				plain, err := srv.sealer.open(srv.stateCookie(), v)
+				if err != nil || json.Unmarshal(plain, &fs) != nil {
+					t.Fatalf("%s: state cookie: %v", tc.path, err)
+				}
+			}
+		}
+		if fs.Return != tc.want {
+			t.Errorf("%s: returns to %q, want %q", tc.path, fs.Return, tc.want)
+		}
+		if err := srv.redirect.check(fs.Return); err != nil {
+			t.Errorf("%s: the callback would refuse the return target: %v", tc.path, err)
+		}
 	}
 }
