@@ -25,7 +25,8 @@ import (
 // secret, cookie keys) are never written in it: each comes from a file or
 // an environment variable named here.
 type Config struct {
-	// Issuer is the provider's issuer URL; discovery reads
+	// Issuer is the provider's issuer URL exactly as the provider writes
+	// it (compared byte for byte, a trailing "/" included); discovery reads
 	// <issuer>/.well-known/openid-configuration.
 	Issuer string `json:"issuer"`
 	// ProviderCAFile is a PEM bundle trusted for the provider's TLS
@@ -240,7 +241,6 @@ func (c Config) Load() (*Settings, error) {
 }
 
 func (c *Config) setDefaults() {
-	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
 	if len(c.Scopes) == 0 {
 		c.Scopes = []string{"openid", "email", "profile"}
 	}

@@ -1,8 +1,12 @@
 package oidc
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +41,7 @@ cookie:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Issuer != "https://login.example.com" || s.ClientSecret != "s3cret" {
+	if s.Issuer != "https://login.example.com/" || s.ClientSecret != "s3cret" { // as written: see TestIssuerKeptExactly
 		t.Errorf("issuer %q secret %q", s.Issuer, s.ClientSecret)
 	}
 	if strings.Join(s.Scopes, " ") != "openid email groups" {
@@ -118,5 +122,32 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 	if s.RedirectURL != "https://echo.example.com:18443/oauth2/callback" || len(s.Bearer.Audiences) != 1 {
 		t.Errorf("example config: %+v", s.Config)
+	}
+}
+
+// TestIssuerKeptExactly: OpenID Discovery requires the issuer in the
+// provider's metadata to be identical to the configured one, and some
+// providers' issuers end in "/" (Auth0: https://tenant.auth0.com/). The
+// configured issuer must be used as written, or discovery always fails.
+func TestIssuerKeptExactly(t *testing.T) {
+	var issuer string
+	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"%[1]sauth","token_endpoint":"%[1]stoken","jwks_uri":"%[1]sjwks"}`, issuer)
+	}))
+	defer p.Close()
+	issuer = p.URL + "/"
+	c := Config{Issuer: issuer, ClientID: "portcullis"}
+	c.setDefaults()
+	if c.Issuer != issuer {
+		t.Errorf("issuer %q became %q", issuer, c.Issuer)
+	}
+	d := &discovery{s: &Settings{Config: c}, client: p.Client()}
+	if _, err := d.get(context.Background()); err != nil {
+		t.Errorf("discovery of an issuer ending in /: %v", err)
 	}
 }
