@@ -158,6 +158,13 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 			out.FailOpen = &g.FailOpen
 		}
 		if g.ExtensionServiceRef.Name != "" {
+			// A processor runs after ext_authz and may clear the route
+			// cache: Envoy then routes the request again, without a second
+			// check, possibly onto a route this HTTPProxy does not own.
+			// Only the virtual host's owner may pick one.
+			if p.Spec.VirtualHost == nil {
+				return bad("ExtProcServiceNotPermitted", "%s.GRPCService.ExtensionRef: only the root HTTPProxy may name a processor for its routes (a processor runs after authorization and can route the request again, onto routes this HTTPProxy does not own)", where)
+			}
 			svc.Cluster, svc.Authority, svc.Timeout = "", "", nil
 			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
 				return bad("ExtProcExtensionServiceUnavailable", "%s.GRPCService.ExtensionRef: %s", where, problem)
