@@ -157,6 +157,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options <-chan pipeline.Options) {
 	var set *objects.Set
+	// lastBuild is when the last build ended: a change that comes after a
+	// quiet period is built at once (a single edit should not wait for the
+	// debounce); one that comes right after a build is part of a burst and
+	// waits for the rest of it.
+	var lastBuild time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -167,24 +172,27 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 			s.publishStatus(ctx)
 			continue
 		}
-		// Debounce: a burst of changes (a kubectl apply of many objects)
-		// becomes one build.
-		timer := time.NewTimer(s.cfg.Debounce)
-	drain:
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return
-			case set = <-updates:
-			case s.cfg.Pipeline = <-options:
-			case <-timer.C:
-				break drain
+		if time.Since(lastBuild) < s.cfg.Debounce {
+			// Debounce: a burst of changes (a kubectl apply of many
+			// objects) becomes one build.
+			timer := time.NewTimer(s.cfg.Debounce)
+		drain:
+			for {
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return
+				case set = <-updates:
+				case s.cfg.Pipeline = <-options:
+				case <-timer.C:
+					break drain
+				}
 			}
 		}
 		if set != nil {
 			s.rebuild(ctx, set)
 		}
+		lastBuild = time.Now()
 	}
 }
 
