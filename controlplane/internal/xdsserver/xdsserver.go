@@ -7,10 +7,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -169,31 +171,65 @@ func asResources(ms []proto.Message) []types.Resource {
 }
 
 // hashResources hashes the whole set (to skip publishing an unchanged
-// one) and each resource (to tell which ones a NACK is about).
+// one) and each resource (to tell which ones a NACK is about, and as its
+// delta xDS version). Marshalling every resource is a good part of a
+// rebuild at scale, so the resources are hashed on every core.
 func hashResources(r *translator.Resources) (string, map[string]map[string]string, error) {
-	h := sha256.New()
-	per := map[string]map[string]string{}
-	for _, l := range []struct {
+	lists := []struct {
 		typeURL string
 		list    []proto.Message
 	}{
 		{resourcev3.ListenerType, r.Listeners}, {resourcev3.RouteType, r.Routes}, {resourcev3.ClusterType, r.Clusters},
 		{resourcev3.EndpointType, r.Endpoints}, {resourcev3.SecretType, r.Secrets},
-	} {
+	}
+	var all []proto.Message
+	for _, l := range lists {
+		all = append(all, l.list...)
+	}
+	sums, err := hashEach(all)
+	if err != nil {
+		return "", nil, err
+	}
+	h := sha256.New()
+	per := map[string]map[string]string{}
+	i := 0
+	for _, l := range lists {
 		names := make(map[string]string, len(l.list))
 		for _, m := range l.list {
-			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-			if err != nil {
-				return "", nil, err
-			}
-			sum := sha256.Sum256(b)
-			h.Write(sum[:])
-			names[translator.ResourceName(m)] = hex.EncodeToString(sum[:12])
+			h.Write(sums[i][:])
+			names[translator.ResourceName(m)] = hex.EncodeToString(sums[i][:12])
+			i++
 		}
 		per[l.typeURL] = names
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)), per, nil
+}
+
+// hashEach returns the SHA-256 of each message's deterministic encoding,
+// in order, computed by one worker per CPU.
+func hashEach(ms []proto.Message) ([][sha256.Size]byte, error) {
+	sums := make([][sha256.Size]byte, len(ms))
+	workers := min(runtime.GOMAXPROCS(0), len(ms))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := w; i < len(ms); i += workers {
+				b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf[:0], ms[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				sums[i], buf = sha256.Sum256(b), b
+			}
+		}()
+	}
+	wg.Wait()
+	return sums, errors.Join(errs...)
 }
 
 // mentions reports whether message names a resource as a whole word
