@@ -56,14 +56,18 @@ func httpsListener(m *ir.Model, opts Options) *listenerv3.Listener {
 	}
 	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
-	for _, vh := range hosts {
-		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
+	if len(hosts) > 0 {
+		l.FilterChains = make([]*listenerv3.FilterChain, len(hosts))
+	}
+	each(len(hosts), func(i int) {
+		vh := hosts[i]
+		l.FilterChains[i] = &listenerv3.FilterChain{
 			Name:             "https/" + vh.FQDN,
 			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{vh.FQDN}},
 			TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
 			Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), vh.Auth, vh.ExtProc)},
-		})
-	}
+		}
+	})
 	if fb := m.Fallback; fb != nil {
 		l.DefaultFilterChain = &listenerv3.FilterChain{
 			Name:            "fallbackcert",

@@ -22,7 +22,9 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool) 
 	rc := &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
-	for _, vh := range sorted {
+	rc.VirtualHosts = make([]*routev3.VirtualHost, len(sorted))
+	each(len(sorted), func(i int) {
+		vh := sorted[i]
 		v := &routev3.VirtualHost{
 			Name:    vh.FQDN,
 			Domains: domains(vh.FQDN),
@@ -30,8 +32,8 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool) 
 		for _, r := range vh.Routes {
 			v.Routes = append(v.Routes, route(r, withAuth, withProc))
 		}
-		rc.VirtualHosts = append(rc.VirtualHosts, v)
-	}
+		rc.VirtualHosts[i] = v
+	})
 	return rc
 }
 

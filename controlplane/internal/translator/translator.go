@@ -4,7 +4,10 @@
 package translator
 
 import (
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 
@@ -58,9 +61,12 @@ func Translate(m *ir.Model, opts Options) *Resources {
 	}
 
 	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil, m.GlobalExtProc != nil))
-	for _, vh := range m.Secure {
-		r.Routes = append(r.Routes, routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil))
-	}
+	secure := make([]proto.Message, len(m.Secure))
+	each(len(m.Secure), func(i int) {
+		vh := m.Secure[i]
+		secure[i] = routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil)
+	})
+	r.Routes = append(r.Routes, secure...)
 	if m.Fallback != nil {
 		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil, m.GlobalExtProc != nil))
 	}
@@ -93,6 +99,34 @@ func ResourceName(m proto.Message) string {
 		return v.GetName()
 	}
 	return ""
+}
+
+// each runs f(0) ... f(n-1) on every core. Virtual hosts translate
+// independently, and at scale translating them one after the other is most
+// of a rebuild. The output stays deterministic as long as f(i) writes only
+// its own slot i.
+func each(n int, f func(i int)) {
+	// Below this, starting goroutines costs more than it saves.
+	const minParallel = 64
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 || n < minParallel {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func sortByName(ms []proto.Message) {
