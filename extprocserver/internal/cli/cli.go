@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -153,12 +154,60 @@ func NewServer(opts serverkit.Options, logger *slog.Logger, f *config.File) (*se
 			return nil, err
 		}
 	}
-	observe := func(p sdk.Phase, d time.Duration, outcome string) {
-		messages.WithLabelValues(p.String(), outcome).Inc()
-		took.WithLabelValues(p.String()).Observe(d.Seconds())
-	}
-	driver := sdk.NewServer(proc, sdk.WithLogger(logger), sdk.WithObserver(observe))
+	driver := sdk.NewServer(proc, sdk.WithLogger(logger), sdk.WithObserver(newObserver(messages, took)))
+	opts.GRPCOptions = append(grpcOptions(), opts.GRPCOptions...)
 	return serverkit.New(opts, logger, func(s *grpc.Server) {
 		extprocv3.RegisterExternalProcessorServer(s, driver)
 	})
+}
+
+// newObserver records messages and processor time. The series of every
+// phase and outcome are looked up once, not on each message.
+func newObserver(messages *prometheus.CounterVec, took *prometheus.HistogramVec) sdk.Observer {
+	outcomes := []string{sdk.OutcomeContinue, sdk.OutcomeImmediate, sdk.OutcomeError}
+	type series struct {
+		took     prometheus.Observer
+		outcomes []prometheus.Counter
+	}
+	var byPhase [sdk.ResponseTrailers + 1]series
+	for p := sdk.RequestHeaders; p <= sdk.ResponseTrailers; p++ {
+		byPhase[p].took = took.WithLabelValues(p.String())
+		for _, o := range outcomes {
+			byPhase[p].outcomes = append(byPhase[p].outcomes, messages.WithLabelValues(p.String(), o))
+		}
+	}
+	return func(p sdk.Phase, d time.Duration, outcome string) {
+		if p < sdk.RequestHeaders || p > sdk.ResponseTrailers {
+			messages.WithLabelValues(p.String(), outcome).Inc()
+			return
+		}
+		s := byPhase[p]
+		s.took.Observe(d.Seconds())
+		if i := slices.Index(outcomes, outcome); i >= 0 {
+			s.outcomes[i].Inc()
+		} else {
+			messages.WithLabelValues(p.String(), outcome).Inc()
+		}
+	}
+}
+
+// grpcOptions tune the gRPC server for Envoy's ext_proc traffic: a
+// stream per HTTP request, a few small messages each, over a handful of
+// long-lived HTTP/2 connections.
+func grpcOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		// Streams run on long-lived worker goroutines instead of a new
+		// goroutine each, whose stack would grow (and be copied) on every
+		// stream. Streams live as long as their HTTP request, so there are
+		// enough workers for that many concurrent requests; beyond them
+		// gRPC starts goroutines as usual.
+		grpc.NumStreamWorkers(256),
+		// Fixed flow-control windows turn off gRPC's bandwidth-delay
+		// estimation, which otherwise pings Envoy on every burst of data;
+		// ext_proc messages are small, the windows are never the limit.
+		grpc.InitialWindowSize(1 << 20),
+		grpc.InitialConnWindowSize(8 << 20),
+		// One write buffer per connection only while writing.
+		grpc.SharedWriteBuffer(true),
+	}
 }
