@@ -228,6 +228,10 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 		switch {
 		case c.Prefix != "":
 			prefixes++
+			if err := noControlBytes(c.Prefix); err != nil {
+				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: prefix %v", where, err))
+				return out, false
+			}
 			if !strings.HasPrefix(c.Prefix, "/") {
 				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: prefix conditions must start with /, %s was supplied", where, c.Prefix))
 				return out, false
@@ -235,6 +239,10 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 			out.Path = joinPath(out.Path, c.Prefix)
 		case c.Exact != "":
 			exacts++
+			if err := noControlBytes(c.Exact); err != nil {
+				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: exact %v", where, err))
+				return out, false
+			}
 			if !strings.HasPrefix(c.Exact, "/") {
 				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: exact conditions must start with /, %s was supplied", where, c.Exact))
 				return out, false
@@ -267,6 +275,16 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 	return out, true
 }
 
+// noControlBytes refuses line breaks and NUL bytes in a value that reaches
+// Envoy: it rejects them in names and paths, and with them the whole route
+// configuration, which the HTTP listener's virtual hosts all share.
+func noControlBytes(v string) error {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("%q contains a line break or a NUL byte", v)
+	}
+	return nil
+}
+
 // joinPath appends a condition's path to the inherited prefix without
 // doubling the slash between them ("/api" + "/v1" = "/api/v1"; "/api" + "/"
 // = "/api").
@@ -286,6 +304,11 @@ func headerMatch(h *contourv1.HeaderMatchCondition) (ir.HeaderMatch, error) {
 	out := ir.HeaderMatch{Name: h.Name}
 	if h.Name == "" {
 		return out, fmt.Errorf("header condition must name a header")
+	}
+	for _, v := range []string{h.Name, h.Contains, h.NotContains, h.Exact, h.NotExact} {
+		if err := noControlBytes(v); err != nil {
+			return out, fmt.Errorf("header condition on %q: %w", h.Name, err)
+		}
 	}
 	n := 0
 	set := func(kind, value string) {
