@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -135,10 +136,17 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 		fail(contourv1.ConditionTypeRouteError, "NoServicesPresent", "route.services must have at least one entry")
 	}
 	allZero := true
+	var sum int64
 	for _, s := range r.Services {
 		if s.Weight > 0 {
 			allZero = false
 		}
+		sum += min(max(s.Weight, 0), math.MaxUint32)
+	}
+	if sum > math.MaxUint32 {
+		// Envoy rejects the whole route configuration (shared by every
+		// virtual host of the HTTP listener) over this.
+		fail(contourv1.ConditionTypeServiceError, "ServiceWeightInvalid", "the weights of the services add up to %d, more than %d", sum, uint32(math.MaxUint32))
 	}
 	for j, s := range r.Services {
 		swhere := fmt.Sprintf("Services[%d]", j)
@@ -194,7 +202,7 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 		if uv != nil {
 			b.sources.secrets.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
 		}
-		w := uint32(s.Weight)
+		w := uint32(min(s.Weight, math.MaxUint32))
 		if allZero {
 			w = 1
 		}
