@@ -214,10 +214,12 @@ func socketAddress(addr string, port uint32) *corev3.Address {
 }
 
 // mustAny packs a message; it only fails for a nil message, a programming
-// error.
+// error. The packed bytes are deterministic (maps in key order), so that
+// equal configurations are equal byte for byte: the xDS versions are hashes
+// of them, and identical virtual hosts are found by them.
 func mustAny(m proto.Message) *anypb.Any {
-	a, err := anypb.New(m)
-	if err != nil {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
 		panic(err)
 	}
 	return a

@@ -8,6 +8,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -34,7 +35,43 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool) 
 		}
 		rc.VirtualHosts[i] = v
 	})
+	rc.VirtualHosts = mergeIdentical(rc.VirtualHosts)
 	return rc
+}
+
+// mergeIdentical turns virtual hosts whose routes are identical into one
+// virtual host with all their domains, named after the first. Envoy picks
+// a virtual host by domain and then only looks at its routes, so requests
+// are routed exactly as before; but on the HTTP listener, where the routes
+// of every TLS host are HTTPS redirects and many hosts have the same
+// paths, Envoy has far fewer routes to build each time one host changes.
+// Domains are unique across the virtual hosts (one root per FQDN), so a
+// domain never moves to a different set of routes.
+func mergeIdentical(vhs []*routev3.VirtualHost) []*routev3.VirtualHost {
+	if len(vhs) < 2 {
+		return vhs
+	}
+	keys := make([]string, len(vhs))
+	each(len(vhs), func(i int) {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{Routes: vhs[i].Routes})
+		if err != nil {
+			// Never merged: a key no marshalled message has.
+			keys[i] = "unmarshallable/" + vhs[i].Name
+			return
+		}
+		keys[i] = string(b)
+	})
+	first := make(map[string]*routev3.VirtualHost, len(vhs))
+	out := make([]*routev3.VirtualHost, 0, len(vhs))
+	for i, v := range vhs {
+		if f, ok := first[keys[i]]; ok {
+			f.Domains = append(f.Domains, v.Domains...)
+			continue
+		}
+		first[keys[i]] = v
+		out = append(out, v)
+	}
+	return out
 }
 
 // domains matches the host with and without a port.
