@@ -1,0 +1,81 @@
+package translator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
+	redirect := func(path string) *ir.Route { return &ir.Route{Path: path, HTTPSRedirect: true} }
+	host := func(fqdn string, routes ...*ir.Route) *ir.VirtualHost { return &ir.VirtualHost{FQDN: fqdn, Routes: routes} }
+	// Enough hosts to translate them on several goroutines.
+	many := []*ir.VirtualHost{host("z.example.com", redirect("/other"))}
+	for i := range 100 {
+		many = append(many, host(fmt.Sprintf("h%03d.example.com", i), redirect("/")))
+	}
+	for _, tc := range []struct {
+		name  string
+		hosts []*ir.VirtualHost
+		// want: the virtual hosts' names, each with its domains' hosts.
+		want map[string][]string
+	}{
+		{
+			name:  "same routes: one virtual host, named after the first",
+			hosts: []*ir.VirtualHost{host("b.example.com", redirect("/")), host("a.example.com", redirect("/"))},
+			want:  map[string][]string{"a.example.com": {"a.example.com", "b.example.com"}},
+		},
+		{
+			name:  "different paths stay apart",
+			hosts: []*ir.VirtualHost{host("a.example.com", redirect("/")), host("b.example.com", redirect("/b"))},
+			want:  map[string][]string{"a.example.com": {"a.example.com"}, "b.example.com": {"b.example.com"}},
+		},
+		{
+			name: "a redirect and a forward of the same path stay apart",
+			hosts: []*ir.VirtualHost{host("a.example.com", redirect("/")),
+				host("b.example.com", &ir.Route{Path: "/", Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}})},
+			want: map[string][]string{"a.example.com": {"a.example.com"}, "b.example.com": {"b.example.com"}},
+		},
+		{
+			name: "same routes in another order stay apart",
+			hosts: []*ir.VirtualHost{host("a.example.com", redirect("/x"), redirect("/y")),
+				host("b.example.com", redirect("/y"), redirect("/x"))},
+			want: map[string][]string{"a.example.com": {"a.example.com"}, "b.example.com": {"b.example.com"}},
+		},
+		{
+			name:  "many hosts",
+			hosts: many,
+			want: map[string][]string{
+				"h000.example.com": func() (out []string) {
+					for i := range 100 {
+						out = append(out, fmt.Sprintf("h%03d.example.com", i))
+					}
+					return out
+				}(),
+				"z.example.com": {"z.example.com"},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := routeConfig("test", tc.hosts, false, false)
+			got := map[string][]string{}
+			for _, vh := range rc.VirtualHosts {
+				for _, d := range vh.Domains {
+					// Each host is also matched with a port.
+					if !strings.HasSuffix(d, ":*") {
+						if !slices.Contains(vh.Domains, d+":*") {
+							t.Errorf("%s: domain %s without %s:*", vh.Name, d, d)
+						}
+						got[vh.Name] = append(got[vh.Name], d)
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("virtual hosts: got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
