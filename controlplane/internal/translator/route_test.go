@@ -11,7 +11,9 @@ import (
 
 func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
 	redirect := func(path string) *ir.Route { return &ir.Route{Path: path, HTTPSRedirect: true} }
-	host := func(fqdn string, routes ...*ir.Route) *ir.VirtualHost { return &ir.VirtualHost{FQDN: fqdn, Routes: routes} }
+	host := func(fqdn string, routes ...*ir.Route) *ir.VirtualHost {
+		return &ir.VirtualHost{FQDN: fqdn, Routes: routes}
+	}
 	// Enough hosts to translate them on several goroutines.
 	many := []*ir.VirtualHost{host("z.example.com", redirect("/other"))}
 	for i := range 100 {
