@@ -22,25 +22,55 @@ type Headers struct {
 	// EndOfStream is set on a headers message when no body follows.
 	EndOfStream bool
 
-	m       map[string][]string
-	touched []string               // names changed, in first-change order
-	edits   map[string]*headerEdit // by lower-case name
+	m     map[string][]string
+	edits []headerEdit // names changed, in first-change order
 }
 
 type headerEdit struct {
+	name    string   // lower case
 	replace bool     // Set or Del happened: the original values are gone
 	values  []string // values to write (after replace) or to append
 }
 
+// newHeaders builds the map with three allocations whatever the number of
+// headers (map, one string holding every value, one slice backing every
+// single value): it runs on every headers message.
 func newHeaders(hm *corev3.HeaderMap, eos bool) *Headers {
-	h := &Headers{EndOfStream: eos, m: make(map[string][]string, len(hm.GetHeaders()))}
-	for _, hv := range hm.GetHeaders() {
-		k := lower(hv.GetKey())
-		v := hv.GetValue()
+	hvs := hm.GetHeaders()
+	h := &Headers{EndOfStream: eos, m: make(map[string][]string, len(hvs))}
+	size := 0
+	for _, hv := range hvs {
 		if raw := hv.GetRawValue(); len(raw) > 0 {
-			v = string(raw)
+			size += len(raw)
+		} else {
+			size += len(hv.GetValue())
 		}
-		h.m[k] = append(h.m[k], v)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, hv := range hvs {
+		if raw := hv.GetRawValue(); len(raw) > 0 {
+			b.Write(raw)
+		} else {
+			b.WriteString(hv.GetValue())
+		}
+	}
+	all, off := b.String(), 0
+	backing := make([]string, len(hvs))
+	for i, hv := range hvs {
+		n := len(hv.GetRawValue())
+		if n == 0 {
+			n = len(hv.GetValue())
+		}
+		v := all[off : off+n]
+		off += n
+		k := lower(hv.GetKey())
+		if old, ok := h.m[k]; ok {
+			h.m[k] = append(old, v) // full capacity: copies, never overwrites backing
+			continue
+		}
+		backing[i] = v
+		h.m[k] = backing[i : i+1 : i+1]
 	}
 	return h
 }
@@ -75,9 +105,10 @@ func (h *Headers) All() iter.Seq2[string, string] {
 // Set replaces every value of name with value.
 func (h *Headers) Set(name, value string) {
 	k := lower(name)
-	h.m[k] = []string{value}
+	v := []string{value} // capacity 1: an Add to either copies it
+	h.m[k] = v
 	e := h.edit(k)
-	e.replace, e.values = true, []string{value}
+	e.replace, e.values = true, v
 }
 
 // Add appends value to name's values.
@@ -97,31 +128,37 @@ func (h *Headers) Del(name string) {
 }
 
 // Changed reports whether any processor changed the map.
-func (h *Headers) Changed() bool { return len(h.touched) > 0 }
+func (h *Headers) Changed() bool { return len(h.edits) > 0 }
 
+// edit returns k's edit, added if new. A linear search: processors change
+// a few headers per message.
 func (h *Headers) edit(k string) *headerEdit {
-	if h.edits == nil {
-		h.edits = map[string]*headerEdit{}
+	for i := range h.edits {
+		if h.edits[i].name == k {
+			return &h.edits[i]
+		}
 	}
-	e := h.edits[k]
-	if e == nil {
-		e = &headerEdit{}
-		h.edits[k] = e
-		h.touched = append(h.touched, k)
-	}
-	return e
+	h.edits = append(h.edits, headerEdit{name: k})
+	return &h.edits[len(h.edits)-1]
 }
 
 // mutation is the net HeaderMutation, or nil when nothing changed.
 func (h *Headers) mutation() *extprocv3.HeaderMutation {
-	if len(h.touched) == 0 {
+	if len(h.edits) == 0 {
 		return nil
 	}
 	m := &extprocv3.HeaderMutation{}
-	for _, k := range h.touched {
-		e := h.edits[k]
+	n := 0
+	for _, e := range h.edits {
+		n += len(e.values)
+	}
+	if n > 0 {
+		m.SetHeaders = make([]*corev3.HeaderValueOption, 0, n)
+	}
+	opts := make([]headerOpt, n)
+	for _, e := range h.edits {
 		if e.replace && len(e.values) == 0 {
-			m.RemoveHeaders = append(m.RemoveHeaders, k)
+			m.RemoveHeaders = append(m.RemoveHeaders, e.name)
 			continue
 		}
 		for i, v := range e.values {
@@ -129,17 +166,28 @@ func (h *Headers) mutation() *extprocv3.HeaderMutation {
 			if e.replace && i == 0 {
 				action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
 			}
-			m.SetHeaders = append(m.SetHeaders, headerOption(k, v, action))
+			o := &opts[len(m.SetHeaders)]
+			m.SetHeaders = append(m.SetHeaders, o.set(e.name, v, action))
 		}
 	}
 	return m
 }
 
+// headerOpt holds a HeaderValueOption and its HeaderValue, so that a
+// mutation allocates them together.
+type headerOpt struct {
+	opt corev3.HeaderValueOption
+	val corev3.HeaderValue
+}
+
+func (o *headerOpt) set(k, v string, action corev3.HeaderValueOption_HeaderAppendAction) *corev3.HeaderValueOption {
+	o.val.Key, o.val.RawValue = k, []byte(v)
+	o.opt.Header, o.opt.AppendAction = &o.val, action
+	return &o.opt
+}
+
 func headerOption(k, v string, action corev3.HeaderValueOption_HeaderAppendAction) *corev3.HeaderValueOption {
-	return &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
-		AppendAction: action,
-	}
+	return new(headerOpt).set(k, v, action)
 }
 
 // lower is strings.ToLower without an allocation for names that are

@@ -194,13 +194,18 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extproc
 	if x.immediate != nil {
 		return x.immediateResponse(), nil
 	}
-	common := &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: x.clearRoute && p == RequestHeaders}
-	hr := &extprocv3.HeadersResponse{Response: common}
-	resp := &extprocv3.ProcessingResponse{}
+	// The response's messages in one allocation: this runs on every
+	// headers message.
+	r := new(headersResponse)
+	r.common.HeaderMutation, r.common.ClearRouteCache = h.mutation(), x.clearRoute && p == RequestHeaders
+	r.hr.Response = &r.common
+	resp := &r.resp
 	if p == RequestHeaders {
-		resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}
+		r.req.RequestHeaders = &r.hr
+		resp.Response = &r.req
 	} else {
-		resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}
+		r.res.ResponseHeaders = &r.hr
+		resp.Response = &r.res
 	}
 	if x.override != nil {
 		resp.ModeOverride = x.override
@@ -208,6 +213,14 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extproc
 	}
 	x.finish(resp)
 	return resp, nil
+}
+
+type headersResponse struct {
+	resp   extprocv3.ProcessingResponse
+	req    extprocv3.ProcessingResponse_RequestHeaders
+	res    extprocv3.ProcessingResponse_ResponseHeaders
+	hr     extprocv3.HeadersResponse
+	common extprocv3.CommonResponse
 }
 
 // applyOverride tracks the body modes an override asks for. An override in

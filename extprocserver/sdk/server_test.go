@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/codes"
@@ -163,6 +164,42 @@ func TestHeaderMutationsAreNetDiffs(t *testing.T) {
 				t.Errorf("mutation = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestHeadersReadWhatEnvoySent: value and raw_value, repeated and
+// upper-case names, and an Add to one name leaving its neighbours alone
+// (the driver packs the values of a message together).
+func TestHeadersReadWhatEnvoySent(t *testing.T) {
+	got := map[string][]string{}
+	c, _ := start(t, funcs{reqH: func(_ context.Context, _ *sdk.Exchange, h *sdk.Headers) error {
+		h.Add("x-a", "added")
+		h.Add("x-dup", "3")
+		for _, k := range []string{"x-a", "x-b", "x-dup", "x-upper", "x-empty", ":path"} {
+			got[k] = h.Values(k)
+		}
+		return nil
+	}})
+	hv := func(k, v string, raw bool) *corev3.HeaderValue {
+		if raw {
+			return &corev3.HeaderValue{Key: k, RawValue: []byte(v)}
+		}
+		return &corev3.HeaderValue{Key: k, Value: v}
+	}
+	req := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+			hv(":path", "/p", true), hv("x-a", "1", true), hv("x-b", "2", false), hv("x-dup", "1", true),
+			hv("X-Upper", "u", true), hv("x-dup", "2", false), hv("x-empty", "", true),
+		}},
+	}}}
+	roundTrip(t, open(t, c), req)
+	want := map[string][]string{
+		"x-a": {"1", "added"}, "x-b": {"2"}, "x-dup": {"1", "2", "3"}, "x-upper": {"u"}, "x-empty": {""}, ":path": {"/p"},
+	}
+	for k, w := range want {
+		if strings.Join(got[k], ",") != strings.Join(w, ",") || len(got[k]) != len(w) {
+			t.Errorf("Values(%q) = %q, want %q", k, got[k], w)
+		}
 	}
 }
 
