@@ -113,9 +113,10 @@ func BenchmarkExtProc(b *testing.B) {
 	// the CPU Envoy alone adds for ext_proc (its side stream per request)
 	// caps the ratio even for a processor and load generator costing
 	// nothing extra.
-	if b, h := cpu[base.Name], cpu[headers.Name]; b.sum() > 0 {
+	if bu, hu := cpu[base.Name], cpu[headers.Name]; bu.sum() > 0 {
+		added := hu.us[0] - bu.us[0] // procs[0] is Envoy
 		table.Note("Envoy's own added CPU (%.0f µs per request) caps headers-only at %.0f%% of the baseline on a saturated machine, whatever the processor costs",
-			h.us[0]-b.us[0], 100*b.sum()/(b.sum()+h.us[0]-b.us[0]))
+			added, 100*bu.sum()/(bu.sum()+added))
 	}
 	table.Note("shared, noisy machine: compare ratios within this run, not absolute figures")
 	fmt.Print(table.String())
