@@ -36,6 +36,20 @@ type Header struct {
 // It returns an error for a header that cannot be sent safely (bad name,
 // CR/LF or other control characters in the value); callers fail closed.
 func Allow(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, error) {
+	return allow(req, headers, "")
+}
+
+// AllowWithContext is Allow for a backend that forwards the route's
+// context as Auth-Context-* headers: it also removes every client-supplied
+// Auth-Context-* header it does not set, because upstreams trust that
+// prefix as the route's context, also for keys this route does not have.
+func AllowWithContext(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, error) {
+	return allow(req, headers, fold(ContextHeaderPrefix))
+}
+
+// allow removes, besides the variants of headers, every request header
+// whose folded name starts with reserved ("" reserves nothing).
+func allow(req *authv3.CheckRequest, headers []Header, reserved string) (*authv3.CheckResponse, error) {
 	ours := make(map[string]bool, len(headers))     // lower-cased names we set
 	variants := make(map[string]bool, len(headers)) // their '_'/'-'-folded forms
 	ok := &authv3.OkHttpResponse{}
@@ -48,7 +62,8 @@ func Allow(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, e
 		ok.Headers = append(ok.Headers, overwrite(h))
 	}
 	for _, name := range requestHeaderNames(req) {
-		if variants[fold(name)] && !ours[strings.ToLower(name)] && !slices.Contains(ok.HeadersToRemove, name) {
+		f := fold(name)
+		if (variants[f] || (reserved != "" && strings.HasPrefix(f, reserved))) && !ours[strings.ToLower(name)] && !slices.Contains(ok.HeadersToRemove, name) {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, name)
 		}
 	}

@@ -186,3 +186,26 @@ func TestUnauthorized(t *testing.T) {
 		t.Error("DenyWithHeaders accepted an invalid header name")
 	}
 }
+
+// TestAllowWithContextRemovesEveryClientContextHeader: upstreams trust
+// Auth-Context-* as the route's context, so a client must not add keys the
+// route does not have.
+func TestAllowWithContextRemovesEveryClientContextHeader(t *testing.T) {
+	req := request(map[string]string{"auth-context-role": "admin", "auth_context_tier": "gold", "auth-context-key1": "forged", "auth-handler-x": "a"}, "AUTH-CONTEXT-TEAM")
+	resp, err := check.AllowWithContext(req, []check.Header{{"Auth-Handler", "htpasswd"}, {"Auth-Context-Key1", "v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"AUTH-CONTEXT-TEAM", "auth-context-role", "auth_context_tier"}
+	if got := resp.GetOkResponse().GetHeadersToRemove(); !slices.Equal(got, want) {
+		t.Errorf("headers_to_remove = %q, want %q", got, want)
+	}
+	// Allow (testserver's) keeps context headers it does not set.
+	resp, err = check.Allow(req, []check.Header{{"Auth-Handler", "testserver"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetOkResponse().GetHeadersToRemove(); len(got) != 0 {
+		t.Errorf("Allow removed %q", got)
+	}
+}

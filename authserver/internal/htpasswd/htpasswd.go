@@ -162,7 +162,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
 		return check.InternalError(), nil
 	}
-	resp, err := check.Allow(req, append([]check.Header{
+	resp, err := check.AllowWithContext(req, append([]check.Header{
 		{Name: UsernameHeader, Value: name},
 		{Name: RealmHeader, Value: realm},
 		{Name: HandlerHeader, Value: Name},
