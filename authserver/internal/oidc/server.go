@@ -578,8 +578,10 @@ func randomString() string {
 
 // expiringSet remembers values until they expire (used states).
 type expiringSet struct {
-	mu sync.Mutex
-	m  map[string]time.Time
+	mu      sync.Mutex
+	m       map[string]time.Time
+	pruneAt int // size at which the next pass drops expired values
+	scans   int // pruning passes (tests)
 }
 
 func newExpiringSet() *expiringSet { return &expiringSet{m: map[string]time.Time{}} }
@@ -588,12 +590,16 @@ func newExpiringSet() *expiringSet { return &expiringSet{m: map[string]time.Time
 func (s *expiringSet) add(v string, exp, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) > 1024 {
+	// A pass costs len(m): run one only when m has doubled since the last,
+	// so that many live values do not make every add scan them all.
+	if len(s.m) >= max(s.pruneAt, 1024) {
+		s.scans++
 		for k, e := range s.m {
 			if now.After(e) {
 				delete(s.m, k)
 			}
 		}
+		s.pruneAt = 2 * len(s.m)
 	}
 	if e, ok := s.m[v]; ok && now.Before(e) {
 		return false

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -413,5 +414,32 @@ func TestSignInReturnTargetIsAlwaysRedeemable(t *testing.T) {
 		if err := srv.redirect.check(fs.Return); err != nil {
 			t.Errorf("%s: the callback would refuse the return target: %v", tc.path, err)
 		}
+	}
+}
+
+// TestExpiringSetPrunesAmortized: used states live up to 10 minutes, so a
+// busy (or attacked) callback path holds many live ones. Pruning must not
+// scan them all on every callback (quadratic, under the lock), and expired
+// ones must still leave, and a value stays single-use.
+func TestExpiringSetPrunesAmortized(t *testing.T) {
+	s := newExpiringSet()
+	now := time.Unix(1_000_000, 0)
+	for i := range 20_000 {
+		if !s.add(strconv.Itoa(i), now.Add(stateLifetime), now) {
+			t.Fatalf("fresh value %d refused", i)
+		}
+	}
+	if s.scans > 10 {
+		t.Errorf("%d pruning passes for 20,000 live values, want amortized (a few)", s.scans)
+	}
+	if s.add("7", now.Add(stateLifetime), now) {
+		t.Error("a used value was accepted again")
+	}
+	later := now.Add(stateLifetime + time.Second)
+	for i := range 40_000 {
+		s.add("new"+strconv.Itoa(i), later.Add(stateLifetime), later)
+	}
+	if _, kept := s.m["7"]; kept {
+		t.Error("an expired value was never pruned")
 	}
 }
