@@ -167,11 +167,22 @@ func (b *builder) externalNameAllowed(name string) error {
 		return nil
 	}
 	host := strings.TrimSuffix(strings.ToLower(name), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return fmt.Errorf("ExternalName %q names this host, from where it could reach Envoy's admin interface: refused", name)
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() {
+			return fmt.Errorf("ExternalName %q is a loopback or link-local address: refused", name)
+		}
+		return nil
 	}
-	if ip := net.ParseIP(host); ip != nil && (ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast()) {
-		return fmt.Errorf("ExternalName %q is a loopback or link-local address: refused", name)
+	first, _, _ := strings.Cut(host, ".")
+	switch {
+	case strings.HasPrefix(first, "localhost") || strings.HasSuffix(host, ".localhost"):
+		// localhost, localhost.localdomain, localhost4.localdomain4, ...
+		return fmt.Errorf("ExternalName %q names this host, from where it could reach Envoy's admin interface: refused", name)
+	case !strings.Contains(host, "."):
+		// Envoy resolves through its own hosts file and search domains
+		// first: a single label is a name of Envoy's host ("vm",
+		// "ip6-localhost") or of its surroundings, never an external one.
+		return fmt.Errorf("ExternalName %q is a single label, which Envoy resolves relative to its own host (hosts file, search domains; it could reach Envoy's admin interface): use a fully qualified name", name)
 	}
 	return nil
 }
