@@ -136,16 +136,22 @@ type flight struct {
 }
 
 type call struct {
-	done chan struct{}
-	ok   bool
+	done      chan struct{}
+	ok        bool
+	abandoned bool // fn gave up before comparing (its caller left): not an answer
+	waiters   int  // calls sharing this one (guarded by flight.mu)
 }
 
-func (f *flight) do(k cacheKey, fn func() bool) (ok, shared bool) {
+// do runs fn for k, or waits for the run in flight and shares its result.
+// A run that fn reports abandoned is no answer for the waiters: they see
+// abandoned too and decide for themselves (try again).
+func (f *flight) do(k cacheKey, fn func() (ok, abandoned bool)) (ok, abandoned, shared bool) {
 	f.mu.Lock()
 	if c, running := f.calls[k]; running {
+		c.waiters++
 		f.mu.Unlock()
 		<-c.done
-		return c.ok, true
+		return c.ok, c.abandoned, true
 	}
 	if f.calls == nil {
 		f.calls = make(map[cacheKey]*call)
@@ -160,6 +166,6 @@ func (f *flight) do(k cacheKey, fn func() bool) (ok, shared bool) {
 		f.mu.Unlock()
 		close(c.done)
 	}()
-	c.ok = fn()
-	return c.ok, false
+	c.ok, c.abandoned = fn()
+	return c.ok, c.abandoned, false
 }

@@ -189,21 +189,27 @@ func (s *Server) authenticate(ctx context.Context, realm, name, password string)
 		return known
 	}
 	s.metrics.cacheMisses.Inc()
-	ok, _ := s.flight.do(key, func() bool {
-		select {
-		case s.slots <- struct{}{}:
-		case <-ctx.Done():
-			return false // Envoy gave up; do not burn a bcrypt for nobody
+	for {
+		ok, abandoned, _ := s.flight.do(key, func() (bool, bool) {
+			select {
+			case s.slots <- struct{}{}:
+			case <-ctx.Done():
+				return false, true // Envoy gave up; do not burn a bcrypt for nobody
+			}
+			defer func() { <-s.slots }()
+			s.metrics.comparisons.Inc()
+			ok := cred.matches(s.compare, password) && known // compare first: unknown users pay too
+			if ok {
+				s.cache.put(key) // before the flight ends: no gap for a second comparison
+			}
+			return ok, false
+		})
+		// A flight whose caller gave up answered nothing: a waiter that is
+		// still wanted runs its own instead of taking that as a refusal.
+		if !abandoned || ctx.Err() != nil {
+			return ok
 		}
-		defer func() { <-s.slots }()
-		s.metrics.comparisons.Inc()
-		ok := cred.matches(s.compare, password) && known // compare first: unknown users pay too
-		if ok {
-			s.cache.put(key) // before the flight ends: no gap for a second comparison
-		}
-		return ok
-	})
-	return ok
+	}
 }
 
 // routeRealm is the realm of a check: the route's RealmKey or the default.

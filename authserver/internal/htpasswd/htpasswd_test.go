@@ -561,3 +561,56 @@ func TestNoCredentialsInLogs(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestSingleflightLeaderGivesUp: the first of two identical checks waits
+// for a comparison slot, then its caller (Envoy) gives up. The second
+// check, still wanted, must not inherit that "no" as a wrong password: it
+// runs the comparison itself and is allowed.
+func TestSingleflightLeaderGivesUp(t *testing.T) {
+	bobIn, release := make(chan struct{}), make(chan struct{})
+	s, _, _ := newServer(t, Options{MaxConcurrentHashes: 1, Compare: func(hash, password []byte) error {
+		if string(password) == "b" { // bob holds the only slot until released
+			close(bobIn)
+			<-release
+		}
+		return bcrypt.CompareHashAndPassword(hash, password)
+	}}, "alice:"+bcryptHash(t, "a", bcrypt.MinCost)+"\nbob:"+bcryptHash(t, "b", bcrypt.MinCost))
+	bob := make(chan int)
+	go func() { bob <- doCheck(t, s, checkReq(basic("bob", "b"), nil, nil)).status }()
+	<-bobIn
+
+	leaderCtx, giveUp := context.WithCancel(context.Background())
+	leader := make(chan bool)
+	go func() { leader <- s.authenticate(leaderCtx, s.realm, "alice", "a") }()
+	eventually(t, func() error { // the leader's flight waits for the slot
+		s.flight.mu.Lock()
+		defer s.flight.mu.Unlock()
+		if len(s.flight.calls) != 2 {
+			return fmt.Errorf("%d flights", len(s.flight.calls))
+		}
+		return nil
+	})
+	follower := make(chan bool)
+	go func() { follower <- s.authenticate(context.Background(), s.realm, "alice", "a") }()
+	eventually(t, func() error { // the follower waits on the leader's flight
+		s.flight.mu.Lock()
+		defer s.flight.mu.Unlock()
+		for _, c := range s.flight.calls {
+			if c.waiters == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no follower yet")
+	})
+	giveUp()
+	if <-leader {
+		t.Error("the check whose caller gave up was allowed")
+	}
+	close(release)
+	if !<-follower {
+		t.Error("the follower got the abandoned leader's refusal")
+	}
+	if st := <-bob; st != 200 {
+		t.Errorf("bob: %d", st)
+	}
+}
