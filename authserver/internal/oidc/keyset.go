@@ -57,11 +57,11 @@ var signingAlgorithms = func() []jose.SignatureAlgorithm {
 
 // VerifySignature implements oidc.KeySet.
 func (k *limitedKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	jws, err := jose.ParseSigned(jwt, signingAlgorithms)
-	if err != nil {
-		return nil, fmt.Errorf("malformed jwt: %w", err)
+	jws, err := jose.ParseSignedCompact(jwt, signingAlgorithms)
+	if err != nil || len(jws.Signatures) != 1 {
+		return nil, fmt.Errorf("malformed jwt: %v", err)
 	}
-	kid := jws.Signatures[0].Header.KeyID // compact form: exactly one
+	kid := jws.Signatures[0].Header.KeyID
 	k.mu.RLock()
 	keys, gen := k.keys, k.gen
 	k.mu.RUnlock()

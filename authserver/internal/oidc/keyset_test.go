@@ -127,3 +127,13 @@ func TestKeySetRateLimitNeverRefusesCachedKeys(t *testing.T) {
 		t.Errorf("fetches = %d, want 1", fetches.Load())
 	}
 }
+
+// TestKeySetRefusesMalformedTokens: no panic, no fetch.
+func TestKeySetRefusesMalformedTokens(t *testing.T) {
+	ks := newLimitedKeySet(http.DefaultClient, "http://127.0.0.1:1/jwks")
+	for _, jwt := range []string{"", "garbage", "e30.e30.", `{"payload":"e30","signatures":[]}`, "eyJhbGciOiJub25lIn0.e30."} {
+		if _, err := ks.VerifySignature(context.Background(), jwt); err == nil {
+			t.Errorf("%q verified", jwt)
+		}
+	}
+}
