@@ -236,7 +236,7 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 		switch {
 		case c.Prefix != "":
 			prefixes++
-			if err := noControlBytes(c.Prefix); err != nil {
+			if err := pathConditionValid(c.Prefix); err != nil {
 				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: prefix %v", where, err))
 				return out, false
 			}
@@ -247,7 +247,7 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 			out.Path = joinPath(out.Path, c.Prefix)
 		case c.Exact != "":
 			exacts++
-			if err := noControlBytes(c.Exact); err != nil {
+			if err := pathConditionValid(c.Exact); err != nil {
 				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: exact %v", where, err))
 				return out, false
 			}
@@ -291,6 +291,17 @@ func noControlBytes(v string) error {
 		return fmt.Errorf("%q contains a line break or a NUL byte", v)
 	}
 	return nil
+}
+
+// pathConditionValid refuses what Envoy rejects in a path match: besides
+// line breaks and NUL bytes, "?" and "#" (a path never holds them; Envoy
+// refuses them in a path-separated prefix, the whole route configuration
+// with it).
+func pathConditionValid(p string) error {
+	if strings.ContainsAny(p, "?#") {
+		return fmt.Errorf("%q contains \"?\" or \"#\": a path condition cannot match a query or a fragment", p)
+	}
+	return noControlBytes(p)
 }
 
 // joinPath appends a condition's path to the inherited prefix without
