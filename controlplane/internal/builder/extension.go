@@ -212,6 +212,14 @@ func (b *builder) upstreamValidation(v *contourv1.UpstreamValidation, namespace 
 	if v.SubjectName == "" {
 		return nil, fmt.Errorf("subjectName is required")
 	}
+	// It is also the SNI (at most 255 bytes in Envoy) and an
+	// ExtensionService's gRPC authority.
+	if len(v.SubjectName) > 255 {
+		return nil, fmt.Errorf("subjectName is longer than 255 bytes")
+	}
+	if err := noControlBytes(v.SubjectName); err != nil {
+		return nil, fmt.Errorf("subjectName %w", err)
+	}
 	name, err := b.caSecret(v.CACertificate, namespace)
 	if err != nil {
 		return nil, err
