@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
@@ -23,6 +24,10 @@ type Attribution struct {
 	// it (listeners and route configurations hold many).
 	hosts  map[string]map[string][]string
 	vhosts map[string][]objects.Ref
+	// merged maps the name of an Envoy virtual host that serves several
+	// hosts (identical routes, see translator) to their FQDNs: Envoy's
+	// message names only the virtual host, but its routes are every one's.
+	merged map[string][]string
 }
 
 // NewAttribution computes the attribution of a result.
@@ -58,6 +63,26 @@ func NewAttribution(r *Result) *Attribution {
 	a.hosts[resourcev3.RouteType][translator.HTTPRouteConfigName] = insecure
 	a.hosts[resourcev3.ListenerType][translator.HTTPListenerName] = insecure
 	a.hosts[resourcev3.ListenerType][translator.HTTPSListenerName] = append(secure, fallback...)
+	a.merged = map[string][]string{}
+	if r.Resources != nil {
+		for _, res := range r.Resources.Routes {
+			rc, ok := res.(*routev3.RouteConfiguration)
+			if !ok {
+				continue
+			}
+			for _, vh := range rc.VirtualHosts {
+				var fqdns []string
+				for _, d := range vh.Domains {
+					if !strings.HasSuffix(d, ":*") {
+						fqdns = append(fqdns, d)
+					}
+				}
+				if len(fqdns) > 1 {
+					a.merged[vh.Name] = fqdns
+				}
+			}
+		}
+	}
 	return a
 }
 
@@ -85,6 +110,9 @@ func (a *Attribution) Objects(typeURL string, names []string, message string) []
 			if strings.Contains(message, f) {
 				named = append(named, f)
 			}
+		}
+		for _, f := range named {
+			named = append(named, a.merged[f]...)
 		}
 		if len(named) == 0 {
 			named = fqdns

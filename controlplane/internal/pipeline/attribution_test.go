@@ -76,3 +76,25 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// Hosts served by one merged Envoy virtual host (identical routes) are all
+// blamed when Envoy names it: its routes are every one of theirs.
+func TestAttributionOfMergedVirtualHosts(t *testing.T) {
+	set, _, err := file.Load([]string{"testdata/common", "testdata/tls-secrets/in.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := pipeline.NewAttribution(pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()}))
+	var got []string
+	for _, r := range attr.Objects(resourcev3.RouteType, []string{translator.HTTPRouteConfigName}, "virtual host delegated.example.com: bad") {
+		got = append(got, r.String())
+	}
+	for _, want := range []objects.Ref{{Kind: "HTTPProxy", Namespace: "team-a", Name: "delegated"}, {Kind: "HTTPProxy", Namespace: "default", Name: "mtls"}} {
+		if !slices.Contains(got, want.String()) {
+			t.Errorf("objects = %v, want %s among them", got, want)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("objects = %v, want only the two merged hosts' proxies", got)
+	}
+}
