@@ -36,9 +36,14 @@ type Result struct {
 }
 
 // Run builds and translates one snapshot.
-func Run(in *objects.Set, opts Options) *Result {
+func Run(in *objects.Set, opts Options) *Result { return RunCached(in, opts, nil) }
+
+// RunCached is Run reusing the translations of unchanged TLS virtual hosts
+// from c (see translator.Cache; nil for none). `portcullis serve` keeps one
+// across rebuilds; the result is Run's.
+func RunCached(in *objects.Set, opts Options, c *translator.Cache) *Result {
 	b := builder.Build(in, opts.Builder)
-	return &Result{Build: b, Resources: translator.Translate(b.Model, opts.Translator)}
+	return &Result{Build: b, Resources: translator.TranslateCached(b.Model, opts.Translator, c)}
 }
 
 // ObjectStatus is the rendered status of one object.

@@ -20,6 +20,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
 
@@ -80,12 +81,15 @@ type Server struct {
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
 	lastFullPass time.Time
+	// translations holds the TLS virtual hosts' translations of the last
+	// build (loop goroutine only): a change translates only what changed.
+	translations *translator.Cache
 }
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
-		toWrite: make(chan []pipeline.ObjectStatus, 1)}
+		toWrite: make(chan []pipeline.ObjectStatus, 1), translations: translator.NewCache()}
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -198,7 +202,7 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 
 func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	start := time.Now()
-	res := pipeline.Run(set, s.cfg.Pipeline)
+	res := pipeline.RunCached(set, s.cfg.Pipeline, s.translations)
 	built := time.Since(start)
 	s.metrics.translate.Observe(built.Seconds())
 	version, err := s.xds.Update(ctx, res.Resources)
@@ -220,7 +224,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	}
 	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
 		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond),
-		"pipeline", built.Round(time.Microsecond))
+		"pipeline", built.Round(time.Microsecond), "hostsReused", s.translations.Hits, "hostsTranslated", s.translations.Misses)
 	s.reportGlobal(res.Build)
 	s.publishStatus(ctx)
 }

@@ -1,7 +1,6 @@
 package translator
 
 import (
-	"sort"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -42,7 +41,8 @@ func httpListener(m *ir.Model, opts Options) *listenerv3.Listener {
 // httpsListener has one filter chain per TLS virtual host, matched by SNI,
 // each with its own HCM so that each can have its own authorization; and the
 // fallback chain for clients without SNI. Nil when there is no TLS host.
-func httpsListener(m *ir.Model, opts Options) *listenerv3.Listener {
+// chains are the filter chains of m.Secure, sorted by FQDN.
+func httpsListener(m *ir.Model, opts Options, chains []*listenerv3.FilterChain) *listenerv3.Listener {
 	if len(m.Secure) == 0 && m.Fallback == nil {
 		return nil
 	}
@@ -54,20 +54,7 @@ func httpsListener(m *ir.Model, opts Options) *listenerv3.Listener {
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
 		}},
 	}
-	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
-	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
-	if len(hosts) > 0 {
-		l.FilterChains = make([]*listenerv3.FilterChain, len(hosts))
-	}
-	each(len(hosts), func(i int) {
-		vh := hosts[i]
-		l.FilterChains[i] = &listenerv3.FilterChain{
-			Name:             "https/" + vh.FQDN,
-			FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{vh.FQDN}},
-			TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
-			Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), vh.Auth, vh.ExtProc)},
-		}
-	})
+	l.FilterChains = chains
 	if fb := m.Fallback; fb != nil {
 		l.DefaultFilterChain = &listenerv3.FilterChain{
 			Name:            "fallbackcert",
@@ -76,6 +63,16 @@ func httpsListener(m *ir.Model, opts Options) *listenerv3.Listener {
 		}
 	}
 	return l
+}
+
+// filterChain is the filter chain of one TLS virtual host.
+func filterChain(vh *ir.SecureVirtualHost) *listenerv3.FilterChain {
+	return &listenerv3.FilterChain{
+		Name:             "https/" + vh.FQDN,
+		FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{vh.FQDN}},
+		TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
+		Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), vh.Auth, vh.ExtProc)},
+	}
 }
 
 // hcmFilter builds an HTTP connection manager whose routes come over RDS.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -53,19 +54,35 @@ const (
 func SecureRouteConfigName(fqdn string) string { return "https/" + fqdn }
 
 // Translate converts a model into Envoy resources.
-func Translate(m *ir.Model, opts Options) *Resources {
+func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m, opts, nil) }
+
+// TranslateCached is Translate reusing, and then updating, the TLS virtual
+// hosts' resources in c (nil for no cache). Its output is Translate's.
+func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	r := &Resources{}
+	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
+	// listener's filter chains), translated or taken from the cache.
+	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
+	translated := make([]cachedHost, len(hosts))
+	hit := make([]bool, len(hosts))
+	each(len(hosts), func(i int) { translated[i], hit[i] = c.secureHost(hosts[i]) })
+	c.commit(translated, hit)
+	var chains []*listenerv3.FilterChain
+	secure := make([]proto.Message, len(hosts))
+	if len(hosts) > 0 {
+		chains = make([]*listenerv3.FilterChain, len(hosts))
+	}
+	for i, t := range translated {
+		chains[i], secure[i] = t.chain, t.route
+	}
+
 	r.Listeners = append(r.Listeners, httpListener(m, opts))
-	if l := httpsListener(m, opts); l != nil {
+	if l := httpsListener(m, opts, chains); l != nil {
 		r.Listeners = append(r.Listeners, l)
 	}
 
 	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil, m.GlobalExtProc != nil))
-	secure := make([]proto.Message, len(m.Secure))
-	each(len(m.Secure), func(i int) {
-		vh := m.Secure[i]
-		secure[i] = routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil)
-	})
 	r.Routes = append(r.Routes, secure...)
 	if m.Fallback != nil {
 		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil, m.GlobalExtProc != nil))

@@ -60,6 +60,12 @@ const keptVersions = 16
 type Server struct {
 	log   *slog.Logger
 	cache cachev3.SnapshotCache
+	// sums remembers the hash of each resource of the last Update, by
+	// message: the translator reuses the messages of unchanged virtual
+	// hosts (translator.Cache), which then need no marshalling. Messages
+	// are never modified once published. Guarded by hashMu.
+	hashMu sync.Mutex
+	sums   map[proto.Message][sha256.Size]byte
 
 	mu         sync.Mutex
 	version    int
@@ -105,7 +111,12 @@ func New(log *slog.Logger) *Server {
 // Update publishes a new set of resources; unchanged resources publish
 // nothing. It returns the version in force.
 func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, error) {
-	hash, perResource, err := hashResources(r)
+	s.hashMu.Lock()
+	hash, perResource, sums, err := hashResources(r, s.sums)
+	if err == nil {
+		s.sums = sums
+	}
+	s.hashMu.Unlock()
 	if err != nil {
 		return "", err
 	}
@@ -173,8 +184,10 @@ func asResources(ms []proto.Message) []types.Resource {
 // hashResources hashes the whole set (to skip publishing an unchanged
 // one) and each resource (to tell which ones a NACK is about, and as its
 // delta xDS version). Marshalling every resource is a good part of a
-// rebuild at scale, so the resources are hashed on every core.
-func hashResources(r *translator.Resources) (string, map[string]map[string]string, error) {
+// rebuild at scale, so the resources are hashed on every core, and a
+// message already in known (the same pointer) is not hashed again. It also
+// returns the hash of each message, for the next call.
+func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size]byte) (string, map[string]map[string]string, map[proto.Message][sha256.Size]byte, error) {
 	lists := []struct {
 		typeURL string
 		list    []proto.Message
@@ -186,9 +199,13 @@ func hashResources(r *translator.Resources) (string, map[string]map[string]strin
 	for _, l := range lists {
 		all = append(all, l.list...)
 	}
-	sums, err := hashEach(all)
+	sums, err := hashEach(all, known)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
+	}
+	bySum := make(map[proto.Message][sha256.Size]byte, len(all))
+	for i, m := range all {
+		bySum[m] = sums[i]
 	}
 	h := sha256.New()
 	per := map[string]map[string]string{}
@@ -203,12 +220,12 @@ func hashResources(r *translator.Resources) (string, map[string]map[string]strin
 		per[l.typeURL] = names
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil)), per, nil
+	return hex.EncodeToString(h.Sum(nil)), per, bySum, nil
 }
 
 // hashEach returns the SHA-256 of each message's deterministic encoding,
-// in order, computed by one worker per CPU.
-func hashEach(ms []proto.Message) ([][sha256.Size]byte, error) {
+// in order, computed by one worker per CPU; those in known are taken from it.
+func hashEach(ms []proto.Message, known map[proto.Message][sha256.Size]byte) ([][sha256.Size]byte, error) {
 	sums := make([][sha256.Size]byte, len(ms))
 	workers := min(runtime.GOMAXPROCS(0), len(ms))
 	errs := make([]error, workers)
@@ -219,6 +236,10 @@ func hashEach(ms []proto.Message) ([][sha256.Size]byte, error) {
 			defer wg.Done()
 			var buf []byte
 			for i := w; i < len(ms); i += workers {
+				if sum, ok := known[ms[i]]; ok {
+					sums[i] = sum
+					continue
+				}
 				b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf[:0], ms[i])
 				if err != nil {
 					errs[w] = err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"testing"
 
@@ -139,5 +140,46 @@ func TestDeltaRejections(t *testing.T) {
 	request("n4", "")
 	if len(s.Rejections()) != 0 || changes != 2 {
 		t.Errorf("rejections %+v, OnChange %d times; want none and 2", s.Rejections(), changes)
+	}
+}
+
+// TestHashResourcesReusesKnownSums: a message hashed by the last update is
+// not hashed again, and the hashes are those computed from scratch.
+func TestHashResourcesReusesKnownSums(t *testing.T) {
+	r := resources("a", "b")
+	wantHash, wantPer, sums, err := hashResources(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 3 {
+		t.Fatalf("%d sums, want one per resource (3)", len(sums))
+	}
+	for _, tc := range []struct {
+		name  string
+		known map[proto.Message][32]byte
+	}{
+		{"all known", sums},
+		{"none known", nil},
+		{"other messages known", func() map[proto.Message][32]byte {
+			_, _, other, _ := hashResources(resources("a", "b"), nil)
+			return other
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hash, per, _, err := hashResources(r, tc.known)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hash != wantHash || !maps.EqualFunc(per, wantPer, maps.Equal) {
+				t.Errorf("hashes differ from a fresh hashing: %s %v, want %s %v", hash, per, wantHash, wantPer)
+			}
+		})
+	}
+	// A known sum is used as is: a wrong one shows that it was not
+	// recomputed (the translator's cached messages are never modified).
+	fake := maps.Clone(sums)
+	fake[r.Clusters[0]] = [32]byte{1}
+	if hash, _, _, _ := hashResources(r, fake); hash == wantHash {
+		t.Error("a known message was hashed again")
 	}
 }

@@ -1,0 +1,77 @@
+package translator
+
+import (
+	"reflect"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// Cache remembers, from one translation to the next, the Envoy resources of
+// each TLS virtual host (its route configuration and its filter chain). At
+// scale a change touches one host, and translating the other thousands
+// again is most of the translation. An entry is reused only when the host's
+// IR is deeply equal to the one it was translated from, so the output is the
+// same as without the cache. The resources it returns are shared between
+// translations: nothing may modify them. A Cache is for one goroutine at a
+// time; the zero value is not usable, use NewCache.
+type Cache struct {
+	hosts map[string]cachedHost
+	// Hits and Misses count the hosts of the last translation.
+	Hits, Misses int
+}
+
+type cachedHost struct {
+	in    ir.SecureVirtualHost
+	route *routev3.RouteConfiguration
+	chain *listenerv3.FilterChain
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{hosts: map[string]cachedHost{}} }
+
+// lookup returns the cached translation of vh, if its IR is unchanged.
+// Safe for concurrent readers (the map is only replaced, in commit).
+func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
+	if c == nil {
+		return cachedHost{}, false
+	}
+	e, ok := c.hosts[vh.FQDN]
+	if !ok || !reflect.DeepEqual(e.in, *vh) {
+		return cachedHost{}, false
+	}
+	return e, true
+}
+
+// secureHost translates one TLS virtual host, or reuses its cached
+// translation.
+func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
+	if e, ok := c.lookup(vh); ok {
+		return e, true
+	}
+	return cachedHost{
+		in:    *vh,
+		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil),
+		chain: filterChain(vh),
+	}, false
+}
+
+// commit keeps exactly the hosts of the last translation: removed hosts
+// are forgotten.
+func (c *Cache) commit(hosts []cachedHost, hit []bool) {
+	if c == nil {
+		return
+	}
+	c.hosts = make(map[string]cachedHost, len(hosts))
+	c.Hits, c.Misses = 0, 0
+	for i, h := range hosts {
+		c.hosts[h.in.FQDN] = h
+		if hit[i] {
+			c.Hits++
+		} else {
+			c.Misses++
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package translator
+
+import (
+	"fmt"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// TestCache translates a sequence of models with one cache, each built
+// afresh (new pointers, as the builder does), and checks that the output is
+// exactly that of an uncached translation and which hosts were reused.
+func TestCache(t *testing.T) {
+	// host describes one TLS virtual host: its FQDN, paths and whether it
+	// has authorization.
+	type host struct {
+		fqdn  string
+		paths []string
+		auth  bool
+	}
+	model := func(hosts []host) *ir.Model {
+		m := &ir.Model{}
+		// Enough unchanging hosts to translate on several goroutines.
+		for i := range 100 {
+			hosts = append(hosts, host{fqdn: fmt.Sprintf("filler%03d.example.com", i), paths: []string{"/"}})
+		}
+		for _, h := range hosts {
+			vh := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: h.fqdn}, Secret: "default/tls"}
+			for _, p := range h.paths {
+				vh.Routes = append(vh.Routes, &ir.Route{Path: p, Clusters: []ir.WeightedCluster{{Cluster: "default/svc/80", Weight: 1}}})
+			}
+			if h.auth {
+				vh.Auth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
+			}
+			m.Secure = append(m.Secure, vh)
+		}
+		return m
+	}
+	c := NewCache()
+	for _, step := range []struct {
+		name         string
+		hosts        []host
+		hits, misses int
+	}{
+		{name: "empty cache: all translated", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}}, {fqdn: "b.example.com", paths: []string{"/"}}}, hits: 0, misses: 102},
+		{name: "same model again: all reused", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}}, {fqdn: "b.example.com", paths: []string{"/"}}}, hits: 102, misses: 0},
+		{name: "a new route: that host translated", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}}, {fqdn: "b.example.com", paths: []string{"/", "/new"}}}, hits: 101, misses: 1},
+		{name: "authorization added: filter chain and routes translated", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}, auth: true}, {fqdn: "b.example.com", paths: []string{"/", "/new"}}}, hits: 101, misses: 1},
+		{name: "a host removed, one added", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}, auth: true}, {fqdn: "c.example.com", paths: []string{"/"}}}, hits: 101, misses: 1},
+		{name: "a removed host comes back: translated again", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}, auth: true}, {fqdn: "b.example.com", paths: []string{"/"}}}, hits: 101, misses: 1},
+		{name: "back to the first model", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}}, {fqdn: "b.example.com", paths: []string{"/"}}}, hits: 101, misses: 1},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			got := TranslateCached(model(step.hosts), DefaultOptions(), c)
+			want := Translate(model(step.hosts), DefaultOptions())
+			for _, l := range []struct {
+				kind      string
+				got, want []proto.Message
+			}{
+				{"listener", got.Listeners, want.Listeners}, {"route", got.Routes, want.Routes},
+				{"cluster", got.Clusters, want.Clusters}, {"secret", got.Secrets, want.Secrets},
+			} {
+				if len(l.got) != len(l.want) {
+					t.Fatalf("%d %ss, want %d", len(l.got), l.kind, len(l.want))
+				}
+				for i := range l.got {
+					if !proto.Equal(l.got[i], l.want[i]) {
+						t.Errorf("%s %s differs from the uncached translation:\ngot  %v\nwant %v", l.kind, ResourceName(l.want[i]), l.got[i], l.want[i])
+					}
+				}
+			}
+			if c.Hits != step.hits || c.Misses != step.misses {
+				t.Errorf("%d hosts reused and %d translated, want %d and %d", c.Hits, c.Misses, step.hits, step.misses)
+			}
+		})
+	}
+}
+
+func TestCacheReusesMessages(t *testing.T) {
+	m := func() *ir.Model {
+		return &ir.Model{Secure: []*ir.SecureVirtualHost{{VirtualHost: ir.VirtualHost{FQDN: "a.example.com", Routes: []*ir.Route{{Path: "/"}}}, Secret: "default/tls"}}}
+	}
+	c := NewCache()
+	first, second := TranslateCached(m(), DefaultOptions(), c), TranslateCached(m(), DefaultOptions(), c)
+	// The route configuration is the same message: the xDS server does not
+	// hash it again.
+	name := SecureRouteConfigName("a.example.com")
+	find := func(ms []proto.Message) proto.Message {
+		for _, m := range ms {
+			if ResourceName(m) == name {
+				return m
+			}
+		}
+		t.Fatalf("no route configuration %s", name)
+		return nil
+	}
+	if find(first.Routes) != find(second.Routes) {
+		t.Errorf("route configuration %s not reused", name)
+	}
+}
