@@ -486,33 +486,27 @@ func (s *Server) onDeltaRequest(stream int64, req *discoveryv3.DeltaDiscoveryReq
 
 // Serve runs the ADS server on addr until ctx ends.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	// SotW and delta streams are tracked alike.
+	opened := func(_ context.Context, id int64, _ string) error {
+		s.mu.Lock()
+		s.streams[id] = ""
+		s.mu.Unlock()
+		return nil
+	}
+	closed := func(id int64, _ *corev3.Node) {
+		s.mu.Lock()
+		delete(s.streams, id)
+		s.mu.Unlock()
+	}
 	cb := serverv3.CallbackFuncs{
-		StreamOpenFunc: func(_ context.Context, id int64, _ string) error {
-			s.mu.Lock()
-			s.streams[id] = ""
-			s.mu.Unlock()
-			return nil
-		},
-		StreamClosedFunc: func(id int64, _ *corev3.Node) {
-			s.mu.Lock()
-			delete(s.streams, id)
-			s.mu.Unlock()
-		},
+		StreamOpenFunc:          opened,
+		StreamClosedFunc:        closed,
+		DeltaStreamOpenFunc:     opened,
+		DeltaStreamClosedFunc:   closed,
 		StreamRequestFunc:       s.onRequest,
 		StreamResponseFunc:      s.onResponse,
 		StreamDeltaRequestFunc:  s.onDeltaRequest,
 		StreamDeltaResponseFunc: s.onDeltaResponse,
-		DeltaStreamOpenFunc: func(_ context.Context, id int64, _ string) error {
-			s.mu.Lock()
-			s.streams[id] = ""
-			s.mu.Unlock()
-			return nil
-		},
-		DeltaStreamClosedFunc: func(id int64, _ *corev3.Node) {
-			s.mu.Lock()
-			delete(s.streams, id)
-			s.mu.Unlock()
-		},
 	}
 	xds := serverv3.NewServer(ctx, s.cache, cb)
 	g := grpc.NewServer(
