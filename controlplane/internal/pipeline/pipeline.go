@@ -59,44 +59,33 @@ type ObjectStatus struct {
 // findings for, given the objects' current statuses in `in` and the time
 // to use for transitions.
 func Statuses(in *objects.Set, b *builder.Result, now metav1.Time) []ObjectStatus {
-	proxies := map[objects.Ref]*contourv1.HTTPProxy{}
+	// The current status of each object, so transitions keep their times.
+	current := map[objects.Ref]any{}
 	for _, p := range in.HTTPProxies {
-		proxies[objects.Ref{Kind: builder.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}] = p
+		current[objects.Ref{Kind: builder.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}] = p.Status
 	}
-	exts := map[objects.Ref]*v1alpha1.ExtensionService{}
 	for _, e := range in.ExtensionServices {
-		exts[objects.Ref{Kind: builder.KindExtensionService, Namespace: e.Namespace, Name: e.Name}] = e
+		current[objects.Ref{Kind: builder.KindExtensionService, Namespace: e.Namespace, Name: e.Name}] = e.Status
 	}
-	dels := map[objects.Ref]*contourv1.TLSCertificateDelegation{}
 	for _, d := range in.Delegations {
-		dels[objects.Ref{Kind: builder.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d
+		current[objects.Ref{Kind: builder.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d.Status
 	}
 
 	var out []ObjectStatus
 	for _, o := range b.Status {
-		s := ObjectStatus{Kind: o.Ref.Kind, Namespace: o.Ref.Namespace, Name: o.Ref.Name}
-		switch o.Ref.Kind {
+		s := ObjectStatus{APIVersion: contourv1.GroupVersion.String(), Kind: o.Ref.Kind, Namespace: o.Ref.Namespace, Name: o.Ref.Name}
+		// A missing entry is the zero status: the object has none yet.
+		switch prev := current[o.Ref]; o.Ref.Kind {
 		case builder.KindHTTPProxy:
-			s.APIVersion = contourv1.GroupVersion.String()
-			var prev contourv1.HTTPProxyStatus
-			if p := proxies[o.Ref]; p != nil {
-				prev = p.Status
-			}
-			s.Status = status.HTTPProxy(o, prev, now)
+			p, _ := prev.(contourv1.HTTPProxyStatus)
+			s.Status = status.HTTPProxy(o, p, now)
 		case builder.KindExtensionService:
+			p, _ := prev.(v1alpha1.ExtensionServiceStatus)
 			s.APIVersion = v1alpha1.GroupVersion.String()
-			var prev v1alpha1.ExtensionServiceStatus
-			if e := exts[o.Ref]; e != nil {
-				prev = e.Status
-			}
-			s.Status = status.ExtensionService(o, prev, now)
+			s.Status = status.ExtensionService(o, p, now)
 		case builder.KindTLSCertificateDelegation:
-			s.APIVersion = contourv1.GroupVersion.String()
-			var prev contourv1.TLSCertificateDelegationStatus
-			if d := dels[o.Ref]; d != nil {
-				prev = d.Status
-			}
-			s.Status = status.TLSCertificateDelegation(o, prev, now)
+			p, _ := prev.(contourv1.TLSCertificateDelegationStatus)
+			s.Status = status.TLSCertificateDelegation(o, p, now)
 		}
 		out = append(out, s)
 	}
