@@ -26,41 +26,31 @@ type funcs struct {
 	reqB, respB              func(context.Context, *sdk.Exchange, *sdk.Body) error
 }
 
-func (f funcs) RequestHeaders(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
-	if f.reqH == nil {
+// call runs fn, or continues when the test left that phase nil.
+func call[T any](fn func(context.Context, *sdk.Exchange, T) error, ctx context.Context, x *sdk.Exchange, v T) error {
+	if fn == nil {
 		return nil
 	}
-	return f.reqH(ctx, x, h)
+	return fn(ctx, x, v)
+}
+
+func (f funcs) RequestHeaders(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	return call(f.reqH, ctx, x, h)
 }
 func (f funcs) ResponseHeaders(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
-	if f.respH == nil {
-		return nil
-	}
-	return f.respH(ctx, x, h)
+	return call(f.respH, ctx, x, h)
 }
 func (f funcs) RequestTrailers(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
-	if f.reqT == nil {
-		return nil
-	}
-	return f.reqT(ctx, x, h)
+	return call(f.reqT, ctx, x, h)
 }
 func (f funcs) ResponseTrailers(ctx context.Context, x *sdk.Exchange, h *sdk.Headers) error {
-	if f.respT == nil {
-		return nil
-	}
-	return f.respT(ctx, x, h)
+	return call(f.respT, ctx, x, h)
 }
 func (f funcs) RequestBody(ctx context.Context, x *sdk.Exchange, b *sdk.Body) error {
-	if f.reqB == nil {
-		return nil
-	}
-	return f.reqB(ctx, x, b)
+	return call(f.reqB, ctx, x, b)
 }
 func (f funcs) ResponseBody(ctx context.Context, x *sdk.Exchange, b *sdk.Body) error {
-	if f.respB == nil {
-		return nil
-	}
-	return f.respB(ctx, x, b)
+	return call(f.respB, ctx, x, b)
 }
 
 type event struct {
