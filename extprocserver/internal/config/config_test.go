@@ -144,16 +144,7 @@ processors:
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := Parse([]byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg := prometheus.NewRegistry()
-			p, err := f.Build(reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := st.Open(t, st.Serve(t, p))
+			s := st.Open(t, st.Serve(t, build(t, tc.yaml, prometheus.NewRegistry())))
 			for i, step := range tc.steps {
 				got := describe(s.RoundTrip(step.req))
 				if !matchWild(step.want, got) {
@@ -162,6 +153,21 @@ processors:
 			}
 		})
 	}
+}
+
+// build parses a configuration and builds its processor, registering its
+// metrics with reg.
+func build(t *testing.T, yaml string, reg prometheus.Registerer) sdk.Processor {
+	t.Helper()
+	f, err := Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Build(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // describe renders an answer in the form the table uses.
@@ -198,16 +204,8 @@ func matchWild(want, got string) bool {
 }
 
 func TestObserveMetrics(t *testing.T) {
-	f, err := Parse([]byte("processors:\n- observe: {headerPrefix: \"-\"}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	p, err := f.Build(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := st.Open(t, st.Serve(t, p))
+	s := st.Open(t, st.Serve(t, build(t, "processors:\n- observe: {headerPrefix: \"-\"}\n", reg)))
 	s.RoundTrip(st.RequestHeaders(true, ":path", "/"))
 	if got := st.Mutation(s.RoundTrip(st.ResponseHeaders(true, ":status", "503"))); got != "" {
 		t.Errorf("headers disabled but got %q", got)
