@@ -36,7 +36,15 @@ type Header struct {
 // It returns an error for a header that cannot be sent safely (bad name,
 // CR/LF or other control characters in the value); callers fail closed.
 func Allow(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, error) {
-	return allow(req, headers, "")
+	return allow(req, headers, nil, "")
+}
+
+// AllowRemoving is Allow that also removes every client-supplied copy
+// (any case, '_' or '-') of the headers named in remove: headers the
+// backend owns but does not set on this request, such as a claim header
+// without a claim.
+func AllowRemoving(req *authv3.CheckRequest, headers []Header, remove []string) (*authv3.CheckResponse, error) {
+	return allow(req, headers, remove, "")
 }
 
 // AllowWithContext is Allow for a backend that forwards the route's
@@ -44,12 +52,13 @@ func Allow(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, e
 // Auth-Context-* header it does not set, because upstreams trust that
 // prefix as the route's context, also for keys this route does not have.
 func AllowWithContext(req *authv3.CheckRequest, headers []Header) (*authv3.CheckResponse, error) {
-	return allow(req, headers, fold(ContextHeaderPrefix))
+	return allow(req, headers, nil, fold(ContextHeaderPrefix))
 }
 
-// allow removes, besides the variants of headers, every request header
-// whose folded name starts with reserved ("" reserves nothing).
-func allow(req *authv3.CheckRequest, headers []Header, reserved string) (*authv3.CheckResponse, error) {
+// allow removes, besides the variants of headers, the variants of remove
+// and every request header whose folded name starts with reserved (""
+// reserves nothing).
+func allow(req *authv3.CheckRequest, headers []Header, remove []string, reserved string) (*authv3.CheckResponse, error) {
 	ours := make(map[string]bool, len(headers))     // lower-cased names we set
 	variants := make(map[string]bool, len(headers)) // their '_'/'-'-folded forms
 	ok := &authv3.OkHttpResponse{}
@@ -60,6 +69,9 @@ func allow(req *authv3.CheckRequest, headers []Header, reserved string) (*authv3
 		ours[strings.ToLower(h.Name)] = true
 		variants[fold(h.Name)] = true
 		ok.Headers = append(ok.Headers, overwrite(h))
+	}
+	for _, name := range remove {
+		variants[fold(name)] = true
 	}
 	for _, name := range requestHeaderNames(req) {
 		f := fold(name)

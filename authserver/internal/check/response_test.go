@@ -209,3 +209,17 @@ func TestAllowWithContextRemovesEveryClientContextHeader(t *testing.T) {
 		t.Errorf("Allow removed %q", got)
 	}
 }
+
+// TestAllowRemovingRemovesClientCopiesOfUnsetHeaders: a header the backend
+// owns but does not set must not reach the upstream in any spelling.
+func TestAllowRemovingRemovesClientCopiesOfUnsetHeaders(t *testing.T) {
+	req := request(map[string]string{"auth-tier": "gold", "auth_tier": "gold", "auth-handler": "forged", "accept": "*/*"}, "AUTH-TIER")
+	resp, err := check.AllowRemoving(req, []check.Header{{"Auth-Handler", "oidc"}}, []string{"Auth-Tier"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"AUTH-TIER", "auth-tier", "auth_tier"}
+	if got := resp.GetOkResponse().GetHeadersToRemove(); !slices.Equal(got, want) {
+		t.Errorf("headers_to_remove = %q, want %q", got, want)
+	}
+}

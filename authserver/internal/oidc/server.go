@@ -465,6 +465,8 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 		return withCookies(resp, cookies)
 	}
 	var headers []check.Header
+	// A header we have no claim for is not set, but a client's copy of it
+	// must not reach the upstream either.
 	var unset []string
 	for _, hm := range srv.s.Headers {
 		if v, ok := claimString(claims[hm.Claim]); ok {
@@ -478,23 +480,12 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	cookieHeader, stripped := srv.withoutOwnCookies(r.header("cookie"))
 	if stripped && cookieHeader != "" {
 		headers = append(headers, check.Header{Name: "Cookie", Value: cookieHeader})
+	} else if stripped {
+		unset = append(unset, "Cookie")
 	}
-	resp, err := check.Allow(r.raw, headers)
+	resp, err := check.AllowRemoving(r.raw, headers, unset)
 	if err != nil {
 		return nil, err
-	}
-	if stripped && cookieHeader == "" {
-		resp.GetOkResponse().HeadersToRemove = append(resp.GetOkResponse().HeadersToRemove, "cookie")
-	}
-	// A header we have no claim for is not set, but a client's copy of it
-	// must not reach the upstream either.
-	ok := resp.GetOkResponse()
-	for _, name := range unset {
-		for _, rn := range requestHeaderNames(r.raw) {
-			if foldName(rn) == foldName(name) {
-				ok.HeadersToRemove = append(ok.HeadersToRemove, rn)
-			}
-		}
 	}
 	return withCookies(resp, cookies)
 }
@@ -544,20 +535,6 @@ func (srv *Server) withoutOwnCookies(header string) (rest string, stripped bool)
 	}
 	return strings.Join(keep, "; "), stripped
 }
-
-func requestHeaderNames(req *authv3.CheckRequest) []string {
-	h := req.GetAttributes().GetRequest().GetHttp()
-	var names []string
-	for n := range h.GetHeaders() {
-		names = append(names, n)
-	}
-	for _, hv := range h.GetHeaderMap().GetHeaders() {
-		names = append(names, hv.GetKey())
-	}
-	return names
-}
-
-func foldName(n string) string { return strings.ReplaceAll(strings.ToLower(n), "_", "-") }
 
 func intersects(a, b []string) bool {
 	for _, x := range a {
