@@ -31,10 +31,18 @@ func signJWT(t *testing.T, k *rsa.PrivateKey, kid string) string {
 	return input + "." + enc.EncodeToString(sig)
 }
 
-// TestKeySetRefetchIsRateLimited serves a JWKS from a stand-in endpoint
-// (the provider's JWKS document is all the key set needs) and counts its
-// fetches.
-func TestKeySetRefetchIsRateLimited(t *testing.T) {
+// jwksFixture is a key set fed by a stand-in JWKS endpoint (the
+// provider's JWKS document is all the key set needs) serving one RSA key
+// with kid "good", counting its fetches, on a clock the test moves.
+type jwksFixture struct {
+	k       *rsa.PrivateKey
+	ks      *limitedKeySet
+	fetches *atomic.Int32
+	now     *time.Time
+}
+
+func newJWKSFixture(t *testing.T) jwksFixture {
+	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -50,11 +58,17 @@ func TestKeySetRefetchIsRateLimited(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(jwks)
 	}))
-	defer srv.Close()
-
+	t.Cleanup(srv.Close)
 	now := time.Unix(1_000_000, 0)
 	ks := newLimitedKeySet(srv.Client(), srv.URL)
 	ks.now = func() time.Time { return now }
+	return jwksFixture{k: k, ks: ks, fetches: &fetches, now: &now}
+}
+
+// TestKeySetRefetchIsRateLimited counts the JWKS fetches.
+func TestKeySetRefetchIsRateLimited(t *testing.T) {
+	f := newJWKSFixture(t)
+	k, ks, fetches, now := f.k, f.ks, f.fetches, f.now
 	ctx := context.Background()
 
 	if _, err := ks.VerifySignature(ctx, signJWT(t, k, "good")); err != nil {
@@ -76,7 +90,7 @@ func TestKeySetRefetchIsRateLimited(t *testing.T) {
 	if fetches.Load() != 1 {
 		t.Errorf("fetches = %d after unknown kids within the interval, want 1", fetches.Load())
 	}
-	now = now.Add(refetchInterval + time.Second)
+	*now = now.Add(refetchInterval + time.Second)
 	ks.VerifySignature(ctx, signJWT(t, k, "forged"))
 	if fetches.Load() != 2 {
 		t.Errorf("fetches = %d after the interval, want 2 (an unknown kid may trigger a refetch)", fetches.Load())
@@ -89,26 +103,8 @@ func TestKeySetRefetchIsRateLimited(t *testing.T) {
 // token per interval must not lock out every user), and tokens without a
 // kid (providers with a single key omit it) must verify every time.
 func TestKeySetRateLimitNeverRefusesCachedKeys(t *testing.T) {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fetches atomic.Int32
-	jwks, _ := json.Marshal(map[string]any{"keys": []map[string]string{{
-		"kty": "RSA", "kid": "good", "alg": "RS256", "use": "sig",
-		"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
-		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes()),
-	}}})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fetches.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(jwks)
-	}))
-	defer srv.Close()
-
-	now := time.Unix(1_000_000, 0)
-	ks := newLimitedKeySet(srv.Client(), srv.URL)
-	ks.now = func() time.Time { return now }
+	f := newJWKSFixture(t)
+	k, ks, fetches := f.k, f.ks, f.fetches
 	ctx := context.Background()
 
 	// A forged kid first: it fetches the key set (and is refused).
