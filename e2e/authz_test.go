@@ -263,30 +263,12 @@ func runAuthorizationScenario(t *testing.T, s *stack, c *components) {
 	})
 
 	t.Run("auth server down: failOpen false refuses, failOpen true serves", func(t *testing.T) {
-		harness.Eventually(t, 20*time.Second, func() error {
-			code, err := statusCode(https, "https://closed.example.com/")
-			if err != nil {
-				return err
-			}
-			if code != http.StatusForbidden {
-				return fmt.Errorf("closed.example.com: status %d, want 403", code)
-			}
-			return nil
-		})
+		eventuallyStatus(t, https, "https://closed.example.com/", http.StatusForbidden)
 		eventuallyEcho(t, https, mustRequest(t, "https://open.example.com/"), http.StatusOK)
 	})
 
 	t.Run("plain HTTP redirects to HTTPS", func(t *testing.T) {
-		harness.Eventually(t, 20*time.Second, func() error {
-			code, err := statusCode(s.HTTP(), "http://secure.example.com/team/page")
-			if err != nil {
-				return err
-			}
-			if code != http.StatusMovedPermanently {
-				return fmt.Errorf("status %d, want 301", code)
-			}
-			return nil
-		})
+		eventuallyStatus(t, s.HTTP(), "http://secure.example.com/team/page", http.StatusMovedPermanently)
 	})
 
 	t.Run("invalid HTTPProxy gets its status and the others keep working", func(t *testing.T) {
@@ -442,6 +424,21 @@ func eventuallyEcho(t *testing.T, c *http.Client, req *http.Request, want int) *
 		return err
 	})
 	return echo
+}
+
+// eventuallyStatus retries until a GET of url answers with status want.
+func eventuallyStatus(t *testing.T, c *http.Client, url string, want int) {
+	t.Helper()
+	harness.Eventually(t, 60*time.Second, func() error {
+		code, err := statusCode(c, url)
+		if err != nil {
+			return err
+		}
+		if code != want {
+			return fmt.Errorf("%s: status %d, want %d", url, code, want)
+		}
+		return nil
+	})
 }
 
 func statusCode(c *http.Client, url string) (int, error) {

@@ -170,16 +170,8 @@ func TestExternalProcessingControlPlane(t *testing.T) {
 		if err := s.Objects.Delete(ctx, global); err != nil {
 			t.Fatal(err)
 		}
-		harness.Eventually(t, 30*time.Second, func() error {
-			code, err := statusCode(httpc, "http://plain.example.com/")
-			if err != nil {
-				return err
-			}
-			if code != http.StatusInternalServerError {
-				return fmt.Errorf("status %d, want 500 (the processor is required: failOpen is not set)", code)
-			}
-			return nil
-		})
+		// 500: the processor is required (failOpen is not set).
+		eventuallyStatus(t, httpc, "http://plain.example.com/", http.StatusInternalServerError)
 		// Routes that do not use the global processor are not affected.
 		if got, err := fetchProcessed(https, "https://tls-own.example.com/inherit"); err != nil || got != (processed{"vhost", "vhost"}) {
 			t.Errorf("tls-own.example.com/inherit: %+v, %v; want the host's processor, unaffected", got, err)

@@ -152,23 +152,10 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 			t.Errorf("%s: the global auth server answered %d checks for a route without authorization", url, after-before)
 		}
 	}
-	status := func(t *testing.T, url string, want int) {
-		t.Helper()
-		harness.Eventually(t, 30*time.Second, func() error {
-			code, err := statusCode(httpc, url)
-			if err != nil {
-				return err
-			}
-			if code != want {
-				return fmt.Errorf("%s: status %d, want %d", url, code, want)
-			}
-			return nil
-		})
-	}
 
 	t.Run("HTTP listener: global authorization with merged context", func(t *testing.T) {
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Scope": "global", "Version": "1", "Route": "apex"})
-		status(t, "http://plain.example.com/deny", http.StatusForbidden)
+		eventuallyStatus(t, httpc, "http://plain.example.com/deny", http.StatusForbidden)
 	})
 	t.Run("route opt-out (authPolicy.disabled)", func(t *testing.T) {
 		unauthorized(t, httpc, "http://plain.example.com/subpage")
@@ -205,13 +192,8 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		if after := checks(t, s.authMetrics); after != before {
 			t.Errorf("the global auth server answered %d checks for a host with its own authorization", after-before)
 		}
-		harness.Eventually(t, 30*time.Second, func() error {
-			code, err := statusCode(https, "https://tls-own.example.com/deny")
-			if err != nil || code != http.StatusUnauthorized {
-				return fmt.Errorf("status %d (%v), want 401 from the host's own auth server", code, err)
-			}
-			return nil
-		})
+		// 401 from the host's own auth server.
+		eventuallyStatus(t, https, "https://tls-own.example.com/deny", http.StatusUnauthorized)
 	})
 	t.Run("configuration file reload", func(t *testing.T) {
 		writeConfigFile(t, cfg, globalAuthConfig("2"))
@@ -220,7 +202,7 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		writeConfigFile(t, cfg, "globalExtAuth: {extensionService: no-namespace, failOpen: true}\n")
 		time.Sleep(time.Second) // several poll intervals; nothing may change
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Version": "2"})
-		status(t, "http://plain.example.com/deny", http.StatusForbidden)
+		eventuallyStatus(t, httpc, "http://plain.example.com/deny", http.StatusForbidden)
 		writeConfigFile(t, cfg, globalAuthConfig("3"))
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Version": "3"})
 	})
@@ -228,7 +210,7 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		if err := s.Objects.Delete(ctx, globalExt); err != nil {
 			t.Fatal(err)
 		}
-		status(t, "http://plain.example.com/", http.StatusForbidden)
+		eventuallyStatus(t, httpc, "http://plain.example.com/", http.StatusForbidden)
 		// Opted-out routes keep working; the host's own authorization too.
 		eventuallyEcho(t, httpc, mustRequest(t, "http://plain.example.com/subpage"), http.StatusOK)
 		authorized(t, https, "https://tls-own.example.com/", map[string]string{"Scope": "own"})

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net/http"
 	"testing"
@@ -55,16 +54,7 @@ func TestEnvoyRejectionIsVisible(t *testing.T) {
 
 	t.Run("the other HTTPProxies stay valid and served", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "fine", want{status: metav1.ConditionTrue, reason: "Valid", errorTypes: []string{}})
-		harness.Eventually(t, statusTimeout, func() error {
-			code, err := statusCode(harness.HTTPClient(k.httpAddr), "http://fine.example.com/")
-			if err != nil {
-				return err
-			}
-			if code != http.StatusOK {
-				return fmt.Errorf("fine.example.com: status %d, want 200", code)
-			}
-			return nil
-		})
+		eventuallyStatus(t, harness.HTTPClient(k.httpAddr), "http://fine.example.com/", http.StatusOK)
 	})
 
 	t.Run("fixing the object clears the condition", func(t *testing.T) {

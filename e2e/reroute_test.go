@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,16 +93,7 @@ globalExtProc:
 	httpc := harness.HTTPClient(httpAddr)
 
 	// The root's route is served and denied.
-	harness.Eventually(t, 30*time.Second, func() error {
-		code, err := statusCode(httpc, "http://app.example.com/admin/secret")
-		if err != nil {
-			return err
-		}
-		if code != http.StatusForbidden {
-			return fmt.Errorf("/admin/secret: status %d, want 403", code)
-		}
-		return nil
-	})
+	eventuallyStatus(t, httpc, "http://app.example.com/admin/secret", http.StatusForbidden)
 	// Through the tenant's route, the request never reaches /admin's
 	// upstream unchecked (the path a processor rewrites on its own route is
 	// its own business).
