@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
 	"github.com/portcullis/portcullis/authserver/internal/testserver"
 	"github.com/portcullis/portcullis/serverkit"
 	"github.com/portcullis/portcullis/serverkit/certs"
@@ -33,17 +34,17 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// startTestserver runs the testserver backend as the command wires it, on
-// loopback port 0.
-func startTestserver(t *testing.T, mutate func(*serverkit.Options)) *serverkit.Server {
-	t.Helper()
+// testOptions are the command's default options on loopback port 0.
+func testOptions() serverkit.Options {
 	opts := serverkit.DefaultOptions()
 	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
-	if mutate != nil {
-		mutate(&opts)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := newServer(opts, logger, backend{name: testserver.Name, impl: testserver.New(logger)})
+	return opts
+}
+
+// serve runs backend b as the command wires it until the test ends.
+func serve(t *testing.T, opts serverkit.Options, logger *slog.Logger, b backend) *serverkit.Server {
+	t.Helper()
+	srv, err := newServer(opts, logger, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +58,28 @@ func startTestserver(t *testing.T, mutate func(*serverkit.Options)) *serverkit.S
 		}
 	})
 	return srv
+}
+
+// startTestserver runs the testserver backend as the command wires it, on
+// loopback port 0.
+func startTestserver(t *testing.T, mutate func(*serverkit.Options)) *serverkit.Server {
+	t.Helper()
+	opts := testOptions()
+	if mutate != nil {
+		mutate(&opts)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return serve(t, opts, logger, backend{name: testserver.Name, impl: testserver.New(logger)})
+}
+
+// execute runs the command with args, its output discarded.
+func execute(t *testing.T, args ...string) error {
+	t.Helper()
+	cmd := NewRootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	return cmd.ExecuteContext(ctxT(t))
 }
 
 func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
@@ -236,37 +259,36 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 		{"testserver", "--log-format=xml"},
 		{"testserver", "extra-arg"},
 	} {
-		cmd := NewRootCommand()
-		cmd.SetArgs(args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		if err := cmd.ExecuteContext(ctxT(t)); err == nil {
+		if err := execute(t, args...); err == nil {
 			t.Errorf("%v: accepted", args)
 		}
 	}
 }
 
-func TestHelpExplainsTheServer(t *testing.T) {
-	help := func(args ...string) string {
+func TestHelpExplainsEachCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"envoy.service.auth.v3.Authorization/Check", "ext_authz", "testserver", "--tls-ca-path", "--metrics-address", "portcullis_authserver_checks_total"}},
+		{[]string{"testserver"}, []string{testserver.DenyKey, testserver.RedirectKey, "Auth-Handler", "Auth-Context-"}},
+		{[]string{"htpasswd"}, []string{"projectcontour.io/auth-type: basic", "projectcontour.io/auth-realm", htpasswd.RealmKey,
+			"--allow-insecure-hashes", "--watch-namespaces", "--selector", "--htpasswd-file", "Auth-Username", "WWW-Authenticate",
+			"portcullis_authserver_htpasswd_cache_lookups_total"}},
+		{[]string{"oidc"}, []string{"--config", "PKCE", "oidc.portcullis.dev/groups", "oidc.portcullis.dev/api",
+			"WWW-Authenticate: Bearer", "portcullis_authserver_oidc_events_total", "docs/authserver-oidc.md"}},
+	} {
 		var out bytes.Buffer
 		cmd := NewRootCommand()
-		cmd.SetArgs(append(args, "--help"))
+		cmd.SetArgs(append(tc.args, "--help"))
 		cmd.SetOut(&out)
 		if err := cmd.Execute(); err != nil {
 			t.Fatal(err)
 		}
-		return out.String()
-	}
-	root := help()
-	for _, want := range []string{"envoy.service.auth.v3.Authorization/Check", "ext_authz", "testserver", "--tls-ca-path", "--metrics-address", "portcullis_authserver_checks_total"} {
-		if !strings.Contains(root, want) {
-			t.Errorf("authserver --help lacks %q", want)
-		}
-	}
-	ts := help("testserver")
-	for _, want := range []string{testserver.DenyKey, testserver.RedirectKey, "Auth-Handler", "Auth-Context-"} {
-		if !strings.Contains(ts, want) {
-			t.Errorf("authserver testserver --help lacks %q", want)
+		for _, want := range tc.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("authserver %s --help lacks %q", strings.Join(tc.args, " "), want)
+			}
 		}
 	}
 }

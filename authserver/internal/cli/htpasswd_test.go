@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"io"
 	"log/slog"
@@ -30,8 +28,7 @@ func TestHtpasswdOverGRPC(t *testing.T) {
 	if err := os.WriteFile(file, []byte("alice:"+string(hash)+"\nbroken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts := serverkit.DefaultOptions()
-	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	opts := testOptions()
 	opts.Registry = serverkit.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := htpasswd.New(htpasswd.Options{Realm: "staff", Registry: opts.Registry, Logger: logger,
@@ -43,14 +40,7 @@ func TestHtpasswdOverGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Start()
-	srv, err := newServer(opts, logger, backend{name: htpasswd.Name, impl: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv := serve(t, opts, logger, backend{name: htpasswd.Name, impl: h})
 
 	client := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), insecure.NewCredentials()))
 	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:secret"))
@@ -104,31 +94,9 @@ func TestHtpasswdRejectsBadFlags(t *testing.T) {
 		{[]string{"htpasswd", "--kubeconfig", file + ".missing"}, "Kubernetes client"},
 		{[]string{"htpasswd", "--secrets", "on", "--kubeconfig", file, "--selector", "a=(b"}, "--selector"},
 	} {
-		var out bytes.Buffer
-		cmd := NewRootCommand()
-		cmd.SetArgs(append(tc.args, "--address=127.0.0.1:0", "--metrics-address="))
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		err := cmd.ExecuteContext(ctxT(t))
+		err := execute(t, append(tc.args, "--address=127.0.0.1:0", "--metrics-address=")...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one mentioning %q", tc.args, err, tc.want)
-		}
-	}
-}
-
-func TestHtpasswdHelp(t *testing.T) {
-	var out bytes.Buffer
-	cmd := NewRootCommand()
-	cmd.SetArgs([]string{"htpasswd", "--help"})
-	cmd.SetOut(&out)
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"projectcontour.io/auth-type: basic", "projectcontour.io/auth-realm", htpasswd.RealmKey,
-		"--allow-insecure-hashes", "--watch-namespaces", "--selector", "--htpasswd-file", "Auth-Username", "WWW-Authenticate",
-		"portcullis_authserver_htpasswd_cache_lookups_total"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("authserver htpasswd --help lacks %q", want)
 		}
 	}
 }
