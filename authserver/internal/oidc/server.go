@@ -46,6 +46,8 @@ type Server struct {
 
 	usedStates *expiringSet    // state values already redeemed
 	refreshes  *refreshFlights // one refresh per session at a time
+	stateName  string          // the state cookie's name
+	ownCookies map[string]bool // session cookie, its chunks, state cookie
 }
 
 // New builds the backend from validated settings and registers its metrics
@@ -64,8 +66,14 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 	if err != nil {
 		return nil, err
 	}
+	stateName := s.Cookie.Name + "_state"
+	own := map[string]bool{s.Cookie.Name: true, stateName: true}
+	for _, n := range chunkNames(s.Cookie.Name) {
+		own[n] = true
+	}
 	return &Server{
 		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
+		stateName: stateName, ownCookies: own,
 		jar:        cookieJar{domain: s.Cookie.Domain, path: s.Cookie.Path},
 		redirect:   newRedirectPolicy(s.AllowedRedirectHosts),
 		disc:       &discovery{s: s, client: client},
@@ -239,7 +247,7 @@ type flowState struct {
 	Expiry   int64  `json:"e"`
 }
 
-func (srv *Server) stateCookie() string { return srv.s.Cookie.Name + "_state" }
+func (srv *Server) stateCookie() string { return srv.stateName }
 
 func (srv *Server) oauth2Config(r *request, d *discovered) *oauth2.Config {
 	redirect := srv.s.RedirectURL
@@ -517,15 +525,11 @@ func (srv *Server) withoutOwnCookies(header string) (rest string, stripped bool)
 	if header == "" {
 		return "", false
 	}
-	own := map[string]bool{srv.s.Cookie.Name: true, srv.stateCookie(): true}
-	for _, n := range chunkNames(srv.s.Cookie.Name) {
-		own[n] = true
-	}
 	var keep []string
 	for _, part := range strings.Split(header, ";") {
 		part = strings.TrimSpace(part)
 		name, _, _ := strings.Cut(part, "=")
-		if own[strings.TrimSpace(name)] {
+		if srv.ownCookies[strings.TrimSpace(name)] {
 			stripped = true
 			continue
 		}
