@@ -97,7 +97,7 @@ func BenchmarkExtProc(b *testing.B) {
 		all := make([][]measured, len(cases))
 		for range rounds {
 			for i, c := range cases {
-				r, use := measureCPU(procs, func(count func() loadgen.Do) loadgen.Result { return loadgen.Run(ctx, c.name, cfg, count()) }, c.do)
+				r, use := measureCPU(procs, func(do loadgen.Do) loadgen.Result { return loadgen.Run(ctx, c.name, cfg, do) }, c.do)
 				all[i] = append(all[i], measured{r, use})
 			}
 		}
@@ -231,14 +231,13 @@ func (u cpuUse) String(procs []cpuProc) string {
 	return strings.Join(parts, ", ") + fmt.Sprintf(", sum %.0f µs (other work on the machine %.0f µs)", u.sum(), u.other)
 }
 
-// measureCPU runs one case and measures the CPU time per request that each
-// process and the rest of the machine (other work) used meanwhile, warmup
-// included in both the time and the request count.
-func measureCPU(procs []cpuProc, run func(func() loadgen.Do) loadgen.Result, do loadgen.Do) (loadgen.Result, cpuUse) {
+// measureCPU runs one case (run with do, counted) and measures the CPU
+// time per request that each process and the rest of the machine (other
+// work) used meanwhile, warmup included in both the time and the request
+// count.
+func measureCPU(procs []cpuProc, run func(loadgen.Do) loadgen.Result, do loadgen.Do) (loadgen.Result, cpuUse) {
 	var n atomic.Int64
-	counted := func() loadgen.Do {
-		return func(ctx context.Context, w int) error { n.Add(1); return do(ctx, w) }
-	}
+	counted := func(ctx context.Context, w int) error { n.Add(1); return do(ctx, w) }
 	before := make([]int64, len(procs))
 	for i, p := range procs {
 		before[i] = procTicks(p.pid)
