@@ -75,11 +75,10 @@ func allow(req *authv3.CheckRequest, headers []Header, remove []string, reserved
 	}
 	for _, name := range requestHeaderNames(req) {
 		f := fold(name)
-		if (variants[f] || (reserved != "" && strings.HasPrefix(f, reserved))) && !ours[strings.ToLower(name)] && !slices.Contains(ok.HeadersToRemove, name) {
+		if (variants[f] || (reserved != "" && strings.HasPrefix(f, reserved))) && !ours[strings.ToLower(name)] {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, name)
 		}
 	}
-	slices.Sort(ok.HeadersToRemove)
 	return &authv3.CheckResponse{
 		Status:       &rpcstatus.Status{Code: int32(codes.OK)},
 		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: ok},
@@ -162,7 +161,8 @@ func overwrite(h Header) *corev3.HeaderValueOption {
 }
 
 // requestHeaderNames lists the header names of the request as Envoy sent
-// them, from the map and, when Envoy encodes raw headers, the header map.
+// them, from the map and, when Envoy encodes raw headers, the header map:
+// sorted, each once.
 func requestHeaderNames(req *authv3.CheckRequest) []string {
 	h := req.GetAttributes().GetRequest().GetHttp()
 	var names []string
