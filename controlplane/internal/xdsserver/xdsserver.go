@@ -331,11 +331,7 @@ func (s *Server) Connected() int {
 
 func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) error {
 	s.mu.Lock()
-	node := s.streams[stream]
-	if req.GetNode().GetId() != "" {
-		node = req.GetNode().GetId()
-		s.streams[stream] = node
-	}
+	node := s.nodeOf(stream, req.GetNode().GetId())
 	sentVersion, known := s.sent[req.ResponseNonce]
 	if req.ErrorDetail != nil {
 		rejected := sentVersion
@@ -347,18 +343,8 @@ func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) erro
 		prev, had := s.rejections[req.TypeUrl]
 		s.rejections[req.TypeUrl] = rej
 		changed := !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
-		onRej, onChange := s.OnRejection, s.OnChange
 		s.mu.Unlock()
-		if changed {
-			s.log.Error("Envoy rejected configuration", "type", req.TypeUrl, "version", rejected, "kept", req.VersionInfo,
-				"resources", rej.Resources, "node", node, "error", rej.Message)
-		}
-		if onRej != nil {
-			onRej(rej)
-		}
-		if changed && onChange != nil {
-			onChange()
-		}
+		s.reportRejection(rej, changed)
 		return nil
 	}
 	// An ACK names the version of the response it answers; a request that
@@ -378,6 +364,34 @@ func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) erro
 		onChange()
 	}
 	return nil
+}
+
+// nodeOf returns the node of a stream, recording id when a request names
+// it (only the first request of a stream must). Called with mu held.
+func (s *Server) nodeOf(stream int64, id string) string {
+	if id == "" {
+		return s.streams[stream]
+	}
+	s.streams[stream] = id
+	return id
+}
+
+// reportRejection logs a NACK that changed what is rejected and tells the
+// callbacks. Called without mu held.
+func (s *Server) reportRejection(rej Rejection, changed bool) {
+	s.mu.Lock()
+	onRej, onChange := s.OnRejection, s.OnChange
+	s.mu.Unlock()
+	if changed {
+		s.log.Error("Envoy rejected configuration", "type", rej.TypeURL, "version", rej.Version, "kept", rej.Accepted,
+			"resources", rej.Resources, "node", rej.Node, "error", rej.Message)
+	}
+	if onRej != nil {
+		onRej(rej)
+	}
+	if changed && onChange != nil {
+		onChange()
+	}
 }
 
 func (s *Server) onResponse(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
@@ -415,11 +429,7 @@ func (s *Server) onDeltaResponse(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, 
 
 func (s *Server) onDeltaRequest(stream int64, req *discoveryv3.DeltaDiscoveryRequest) error {
 	s.mu.Lock()
-	node := s.streams[stream]
-	if req.GetNode().GetId() != "" {
-		node = req.GetNode().GetId()
-		s.streams[stream] = node
-	}
+	node := s.nodeOf(stream, req.GetNode().GetId())
 	version, known := s.sent[req.ResponseNonce]
 	names := s.sentNames[req.ResponseNonce]
 	prev, had := s.rejections[req.TypeUrl]
@@ -467,18 +477,11 @@ func (s *Server) onDeltaRequest(stream int64, req *discoveryv3.DeltaDiscoveryReq
 			changed = len(left) != before
 		}
 	}
-	onRej, onChange := s.OnRejection, s.OnChange
+	onChange := s.OnChange
 	s.mu.Unlock()
 	if req.ErrorDetail != nil && known {
-		if changed {
-			s.log.Error("Envoy rejected configuration", "type", req.TypeUrl, "version", version,
-				"resources", rej.Resources, "node", node, "error", rej.Message)
-		}
-		if onRej != nil {
-			onRej(rej)
-		}
-	}
-	if changed && onChange != nil {
+		s.reportRejection(rej, changed)
+	} else if changed && onChange != nil {
 		onChange()
 	}
 	return nil
