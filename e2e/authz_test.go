@@ -101,6 +101,16 @@ func startEnvoyAndControlPlane(t *testing.T, providerArgs ...string) (httpAddr, 
 	return httpAddr, httpsAddr, adminAddr
 }
 
+// startOnAPIServer runs portcullis serve with the kubernetes provider on
+// api, and Envoy; extraArgs go to portcullis serve.
+func startOnAPIServer(t *testing.T, api *harness.APIServer, extraArgs ...string) *harness.Stack {
+	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, append([]string{"--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
+		// The tests' upstreams are ExternalName Services for localhost (see
+		// loopbackExternalName): opt in, as only tests should.
+		"--enable-external-name-services", "--allow-loopback-external-names"}, extraArgs...)...)
+	return &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
+}
+
 func startFileStack(t *testing.T) (*stack, *components) {
 	c := startComponents(t)
 	dir := t.TempDir()
@@ -141,12 +151,8 @@ func startFileStack(t *testing.T) (*stack, *components) {
 func startKubernetesStack(t *testing.T, extraArgs ...string) (*stack, *components) {
 	api := harness.StartAPIServer(t, harness.CRDDir(t))
 	c := startComponents(t)
-	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, append([]string{"--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
-		// The test's upstreams are ExternalName Services for localhost (see
-		// loopbackExternalName): opt in, as only tests should.
-		"--enable-external-name-services", "--allow-loopback-external-names"}, extraArgs...)...)
 	s := &stack{
-		Stack:       &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr},
+		Stack:       startOnAPIServer(t, api, extraArgs...),
 		ca:          c.ca,
 		authMetrics: "http://" + c.authMetrics + "/metrics",
 		loopback:    loopbackExternalName,

@@ -85,9 +85,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		t.Fatalf("authserver htpasswd: %v", err)
 	}
 
-	httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
-		"--enable-external-name-services", "--allow-loopback-external-names")
-	stack := &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
+	stack := startOnAPIServer(t, api)
 
 	h2c := "h2c"
 	echoSvc := []contourv1.Service{{Name: "echo", Port: 80}}

@@ -101,9 +101,7 @@ bearer:
 	loopback := loopbackEndpointSlice
 	if kubernetes {
 		api := harness.StartAPIServer(t, harness.CRDDir(t))
-		httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
-			"--enable-external-name-services", "--allow-loopback-external-names")
-		s.Stack = &harness.Stack{Objects: api, HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
+		s.Stack = startOnAPIServer(t, api)
 		loopback = loopbackExternalName
 	} else {
 		httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
