@@ -236,23 +236,15 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 		switch {
 		case c.Prefix != "":
 			prefixes++
-			if err := pathConditionValid(c.Prefix); err != nil {
-				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: prefix %v", where, err))
-				return out, false
-			}
-			if !strings.HasPrefix(c.Prefix, "/") {
-				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: prefix conditions must start with /, %s was supplied", where, c.Prefix))
+			if err := pathConditionValid("prefix", c.Prefix); err != nil {
+				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
 				return out, false
 			}
 			out.Path = joinPath(out.Path, c.Prefix)
 		case c.Exact != "":
 			exacts++
-			if err := pathConditionValid(c.Exact); err != nil {
-				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: exact %v", where, err))
-				return out, false
-			}
-			if !strings.HasPrefix(c.Exact, "/") {
-				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: exact conditions must start with /, %s was supplied", where, c.Exact))
+			if err := pathConditionValid("exact", c.Exact); err != nil {
+				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
 				return out, false
 			}
 			out.Path = joinPath(out.Path, c.Exact)
@@ -296,12 +288,19 @@ func noControlBytes(v string) error {
 // pathConditionValid refuses what Envoy rejects in a path match: besides
 // line breaks and NUL bytes, "?" and "#" (a path never holds them; Envoy
 // refuses them in a path-separated prefix, the whole route configuration
-// with it).
-func pathConditionValid(p string) error {
+// with it); and a path not starting with "/". kind ("prefix" or "exact")
+// names the condition in the error.
+func pathConditionValid(kind, p string) error {
 	if strings.ContainsAny(p, "?#") {
-		return fmt.Errorf("%q contains \"?\" or \"#\": a path condition cannot match a query or a fragment", p)
+		return fmt.Errorf("%s %q contains \"?\" or \"#\": a path condition cannot match a query or a fragment", kind, p)
 	}
-	return noControlBytes(p)
+	if err := noControlBytes(p); err != nil {
+		return fmt.Errorf("%s %v", kind, err)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%s conditions must start with /, %s was supplied", kind, p)
+	}
+	return nil
 }
 
 // joinPath appends a condition's path to the inherited prefix without
