@@ -61,17 +61,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 //   - log one line per answer with method, host, path (no query string) and
 //     result — never headers, so never credentials, tokens or cookies.
 func Wrap(backend string, next authv3.AuthorizationServer, m *Metrics, logger *slog.Logger) authv3.AuthorizationServer {
+	w := &wrapped{backend: backend, next: next, duration: m.duration, logger: logger.With("backend", backend),
+		checks: make(map[string]prometheus.Counter, len(results))}
 	for _, r := range results {
-		m.checks.WithLabelValues(backend, r)
+		w.checks[r] = m.checks.WithLabelValues(backend, r)
 	}
-	return &wrapped{backend: backend, next: next, m: m, logger: logger.With("backend", backend)}
+	return w
 }
 
 type wrapped struct {
-	backend string
-	next    authv3.AuthorizationServer
-	m       *Metrics
-	logger  *slog.Logger
+	backend  string
+	next     authv3.AuthorizationServer
+	checks   map[string]prometheus.Counter // by result, looked up once in Wrap
+	duration *prometheus.HistogramVec      // a result's series appears with its first answer
+	logger   *slog.Logger
 }
 
 func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, _ error) {
@@ -93,8 +96,8 @@ func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *au
 
 func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, took time.Duration) {
 	result, status := Classify(resp)
-	w.m.checks.WithLabelValues(w.backend, result).Inc()
-	w.m.duration.WithLabelValues(w.backend, result).Observe(took.Seconds())
+	w.checks[result].Inc()
+	w.duration.WithLabelValues(w.backend, result).Observe(took.Seconds())
 
 	level := slog.LevelInfo
 	switch result {
