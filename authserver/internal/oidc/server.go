@@ -97,8 +97,9 @@ type request struct {
 	host    string
 	path    string // without query
 	query   url.Values
-	pathQ   string // path and query, as received
-	cookies map[string]string
+	pathQ   string            // path and query, as received
+	cookie  string            // the Cookie header
+	cookies map[string]string // cookie parsed
 	context map[string]string
 }
 
@@ -112,8 +113,8 @@ func parseRequest(req *authv3.CheckRequest) *request {
 	path, rawQuery, _ := strings.Cut(h.GetPath(), "?")
 	r.path = path
 	r.query, _ = url.ParseQuery(rawQuery)
-	cookie, _ := check.RequestHeader(req, "cookie")
-	r.cookies = parseCookies(cookie)
+	r.cookie, _ = check.RequestHeader(req, "cookie")
+	r.cookies = parseCookies(r.cookie)
 	return r
 }
 
@@ -485,7 +486,7 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	}
 	// The upstream gets the request's cookies without ours: the session
 	// (refresh token included, if encrypted) is none of its business.
-	cookieHeader, stripped := srv.withoutOwnCookies(r.header("cookie"))
+	cookieHeader, stripped := srv.withoutOwnCookies(r.cookie)
 	if stripped && cookieHeader != "" {
 		headers = append(headers, check.Header{Name: "Cookie", Value: cookieHeader})
 	} else if stripped {
