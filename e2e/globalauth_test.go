@@ -130,13 +130,12 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if h := e.Headers.Get("Auth-Handler"); h != "testserver" {
-				return fmt.Errorf("%s: upstream saw Auth-Handler %q, want testserver (authorized)", url, h)
-			}
+			want := map[string]string{"Auth-Handler": "testserver"}
 			for k, v := range wantContext {
-				if got := e.Headers.Get("Auth-Context-" + k); got != v {
-					return fmt.Errorf("%s: Auth-Context-%s = %q, want %q", url, k, got, v)
-				}
+				want["Auth-Context-"+k] = v
+			}
+			if err := wantHeaders(e.Headers, want); err != nil {
+				return fmt.Errorf("%s: %w", url, err)
 			}
 			return nil
 		})

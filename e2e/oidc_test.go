@@ -409,14 +409,8 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		if e.Path != "/hello/page" || e.Query != "x=1" {
 			t.Errorf("came back to %s?%s, want /hello/page?x=1", e.Path, e.Query)
 		}
-		if got := e.Headers.Get("Auth-Username"); got != "alice@example.test" {
-			t.Errorf("Auth-Username = %q", got)
-		}
-		if got := e.Headers.Get("Auth-Subject"); got != "alice" {
-			t.Errorf("Auth-Subject = %q", got)
-		}
-		if got := e.Headers.Get("Auth-Groups"); got != "users,admins" {
-			t.Errorf("Auth-Groups = %q", got)
+		if err := wantHeaders(e.Headers, map[string]string{"Auth-Username": "alice@example.test", "Auth-Subject": "alice", "Auth-Groups": "users,admins"}); err != nil {
+			t.Error(err)
 		}
 		var session *http.Cookie
 		for _, c := range alice.appCookies() {
