@@ -42,16 +42,7 @@ func TestEnvoyValidatesGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := protojson.Marshal(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(t.TempDir(), "bootstrap.json")
-			if err := os.WriteFile(path, j, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
-			if err != nil {
+			if out, err := envoyValidate(t, envoy, b); err != nil {
 				t.Fatalf("Envoy rejects the configuration of %s: %v\n%s", dir, err, out)
 			}
 		})
@@ -83,6 +74,21 @@ func envoyBinary(t *testing.T) string {
 		t.Fatalf("envoy not found at %s: run `make tools`", path)
 	}
 	return path
+}
+
+// envoyValidate runs Envoy's validate mode on a bootstrap; err is set when
+// Envoy rejects it, and out holds what Envoy printed.
+func envoyValidate(t *testing.T, envoy string, b *bootstrapv3.Bootstrap) (out []byte, err error) {
+	t.Helper()
+	j, err := protojson.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := os.WriteFile(path, j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
 }
 
 // staticBootstrap turns a set of xDS resources into a bootstrap that needs
@@ -202,15 +208,7 @@ func TestEnvoyValidateCanFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.StaticResources.Clusters = nil
-	j, err := protojson.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "bootstrap.json")
-	if err := os.WriteFile(path, j, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
+	out, err := envoyValidate(t, envoy, b)
 	if err == nil {
 		t.Fatalf("Envoy accepted routes to clusters that do not exist:\n%s", out)
 	}
