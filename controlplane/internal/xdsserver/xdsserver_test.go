@@ -108,6 +108,8 @@ func TestDeltaRejections(t *testing.T) {
 	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	changes := 0
 	s.OnChange = func() { changes++ }
+	var nacks []Rejection
+	s.OnRejection = func(r Rejection) { nacks = append(nacks, r) }
 	respond := func(nonce, version string, names ...string) {
 		resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: resourcev3.ClusterType, SystemVersionInfo: version, Nonce: nonce}
 		for _, n := range names {
@@ -129,6 +131,9 @@ func TestDeltaRejections(t *testing.T) {
 	if r := s.Rejections(); len(r) != 1 || !slices.Equal(r[0].Resources, []string{"c"}) || r[0].Version != "2" || r[0].Accepted != "1" {
 		t.Fatalf("rejections = %+v, want c rejected in version 2, 1 kept", r)
 	}
+	if len(nacks) != 1 || !slices.Equal(nacks[0].Resources, []string{"c"}) {
+		t.Fatalf("OnRejection got %+v, want one call for c", nacks)
+	}
 	// A later response that does not touch c settles nothing about it.
 	respond("n3", "3", "a")
 	request("n3", "")
@@ -138,8 +143,8 @@ func TestDeltaRejections(t *testing.T) {
 	// One that replaces c does.
 	respond("n4", "4", "c")
 	request("n4", "")
-	if len(s.Rejections()) != 0 || changes != 2 {
-		t.Errorf("rejections %+v, OnChange %d times; want none and 2", s.Rejections(), changes)
+	if len(s.Rejections()) != 0 || changes != 2 || len(nacks) != 1 {
+		t.Errorf("rejections %+v, OnChange %d times, OnRejection %d times; want none, 2 and 1", s.Rejections(), changes, len(nacks))
 	}
 }
 
