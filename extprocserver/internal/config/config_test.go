@@ -237,37 +237,38 @@ func TestObserveMetrics(t *testing.T) {
 }
 
 func TestBadConfigs(t *testing.T) {
-	for name, y := range map[string]string{
-		"empty":                 "",
-		"no processors":         "processors: []",
-		"unknown field":         "processors:\n- headers: {request: {sett: {a: b}}}",
-		"unknown kind":          "processors:\n- lua: {}",
-		"no kind":               "processors:\n- name: x",
-		"two kinds":             "processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}",
-		"bad template":          "processors:\n- headers: {request: {set: {x: '${nope}'}}}",
-		"lone dollar":           "processors:\n- headers: {request: {set: {x: 'a $ b'}}}",
-		"pseudo header":         "processors:\n- headers: {request: {set: {':path': /x}}}",
-		"deny without rules":    "processors:\n- deny: {}",
-		"deny empty rule":       "processors:\n- deny: {rules: [{}]}",
-		"deny two matchers":     "processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}",
-		"deny bad regex":        "processors:\n- deny: {rules: [{path: {regex: '('}}]}",
-		"deny bad status":       "processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}",
-		"deny absent and value": "processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}",
-		"size zero":             "processors:\n- sizeLimit: {maxRequestBytes: 0}",
-		"redact nothing":        "processors:\n- jsonRedact: {}",
-		"redact bad path":       "processors:\n- jsonRedact: {request: [password]}",
-		"route no header":       "processors:\n- routeByHeader: {default: a}",
-		"route nothing":         "processors:\n- routeByHeader: {header: x}",
-		"route bad percent":     "processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}",
-		"route rule no value":   "processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}",
-		"not yaml":              "processors: [",
+	// Each is refused for its own reason (want is part of the message).
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"empty":                 {"", "at least one processor"},
+		"no processors":         {"processors: []", "at least one processor"},
+		"unknown field":         {"processors:\n- headers: {request: {sett: {a: b}}}", "unknown field \"sett\""},
+		"unknown kind":          {"processors:\n- lua: {}", "unknown field \"lua\""},
+		"no kind":               {"processors:\n- name: x", "set one processor kind"},
+		"two kinds":             {"processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}", "only one processor kind"},
+		"bad template":          {"processors:\n- headers: {request: {set: {x: '${nope}'}}}", "unknown variable ${nope}"},
+		"lone dollar":           {"processors:\n- headers: {request: {set: {x: 'a $ b'}}}", "a lone $"},
+		"pseudo header":         {"processors:\n- headers: {request: {set: {':path': /x}}}", "pseudo-headers"},
+		"deny without rules":    {"processors:\n- deny: {}", "at least one rule"},
+		"deny empty rule":       {"processors:\n- deny: {rules: [{}]}", "a rule needs at least one of"},
+		"deny two matchers":     {"processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}", "set exactly one of"},
+		"deny bad regex":        {"processors:\n- deny: {rules: [{path: {regex: '('}}]}", "regex"},
+		"deny bad status":       {"processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}", "status 99"},
+		"deny absent and value": {"processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}", "absent excludes a value matcher"},
+		"size zero":             {"processors:\n- sizeLimit: {maxRequestBytes: 0}", "maxRequestBytes must be > 0"},
+		"redact nothing":        {"processors:\n- jsonRedact: {}", "set at least one path"},
+		"redact bad path":       {"processors:\n- jsonRedact: {request: [password]}", "must start with $"},
+		"route no header":       {"processors:\n- routeByHeader: {default: a}", "request header name is required"},
+		"route nothing":         {"processors:\n- routeByHeader: {header: x}", "set rules, split or default"},
+		"route bad percent":     {"processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}", "percent must be 0-100"},
+		"route rule no value":   {"processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}", "rules[0]: value is required"},
+		"not yaml":              {"processors: [", "yaml"},
 	} {
-		f, err := Parse([]byte(y))
+		f, err := Parse([]byte(tc.yaml))
 		if err == nil {
 			_, err = f.Build(nil)
 		}
-		if err == nil {
-			t.Errorf("%s: accepted", name)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one saying %q", name, err, tc.want)
 		} else if testing.Verbose() {
 			t.Logf("%s: %v", name, err)
 		}
