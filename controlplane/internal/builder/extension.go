@@ -8,6 +8,7 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -105,12 +106,12 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 
 	var idle *time.Duration
 	if tp := spec.TimeoutPolicy; tp != nil {
-		if d, err := parseTimeout(tp.Response); err != nil {
+		if d, err := config.ParseTimeout(tp.Response); err != nil {
 			st.AddError(condSpec, ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
 		} else {
 			ext.timeout = d
 		}
-		if d, err := parseTimeout(tp.Idle); err != nil {
+		if d, err := config.ParseTimeout(tp.Idle); err != nil {
 			st.AddError(condSpec, ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
 		} else {
 			idle = d
@@ -225,24 +226,4 @@ func (b *builder) upstreamValidation(v *contourv1.UpstreamValidation, namespace 
 		return nil, err
 	}
 	return &ir.UpstreamValidation{CASecret: name, SubjectName: v.SubjectName}, nil
-}
-
-// parseTimeout accepts a Go duration, "infinity" or "infinite" (no timeout, returned as
-// 0) or "" (unset, returned as nil).
-func parseTimeout(s string) (*time.Duration, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if s == "infinity" || s == "infinite" { // the CRD accepts both
-		d := time.Duration(0)
-		return &d, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return nil, fmt.Errorf("%q is not a duration (e.g. 500ms, 2s) or \"infinity\"", s)
-	}
-	if d < 0 {
-		return nil, fmt.Errorf("%q is negative", s)
-	}
-	return &d, nil
 }

@@ -54,7 +54,7 @@ func (b *builder) resolveProcessorService(p *ir.ExtProc, g *contourv1.GRPCServic
 			p.Timeout = ext.timeout
 		}
 	}
-	if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
+	if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 		p.Timeout = d
 	}
 	return msg
@@ -169,7 +169,7 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
 				return bad("ExtProcExtensionServiceUnavailable", "%s.GRPCService.ExtensionRef: %s", where, problem)
 			}
-		} else if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
+		} else if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 			svc.Timeout = d
 		}
 		out.Service = &svc

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -49,7 +50,7 @@ func (b *builder) buildGlobals(m *ir.Model) {
 			b.global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: ReasonGlobalAuthUnavailable,
 				Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
 		}
-		if d, err := parseTimeout(g.ResponseTimeout); err == nil && d != nil {
+		if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 			a.Timeout = *d
 		}
 		if w := g.WithRequestBody; w != nil {

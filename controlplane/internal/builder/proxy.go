@@ -12,6 +12,7 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -258,7 +259,7 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 	if ext.timeout != nil {
 		out.Timeout = *ext.timeout
 	}
-	d, err := parseTimeout(a.ResponseTimeout)
+	d, err := config.ParseTimeout(a.ResponseTimeout)
 	if err != nil {
 		return fail("AuthResponseTimeoutInvalid", "Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err)
 	}

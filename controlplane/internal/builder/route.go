@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -217,10 +218,10 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 		fail(contourv1.ConditionTypeHeadersPolicyError, "ResponseHeadersPolicyInvalid", "ResponseHeadersPolicy: %v", err)
 	}
 	if tp := r.TimeoutPolicy; tp != nil {
-		if rt.ResponseTimeout, err = parseTimeout(tp.Response); err != nil {
+		if rt.ResponseTimeout, err = config.ParseTimeout(tp.Response); err != nil {
 			fail(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", "TimeoutPolicy.Response: %v", err)
 		}
-		if rt.IdleTimeout, err = parseTimeout(tp.Idle); err != nil {
+		if rt.IdleTimeout, err = config.ParseTimeout(tp.Idle); err != nil {
 			fail(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", "TimeoutPolicy.Idle: %v", err)
 		}
 	}

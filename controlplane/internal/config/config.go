@@ -179,7 +179,7 @@ func (c *Config) validate() []string {
 		case !ok || ns == "" || name == "" || strings.Contains(name, "/"):
 			add("globalExtAuth.extensionService", "must be namespace/name, got %q", g.ExtensionService)
 		}
-		if err := CheckTimeout(g.ResponseTimeout); err != nil {
+		if _, err := ParseTimeout(g.ResponseTimeout); err != nil {
 			add("globalExtAuth.responseTimeout", "%v", err)
 		}
 		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
@@ -199,20 +199,26 @@ func (c *Config) validate() []string {
 	return errs
 }
 
-// CheckTimeout accepts what the builder accepts: a non-negative Go duration,
-// "infinity" or nothing.
-func CheckTimeout(s string) error {
-	if s == "" || s == "infinity" {
-		return nil
+// ParseTimeout reads a timeout of the configuration file or of a resource:
+// a non-negative Go duration, "infinity" or "infinite" (the CRDs accept
+// both; no timeout, returned as 0), or "" (unset, returned as nil). The
+// file and the builder share it so that both accept the same values.
+func ParseTimeout(s string) (*time.Duration, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if s == "infinity" || s == "infinite" {
+		d := time.Duration(0)
+		return &d, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration (e.g. 500ms, 2s) or \"infinity\"", s)
+		return nil, fmt.Errorf("%q is not a duration (e.g. 500ms, 2s) or \"infinity\"", s)
 	}
 	if d < 0 {
-		return fmt.Errorf("%q is negative", s)
+		return nil, fmt.Errorf("%q is negative", s)
 	}
-	return nil
+	return &d, nil
 }
 
 // CheckExtProc validates the static parts of an external processor: the
@@ -242,7 +248,7 @@ func CheckExtProc(p *contourv1.ExtProc, where string, needRef bool) []string {
 		if ref.Kind != "" && ref.Kind != "ExtensionService" {
 			add("grpcService.extensionRef.kind", "%q is not supported: use ExtensionService", ref.Kind)
 		}
-		if err := CheckTimeout(g.ResponseTimeout); err != nil {
+		if _, err := ParseTimeout(g.ResponseTimeout); err != nil {
 			add("grpcService.responseTimeout", "%v", err)
 		}
 	}
