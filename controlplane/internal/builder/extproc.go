@@ -169,6 +169,7 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
 				return bad("ExtProcExtensionServiceUnavailable", "%s.GRPCService.ExtensionRef: %s", where, problem)
 			}
+			b.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
 		} else if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 			svc.Timeout = d
 		}

@@ -102,7 +102,7 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 		// without its authorization, or without some of its own routes.
 		return
 	}
-	b.recordRootSources(p, fqdn, secure, hcmAuth)
+	b.recordRootSources(p, fqdn, secure, hcmAuth, scope.proc)
 
 	if secure == nil {
 		m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
@@ -118,6 +118,7 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 	m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), scope.proc)})
 	if vh.TLS.EnableFallbackCertificate {
 		b.addFallback(m, fqdn, routes, scope.proc)
+		b.sources.secrets.add(m.Fallback.Secret, proxyRef(p.Namespace, p.Name))
 	}
 }
 

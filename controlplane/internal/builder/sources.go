@@ -77,8 +77,8 @@ func proxyRef(namespace, name string) objects.Ref {
 
 // recordRootSources notes the objects behind a served root: the virtual
 // host comes from every valid HTTPProxy walked from it; its certificate, client
-// CA and authorization cluster from the root.
-func (b *builder) recordRootSources(p *contourv1.HTTPProxy, fqdn string, secure *ir.SecureVirtualHost, auth *ir.ExtAuth) {
+// CA, authorization cluster and processor cluster from the root.
+func (b *builder) recordRootSources(p *contourv1.HTTPProxy, fqdn string, secure *ir.SecureVirtualHost, auth *ir.ExtAuth, proc procScope) {
 	root := proxyRef(p.Namespace, p.Name)
 	for _, r := range b.sources.walked {
 		// An invalid include contributes no routes.
@@ -94,5 +94,8 @@ func (b *builder) recordRootSources(p *contourv1.HTTPProxy, fqdn string, secure 
 	}
 	if auth != nil {
 		b.sources.clusters.add(auth.Cluster, root)
+	}
+	if proc.own {
+		b.sources.clusters.add(proc.effective.Cluster, root)
 	}
 }

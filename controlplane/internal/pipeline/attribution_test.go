@@ -69,6 +69,40 @@ func TestAttribution(t *testing.T) {
 	}
 }
 
+// The fallback certificate and the processors of hosts and routes are
+// blamed on the HTTPProxies that use them, not only on their Secret or
+// ExtensionService.
+func TestAttributionOfFallbackAndProcessors(t *testing.T) {
+	_, res := runPipeline(t, "testdata/global-ext-proc-rules")
+	attr := pipeline.NewAttribution(res)
+	proxy := func(name string) string {
+		return objects.Ref{Kind: "HTTPProxy", Namespace: "extproc-test", Name: name}.String()
+	}
+	for _, tt := range []struct {
+		typeURL, name string
+		want, none    []string
+	}{
+		{resourcev3.SecretType, "certs/shared-cert", []string{proxy("fallback")}, []string{proxy("tls-own")}},
+		{resourcev3.ClusterType, "extension/extproc-test/extproc-extsvc2", []string{proxy("tls-own"), proxy("tls-long"), proxy("tls-infinite")}, []string{proxy("fallback")}},
+		{resourcev3.ClusterType, "extension/extproc-test/extproc-extsvc3", []string{proxy("http-inherit")}, []string{proxy("tls-own")}},
+	} {
+		var got []string
+		for _, r := range attr.Objects(tt.typeURL, []string{tt.name}, "") {
+			got = append(got, r.String())
+		}
+		for _, w := range tt.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s %s: objects = %v, want %s among them", tt.typeURL, tt.name, got, w)
+			}
+		}
+		for _, w := range tt.none {
+			if slices.Contains(got, w) {
+				t.Errorf("%s %s: objects = %v, want no %s", tt.typeURL, tt.name, got, w)
+			}
+		}
+	}
+}
+
 func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
