@@ -3,10 +3,14 @@ package objects
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -48,67 +52,133 @@ type Skipped struct {
 // Namespaces, cert-manager objects…) are returned as skipped. Unknown fields
 // are not fatal: the object is kept and a warning is recorded for its
 // status. A document that cannot be parsed at all is an error naming it.
+// Documents are decoded in parallel (tens of thousands of objects take
+// seconds to parse) and added in their order.
 func (s *Set) Decode(r io.Reader, source string) ([]Skipped, error) {
-	var skipped []Skipped
+	var docs [][]byte
 	reader := k8syaml.NewYAMLReader(bufio.NewReader(r))
-	for i := 0; ; i++ {
+	var readErr error
+	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return skipped, nil
+			break
 		}
-		where := fmt.Sprintf("%s:%d", source, i+1)
 		if err != nil {
-			return skipped, fmt.Errorf("%s: %w", where, err)
+			readErr = fmt.Errorf("%s:%d: %w", source, len(docs)+1, err)
+			break
 		}
-		if len(bytes.TrimSpace(doc)) == 0 || isOnlyComments(doc) {
-			continue
-		}
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return skipped, fmt.Errorf("%s: %w", where, err)
-		}
-		if meta.Kind == "List" {
-			var list struct {
-				Items []runtime.RawExtension `json:"items"`
+		docs = append(docs, doc)
+	}
+	results := make([]decoded, len(docs))
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(goruntime.GOMAXPROCS(0), len(docs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(docs); i = int(next.Add(1)) - 1 {
+				results[i] = decodeDocument(docs[i], fmt.Sprintf("%s:%d", source, i+1))
 			}
-			if err := yaml.Unmarshal(doc, &list); err != nil {
-				return skipped, fmt.Errorf("%s: %w", where, err)
-			}
-			for j, item := range list.Items {
-				sk, err := s.Decode(bytes.NewReader(item.Raw), fmt.Sprintf("%s[%d]", where, j))
-				skipped = append(skipped, sk...)
-				if err != nil {
-					return skipped, err
-				}
-			}
-			continue
+		})
+	}
+	wg.Wait()
+	var skipped []Skipped
+	for _, d := range results {
+		for _, o := range d.objects {
+			s.addDecoded(o)
 		}
-		obj, gvk, err := strictCodecs.UniversalDeserializer().Decode(doc, nil, nil)
-		var warning string
-		if err != nil && runtime.IsStrictDecodingError(err) && obj != nil {
-			warning = err.Error()
-		} else if err != nil {
-			if runtime.IsNotRegisteredError(err) {
-				skipped = append(skipped, Skipped{Source: where, Kind: meta.APIVersion + "/" + meta.Kind, Reason: "kind not read by portcullis"})
-				continue
+		skipped = append(skipped, d.skipped...)
+		if d.err != nil {
+			return skipped, d.err
+		}
+	}
+	return skipped, readErr
+}
+
+// decoded is what one document holds (several objects for a List). Its
+// objects come before an error found later in the document.
+type decoded struct {
+	objects []decodedObject
+	skipped []Skipped
+	err     error
+}
+
+type decodedObject struct {
+	obj  runtime.Object
+	kind string
+	// warning is the strict decoder's complaint (unknown or duplicate
+	// fields), for the object's status.
+	warning string
+}
+
+// decodeDocument decodes one YAML or JSON document. where names it in
+// messages.
+func decodeDocument(doc []byte, where string) (out decoded) {
+	if len(bytes.TrimSpace(doc)) == 0 || isOnlyComments(doc) {
+		return out
+	}
+	// Converting YAML is most of the work: do it once, then decode JSON.
+	// A document the strict conversion refuses (a duplicate key) goes to
+	// the deserializer as YAML, which reports it as a warning.
+	unmarshal := func(b []byte, v any) error { return yaml.Unmarshal(b, v) }
+	if j, err := yaml.YAMLToJSONStrict(doc); err == nil {
+		doc, unmarshal = j, json.Unmarshal
+	}
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := unmarshal(doc, &meta); err != nil {
+		out.err = fmt.Errorf("%s: %w", where, err)
+		return out
+	}
+	if meta.Kind == "List" {
+		var list struct {
+			Items []runtime.RawExtension `json:"items"`
+		}
+		if err := unmarshal(doc, &list); err != nil {
+			out.err = fmt.Errorf("%s: %w", where, err)
+			return out
+		}
+		for j, item := range list.Items {
+			d := decodeDocument(item.Raw, fmt.Sprintf("%s[%d]", where, j))
+			out.objects = append(out.objects, d.objects...)
+			out.skipped = append(out.skipped, d.skipped...)
+			if d.err != nil {
+				out.err = d.err
+				return out
 			}
-			return skipped, fmt.Errorf("%s: %w", where, err)
 		}
-		if !s.add(obj) {
-			skipped = append(skipped, Skipped{Source: where, Kind: gvk.GroupVersion().String() + "/" + gvk.Kind, Reason: "kind not read by portcullis"})
-			continue
+		return out
+	}
+	obj, gvk, err := strictCodecs.UniversalDeserializer().Decode(doc, nil, nil)
+	var warning string
+	if err != nil && runtime.IsStrictDecodingError(err) && obj != nil {
+		warning = err.Error()
+	} else if err != nil {
+		if runtime.IsNotRegisteredError(err) {
+			out.skipped = append(out.skipped, Skipped{Source: where, Kind: meta.APIVersion + "/" + meta.Kind, Reason: "kind not read by portcullis"})
+			return out
 		}
-		if warning != "" {
-			m := obj.(namespacedName)
-			if s.Warnings == nil {
-				s.Warnings = map[Ref][]string{}
-			}
-			ref := Ref{Kind: gvk.Kind, Namespace: m.GetNamespace(), Name: m.GetName()}
-			s.Warnings[ref] = append(s.Warnings[ref], strings.TrimPrefix(warning, "strict decoding error: "))
+		out.err = fmt.Errorf("%s: %w", where, err)
+		return out
+	}
+	if !readKind(obj) {
+		out.skipped = append(out.skipped, Skipped{Source: where, Kind: gvk.GroupVersion().String() + "/" + gvk.Kind, Reason: "kind not read by portcullis"})
+		return out
+	}
+	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, warning: warning})
+	return out
+}
+
+// addDecoded files a decoded object in its list, with its warning.
+func (s *Set) addDecoded(o decodedObject) {
+	s.add(o.obj)
+	if o.warning != "" {
+		m := o.obj.(namespacedName)
+		if s.Warnings == nil {
+			s.Warnings = map[Ref][]string{}
 		}
+		ref := Ref{Kind: o.kind, Namespace: m.GetNamespace(), Name: m.GetName()}
+		s.Warnings[ref] = append(s.Warnings[ref], strings.TrimPrefix(o.warning, "strict decoding error: "))
 	}
 }
 
@@ -120,6 +190,16 @@ func isOnlyComments(doc []byte) bool {
 		}
 	}
 	return true
+}
+
+// readKind reports whether obj is of a kind the control plane reads.
+func readKind(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
+		*corev1.Secret, *corev1.Service, *discoveryv1.EndpointSlice:
+		return true
+	}
+	return false
 }
 
 // add files a decoded object in its list; false for kinds not read.

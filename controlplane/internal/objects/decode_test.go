@@ -1,0 +1,137 @@
+package objects
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name         string
+		in           string
+		wantProxies  []string // namespace/name, in order
+		wantServices int
+		wantSkipped  []string // source: kind
+		wantWarnings map[string]string
+		wantErr      string
+	}{
+		{name: "defaults the namespace and keeps order", in: `
+kind: HTTPProxy
+apiVersion: projectcontour.io/v1
+metadata: {name: b}
+---
+# a comment only
+---
+{"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {"name": "a", "namespace": "team"}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+`, wantProxies: []string{"default/b", "team/a"}, wantServices: 1},
+		{name: "skips kinds it does not read", in: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+`, wantSkipped: []string{"in.yaml:1: apps/v1/Deployment", "in.yaml:2: example.com/v1/Widget"}},
+		{name: "an unknown field is a warning, the object is kept", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p}
+spec: {virtualhost: {fqdn: a.example.com, timeout: 1s}}
+`, wantProxies: []string{"default/p"}, wantWarnings: map[string]string{"HTTPProxy default/p": `unknown field "spec.virtualhost.timeout"`}},
+		{name: "a duplicate key is a warning, the object is kept", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p}
+spec:
+  virtualhost: {fqdn: a.example.com}
+  virtualhost: {fqdn: b.example.com}
+`, wantProxies: []string{"default/p"}, wantWarnings: map[string]string{"HTTPProxy default/p": `key "virtualhost" already set in map`}},
+		{name: "lists are expanded", in: `
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: projectcontour.io/v1, kind: HTTPProxy, metadata: {name: first}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+- {apiVersion: projectcontour.io/v1, kind: HTTPProxy, metadata: {name: second}}
+`, wantProxies: []string{"default/first", "default/second"}, wantSkipped: []string{"in.yaml:1[1]: v1/ConfigMap"}},
+		{name: "a broken document is an error naming it, after the objects before it", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: ok}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: [broken
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: after}
+`, wantProxies: []string{"default/ok"}, wantErr: "in.yaml:2: "},
+		{name: "a wrong type is an error", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p}
+spec: {routes: 5}
+`, wantErr: "in.yaml:1: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s Set
+			skipped, err := s.Decode(strings.NewReader(tt.in), "in.yaml")
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
+				t.Fatalf("error = %v, want %q", err, tt.wantErr)
+			}
+			var proxies []string
+			for _, p := range s.HTTPProxies {
+				proxies = append(proxies, p.Namespace+"/"+p.Name)
+			}
+			if fmt.Sprint(proxies) != fmt.Sprint(tt.wantProxies) {
+				t.Errorf("proxies = %v, want %v", proxies, tt.wantProxies)
+			}
+			if len(s.Services) != tt.wantServices {
+				t.Errorf("%d services, want %d", len(s.Services), tt.wantServices)
+			}
+			var sk []string
+			for _, k := range skipped {
+				sk = append(sk, k.Source+": "+k.Kind)
+			}
+			if fmt.Sprint(sk) != fmt.Sprint(tt.wantSkipped) {
+				t.Errorf("skipped = %v, want %v", sk, tt.wantSkipped)
+			}
+			if len(s.Warnings) != len(tt.wantWarnings) {
+				t.Errorf("warnings = %v, want %v", s.Warnings, tt.wantWarnings)
+			}
+			for ref, ws := range s.Warnings {
+				if want, ok := tt.wantWarnings[ref.String()]; !ok || len(ws) != 1 || !strings.Contains(ws[0], want) {
+					t.Errorf("warnings of %s = %q, want one containing %q", ref, ws, want)
+				}
+			}
+		})
+	}
+}
+
+// Many documents are decoded in parallel and still added in order.
+func TestDecodeKeepsOrder(t *testing.T) {
+	var in strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&in, "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: p%d}\n---\n", i)
+	}
+	var s Set
+	if _, err := s.Decode(strings.NewReader(in.String()), "many.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range s.HTTPProxies {
+		if want := fmt.Sprintf("p%d", i); p.Name != want {
+			t.Fatalf("proxy %d is %s, want %s", i, p.Name, want)
+		}
+	}
+	if len(s.HTTPProxies) != 500 {
+		t.Fatalf("%d proxies, want 500", len(s.HTTPProxies))
+	}
+}
