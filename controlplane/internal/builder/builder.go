@@ -92,11 +92,23 @@ type builder struct {
 	sources *sourceTracker
 	// parsedTLS caches tlsSecret's checks by Secret.
 	parsedTLS map[types.NamespacedName]parsedSecret
+	// memo holds the roots of the previous build (nil: none); cur is the
+	// output of the root being built (nil outside roots).
+	memo *Memo
+	cur  *rootOut
+	// rootSources are the sources of each root (b.sources holds the rest).
+	rootSources []*sourceTracker
 }
 
 // Build computes the model and the status findings for one snapshot.
-func Build(in *objects.Set, opts Options) *Result {
+func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts, nil) }
+
+// BuildCached is Build reusing the output of roots whose inputs are
+// unchanged since the previous build with memo (see Memo; nil for none).
+// `portcullis serve` keeps one across rebuilds; the result is Build's.
+func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	b := &builder{
+		memo:       memo,
 		opts:       opts,
 		in:         in,
 		secrets:    map[types.NamespacedName]*corev1.Secret{},
@@ -115,10 +127,11 @@ func Build(in *objects.Set, opts Options) *Result {
 	b.buildExtensions()
 	b.buildDelegations()
 	b.buildGlobals(model)
+	b.startMemo()
 	b.buildProxies(model)
 	b.finish(model)
 
-	res := &Result{Model: model, Sources: b.sources.result()}
+	res := &Result{Model: model, Sources: &Sources{parts: append([]*sourceTracker{b.sources}, b.rootSources...)}}
 	for _, p := range []*status.Problem{b.global.authProblem, b.global.procProblem} {
 		if p != nil {
 			res.Unavailable = append(res.Unavailable, *p)

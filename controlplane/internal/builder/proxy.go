@@ -40,26 +40,39 @@ type authScope struct {
 
 func (b *builder) buildProxies(m *ir.Model) {
 	fqdns := map[string][]types.NamespacedName{}
-	var roots []*contourv1.HTTPProxy
+	var rootList []*contourv1.HTTPProxy
 	for _, p := range b.in.HTTPProxies {
 		if _, ok := b.proxies[nn(p.Namespace, p.Name)]; !ok || p.Spec.VirtualHost == nil {
 			continue
 		}
-		roots = append(roots, p)
+		rootList = append(rootList, p)
 		f := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 		fqdns[f] = append(fqdns[f], nn(p.Namespace, p.Name))
 	}
-	for _, p := range roots {
-		st := b.proxyStatus(p)
+	roots := make(map[types.NamespacedName]*rootOut, len(rootList))
+	for _, p := range rootList {
+		dup := ""
 		if others := fqdns[strings.ToLower(p.Spec.VirtualHost.Fqdn)]; len(others) > 1 {
 			var names []string
 			for _, o := range others {
 				names = append(names, o.String())
 			}
-			st.AddError(contourv1.ConditionTypeVirtualHostError, "DuplicateVhost",
-				fmt.Sprintf("fqdn %q is used in multiple HTTPProxies: %s", p.Spec.VirtualHost.Fqdn, strings.Join(names, ", ")))
+			dup = fmt.Sprintf("fqdn %q is used in multiple HTTPProxies: %s", p.Spec.VirtualHost.Fqdn, strings.Join(names, ", "))
 		}
-		b.buildRoot(m, p, st)
+		out := b.reusable(p, dup)
+		if out == nil {
+			out = b.rootBuild(p, dup)
+			if b.memo != nil {
+				b.memo.Misses++
+			}
+		} else {
+			b.memo.Hits++
+		}
+		b.apply(m, out)
+		roots[nn(p.Namespace, p.Name)] = out
+	}
+	if b.memo != nil {
+		b.memo.roots = roots
 	}
 	// HTTPProxies with no virtual host that no root reached.
 	for _, p := range b.in.HTTPProxies {
@@ -71,7 +84,8 @@ func (b *builder) buildProxies(m *ir.Model) {
 	}
 }
 
-func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Object) {
+// buildRoot builds one root and what it includes into out (see rootBuild).
+func (b *builder) buildRoot(out *rootOut, p *contourv1.HTTPProxy, st *status.Object) {
 	vh := p.Spec.VirtualHost
 	b.visited[nn(p.Namespace, p.Name)] = true
 	if len(b.opts.RootNamespaces) > 0 && !slices.Contains(b.opts.RootNamespaces, p.Namespace) {
@@ -105,20 +119,22 @@ func (b *builder) buildRoot(m *ir.Model, p *contourv1.HTTPProxy, st *status.Obje
 	b.recordRootSources(p, fqdn, secure, hcmAuth, scope.proc)
 
 	if secure == nil {
-		m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
+		out.insecure = append(out.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
 		return
 	}
 	secure.FQDN = fqdn
 	secure.Routes = irRoutes(routes, false)
 	secure.Auth = hcmAuth
 	secure.ExtProc = scope.proc.effective
-	m.Secure = append(m.Secure, secure)
+	out.secure = secure
 	// On the HTTP listener, a TLS host redirects to HTTPS, except the
 	// routes that permit insecure access.
-	m.Insecure = append(m.Insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), scope.proc)})
+	out.insecure = append(out.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), scope.proc)})
 	if vh.TLS.EnableFallbackCertificate {
-		b.addFallback(m, fqdn, routes, scope.proc)
-		b.sources.secrets.add(m.Fallback.Secret, proxyRef(p.Namespace, p.Name))
+		// secureHost checked that the fallback Secret resolves.
+		out.fallbackSecret, _ = b.tlsSecret(b.opts.FallbackCertificate, splitRef(b.opts.FallbackCertificate, "").Namespace)
+		out.fallback = &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, false), scope.proc)}
+		b.sources.secrets.add(out.fallbackSecret, proxyRef(p.Namespace, p.Name))
 	}
 }
 
@@ -148,15 +164,6 @@ func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authSc
 		hostPolicy = a.AuthPolicy
 	}
 	return authScope{enabled: true, global: true, policy: mergePolicy(b.global.authPolicy, hostPolicy)}, b.global.auth
-}
-
-func (b *builder) addFallback(m *ir.Model, fqdn string, routes []route, proc procScope) {
-	if m.Fallback == nil {
-		// secureHost checked that the fallback Secret resolves.
-		name, _ := b.tlsSecret(b.opts.FallbackCertificate, splitRef(b.opts.FallbackCertificate, "").Namespace)
-		m.Fallback = &ir.FallbackChain{Secret: name}
-	}
-	m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, false), proc)})
 }
 
 // secureHost validates spec.virtualhost.tls; nil when the host has none.

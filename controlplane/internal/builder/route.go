@@ -59,8 +59,8 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 			continue
 		}
 		seen[ck] = i
-		child, ok := b.proxies[childKey]
-		if !ok {
+		child := b.lookupProxy(childKey)
+		if child == nil {
 			st.AddError(contourv1.ConditionTypeIncludeError, "IncludeNotFound", fmt.Sprintf("%s: include %s not found", where, childKey))
 			continue
 		}

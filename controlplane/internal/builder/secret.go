@@ -33,16 +33,21 @@ func (b *builder) tlsSecret(ref, namespace string) (string, error) {
 	if key.Namespace != namespace && !b.delegated(key, namespace) {
 		return "", errNotDelegated
 	}
-	// Thousands of hosts often share one certificate: parse it once.
-	if r, ok := b.parsedTLS[key]; ok {
-		return r.name, r.err
+	// Thousands of hosts often share one certificate: parse it once. The
+	// lookup is still a root's input (parsedTLS is for one build).
+	s := b.lookupSecret(key)
+	r, ok := b.parsedTLS[key]
+	if !ok {
+		r.name, r.err = b.parseTLSSecret(key, s)
+		if b.parsedTLS == nil {
+			b.parsedTLS = map[types.NamespacedName]parsedSecret{}
+		}
+		b.parsedTLS[key] = r
 	}
-	name, err := b.parseTLSSecret(key)
-	if b.parsedTLS == nil {
-		b.parsedTLS = map[types.NamespacedName]parsedSecret{}
+	if r.err == nil {
+		b.usedSecret(r.name)
 	}
-	b.parsedTLS[key] = parsedSecret{name, err}
-	return name, err
+	return r.name, r.err
 }
 
 // parsedSecret is the outcome of checking one TLS Secret.
@@ -51,9 +56,8 @@ type parsedSecret struct {
 	err  error
 }
 
-func (b *builder) parseTLSSecret(key types.NamespacedName) (string, error) {
-	s, ok := b.secrets[key]
-	if !ok {
+func (b *builder) parseTLSSecret(key types.NamespacedName, s *corev1.Secret) (string, error) {
+	if s == nil {
 		return "", errSecretNotFound
 	}
 	cert, keyPEM := secretData(s, corev1.TLSCertKey), secretData(s, corev1.TLSPrivateKeyKey)
@@ -77,8 +81,8 @@ func (b *builder) caSecret(ref, namespace string) (string, error) {
 	if key.Namespace != namespace && !b.delegated(key, namespace) {
 		return "", fmt.Errorf("CA Secret %q: %w", key.String(), errNotDelegated)
 	}
-	s, ok := b.secrets[key]
-	if !ok {
+	s := b.lookupSecret(key)
+	if s == nil {
 		return "", fmt.Errorf("CA Secret %q not found", key.String())
 	}
 	ca := secretData(s, CAKey)
@@ -87,6 +91,7 @@ func (b *builder) caSecret(ref, namespace string) (string, error) {
 	}
 	name := key.Namespace + "/" + key.Name + "/" + CAKey
 	b.secretsO[name] = &ir.Secret{Name: name, CA: ca}
+	b.usedSecret(name)
 	return name, nil
 }
 

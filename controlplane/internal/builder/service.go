@@ -30,8 +30,8 @@ type backend struct {
 // and its ready endpoints. The error says what is wrong in words for a
 // status message.
 func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, error) {
-	svc, ok := b.services[key]
-	if !ok {
+	svc := b.lookupService(key)
+	if svc == nil {
 		return nil, fmt.Errorf("Service %q not found", key.String())
 	}
 	var sp *corev1.ServicePort
@@ -65,7 +65,7 @@ func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, 
 // of them, ready or not.
 func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
 	seen := map[string]bool{}
-	for _, slice := range b.slices[key] {
+	for _, slice := range b.lookupSlices(key) {
 		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
 		}
@@ -121,6 +121,7 @@ func (b *builder) clusterFor(prefix string, be *backend, protocol ir.Protocol, v
 
 func (b *builder) addCluster(name string, bes []*backend, weights []uint32, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
 	if c, ok := b.clusters[name]; ok {
+		b.usedCluster(c)
 		return c
 	}
 	c := &ir.Cluster{Name: name, Protocol: protocol, Validation: v, LBPolicy: lb, IdleTimeout: idle}
@@ -155,6 +156,7 @@ func (b *builder) addCluster(name string, bes []*backend, weights []uint32, prot
 		}
 	}
 	b.clusters[name] = c
+	b.usedCluster(c)
 	return c
 }
 

@@ -3,6 +3,7 @@ package builder
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -12,15 +13,39 @@ import (
 // Sources records which objects each part of the model came from, so that
 // what Envoy later says about a resource (a rejection) can be reported on
 // the objects behind it. It is a side table: the model itself does not
-// carry it, and the translator never reads it.
+// carry it, and the translator never reads it. The tables are put together
+// on first use from what the build recorded (one part per root, and one
+// for the rest): only a rejection needs them, and merging them on every
+// build would cost more than a build that reuses its roots.
 type Sources struct {
-	// VirtualHosts, by FQDN: the root HTTPProxy and those it includes.
-	VirtualHosts map[string][]objects.Ref
-	// Clusters, by cluster name: the HTTPProxies whose routes or
-	// authorization use it, and the ExtensionService it stands for.
-	Clusters map[string][]objects.Ref
-	// Secrets, by SDS secret name: the objects that use it.
-	Secrets map[string][]objects.Ref
+	parts []*sourceTracker
+	once  sync.Once
+	// vhosts by FQDN: the root HTTPProxy and those it includes. clusters
+	// by cluster name: the HTTPProxies whose routes, authorization or
+	// processing use it, and the ExtensionService it stands for. secrets
+	// by SDS secret name: the objects that use it.
+	vhosts, clusters, secrets map[string][]objects.Ref
+}
+
+// VirtualHosts returns the objects behind each virtual host, by FQDN.
+func (s *Sources) VirtualHosts() map[string][]objects.Ref { s.merge(); return s.vhosts }
+
+// Clusters returns the objects behind each cluster, by name.
+func (s *Sources) Clusters() map[string][]objects.Ref { s.merge(); return s.clusters }
+
+// Secrets returns the objects behind each SDS secret, by name.
+func (s *Sources) Secrets() map[string][]objects.Ref { s.merge(); return s.secrets }
+
+func (s *Sources) merge() {
+	s.once.Do(func() {
+		all := newSourceTracker()
+		for _, p := range s.parts {
+			all.vhosts.addAll(p.vhosts)
+			all.clusters.addAll(p.clusters)
+			all.secrets.addAll(p.secrets)
+		}
+		s.vhosts, s.clusters, s.secrets = all.vhosts.sorted(), all.clusters.sorted(), all.secrets.sorted()
+	})
 }
 
 // sourceSet collects sources without duplicates (a Service can back the
@@ -67,8 +92,12 @@ func newSourceTracker() *sourceTracker {
 	return &sourceTracker{vhosts: sourceSet{}, clusters: sourceSet{}, secrets: sourceSet{}}
 }
 
-func (t *sourceTracker) result() *Sources {
-	return &Sources{VirtualHosts: t.vhosts.sorted(), Clusters: t.clusters.sorted(), Secrets: t.secrets.sorted()}
+func (s sourceSet) addAll(o sourceSet) {
+	for key, refs := range o {
+		for r := range refs {
+			s.add(key, r)
+		}
+	}
 }
 
 func proxyRef(namespace, name string) objects.Ref {

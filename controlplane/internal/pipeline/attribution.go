@@ -3,6 +3,7 @@ package pipeline
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -15,8 +16,11 @@ import (
 // Attribution maps the Envoy resources of one result back to the objects
 // they came from, so that a rejection by Envoy (an ADS NACK) can be shown
 // on the HTTPProxies or ExtensionServices behind it. It is a pure side
-// table of a Result.
+// table of a Result, computed on first use: most builds are never
+// rejected.
 type Attribution struct {
+	result *Result
+	once   sync.Once
 	// direct maps type URL -> resource name -> objects, for resources that
 	// come from one place (clusters, endpoints, secrets).
 	direct map[string]map[string][]objects.Ref
@@ -30,21 +34,22 @@ type Attribution struct {
 	merged map[string][]string
 }
 
-// NewAttribution computes the attribution of a result.
-func NewAttribution(r *Result) *Attribution {
+// NewAttribution returns the attribution of a result.
+func NewAttribution(r *Result) *Attribution { return &Attribution{result: r} }
+
+func (a *Attribution) compute() {
+	r := a.result
 	src := r.Build.Sources
 	if src == nil {
 		src = &builder.Sources{}
 	}
-	a := &Attribution{
-		direct: map[string]map[string][]objects.Ref{
-			resourcev3.ClusterType:  src.Clusters,
-			resourcev3.EndpointType: src.Clusters,
-			resourcev3.SecretType:   src.Secrets,
-		},
-		hosts:  map[string]map[string][]string{resourcev3.ListenerType: {}, resourcev3.RouteType: {}},
-		vhosts: src.VirtualHosts,
+	a.direct = map[string]map[string][]objects.Ref{
+		resourcev3.ClusterType:  src.Clusters(),
+		resourcev3.EndpointType: src.Clusters(),
+		resourcev3.SecretType:   src.Secrets(),
 	}
+	a.hosts = map[string]map[string][]string{resourcev3.ListenerType: {}, resourcev3.RouteType: {}}
+	a.vhosts = src.VirtualHosts()
 	m := r.Build.Model
 	var insecure, secure, fallback []string
 	for _, vh := range m.Insecure {
@@ -83,7 +88,6 @@ func NewAttribution(r *Result) *Attribution {
 			}
 		}
 	}
-	return a
 }
 
 // Objects returns the objects behind the named resources of one type that
@@ -92,6 +96,7 @@ func NewAttribution(r *Result) *Attribution {
 // names any, else all of them (all are affected: Envoy keeps the old
 // resource).
 func (a *Attribution) Objects(typeURL string, names []string, message string) []objects.Ref {
+	a.once.Do(a.compute)
 	seen := map[objects.Ref]bool{}
 	var out []objects.Ref
 	add := func(refs []objects.Ref) {

@@ -64,7 +64,7 @@ func TestAttribution(t *testing.T) {
 			}
 		})
 	}
-	if len(res.Build.Sources.VirtualHosts) == 0 || !strings.Contains(strings.Join(keys(res.Build.Sources.Clusters), " "), "extension/") {
+	if len(res.Build.Sources.VirtualHosts()) == 0 || !strings.Contains(strings.Join(keys(res.Build.Sources.Clusters()), " "), "extension/") {
 		t.Errorf("sources = %+v, want virtual hosts and extension clusters", res.Build.Sources)
 	}
 }

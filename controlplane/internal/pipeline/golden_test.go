@@ -82,6 +82,17 @@ func runCase(t *testing.T, dir string) []byte {
 // options.yaml and config.yaml) through the pipeline.
 func runPipeline(t *testing.T, dir string) (*objects.Set, *pipeline.Result) {
 	t.Helper()
+	opts := pipelineOptions(t, dir)
+	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, pipeline.Run(set, opts)
+}
+
+// pipelineOptions reads a case's options.yaml and config.yaml.
+func pipelineOptions(t *testing.T, dir string) pipeline.Options {
+	t.Helper()
 	opts := pipeline.Options{Translator: translator.DefaultOptions()}
 	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
 		var co caseOptions
@@ -99,11 +110,7 @@ func runPipeline(t *testing.T, dir string) (*objects.Set, *pipeline.Result) {
 		}
 		opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc = cfg.GlobalExtAuth, cfg.GlobalExtProc
 	}
-	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set, pipeline.Run(set, opts)
+	return opts
 }
 
 func fileExists(path string) bool {

@@ -38,12 +38,26 @@ type Result struct {
 // Run builds and translates one snapshot.
 func Run(in *objects.Set, opts Options) *Result { return RunCached(in, opts, nil) }
 
-// RunCached is Run reusing the translations of unchanged TLS virtual hosts
-// from c (see translator.Cache; nil for none). `portcullis serve` keeps one
-// across rebuilds; the result is Run's.
-func RunCached(in *objects.Set, opts Options, c *translator.Cache) *Result {
-	b := builder.Build(in, opts.Builder)
-	return &Result{Build: b, Resources: translator.TranslateCached(b.Model, opts.Translator, c)}
+// Cache is what a rebuild reuses from the previous one: the output of
+// unchanged roots (builder.Memo) and the translation of unchanged TLS
+// virtual hosts (translator.Cache). For one goroutine at a time.
+type Cache struct {
+	Build     *builder.Memo
+	Translate *translator.Cache
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{Build: builder.NewMemo(), Translate: translator.NewCache()} }
+
+// RunCached is Run reusing what it can from the previous run with c (nil
+// for none). `portcullis serve` keeps one across rebuilds; the result is
+// Run's.
+func RunCached(in *objects.Set, opts Options, c *Cache) *Result {
+	if c == nil {
+		c = &Cache{}
+	}
+	b := builder.BuildCached(in, opts.Builder, c.Build)
+	return &Result{Build: b, Resources: translator.TranslateCached(b.Model, opts.Translator, c.Translate)}
 }
 
 // ObjectStatus is the rendered status of one object.

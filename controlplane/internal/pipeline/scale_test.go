@@ -80,3 +80,49 @@ func BenchmarkPipeline(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPipelineChange measures one rebuild after a change to one root at
+// 10,000 roots, as `portcullis serve` runs it (with the caches of the
+// previous build) and without caches (as `portcullis translate` runs).
+func BenchmarkPipelineChange(b *testing.B) {
+	set := scaleSet(b, 10000)
+	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	var roots []int
+	for i, p := range set.HTTPProxies {
+		if p.Spec.VirtualHost != nil {
+			roots = append(roots, i)
+		}
+	}
+	// change returns set with root i changed (a new object, as providers
+	// hand out).
+	change := func(set *objects.Set, i int) *objects.Set {
+		next := *set
+		next.HTTPProxies = append([]*contourv1.HTTPProxy(nil), set.HTTPProxies...)
+		j := roots[i%len(roots)]
+		p := next.HTTPProxies[j].DeepCopy()
+		p.Spec.Routes[0].Conditions[0].Prefix = fmt.Sprintf("/changed-%d", i)
+		next.HTTPProxies[j] = p
+		return &next
+	}
+	b.Run("cached", func(b *testing.B) {
+		cache := pipeline.NewCache()
+		cur := set
+		pipeline.RunCached(cur, opts, cache)
+		i := 0
+		for b.Loop() {
+			i++
+			cur = change(cur, i)
+			pipeline.RunCached(cur, opts, cache)
+		}
+		if cache.Build.Misses != 1 || cache.Translate.Misses != 1 {
+			b.Fatalf("roots built %d, hosts translated %d; want 1 and 1", cache.Build.Misses, cache.Translate.Misses)
+		}
+	})
+	b.Run("fresh", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			pipeline.Run(change(set, i), opts)
+		}
+	})
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
 
@@ -81,15 +80,15 @@ type Server struct {
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
 	lastFullPass time.Time
-	// translations holds the TLS virtual hosts' translations of the last
-	// build (loop goroutine only): a change translates only what changed.
-	translations *translator.Cache
+	// cache holds what the last build can lend the next (loop goroutine
+	// only): a change builds and translates only what changed.
+	cache *pipeline.Cache
 }
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
-		toWrite: make(chan []pipeline.ObjectStatus, 1), translations: translator.NewCache()}
+		toWrite: make(chan []pipeline.ObjectStatus, 1), cache: pipeline.NewCache()}
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -202,7 +201,7 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 
 func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	start := time.Now()
-	res := pipeline.RunCached(set, s.cfg.Pipeline, s.translations)
+	res := pipeline.RunCached(set, s.cfg.Pipeline, s.cache)
 	built := time.Since(start)
 	s.metrics.translate.Observe(built.Seconds())
 	version, err := s.xds.Update(ctx, res.Resources)
@@ -224,7 +223,8 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	}
 	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
 		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond),
-		"pipeline", built.Round(time.Microsecond), "hostsReused", s.translations.Hits, "hostsTranslated", s.translations.Misses)
+		"pipeline", built.Round(time.Microsecond), "rootsReused", s.cache.Build.Hits, "rootsBuilt", s.cache.Build.Misses,
+		"hostsReused", s.cache.Translate.Hits, "hostsTranslated", s.cache.Translate.Misses)
 	s.reportGlobal(res.Build)
 	s.publishStatus(ctx)
 }
