@@ -19,18 +19,61 @@ import (
 // time; the zero value is not usable, use NewCache.
 type Cache struct {
 	hosts map[string]cachedHost
+	// vhosts holds the routes of the virtual hosts of shared route
+	// configurations (the HTTP listener's, the fallback chain's), by IR
+	// pointer: the builder's Memo hands an unchanged root's virtual hosts
+	// to the next build as the same pointers. next collects those of the
+	// translation in progress.
+	vhosts, next map[*ir.VirtualHost]vhostRoutes
 	// Hits and Misses count the hosts of the last translation.
 	Hits, Misses int
 }
 
 type cachedHost struct {
+	// src is the host translated, in its IR copy: a model is never
+	// modified once built, and builder.Memo hands the same host to the
+	// next build when its root is unchanged, so the same pointer is the
+	// same host without comparing.
+	src   *ir.SecureVirtualHost
 	in    ir.SecureVirtualHost
 	route *routev3.RouteConfiguration
 	chain *listenerv3.FilterChain
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{hosts: map[string]cachedHost{}} }
+func NewCache() *Cache {
+	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[*ir.VirtualHost]vhostRoutes{}, next: map[*ir.VirtualHost]vhostRoutes{}}
+}
+
+// vhostRoutes returns the cached routes of vh for an HCM with these
+// filters. Safe for concurrent readers.
+func (c *Cache) vhostRoutes(vh *ir.VirtualHost, withAuth, withProc bool) (vhostRoutes, bool) {
+	if c == nil {
+		return vhostRoutes{}, false
+	}
+	t, ok := c.vhosts[vh]
+	return t, ok && t.withAuth == withAuth && t.withProc == withProc
+}
+
+// keepVHostRoutes keeps the routes of this translation's virtual hosts for
+// the next one.
+func (c *Cache) keepVHostRoutes(vhs []*ir.VirtualHost, routes []vhostRoutes) {
+	if c == nil {
+		return
+	}
+	for i, vh := range vhs {
+		c.next[vh] = routes[i]
+	}
+}
+
+// commitVHosts ends a translation: the virtual hosts it did not use are
+// forgotten.
+func (c *Cache) commitVHosts() {
+	if c == nil {
+		return
+	}
+	c.vhosts, c.next = c.next, map[*ir.VirtualHost]vhostRoutes{}
+}
 
 // lookup returns the cached translation of vh, if its IR is unchanged.
 // Safe for concurrent readers (the map is only replaced, in commit).
@@ -39,9 +82,10 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 		return cachedHost{}, false
 	}
 	e, ok := c.hosts[vh.FQDN]
-	if !ok || !reflect.DeepEqual(e.in, *vh) {
+	if !ok || e.src != vh && !reflect.DeepEqual(e.in, *vh) {
 		return cachedHost{}, false
 	}
+	e.src = vh
 	return e, true
 }
 
@@ -52,8 +96,9 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 		return e, true
 	}
 	return cachedHost{
+		src:   vh,
 		in:    *vh,
-		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil),
+		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil, nil),
 		chain: filterChain(vh),
 	}, false
 }

@@ -18,25 +18,53 @@ import (
 
 // routeConfig builds one RDS resource. withAuth and withProc say whether
 // the HCM that uses it has an ext_authz and an ext_proc filter, which makes
-// per-route settings meaningful.
-func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool) *routev3.RouteConfiguration {
+// per-route settings meaningful. c, when not nil, lends the routes of
+// virtual hosts translated by the previous translation (see Cache).
+func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, c *Cache) *routev3.RouteConfiguration {
 	rc := &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
 	rc.VirtualHosts = make([]*routev3.VirtualHost, len(sorted))
+	translated := make([]vhostRoutes, len(sorted))
 	each(len(sorted), func(i int) {
 		vh := sorted[i]
-		v := &routev3.VirtualHost{
-			Name:    vh.FQDN,
-			Domains: domains(vh.FQDN),
+		t, ok := c.vhostRoutes(vh, withAuth, withProc)
+		if !ok {
+			t = vhostRoutes{withAuth: withAuth, withProc: withProc}
+			for _, r := range vh.Routes {
+				t.routes = append(t.routes, route(r, withAuth, withProc))
+			}
+			t.key = routesKey(vh.FQDN, t.routes)
 		}
-		for _, r := range vh.Routes {
-			v.Routes = append(v.Routes, route(r, withAuth, withProc))
-		}
-		rc.VirtualHosts[i] = v
+		translated[i] = t
+		// A new VirtualHost each time: mergeIdentical adds domains to it.
+		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN), Routes: t.routes}
 	})
-	rc.VirtualHosts = mergeIdentical(rc.VirtualHosts)
+	c.keepVHostRoutes(sorted, translated)
+	keys := make([]string, len(translated))
+	for i, t := range translated {
+		keys[i] = t.key
+	}
+	rc.VirtualHosts = mergeIdentical(rc.VirtualHosts, keys)
 	return rc
+}
+
+// vhostRoutes is the translation of one virtual host's routes.
+type vhostRoutes struct {
+	withAuth, withProc bool
+	routes             []*routev3.Route
+	// key is the same for the same routes (see mergeIdentical).
+	key string
+}
+
+// routesKey is the deterministic encoding of routes, or, if they cannot be
+// encoded, a key no encoding has (never merged).
+func routesKey(fqdn string, routes []*routev3.Route) string {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{Routes: routes})
+	if err != nil {
+		return "unmarshallable/" + fqdn
+	}
+	return string(b)
 }
 
 // mergeIdentical turns virtual hosts whose routes are identical into one
@@ -46,21 +74,12 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool) 
 // of every TLS host are HTTPS redirects and many hosts have the same
 // paths, Envoy has far fewer routes to build each time one host changes.
 // Domains are unique across the virtual hosts (one root per FQDN), so a
-// domain never moves to a different set of routes.
-func mergeIdentical(vhs []*routev3.VirtualHost) []*routev3.VirtualHost {
+// domain never moves to a different set of routes. keys[i] is routesKey of
+// vhs[i]'s routes.
+func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) []*routev3.VirtualHost {
 	if len(vhs) < 2 {
 		return vhs
 	}
-	keys := make([]string, len(vhs))
-	each(len(vhs), func(i int) {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{Routes: vhs[i].Routes})
-		if err != nil {
-			// Never merged: a key no marshalled message has.
-			keys[i] = "unmarshallable/" + vhs[i].Name
-			return
-		}
-		keys[i] = string(b)
-	})
 	first := make(map[string]*routev3.VirtualHost, len(vhs))
 	out := make([]*routev3.VirtualHost, 0, len(vhs))
 	for i, v := range vhs {

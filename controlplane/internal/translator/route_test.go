@@ -62,7 +62,7 @@ func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := routeConfig("test", tc.hosts, false, false)
+			rc := routeConfig("test", tc.hosts, false, false, nil)
 			got := map[string][]string{}
 			for _, vh := range rc.VirtualHosts {
 				for _, d := range vh.Domains {

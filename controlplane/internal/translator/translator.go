@@ -82,11 +82,12 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Listeners = append(r.Listeners, l)
 	}
 
-	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil, m.GlobalExtProc != nil))
+	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil, m.GlobalExtProc != nil, c))
 	r.Routes = append(r.Routes, secure...)
 	if m.Fallback != nil {
-		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil, m.GlobalExtProc != nil))
+		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil, m.GlobalExtProc != nil, c))
 	}
+	c.commitVHosts()
 
 	for _, c := range m.Clusters {
 		r.Clusters = append(r.Clusters, cluster(c))
