@@ -314,6 +314,7 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 		before := k.eventuallyProxy(t, ns, "valid", want{status: metav1.ConditionTrue, reason: "Valid"})
 		ext := k.eventuallyExtension(t, ns, "auth", want{status: metav1.ConditionTrue, reason: "Valid"})
 		writes := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_status_writes_total")
+		reused := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_roots_reused_total")
 		// Unrelated changes: each triggers a rebuild; the marker's status
 		// proves the rebuilds (and their status writes) happened.
 		k.apply(t, clusterIPService(ns, "unrelated", "http", 80))
@@ -343,6 +344,15 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 		// cost one retry; rewriting the unchanged ones would cost a dozen.
 		if d := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_status_writes_total") - writes; d < 1 || d > 2 {
 			t.Errorf("%v status writes for one changed status", d)
+		}
+		// The roots whose objects did not change were not built again:
+		// the informers hand out the same objects (builder.Memo). One or
+		// two rebuilds (the debounce may join them); a root whose status
+		// write lands meanwhile is a new object and is built again, so
+		// count at least the four unchanged roots (valid, multi,
+		// undelegated, delegated) once.
+		if d := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_roots_reused_total") - reused; d < 4 {
+			t.Errorf("%v roots reused by the rebuilds of unrelated changes, want at least 4", d)
 		}
 	})
 

@@ -76,6 +76,9 @@ type metrics struct {
 	registry   *prometheus.Registry
 	rejections *prometheus.CounterVec
 	translate  prometheus.Histogram
+	// rootsReused and rootsBuilt count the root HTTPProxies of each build
+	// taken from the previous build (unchanged) and built again.
+	rootsReused, rootsBuilt prometheus.Counter
 }
 
 // statusCounter is a StatusWriter that counts its API writes.
@@ -93,8 +96,16 @@ func newMetrics(w StatusWriter) *metrics {
 			Help:    "Time to build and translate one full snapshot.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
+		rootsReused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portcullis_roots_reused_total",
+			Help: "Root HTTPProxies a build took from the previous build because nothing they read changed.",
+		}),
+		rootsBuilt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portcullis_roots_built_total",
+			Help: "Root HTTPProxies a build built (new, changed, or something they read changed).",
+		}),
 	}
-	m.registry.MustRegister(m.rejections, m.translate,
+	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c, ok := w.(statusCounter); ok {
 		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

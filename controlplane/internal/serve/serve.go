@@ -204,6 +204,8 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	res := pipeline.RunCached(set, s.cfg.Pipeline, s.cache)
 	built := time.Since(start)
 	s.metrics.translate.Observe(built.Seconds())
+	s.metrics.rootsReused.Add(float64(s.cache.Build.Hits))
+	s.metrics.rootsBuilt.Add(float64(s.cache.Build.Misses))
 	version, err := s.xds.Update(ctx, res.Resources)
 	s.mu.Lock()
 	if err != nil {

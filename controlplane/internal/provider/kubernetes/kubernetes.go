@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,8 @@ type Provider struct {
 	client client.Client
 	// writes counts status updates sent to the API server.
 	writes atomic.Int64
+	// stores are the informers' stores, by kind (see watched).
+	stores map[reflect.Type]toolscache.Store
 }
 
 // StatusWrites is the number of status updates sent so far: a rebuild
@@ -106,6 +109,7 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 		},
 		DeleteFunc: func(any) { signal() },
 	}
+	p.stores = map[reflect.Type]toolscache.Store{}
 	for _, obj := range watched() {
 		inf, err := p.cache.GetInformer(ctx, obj)
 		if err != nil {
@@ -114,6 +118,11 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
+		s, ok := inf.(interface{ GetStore() toolscache.Store })
+		if !ok {
+			return fmt.Errorf("the informer of %T has no store", obj)
+		}
+		p.stores[reflect.TypeOf(obj)] = s.GetStore()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- p.cache.Start(ctx) }()
@@ -131,12 +140,7 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 		case err := <-errc:
 			return err
 		case <-changed:
-			set, err := p.snapshot(ctx)
-			if err != nil {
-				p.log.Error("listing objects from the cache", "err", err)
-				continue
-			}
-			update(set)
+			update(p.snapshot())
 		}
 	}
 }
@@ -158,46 +162,33 @@ func statusOnly(old, cur any) bool {
 		equality.Semantic.DeepEqual(o.GetLabels(), c.GetLabels()) && equality.Semantic.DeepEqual(o.GetAnnotations(), c.GetAnnotations())
 }
 
-func (p *Provider) snapshot(ctx context.Context) (*objects.Set, error) {
-	set := &objects.Set{}
-	var (
-		proxies contourv1.HTTPProxyList
-		exts    v1alpha1.ExtensionServiceList
-		dels    contourv1.TLSCertificateDelegationList
-		secrets corev1.SecretList
-		svcs    corev1.ServiceList
-		slices  discoveryv1.EndpointSliceList
-	)
-	for _, l := range []client.ObjectList{&proxies, &exts, &dels, &secrets, &svcs, &slices} {
-		// No deep copies: the pipeline never modifies its input, and
-		// copying tens of thousands of objects per rebuild is most of a
-		// rebuild's time at scale.
-		if err := p.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-	}
-	// The cache hands out shared objects: the pipeline never modifies its
-	// input, so no copies are needed.
-	for i := range proxies.Items {
-		set.HTTPProxies = append(set.HTTPProxies, &proxies.Items[i])
-	}
-	for i := range exts.Items {
-		set.ExtensionServices = append(set.ExtensionServices, &exts.Items[i])
-	}
-	for i := range dels.Items {
-		set.Delegations = append(set.Delegations, &dels.Items[i])
-	}
-	for i := range secrets.Items {
-		set.Secrets = append(set.Secrets, &secrets.Items[i])
-	}
-	for i := range svcs.Items {
-		set.Services = append(set.Services, &svcs.Items[i])
-	}
-	for i := range slices.Items {
-		set.EndpointSlices = append(set.EndpointSlices, &slices.Items[i])
+// snapshot lists every object from the informers' stores. The objects are
+// the stores' own: an object keeps its pointer until it changes, which is
+// what lets the builder reuse the roots whose objects did not change
+// (builder.Memo); the pipeline never modifies its input.
+func (p *Provider) snapshot() *objects.Set {
+	set := &objects.Set{
+		HTTPProxies:       stored[*contourv1.HTTPProxy](p.stores),
+		ExtensionServices: stored[*v1alpha1.ExtensionService](p.stores),
+		Delegations:       stored[*contourv1.TLSCertificateDelegation](p.stores),
+		Secrets:           stored[*corev1.Secret](p.stores),
+		Services:          stored[*corev1.Service](p.stores),
+		EndpointSlices:    stored[*discoveryv1.EndpointSlice](p.stores),
 	}
 	set.Sort()
-	return set, nil
+	return set
+}
+
+// stored returns the objects of kind T from its informer's store.
+func stored[T client.Object](stores map[reflect.Type]toolscache.Store) []T {
+	items := stores[reflect.TypeFor[T]()].List()
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(T); ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Write updates the status subresource of each object whose status
