@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	goruntime "runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -22,6 +19,7 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 )
 
 // Scheme knows every kind the control plane reads.
@@ -70,16 +68,7 @@ func (s *Set) Decode(r io.Reader, source string) ([]Skipped, error) {
 		docs = append(docs, doc)
 	}
 	results := make([]decoded, len(docs))
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for range min(goruntime.GOMAXPROCS(0), len(docs)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(docs); i = int(next.Add(1)) - 1 {
-				results[i] = decodeDocument(docs[i], fmt.Sprintf("%s:%d", source, i+1))
-			}
-		})
-	}
-	wg.Wait()
+	parallel.For(len(docs), func(i int) { results[i] = decodeDocument(docs[i], fmt.Sprintf("%s:%d", source, i+1)) })
 	var skipped []Skipped
 	for _, d := range results {
 		for _, o := range d.objects {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 )
 
 // routeConfig builds one RDS resource. withAuth and withProc say whether
@@ -26,7 +27,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, 
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
 	rc.VirtualHosts = make([]*routev3.VirtualHost, len(sorted))
 	translated := make([]vhostRoutes, len(sorted))
-	each(len(sorted), func(i int) {
+	parallel.For(len(sorted), func(i int) {
 		vh := sorted[i]
 		t, ok := c.vhostRoutes(vh, withAuth, withProc)
 		if !ok {

@@ -4,15 +4,13 @@
 package translator
 
 import (
-	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 )
 
 // Options are the Envoy-side settings that do not come from the resources.
@@ -66,7 +64,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
 	translated := make([]cachedHost, len(hosts))
 	hit := make([]bool, len(hosts))
-	each(len(hosts), func(i int) { translated[i], hit[i] = c.secureHost(hosts[i]) })
+	parallel.For(len(hosts), func(i int) { translated[i], hit[i] = c.secureHost(hosts[i]) })
 	c.commit(translated, hit)
 	var chains []*listenerv3.FilterChain
 	secure := make([]proto.Message, len(hosts))
@@ -117,34 +115,6 @@ func ResourceName(m proto.Message) string {
 		return v.GetName()
 	}
 	return ""
-}
-
-// each runs f(0) ... f(n-1) on every core. Virtual hosts translate
-// independently, and at scale translating them one after the other is most
-// of a rebuild. The output stays deterministic as long as f(i) writes only
-// its own slot i.
-func each(n int, f func(i int)) {
-	// Below this, starting goroutines costs more than it saves.
-	const minParallel = 64
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 || n < minParallel {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 func sortByName(ms []proto.Message) {
