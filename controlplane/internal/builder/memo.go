@@ -31,8 +31,9 @@ type rootOut struct {
 	secure         *ir.SecureVirtualHost
 	fallback       *ir.VirtualHost
 	fallbackSecret string
-	clusters       map[string]*ir.Cluster
-	secrets        map[string]*ir.Secret
+	// clusters and secrets it uses (repeats included).
+	clusters []*ir.Cluster
+	secrets  []*ir.Secret
 
 	// What the root read, to tell whether its output still holds.
 	self     *contourv1.HTTPProxy
@@ -53,7 +54,7 @@ type dep[T any] struct {
 func newRootOut(p *contourv1.HTTPProxy, dup string) *rootOut {
 	return &rootOut{
 		status: map[objects.Ref]*status.Object{}, visited: map[types.NamespacedName]bool{}, sources: newSourceTracker(),
-		clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{}, self: p, dup: dup,
+		self: p, dup: dup,
 	}
 }
 
@@ -194,13 +195,13 @@ func (b *builder) lookupSecret(k types.NamespacedName) *corev1.Secret {
 // other roots (and deduplicated by name).
 func (b *builder) usedCluster(c *ir.Cluster) {
 	if b.cur != nil {
-		b.cur.clusters[c.Name] = c
+		b.cur.clusters = append(b.cur.clusters, c)
 	}
 }
 
 func (b *builder) usedSecret(name string) {
 	if b.cur != nil {
-		b.cur.secrets[name] = b.secretsO[name]
+		b.cur.secrets = append(b.cur.secrets, b.secretsO[name])
 	}
 }
 
@@ -246,14 +247,14 @@ func (b *builder) apply(m *ir.Model, out *rootOut) {
 		}
 		m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, out.fallback)
 	}
-	for name, c := range out.clusters {
-		if _, ok := b.clusters[name]; !ok {
-			b.clusters[name] = c
+	for _, c := range out.clusters {
+		if _, ok := b.clusters[c.Name]; !ok {
+			b.clusters[c.Name] = c
 		}
 	}
-	for name, s := range out.secrets {
-		if _, ok := b.secretsO[name]; !ok {
-			b.secretsO[name] = s
+	for _, s := range out.secrets {
+		if _, ok := b.secretsO[s.Name]; !ok {
+			b.secretsO[s.Name] = s
 		}
 	}
 	b.rootSources = append(b.rootSources, out.sources)

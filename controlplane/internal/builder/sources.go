@@ -38,13 +38,13 @@ func (s *Sources) Secrets() map[string][]objects.Ref { s.merge(); return s.secre
 
 func (s *Sources) merge() {
 	s.once.Do(func() {
-		all := newSourceTracker()
+		vhosts, clusters, secrets := sourceSet{}, sourceSet{}, sourceSet{}
 		for _, p := range s.parts {
-			all.vhosts.addAll(p.vhosts)
-			all.clusters.addAll(p.clusters)
-			all.secrets.addAll(p.secrets)
+			vhosts.addAll(p.vhosts)
+			clusters.addAll(p.clusters)
+			secrets.addAll(p.secrets)
 		}
-		s.vhosts, s.clusters, s.secrets = all.vhosts.sorted(), all.clusters.sorted(), all.secrets.sorted()
+		s.vhosts, s.clusters, s.secrets = vhosts.sorted(), clusters.sorted(), secrets.sorted()
 	})
 }
 
@@ -81,22 +81,34 @@ func compareRefs(a, b objects.Ref) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-// sourceTracker is the builder's working copy of Sources.
+// sourceTracker is what one root (or the rest of the build) records of
+// Sources: plain lists, duplicates included, for each of ten thousand
+// roots; Sources dedupes them when first asked.
 type sourceTracker struct {
-	vhosts, clusters, secrets sourceSet
+	vhosts, clusters, secrets sourceList
 	// walked lists the HTTPProxies reached from the root being built.
 	walked []objects.Ref
 }
 
-func newSourceTracker() *sourceTracker {
-	return &sourceTracker{vhosts: sourceSet{}, clusters: sourceSet{}, secrets: sourceSet{}}
+// sourceList records (key, object) pairs.
+type sourceList []sourceRef
+
+type sourceRef struct {
+	key string
+	ref objects.Ref
 }
 
-func (s sourceSet) addAll(o sourceSet) {
-	for key, refs := range o {
-		for r := range refs {
-			s.add(key, r)
-		}
+func (l *sourceList) add(key string, refs ...objects.Ref) {
+	for _, r := range refs {
+		*l = append(*l, sourceRef{key, r})
+	}
+}
+
+func newSourceTracker() *sourceTracker { return &sourceTracker{} }
+
+func (s sourceSet) addAll(l sourceList) {
+	for _, e := range l {
+		s.add(e.key, e.ref)
 	}
 }
 

@@ -35,7 +35,11 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, 
 			for _, r := range vh.Routes {
 				t.routes = append(t.routes, route(r, withAuth, withProc))
 			}
-			t.key = routesKey(vh.FQDN, t.routes)
+		}
+		if len(sorted) > 1 && !t.keyed {
+			// Only merging needs it (a TLS host's own configuration has
+			// one virtual host).
+			t.key, t.keyed = routesKey(vh.FQDN, t.routes), true
 		}
 		translated[i] = t
 		// A new VirtualHost each time: mergeIdentical adds domains to it.
@@ -54,8 +58,10 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, 
 type vhostRoutes struct {
 	withAuth, withProc bool
 	routes             []*routev3.Route
-	// key is the same for the same routes (see mergeIdentical).
-	key string
+	// key is the same for the same routes (see mergeIdentical), once
+	// keyed.
+	key   string
+	keyed bool
 }
 
 // routesKey is the deterministic encoding of routes, or, if they cannot be
