@@ -279,7 +279,7 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubernetes provider: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	f.StringVar(&xdsAddress, "xds-address", "127.0.0.1:8001", "address of the xDS (ADS) gRPC server")
 	f.StringVar(&adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
-	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "a change within this long of the last build waits this long for more changes before rebuilding (a change after a quiet period is built at once)")
+	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	bf.add(f)
 	return cmd

@@ -162,8 +162,9 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 	var set *objects.Set
 	// lastBuild is when the last build ended: a change that comes after a
 	// quiet period is built at once (a single edit should not wait for the
-	// debounce); one that comes right after a build is part of a burst and
-	// waits for the rest of it.
+	// debounce); one that comes right after a build may be part of a burst
+	// and waits until a debounce has passed since that build, taking in
+	// what else arrives meanwhile. Builds are never closer than a debounce.
 	var lastBuild time.Time
 	for {
 		select {
@@ -175,10 +176,10 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 			s.publishStatus(ctx)
 			continue
 		}
-		if time.Since(lastBuild) < s.cfg.Debounce {
+		if wait := debounceWait(time.Since(lastBuild), s.cfg.Debounce); wait > 0 {
 			// Debounce: a burst of changes (a kubectl apply of many
 			// objects) becomes one build.
-			timer := time.NewTimer(s.cfg.Debounce)
+			timer := time.NewTimer(wait)
 		drain:
 			for {
 				select {
@@ -197,6 +198,12 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 		}
 		lastBuild = time.Now()
 	}
+}
+
+// debounceWait is how long a change that comes sinceBuild after the last
+// build waits before the next build.
+func debounceWait(sinceBuild, debounce time.Duration) time.Duration {
+	return max(debounce-sinceBuild, 0)
 }
 
 func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
