@@ -142,11 +142,17 @@ func BenchmarkControlPlaneScale(b *testing.B) {
 	fmt.Print("\n" + table(rows))
 }
 
+// quietBefore is the pause before each change: longer than portcullis's
+// debounce (100ms), so that each is a single edit after a quiet period, not
+// part of a burst that portcullis rightly rate-limits.
+const quietBefore = 300 * time.Millisecond
+
 // measureChanges applies changeRuns changes, one at a time, each to a
 // different root, and times each until Envoy serves it.
 func measureChanges(b *testing.B, k *stack, n int, phase string) changes {
 	var all, builds, applies []time.Duration
 	for c := 0; c < changeRuns; c++ {
+		time.Sleep(quietBefore)
 		i := (n / 2) + c
 		path := fmt.Sprintf("/changed-%d-%s-%d", n, phase, c)
 		before := metric(k.admin, "portcullis_translate_seconds_count")
