@@ -182,8 +182,12 @@ func (b *builder) statusOf(kind, namespace, name string, generation int64) *stat
 	o, ok := b.status[ref]
 	if !ok {
 		o = &status.Object{Ref: ref, Generation: generation}
-		for _, w := range b.in.Warnings[ref] {
+		ws := b.in.Warnings[ref]
+		for _, w := range ws {
 			o.AddWarning("SpecWarning", "UnknownField", w)
+		}
+		if b.cur != nil {
+			b.cur.warnings = append(b.cur.warnings, warningDep{ref, ws})
 		}
 		b.status[ref] = o
 	}

@@ -42,6 +42,13 @@ type rootOut struct {
 	services []dep[*corev1.Service]
 	slices   []dep[[]*discoveryv1.EndpointSlice]
 	secretsR []dep[*corev1.Secret]
+	// warnings are the parse warnings of the objects it has findings on.
+	warnings []warningDep
+}
+
+type warningDep struct {
+	ref objects.Ref
+	got []string
 }
 
 // dep is one object a root looked up: what the lookup returned (nil for
@@ -114,9 +121,7 @@ func (b *builder) startMemo() {
 		return
 	}
 	g := b.globalInputs()
-	// Parse warnings come from file mode, which reads every object again
-	// on a change: nothing to reuse, and they are not tracked as inputs.
-	if len(b.in.Warnings) > 0 || !b.memo.global.equal(&g) {
+	if !b.memo.global.equal(&g) {
 		b.memo.roots = map[types.NamespacedName]*rootOut{}
 	}
 	b.memo.global = g
@@ -125,7 +130,7 @@ func (b *builder) startMemo() {
 
 // reusable returns the memo's output of root p if it still holds.
 func (b *builder) reusable(p *contourv1.HTTPProxy, dup string) *rootOut {
-	if b.memo == nil || len(b.in.Warnings) > 0 {
+	if b.memo == nil {
 		return nil
 	}
 	out := b.memo.roots[nn(p.Namespace, p.Name)]
@@ -149,6 +154,11 @@ func (b *builder) reusable(p *contourv1.HTTPProxy, dup string) *rootOut {
 	}
 	for _, d := range out.secretsR {
 		if b.secrets[d.key] != d.got {
+			return nil
+		}
+	}
+	for _, d := range out.warnings {
+		if !slices.Equal(b.in.Warnings[d.ref], d.got) {
 			return nil
 		}
 	}
