@@ -36,6 +36,22 @@ type Ref struct {
 
 func (r Ref) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
 
+// Add appends the objects (and parse warnings) of o to s.
+func (s *Set) Add(o *Set) {
+	s.HTTPProxies = append(s.HTTPProxies, o.HTTPProxies...)
+	s.ExtensionServices = append(s.ExtensionServices, o.ExtensionServices...)
+	s.Delegations = append(s.Delegations, o.Delegations...)
+	s.Secrets = append(s.Secrets, o.Secrets...)
+	s.Services = append(s.Services, o.Services...)
+	s.EndpointSlices = append(s.EndpointSlices, o.EndpointSlices...)
+	for ref, ws := range o.Warnings {
+		if s.Warnings == nil {
+			s.Warnings = map[Ref][]string{}
+		}
+		s.Warnings[ref] = append(s.Warnings[ref], ws...)
+	}
+}
+
 // Sort orders every list by namespace and name, so that everything
 // downstream is deterministic whatever order the provider saw objects in.
 func (s *Set) Sort() {

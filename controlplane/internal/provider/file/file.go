@@ -4,9 +4,9 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -20,26 +20,61 @@ import (
 
 // Load reads every object in the given files and directories.
 func Load(paths []string) (*objects.Set, []objects.Skipped, error) {
+	set, skipped, _, err := newLoader().load(paths)
+	return set, skipped, err
+}
+
+// loader keeps what it read of each file from one load to the next: a file
+// whose content is unchanged is not parsed again and keeps its objects (the
+// same pointers), which lets the builder reuse what it built from them.
+type loader struct {
+	files map[string]loadedFile
+}
+
+type loadedFile struct {
+	sum     [sha256.Size]byte
+	set     *objects.Set
+	skipped []objects.Skipped
+	err     error
+}
+
+func newLoader() *loader { return &loader{files: map[string]loadedFile{}} }
+
+// load reads paths. changed reports whether any file changed, appeared or
+// went away since the last load; err is the first file's error, in order.
+func (l *loader) load(paths []string) (set *objects.Set, skipped []objects.Skipped, changed bool, err error) {
 	files, err := list(paths)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, true, err
 	}
-	set := &objects.Set{}
-	var skipped []objects.Skipped
+	next := make(map[string]loadedFile, len(files))
+	set = &objects.Set{}
 	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			return nil, nil, err
+		b, readErr := os.ReadFile(f)
+		if readErr != nil {
+			return nil, nil, true, readErr
 		}
-		sk, err := set.Decode(fh, f)
-		fh.Close()
-		skipped = append(skipped, sk...)
-		if err != nil {
-			return nil, skipped, err
+		sum := sha256.Sum256(b)
+		lf, ok := l.files[f]
+		if !ok || lf.sum != sum {
+			changed = true
+			lf = loadedFile{sum: sum, set: &objects.Set{}}
+			lf.skipped, lf.err = lf.set.Decode(bytes.NewReader(b), f)
 		}
+		next[f] = lf
+		set.Add(lf.set)
+		skipped = append(skipped, lf.skipped...)
+		if lf.err != nil && err == nil {
+			err = lf.err
+		}
+	}
+	changed = changed || len(next) != len(l.files)
+	l.files = next
+	if err != nil {
+		return nil, skipped, changed, err
 	}
 	set.Sort()
-	return set, skipped, nil
+	return set, skipped, changed, nil
 }
 
 // list expands directories into their YAML and JSON files, sorted.
@@ -81,49 +116,26 @@ func list(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// fingerprint summarises the files' contents, to notice any change.
-func fingerprint(paths []string) (string, error) {
-	files, err := list(paths)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
-		h.Write(b)
-	}
-	return fmt.Sprintf("%x", h.Sum(nil)), nil
-}
-
 // Watch loads the paths now and again whenever their contents change
 // (checked every interval: polling is simple and sees ConfigMap symlink
 // swaps that file events miss), and calls update with each new set. A load
 // that fails is logged and skipped: the last good set stays in force.
 func Watch(ctx context.Context, paths []string, interval time.Duration, log *slog.Logger, update func(*objects.Set)) {
-	last := ""
+	l := newLoader()
+	first := true
 	check := func() {
-		fp, err := fingerprint(paths)
-		if err != nil {
-			log.Error("reading input files", "err", err)
+		set, skipped, changed, err := l.load(paths)
+		if !changed && !first {
 			return
 		}
-		if fp == last {
-			return
-		}
-		set, skipped, err := Load(paths)
+		first = false
 		if err != nil {
 			log.Error("loading input files: keeping the last good configuration", "err", err)
-			last = fp
 			return
 		}
 		for _, s := range skipped {
 			log.Debug("skipped document", "source", s.Source, "kind", s.Kind, "reason", s.Reason)
 		}
-		last = fp
 		update(set)
 	}
 	check()

@@ -1,0 +1,145 @@
+package file
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+func proxyYAML(name, fqdn string) string {
+	return "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: " + name + "}\nspec: {virtualhost: {fqdn: " + fqdn + "}}\n"
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(s *objects.Set) string {
+	var out []string
+	for _, p := range s.HTTPProxies {
+		out = append(out, p.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestLoadWalksFoldersInOrder(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "b.yaml"), proxyYAML("b", "b.example.com"))
+	write(t, filepath.Join(dir, "sub", "a.yml"), proxyYAML("a", "a.example.com"))
+	write(t, filepath.Join(dir, "c.json"), `{"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {"name": "c"}}`)
+	write(t, filepath.Join(dir, "notes.txt"), proxyYAML("txt", "txt.example.com"))
+	// A mounted ConfigMap's hidden ..data folder is reached through the
+	// symlinks beside it, not read twice.
+	write(t, filepath.Join(dir, "..data", "d.yaml"), proxyYAML("hidden", "hidden.example.com"))
+	set, _, err := Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(set); got != "a,b,c" {
+		t.Errorf("proxies %s, want a,b,c", got)
+	}
+}
+
+// A load keeps the objects of unchanged files (the same pointers: the
+// builder reuses what it built from them) and parses only changed files.
+func TestLoaderKeepsUnchangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), proxyYAML("a", "a.example.com"))
+	write(t, filepath.Join(dir, "b.yaml"), proxyYAML("b", "b.example.com"))
+	l := newLoader()
+	first, _, changed, err := l.load([]string{dir})
+	if err != nil || !changed {
+		t.Fatalf("first load: changed %v, %v", changed, err)
+	}
+
+	again, _, changed, err := l.load([]string{dir})
+	if err != nil || changed {
+		t.Fatalf("unchanged files: changed %v, %v", changed, err)
+	}
+	if again.HTTPProxies[0] != first.HTTPProxies[0] || again.HTTPProxies[1] != first.HTTPProxies[1] {
+		t.Error("unchanged files gave new objects")
+	}
+
+	write(t, filepath.Join(dir, "b.yaml"), proxyYAML("b", "b2.example.com"))
+	edited, _, changed, err := l.load([]string{dir})
+	if err != nil || !changed {
+		t.Fatalf("an edited file: changed %v, %v", changed, err)
+	}
+	if edited.HTTPProxies[0] != first.HTTPProxies[0] {
+		t.Error("the unchanged file a.yaml gave a new object")
+	}
+	if edited.HTTPProxies[1] == first.HTTPProxies[1] || edited.HTTPProxies[1].Spec.VirtualHost.Fqdn != "b2.example.com" {
+		t.Errorf("the edited file b.yaml gave %+v", edited.HTTPProxies[1].Spec.VirtualHost)
+	}
+
+	write(t, filepath.Join(dir, "b.yaml"), "kind: [broken\n")
+	if _, _, changed, err := l.load([]string{dir}); err == nil || !changed || !strings.Contains(err.Error(), "b.yaml") {
+		t.Fatalf("a broken file: changed %v, error %v; want an error naming b.yaml", changed, err)
+	}
+	if _, _, changed, err := l.load([]string{dir}); err == nil || changed {
+		t.Fatalf("the same broken file: changed %v, error %v; want the error, unchanged", changed, err)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	removed, _, changed, err := l.load([]string{dir})
+	if err != nil || !changed || names(removed) != "a" {
+		t.Fatalf("a removed file: %s, changed %v, %v", names(removed), changed, err)
+	}
+}
+
+// Watch sends the first set, then a set for each change, and nothing when
+// nothing changed; a broken file keeps the last good set.
+func TestWatch(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), proxyYAML("a", "a.example.com"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sets := make(chan *objects.Set, 10)
+	go Watch(ctx, []string{dir}, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), func(s *objects.Set) { sets <- s })
+	next := func() *objects.Set {
+		t.Helper()
+		select {
+		case s := <-sets:
+			return s
+		case <-time.After(5 * time.Second):
+			t.Fatal("no update")
+			return nil
+		}
+	}
+	if got := names(next()); got != "a" {
+		t.Fatalf("first set %s", got)
+	}
+	select {
+	case s := <-sets:
+		t.Fatalf("an update (%s) without a change", names(s))
+	case <-time.After(100 * time.Millisecond):
+	}
+	write(t, filepath.Join(dir, "broken.yaml"), "kind: [broken\n")
+	write(t, filepath.Join(dir, "b.yaml"), proxyYAML("b", "b.example.com"))
+	select {
+	case s := <-sets:
+		t.Fatalf("an update (%s) with a broken file", names(s))
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := os.Remove(filepath.Join(dir, "broken.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(next()); got != "a,b" {
+		t.Fatalf("after the fix %s, want a,b", got)
+	}
+}
