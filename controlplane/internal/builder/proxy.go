@@ -42,7 +42,9 @@ func (b *builder) buildProxies(m *ir.Model) {
 	fqdns := map[string][]types.NamespacedName{}
 	var rootList []*contourv1.HTTPProxy
 	for _, p := range b.in.HTTPProxies {
-		if _, ok := b.proxies[nn(p.Namespace, p.Name)]; !ok || p.Spec.VirtualHost == nil {
+		// b.proxies holds the HTTPProxies of our class, the last one of a
+		// name (a folder of files may hold two): skip the others.
+		if b.proxies[nn(p.Namespace, p.Name)] != p || p.Spec.VirtualHost == nil {
 			continue
 		}
 		rootList = append(rootList, p)
@@ -77,7 +79,7 @@ func (b *builder) buildProxies(m *ir.Model) {
 	// HTTPProxies with no virtual host that no root reached.
 	for _, p := range b.in.HTTPProxies {
 		k := nn(p.Namespace, p.Name)
-		if _, ok := b.proxies[k]; !ok || p.Spec.VirtualHost != nil || b.visited[k] {
+		if b.proxies[k] != p || p.Spec.VirtualHost != nil || b.visited[k] {
 			continue
 		}
 		b.proxyStatus(p).Orphaned = true

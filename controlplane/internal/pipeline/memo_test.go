@@ -15,6 +15,7 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // TestCachedRunsEqualFreshRuns checks the caches that `portcullis serve`
@@ -28,7 +29,7 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const steps = 60
+	const steps = 80
 	for _, in := range cases {
 		dir := filepath.Dir(in)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -37,6 +38,11 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(dir))))
 			cache := pipeline.NewCache()
 			reused := 0
+			// The previous result, rendered again at each step: a later
+			// build must never modify a model it shares parts of.
+			var prev *pipeline.Result
+			var prevSet *objects.Set
+			var prevDoc string
 			for step := 0; step <= steps; step++ {
 				what := "initial"
 				if step > 0 {
@@ -48,6 +54,12 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 				if got, want := render(t, set, cached), render(t, set, fresh); got != want {
 					t.Fatalf("step %d (%s): the cached run differs from a fresh run:\n%s", step, what, diff(want, got))
 				}
+				if prev != nil {
+					if again := renderFresh(t, prevSet, prev, opts); again != prevDoc {
+						t.Fatalf("step %d (%s): the previous build's model changed:\n%s", step, what, diff(prevDoc, again))
+					}
+				}
+				prev, prevSet, prevDoc = cached, set, renderFresh(t, set, cached, opts)
 				c, f := cached.Build.Sources, fresh.Build.Sources
 				if !reflect.DeepEqual(c.VirtualHosts(), f.VirtualHosts()) || !reflect.DeepEqual(c.Clusters(), f.Clusters()) || !reflect.DeepEqual(c.Secrets(), f.Secrets()) {
 					t.Fatalf("step %d (%s): sources differ:\ncached %v %v %v\nfresh  %v %v %v", step, what,
@@ -74,6 +86,12 @@ func render(t *testing.T, set *objects.Set, r *pipeline.Result) string {
 	return string(out)
 }
 
+// renderFresh renders r's build translated again without caches.
+func renderFresh(t *testing.T, set *objects.Set, r *pipeline.Result, opts pipeline.Options) string {
+	t.Helper()
+	return render(t, set, &pipeline.Result{Build: r.Build, Resources: translator.Translate(r.Build.Model, opts.Translator)})
+}
+
 // mutate returns a new set with one change, made the way providers make
 // it: the changed object is a new object, every other one is shared.
 func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
@@ -86,7 +104,7 @@ func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 	out.EndpointSlices = slices.Clone(in.EndpointSlices)
 	out.Warnings = maps.Clone(in.Warnings)
 	pick := func(n int) int { return rng.IntN(n) }
-	switch k := pick(11); {
+	switch k := pick(19); {
 	case k < 5 && len(out.HTTPProxies) > 0:
 		i := pick(len(out.HTTPProxies))
 		p := out.HTTPProxies[i].DeepCopy()
@@ -180,6 +198,120 @@ func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 			out.Warnings[ref] = []string{`unknown field "spec.surprise"`}
 		}
 		return &out, "parse warning of HTTPProxy " + p.Name
+	case k == 11 && len(out.HTTPProxies) > 0:
+		i := pick(len(out.HTTPProxies))
+		p := out.HTTPProxies[i].DeepCopy()
+		switch pick(6) {
+		case 0:
+			if p.Spec.VirtualHost != nil && p.Spec.VirtualHost.TLS != nil && len(out.Secrets) > 0 {
+				p.Spec.VirtualHost.TLS.SecretName = out.Secrets[pick(len(out.Secrets))].Namespace + "/" + out.Secrets[pick(len(out.Secrets))].Name
+			}
+		case 1:
+			if p.Spec.VirtualHost != nil && p.Spec.VirtualHost.TLS != nil {
+				p.Spec.VirtualHost.TLS.EnableFallbackCertificate = !p.Spec.VirtualHost.TLS.EnableFallbackCertificate
+			}
+		case 2:
+			p.Spec.VirtualHost = nil
+		case 3:
+			if p.Spec.VirtualHost == nil {
+				p.Spec.VirtualHost = &contourv1.VirtualHost{Fqdn: fmt.Sprintf("new%d.example.com", pick(3))}
+			}
+		case 4:
+			if p.Spec.IngressClassName == "" {
+				p.Spec.IngressClassName = "other"
+			} else {
+				p.Spec.IngressClassName = ""
+			}
+		case 5:
+			// A duplicate (another file with the same object).
+			out.HTTPProxies = append(out.HTTPProxies, p)
+			return &out, "duplicate HTTPProxy " + p.Name
+		}
+		p.Generation++
+		out.HTTPProxies[i] = p
+		return &out, "edit HTTPProxy " + p.Name
+	case k == 12 && len(out.Delegations) > 0:
+		i := pick(len(out.Delegations))
+		d := out.Delegations[i].DeepCopy()
+		for j := range d.Spec.Delegations {
+			if pick(2) == 0 {
+				d.Spec.Delegations[j].TargetNamespaces = []string{"*"}
+			} else {
+				d.Spec.Delegations[j].TargetNamespaces = nil
+			}
+		}
+		out.Delegations[i] = d
+		return &out, "edit delegation " + d.Name
+	case k == 13 && len(out.Secrets) > 0:
+		i := pick(len(out.Secrets))
+		s := out.Secrets[i]
+		out.Secrets = slices.Delete(out.Secrets, i, i+1)
+		if pick(2) == 0 {
+			out.Delegations = append(out.Delegations, &contourv1.TLSCertificateDelegation{})
+			d := out.Delegations[len(out.Delegations)-1]
+			d.Namespace, d.Name = s.Namespace, fmt.Sprintf("d%d", rng.Int())
+			d.Spec.Delegations = []contourv1.CertificateDelegation{{SecretName: s.Name, TargetNamespaces: []string{"*"}}}
+			out.Secrets = append(out.Secrets, s)
+			return &out, "delegate Secret " + s.Name
+		}
+		return &out, "delete Secret " + s.Name
+	case k == 14 && len(out.Services) > 0:
+		i := pick(len(out.Services))
+		s := out.Services[i].DeepCopy()
+		if s.Spec.Type == corev1.ServiceTypeExternalName {
+			s.Spec.Type, s.Spec.ExternalName = corev1.ServiceTypeClusterIP, ""
+		} else {
+			s.Spec.Type = corev1.ServiceTypeExternalName
+			s.Spec.ExternalName = []string{"example.com", "localhost", "127.0.0.1"}[pick(3)]
+		}
+		out.Services[i] = s
+		return &out, "externalname Service " + s.Name
+	case k == 15 && len(out.EndpointSlices) > 0 && len(out.Services) > 0:
+		i := pick(len(out.EndpointSlices))
+		s := out.EndpointSlices[i].DeepCopy()
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[discoveryv1.LabelServiceName] = out.Services[pick(len(out.Services))].Name
+		out.EndpointSlices[i] = s
+		return &out, "relabel slice " + s.Name
+	case k == 16:
+		// A parse warning on any object.
+		var refs []objects.Ref
+		for _, e := range out.ExtensionServices {
+			refs = append(refs, objects.Ref{Kind: "ExtensionService", Namespace: e.Namespace, Name: e.Name})
+		}
+		for _, d := range out.Delegations {
+			refs = append(refs, objects.Ref{Kind: "TLSCertificateDelegation", Namespace: d.Namespace, Name: d.Name})
+		}
+		if len(refs) == 0 {
+			break
+		}
+		r := refs[pick(len(refs))]
+		if out.Warnings == nil {
+			out.Warnings = map[objects.Ref][]string{}
+		}
+		if _, ok := out.Warnings[r]; ok {
+			delete(out.Warnings, r)
+		} else {
+			out.Warnings[r] = []string{"unknown field x"}
+		}
+		return &out, "warning " + r.String()
+	case k == 17:
+		// Reorder everything.
+		rng.Shuffle(len(out.HTTPProxies), func(i, j int) { out.HTTPProxies[i], out.HTTPProxies[j] = out.HTTPProxies[j], out.HTTPProxies[i] })
+		rng.Shuffle(len(out.EndpointSlices), func(i, j int) {
+			out.EndpointSlices[i], out.EndpointSlices[j] = out.EndpointSlices[j], out.EndpointSlices[i]
+		})
+		return &out, "shuffle"
+	case k == 18 && len(out.ExtensionServices) > 0:
+		i := pick(len(out.ExtensionServices))
+		e := out.ExtensionServices[i].DeepCopy()
+		if len(e.Spec.Services) > 0 && len(out.Services) > 0 {
+			e.Spec.Services[0].Name = out.Services[pick(len(out.Services))].Name
+		}
+		out.ExtensionServices[i] = e
+		return &out, "ext service target " + e.Name
 	case k == 9 && len(out.Delegations) > 0:
 		i := pick(len(out.Delegations))
 		d := out.Delegations[i]
