@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,7 +78,8 @@ func (l *loader) load(paths []string) (set *objects.Set, skipped []objects.Skipp
 	return set, skipped, changed, nil
 }
 
-// list expands directories into their YAML and JSON files, sorted.
+// list expands directories into their YAML and JSON files, sorted, each
+// once (-f dir -f dir/a.yaml names a.yaml twice).
 func list(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
@@ -113,7 +115,7 @@ func list(paths []string) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return slices.Compact(out), nil
 }
 
 // Watch loads the paths now and again whenever their contents change

@@ -53,6 +53,25 @@ func TestLoadWalksFoldersInOrder(t *testing.T) {
 	}
 }
 
+// A file named twice (a folder and a file in it) is read once. Read twice,
+// its objects would be there twice, and from the second load on (which
+// reuses the file's objects) as the same objects: a root duplicating itself.
+func TestLoadReadsAFileNamedTwiceOnce(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.yaml")
+	write(t, a, proxyYAML("a", "a.example.com"))
+	l := newLoader()
+	for i := range 2 {
+		set, _, _, err := l.load([]string{dir, a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(set); got != "a" {
+			t.Errorf("load %d: proxies %s, want a", i+1, got)
+		}
+	}
+}
+
 // A load keeps the objects of unchanged files (the same pointers: the
 // builder reuses what it built from them) and parses only changed files.
 func TestLoaderKeepsUnchangedFiles(t *testing.T) {
