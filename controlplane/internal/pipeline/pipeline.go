@@ -39,8 +39,8 @@ type Result struct {
 func Run(in *objects.Set, opts Options) *Result { return RunCached(in, opts, nil) }
 
 // Cache is what a rebuild reuses from the previous one: the output of
-// unchanged roots (builder.Memo) and the translation of unchanged TLS
-// virtual hosts (translator.Cache). For one goroutine at a time.
+// unchanged roots (builder.Memo) and the translation of unchanged virtual
+// hosts (translator.Cache). For one goroutine at a time.
 type Cache struct {
 	Build     *builder.Memo
 	Translate *translator.Cache

@@ -10,11 +10,14 @@ import (
 )
 
 // Cache remembers, from one translation to the next, the Envoy resources of
-// each TLS virtual host (its route configuration and its filter chain). At
+// each TLS virtual host (its route configuration and its filter chain) and
+// the routes of each virtual host of the shared route configurations. At
 // scale a change touches one host, and translating the other thousands
-// again is most of the translation. An entry is reused only when the host's
-// IR is deeply equal to the one it was translated from, so the output is the
-// same as without the cache. The resources it returns are shared between
+// again is most of the translation. A TLS host is reused when its IR is the
+// same pointer as, or deeply equal to, the one it was translated from; a
+// shared configuration's virtual host only when it is the same pointer (a
+// model is never modified once built). So the output is the same as
+// without the cache. The resources it returns are shared between
 // translations: nothing may modify them. A Cache is for one goroutine at a
 // time; the zero value is not usable, use NewCache.
 type Cache struct {
@@ -25,15 +28,15 @@ type Cache struct {
 	// to the next build as the same pointers. next collects those of the
 	// translation in progress.
 	vhosts, next map[*ir.VirtualHost]vhostRoutes
-	// Hits and Misses count the hosts of the last translation.
+	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
 
 type cachedHost struct {
-	// src is the host translated, in its IR copy: a model is never
-	// modified once built, and builder.Memo hands the same host to the
-	// next build when its root is unchanged, so the same pointer is the
-	// same host without comparing.
+	// src points to the host translated, in is a copy of it.
+	// A model is never modified once built, and builder.Memo hands the
+	// same host to the next build when its root is unchanged, so the same
+	// pointer is the same host without comparing.
 	src   *ir.SecureVirtualHost
 	in    ir.SecureVirtualHost
 	route *routev3.RouteConfiguration

@@ -55,7 +55,8 @@ func SecureRouteConfigName(fqdn string) string { return "https/" + fqdn }
 func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m, opts, nil) }
 
 // TranslateCached is Translate reusing, and then updating, the TLS virtual
-// hosts' resources in c (nil for no cache). Its output is Translate's.
+// hosts' resources and the shared route configurations' virtual hosts'
+// routes in c (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	r := &Resources{}
 	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
