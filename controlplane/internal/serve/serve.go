@@ -39,8 +39,9 @@ type Config struct {
 	Pipeline     pipeline.Options
 	XDSAddress   string
 	AdminAddress string
-	// Debounce waits this long after a change for more changes before
-	// rebuilding.
+	// Debounce is the minimum time between two builds: a change after a
+	// quiet period is built at once, one sooner waits for the rest of it
+	// and joins the changes that arrive meanwhile.
 	Debounce time.Duration
 	Provider Provider
 	Status   StatusWriter
