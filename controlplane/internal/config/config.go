@@ -45,8 +45,8 @@ type GlobalExtAuth struct {
 	// AuthPolicy is the default policy (disabled, context) that virtual
 	// hosts and routes refine.
 	AuthPolicy *contourv1.AuthorizationPolicy `json:"authPolicy,omitempty"`
-	// ResponseTimeout is how long Envoy waits for a check (Go duration or
-	// "infinity").
+	// ResponseTimeout is how long Envoy waits for a check (see
+	// ParseTimeout).
 	ResponseTimeout string `json:"responseTimeout,omitempty"`
 	// WithRequestBody sends (part of) the request body with the check.
 	WithRequestBody *contourv1.AuthorizationServerBufferSettings `json:"withRequestBody,omitempty"`
