@@ -191,8 +191,8 @@ func readKind(obj runtime.Object) bool {
 	return false
 }
 
-// add files a decoded object in its list; false for kinds not read.
-func (s *Set) add(obj runtime.Object) bool {
+// add files a decoded object of a kind readKind accepts in its list.
+func (s *Set) add(obj runtime.Object) {
 	type defaultable interface {
 		GetNamespace() string
 		SetNamespace(string)
@@ -213,8 +213,5 @@ func (s *Set) add(obj runtime.Object) bool {
 		s.Services = append(s.Services, o)
 	case *discoveryv1.EndpointSlice:
 		s.EndpointSlices = append(s.EndpointSlices, o)
-	default:
-		return false
 	}
-	return true
 }
