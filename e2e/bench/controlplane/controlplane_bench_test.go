@@ -3,8 +3,10 @@
 // include, for N = 100, 1,000 and 10,000. It measures the full translate
 // (build + translate, in a `portcullis translate` child process, median of
 // three runs), that process's peak RSS, and, against the real API server
-// and the real Envoy, the time from applying one HTTPProxy change to Envoy
-// serving it.
+// and the real Envoy, the initial sync (until Envoy serves every host and
+// until every status is written) and the time from applying one HTTPProxy
+// change to Envoy serving it, while the first statuses are written (busy)
+// and after (at rest).
 package controlplane
 
 import (
