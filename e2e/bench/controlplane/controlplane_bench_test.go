@@ -62,12 +62,12 @@ const (
 )
 
 type row struct {
-	n                    int
-	pipeline, cliWall    time.Duration
-	rss                  int64
-	initial              time.Duration // all objects created -> Envoy serves the last host
-	statusSync           time.Duration // all objects created -> every status written
-	busy, steady         changes       // changes while the first statuses are written, and after
+	n                 int
+	pipeline, cliWall time.Duration
+	rss               int64
+	initial           time.Duration // all objects created -> Envoy serves the last host
+	statusSync        time.Duration // all objects created -> every status written
+	busy, steady      changes       // changes while the first statuses are written, and after
 }
 
 // changes are the figures of changeRuns HTTPProxy changes.
