@@ -1,7 +1,7 @@
 // Package builder validates a snapshot of input objects, resolves their
 // references and computes the routing model (internal/ir) and the findings
-// for each object's status. It is a pure function of its input: no clients,
-// no clocks, no goroutines.
+// for each object's status. Its result is a pure function of its input (a
+// Memo only saves work): no clients, no clocks, no goroutines.
 //
 // An invalid object never affects the others: a root HTTPProxy with an
 // error is not served at all (never served half-configured, never without
