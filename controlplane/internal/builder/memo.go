@@ -219,9 +219,9 @@ func (b *builder) usedSecret(name string) {
 // to its rootOut, not to the build's.
 func (b *builder) rootBuild(p *contourv1.HTTPProxy, dup string) *rootOut {
 	out := newRootOut(p, dup)
-	status, visited, sources := b.status, b.visited, b.sources
+	buildStatus, buildVisited, buildSources := b.status, b.visited, b.sources
 	b.status, b.visited, b.sources, b.cur = out.status, out.visited, out.sources, out
-	defer func() { b.status, b.visited, b.sources, b.cur = status, visited, sources, nil }()
+	defer func() { b.status, b.visited, b.sources, b.cur = buildStatus, buildVisited, buildSources, nil }()
 
 	b.lookupProxy(nn(p.Namespace, p.Name))
 	st := b.proxyStatus(p)
