@@ -157,7 +157,10 @@ func measureChanges(b *testing.B, k *stack, n int, phase string) changes {
 		time.Sleep(quietBefore)
 		i := (n / 2) + c
 		path := fmt.Sprintf("/changed-%d-%s-%d", n, phase, c)
-		before := metric(k.admin, "portcullis_translate_seconds_count")
+		before, ok := metric(k.admin, "portcullis_translate_seconds_count")
+		if !ok {
+			b.Fatalf("cannot read portcullis_translate_seconds_count at %s/metrics", k.admin)
+		}
 		start := time.Now()
 		if err := k.api.Apply(context.Background(), root(i, path)); err != nil {
 			b.Fatal(err)
@@ -179,10 +182,11 @@ func measureChanges(b *testing.B, k *stack, n int, phase string) changes {
 func waitStatusesWritten(b *testing.B, admin string, timeout time.Duration) time.Time {
 	const quiet = 3 * time.Second
 	start := time.Now()
-	last, lastChange := metric(admin, "portcullis_status_writes_total"), time.Now()
+	last, _ := metric(admin, "portcullis_status_writes_total")
+	lastChange := time.Now()
 	for time.Since(start) < timeout {
 		time.Sleep(250 * time.Millisecond)
-		if w := metric(admin, "portcullis_status_writes_total"); w != last {
+		if w, ok := metric(admin, "portcullis_status_writes_total"); !ok || w != last {
 			last, lastChange = w, time.Now()
 		} else if time.Since(lastChange) >= quiet {
 			return lastChange
@@ -215,28 +219,31 @@ func rdsReloaded(e *harness.Envoy) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// metric reads one of portcullis's counters (-1 when it cannot).
-func metric(admin, name string) float64 {
+// metric reads one of portcullis's counters; ok is false when it cannot.
+func metric(admin, name string) (v float64, ok bool) {
 	resp, err := http.Get("http://" + admin + "/metrics")
 	if err != nil {
-		return -1
+		return 0, false
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
+		if s, found := strings.CutPrefix(line, name+" "); found {
+			v, err := strconv.ParseFloat(s, 64)
+			return v, err == nil
 		}
 	}
-	return -1
+	return 0, false
 }
 
 // waitBuild returns when portcullis has run a build after `before` builds
 // (for the table's breakdown: informer + debounce + pipeline).
 func waitBuild(admin string, before float64, start time.Time) time.Duration {
 	for time.Since(start) < time.Minute {
-		if metric(admin, "portcullis_translate_seconds_count") > before {
+		if v, ok := metric(admin, "portcullis_translate_seconds_count"); ok && v > before {
 			return time.Since(start)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -256,8 +263,12 @@ func saveProfile(b *testing.B, url, path string) {
 		b.Logf("profile: %v", err)
 		return
 	}
-	defer f.Close()
-	io.Copy(f, resp.Body)
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Logf("profile: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		b.Logf("profile: %v", err)
+	}
 }
 
 // startStack runs the API server, portcullis in kubernetes mode and Envoy.
