@@ -7,11 +7,11 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -19,6 +19,7 @@ import (
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
@@ -130,13 +131,11 @@ func NewDocument(in *objects.Set, r *Result, now metav1.Time) (*Document, error)
 	}
 	var err error
 	conv := func(ms []proto.Message) []json.RawMessage {
-		out := []json.RawMessage{}
-		for _, m := range ms {
-			var b []byte
-			if b, err = MarshalResource(m); err != nil {
-				return nil
-			}
-			out = append(out, b)
+		out := make([]json.RawMessage, len(ms))
+		errs := make([]error, len(ms))
+		parallel.For(len(ms), func(i int) { out[i], errs[i] = MarshalResource(ms[i]) })
+		if e := errors.Join(errs...); e != nil && err == nil {
+			err = e
 		}
 		return out
 	}
@@ -151,22 +150,27 @@ func NewDocument(in *objects.Set, r *Result, now metav1.Time) (*Document, error)
 }
 
 // MarshalResource renders one Envoy resource as compact protojson with its
-// "@type", with stable whitespace.
+// "@type" first, as protojson renders it inside an Any (written here
+// without the Any: packing would marshal the resource twice).
 func MarshalResource(m proto.Message) ([]byte, error) {
-	a, err := anypb.New(m)
-	if err != nil {
-		return nil, err
-	}
-	b, err := protojson.Marshal(a)
+	b, err := protojson.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s: %w", translator.ResourceName(m), err)
 	}
 	// protojson's whitespace is deliberately unstable; compact it.
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
+	var body bytes.Buffer
+	if err := json.Compact(&body, b); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	fields := body.Bytes()[1:] // after the '{'
+	out := make([]byte, 0, len(fields)+100)
+	out = append(out, `{"@type":"type.googleapis.com/`...)
+	out = append(out, m.ProtoReflect().Descriptor().FullName()...)
+	out = append(out, '"')
+	if len(fields) > 1 { // not just "}"
+		out = append(out, ',')
+	}
+	return append(out, fields...), nil
 }
 
 // Encode renders a document as indented JSON or as YAML.
