@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -99,4 +100,70 @@ func TestCacheReusesMessages(t *testing.T) {
 	if find(first.Routes) != find(second.Routes) {
 		t.Errorf("route configuration %s not reused", name)
 	}
+}
+
+// The routes of the shared route configurations' virtual hosts (the HTTP
+// listener's here) are reused only for the same IR pointer and the same
+// filters, and the output is always that of an uncached translation.
+func TestCacheSharedRouteConfigVirtualHosts(t *testing.T) {
+	vhost := func(fqdn string, paths ...string) *ir.VirtualHost {
+		vh := &ir.VirtualHost{FQDN: fqdn}
+		for _, p := range paths {
+			vh.Routes = append(vh.Routes, &ir.Route{Path: p, Clusters: []ir.WeightedCluster{{Cluster: "default/svc/80", Weight: 1}}})
+		}
+		return vh
+	}
+	// Enough virtual hosts to translate on several goroutines; a and b
+	// have identical routes, so they are merged into one virtual host.
+	hosts := []*ir.VirtualHost{vhost("a.example.com", "/"), vhost("b.example.com", "/")}
+	for i := range 100 {
+		hosts = append(hosts, vhost(fmt.Sprintf("filler%03d.example.com", i), "/", fmt.Sprintf("/%d", i)))
+	}
+	c := NewCache()
+	var previous *routev3.RouteConfiguration
+	for _, step := range []struct {
+		name   string
+		change func(m *ir.Model)
+		reused bool // a's routes are the previous translation's
+	}{
+		{name: "empty cache", change: func(*ir.Model) {}, reused: false},
+		{name: "same virtual hosts", change: func(*ir.Model) {}, reused: true},
+		{name: "global authorization added: routes get per-route settings", change: func(m *ir.Model) { m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"} }, reused: false},
+		{name: "still with authorization", change: func(m *ir.Model) { m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"} }, reused: true},
+		{name: "a rebuilt with a new route: no longer merged with b", change: func(m *ir.Model) {
+			m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
+			hosts[0] = vhost("a.example.com", "/", "/new")
+			m.Insecure[0] = hosts[0]
+		}, reused: false},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			model := func() *ir.Model {
+				m := &ir.Model{Insecure: append([]*ir.VirtualHost(nil), hosts...)}
+				step.change(m)
+				return m
+			}
+			got := routeConfigNamed(t, TranslateCached(model(), DefaultOptions(), c).Routes, HTTPRouteConfigName)
+			want := routeConfigNamed(t, Translate(model(), DefaultOptions()).Routes, HTTPRouteConfigName)
+			if !proto.Equal(got, want) {
+				t.Fatalf("differs from the uncached translation:\ngot  %v\nwant %v", got, want)
+			}
+			if previous != nil {
+				if reused := got.VirtualHosts[0].Routes[0] == previous.VirtualHosts[0].Routes[0]; reused != step.reused {
+					t.Errorf("a's routes reused: %v, want %v", reused, step.reused)
+				}
+			}
+			previous = got
+		})
+	}
+}
+
+func routeConfigNamed(t *testing.T, ms []proto.Message, name string) *routev3.RouteConfiguration {
+	t.Helper()
+	for _, m := range ms {
+		if ResourceName(m) == name {
+			return m.(*routev3.RouteConfiguration)
+		}
+	}
+	t.Fatalf("no route configuration %s", name)
+	return nil
 }
