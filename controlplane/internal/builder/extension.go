@@ -16,7 +16,6 @@ import (
 
 // extension is a validated ExtensionService.
 type extension struct {
-	obj    *v1alpha1.ExtensionService
 	status *status.Object
 	// cluster is nil when the ExtensionService is invalid.
 	cluster   *ir.Cluster
@@ -53,7 +52,7 @@ func (b *builder) buildExtensions() {
 func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	st := b.statusOf(KindExtensionService, es.Namespace, es.Name, es.Generation)
 	name := ExtensionClusterName(es.Namespace, es.Name)
-	ext := &extension{obj: es, status: st, authority: es.Name + "." + es.Namespace}
+	ext := &extension{status: st, authority: es.Name + "." + es.Namespace}
 	spec := es.Spec
 
 	if v := spec.ProtocolVersion; v != "" && v != v1alpha1.SupportProtocolVersion3 {
