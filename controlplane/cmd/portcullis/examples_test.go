@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestExamplesAreValid translates every example with the files its README
+// serves, strictly: each resource of an example must be valid, and the
+// example must show what it is there for.
+func TestExamplesAreValid(t *testing.T) {
+	const ex = "../../../examples/"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // in the YAML output
+	}{
+		{"quickstart", []string{"-f", ex + "quickstart"}, []string{"envoy.filters.http.ext_authz", "echo.example.com"}},
+		{"extension-service-health", []string{"-f", ex + "extension-service-health"}, []string{"2/3 endpoints ready", "grpcHealthCheck"}},
+		{"external-processing", []string{"-f", ex + "external-processing/resources"}, []string{"envoy.filters.http.ext_proc", "ExtProcPerRoute"}},
+		{"global-external-authorization", []string{"--config", ex + "global-external-authorization/portcullis.yaml", "-f", ex + "global-external-authorization/resources"},
+			[]string{"envoy.filters.http.ext_authz", "envoy.filters.http.ext_proc"}},
+		{"htpasswd", []string{"-f", ex + "quickstart/tls-secret.yaml", "-f", ex + "quickstart/upstreams.yaml", "-f", ex + "htpasswd/resources"},
+			[]string{"htpasswd.portcullis.dev/realm"}},
+		{"oidc", []string{"-f", ex + "quickstart/tls-secret.yaml", "-f", ex + "oidc/resources"}, []string{"envoy.filters.http.ext_authz"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newRootCommand()
+			var out, errOut bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&errOut)
+			cmd.SetArgs(append([]string{"translate", "--strict"}, tc.args...))
+			if err := cmd.Execute(); err != nil {
+				t.Fatalf("%v\n%s", err, errOut.String())
+			}
+			if strings.Contains(out.String(), "warnings:") {
+				t.Errorf("an example resource has warnings:\n%s", out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q", w)
+				}
+			}
+		})
+	}
+}
