@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -70,7 +72,8 @@ func newRootOut(p *contourv1.HTTPProxy, dup string) *rootOut {
 // building the other thousands again is most of a rebuild. A root's output
 // is reused only when the root and every object it looked up are the same
 // objects as last time (pointer-equal: providers hand out a new object for
-// every change, and the build never modifies its input) and nothing global
+// every change, and the build never modifies its input; or, for our own
+// kinds, differing only in status, see sameObject) and nothing global
 // changed (options, delegations, ExtensionServices); the result is the
 // same as without the memo. A Memo is for one goroutine at a time; the
 // zero value is not usable, use NewMemo.
@@ -94,7 +97,30 @@ type globalInputs struct {
 }
 
 func (g *globalInputs) equal(o *globalInputs) bool {
-	return g.extensions == o.extensions && slices.Equal(g.delegations, o.delegations) && reflect.DeepEqual(g.opts, o.opts)
+	return g.extensions == o.extensions && slices.EqualFunc(g.delegations, o.delegations, sameObject) && reflect.DeepEqual(g.opts, o.opts)
+}
+
+// sameObject reports whether a build reads the same from a and b: they
+// are the same object, or b is a later version of a whose only change is
+// its status. Our own status writes make those: the informer hands out a
+// new object, but its generation (which counts spec changes), UID, labels
+// and annotations are unchanged. Objects read from files have no
+// generation and are compared by pointer. (The build reads no labels or
+// annotations of these kinds today; comparing them keeps the memo right if
+// it ever does, as the provider counts their changes as changes.)
+func sameObject[T interface {
+	comparable
+	metav1.Object
+}](a, b T) bool {
+	var zero T
+	if a == b {
+		return true
+	}
+	if a == zero || b == zero {
+		return false
+	}
+	return a.GetGeneration() != 0 && a.GetGeneration() == b.GetGeneration() && a.GetUID() == b.GetUID() &&
+		maps.Equal(a.GetLabels(), b.GetLabels()) && maps.Equal(a.GetAnnotations(), b.GetAnnotations())
 }
 
 // globalInputs of the build in progress (after buildExtensions).
@@ -134,11 +160,11 @@ func (b *builder) reusable(p *contourv1.HTTPProxy, dup string) *rootOut {
 		return nil
 	}
 	out := b.memo.roots[nn(p.Namespace, p.Name)]
-	if out == nil || out.self != p || out.dup != dup {
+	if out == nil || !sameObject(out.self, p) || out.dup != dup {
 		return nil
 	}
 	for _, d := range out.proxies {
-		if b.proxies[d.key] != d.got {
+		if !sameObject(b.proxies[d.key], d.got) {
 			return nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -104,7 +105,7 @@ func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 	out.EndpointSlices = slices.Clone(in.EndpointSlices)
 	out.Warnings = maps.Clone(in.Warnings)
 	pick := func(n int) int { return rng.IntN(n) }
-	switch k := pick(19); {
+	switch k := pick(21); {
 	case k < 5 && len(out.HTTPProxies) > 0:
 		i := pick(len(out.HTTPProxies))
 		p := out.HTTPProxies[i].DeepCopy()
@@ -240,6 +241,7 @@ func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 				d.Spec.Delegations[j].TargetNamespaces = nil
 			}
 		}
+		d.Generation++
 		out.Delegations[i] = d
 		return &out, "edit delegation " + d.Name
 	case k == 13 && len(out.Secrets) > 0:
@@ -312,6 +314,41 @@ func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 		}
 		out.ExtensionServices[i] = e
 		return &out, "ext service target " + e.Name
+	case k == 19 && len(out.HTTPProxies) > 0:
+		// Our own status write comes back from the API server: a new
+		// object, the same generation. Or, when it has none yet (read
+		// from a file), a first generation, as the API server gives.
+		i := pick(len(out.HTTPProxies))
+		p := out.HTTPProxies[i].DeepCopy()
+		if p.Generation == 0 {
+			p.Generation, p.UID = 1, "uid-1"
+		} else {
+			p.Status.Description = fmt.Sprintf("written %d", rng.Int())
+		}
+		out.HTTPProxies[i] = p
+		if pick(2) == 0 && len(out.Delegations) > 0 {
+			j := pick(len(out.Delegations))
+			d := out.Delegations[j].DeepCopy()
+			if d.Generation == 0 {
+				d.Generation, d.UID = 1, "uid-1"
+			} else {
+				d.Status.Conditions = nil
+			}
+			out.Delegations[j] = d
+		}
+		return &out, "status of HTTPProxy " + p.Name
+	case k == 20 && len(out.HTTPProxies) > 0:
+		// Deleted and created again with another spec before the next
+		// build: the same generation, another UID.
+		i := pick(len(out.HTTPProxies))
+		p := out.HTTPProxies[i].DeepCopy()
+		p.UID = types.UID(fmt.Sprintf("uid-%d", rng.Int()))
+		p.Spec.Includes = nil
+		if len(p.Spec.Routes) > 0 {
+			p.Spec.Routes = p.Spec.Routes[1:]
+		}
+		out.HTTPProxies[i] = p
+		return &out, "recreate HTTPProxy " + p.Name
 	case k == 9 && len(out.Delegations) > 0:
 		i := pick(len(out.Delegations))
 		d := out.Delegations[i]
