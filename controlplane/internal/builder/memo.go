@@ -1,7 +1,6 @@
 package builder
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -101,26 +100,14 @@ func (g *globalInputs) equal(o *globalInputs) bool {
 }
 
 // sameObject reports whether a build reads the same from a and b: they
-// are the same object, or b is a later version of a whose only change is
-// its status. Our own status writes make those: the informer hands out a
-// new object, but its generation (which counts spec changes), UID, labels
-// and annotations are unchanged. Objects read from files have no
-// generation and are compared by pointer. (The build reads no labels or
-// annotations of these kinds today; comparing them keeps the memo right if
-// it ever does, as the provider counts their changes as changes.)
+// are the same object, or b differs from a only in its status (see
+// objects.SameButStatus: our own status writes, back from the API server).
 func sameObject[T interface {
 	comparable
 	metav1.Object
 }](a, b T) bool {
 	var zero T
-	if a == b {
-		return true
-	}
-	if a == zero || b == zero {
-		return false
-	}
-	return a.GetGeneration() != 0 && a.GetGeneration() == b.GetGeneration() && a.GetUID() == b.GetUID() &&
-		maps.Equal(a.GetLabels(), b.GetLabels()) && maps.Equal(a.GetAnnotations(), b.GetAnnotations())
+	return a == b || a != zero && b != zero && objects.SameButStatus(a, b)
 }
 
 // globalInputs of the build in progress (after buildExtensions).

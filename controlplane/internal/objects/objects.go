@@ -3,10 +3,12 @@
 package objects
 
 import (
+	"maps"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
@@ -75,4 +77,15 @@ func sortObjects[T namespacedName](xs []T) {
 		}
 		return xs[i].GetName() < xs[j].GetName()
 	})
+}
+
+// SameButStatus reports whether cur is a later version of old that
+// differs at most in its status: the same UID, generation (which the API
+// server increments on every spec change), labels and annotations. Our own
+// status writes come back from the API server as such versions; they
+// cannot change a build. Objects without a generation (read from files)
+// are never the same by this test.
+func SameButStatus(old, cur metav1.Object) bool {
+	return old.GetGeneration() != 0 && old.GetGeneration() == cur.GetGeneration() && old.GetUID() == cur.GetUID() &&
+		maps.Equal(old.GetLabels(), cur.GetLabels()) && maps.Equal(old.GetAnnotations(), cur.GetAnnotations())
 }

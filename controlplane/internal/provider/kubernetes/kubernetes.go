@@ -158,8 +158,7 @@ func statusOnly(old, cur any) bool {
 	}
 	o, ok1 := old.(client.Object)
 	c, ok2 := cur.(client.Object)
-	return ok1 && ok2 && o.GetGeneration() == c.GetGeneration() && o.GetGeneration() != 0 &&
-		equality.Semantic.DeepEqual(o.GetLabels(), c.GetLabels()) && equality.Semantic.DeepEqual(o.GetAnnotations(), c.GetAnnotations())
+	return ok1 && ok2 && objects.SameButStatus(o, c)
 }
 
 // snapshot lists every object from the informers' stores. The objects are
