@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,12 +28,7 @@ func TestTranslateConfig(t *testing.T) {
 		{"missing configuration file", []string{"--config", filepath.Join(t.TempDir(), "none.yaml"), "-f", example + "resources"}, nil, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := newRootCommand()
-			var out, errOut bytes.Buffer
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			cmd.SetArgs(append([]string{"translate", "-o", "json"}, tc.args...))
-			err := cmd.Execute()
+			out, errOut, err := run(append([]string{"translate", "-o", "json"}, tc.args...)...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
@@ -42,14 +36,14 @@ func TestTranslateConfig(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("%v\n%s", err, errOut.String())
+				t.Fatalf("%v\n%s", err, errOut)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out.String(), w) {
+				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q", w)
 				}
 			}
-			if tc.want == nil && strings.Contains(out.String(), "envoy.filters.http.ext_") {
+			if tc.want == nil && strings.Contains(out, "envoy.filters.http.ext_") {
 				t.Errorf("global filters installed without a configuration file")
 			}
 		})

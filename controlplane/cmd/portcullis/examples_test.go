@@ -26,22 +26,29 @@ func TestExamplesAreValid(t *testing.T) {
 		{"oidc", []string{"-f", ex + "quickstart/tls-secret.yaml", "-f", ex + "oidc/resources"}, []string{"envoy.filters.http.ext_authz"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := newRootCommand()
-			var out, errOut bytes.Buffer
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			cmd.SetArgs(append([]string{"translate", "--strict"}, tc.args...))
-			if err := cmd.Execute(); err != nil {
-				t.Fatalf("%v\n%s", err, errOut.String())
+			out, errOut, err := run(append([]string{"translate", "--strict"}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
 			}
-			if strings.Contains(out.String(), "warnings:") {
-				t.Errorf("an example resource has warnings:\n%s", out.String())
+			if strings.Contains(out, "warnings:") {
+				t.Errorf("an example resource has warnings:\n%s", out)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out.String(), w) {
+				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q", w)
 				}
 			}
 		})
 	}
+}
+
+// run runs the portcullis command line with args, as a user would.
+func run(args ...string) (stdout, stderr string, err error) {
+	cmd := newRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
 }

@@ -88,16 +88,7 @@ func TestCacheReusesMessages(t *testing.T) {
 	// The route configuration is the same message: the xDS server does not
 	// hash it again.
 	name := SecureRouteConfigName("a.example.com")
-	find := func(ms []proto.Message) proto.Message {
-		for _, m := range ms {
-			if ResourceName(m) == name {
-				return m
-			}
-		}
-		t.Fatalf("no route configuration %s", name)
-		return nil
-	}
-	if find(first.Routes) != find(second.Routes) {
+	if routeConfigNamed(t, first.Routes, name) != routeConfigNamed(t, second.Routes, name) {
 		t.Errorf("route configuration %s not reused", name)
 	}
 }
