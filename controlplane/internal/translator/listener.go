@@ -141,6 +141,10 @@ func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 		FailureModeAllow:    a.FailOpen,
 		// The spec: client certificates are always sent when present.
 		IncludePeerCertificate: true,
+		// Auth servers are not always ours: a header an auth server adds
+		// or removes that is not valid HTTP becomes a clean error response
+		// instead of reaching the client or the upstream.
+		ValidateMutations: true,
 	}
 	if b := a.WithRequestBody; b != nil {
 		cfg.WithRequestBody = &extauthzv3.BufferSettings{
