@@ -229,20 +229,24 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 }
 
 // mergeConditions appends one condition block to the inherited match:
-// prefixes concatenate, headers accumulate.
+// prefixes concatenate, headers accumulate. Every match field of an entry
+// applies, as in Contour: {prefix: /x, header: ...} matches both (taking
+// only the first field set would serve the route to requests its header
+// condition excludes), and {prefix, exact} in one entry counts as two path
+// matches.
 func mergeConditions(parent route, conds []contourv1.MatchCondition, where string, st *status.Object) (route, bool) {
 	out := route{Route: ir.Route{PathKind: parent.PathKind, Path: parent.Path, Headers: slices.Clone(parent.Headers)}}
 	prefixes, exacts := 0, 0
 	for _, c := range conds {
-		switch {
-		case c.Prefix != "":
+		if c.Prefix != "" {
 			prefixes++
 			if err := pathConditionValid("prefix", c.Prefix); err != nil {
 				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
 				return out, false
 			}
 			out.Path = joinPath(out.Path, c.Prefix)
-		case c.Exact != "":
+		}
+		if c.Exact != "" {
 			exacts++
 			if err := pathConditionValid("exact", c.Exact); err != nil {
 				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
@@ -250,7 +254,8 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 			}
 			out.Path = joinPath(out.Path, c.Exact)
 			out.PathKind = ir.PathExact
-		case c.Header != nil:
+		}
+		if c.Header != nil {
 			h, err := headerMatch(c.Header)
 			if err != nil {
 				st.AddError(contourv1.ConditionTypeHeaderConditionsError, "HeaderMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
