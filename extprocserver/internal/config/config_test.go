@@ -157,6 +157,69 @@ processors:
 	}
 }
 
+// TestDenyAndRouteOnNormalisedPaths: other spellings of a denied path are
+// denied, paths that cannot be normalised are denied by a rule with a path
+// condition (fail closed) and never pick a variant by path.
+func TestDenyAndRouteOnNormalisedPaths(t *testing.T) {
+	deny := build(t, `
+processors:
+- deny:
+    rules:
+    - path: {exact: /admin}
+    - path: {prefix: /internal/}
+      methods: [DELETE]
+    - path: {prefix: /Secret/, ignoreCase: true}
+`, nil)
+	route := build(t, `
+processors:
+- routeByHeader:
+    header: x-variant
+    rules: [{path: {prefix: /v2/}, value: v2}]
+    default: stable
+`, nil)
+	for _, tc := range []struct {
+		path, method string
+		deny         string // details of the 403, or "" for no answer
+		variant      string
+	}{
+		{"/admin", "GET", "portcullis_deny_rule_0", "stable"},
+		{"/admin?x=1", "GET", "portcullis_deny_rule_0", "stable"},
+		{"//admin", "GET", "portcullis_deny_rule_0", "stable"},
+		{"/%61dmin", "GET", "portcullis_deny_rule_0", "stable"},
+		{"/admin/../admin", "GET", "portcullis_deny_rule_0", "stable"},
+		{"/./admin", "GET", "portcullis_deny_rule_0", "stable"},
+		{"/ADMIN", "GET", "", "stable"}, // case-sensitive, as Envoy's own matching
+		{"/admin/", "GET", "", "stable"},
+		{"/internal//x", "DELETE", "portcullis_deny_rule_1", "stable"},
+		{"/x/../internal/y", "DELETE", "portcullis_deny_rule_1", "stable"},
+		{"/internal/y", "GET", "", "stable"},
+		{"/SECRET/x", "GET", "portcullis_deny_rule_2", "stable"},
+		{"/v2/x", "GET", "", "v2"},
+		{"/v1/../v2/x", "GET", "", "v2"},
+		{"/%2F", "GET", "portcullis_deny_rule_0_unsafe_path", "stable"},
+		{"/v2/a%2Fb", "GET", "portcullis_deny_rule_0_unsafe_path", "stable"},
+		{"/v2/a%zz", "GET", "portcullis_deny_rule_0_unsafe_path", "stable"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			r := st.Open(t, st.Serve(t, deny)).RoundTrip(st.RequestHeaders(true, ":method", tc.method, ":path", tc.path))
+			got := ""
+			if ir := r.GetImmediateResponse(); ir != nil {
+				got = ir.GetDetails()
+				if ir.GetStatus().GetCode() != 403 {
+					t.Errorf("status %d, want 403", ir.GetStatus().GetCode())
+				}
+			}
+			if got != tc.deny {
+				t.Errorf("deny: got %q, want %q", got, tc.deny)
+			}
+			r = st.Open(t, st.Serve(t, route)).RoundTrip(st.RequestHeaders(true, ":method", tc.method, ":path", tc.path))
+			if got, want := st.Mutation(r), "=x-variant:"+tc.variant; got != want {
+				t.Errorf("routeByHeader: got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // build parses a configuration and builds its processor, registering its
 // metrics with reg.
 func build(t *testing.T, yaml string, reg prometheus.Registerer) sdk.Processor {
@@ -239,29 +302,30 @@ func TestObserveMetrics(t *testing.T) {
 func TestBadConfigs(t *testing.T) {
 	// Each is refused for its own reason (want is part of the message).
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"empty":                 {"", "at least one processor"},
-		"no processors":         {"processors: []", "at least one processor"},
-		"unknown field":         {"processors:\n- headers: {request: {sett: {a: b}}}", "unknown field \"sett\""},
-		"unknown kind":          {"processors:\n- lua: {}", "unknown field \"lua\""},
-		"no kind":               {"processors:\n- name: x", "set one processor kind"},
-		"two kinds":             {"processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}", "only one processor kind"},
-		"bad template":          {"processors:\n- headers: {request: {set: {x: '${nope}'}}}", "unknown variable ${nope}"},
-		"lone dollar":           {"processors:\n- headers: {request: {set: {x: 'a $ b'}}}", "a lone $"},
-		"pseudo header":         {"processors:\n- headers: {request: {set: {':path': /x}}}", "pseudo-headers"},
-		"deny without rules":    {"processors:\n- deny: {}", "at least one rule"},
-		"deny empty rule":       {"processors:\n- deny: {rules: [{}]}", "a rule needs at least one of"},
-		"deny two matchers":     {"processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}", "set exactly one of"},
-		"deny bad regex":        {"processors:\n- deny: {rules: [{path: {regex: '('}}]}", "regex"},
-		"deny bad status":       {"processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}", "status 99"},
-		"deny absent and value": {"processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}", "absent excludes a value matcher"},
-		"size zero":             {"processors:\n- sizeLimit: {maxRequestBytes: 0}", "maxRequestBytes must be > 0"},
-		"redact nothing":        {"processors:\n- jsonRedact: {}", "set at least one path"},
-		"redact bad path":       {"processors:\n- jsonRedact: {request: [password]}", "must start with $"},
-		"route no header":       {"processors:\n- routeByHeader: {default: a}", "request header name is required"},
-		"route nothing":         {"processors:\n- routeByHeader: {header: x}", "set rules, split or default"},
-		"route bad percent":     {"processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}", "percent must be 0-100"},
-		"route rule no value":   {"processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}", "rules[0]: value is required"},
-		"not yaml":              {"processors: [", "yaml"},
+		"empty":                  {"", "at least one processor"},
+		"no processors":          {"processors: []", "at least one processor"},
+		"unknown field":          {"processors:\n- headers: {request: {sett: {a: b}}}", "unknown field \"sett\""},
+		"unknown kind":           {"processors:\n- lua: {}", "unknown field \"lua\""},
+		"no kind":                {"processors:\n- name: x", "set one processor kind"},
+		"two kinds":              {"processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}", "only one processor kind"},
+		"bad template":           {"processors:\n- headers: {request: {set: {x: '${nope}'}}}", "unknown variable ${nope}"},
+		"lone dollar":            {"processors:\n- headers: {request: {set: {x: 'a $ b'}}}", "a lone $"},
+		"pseudo header":          {"processors:\n- headers: {request: {set: {':path': /x}}}", "pseudo-headers"},
+		"deny without rules":     {"processors:\n- deny: {}", "at least one rule"},
+		"deny empty rule":        {"processors:\n- deny: {rules: [{}]}", "a rule needs at least one of"},
+		"deny two matchers":      {"processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}", "set exactly one of"},
+		"deny bad regex":         {"processors:\n- deny: {rules: [{path: {regex: '('}}]}", "regex"},
+		"deny bad status":        {"processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}", "status 99"},
+		"deny absent and value":  {"processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}", "absent excludes a value matcher"},
+		"deny unnormalised path": {"processors:\n- deny: {rules: [{path: {prefix: //admin}}]}", `never matches: requests are matched on the normalised path; write "/admin"`},
+		"size zero":              {"processors:\n- sizeLimit: {maxRequestBytes: 0}", "maxRequestBytes must be > 0"},
+		"redact nothing":         {"processors:\n- jsonRedact: {}", "set at least one path"},
+		"redact bad path":        {"processors:\n- jsonRedact: {request: [password]}", "must start with $"},
+		"route no header":        {"processors:\n- routeByHeader: {default: a}", "request header name is required"},
+		"route nothing":          {"processors:\n- routeByHeader: {header: x}", "set rules, split or default"},
+		"route bad percent":      {"processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}", "percent must be 0-100"},
+		"route rule no value":    {"processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}", "rules[0]: value is required"},
+		"not yaml":               {"processors: [", "yaml"},
 	} {
 		f, err := Parse([]byte(tc.yaml))
 		if err == nil {

@@ -1,6 +1,8 @@
 // Package deny is the built-in processor that answers requests matching
 // path, method and header rules with an immediate response (403 by
-// default) before they reach the upstream.
+// default) before they reach the upstream. Paths are matched normalised;
+// a path that cannot be normalised safely satisfies every path condition
+// (see match.NormalizePath).
 package deny
 
 import (
@@ -55,13 +57,19 @@ func New(cfg Config) (*Processor, error) {
 }
 
 func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+	path := match.RequestPath(h)
 	for i := range p.cfg.Rules {
-		if p.cfg.Rules[i].Match(h) {
+		// Fail closed: a path that cannot be normalised satisfies the
+		// path condition, since we cannot tell what the upstream serves.
+		if p.cfg.Rules[i].Match(h, path, match.UnsafePathMatches) {
 			r := sdk.TextResponse(p.cfg.Status, p.cfg.Body)
 			for k, v := range p.cfg.Headers {
 				r.Headers.Set(k, v)
 			}
 			r.Details = fmt.Sprintf("portcullis_deny_rule_%d", i)
+			if path.Err != nil && p.cfg.Rules[i].Path != nil {
+				r.Details += "_unsafe_path"
+			}
 			x.Respond(r)
 			return nil
 		}

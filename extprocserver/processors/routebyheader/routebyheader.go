@@ -79,8 +79,11 @@ func New(cfg Config) (*Processor, error) {
 
 // Variant decides the variant for a request ("" for none).
 func (p *Processor) Variant(h *sdk.Headers) string {
+	path := match.RequestPath(h)
 	for i := range p.cfg.Rules {
-		if p.cfg.Rules[i].Match(h) {
+		// A path that cannot be normalised never selects a variant by path:
+		// the request falls through to the split or the default.
+		if p.cfg.Rules[i].Match(h, path, match.UnsafePathMisses) {
 			return p.cfg.Rules[i].Value
 		}
 	}
