@@ -154,6 +154,12 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 		out.skipped = append(out.skipped, Skipped{Source: where, Kind: gvk.GroupVersion().String() + "/" + gvk.Kind, Reason: "kind not read by portcullis"})
 		return out
 	}
+	if obj.(namespacedName).GetName() == "" {
+		// Served as "default/" it would be an object nobody can name in
+		// an include, a delegation or a status.
+		out.err = fmt.Errorf("%s: %s has no metadata.name: every object needs one (no API server generates names for files, so generateName does not work here)", where, gvk.Kind)
+		return out
+	}
 	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, warning: warning})
 	return out
 }

@@ -73,6 +73,22 @@ apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: after}
 `, wantProxies: []string{"default/ok"}, wantErr: "in.yaml:2: "},
+		{name: "an object without a name is an error naming it, after the objects before it", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: ok}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {generateName: web-}
+spec: {virtualhost: {fqdn: a.example.com}}
+`, wantProxies: []string{"default/ok"}, wantErr: "in.yaml:2: HTTPProxy has no metadata.name"},
+		{name: "a list item without a name is an error naming it", in: `
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Service, metadata: {namespace: team}}
+`, wantErr: "in.yaml:1[0]: Service has no metadata.name"},
 		{name: "a wrong type is an error", in: `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy

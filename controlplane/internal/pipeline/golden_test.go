@@ -64,9 +64,15 @@ type caseOptions struct {
 	Builder builder.Options `json:"builder"`
 }
 
+// runCase renders one case; the golden of an input that does not load is
+// the error, as `portcullis translate` reports it.
 func runCase(t *testing.T, dir string) []byte {
 	t.Helper()
-	set, res := runPipeline(t, dir)
+	set, err := loadCase(dir)
+	if err != nil {
+		return []byte("error: " + err.Error() + "\n")
+	}
+	res := pipeline.Run(set, pipelineOptions(t, dir))
 	doc, err := pipeline.NewDocument(set, res, goldenNow)
 	if err != nil {
 		t.Fatal(err)
@@ -79,15 +85,23 @@ func runCase(t *testing.T, dir string) []byte {
 }
 
 // runPipeline runs one case (testdata/common, the case's in.yaml,
-// options.yaml and config.yaml) through the pipeline.
+// options.yaml and config.yaml) through the pipeline. A case whose input
+// does not load has nothing to run: the test is skipped (TestGolden checks
+// its error).
 func runPipeline(t *testing.T, dir string) (*objects.Set, *pipeline.Result) {
 	t.Helper()
 	opts := pipelineOptions(t, dir)
-	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
+	set, err := loadCase(dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("the input does not load: %v", err)
 	}
 	return set, pipeline.Run(set, opts)
+}
+
+// loadCase reads one case's objects with testdata/common.
+func loadCase(dir string) (*objects.Set, error) {
+	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
+	return set, err
 }
 
 // pipelineOptions reads a case's options.yaml and config.yaml.
