@@ -25,6 +25,9 @@ const (
 	ConditionTypeOrphanedError            = "Orphaned"
 	ConditionTypeTLSFallbackError         = "TLSFallbackError"
 	ConditionTypeTLSClientValidationError = "TLSClientValidationError"
+	// ConditionTypeSpecError: a field of the object itself is wrong
+	// (unknown, given twice, or not implemented), whatever it holds.
+	ConditionTypeSpecError = "SpecError"
 )
 
 // Legacy values of HTTPProxyStatus.CurrentStatus.

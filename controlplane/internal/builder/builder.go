@@ -184,7 +184,7 @@ func (b *builder) statusOf(kind, namespace, name string, generation int64) *stat
 		o = &status.Object{Ref: ref, Generation: generation}
 		ws := b.in.Warnings[ref]
 		for _, w := range ws {
-			o.AddWarning("SpecWarning", "UnknownField", w)
+			o.AddError(contourv1.ConditionTypeSpecError, decodeComplaintReason(w), decodeComplaintMessage(w))
 		}
 		if b.cur != nil {
 			b.cur.warnings = append(b.cur.warnings, warningDep{ref, ws})

@@ -40,7 +40,7 @@ const (
 	ReasonInvalidHealthCheck  = "InvalidHealthCheckPolicy"
 	ReasonTLSWithoutVerify    = "TLSWithoutValidation"
 	// Condition types of ExtensionService findings.
-	condSpec = "SpecError"
+	condSpec = contourv1.ConditionTypeSpecError
 )
 
 func (b *builder) buildExtensions() {

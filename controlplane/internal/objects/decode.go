@@ -47,9 +47,10 @@ type Skipped struct {
 
 // Decode adds the objects of a multi-document YAML (or JSON) stream to s.
 // Documents of kinds the control plane does not read (Deployments,
-// Namespaces, cert-manager objects…) are returned as skipped. Unknown fields
-// are not fatal: the object is kept and a warning is recorded for its
-// status. A document that cannot be parsed at all is an error naming it.
+// Namespaces, cert-manager objects…) are returned as skipped. An unknown or
+// duplicate field does not stop the decoding: the object is kept, and the
+// strict decoder's complaint is recorded for its status (an error there:
+// the builder does not serve it). A document that cannot be parsed at all is an error naming it.
 // Documents are decoded in parallel (tens of thousands of objects take
 // seconds to parse) and added in their order.
 func (s *Set) Decode(r io.Reader, source string) ([]Skipped, error) {
@@ -93,9 +94,9 @@ type decoded struct {
 type decodedObject struct {
 	obj  runtime.Object
 	kind string
-	// warning is the strict decoder's complaint (unknown or duplicate
-	// fields), for the object's status.
-	warning string
+	// complaints are the strict decoder's, one per unknown or duplicate
+	// field, for the object's status.
+	complaints []string
 }
 
 // decodeDocument decodes one YAML or JSON document. where names it in
@@ -106,7 +107,7 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 	}
 	// Converting YAML is most of the work: do it once, then decode JSON.
 	// A document the strict conversion refuses (a duplicate key) goes to
-	// the deserializer as YAML, which reports it as a warning.
+	// the deserializer as YAML, which reports it as a complaint.
 	unmarshal := func(b []byte, v any) error { return yaml.Unmarshal(b, v) }
 	if j, err := yaml.YAMLToJSONStrict(doc); err == nil {
 		doc, unmarshal = j, json.Unmarshal
@@ -139,9 +140,11 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 		return out
 	}
 	obj, gvk, err := strictCodecs.UniversalDeserializer().Decode(doc, nil, nil)
-	var warning string
-	if err != nil && runtime.IsStrictDecodingError(err) && obj != nil {
-		warning = err.Error()
+	var complaints []string
+	if strict, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
+		for _, e := range strict.Errors() {
+			complaints = append(complaints, e.Error())
+		}
 	} else if err != nil {
 		if runtime.IsNotRegisteredError(err) {
 			out.skipped = append(out.skipped, Skipped{Source: where, Kind: meta.APIVersion + "/" + meta.Kind, Reason: "kind not read by portcullis"})
@@ -160,20 +163,20 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 		out.err = fmt.Errorf("%s: %s has no metadata.name: every object needs one (no API server generates names for files, so generateName does not work here)", where, gvk.Kind)
 		return out
 	}
-	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, warning: warning})
+	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, complaints: complaints})
 	return out
 }
 
-// addDecoded files a decoded object in its list, with its warning.
+// addDecoded files a decoded object in its list, with its complaints.
 func (s *Set) addDecoded(o decodedObject) {
 	s.add(o.obj)
-	if o.warning != "" {
+	if len(o.complaints) > 0 {
 		m := o.obj.(namespacedName)
 		if s.Warnings == nil {
 			s.Warnings = map[Ref][]string{}
 		}
 		ref := Ref{Kind: o.kind, Namespace: m.GetNamespace(), Name: m.GetName()}
-		s.Warnings[ref] = append(s.Warnings[ref], strings.TrimPrefix(o.warning, "strict decoding error: "))
+		s.Warnings[ref] = append(s.Warnings[ref], o.complaints...)
 	}
 }
 

@@ -13,7 +13,7 @@ func TestDecode(t *testing.T) {
 		wantProxies  []string // namespace/name, in order
 		wantServices int
 		wantSkipped  []string // source: kind
-		wantWarnings map[string]string
+		wantWarnings map[string][]string // per object, one substring per complaint
 		wantErr      string
 	}{
 		{name: "defaults the namespace and keeps order", in: `
@@ -38,20 +38,27 @@ apiVersion: example.com/v1
 kind: Widget
 metadata: {name: w}
 `, wantSkipped: []string{"in.yaml:1: apps/v1/Deployment", "in.yaml:2: example.com/v1/Widget"}},
-		{name: "an unknown field is a warning, the object is kept", in: `
+		{name: "an unknown field is recorded, the object is kept", in: `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: p}
 spec: {virtualhost: {fqdn: a.example.com, timeout: 1s}}
-`, wantProxies: []string{"default/p"}, wantWarnings: map[string]string{"HTTPProxy default/p": `unknown field "spec.virtualhost.timeout"`}},
-		{name: "a duplicate key is a warning, the object is kept", in: `
+`, wantProxies: []string{"default/p"}, wantWarnings: map[string][]string{"HTTPProxy default/p": {`unknown field "spec.virtualhost.timeout"`}}},
+		{name: "one complaint per unknown field, each naming it", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p}
+spec: {virtualhost: {fqdn: a.example.com, timeout: 1s}, routes: [{services: [{name: s, port: 80}], retries: 3}]}
+`, wantProxies: []string{"default/p"}, wantWarnings: map[string][]string{"HTTPProxy default/p": {
+			`unknown field "spec.routes[0].retries"`, `unknown field "spec.virtualhost.timeout"`}}},
+		{name: "a duplicate key is recorded, the object is kept", in: `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: p}
 spec:
   virtualhost: {fqdn: a.example.com}
   virtualhost: {fqdn: b.example.com}
-`, wantProxies: []string{"default/p"}, wantWarnings: map[string]string{"HTTPProxy default/p": `key "virtualhost" already set in map`}},
+`, wantProxies: []string{"default/p"}, wantWarnings: map[string][]string{"HTTPProxy default/p": {`key "virtualhost" already set in map`}}},
 		{name: "lists are expanded", in: `
 apiVersion: v1
 kind: List
@@ -124,8 +131,15 @@ spec: {routes: 5}
 				t.Errorf("warnings = %v, want %v", s.Warnings, tt.wantWarnings)
 			}
 			for ref, ws := range s.Warnings {
-				if want, ok := tt.wantWarnings[ref.String()]; !ok || len(ws) != 1 || !strings.Contains(ws[0], want) {
-					t.Errorf("warnings of %s = %q, want one containing %q", ref, ws, want)
+				want, ok := tt.wantWarnings[ref.String()]
+				if !ok || len(ws) != len(want) {
+					t.Errorf("warnings of %s = %q, want %d", ref, ws, len(want))
+					continue
+				}
+				for i := range ws {
+					if !strings.Contains(ws[i], want[i]) {
+						t.Errorf("warning %d of %s = %q, want it to contain %q", i, ref, ws[i], want[i])
+					}
 				}
 			}
 		})

@@ -24,8 +24,10 @@ type Set struct {
 	Services          []*corev1.Service
 	EndpointSlices    []*discoveryv1.EndpointSlice
 
-	// Warnings found while reading an object (e.g. unknown fields in a YAML
-	// file), reported in that object's status.
+	// Warnings are the strict decoder's complaints about an object read from
+	// a file (an unknown or duplicate field), one per field. The builder
+	// reports each as an error and does not serve the object: a misspelt
+	// restricting field must not be served as if it were absent.
 	Warnings map[Ref][]string
 }
 

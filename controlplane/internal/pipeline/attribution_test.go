@@ -14,7 +14,7 @@ import (
 )
 
 func TestAttribution(t *testing.T) {
-	set, _, err := file.Load([]string{"testdata/common", "testdata/includes/in.yaml", "testdata/spec-external-authorization-sample/in.yaml"})
+	set, _, err := file.Load([]string{"testdata/common", "testdata/includes/in.yaml", "testdata/auth-policy-routes/in.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func TestAttribution(t *testing.T) {
 			[]string{proxy("team-a", "api")}, []string{proxy("default", "root")}},
 		{"an included proxy's virtual host is blamed on the root and the child", resourcev3.RouteType, []string{translator.HTTPRouteConfigName}, "virtual host root.example.com: bad",
 			[]string{proxy("default", "root"), proxy("team-a", "api")}, []string{proxy("team-a", "broken-child")}},
-		{"an extension cluster is blamed on the ExtensionService and the proxies using it", resourcev3.ClusterType, []string{"extension/contour-auth/testserver"}, "",
-			[]string{ext("contour-auth", "testserver"), proxy("default", "echo")}, nil},
+		{"an extension cluster is blamed on the ExtensionService and the proxies using it", resourcev3.ClusterType, []string{"extension/default/auth"}, "",
+			[]string{ext("default", "auth"), proxy("default", "protected"), proxy("default", "default-off")}, nil},
 		{"unknown resources are blamed on nobody", resourcev3.ClusterType, []string{"no/such/cluster"}, "", nil, nil},
 	}
 	for _, tt := range tests {

@@ -15,7 +15,7 @@ import (
 )
 
 func TestWithEnvoyRejections(t *testing.T) {
-	set, _, err := file.Load([]string{"../pipeline/testdata/common", "../pipeline/testdata/spec-external-authorization-sample/in.yaml"})
+	set, _, err := file.Load([]string{"../pipeline/testdata/common", "../pipeline/testdata/auth-policy-routes/in.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +27,9 @@ func TestWithEnvoyRejections(t *testing.T) {
 		wantInvalid      []string
 		wantUnattributed int
 	}{
-		{"an extension cluster: its ExtensionService and the proxy using it",
-			xdsserver.Rejection{TypeURL: resourcev3.ClusterType, Version: "7", Resources: []string{"extension/contour-auth/testserver"}, Message: "bad cluster"},
-			[]string{"ExtensionService contour-auth/testserver", "HTTPProxy default/echo"}, 0},
+		{"an extension cluster: its ExtensionService and the proxies using it",
+			xdsserver.Rejection{TypeURL: resourcev3.ClusterType, Version: "7", Resources: []string{"extension/default/auth"}, Message: "bad cluster"},
+			[]string{"ExtensionService default/auth", "HTTPProxy default/default-off", "HTTPProxy default/protected"}, 0},
 		{"nothing known: log and metric only",
 			xdsserver.Rejection{TypeURL: resourcev3.ClusterType, Version: "7", Resources: []string{"other"}, Message: "bad"},
 			nil, 1},
@@ -66,7 +66,7 @@ func TestWithEnvoyRejections(t *testing.T) {
 }
 
 func TestChangedStatusesAndMerge(t *testing.T) {
-	set, _, err := file.Load([]string{"../pipeline/testdata/common", "../pipeline/testdata/spec-external-authorization-sample/in.yaml"})
+	set, _, err := file.Load([]string{"../pipeline/testdata/common", "../pipeline/testdata/auth-policy-routes/in.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +80,9 @@ func TestChangedStatusesAndMerge(t *testing.T) {
 		t.Errorf("unchanged findings: %d statuses to write, want none", len(got))
 	}
 	rejected, _ := withEnvoyRejections(res.Build, pipeline.NewAttribution(res), []xdsserver.Rejection{{
-		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/contour-auth/testserver"}, Message: "bad"}})
-	if got := s.changedStatuses(rejected.Status, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 2 {
-		t.Errorf("after a rejection: %d statuses to write, want 2 (the ExtensionService and its HTTPProxy)", len(got))
+		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/default/auth"}, Message: "bad"}})
+	if got := s.changedStatuses(rejected.Status, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 3 {
+		t.Errorf("after a rejection: %d statuses to write, want 3 (the ExtensionService and its two HTTPProxies)", len(got))
 	}
 	s.lastFullPass = time.Time{}
 	if got := s.changedStatuses(rejected.Status, st); len(got) != len(st) {

@@ -94,6 +94,17 @@ const (
 	MessageOrphaned       = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
 )
 
+// Reasons of the errors about an object's fields (type SpecError), for
+// every kind. The object is not served: a field the control plane cannot
+// read or apply might be one that restricts access.
+const (
+	// ReasonUnknownField: a field the API does not have (a misspelling).
+	ReasonUnknownField = "UnknownField"
+	// ReasonDuplicateField: a field given twice; only one value would be
+	// read.
+	ReasonDuplicateField = "DuplicateField"
+)
+
 // ValidCondition computes the Valid condition for o. prev is the object's
 // current Valid condition (nil when it has none); when the computed
 // condition has the same status, prev's lastTransitionTime is kept.
