@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -142,14 +143,26 @@ func (h *Headers) edit(k string) *headerEdit {
 	return &h.edits[len(h.edits)-1]
 }
 
-// mutation is the net HeaderMutation, or nil when nothing changed.
-func (h *Headers) mutation() *extprocv3.HeaderMutation {
+// mutation is the net HeaderMutation, or nil when nothing changed. It
+// refuses a change Envoy must never see (see checkHeader), so that one
+// invalid value fails the message instead of reaching Envoy.
+func (h *Headers) mutation() (*extprocv3.HeaderMutation, error) {
 	if len(h.edits) == 0 {
-		return nil
+		return nil, nil
 	}
 	m := &extprocv3.HeaderMutation{}
 	n := 0
 	for _, e := range h.edits {
+		for _, v := range e.values {
+			if err := checkHeader(e.name, v); err != nil {
+				return nil, err
+			}
+		}
+		if len(e.values) == 0 {
+			if err := checkHeader(e.name, ""); err != nil {
+				return nil, err
+			}
+		}
 		n += len(e.values)
 	}
 	if n > 0 {
@@ -170,7 +183,56 @@ func (h *Headers) mutation() *extprocv3.HeaderMutation {
 			m.SetHeaders = append(m.SetHeaders, o.set(e.name, v, action))
 		}
 	}
-	return m
+	return m, nil
+}
+
+// MaxHeaderValue is the longest header value Envoy accepts in a mutation.
+const MaxHeaderValue = 16384
+
+// ValidHeaderName reports whether name is a non-empty RFC 9110 token (no
+// pseudo-header colon, space, control character or separator).
+func ValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckHeaderValue returns an error when v is not safe as a header value:
+// a control character other than horizontal tab (CR, LF and NUL would
+// split or truncate the header), or more than MaxHeaderValue bytes. The
+// error says where, without repeating the value.
+func CheckHeaderValue(v string) error {
+	if len(v) > MaxHeaderValue {
+		return fmt.Errorf("%d bytes, more than %d", len(v), MaxHeaderValue)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return fmt.Errorf("control character %#02x at byte %d", c, i)
+		}
+	}
+	return nil
+}
+
+// checkHeader validates one header change; pseudo-headers (":path") are
+// names too.
+func checkHeader(name, value string) error {
+	if !ValidHeaderName(strings.TrimPrefix(name, ":")) {
+		return fmt.Errorf("invalid header name %q", name)
+	}
+	if err := CheckHeaderValue(value); err != nil {
+		return fmt.Errorf("invalid value for header %s: %w", name, err)
+	}
+	return nil
 }
 
 // headerOpt holds a HeaderValueOption and its HeaderValue, so that a

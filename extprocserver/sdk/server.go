@@ -46,9 +46,11 @@ func WithObserver(o Observer) Option { return func(s *Server) { s.observe = o } 
 // Errors end the stream with a gRPC status: a processor error that carries
 // a status (status.Error) keeps its code; context cancellation becomes
 // Canceled or DeadlineExceeded; any other error or a panic becomes Internal.
-// A message with no known request type is InvalidArgument, and
-// FULL_DUPLEX_STREAMED bodies, which need a different response discipline,
-// are Unimplemented.
+// A header change Envoy must not see (a name that is not an HTTP token, a
+// value with CR, LF, NUL or too long) is Internal and nothing of that
+// message is sent. A message with no known request type is
+// InvalidArgument, and FULL_DUPLEX_STREAMED bodies, which need a
+// different response discipline, are Unimplemented.
 type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
 	proc    Processor
@@ -192,12 +194,16 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extproc
 		return nil, err
 	}
 	if x.immediate != nil {
-		return x.immediateResponse(), nil
+		return x.immediateResponse()
 	}
 	// The response's messages in one allocation: this runs on every
 	// headers message.
+	mut, err := h.mutation()
+	if err != nil {
+		return nil, errInvalidHeader(err)
+	}
 	r := new(headersResponse)
-	r.common.HeaderMutation, r.common.ClearRouteCache = h.mutation(), x.clearRoute && p == RequestHeaders
+	r.common.HeaderMutation, r.common.ClearRouteCache = mut, x.clearRoute && p == RequestHeaders
 	r.hr.Response = &r.common
 	resp := &r.resp
 	if p == RequestHeaders {
@@ -248,7 +254,7 @@ func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.
 		return nil, err
 	}
 	if x.immediate != nil {
-		return x.immediateResponse(), nil
+		return x.immediateResponse()
 	}
 	common := &extprocv3.CommonResponse{ClearRouteCache: x.clearRoute && p == RequestBody}
 	if b.replaced {
@@ -305,9 +311,13 @@ func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extpro
 		return nil, err
 	}
 	if x.immediate != nil {
-		return x.immediateResponse(), nil
+		return x.immediateResponse()
 	}
-	tr := &extprocv3.TrailersResponse{HeaderMutation: t.mutation()}
+	mut, err := t.mutation()
+	if err != nil {
+		return nil, errInvalidHeader(err)
+	}
+	tr := &extprocv3.TrailersResponse{HeaderMutation: mut}
 	resp := &extprocv3.ProcessingResponse{}
 	if p == RequestTrailers {
 		resp.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: tr}
@@ -330,7 +340,7 @@ func (x *Exchange) finish(resp *extprocv3.ProcessingResponse) {
 	}
 }
 
-func (x *Exchange) immediateResponse() *extprocv3.ProcessingResponse {
+func (x *Exchange) immediateResponse() (*extprocv3.ProcessingResponse, error) {
 	r := x.immediate
 	code := r.Status
 	if code == 0 {
@@ -352,11 +362,22 @@ func (x *Exchange) immediateResponse() *extprocv3.ProcessingResponse {
 				}
 			}
 		}
-		ir.Headers = h.mutation()
+		var err error
+		if ir.Headers, err = h.mutation(); err != nil {
+			return nil, errInvalidHeader(fmt.Errorf("immediate response: %w", err))
+		}
 	}
 	resp := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: ir}}
 	x.finish(resp)
-	return resp
+	return resp, nil
+}
+
+// errInvalidHeader fails a message whose header changes Envoy must not
+// see: CR or LF would let a value inject headers. Internal, like any
+// processor bug; Envoy answers 500, or with failure_mode_allow continues
+// without this message's changes.
+func errInvalidHeader(err error) error {
+	return status.Errorf(codes.Internal, "processor produced an invalid header, nothing sent: %v", err)
 }
 
 // Errorf returns an error that ends the stream with code (see Server).

@@ -157,6 +157,85 @@ func TestHeaderMutationsAreNetDiffs(t *testing.T) {
 	}
 }
 
+// TestInvalidHeadersNeverReachEnvoy: a change Envoy must not see (CR, LF,
+// NUL, a bad name, an oversized value) fails the message with Internal in
+// every phase that sends headers, instead of being sent.
+func TestInvalidHeadersNeverReachEnvoy(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		hname, value string
+		del          bool // Del(hname) instead of Add(hname, value)
+		ok           bool
+	}{
+		{name: "valid with tab and obs-text", hname: "x-a", value: "a\tb \xff", ok: true},
+		{name: "pseudo-header", hname: ":path", value: "/x", ok: true},
+		{name: "longest value", hname: "x-a", value: strings.Repeat("v", sdk.MaxHeaderValue), ok: true},
+		{name: "CR LF in value", hname: "x-a", value: "v\r\nx-injected: 1"},
+		{name: "LF in value", hname: "x-a", value: "v\nx"},
+		{name: "NUL in value", hname: "x-a", value: "v\x00x"},
+		{name: "DEL in value", hname: "x-a", value: "v\x7f"},
+		{name: "value too long", hname: "x-a", value: strings.Repeat("v", sdk.MaxHeaderValue+1)},
+		{name: "space in name", hname: "x a", value: "v"},
+		{name: "LF in name", hname: "x-a\nx-b", value: "v"},
+		{name: "separator in name", hname: "x(a)", value: "v"},
+		{name: "empty name", hname: "", value: "v"},
+		{name: "bare colon", hname: ":", value: "v"},
+		{name: "removed bad name", hname: "x-a\r\n", del: true},
+	} {
+		for _, phase := range []string{"request headers", "response headers", "request trailers", "immediate response"} {
+			if tc.del && phase == "immediate response" {
+				continue // an immediate response only sets headers
+			}
+			t.Run(tc.name+"/"+phase, func(t *testing.T) {
+				f := func(_ context.Context, _ *sdk.Exchange, h *sdk.Headers) error {
+					h.Set("x-ok", "fine")
+					if tc.del {
+						h.Del(tc.hname)
+					} else {
+						h.Add(tc.hname, tc.value)
+					}
+					return nil
+				}
+				var p funcs
+				req := reqHeaders(true, ":path", "/")
+				switch phase {
+				case "request headers":
+					p.reqH = f
+				case "response headers":
+					p.respH, req = f, respHeaders(true, ":status", "200")
+				case "request trailers":
+					p.reqT, req = f, reqTrailers("x-t", "1")
+				case "immediate response":
+					p.reqH = func(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
+						r := sdk.TextResponse(403, "no")
+						r.Headers[tc.hname] = []string{tc.value}
+						x.Respond(r)
+						return nil
+					}
+				}
+				c, rec := start(t, p)
+				s := open(t, c)
+				if err := s.Send(req); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := s.Recv()
+				if tc.ok {
+					if err != nil {
+						t.Fatalf("valid change refused: %v", err)
+					}
+					return
+				}
+				if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "invalid header") {
+					t.Fatalf("got answer %.80q, error %v; want Internal: invalid header", sdktest.Mutation(resp), err)
+				}
+				if ev := rec.get(); len(ev) != 1 || ev[0].outcome != sdk.OutcomeError {
+					t.Errorf("observed %+v", ev)
+				}
+			})
+		}
+	}
+}
+
 // TestHeadersReadWhatEnvoySent: value and raw_value, repeated and
 // upper-case names, and an Add to one name leaving its neighbours alone
 // (the driver packs the values of a message together).

@@ -10,6 +10,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 	st "github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
@@ -220,6 +222,59 @@ processors:
 	}
 }
 
+// TestHeadersRefuseInvalidValues: a template that renders an invalid header
+// value fails the message (Internal: Envoy answers 500, or continues
+// without the change with failure_mode_allow) and sends none of its changes.
+func TestHeadersRefuseInvalidValues(t *testing.T) {
+	p := build(t, `
+processors:
+- headers:
+    request:
+      set: {x-user: "user=${request_header.x-in}", x-static: "s"}
+      remove: [x-internal]
+    response:
+      append: {x-echo: "${request_header.x-in}${request_header.x-in}"}
+`, nil)
+	long := strings.Repeat("a", sdk.MaxHeaderValue/2+1)
+	for _, tc := range []struct {
+		name, in  string
+		req, resp string // mutation, or "error" for a failed stream
+	}{
+		{"valid", "u1", "-x-internal =x-static:s =x-user:user=u1", "+x-echo:u1u1"},
+		{"tab is valid", "a\tb", "-x-internal =x-static:s =x-user:user=a\tb", "+x-echo:a\tba\tb"},
+		{"CR LF", "u1\r\nx-admin: 1", "error", ""},
+		{"LF", "u1\nx", "error", ""},
+		{"NUL", "u1\x00", "error", ""},
+		{"too long once repeated", long, "-x-internal =x-static:s =x-user:user=" + long, "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := st.Open(t, st.Serve(t, p))
+			for _, step := range []struct {
+				req  *extprocv3.ProcessingRequest
+				want string
+			}{
+				{st.RequestHeaders(true, ":path", "/", "x-in", tc.in), tc.req},
+				{st.ResponseHeaders(true, ":status", "200"), tc.resp},
+			} {
+				if err := s.Send(step.req); err != nil {
+					t.Fatal(err)
+				}
+				r, err := s.Recv()
+				if step.want != "error" {
+					if err != nil || st.Mutation(r) != step.want {
+						t.Fatalf("got %.80q, %v; want %.80q", st.Mutation(r), err, step.want)
+					}
+					continue
+				}
+				if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "template rendered an invalid header value") {
+					t.Fatalf("got %.80q, %v; want the stream to fail with Internal", st.Mutation(r), err)
+				}
+				return
+			}
+		})
+	}
+}
+
 // build parses a configuration and builds its processor, registering its
 // metrics with reg.
 func build(t *testing.T, yaml string, reg prometheus.Registerer) sdk.Processor {
@@ -302,30 +357,39 @@ func TestObserveMetrics(t *testing.T) {
 func TestBadConfigs(t *testing.T) {
 	// Each is refused for its own reason (want is part of the message).
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"empty":                  {"", "at least one processor"},
-		"no processors":          {"processors: []", "at least one processor"},
-		"unknown field":          {"processors:\n- headers: {request: {sett: {a: b}}}", "unknown field \"sett\""},
-		"unknown kind":           {"processors:\n- lua: {}", "unknown field \"lua\""},
-		"no kind":                {"processors:\n- name: x", "set one processor kind"},
-		"two kinds":              {"processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}", "only one processor kind"},
-		"bad template":           {"processors:\n- headers: {request: {set: {x: '${nope}'}}}", "unknown variable ${nope}"},
-		"lone dollar":            {"processors:\n- headers: {request: {set: {x: 'a $ b'}}}", "a lone $"},
-		"pseudo header":          {"processors:\n- headers: {request: {set: {':path': /x}}}", "pseudo-headers"},
-		"deny without rules":     {"processors:\n- deny: {}", "at least one rule"},
-		"deny empty rule":        {"processors:\n- deny: {rules: [{}]}", "a rule needs at least one of"},
-		"deny two matchers":      {"processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}", "set exactly one of"},
-		"deny bad regex":         {"processors:\n- deny: {rules: [{path: {regex: '('}}]}", "regex"},
-		"deny bad status":        {"processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}", "status 99"},
-		"deny absent and value":  {"processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}", "absent excludes a value matcher"},
-		"deny unnormalised path": {"processors:\n- deny: {rules: [{path: {prefix: //admin}}]}", `never matches: requests are matched on the normalised path; write "/admin"`},
-		"size zero":              {"processors:\n- sizeLimit: {maxRequestBytes: 0}", "maxRequestBytes must be > 0"},
-		"redact nothing":         {"processors:\n- jsonRedact: {}", "set at least one path"},
-		"redact bad path":        {"processors:\n- jsonRedact: {request: [password]}", "must start with $"},
-		"route no header":        {"processors:\n- routeByHeader: {default: a}", "request header name is required"},
-		"route nothing":          {"processors:\n- routeByHeader: {header: x}", "set rules, split or default"},
-		"route bad percent":      {"processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}", "percent must be 0-100"},
-		"route rule no value":    {"processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}", "rules[0]: value is required"},
-		"not yaml":               {"processors: [", "yaml"},
+		"empty":                   {"", "at least one processor"},
+		"no processors":           {"processors: []", "at least one processor"},
+		"unknown field":           {"processors:\n- headers: {request: {sett: {a: b}}}", "unknown field \"sett\""},
+		"unknown kind":            {"processors:\n- lua: {}", "unknown field \"lua\""},
+		"no kind":                 {"processors:\n- name: x", "set one processor kind"},
+		"two kinds":               {"processors:\n- {deny: {rules: [{path: {prefix: /}}]}, observe: {}}", "only one processor kind"},
+		"bad template":            {"processors:\n- headers: {request: {set: {x: '${nope}'}}}", "unknown variable ${nope}"},
+		"lone dollar":             {"processors:\n- headers: {request: {set: {x: 'a $ b'}}}", "a lone $"},
+		"pseudo header":           {"processors:\n- headers: {request: {set: {':path': /x}}}", "pseudo-headers"},
+		"header name not a token": {"processors:\n- headers: {request: {set: {'x(y)': v}}}", "not an HTTP token"},
+		"header name with NUL":    {"processors:\n- headers: {response: {append: {\"x\\0y\": v}}}", "not an HTTP token"},
+		"remove name not a token": {"processors:\n- headers: {request: {remove: ['x@y']}}", "not an HTTP token"},
+		"header value with CRLF":  {"processors:\n- headers: {request: {set: {x: \"a\\r\\nx-injected: 1\"}}}", "not a valid header value"},
+		"header value with LF":    {"processors:\n- headers: {response: {set: {x: \"${status}\\n\"}}}", "not a valid header value"},
+		"deny header with LF":     {"processors:\n- deny: {headers: {x: \"a\\nb\"}, rules: [{path: {prefix: /}}]}", "headers x: invalid value"},
+		"deny header bad name":    {"processors:\n- deny: {headers: {'x y': a}, rules: [{path: {prefix: /}}]}", "not an HTTP token"},
+		"route bad header name":   {"processors:\n- routeByHeader: {header: 'x variant', default: a}", "request header name is required"},
+		"route value with CR":     {"processors:\n- routeByHeader: {header: x, default: \"a\\rb\"}", "not a valid header value"},
+		"deny without rules":      {"processors:\n- deny: {}", "at least one rule"},
+		"deny empty rule":         {"processors:\n- deny: {rules: [{}]}", "a rule needs at least one of"},
+		"deny two matchers":       {"processors:\n- deny: {rules: [{path: {prefix: /a, exact: /b}}]}", "set exactly one of"},
+		"deny bad regex":          {"processors:\n- deny: {rules: [{path: {regex: '('}}]}", "regex"},
+		"deny bad status":         {"processors:\n- deny: {status: 99, rules: [{path: {prefix: /}}]}", "status 99"},
+		"deny absent and value":   {"processors:\n- deny: {rules: [{headers: [{name: a, absent: true, exact: b}]}]}", "absent excludes a value matcher"},
+		"deny unnormalised path":  {"processors:\n- deny: {rules: [{path: {prefix: //admin}}]}", `never matches: requests are matched on the normalised path; write "/admin"`},
+		"size zero":               {"processors:\n- sizeLimit: {maxRequestBytes: 0}", "maxRequestBytes must be > 0"},
+		"redact nothing":          {"processors:\n- jsonRedact: {}", "set at least one path"},
+		"redact bad path":         {"processors:\n- jsonRedact: {request: [password]}", "must start with $"},
+		"route no header":         {"processors:\n- routeByHeader: {default: a}", "request header name is required"},
+		"route nothing":           {"processors:\n- routeByHeader: {header: x}", "set rules, split or default"},
+		"route bad percent":       {"processors:\n- routeByHeader: {header: x, split: {value: a, percent: 101}}", "percent must be 0-100"},
+		"route rule no value":     {"processors:\n- routeByHeader: {header: x, rules: [{path: {prefix: /}}]}", "rules[0]: value is required"},
+		"not yaml":                {"processors: [", "yaml"},
 	} {
 		f, err := Parse([]byte(tc.yaml))
 		if err == nil {

@@ -1,8 +1,11 @@
 // Package tmpl expands header value templates such as
-// "${method} ${path} took ${elapsed_ms}ms" from an sdk.Exchange.
+// "${method} ${path} took ${elapsed_ms}ms" from an sdk.Exchange. Results
+// are header values, so they are checked as such (sdk.CheckHeaderValue):
+// literal text at Parse, the expansion at Expand.
 package tmpl
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,6 +63,11 @@ func Parse(s string) (*Template, error) {
 	if lit.Len() > 0 {
 		t.parts = append(t.parts, part{lit: lit.String()})
 	}
+	for _, p := range t.parts {
+		if err := sdk.CheckHeaderValue(p.lit); p.get == nil && err != nil {
+			return nil, fmt.Errorf("not a valid header value: %w", err)
+		}
+	}
 	t.plain = len(t.parts) <= 1 && (len(t.parts) == 0 || t.parts[0].get == nil)
 	return t, nil
 }
@@ -94,13 +102,18 @@ func variable(name string) (func(*sdk.Exchange) string, error) {
 	return nil, fmt.Errorf("unknown variable ${%s} (known: %s)", name, Variables)
 }
 
-// Expand renders the template for x.
-func (t *Template) Expand(x *sdk.Exchange) string {
+// ErrInvalidValue is wrapped by Expand's errors.
+var ErrInvalidValue = errors.New("template rendered an invalid header value")
+
+// Expand renders the template for x. It fails when the result is not a
+// valid header value (a variable holding CR, LF or NUL, or too long), so
+// that callers never send it.
+func (t *Template) Expand(x *sdk.Exchange) (string, error) {
 	if t.plain {
 		if len(t.parts) == 0 {
-			return ""
+			return "", nil
 		}
-		return t.parts[0].lit
+		return t.parts[0].lit, nil // checked by Parse
 	}
 	var b strings.Builder
 	for _, p := range t.parts {
@@ -110,5 +123,9 @@ func (t *Template) Expand(x *sdk.Exchange) string {
 			b.WriteString(p.lit)
 		}
 	}
-	return b.String()
+	v := b.String()
+	if err := sdk.CheckHeaderValue(v); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidValue, err)
+	}
+	return v, nil
 }

@@ -53,6 +53,13 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Body == "" {
 		cfg.Body = http.StatusText(cfg.Status)
 	}
+	for k, v := range cfg.Headers {
+		if !sdk.ValidHeaderName(k) {
+			errs = append(errs, fmt.Errorf("headers %q: invalid header name: not an HTTP token", k))
+		} else if err := sdk.CheckHeaderValue(v); err != nil {
+			errs = append(errs, fmt.Errorf("headers %s: invalid value: %w", k, err))
+		}
+	}
 	return &Processor{cfg: cfg}, errors.Join(errs...)
 }
 

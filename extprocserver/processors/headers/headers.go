@@ -77,22 +77,35 @@ func checkName(k string) error {
 		return errors.New("empty header name")
 	case strings.HasPrefix(k, ":"), strings.EqualFold(k, "host"):
 		return errors.New("pseudo-headers and host cannot be changed by ext_proc")
-	case strings.ContainsAny(k, " \t\r\n:"):
-		return errors.New("invalid header name")
+	case !sdk.ValidHeaderName(k):
+		return errors.New("invalid header name: not an HTTP token")
 	}
 	return nil
 }
 
-func (c compiled) apply(x *sdk.Exchange, h *sdk.Headers) {
+// apply changes h. It fails when a value does not render to a valid
+// header value, which fails the whole message (the driver sends none of
+// its changes): fail closed rather than send a header that could split or
+// inject others.
+func (c compiled) apply(where string, x *sdk.Exchange, h *sdk.Headers) error {
 	for _, k := range c.remove {
 		h.Del(k)
 	}
 	for _, o := range c.set {
-		h.Set(o.name, o.value.Expand(x))
+		v, err := o.value.Expand(x)
+		if err != nil {
+			return fmt.Errorf("headers: %s.set %s: %w", where, o.name, err)
+		}
+		h.Set(o.name, v)
 	}
 	for _, o := range c.append {
-		h.Add(o.name, o.value.Expand(x))
+		v, err := o.value.Expand(x)
+		if err != nil {
+			return fmt.Errorf("headers: %s.append %s: %w", where, o.name, err)
+		}
+		h.Add(o.name, v)
 	}
+	return nil
 }
 
 // Processor is the headers processor.
@@ -112,11 +125,9 @@ func New(cfg Config) (*Processor, error) {
 }
 
 func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
-	p.req.apply(x, h)
-	return nil
+	return p.req.apply("request", x, h)
 }
 
 func (p *Processor) ResponseHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
-	p.resp.apply(x, h)
-	return nil
+	return p.resp.apply("response", x, h)
 }

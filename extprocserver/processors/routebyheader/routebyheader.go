@@ -55,9 +55,10 @@ type Processor struct {
 func New(cfg Config) (*Processor, error) {
 	var errs []error
 	cfg.Header = strings.ToLower(cfg.Header)
-	if cfg.Header == "" || strings.HasPrefix(cfg.Header, ":") || cfg.Header == "host" {
+	if !sdk.ValidHeaderName(cfg.Header) || cfg.Header == "host" {
 		errs = append(errs, fmt.Errorf("header %q: a regular request header name is required", cfg.Header))
 	}
+	values := []string{cfg.Default}
 	for i := range cfg.Rules {
 		if err := cfg.Rules[i].Compile(); err != nil {
 			errs = append(errs, fmt.Errorf("rules[%d]: %w", i, err))
@@ -65,10 +66,17 @@ func New(cfg Config) (*Processor, error) {
 		if cfg.Rules[i].Value == "" {
 			errs = append(errs, fmt.Errorf("rules[%d]: value is required", i))
 		}
+		values = append(values, cfg.Rules[i].Value)
 	}
 	if s := cfg.Split; s != nil {
 		if s.Value == "" || s.Percent < 0 || s.Percent > 100 {
 			errs = append(errs, errors.New("split: value is required and percent must be 0-100"))
+		}
+		values = append(values, s.Value)
+	}
+	for _, v := range values {
+		if err := sdk.CheckHeaderValue(v); err != nil {
+			errs = append(errs, fmt.Errorf("value %q: not a valid header value: %w", v, err))
 		}
 	}
 	if len(cfg.Rules) == 0 && cfg.Split == nil && cfg.Default == "" {
