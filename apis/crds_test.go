@@ -446,3 +446,72 @@ func set(t *testing.T, obj map[string]any, path string, value any) {
 		}
 	}
 }
+
+// TestRestrictionsSurviveTheAPIServer writes the upstream fields that
+// restrict traffic (IP filters, JWT verification, query parameter, regex
+// and case-insensitive conditions) and expects the schema to keep all of
+// them, as written and after a round trip through the Go types.
+func TestRestrictionsSurviveTheAPIServer(t *testing.T) {
+	all := schemas(t)
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p, namespace: ns}
+spec:
+  virtualhost:
+    fqdn: a.example.com
+    tls: {secretName: s}
+    ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}]
+    jwtProviders:
+    - name: p
+      default: true
+      issuer: i
+      audiences: [a]
+      remoteJWKS: {uri: https://idp.example.com/jwks, timeout: 1s, dnsLookupFamily: v4}
+  routes:
+  - conditions:
+    - regex: /admin/.*
+    - queryParameter: {name: q, exact: x, ignoreCase: true}
+    - header: {name: h, regex: "^a+$", ignoreCase: true}
+    - header: {name: g, notexact: x, treatMissingAsEmpty: true}
+    ipDenyPolicy: [{source: Remote, cidr: 192.0.2.1}]
+    jwtVerificationPolicy: {require: p}
+    services:
+    - name: s
+      port: 80
+      validation: {caSecret: ca, subjectName: a, subjectNames: [a, b]}
+`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	s := schemaFor(t, all, obj)
+	if errs := s.validate(obj); len(errs) > 0 {
+		t.Fatalf("invalid: %v", errs.ToAggregate())
+	}
+	if pruned := s.prune(deepCopyJSON(t, obj)); len(pruned) > 0 {
+		t.Errorf("pruned: %v", pruned)
+	}
+	var p contourv1.HTTPProxy
+	remarshal(t, obj, &p)
+	roundTrip := map[string]any{}
+	remarshal(t, &p, &roundTrip)
+	if pruned := s.prune(roundTrip); len(pruned) > 0 {
+		t.Errorf("pruned after a round trip through the Go types: %v", pruned)
+	}
+	if !reflect.DeepEqual(roundTrip["spec"], obj["spec"]) {
+		t.Errorf("spec changed in a round trip through the Go types:\n got %v\nwant %v", roundTrip["spec"], obj["spec"])
+	}
+
+	// The new fields are validated too.
+	for _, tc := range []struct{ path, errPath string }{
+		{"spec.virtualhost.ipAllowPolicy.0.source", "spec.virtualhost.ipAllowPolicy[0].source"},
+		{"spec.virtualhost.jwtProviders.0.remoteJWKS.dnsLookupFamily", "spec.virtualhost.jwtProviders[0].remoteJWKS.dnsLookupFamily"},
+	} {
+		bad := deepCopyJSON(t, obj)
+		set(t, bad, tc.path, "Elsewhere")
+		errs := s.validate(bad)
+		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.errPath) {
+			t.Errorf("%s=Elsewhere: errors %v, want one at %s", tc.path, errs.ToAggregate(), tc.errPath)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +17,12 @@ type HTTPProxySpec struct {
 	//
 	// +optional
 	Routes []Route `json:"routes,omitempty"`
+
+	// TCPProxy proxies TCP connections (after TLS termination or with TLS
+	// passthrough) instead of HTTP requests.
+	//
+	// +optional
+	TCPProxy *TCPProxy `json:"tcpproxy,omitempty"`
 
 	// Includes allow for specific routing configuration to be included from another HTTPProxy,
 	// possibly in another namespace.
@@ -58,7 +65,7 @@ type Include struct {
 }
 
 // MatchCondition are a general holder for matching rules for HTTPProxies.
-// One of Prefix, Exact or Header must be provided.
+// One of Prefix, Exact, Regex, Header or QueryParameter must be provided.
 type MatchCondition struct {
 	// Prefix defines a prefix match for a request.
 	//
@@ -71,15 +78,26 @@ type MatchCondition struct {
 	// +optional
 	Exact string `json:"exact,omitempty"`
 
+	// Regex matches the request path against a regular expression.
+	// Not allowed in include conditions.
+	//
+	// +optional
+	Regex string `json:"regex,omitempty"`
+
 	// Header specifies the header condition to match.
 	//
 	// +optional
 	Header *HeaderMatchCondition `json:"header,omitempty"`
+
+	// QueryParameter matches a query parameter of the request.
+	//
+	// +optional
+	QueryParameter *QueryParameterMatchCondition `json:"queryParameter,omitempty"`
 }
 
 // HeaderMatchCondition specifies how to conditionally match against HTTP
 // headers. The Name field is required, only one of Present, NotPresent,
-// Contains, NotContains, Exact, NotExact should be set.
+// Contains, NotContains, Exact, NotExact and Regex should be set.
 type HeaderMatchCondition struct {
 	// Name is the name of the header to match against. Name is required.
 	// Header names are case insensitive.
@@ -115,6 +133,11 @@ type HeaderMatchCondition struct {
 	// +optional
 	NotContains string `json:"notcontains,omitempty"`
 
+	// IgnoreCase makes the string comparisons case insensitive (not Regex).
+	//
+	// +optional
+	IgnoreCase bool `json:"ignoreCase,omitempty"`
+
 	// Exact specifies a string that the header value must be equal to.
 	//
 	// +optional
@@ -125,6 +148,61 @@ type HeaderMatchCondition struct {
 	//
 	// +optional
 	NotExact string `json:"notexact,omitempty"`
+
+	// Regex is a regular expression the header value must match.
+	//
+	// +optional
+	Regex string `json:"regex,omitempty"`
+
+	// TreatMissingAsEmpty makes a negative match (NotContains, NotExact)
+	// treat an absent header as an empty value.
+	//
+	// +optional
+	TreatMissingAsEmpty bool `json:"treatMissingAsEmpty,omitempty"`
+}
+
+// QueryParameterMatchCondition matches a query parameter by name; at most
+// one of Exact, Prefix, Suffix, Regex, Contains and Present may be set.
+type QueryParameterMatchCondition struct {
+	// Name of the query parameter.
+	//
+	// +required
+	Name string `json:"name"`
+
+	// Exact is the value the parameter must equal.
+	//
+	// +optional
+	Exact string `json:"exact,omitempty"`
+
+	// Prefix is the value the parameter must start with.
+	//
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+
+	// Suffix is the value the parameter must end with.
+	//
+	// +optional
+	Suffix string `json:"suffix,omitempty"`
+
+	// Regex is a regular expression the value must match.
+	//
+	// +optional
+	Regex string `json:"regex,omitempty"`
+
+	// Contains is a substring the value must contain.
+	//
+	// +optional
+	Contains string `json:"contains,omitempty"`
+
+	// IgnoreCase makes the string comparisons case insensitive (not Regex).
+	//
+	// +optional
+	IgnoreCase bool `json:"ignoreCase,omitempty"`
+
+	// Present matches when the parameter is present, whatever its value.
+	//
+	// +optional
+	Present bool `json:"present,omitempty"`
 }
 
 // VirtualHost appears at most once. If it is present, the object is considered
@@ -164,6 +242,34 @@ type VirtualHost struct {
 	//
 	// +optional
 	ExtProc *ExternalProcessor `json:"extProc,omitempty"`
+
+	// CORSPolicy is the cross-origin resource sharing policy of the host.
+	//
+	// +optional
+	CORSPolicy *CORSPolicy `json:"corsPolicy,omitempty"`
+
+	// RateLimitPolicy rate limits the requests to the host.
+	//
+	// +optional
+	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
+
+	// JWTProviders verify JSON Web Tokens on the host's requests.
+	//
+	// +optional
+	JWTProviders []JWTProvider `json:"jwtProviders,omitempty"`
+
+	// IPAllowFilterPolicy allows only the requests whose address matches
+	// one of the rules. Exclusive with IPDenyFilterPolicy; routes may
+	// override it.
+	//
+	// +optional
+	IPAllowFilterPolicy []IPFilterPolicy `json:"ipAllowPolicy,omitempty"`
+
+	// IPDenyFilterPolicy denies the requests whose address matches one of
+	// the rules. Exclusive with IPAllowFilterPolicy; routes may override it.
+	//
+	// +optional
+	IPDenyFilterPolicy []IPFilterPolicy `json:"ipDenyPolicy,omitempty"`
 }
 
 // TLS describes tls properties. The SNI names that will be matched on
@@ -200,6 +306,12 @@ type TLS struct {
 	//
 	// +optional
 	EnableFallbackCertificate bool `json:"enableFallbackCertificate,omitempty"`
+
+	// Passthrough hands the TLS connection, still encrypted, to the
+	// backend (spec.tcpproxy). Exclusive with SecretName.
+	//
+	// +optional
+	Passthrough bool `json:"passthrough,omitempty"`
 
 	// ClientValidation defines how to verify the client certificate
 	// when an external client establishes a TLS connection to Envoy.
@@ -245,6 +357,25 @@ type DownstreamValidation struct {
 	// +optional
 	SkipClientCertValidation bool `json:"skipClientCertValidation,omitempty"`
 
+	// ForwardClientCertificate selects the parts of the client certificate
+	// sent upstream in the x-forwarded-client-cert header.
+	//
+	// +optional
+	ForwardClientCertificate *ClientCertificateDetails `json:"forwardClientCertificate,omitempty"`
+
+	// CertificateRevocationList names a Secret (optionally "namespace/name",
+	// which needs a TLSCertificateDelegation) whose crl.pem key holds the
+	// PEM CRLs that client certificates are checked against.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	CertificateRevocationList string `json:"crlSecret,omitempty"`
+
+	// OnlyVerifyLeafCertCrl checks only the leaf certificate against the CRLs.
+	//
+	// +optional
+	OnlyVerifyLeafCertCrl bool `json:"crlOnlyVerifyLeafCert,omitempty"`
+
 	// OptionalClientCertificate when set to true will request a client certificate
 	// but allow the connection to continue if the client does not provide one.
 	// If a client certificate is sent, it will be verified according to the
@@ -253,6 +384,35 @@ type DownstreamValidation struct {
 	//
 	// +optional
 	OptionalClientCertificate bool `json:"optionalClientCertificate,omitempty"`
+}
+
+// ClientCertificateDetails selects the parts of a client certificate to
+// forward.
+type ClientCertificateDetails struct {
+	// Subject of the certificate.
+	//
+	// +optional
+	Subject bool `json:"subject,omitempty"`
+
+	// Cert is the certificate, URL-encoded PEM.
+	//
+	// +optional
+	Cert bool `json:"cert,omitempty"`
+
+	// Chain is the whole chain (leaf included), URL-encoded PEM.
+	//
+	// +optional
+	Chain bool `json:"chain,omitempty"`
+
+	// DNS are the DNS subject alternative names.
+	//
+	// +optional
+	DNS bool `json:"dns,omitempty"`
+
+	// URI is the URI subject alternative name.
+	//
+	// +optional
+	URI bool `json:"uri,omitempty"`
 }
 
 // AuthorizationServer configures an external server to authenticate
@@ -394,6 +554,11 @@ type Route struct {
 	// +optional
 	PermitInsecure bool `json:"permitInsecure,omitempty"`
 
+	// EnableWebsockets allows WebSocket upgrades on the route.
+	//
+	// +optional
+	EnableWebsockets bool `json:"enableWebsockets,omitempty"`
+
 	// AuthPolicy updates the authorization policy that was set
 	// on the root HTTPProxy object for client requests that
 	// match this route.
@@ -406,6 +571,26 @@ type Route struct {
 	// +optional
 	TimeoutPolicy *TimeoutPolicy `json:"timeoutPolicy,omitempty"`
 
+	// RetryPolicy retries failed requests.
+	//
+	// +optional
+	RetryPolicy *RetryPolicy `json:"retryPolicy,omitempty"`
+
+	// HealthCheckPolicy checks the route's services actively over HTTP.
+	//
+	// +optional
+	HealthCheckPolicy *HTTPHealthCheckPolicy `json:"healthCheckPolicy,omitempty"`
+
+	// LoadBalancerPolicy balances requests across the services' endpoints.
+	//
+	// +optional
+	LoadBalancerPolicy *LoadBalancerPolicy `json:"loadBalancerPolicy,omitempty"`
+
+	// PathRewritePolicy rewrites the request path after routing.
+	//
+	// +optional
+	PathRewritePolicy *PathRewritePolicy `json:"pathRewritePolicy,omitempty"`
+
 	// The policy for managing request headers during proxying.
 	//
 	// +optional
@@ -415,6 +600,52 @@ type Route struct {
 	//
 	// +optional
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
+
+	// CookieRewritePolicies rewrite Set-Cookie attributes of responses;
+	// cookie names must be unique in the list.
+	//
+	// +optional
+	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
+
+	// RateLimitPolicy rate limits the route's requests.
+	//
+	// +optional
+	RateLimitPolicy *RateLimitPolicy `json:"rateLimitPolicy,omitempty"`
+
+	// RequestRedirectPolicy answers with an HTTP redirect instead of
+	// proxying.
+	//
+	// +optional
+	RequestRedirectPolicy *HTTPRequestRedirectPolicy `json:"requestRedirectPolicy,omitempty"`
+
+	// DirectResponsePolicy answers with a fixed response instead of
+	// proxying.
+	//
+	// +optional
+	DirectResponsePolicy *HTTPDirectResponsePolicy `json:"directResponsePolicy,omitempty"`
+
+	// InternalRedirectPolicy makes the proxy follow upstream redirects
+	// itself.
+	//
+	// +optional
+	InternalRedirectPolicy *HTTPInternalRedirectPolicy `json:"internalRedirectPolicy,omitempty"`
+
+	// JWTVerificationPolicy chooses the JWT provider of the route, or none.
+	//
+	// +optional
+	JWTVerificationPolicy *JWTVerificationPolicy `json:"jwtVerificationPolicy,omitempty"`
+
+	// IPAllowFilterPolicy replaces the host's IP filter rules for the
+	// route: only matching requests are allowed.
+	//
+	// +optional
+	IPAllowFilterPolicy []IPFilterPolicy `json:"ipAllowPolicy,omitempty"`
+
+	// IPDenyFilterPolicy replaces the host's IP filter rules for the route:
+	// matching requests are denied.
+	//
+	// +optional
+	IPDenyFilterPolicy []IPFilterPolicy `json:"ipDenyPolicy,omitempty"`
 
 	// ExtProcPolicy updates the external processing policy that was set
 	// on the root HTTPProxy object (or globally) for client requests/responses
@@ -440,6 +671,13 @@ type Service struct {
 	// +kubebuilder:validation:Maximum=65535
 	Port int `json:"port"`
 
+	// HealthPort is the port health checks use; defaults to Port.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	HealthPort int `json:"healthPort,omitempty"`
+
 	// Protocol may be used to specify (or override) the protocol used to reach this Service.
 	// Values may be tls, h2, h2c. If omitted, protocol-selection falls back on Service annotations.
 	//
@@ -458,6 +696,12 @@ type Service struct {
 	// +optional
 	UpstreamValidation *UpstreamValidation `json:"validation,omitempty"`
 
+	// Mirror sends the service a copy of the route's traffic (a share of it
+	// when Weight is 1-100) whose responses are discarded.
+	//
+	// +optional
+	Mirror bool `json:"mirror,omitempty"`
+
 	// The policy for managing request headers during proxying.
 	//
 	// +optional
@@ -467,9 +711,22 @@ type Service struct {
 	//
 	// +optional
 	ResponseHeadersPolicy *HeadersPolicy `json:"responseHeadersPolicy,omitempty"`
+
+	// CookieRewritePolicies rewrite Set-Cookie attributes of the service's
+	// responses.
+	//
+	// +optional
+	CookieRewritePolicies []CookieRewritePolicy `json:"cookieRewritePolicies,omitempty"`
+
+	// SlowStartPolicy ramps up the traffic to newly added endpoints.
+	//
+	// +optional
+	SlowStartPolicy *SlowStartPolicy `json:"slowStartPolicy,omitempty"`
 }
 
 // UpstreamValidation defines how to verify the backend service's certificate
+//
+// +kubebuilder:validation:XValidation:message="subjectNames[0] must equal subjectName if set",rule="has(self.subjectNames) ? self.subjectNames[0] == self.subjectName : true"
 type UpstreamValidation struct {
 	// Name or namespaced name of the Kubernetes secret used to validate the certificate presented by the backend.
 	// The secret must contain key named ca.crt.
@@ -478,15 +735,24 @@ type UpstreamValidation struct {
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=317
 	CACertificate string `json:"caSecret"`
 
 	// Key which is expected to be present in the 'subjectAltName' of the presented certificate.
+	// Deprecated in favour of SubjectNames, whose first entry must equal it.
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=250
 	SubjectName string `json:"subjectName"`
+
+	// SubjectNames are the accepted subject alternative names; the
+	// certificate must present at least one.
+	//
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	SubjectNames []string `json:"subjectNames,omitempty"`
 }
 
 // TimeoutPolicy configures timeouts that are used for handling network requests.
@@ -511,6 +777,13 @@ type TimeoutPolicy struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+|infinity|infinite)$`
 	Idle string `json:"idle,omitempty"`
+
+	// IdleConnection is how long an upstream connection without requests is
+	// kept open. Envoy's default is 1h.
+	//
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+|infinity|infinite)$`
+	IdleConnection string `json:"idleConnection,omitempty"`
 }
 
 // HeadersPolicy defines how headers are managed during forwarding.
@@ -557,6 +830,13 @@ type LoadBalancerPolicy struct {
 	// +optional
 	// +kubebuilder:validation:Enum=RoundRobin;WeightedLeastRequest;Random;RequestHash;Cookie
 	Strategy string `json:"strategy,omitempty"`
+
+	// RequestHashPolicies are the request attributes hashed by the
+	// RequestHash strategy; invalid entries are ignored, and without a
+	// valid one the strategy falls back to RoundRobin.
+	//
+	// +optional
+	RequestHashPolicies []RequestHashPolicy `json:"requestHashPolicies,omitempty"`
 }
 
 // HTTPProxyStatus reports the current state of the HTTPProxy.
@@ -570,6 +850,11 @@ type HTTPProxyStatus struct {
 	//
 	// +optional
 	Description string `json:"description,omitempty"`
+
+	// LoadBalancer is the status of the load balancer in front of the proxy.
+	//
+	// +optional
+	LoadBalancer corev1.LoadBalancerStatus `json:"loadBalancer,omitzero"`
 
 	// Conditions contains information about the current status of the HTTPProxy,
 	// in an upstream-friendly container.

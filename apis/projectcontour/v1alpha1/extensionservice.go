@@ -86,6 +86,12 @@ type ExtensionServiceSpec struct {
 	// +kubebuilder:validation:Enum=v3
 	ProtocolVersion ExtensionProtocolVersion `json:"protocolVersion,omitempty"`
 
+	// CircuitBreakerPolicy overrides the global circuit breaker limits for
+	// the extension service's cluster.
+	//
+	// +optional
+	CircuitBreakerPolicy *CircuitBreakers `json:"circuitBreakerPolicy,omitempty"`
+
 	// HealthCheckPolicy, when set, makes Envoy check the services'
 	// endpoints actively with the gRPC health checking protocol
 	// (grpc.health.v1.Health/Check) and send requests only to healthy ones.
@@ -93,6 +99,34 @@ type ExtensionServiceSpec struct {
 	//
 	// +optional
 	HealthCheckPolicy *GRPCHealthCheckPolicy `json:"healthCheckPolicy,omitempty"`
+}
+
+// CircuitBreakers are the limits of one Envoy towards a cluster.
+type CircuitBreakers struct {
+	// MaxConnections to the cluster; Envoy's default is 1024.
+	//
+	// +optional
+	MaxConnections uint32 `json:"maxConnections,omitempty"`
+
+	// MaxPendingRequests waiting for a connection; Envoy's default is 1024.
+	//
+	// +optional
+	MaxPendingRequests uint32 `json:"maxPendingRequests,omitempty"`
+
+	// MaxRequests in flight; Envoy's default is 1024.
+	//
+	// +optional
+	MaxRequests uint32 `json:"maxRequests,omitempty"`
+
+	// MaxRetries in flight; Envoy's default is 3.
+	//
+	// +optional
+	MaxRetries uint32 `json:"maxRetries,omitempty"`
+
+	// PerHostMaxConnections to each endpoint of the cluster.
+	//
+	// +optional
+	PerHostMaxConnections uint32 `json:"perHostMaxConnections,omitempty"`
 }
 
 // GRPCHealthCheckPolicy configures Envoy's active gRPC health checks of an
