@@ -34,7 +34,9 @@ Hashes: bcrypt only (htpasswd -B). {SHA}, {SSHA}, $apr1$/$1$ (MD5-crypt),
 $5$/$6$ (SHA-crypt) and plain text are rejected unless
 --allow-insecure-hashes is given (then each such user is logged as a
 warning at load). DES crypt, other formats and bcrypt costs above 16 are
-never accepted.
+never accepted. bcrypt reads only the first 72 bytes of a password, so a
+longer password is refused (401) for bcrypt users instead of being matched
+on its first 72 bytes.
 
 Realm: --auth-realm, or per route with the context key (HTTPProxy
 authPolicy.context)

@@ -35,6 +35,19 @@ func (c *credential) matches(compare func(hash, password []byte) error, password
 	return c.legacy.MatchesPassword(password)
 }
 
+// maxBcryptPassword is the most bcrypt reads of a password: bytes after the
+// 72nd are ignored, so "secret...<anything>" would match the hash of
+// "secret..." alone. Longer passwords are refused instead of truncated.
+const maxBcryptPassword = 72
+
+// verifiable reports whether the hash can verify every byte of password.
+// It depends only on the stored format, and unknown users are compared
+// against a bcrypt dummy, so refusing here costs the same for a known
+// bcrypt user and an unknown one.
+func (c *credential) verifiable(password string) bool {
+	return c.format != FormatBcrypt || len(password) <= maxBcryptPassword
+}
+
 // maxBcryptCost refuses hashes so slow that verifying them (or building
 // the dummy hash for unknown users at that cost) would be a denial of
 // service: cost 16 is already ~4 s per check on one core.

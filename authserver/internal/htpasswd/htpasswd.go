@@ -183,6 +183,9 @@ func (s *Server) authenticate(ctx context.Context, realm, name, password string)
 	if !known {
 		cred = t.dummy
 	}
+	if !cred.verifiable(password) {
+		return false // no comparison: a known user costs what an unknown one does
+	}
 	key := s.keys.key(realm, name, password, cred.hash)
 	if s.cache.get(key) {
 		s.metrics.cacheHits.Inc()

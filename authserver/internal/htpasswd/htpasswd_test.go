@@ -614,3 +614,39 @@ func TestSingleflightLeaderGivesUp(t *testing.T) {
 		t.Errorf("bob: %d", st)
 	}
 }
+
+// TestPasswordsBcryptCannotVerify: bcrypt reads 72 bytes of a password and
+// ignores the rest, so a password longer than that is refused rather than
+// matched on its prefix, without a comparison for known and unknown users
+// alike (the answer and its cost do not tell whether the user exists).
+func TestPasswordsBcryptCannotVerify(t *testing.T) {
+	p72 := strings.Repeat("é", 36) // 72 bytes in 36 characters: the limit counts bytes
+	long := strings.Repeat("l", 100)
+	var cmp countingCompare
+	s, _, _ := newServer(t, Options{Compare: cmp.compare, AllowInsecureHashes: true},
+		"alice:"+bcryptHash(t, p72, bcrypt.MinCost)+"\n"+
+			"legacy:{PLAIN}"+long+"\n")
+	for _, tc := range []struct {
+		name, user, password string
+		want                 int
+		comparisons          int
+	}{
+		{"72 bytes, the whole password", "alice", p72, 200, 1},
+		{"72 bytes plus one", "alice", p72 + "x", 401, 0},
+		{"72 bytes plus anything", "alice", p72 + "-whatever-the-client-adds", 401, 0},
+		{"unknown user, 73 bytes", "mallory", p72 + "x", 401, 0},
+		{"unknown user, 72 bytes", "mallory", p72, 401, 1},
+		{"wrong 72 bytes", "alice", strings.Repeat("q", 72), 401, 1},
+		{"a format without the limit: 100 bytes", "legacy", long, 200, 0},
+		{"a format without the limit: 100 bytes plus one", "legacy", long + "x", 401, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if a := doCheck(t, s, checkReq(basic(tc.user, tc.password), nil, nil)); a.status != tc.want {
+				t.Errorf("status %d, want %d", a.status, tc.want)
+			}
+			if got := len(cmp.take()); got != tc.comparisons {
+				t.Errorf("%d bcrypt comparisons, want %d", got, tc.comparisons)
+			}
+		})
+	}
+}
