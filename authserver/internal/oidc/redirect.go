@@ -22,14 +22,20 @@ func newRedirectPolicy(hosts []string) redirectPolicy {
 	return p
 }
 
+// maxDecodes is how many percent-decoding passes a redirect target may
+// need; each decoded form is checked like the raw one.
+const maxDecodes = 3
+
 // check returns nil when target is a safe redirect.
 func (p redirectPolicy) check(target string) error {
 	if target == "" {
 		return errors.New("empty redirect target")
 	}
-	// Raw and percent-decoded forms: browsers and upstreams decode, and a
-	// tab or newline in a URL is dropped by browsers ("/\t/evil" -> "//evil").
-	for s, i := target, 0; i < 3; i++ {
+	// The raw form and every percent-decoded one, the last included:
+	// browsers and upstreams decode, and a tab or newline in a URL is
+	// dropped by browsers ("/\t/evil" -> "//evil"). A target that still
+	// changes after maxDecodes passes is refused rather than left unchecked.
+	for s, i := target, 0; ; i++ {
 		if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 			return errors.New("redirect target contains whitespace or control characters")
 		}
@@ -42,6 +48,9 @@ func (p redirectPolicy) check(target string) error {
 		}
 		if d == s {
 			break
+		}
+		if i == maxDecodes {
+			return fmt.Errorf("redirect target is percent-encoded more than %d times", maxDecodes)
 		}
 		s = d
 	}

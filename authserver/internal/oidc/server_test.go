@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,6 +233,7 @@ func TestCheckRefusesUnsafeRedirectsBeforeAnything(t *testing.T) {
 		"/oauth2/sign_in?rd=%2F%2Fevil.example",
 		"/oauth2/sign_out?rd=https%3A%2F%2Fevil.example%2F",
 		"/oauth2/sign_out?rd=%2F%5Cevil.example",
+		"/oauth2/sign_in?rd=" + url.QueryEscape("/%252509/evil.example"), // a tab after three decodings
 	} {
 		resp, err := srv.Check(context.Background(), checkReq("GET", path, nil, nil))
 		if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusBadRequest {
