@@ -11,9 +11,11 @@
 // (dynamic metadata) and OverrideMode (mode_override).
 //
 // Server is the stream driver. It owns the protocol discipline Envoy
-// expects: exactly one ProcessingResponse per ProcessingRequest, in order;
-// header mutations computed as a net diff (Envoy applies removals before
-// sets); Content-Length kept right when a BUFFERED body is replaced; stream
+// expects: exactly one ProcessingResponse per ProcessingRequest, in order
+// (FULL_DUPLEX_STREAMED bodies are answered with streamed body responses:
+// see Body); header mutations computed as a net diff (Envoy applies
+// removals before sets) and never invalid; Content-Length kept right when a
+// BUFFERED body is replaced; stream
 // cancellation passed to processors through the context; errors returned as
 // gRPC status codes. Chain runs several processors in order on one stream.
 //

@@ -11,6 +11,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -26,16 +27,27 @@ const (
 	ModeBuffered   = filterv3.ProcessingMode_BUFFERED
 	ModePartial    = filterv3.ProcessingMode_BUFFERED_PARTIAL
 	ModeFullDuplex = filterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	ModeGRPC       = filterv3.ProcessingMode_GRPC
 	ModeUnknown    = BodyMode(-1)
 )
 
 // Body is one body message: the whole body in BUFFERED mode (EndOfStream
-// set), one chunk in STREAMED mode, and in BUFFERED_PARTIAL either the
-// whole body or, when it outgrew Envoy's buffer, the part buffered so far
-// (EndOfStream false).
+// set), one chunk in STREAMED and FULL_DUPLEX_STREAMED modes, and in
+// BUFFERED_PARTIAL either the whole body or, when it outgrew Envoy's
+// buffer, the part buffered so far (EndOfStream false).
+//
+// In FULL_DUPLEX_STREAMED mode what the chain leaves in the Body is what
+// Envoy forwards for this chunk: unchanged, the chunk passes through;
+// Replace(nil) holds it back, and a later call can emit held-back data
+// (keep it in the Exchange). The chain's last call has Last set, so
+// everything held back must be emitted by then.
 type Body struct {
 	// EndOfStream is set on the last body message (no trailers follow).
 	EndOfStream bool
+	// Last is set on the last call for this direction's body: with
+	// EndOfStream and, in FULL_DUPLEX_STREAMED mode, on the empty call the
+	// driver adds when trailers arrive (then EndOfStream is false).
+	Last bool
 	// Mode is the body mode the driver believes is in effect.
 	Mode BodyMode
 	// Chunk counts body messages in this direction, from 1.
@@ -91,7 +103,12 @@ type Exchange struct {
 	responseHeaders map[string][]string
 	requestID       string
 	values          map[any]any
-	chunks          [7]int // body messages seen, by Phase
+	chunks          [7]int  // body messages seen, by Phase
+	bodyEnded       [7]bool // a Last body call was made, by Phase
+
+	// pending are FULL_DUPLEX_STREAMED body responses to send before the
+	// current message's response (see Server.Process).
+	pending []*extprocv3.ProcessingResponse
 
 	// Actions of the current message, reset by the driver.
 	phase      Phase
@@ -180,6 +197,11 @@ func (x *Exchange) SetMetadata(namespace, key string, value any) error {
 // where Envoy would ignore it.
 var ErrModeOverridePhase = errors.New("mode_override is only honoured in a response to request or response headers")
 
+// ErrModeOverrideDuplex is returned by OverrideMode for a switch to or from
+// FULL_DUPLEX_STREAMED or GRPC: those modes are set in the filter
+// configuration (with trailers SEND), not per request.
+var ErrModeOverrideDuplex = errors.New("mode_override cannot switch to or from FULL_DUPLEX_STREAMED or GRPC body mode")
+
 // OverrideMode asks Envoy to process the rest of this exchange with mode.
 // Envoy ignores it unless the filter has allow_mode_override: true (and
 // send_body_without_waiting_for_header_response is off); the driver
@@ -188,8 +210,21 @@ func (x *Exchange) OverrideMode(mode *filterv3.ProcessingMode) error {
 	if x.phase != RequestHeaders && x.phase != ResponseHeaders {
 		return ErrModeOverridePhase
 	}
+	for _, m := range []BodyMode{mode.GetRequestBodyMode(), mode.GetResponseBodyMode(), x.RequestBodyMode, x.ResponseBodyMode} {
+		if m == ModeFullDuplex || m == ModeGRPC {
+			return ErrModeOverrideDuplex
+		}
+	}
 	x.override = mode
 	return nil
+}
+
+// bodyMode is the body mode of body phase p.
+func (x *Exchange) bodyMode(p Phase) BodyMode {
+	if p == RequestBody {
+		return x.RequestBodyMode
+	}
+	return x.ResponseBodyMode
 }
 
 func (x *Exchange) resetActions(p Phase) {

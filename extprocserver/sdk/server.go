@@ -49,8 +49,12 @@ func WithObserver(o Observer) Option { return func(s *Server) { s.observe = o } 
 // A header change Envoy must not see (a name that is not an HTTP token, a
 // value with CR, LF, NUL or too long) is Internal and nothing of that
 // message is sent. A message with no known request type is
-// InvalidArgument, and FULL_DUPLEX_STREAMED bodies, which need a
-// different response discipline, are Unimplemented.
+// InvalidArgument, and GRPC body mode is Unimplemented.
+//
+// Every message gets one answer, except in FULL_DUPLEX_STREAMED body mode
+// (see Body), where a body message or trailers may be answered by several
+// streamed body responses (chunks of at most MaxStreamedChunk bytes), and
+// trailers first by the body the chain emits on its Last call.
 type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
 	proc    Processor
@@ -98,8 +102,15 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 		}
 		s.report(x.phase, start, outcome)
 		if req.GetObservabilityMode() {
+			x.pending = x.pending[:0]
 			continue // Envoy ignores answers in observability mode
 		}
+		for _, r := range x.pending {
+			if err := stream.Send(r); err != nil {
+				return toStatus(ctx, err)
+			}
+		}
+		x.pending = x.pending[:0]
 		if err := stream.Send(resp); err != nil {
 			return toStatus(ctx, err)
 		}
@@ -134,8 +145,8 @@ func toStatus(ctx context.Context, err error) error {
 func (s *Server) handle(ctx context.Context, x *Exchange, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
 	if pc := req.GetProtocolConfig(); pc != nil {
 		x.RequestBodyMode, x.ResponseBodyMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
-		if x.RequestBodyMode == ModeFullDuplex || x.ResponseBodyMode == ModeFullDuplex {
-			return nil, status.Error(codes.Unimplemented, "FULL_DUPLEX_STREAMED body mode is not supported; use STREAMED, BUFFERED or BUFFERED_PARTIAL")
+		if x.RequestBodyMode == ModeGRPC || x.ResponseBodyMode == ModeGRPC {
+			return nil, status.Error(codes.Unimplemented, "GRPC body mode is not supported; use STREAMED, BUFFERED, BUFFERED_PARTIAL or FULL_DUPLEX_STREAMED")
 		}
 	}
 	if req.GetMetadataContext() != nil {
@@ -240,21 +251,16 @@ func (x *Exchange) applyOverride(p Phase, m *filterv3.ProcessingMode) {
 
 func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
 	x.resetActions(p)
-	x.chunks[p]++
-	b := &Body{EndOfStream: msg.GetEndOfStream(), Chunk: x.chunks[p], data: msg.GetBody()}
-	var err error
-	if p == RequestBody {
-		b.Mode = x.RequestBodyMode
-		err = s.proc.RequestBody(ctx, x, b)
-	} else {
-		b.Mode = x.ResponseBodyMode
-		err = s.proc.ResponseBody(ctx, x, b)
-	}
+	eos := msg.GetEndOfStream()
+	b, err := s.runBody(ctx, x, p, msg.GetBody(), eos, eos)
 	if err != nil {
 		return nil, err
 	}
 	if x.immediate != nil {
 		return x.immediateResponse()
+	}
+	if b.Mode == ModeFullDuplex {
+		return x.streamed(p, b.data, b.EndOfStream), nil
 	}
 	common := &extprocv3.CommonResponse{ClearRouteCache: x.clearRoute && p == RequestBody}
 	if b.replaced {
@@ -279,6 +285,49 @@ func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.
 	return resp, nil
 }
 
+// runBody runs the chain on one body call of phase p (a body phase).
+func (s *Server) runBody(ctx context.Context, x *Exchange, p Phase, data []byte, eos, last bool) (*Body, error) {
+	x.chunks[p]++
+	b := &Body{EndOfStream: eos, Last: last, Chunk: x.chunks[p], data: data}
+	x.bodyEnded[p] = x.bodyEnded[p] || last
+	if p == RequestBody {
+		b.Mode = x.RequestBodyMode
+		return b, s.proc.RequestBody(ctx, x, b)
+	}
+	b.Mode = x.ResponseBodyMode
+	return b, s.proc.ResponseBody(ctx, x, b)
+}
+
+// MaxStreamedChunk is the largest body chunk the driver sends in one
+// FULL_DUPLEX_STREAMED response, Envoy's recommended maximum.
+const MaxStreamedChunk = 64 << 10
+
+// streamed answers a FULL_DUPLEX_STREAMED body call with data, in chunks of
+// at most MaxStreamedChunk bytes (all but the last queued in x.pending),
+// the last carrying eos and the message's dynamic metadata. Always at
+// least one response, so every body message is answered. No header
+// mutation: the headers have left, and Envoy drops Content-Length itself
+// in this mode.
+func (x *Exchange) streamed(p Phase, data []byte, eos bool) *extprocv3.ProcessingResponse {
+	for len(data) > MaxStreamedChunk {
+		x.pending = append(x.pending, streamedResponse(p, data[:MaxStreamedChunk], false))
+		data = data[MaxStreamedChunk:]
+	}
+	resp := streamedResponse(p, data, eos)
+	x.finish(resp)
+	return resp
+}
+
+func streamedResponse(p Phase, data []byte, eos bool) *extprocv3.ProcessingResponse {
+	br := &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
+		Mutation: &extprocv3.BodyMutation_StreamedResponse{StreamedResponse: &extprocv3.StreamedBodyResponse{Body: data, EndOfStream: eos}},
+	}}}
+	if p == RequestBody {
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+}
+
 // needsContentLength: the headers of this direction were processed and
 // carried a Content-Length, and the body is buffered whole.
 func (x *Exchange) needsContentLength(p Phase, b *Body) bool {
@@ -299,6 +348,21 @@ func (x *Exchange) needsContentLength(p Phase, b *Body) bool {
 }
 
 func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpTrailers) (*extprocv3.ProcessingResponse, error) {
+	if bp := p - 1; x.bodyMode(bp) == ModeFullDuplex && !x.bodyEnded[bp] {
+		// Trailers end the body: the chain gets its Last call and what it
+		// emits goes first (without end_of_stream: trailers follow).
+		x.resetActions(bp)
+		b, err := s.runBody(ctx, x, bp, nil, false, true)
+		if err != nil {
+			return nil, err
+		}
+		if x.immediate != nil {
+			return x.immediateResponse()
+		}
+		if len(b.data) > 0 || len(x.metadata) > 0 {
+			x.pending = append(x.pending, x.streamed(bp, b.data, false))
+		}
+	}
 	x.resetActions(p)
 	t := newHeaders(msg.GetTrailers(), true)
 	var err error

@@ -527,7 +527,7 @@ func TestErrorsBecomeStatusCodes(t *testing.T) {
 		{"deadline", funcs{reqB: func(context.Context, *sdk.Exchange, *sdk.Body) error { return context.DeadlineExceeded }}, reqBody("x", true), codes.DeadlineExceeded},
 		{"panic", funcs{respH: func(context.Context, *sdk.Exchange, *sdk.Headers) error { panic("bug") }}, respHeaders(true), codes.Internal},
 		{"empty message", funcs{}, &extprocv3.ProcessingRequest{}, codes.InvalidArgument},
-		{"full duplex", funcs{}, withMode(reqHeaders(false), sdk.ModeFullDuplex, sdk.ModeNone), codes.Unimplemented},
+		{"grpc body mode", funcs{}, withMode(reqHeaders(false), sdk.ModeGRPC, sdk.ModeNone), codes.Unimplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, rec := start(t, tc.proc)
