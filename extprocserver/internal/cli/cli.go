@@ -41,6 +41,8 @@ Built-in processors (one per entry of "processors:"):
                  path / method / header rules
   jsonRedact     mask JSON fields by path ($.a.b, $.list[*].x, $..token) in
                  request and/or response bodies; needs body mode BUFFERED
+  ndjsonRedact   the same, line by line in newline-delimited JSON bodies;
+                 streams with body mode FULL_DUPLEX_STREAMED (or BUFFERED)
   sizeLimit      413 when the request body is larger than maxRequestBytes
   routeByHeader  decide a variant (rules, sticky percentage split), set it in
                  a request header and clear the route cache so Envoy re-routes

@@ -28,17 +28,18 @@ type File struct {
 // Entry configures one processor: exactly one of the typed fields.
 type Entry struct {
 	// Name shows in errors; default the processor kind and index.
-	Name          string                `json:"name,omitempty"`
-	Headers       *headers.Config       `json:"headers,omitempty"`
-	Deny          *deny.Config          `json:"deny,omitempty"`
-	JSONRedact    *jsonredact.Config    `json:"jsonRedact,omitempty"`
-	SizeLimit     *sizelimit.Config     `json:"sizeLimit,omitempty"`
-	RouteByHeader *routebyheader.Config `json:"routeByHeader,omitempty"`
-	Observe       *observe.Config       `json:"observe,omitempty"`
+	Name          string                   `json:"name,omitempty"`
+	Headers       *headers.Config          `json:"headers,omitempty"`
+	Deny          *deny.Config             `json:"deny,omitempty"`
+	JSONRedact    *jsonredact.Config       `json:"jsonRedact,omitempty"`
+	NDJSONRedact  *jsonredact.NDJSONConfig `json:"ndjsonRedact,omitempty"`
+	SizeLimit     *sizelimit.Config        `json:"sizeLimit,omitempty"`
+	RouteByHeader *routebyheader.Config    `json:"routeByHeader,omitempty"`
+	Observe       *observe.Config          `json:"observe,omitempty"`
 }
 
 // Kinds lists the processor kinds, as written in YAML.
-var Kinds = []string{"headers", "deny", "jsonRedact", "sizeLimit", "routeByHeader", "observe"}
+var Kinds = []string{"headers", "deny", "jsonRedact", "ndjsonRedact", "sizeLimit", "routeByHeader", "observe"}
 
 // Load reads and parses path. Unknown fields are errors, so typos fail at
 // startup.
@@ -125,6 +126,11 @@ func (e Entry) build(metrics func() (*observe.Metrics, error)) (sdk.Processor, s
 		count++
 		kind = "jsonRedact"
 		p, err = asProcessor(jsonredact.New(*e.JSONRedact))
+	}
+	if e.NDJSONRedact != nil {
+		count++
+		kind = "ndjsonRedact"
+		p, err = asProcessor(jsonredact.NewNDJSON(*e.NDJSONRedact))
 	}
 	if e.SizeLimit != nil {
 		count++

@@ -107,6 +107,14 @@ processors:
 			{st.ResponseBody(`{"password":`, false), ""},
 			{st.ResponseBody(`"x"}`, true), ""},
 		}},
+		{"ndjson redaction streams in full duplex mode", `
+processors:
+- ndjsonRedact: {request: ["$.password"], replacement: "XX"}
+`, []step{
+			{st.WithModes(st.RequestHeaders(false, ":path", "/", "content-type", "application/x-ndjson"), sdk.ModeFullDuplex, sdk.ModeNone), ""},
+			{st.RequestBody(`{"password":"a"}`+"\n"+`{"pass`, false), `streamed={"password":"XX"}`},
+			{st.RequestBody(`word":"b"}`, true), `streamed={"password":"XX"}|eos`},
+		}},
 		{"route by header rule", `
 processors:
 - routeByHeader:
@@ -299,7 +307,12 @@ func describe(r *extprocv3.ProcessingResponse) string {
 	if c := st.Common(r); c.GetClearRouteCache() {
 		out = strings.TrimSpace(out + " clear_route_cache")
 	}
-	if b := st.Common(r).GetBodyMutation(); b != nil {
+	if sr := st.Common(r).GetBodyMutation().GetStreamedResponse(); sr != nil {
+		out = strings.TrimSpace(out + " streamed=" + string(sr.GetBody()))
+		if sr.GetEndOfStream() {
+			out += "|eos"
+		}
+	} else if b := st.Common(r).GetBodyMutation(); b != nil {
 		out = strings.TrimSpace(out + " body=" + string(b.GetBody()))
 	}
 	return out
@@ -384,6 +397,8 @@ func TestBadConfigs(t *testing.T) {
 		"deny unnormalised path":  {"processors:\n- deny: {rules: [{path: {prefix: //admin}}]}", `never matches: requests are matched on the normalised path; write "/admin"`},
 		"size zero":               {"processors:\n- sizeLimit: {maxRequestBytes: 0}", "maxRequestBytes must be > 0"},
 		"redact nothing":          {"processors:\n- jsonRedact: {}", "set at least one path"},
+		"ndjson bad max line":     {"processors:\n- ndjsonRedact: {request: [$.a], maxLineBytes: -1}", "maxLineBytes -1"},
+		"ndjson nothing":          {"processors:\n- ndjsonRedact: {maxLineBytes: 10}", "set at least one path"},
 		"redact bad path":         {"processors:\n- jsonRedact: {request: [password]}", "must start with $"},
 		"route no header":         {"processors:\n- routeByHeader: {default: a}", "request header name is required"},
 		"route nothing":           {"processors:\n- routeByHeader: {header: x}", "set rules, split or default"},
