@@ -31,7 +31,7 @@ const (
 	oidcHost       = "app.oidc.test"
 	oidcApp        = "https://" + oidcHost
 	oidcTokenTTL   = 4 * time.Second
-	oidcCookie     = "portcullis_session"
+	oidcCookie     = "__Host-portcullis_session" // the default: no cookie.domain in the configuration
 	oidcSignedOut  = oidcApp + "/public/signed-out"
 	oidcClientID   = "portcullis"
 	oidcClientPass = "e2e-client-secret"
@@ -400,6 +400,10 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		if stateCookie == nil || !stateCookie.HttpOnly || !stateCookie.Secure || stateCookie.SameSite != http.SameSiteLaxMode || stateCookie.MaxAge <= 0 {
 			t.Fatalf("state cookie = %+v, want HttpOnly, Secure, SameSite=Lax, short-lived", stateCookie)
 		}
+		// What browsers require of a __Host- cookie, or they drop it.
+		if stateCookie.Path != "/" || stateCookie.Domain != "" {
+			t.Errorf("state cookie Path %q Domain %q, want / and none (__Host- prefix)", stateCookie.Path, stateCookie.Domain)
+		}
 
 		aliceFlow = alice.signIn(oidcApp+"/hello/page?x=1", "alice", nil)
 		if aliceFlow.callback == nil {
@@ -515,6 +519,27 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 			if tc.want == http.StatusFound && !strings.HasPrefix(p.Header.Get("Location"), s.op.Issuer+"/auth?") {
 				t.Errorf("Location = %q, want the provider", p.Header.Get("Location"))
 			}
+		}
+	})
+
+	t.Run("a session cookie sent twice is refused, whichever comes first", func(t *testing.T) {
+		var session *http.Cookie
+		for _, c := range alice.appCookies() {
+			if c.Name == oidcCookie {
+				session = c
+			}
+		}
+		if session == nil {
+			t.Fatal("alice has no session cookie")
+		}
+		// A copy planted by a sibling subdomain (Domain=<parent>) arrives
+		// beside ours; the server cannot tell them apart, so uses neither.
+		req, _ := http.NewRequest(http.MethodGet, oidcApp+"/x", nil)
+		req.Header.Set("Accept", "application/json")
+		req.AddCookie(&http.Cookie{Name: oidcCookie, Value: session.Value})
+		req.AddCookie(&http.Cookie{Name: oidcCookie, Value: "planted"})
+		if p := newBrowser(t, s).do(req); p.StatusCode != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401: %s", p.StatusCode, p.body)
 		}
 	})
 

@@ -19,7 +19,9 @@ state lives in a short-lived encrypted cookie). The provider sends them back
 to the callback path on the same host; the code is exchanged, the ID token
 verified (issuer, audience, expiry, nonce), and the session stored in an
 AES-GCM encrypted cookie (HttpOnly, Secure, SameSite=Lax; split into
-numbered chunks above 3.8 KB). Nothing is kept in memory: replicas sharing
+numbered chunks above 3.8 KB), named __Host-portcullis_session unless
+cookie.domain or cookie.path rule the __Host- prefix out. A cookie of ours
+sent twice in one request is never read (one may be planted). Nothing is kept in memory: replicas sharing
 the cookie key serve the same users. Expired sessions with a refresh token
 are refreshed transparently (once per session at a time) and the new cookie
 is set on the allowed response. The logout path clears the session and uses
@@ -58,7 +60,7 @@ Metrics, besides the shared ones:
   portcullis_authserver_oidc_failures_total{reason}
       provider_error, state_missing, state_mismatch, state_replayed,
       exchange, id_token, nonce, refresh, session_invalid, bearer_invalid,
-      redirect_refused, forbidden, discovery, route_context`
+      redirect_refused, forbidden, discovery, route_context, duplicate_cookie`
 
 func newOIDCCommand(opts *serverkit.Options) *cobra.Command {
 	var configPath string

@@ -83,7 +83,9 @@ type Config struct {
 // CookieConfig configures the session cookie.
 type CookieConfig struct {
 	// Name of the session cookie (chunks are Name_0, Name_1, ...; the
-	// sign-in state cookie is Name_state). Default portcullis_session.
+	// sign-in state cookie is Name_state). Default __Host-portcullis_session
+	// when Domain is empty and Path is "/", else portcullis_session. A
+	// __Host- name requires exactly that (browsers refuse it otherwise).
 	Name string `json:"name,omitempty"`
 	// Domain and Path attributes. Default: no Domain (this host only), "/".
 	Domain string `json:"domain,omitempty"`
@@ -199,6 +201,9 @@ func (c Config) Load() (*Settings, error) {
 	if !check.ValidHeaderName(c.Cookie.Name) || strings.ContainsAny(c.Cookie.Name, "=;,") {
 		fail("cookie.name %q is not a valid cookie name", c.Cookie.Name)
 	}
+	if hasPrefixFold(c.Cookie.Name, hostPrefix) && (c.Cookie.Domain != "" || c.Cookie.Path != "/") {
+		fail("cookie.name %q: a %s cookie needs no cookie.domain and cookie.path \"/\" (browsers drop it otherwise)", c.Cookie.Name, hostPrefix)
+	}
 	if c.Cookie.SessionLifetime.Duration <= 0 {
 		fail("cookie.sessionLifetime must be positive")
 	}
@@ -259,8 +264,16 @@ func (c *Config) setDefaults() {
 	def(&c.CallbackPath, "/oauth2/callback")
 	def(&c.LoginPath, "/oauth2/sign_in")
 	def(&c.LogoutPath, "/oauth2/sign_out")
-	def(&c.Cookie.Name, "portcullis_session")
 	def(&c.Cookie.Path, "/")
+	if c.Cookie.Name == "" {
+		c.Cookie.Name = defaultCookieName
+		// A __Host- cookie is accepted by browsers only from this very host,
+		// Secure, without Domain and on "/": a sibling subdomain cannot plant
+		// a state or session cookie of that name (login CSRF).
+		if c.Cookie.Domain == "" && c.Cookie.Path == "/" {
+			c.Cookie.Name = hostPrefix + defaultCookieName
+		}
+	}
 	def(&c.GroupsClaim, "groups")
 	if c.Cookie.SessionLifetime.Duration == 0 {
 		c.Cookie.SessionLifetime.Duration = 12 * time.Hour
@@ -271,6 +284,17 @@ func (c *Config) setDefaults() {
 	if len(c.Bearer.Algorithms) == 0 {
 		c.Bearer.Algorithms = []string{"RS256", "ES256"}
 	}
+}
+
+const (
+	defaultCookieName = "portcullis_session"
+	hostPrefix        = "__Host-"
+)
+
+// hasPrefixFold is strings.HasPrefix ignoring ASCII case: browsers match
+// cookie prefixes that way.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // allowedAlgorithms are the JWS algorithms a provider signs with; "none"

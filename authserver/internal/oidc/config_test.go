@@ -48,7 +48,7 @@ cookie:
 		t.Errorf("scopes = %v, want openid added", s.Scopes)
 	}
 	if s.CallbackPath != "/oauth2/callback" || s.LoginPath != "/oauth2/sign_in" || s.LogoutPath != "/oauth2/sign_out" ||
-		s.Cookie.Name != "portcullis_session" || s.Cookie.Path != "/" || s.Cookie.SessionLifetime.Duration != 90*time.Minute {
+		s.Cookie.Name != "__Host-portcullis_session" || s.Cookie.Path != "/" || s.Cookie.SessionLifetime.Duration != 90*time.Minute {
 		t.Errorf("defaults: %+v", s.Config)
 	}
 	if len(s.Keys) != 2 || s.Keys[0][0] != 7 || s.Keys[1][0] != 8 {
@@ -149,5 +149,42 @@ func TestIssuerKeptExactly(t *testing.T) {
 	d := &discovery{s: &Settings{Config: c}, client: p.Client()}
 	if _, err := d.get(context.Background()); err != nil {
 		t.Errorf("discovery of an issuer ending in /: %v", err)
+	}
+}
+
+// TestCookieNameDefault: without a Domain and on "/", the default name
+// carries the __Host- prefix (browsers then refuse the cookie from any
+// other host); a name given in the configuration is kept as written, and
+// a __Host- name where the prefix cannot hold is a configuration error.
+func TestCookieNameDefault(t *testing.T) {
+	keyFile := writeFile(t, "key", base64.StdEncoding.EncodeToString(key(1)))
+	good := "issuer: https://login.example.com\nclientID: c\ncookie:\n  keyFile: " + keyFile + "\n"
+	for _, tc := range []struct{ name, cookie, want, err string }{
+		{"no domain, path /", "", "__Host-portcullis_session", ""},
+		{"explicit path /", "  path: /\n", "__Host-portcullis_session", ""},
+		{"a domain: no __Host- prefix possible", "  domain: example.com\n", "portcullis_session", ""},
+		{"another path: no __Host- prefix possible", "  path: /app\n", "portcullis_session", ""},
+		{"explicit name kept", "  name: portcullis_session\n", "portcullis_session", ""},
+		{"explicit name with a domain", "  name: sso\n  domain: example.com\n", "sso", ""},
+		{"explicit __Host- name", "  name: __Host-app\n", "__Host-app", ""},
+		{"explicit __Secure- name with a domain", "  name: __Secure-app\n  domain: example.com\n", "__Secure-app", ""},
+		{"__Host- name with a domain", "  name: __Host-app\n  domain: example.com\n", "", "__Host-"},
+		{"__host- name (any case) on another path", "  name: __host-app\n  path: /app\n", "", "__Host-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := LoadConfig(writeFile(t, "oidc.yaml", good+tc.cookie))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want one mentioning %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Cookie.Name != tc.want {
+				t.Errorf("cookie name = %q, want %q", s.Cookie.Name, tc.want)
+			}
+		})
 	}
 }

@@ -51,7 +51,10 @@ func (s *sealer) seal(name string, plaintext []byte) string {
 	return base64.RawURLEncoding.EncodeToString(a.Seal(nonce, nonce, plaintext, []byte(name)))
 }
 
-var errBadCookie = errors.New("cookie does not decrypt")
+var (
+	errBadCookie       = errors.New("cookie does not decrypt")
+	errDuplicateCookie = errors.New("session cookie sent more than once")
+)
 
 func (s *sealer) open(name, value string) ([]byte, error) {
 	b, err := base64.RawURLEncoding.DecodeString(value)
@@ -157,17 +160,23 @@ func chunkNames(name string) []string {
 	return names
 }
 
-// parseCookies reads a Cookie header into a map (first value wins, as
-// browsers send the most specific cookie first).
-func parseCookies(header string) map[string]string {
-	m := map[string]string{}
+// parseCookies reads a Cookie header into a map, and lists in dup the
+// names sent more than once. Two cookies of one name mean that another
+// host (a sibling subdomain with Domain=<parent>) or path set one beside
+// ours, and the order a browser sends them in proves nothing: callers must
+// not read such a name at all. values keeps the first of them, so that
+// the name still counts as present when cookies are cleared.
+func parseCookies(header string) (values map[string]string, dup map[string]bool) {
+	values, dup = map[string]string{}, map[string]bool{}
 	if header == "" {
-		return m
+		return values, dup
 	}
 	for _, c := range (&http.Request{Header: http.Header{"Cookie": {header}}}).Cookies() {
-		if _, dup := m[c.Name]; !dup {
-			m[c.Name] = c.Value
+		if _, seen := values[c.Name]; seen {
+			dup[c.Name] = true
+			continue
 		}
+		values[c.Name] = c.Value
 	}
-	return m
+	return values, dup
 }

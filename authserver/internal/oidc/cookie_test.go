@@ -129,11 +129,14 @@ func TestChunkedCookies(t *testing.T) {
 }
 
 func TestParseCookies(t *testing.T) {
-	got := parseCookies(`a=1; b="2"; bad name=3; a=ignored; c=`)
+	got, dup := parseCookies(`a=1; b="2"; bad name=3; a=other; c=; c=`)
 	if got["a"] != "1" || got["b"] != "2" || len(got) != 3 {
 		t.Errorf("parseCookies = %v", got)
 	}
-	if len(parseCookies("")) != 0 {
+	if len(dup) != 2 || !dup["a"] || !dup["c"] {
+		t.Errorf("duplicated names = %v, want a and c (same value or not)", dup)
+	}
+	if v, d := parseCookies(""); len(v) != 0 || len(d) != 0 {
 		t.Error("cookies from an empty header")
 	}
 }

@@ -27,12 +27,13 @@ const (
 	failForbidden       = "forbidden"        // authenticated but not permitted on the route
 	failDiscovery       = "discovery"        // the provider could not be discovered
 	failBadRouteContext = "route_context"    // an invalid oidc.portcullis.dev/ context key
+	failDuplicateCookie = "duplicate_cookie" // a session or state cookie name sent twice (one may be planted)
 )
 
 var (
 	allEvents   = []string{eventSignIn, eventCallback, eventRefresh, eventLogout, eventBearer}
 	allFailures = []string{failProviderError, failStateMissing, failStateMismatch, failStateReplayed, failExchange,
-		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext}
+		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie}
 )
 
 type metrics struct {

@@ -48,6 +48,7 @@ type Server struct {
 	refreshes  *refreshFlights // one refresh per session at a time
 	stateName  string          // the state cookie's name
 	ownCookies map[string]bool // session cookie, its chunks, state cookie
+	sessNames  []string        // session cookie and its chunks
 }
 
 // New builds the backend from validated settings and registers its metrics
@@ -67,13 +68,14 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 		return nil, err
 	}
 	stateName := s.Cookie.Name + "_state"
-	own := map[string]bool{s.Cookie.Name: true, stateName: true}
-	for _, n := range chunkNames(s.Cookie.Name) {
+	sessNames := append([]string{s.Cookie.Name}, chunkNames(s.Cookie.Name)...)
+	own := map[string]bool{stateName: true}
+	for _, n := range sessNames {
 		own[n] = true
 	}
 	return &Server{
 		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
-		stateName: stateName, ownCookies: own,
+		stateName: stateName, ownCookies: own, sessNames: sessNames,
 		jar:        cookieJar{domain: s.Cookie.Domain, path: s.Cookie.Path},
 		redirect:   newRedirectPolicy(s.AllowedRedirectHosts),
 		disc:       &discovery{s: s, client: client},
@@ -100,6 +102,7 @@ type request struct {
 	pathQ   string            // path and query, as received
 	cookie  string            // the Cookie header
 	cookies map[string]string // cookie parsed
+	dup     map[string]bool   // cookie names sent more than once: never read
 	context map[string]string
 }
 
@@ -114,8 +117,18 @@ func parseRequest(req *authv3.CheckRequest) *request {
 	r.path = path
 	r.query, _ = url.ParseQuery(rawQuery)
 	r.cookie, _ = check.RequestHeader(req, "cookie")
-	r.cookies = parseCookies(r.cookie)
+	r.cookies, r.dup = parseCookies(r.cookie)
 	return r
+}
+
+// duplicated reports whether any of names came more than once.
+func (r *request) duplicated(names []string) bool {
+	for _, n := range names {
+		if r.dup[n] {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *request) header(name string) string {
@@ -163,6 +176,10 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 // session. It returns the Set-Cookie values to send when the session
 // changed; (nil, nil, nil) means no session.
 func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []string, error) {
+	if r.duplicated(srv.sessNames) {
+		srv.m.failure(failDuplicateCookie)
+		return nil, nil, errDuplicateCookie
+	}
 	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
 	if !ok {
 		return nil, nil, nil
@@ -304,6 +321,10 @@ func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckRespo
 	if e := r.query.Get("error"); e != "" {
 		return refuse(http.StatusUnauthorized, failProviderError, "the identity provider refused the sign-in")
 	}
+	if r.dup[srv.stateCookie()] {
+		// Maybe ours and a planted one: refuse rather than guess (login CSRF).
+		return refuse(http.StatusBadRequest, failDuplicateCookie, "the sign-in state cookie was sent more than once")
+	}
 	value, ok := r.cookies[srv.stateCookie()]
 	if !ok {
 		return refuse(http.StatusBadRequest, failStateMissing, "no sign-in in progress (missing or expired state cookie)")
@@ -381,7 +402,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 		}
 	}
 	var idToken string
-	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok {
+	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok && !r.duplicated(srv.sessNames) {
 		if plain, err := srv.sealer.open(srv.s.Cookie.Name, value); err == nil {
 			var sess session
 			if json.Unmarshal(plain, &sess) == nil {

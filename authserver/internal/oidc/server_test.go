@@ -351,7 +351,8 @@ func TestClaimString(t *testing.T) {
 // every form of the session and goes to the checked target.
 func TestLogoutWithoutProvider(t *testing.T) {
 	srv := newTestServer(t)
-	cookie := "portcullis_session_0=a; portcullis_session_1=b; portcullis_session_state=c; other=d"
+	name := srv.s.Cookie.Name
+	cookie := name + "_0=a; " + name + "_1=b; " + name + "_state=c; other=d"
 	for _, tc := range []struct{ path, want string }{
 		{"/oauth2/sign_out", "/"},
 		{"/oauth2/sign_out?rd=%2Fbye", "/bye"},
@@ -373,7 +374,7 @@ func TestLogoutWithoutProvider(t *testing.T) {
 			cleared = append(cleared, sc.Name)
 		}
 		slices.Sort(cleared)
-		if strings.Join(cleared, ",") != "portcullis_session_0,portcullis_session_1,portcullis_session_state" {
+		if strings.Join(cleared, ",") != name+"_0,"+name+"_1,"+name+"_state" {
 			t.Errorf("cleared %v", cleared)
 		}
 	}
@@ -443,5 +444,122 @@ func TestExpiringSetPrunesAmortized(t *testing.T) {
 	}
 	if _, kept := s.m["7"]; kept {
 		t.Error("an expired value was never pruned")
+	}
+}
+
+// TestDefaultCookiesHoldTheHostPrefix: a browser accepts a __Host- cookie
+// only with Secure, Path=/ and no Domain. Every cookie the default
+// configuration sets or clears (state, session, chunks) must say so, or
+// the browser drops it and nobody can sign in.
+func TestDefaultCookiesHoldTheHostPrefix(t *testing.T) {
+	now := time.Now()
+	srv := newTestServer(t)
+	srv.disc.result = &discovered{endpoint: oauth2.Endpoint{AuthURL: "https://idp.example/auth", TokenURL: "https://idp.example/token"}}
+	name := srv.s.Cookie.Name
+	var lines []string
+	// A sign-in over an old chunked session: the state cookie is set and
+	// the session chunks cleared.
+	resp, err := srv.Check(context.Background(), checkReq("GET", "/x", map[string]string{
+		"accept": "text/html", "cookie": name + "_0=a; " + name + "_1=b"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = append(lines, deniedHeader(resp, "Set-Cookie")...)
+	// A callback that fails clears the state cookie.
+	resp, err = srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?state=x", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = append(lines, deniedHeader(resp, "Set-Cookie")...)
+	// A session, small and chunked.
+	small, big := aliceSession(now), aliceSession(now)
+	big.Claims["groups"] = []any{strings.Repeat("g", 3*maxChunk)}
+	for _, sess := range []*session{&small, &big} {
+		set, err := srv.sessionCookies(parseRequest(checkReq("GET", "/", nil, nil)), sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, set...)
+	}
+	if len(lines) < 7 {
+		t.Fatalf("only %d Set-Cookie values: %v", len(lines), lines)
+	}
+	for _, l := range lines {
+		c, err := http.ParseSetCookie(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(c.Name, "__Host-") || !c.Secure || c.Path != "/" || c.Domain != "" || strings.Contains(strings.ToLower(l), "domain=") {
+			t.Errorf("%s: want a __Host- name, Secure, Path=/ and no Domain", l)
+		}
+	}
+}
+
+// TestDuplicateCookiesAreNotRead: when a cookie of ours arrives twice
+// (one planted by a sibling subdomain or another path), neither is used:
+// the first is not necessarily ours.
+func TestDuplicateCookiesAreNotRead(t *testing.T) {
+	now := time.Now()
+	srv := newTestServer(t)
+	name := srv.s.Cookie.Name
+	alice := sessionCookie(t, srv, aliceSession(now))
+	mallorySess := aliceSession(now)
+	mallorySess.Claims = map[string]any{"sub": "mallory", "email": "mallory@example.test"}
+	mallory := sessionCookie(t, srv, mallorySess)
+	big := aliceSession(now)
+	big.Claims["groups"] = []any{strings.Repeat("g", 2*maxChunk)}
+	set, err := srv.sessionCookies(parseRequest(checkReq("GET", "/", nil, nil)), &big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chunks []string
+	for _, l := range set {
+		c, _ := http.ParseSetCookie(l)
+		chunks = append(chunks, c.Name+"="+c.Value)
+	}
+	if len(chunks) < 2 {
+		t.Fatalf("want a chunked session, got %v", set)
+	}
+	for _, tc := range []struct {
+		name, cookie string
+		allowed      bool
+	}{
+		{"one session cookie", alice, true},
+		{"one chunked session", strings.Join(chunks, "; "), true},
+		{"another cookie twice is not ours to judge", "other=1; " + alice + "; other=2", true},
+		{"session cookie twice, garbage second", alice + "; " + name + "=garbage", false},
+		{"session cookie twice, another user's first", mallory + "; " + alice, false},
+		{"session cookie twice, the same value", alice + "; " + alice, false},
+		{"a chunk twice", strings.Join(chunks, "; ") + "; " + chunks[0], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/x", map[string]string{"accept": "application/json", "cookie": tc.cookie}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allowed := resp.GetOkResponse() != nil; allowed != tc.allowed {
+				t.Fatalf("allowed = %v, want %v (%v)", allowed, tc.allowed, resp.GetDeniedResponse())
+			}
+			if !tc.allowed {
+				if c := deniedHeader(resp, "WWW-Authenticate"); len(c) != 1 || !strings.Contains(c[0], `error="invalid_token"`) {
+					t.Errorf("WWW-Authenticate = %q, want invalid_token", c)
+				}
+			}
+		})
+	}
+	if got := testutil.ToFloat64(srv.m.failures.WithLabelValues(failDuplicateCookie)); got != 4 {
+		t.Errorf("duplicate_cookie failures = %v, want 4", got)
+	}
+
+	// The state cookie twice at the callback, a valid one first: 400, not
+	// a sign-in completed with whichever came first.
+	state := srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"abc","r":"/","e":9999999999}`))
+	planted := srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"evil","r":"/","e":9999999999}`))
+	resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=abc", map[string]string{"cookie": state + "; " + planted}, nil))
+	if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusBadRequest {
+		t.Fatalf("state cookie twice: %v, %v; want 400", resp, err)
+	}
+	if got := testutil.ToFloat64(srv.m.failures.WithLabelValues(failDuplicateCookie)); got != 5 {
+		t.Errorf("duplicate_cookie failures = %v, want 5", got)
 	}
 }
