@@ -46,7 +46,8 @@ type Body struct {
 	EndOfStream bool
 	// Last is set on the last call for this direction's body: with
 	// EndOfStream and, in FULL_DUPLEX_STREAMED mode, on the empty call the
-	// driver adds when trailers arrive (then EndOfStream is false).
+	// driver adds when trailers arrive after body data (then EndOfStream
+	// is false).
 	Last bool
 	// Mode is the body mode the driver believes is in effect.
 	Mode BodyMode

@@ -134,6 +134,10 @@ func TestFullDuplexStreamed(t *testing.T) {
 			{respBody("ok", false), []string{"body:"}},
 			{respTrailers("grpc-status", "0"), []string{"body:OK", "trailers =x-done:1"}},
 		}, []string{"1:ok eos=false last=false", "2: eos=false last=true"}},
+		{"trailers without a body: no Last call", funcs{reqB: holdAll(&seen)}, []step{
+			{duplex(reqHeaders(false, ":path", "/")), []string{"request"}},
+			{reqTrailers("x-t", "1"), []string{"trailers"}},
+		}, []string{}},
 		{"no Last call after end of stream", funcs{reqB: holdAll(&seen)}, []step{
 			{duplex(reqHeaders(false, ":path", "/")), []string{"request"}},
 			{reqBody("a", true), []string{"body:A|eos"}},

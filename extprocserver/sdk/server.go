@@ -348,9 +348,11 @@ func (x *Exchange) needsContentLength(p Phase, b *Body) bool {
 }
 
 func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpTrailers) (*extprocv3.ProcessingResponse, error) {
-	if bp := p - 1; x.bodyMode(bp) == ModeFullDuplex && !x.bodyEnded[bp] {
+	if bp := p - 1; x.bodyMode(bp) == ModeFullDuplex && x.chunks[bp] > 0 && !x.bodyEnded[bp] {
 		// Trailers end the body: the chain gets its Last call and what it
-		// emits goes first (without end_of_stream: trailers follow).
+		// emits goes first (without end_of_stream: trailers follow). Not
+		// without a body message: nothing can be held back, and Envoy
+		// refuses a body answer it is not waiting for.
 		x.resetActions(bp)
 		b, err := s.runBody(ctx, x, bp, nil, false, true)
 		if err != nil {
