@@ -199,8 +199,9 @@ func (x *Exchange) SetMetadata(namespace, key string, value any) error {
 var ErrModeOverridePhase = errors.New("mode_override is only honoured in a response to request or response headers")
 
 // ErrModeOverrideDuplex is returned by OverrideMode for a switch to or from
-// FULL_DUPLEX_STREAMED or GRPC: those modes are set in the filter
-// configuration (with trailers SEND), not per request.
+// FULL_DUPLEX_STREAMED or GRPC: Envoy ignores every mode_override when the
+// filter uses FULL_DUPLEX_STREAMED, so the driver would track a mode that
+// is not in effect; set these modes in the filter configuration.
 var ErrModeOverrideDuplex = errors.New("mode_override cannot switch to or from FULL_DUPLEX_STREAMED or GRPC body mode")
 
 // OverrideMode asks Envoy to process the rest of this exchange with mode.
