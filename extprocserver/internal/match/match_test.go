@@ -137,6 +137,7 @@ func TestPathRuleSeesTheNormalisedPath(t *testing.T) {
 	exact := Rule{Path: &String{Exact: "/admin"}}
 	prefix := Rule{Path: &String{Prefix: "/admin/"}}
 	fold := Rule{Path: &String{Exact: "/admin", IgnoreCase: true}}
+	segment := Rule{Path: &String{Regex: "/admin([;/].*)?"}} // from the docs
 	for _, tc := range []struct {
 		name        string
 		rule        Rule
@@ -162,6 +163,10 @@ func TestPathRuleSeesTheNormalisedPath(t *testing.T) {
 		{"prefix encoded", prefix, "/%61%64%6d%69%6e/users", true, true},
 		{"prefix trailing dot", prefix, "/admin/.", true, true},
 		{"prefix escapes root", prefix, "/admin/..", false, false},
+		{"exact misses a ; parameter", exact, "/admin;jsessionid=1", false, false},
+		{"documented regex covers ; parameters", segment, "/admin;jsessionid=1", true, true},
+		{"documented regex covers the segment", segment, "/x/../admin/users", true, true},
+		{"documented regex is the segment only", segment, "/administrator", false, false},
 		{"encoded slash is unsafe", prefix, "/admin%2Fusers", true, false},
 		{"invalid escape is unsafe", exact, "/adm%zzin", true, false},
 		{"ambiguous slashes is unsafe", exact, "/x//../admin", true, false},
