@@ -256,6 +256,15 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				if len(paths) == 0 {
 					return fmt.Errorf("the file provider needs files or directories: give them with -f")
 				}
+				// A mistyped path would otherwise serve an empty
+				// configuration, quietly.
+				files, err := file.Files(paths)
+				if err != nil {
+					return fmt.Errorf("-f: %w", err)
+				}
+				if len(files) == 0 {
+					log.Warn("no YAML or JSON files in the given paths: serving an empty configuration until some appear", "paths", paths)
+				}
 				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log}
 				cfg.Status = &serve.LogWriter{Log: log}
 			case "kubernetes":

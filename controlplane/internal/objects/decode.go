@@ -120,6 +120,19 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 		out.err = fmt.Errorf("%s: %w", where, err)
 		return out
 	}
+	switch {
+	case meta.APIVersion == "" && meta.Kind == "":
+		// A configuration file of some server (an auth server's, a
+		// processor's) kept beside the resources: not ours to read.
+		out.skipped = append(out.skipped, Skipped{Source: where, Kind: "-", Reason: "not a Kubernetes object (no apiVersion or kind)"})
+		return out
+	case meta.Kind == "":
+		out.err = fmt.Errorf("%s: apiVersion %q but no kind", where, meta.APIVersion)
+		return out
+	case meta.APIVersion == "":
+		out.err = fmt.Errorf("%s: kind %q but no apiVersion", where, meta.Kind)
+		return out
+	}
 	if meta.Kind == "List" {
 		var list struct {
 			Items []runtime.RawExtension `json:"items"`

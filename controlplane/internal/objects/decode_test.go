@@ -102,6 +102,27 @@ kind: HTTPProxy
 metadata: {name: p}
 spec: {routes: 5}
 `, wantErr: "in.yaml:1: "},
+		{name: "a document that is not a Kubernetes object is skipped", in: `
+processors: [{observe: {}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+`, wantServices: 1, wantSkipped: []string{"in.yaml:1: -"}},
+		{name: "a kind without apiVersion is an error", in: `
+kind: HTTPProxy
+metadata: {name: p, annotations: {a: MARKER}}
+`, wantErr: `in.yaml:1: kind "HTTPProxy" but no apiVersion`},
+		{name: "an apiVersion without kind is an error", in: `
+apiVersion: projectcontour.io/v1
+metadata: {name: p, annotations: {a: MARKER}}
+`, wantErr: `in.yaml:1: apiVersion "projectcontour.io/v1" but no kind`},
+		{name: "an error does not quote the document", in: `
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p, annotations: {a: MARKER}}
+spec: {routes: MARKER}
+`, wantErr: "in.yaml:1: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +130,11 @@ spec: {routes: 5}
 			skipped, err := s.Decode(strings.NewReader(tt.in), "in.yaml")
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
 				t.Fatalf("error = %v, want %q", err, tt.wantErr)
+			}
+			// A file can hold Secrets: an error names the document, never
+			// quotes it.
+			if err != nil && strings.Contains(err.Error(), "MARKER") {
+				t.Errorf("error quotes the document: %v", err)
 			}
 			var proxies []string
 			for _, p := range s.HTTPProxies {

@@ -78,6 +78,10 @@ func (l *loader) load(paths []string) (set *objects.Set, skipped []objects.Skipp
 	return set, skipped, changed, nil
 }
 
+// Files returns the YAML and JSON files the paths name, as Load reads
+// them; a path that does not exist is an error.
+func Files(paths []string) ([]string, error) { return list(paths) }
+
 // list expands directories into their YAML and JSON files, sorted, each
 // once (-f dir -f dir/a.yaml names a.yaml twice).
 func list(paths []string) ([]string, error) {
