@@ -13,6 +13,7 @@ import (
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
 	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/version"
 )
 
 const rootLong = `authserver is an Envoy external authorization server. It implements the
@@ -52,8 +53,9 @@ func NewRootCommand() *cobra.Command {
 		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	opts.AddFlags(root.PersistentFlags())
 	root.AddCommand(newTestserverCommand(&opts))
 	root.AddCommand(newHtpasswdCommand(&opts))

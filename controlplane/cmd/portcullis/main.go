@@ -22,6 +22,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/kubernetes"
 	"github.com/portcullis/portcullis/controlplane/internal/serve"
+	"github.com/portcullis/portcullis/serverkit/version"
 )
 
 func main() {
@@ -48,7 +49,9 @@ Typical use:
   portcullis serve --provider kubernetes              # serve xDS from a cluster
   portcullis bootstrap --xds-address 127.0.0.1:8001   # the Envoy bootstrap to start Envoy with`,
 		SilenceUsage: true,
+		Version:      version.String(),
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newTranslateCommand(), newServeCommand(), newBootstrapCommand())
 	return root
 }

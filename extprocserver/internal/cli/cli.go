@@ -17,6 +17,7 @@ import (
 	"github.com/portcullis/portcullis/extprocserver/internal/config"
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/version"
 )
 
 const rootLong = `extprocserver is an Envoy external processing server. It implements the
@@ -75,8 +76,9 @@ func NewRootCommand() *cobra.Command {
 		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	opts.AddFlags(root.PersistentFlags())
 	root.AddCommand(newServeCommand(&opts))
 	return root
