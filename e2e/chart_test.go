@@ -58,6 +58,11 @@ func TestHelmChart(t *testing.T) {
 		t.Fatalf("helm lint: %v\n%s", err, out)
 	}
 
+	// A newcomer's first command: it renders with helm's defaults alone.
+	if out, err := exec.Command(helm, "template", "t", chart).Output(); err != nil || !strings.Contains(string(out), "kind: Deployment") {
+		t.Fatalf("helm template with defaults: %v\n%s", err, out)
+	}
+
 	api := harness.StartAPIServer(t, harness.CRDDir(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
