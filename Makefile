@@ -10,12 +10,20 @@ MODULES := apis serverkit controlplane authserver extprocserver e2e
 export KUBEBUILDER_ASSETS := $(TOOLS)/bin
 export PORTCULLIS_TOOLS := $(TOOLS)
 GOTEST_FLAGS ?=
+# --version of the binaries: the release tag (or commit) and the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT)
 
-.PHONY: all tools generate build test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
-## tools: install Envoy, kube-apiserver, etcd, controller-gen, oidc-provider into .tools/
+## help: list the targets
+help:
+	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  make %-10s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
+
+## tools: install Envoy, kube-apiserver, etcd, controller-gen, oidc-provider and helm into .tools/ (10-15 min the first time)
 tools:
 	@hack/install-tools.sh all
 
@@ -27,12 +35,13 @@ generate:
 ## build: build the binaries into bin/
 build:
 	@mkdir -p $(BIN)
-	go build -o $(BIN)/portcullis ./controlplane/cmd/portcullis
-	go build -o $(BIN)/authserver ./authserver/cmd/authserver
-	go build -o $(BIN)/extprocserver ./extprocserver/cmd/extprocserver
-	go build -o $(BIN)/echoserver ./e2e/cmd/echoserver
-	go build -o $(BIN)/checkload ./e2e/cmd/checkload
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/portcullis ./controlplane/cmd/portcullis
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/authserver ./authserver/cmd/authserver
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/extprocserver ./extprocserver/cmd/extprocserver
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/echoserver ./e2e/cmd/echoserver
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/checkload ./e2e/cmd/checkload
 
+## vet: go vet every module
 vet:
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
 
@@ -57,8 +66,10 @@ demo:
 	@hack/install-tools.sh envoy
 	@hack/demo.sh
 
+## fmt: gofmt every Go file
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+## clean: remove bin/
 clean:
 	rm -rf $(BIN)
