@@ -81,6 +81,10 @@ type metrics struct {
 	rootsReused, rootsBuilt prometheus.Counter
 }
 
+// rejectionTypes are the resource types Envoy can reject, as typeLabel
+// names them.
+var rejectionTypes = []string{"Listener", "RouteConfiguration", "Cluster", "ClusterLoadAssignment", "Secret"}
+
 // statusCounter is a StatusWriter that counts its API writes.
 type statusCounter interface{ StatusWrites() int64 }
 
@@ -104,6 +108,11 @@ func newMetrics(w StatusWriter) *metrics {
 			Name: "portcullis_roots_built_total",
 			Help: "Root HTTPProxies a build built (new, changed, or something they read changed).",
 		}),
+	}
+	// Every series the docs name exists from the start, at zero, so that
+	// dashboards and alerts (rate, absent) work before the first NACK.
+	for _, t := range rejectionTypes {
+		m.rejections.WithLabelValues(t)
 	}
 	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
