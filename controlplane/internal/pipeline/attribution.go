@@ -1,12 +1,16 @@
 package pipeline
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -128,4 +132,34 @@ func (a *Attribution) Objects(typeURL string, names []string, message string) []
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// Served reports whether any of the named resources of one type is in the
+// result. A rejection of resources that are not (their objects were deleted
+// since) is settled by Envoy's next answer, not an operator.
+func (a *Attribution) Served(typeURL string, names []string) bool {
+	if a == nil || a.result.Resources == nil {
+		return false
+	}
+	var rs []proto.Message
+	switch typeURL {
+	case resourcev3.ListenerType:
+		rs = a.result.Resources.Listeners
+	case resourcev3.RouteType:
+		rs = a.result.Resources.Routes
+	case resourcev3.ClusterType:
+		rs = a.result.Resources.Clusters
+	case resourcev3.EndpointType:
+		rs = a.result.Resources.Endpoints
+	case resourcev3.SecretType:
+		rs = a.result.Resources.Secrets
+	default:
+		return false
+	}
+	for _, r := range rs {
+		if slices.Contains(names, cachev3.GetResourceName(r.(cachetypes.Resource))) {
+			return true
+		}
+	}
+	return false
 }

@@ -132,3 +132,31 @@ func TestAttributionOfMergedVirtualHosts(t *testing.T) {
 		t.Errorf("objects = %v, want only the two merged hosts' proxies", got)
 	}
 }
+
+// Served tells a rejection of what is still configured (an operator must
+// look) from one of resources deleted since (Envoy's next answer settles
+// it).
+func TestAttributionServed(t *testing.T) {
+	set, _, err := file.Load([]string{"testdata/common", "testdata/includes/in.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := pipeline.NewAttribution(pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()}))
+	for _, tc := range []struct {
+		typeURL string
+		names   []string
+		want    bool
+	}{
+		{resourcev3.ClusterType, []string{"service/team-a/api/8080"}, true},
+		{resourcev3.EndpointType, []string{"gone", "service/team-a/api/8080"}, true},
+		{resourcev3.ListenerType, []string{translator.HTTPListenerName}, true},
+		{resourcev3.RouteType, []string{translator.HTTPRouteConfigName}, true},
+		{resourcev3.ClusterType, []string{"service/deleted/app/80"}, false},
+		{resourcev3.SecretType, []string{"default/deleted"}, false},
+		{"type.googleapis.com/unknown", []string{translator.HTTPListenerName}, false},
+	} {
+		if got := attr.Served(tc.typeURL, tc.names); got != tc.want {
+			t.Errorf("Served(%s, %v) = %v, want %v", tc.typeURL, tc.names, got, tc.want)
+		}
+	}
+}

@@ -250,6 +250,12 @@ func (s *Server) publishStatus(ctx context.Context) {
 	}
 	build, unattributed := withEnvoyRejections(res.Build, attr, s.xds.Rejections())
 	for _, r := range unattributed {
+		if !attr.Served(r.TypeURL, r.Resources) {
+			// Rejected before its objects were deleted: Envoy's answer to
+			// the removal settles it.
+			s.cfg.Log.Debug("Envoy's rejection names resources no longer served", "type", r.TypeURL, "resources", r.Resources)
+			continue
+		}
 		s.cfg.Log.Warn("Envoy rejected configuration that no HTTPProxy or ExtensionService can be blamed for", "type", r.TypeURL, "resources", r.Resources, "error", r.Message)
 	}
 	statuses := pipeline.Statuses(set, build, metav1.Now())
