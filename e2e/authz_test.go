@@ -91,7 +91,8 @@ func startEnvoyAndControlPlane(t *testing.T, providerArgs ...string) (httpAddr, 
 	xds := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	adminAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	args := append([]string{"serve", "--xds-address", xds, "--admin-address", adminAddr,
-		"--envoy-http-address", httpAddr, "--envoy-https-address", httpsAddr, "--debounce", "50ms", "--poll-interval", "200ms"}, providerArgs...)
+		"--envoy-http-address", httpAddr, "--envoy-https-address", httpsAddr, "--https-redirect-port", httpsAddr[strings.LastIndex(httpsAddr, ":")+1:],
+		"--debounce", "50ms", "--poll-interval", "200ms"}, providerArgs...)
 	harness.StartProcess(t, "portcullis", portcullis, args...)
 
 	bootstrap := filepath.Join(t.TempDir(), "envoy.json")
@@ -271,8 +272,19 @@ func runAuthorizationScenario(t *testing.T, s *stack, c *components) {
 		eventuallyEcho(t, https, mustRequest(t, "https://open.example.com/"), http.StatusOK)
 	})
 
-	t.Run("plain HTTP redirects to HTTPS", func(t *testing.T) {
+	t.Run("plain HTTP redirects to the HTTPS listener", func(t *testing.T) {
 		eventuallyStatus(t, s.HTTP(), "http://secure.example.com/team/page", http.StatusMovedPermanently)
+		c := s.HTTP()
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c.Get("http://secure.example.com/team/page")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := "https://secure.example.com:" + s.HTTPSAddr[strings.LastIndex(s.HTTPSAddr, ":")+1:] + "/team/page"
+		if got := resp.Header.Get("Location"); got != want {
+			t.Errorf("Location %q, want %q (the HTTPS listener's port, --https-redirect-port)", got, want)
+		}
 	})
 
 	t.Run("invalid HTTPProxy gets its status and the others keep working", func(t *testing.T) {

@@ -48,7 +48,7 @@ start echoserver "$BIN/echoserver" --address "127.0.0.1:$ECHO"
 start authserver "$BIN/authserver" testserver --address "127.0.0.1:$AUTH" --metrics-address "127.0.0.1:$AUTH_METRICS"
 start portcullis "$BIN/portcullis" serve -f examples/quickstart \
 	--xds-address "127.0.0.1:$XDS" --admin-address "127.0.0.1:$ADMIN" \
-	--envoy-http-address "127.0.0.1:$HTTP" --envoy-https-address "127.0.0.1:$HTTPS"
+	--envoy-http-address "127.0.0.1:$HTTP" --envoy-https-address "127.0.0.1:$HTTPS" --https-redirect-port "$HTTPS"
 "$BIN/portcullis" bootstrap --xds-address "127.0.0.1:$XDS" --envoy-admin-address "127.0.0.1:$ENVOY_ADMIN" -o "$RUN/envoy.json"
 start envoy "$ENVOY" -c "$RUN/envoy.json" --disable-hot-restart --log-level warn
 
@@ -96,6 +96,10 @@ show "a protected route: checked by the auth server, which adds Auth-* headers" 
 show "a route with authPolicy.disabled: the auth server is never called" 200 "https://echo.example.com:$HTTPS/public/page"
 show "a route whose context tells the testserver to deny" 403 "https://echo.example.com:$HTTPS/deny"
 show "plain HTTP to a TLS virtual host: redirected to HTTPS" 301 "http://echo.example.com:$HTTP/hello"
+if ! grep -qi "^location: https://echo.example.com:$HTTPS/hello" "$RUN/headers"; then
+	echo "    (EXPECTED the redirect to https://echo.example.com:$HTTPS/hello, the HTTPS listener)"
+	failures=$((failures + 1))
+fi
 
 echo
 echo "==> status of the resources (GET http://127.0.0.1:$ADMIN/status):"

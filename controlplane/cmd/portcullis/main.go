@@ -64,6 +64,7 @@ type buildFlags struct {
 	fallbackCert   string
 	httpAddress    string
 	httpsAddress   string
+	redirectPort   uint32
 	externalName   bool
 	loopbackNames  bool
 	configFile     string
@@ -78,6 +79,7 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc); see docs/configuration.md. serve reloads it when it changes")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
+	fs.Uint32Var(&f.redirectPort, "https-redirect-port", 443, "the port clients reach the HTTPS listener on (through a Service or load balancer, or Envoy's own port when they reach Envoy directly): HTTP to HTTPS redirects send them there")
 }
 
 func (f *buildFlags) options() (pipeline.Options, error) {
@@ -97,6 +99,10 @@ func (f *buildFlags) options() (pipeline.Options, error) {
 	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = bootstrap.SplitHostPort(f.httpsAddress); err != nil {
 		return o, fmt.Errorf("--envoy-https-address: %w", err)
 	}
+	if f.redirectPort == 0 || f.redirectPort > 65535 {
+		return o, fmt.Errorf("--https-redirect-port: %d is not a port", f.redirectPort)
+	}
+	o.Translator.HTTPSRedirectPort = f.redirectPort
 	cfg, err := config.Load(f.configFile)
 	if err != nil {
 		return o, fmt.Errorf("--config: %w", err)

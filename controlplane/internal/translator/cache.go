@@ -50,12 +50,12 @@ func NewCache() *Cache {
 
 // vhostRoutes returns the cached routes of vh for an HCM with these
 // filters. Safe for concurrent readers.
-func (c *Cache) vhostRoutes(vh *ir.VirtualHost, withAuth, withProc bool) (vhostRoutes, bool) {
+func (c *Cache) vhostRoutes(vh *ir.VirtualHost, rs routeSettings) (vhostRoutes, bool) {
 	if c == nil {
 		return vhostRoutes{}, false
 	}
 	t, ok := c.vhosts[vh]
-	return t, ok && t.withAuth == withAuth && t.withProc == withProc
+	return t, ok && t.settings == rs
 }
 
 // keepVHostRoutes keeps the routes of this translation's virtual hosts for
@@ -101,7 +101,7 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 	return cachedHost{
 		src:   vh,
 		in:    *vh,
-		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, vh.Auth != nil, vh.ExtProc != nil, nil),
+		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{withAuth: vh.Auth != nil, withProc: vh.ExtProc != nil}, nil),
 		chain: filterChain(vh),
 	}, false
 }

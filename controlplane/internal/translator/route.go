@@ -17,11 +17,20 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 )
 
-// routeConfig builds one RDS resource. withAuth and withProc say whether
-// the HCM that uses it has an ext_authz and an ext_proc filter, which makes
-// per-route settings meaningful. c, when not nil, lends the routes of
+// routeSettings are what the routes of one route configuration share.
+type routeSettings struct {
+	// withAuth and withProc say whether the HCM that uses the routes has an
+	// ext_authz and an ext_proc filter, which makes per-route settings
+	// meaningful.
+	withAuth, withProc bool
+	// redirectPort is the port of HTTPS redirects' Location (0: none, for
+	// clients reaching HTTPS on 443).
+	redirectPort uint32
+}
+
+// routeConfig builds one RDS resource. c, when not nil, lends the routes of
 // virtual hosts translated by the previous translation (see Cache).
-func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, c *Cache) *routev3.RouteConfiguration {
+func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cache) *routev3.RouteConfiguration {
 	rc := &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
@@ -29,11 +38,11 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, 
 	translated := make([]vhostRoutes, len(sorted))
 	parallel.For(len(sorted), func(i int) {
 		vh := sorted[i]
-		t, ok := c.vhostRoutes(vh, withAuth, withProc)
+		t, ok := c.vhostRoutes(vh, rs)
 		if !ok {
-			t = vhostRoutes{withAuth: withAuth, withProc: withProc}
+			t = vhostRoutes{settings: rs}
 			for _, r := range vh.Routes {
-				t.routes = append(t.routes, route(r, withAuth, withProc))
+				t.routes = append(t.routes, route(r, rs))
 			}
 		}
 		if len(sorted) > 1 && !t.keyed {
@@ -56,8 +65,8 @@ func routeConfig(name string, hosts []*ir.VirtualHost, withAuth, withProc bool, 
 
 // vhostRoutes is the translation of one virtual host's routes.
 type vhostRoutes struct {
-	withAuth, withProc bool
-	routes             []*routev3.Route
+	settings routeSettings
+	routes               []*routev3.Route
 	// key is the same for the same routes (see mergeIdentical), once
 	// keyed.
 	key   string
@@ -108,12 +117,13 @@ func domains(fqdn string) []string {
 	return []string{fqdn, fqdn + ":*"}
 }
 
-func route(r *ir.Route, withAuth, withProc bool) *routev3.Route {
+func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	out := &routev3.Route{Match: routeMatch(r)}
 	if r.HTTPSRedirect {
 		out.Action = &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{
 			SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true},
 			ResponseCode:           routev3.RedirectAction_MOVED_PERMANENTLY,
+			PortRedirect:           rs.redirectPort,
 		}}
 	} else {
 		out.Action = &routev3.Route_Route{Route: routeAction(r)}
@@ -126,10 +136,10 @@ func route(r *ir.Route, withAuth, withProc bool) *routev3.Route {
 			out.ResponseHeadersToRemove = p.Remove
 		}
 	}
-	if withAuth {
+	if rs.withAuth {
 		out.TypedPerFilterConfig = map[string]*anypb.Any{ExtAuthzFilterName: mustAny(extAuthzPerRoute(r))}
 	}
-	if withProc && r.ExtProc != nil {
+	if rs.withProc && r.ExtProc != nil {
 		if out.TypedPerFilterConfig == nil {
 			out.TypedPerFilterConfig = map[string]*anypb.Any{}
 		}

@@ -62,7 +62,7 @@ func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := routeConfig("test", tc.hosts, false, false, nil)
+			rc := routeConfig("test", tc.hosts, routeSettings{}, nil)
 			got := map[string][]string{}
 			for _, vh := range rc.VirtualHosts {
 				for _, d := range vh.Domains {
@@ -79,5 +79,28 @@ func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
 				t.Errorf("virtual hosts: got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The HTTP listener's redirects to HTTPS carry the port clients reach the
+// HTTPS listener on, unless it is 443 (the default port of https URLs); a
+// cached translation made with another port is not reused.
+func TestHTTPSRedirectPort(t *testing.T) {
+	m := &ir.Model{Insecure: []*ir.VirtualHost{{FQDN: "a.example.com", Routes: []*ir.Route{{Path: "/", HTTPSRedirect: true}}}}}
+	c := NewCache()
+	for _, tc := range []struct {
+		port uint32
+		want uint32
+	}{{0, 0}, {443, 0}, {18443, 18443}, {8443, 8443}, {0, 0}} {
+		opts := DefaultOptions()
+		opts.HTTPSRedirectPort = tc.port
+		for _, cache := range []*Cache{nil, c} {
+			res := TranslateCached(m, opts, cache)
+			rc := routeConfigNamed(t, res.Routes, HTTPRouteConfigName)
+			got := rc.VirtualHosts[0].Routes[0].GetRedirect()
+			if got == nil || !got.GetHttpsRedirect() || got.GetPortRedirect() != tc.want {
+				t.Errorf("port %d (cache %v): redirect %v, want https with port %d", tc.port, cache != nil, got, tc.want)
+			}
+		}
 	}
 }

@@ -21,6 +21,11 @@ type Options struct {
 	// HTTPSAddress and HTTPSPort are where Envoy's HTTPS listener binds.
 	HTTPSAddress string
 	HTTPSPort    uint32
+	// HTTPSRedirectPort is the port clients reach the HTTPS listener on
+	// (through a Service or a load balancer, often not HTTPSPort): the
+	// port of the HTTP listener's redirects to HTTPS. 0 or 443 leave it out
+	// of the Location.
+	HTTPSRedirectPort uint32
 }
 
 // DefaultOptions binds the listeners on all addresses, ports 8080 and 8443.
@@ -81,10 +86,15 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Listeners = append(r.Listeners, l)
 	}
 
-	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, m.GlobalAuth != nil, m.GlobalExtProc != nil, c))
+	global := routeSettings{withAuth: m.GlobalAuth != nil, withProc: m.GlobalExtProc != nil}
+	redirect := global
+	if opts.HTTPSRedirectPort != 443 {
+		redirect.redirectPort = opts.HTTPSRedirectPort
+	}
+	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, redirect, c))
 	r.Routes = append(r.Routes, secure...)
 	if m.Fallback != nil {
-		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, m.GlobalAuth != nil, m.GlobalExtProc != nil, c))
+		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, global, c))
 	}
 	c.commitVHosts()
 
