@@ -112,7 +112,7 @@ func (f *buildFlags) options() (pipeline.Options, error) {
 
 // withConfig applies a configuration file to the options.
 func withConfig(o pipeline.Options, c *config.Config) pipeline.Options {
-	o.Builder.GlobalExtAuth, o.Builder.GlobalExtProc = c.GlobalExtAuth, c.GlobalExtProc
+	o.Builder.GlobalExtAuth, o.Builder.GlobalExtProc, o.Builder.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
 	return o
 }
 

@@ -47,6 +47,8 @@ type Options struct {
 	// (internal/config), already checked there.
 	GlobalExtAuth *config.GlobalExtAuth
 	GlobalExtProc *contourv1.ExternalProcessor
+	// Limits bound each root's include expansion (zeros: the defaults).
+	Limits config.Limits
 }
 
 // Result is the output of one build.
@@ -98,6 +100,8 @@ type builder struct {
 	cur  *rootOut
 	// rootSources are the sources of each root (b.sources holds the rest).
 	rootSources []*sourceTracker
+	// exp is the include expansion of the root being built (expand.go).
+	exp *expansion
 }
 
 // Build computes the model and the status findings for one snapshot.

@@ -112,6 +112,7 @@ func (b *builder) buildRoot(out *rootOut, p *contourv1.HTTPProxy, st *status.Obj
 	scope.proc = b.hostExtProc(p, secure != nil, st)
 
 	b.sources.walked = nil
+	b.exp = newExpansion(p, b.opts.Limits)
 	routes := b.walk(p, nil, route{}, scope, secure != nil)
 	if !st.Valid() {
 		// Never serve a root half-configured: without its certificate,

@@ -33,6 +33,9 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 	b.visited[key] = true
 	b.sources.walked = append(b.sources.walked, proxyRef(p.Namespace, p.Name))
 	chain = append(chain, key)
+	if !b.expand(chain, p) {
+		return nil // past a limit: the root is not served (expand.go)
+	}
 
 	var out []route
 	for i, r := range p.Spec.Routes {
@@ -76,7 +79,10 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 			st.AddError(contourv1.ConditionTypeIncludeError, "IncludeCreatesCycle", fmt.Sprintf("%s: include creates a delegation cycle: %s", where, strings.Join(path, " -> ")))
 			continue
 		}
-		routes := b.walk(child, chain, cond, scope, secure)
+		routes, ok := b.include(child, chain, cond, scope, secure)
+		if !ok {
+			return nil
+		}
 		if !b.proxyStatus(child).Valid() {
 			st.AddWarning(contourv1.ConditionTypeIncludeError, "IncludedProxyInvalid", fmt.Sprintf("%s: included HTTPProxy %s is invalid: its routes are not served", where, childKey))
 			continue

@@ -34,6 +34,51 @@ type Config struct {
 	// does not configure (or disable) its own. Same type as
 	// HTTPProxy spec.virtualhost.extProc.
 	GlobalExtProc *contourv1.ExternalProcessor `json:"globalExtProc,omitempty"`
+	// Limits bound what one root HTTPProxy may expand to through its
+	// includes.
+	Limits Limits `json:"limits,omitempty"`
+}
+
+// Limits bound the include expansion of one root HTTPProxy: an HTTPProxy
+// included twice under different conditions is built twice, so a chain of
+// tiny HTTPProxies each including the next twice expands exponentially. A
+// root past a bound is not served (see the builder). Zero means the
+// default.
+type Limits struct {
+	// MaxIncludeDepth is the most HTTPProxies on an include path below
+	// the root.
+	MaxIncludeDepth int `json:"maxIncludeDepth,omitempty"`
+	// MaxRoutesPerVirtualHost is the most routes built for one root: its
+	// own and those of every HTTPProxy it includes, once per include path
+	// (per distinct conditions) that reaches them.
+	MaxRoutesPerVirtualHost int `json:"maxRoutesPerVirtualHost,omitempty"`
+	// MaxIncludesPerRoot is the most include entries followed while
+	// building one root, counted the same way.
+	MaxIncludesPerRoot int `json:"maxIncludesPerRoot,omitempty"`
+}
+
+// Default limits: far above what hand-written configurations use (a few
+// levels, hundreds of routes), far below what exhausts the control plane
+// (millions of routes).
+const (
+	DefaultMaxIncludeDepth         = 16
+	DefaultMaxRoutesPerVirtualHost = 10000
+	DefaultMaxIncludesPerRoot      = 10000
+)
+
+// WithDefaults returns l with the defaults in place of zeros.
+func (l Limits) WithDefaults() Limits {
+	def := func(v, d int) int {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	return Limits{
+		MaxIncludeDepth:         def(l.MaxIncludeDepth, DefaultMaxIncludeDepth),
+		MaxRoutesPerVirtualHost: def(l.MaxRoutesPerVirtualHost, DefaultMaxRoutesPerVirtualHost),
+		MaxIncludesPerRoot:      def(l.MaxIncludesPerRoot, DefaultMaxIncludesPerRoot),
+	}
 }
 
 // GlobalExtAuth is the global external authorization.
@@ -86,7 +131,7 @@ func Parse(b []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v", source, err)
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc)", source)
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits)", source)
 	}
 	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
@@ -185,6 +230,18 @@ func (c *Config) validate() []string {
 		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
 			// The API's default, applied here since no API server does it.
 			w.MaxRequestBytes = 1024
+		}
+	}
+	for _, l := range []struct {
+		field string
+		v     int
+	}{
+		{"limits.maxIncludeDepth", c.Limits.MaxIncludeDepth},
+		{"limits.maxRoutesPerVirtualHost", c.Limits.MaxRoutesPerVirtualHost},
+		{"limits.maxIncludesPerRoot", c.Limits.MaxIncludesPerRoot},
+	} {
+		if l.v < 0 {
+			add(l.field, "must be at least 1 (or 0 for the default), got %d", l.v)
 		}
 	}
 	if p := c.GlobalExtProc; p != nil {

@@ -70,7 +70,10 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: globalExtAuth, globalExtProc)`},
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: globalExtAuth, globalExtProc, limits)`},
+		{"unknown limit", "limits: {maxDepth: 3}", `c.yaml: limits.maxDepth: unknown field (known fields: maxIncludeDepth, maxIncludesPerRoot, maxRoutesPerVirtualHost)`},
+		{"negative limit", "limits: {maxRoutesPerVirtualHost: -1}", `c.yaml: limits.maxRoutesPerVirtualHost: must be at least 1 (or 0 for the default), got -1`},
+		{"limit not a number", "limits: {maxIncludeDepth: deep}", `c.yaml: limits.maxIncludeDepth: must be of type integer, got string`},
 		{"unknown nested field", "globalExtAuth: {extensionService: a/b, withRequestBody: {maxBytes: 1}}", `c.yaml: globalExtAuth.withRequestBody.maxBytes: unknown field`},
 		{"spec's Go tag name is not the YAML name", "globalExtAuth: {extensionService: a/b, globalAuthPolicy: {}}", `globalExtAuth.globalAuthPolicy: unknown field`},
 		{"wrong type", "globalExtAuth: {extensionService: a/b, failOpen: 'yes'}", `c.yaml: globalExtAuth.failOpen: must be of type boolean, got string`},
@@ -111,6 +114,17 @@ func TestDefaultsAndEmpty(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, %v; want the empty configuration", in, c, err)
 		}
 	}
+	want := Limits{MaxIncludeDepth: DefaultMaxIncludeDepth, MaxRoutesPerVirtualHost: DefaultMaxRoutesPerVirtualHost, MaxIncludesPerRoot: DefaultMaxIncludesPerRoot}
+	if got := c.Limits.WithDefaults(); got != want {
+		t.Errorf("default limits = %+v, want %+v", got, want)
+	}
+	c, err = Parse([]byte("limits: {maxIncludeDepth: 3}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.MaxIncludeDepth = 3; c.Limits.WithDefaults() != want {
+		t.Errorf("limits = %+v, want %+v", c.Limits.WithDefaults(), want)
+	}
 	if c, err := Load(""); err != nil || c.GlobalExtAuth != nil {
 		t.Errorf("Load(\"\") = %+v, %v", c, err)
 	}
@@ -125,7 +139,7 @@ func TestExampleFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GlobalExtAuth == nil || c.GlobalExtProc == nil || c.GlobalExtProc.Processor.MutationRules == nil || c.GlobalExtAuth.WithRequestBody == nil {
+	if c.GlobalExtAuth == nil || c.GlobalExtProc == nil || c.GlobalExtProc.Processor.MutationRules == nil || c.GlobalExtAuth.WithRequestBody == nil || c.Limits.MaxIncludeDepth == 0 {
 		t.Fatalf("the example should set every section: %+v", c)
 	}
 }

@@ -122,7 +122,7 @@ func pipelineOptions(t *testing.T, dir string) pipeline.Options {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc = cfg.GlobalExtAuth, cfg.GlobalExtProc
+		opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc, opts.Builder.Limits = cfg.GlobalExtAuth, cfg.GlobalExtProc, cfg.Limits
 	}
 	return opts
 }

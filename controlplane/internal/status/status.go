@@ -105,6 +105,13 @@ const (
 	ReasonDuplicateField = "DuplicateField"
 )
 
+// Reasons of errors that are Portcullis's own rather than Contour's.
+const (
+	// ReasonIncludeLimitExceeded: a root's includes expand past one of
+	// the configuration file's limits; the root is not served.
+	ReasonIncludeLimitExceeded = "IncludeLimitExceeded"
+)
+
 // ValidCondition computes the Valid condition for o. prev is the object's
 // current Valid condition (nil when it has none); when the computed
 // condition has the same status, prev's lastTransitionTime is kept.
