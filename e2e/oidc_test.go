@@ -241,6 +241,20 @@ func (b *browser) get(u string, header ...string) *page {
 	return b.do(req)
 }
 
+// post sends an empty form POST with the given header (name "" for none).
+func (b *browser) post(u, name, value string) *page {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(""))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if name != "" {
+		req.Header.Set(name, value)
+	}
+	return b.do(req)
+}
+
 // location resolves the response's Location against its request URL.
 func (p *page) location(t *testing.T) *url.URL {
 	t.Helper()
@@ -660,8 +674,36 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		big.echo(big.get(oidcApp + "/big/again"))
 	})
 
-	t.Run("logout clears the session and goes through the provider's end-session endpoint", func(t *testing.T) {
+	t.Run("a GET of the logout path is a page with a sign-out button, nothing more", func(t *testing.T) {
 		p := alice.get(oidcApp + "/oauth2/sign_out")
+		if p.StatusCode != http.StatusOK || !strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(p.body, `<form method="post" action="/oauth2/sign_out">`) {
+			t.Fatalf("GET /oauth2/sign_out: status %d %q: %s", p.StatusCode, p.Header.Get("Content-Type"), p.body)
+		}
+		if len(p.Header.Values("Set-Cookie")) != 0 {
+			t.Errorf("GET cleared cookies: %v", p.Header.Values("Set-Cookie"))
+		}
+		alice.echo(alice.get(oidcApp + "/still-signed-in"))
+	})
+
+	t.Run("a sign-out POST from another site is refused", func(t *testing.T) {
+		for _, h := range [][2]string{
+			{"Origin", "https://evil.example"},
+			{"Origin", "https://sibling.oidc.test"},
+			{"Sec-Fetch-Site", "cross-site"},
+			{"Sec-Fetch-Site", "same-site"},
+			{"", ""}, // says nothing: refused too
+		} {
+			if p := alice.post(oidcApp+"/oauth2/sign_out", h[0], h[1]); p.StatusCode != http.StatusForbidden {
+				t.Errorf("POST with %s %q: status %d, want 403 (Location %q)", h[0], h[1], p.StatusCode, p.Header.Get("Location"))
+			}
+		}
+		alice.echo(alice.get(oidcApp + "/still-signed-in"))
+	})
+
+	t.Run("logout clears the session and goes through the provider's end-session endpoint", func(t *testing.T) {
+		// What a browser sends when the page's button is pressed.
+		p := alice.post(oidcApp+"/oauth2/sign_out", "Origin", oidcApp)
 		loc := p.location(t)
 		if p.StatusCode != http.StatusFound || !strings.HasPrefix(loc.String(), s.op.Issuer+"/session/end?") {
 			t.Fatalf("logout: status %d Location %s, want 302 to the end-session endpoint", p.StatusCode, loc)

@@ -124,6 +124,15 @@ func Redirect(location string) (*authv3.CheckResponse, error) {
 		Header{"Location", location}, Header{"Cache-Control", "no-store"})
 }
 
+// Respond answers the client directly with status, body and headers, any
+// status Envoy knows (200 included): a small page the backend serves
+// itself, such as a form. The request does not reach the upstream; it is
+// a denial as far as Envoy and the checks_total metric are concerned.
+// The headers are validated like Allow's.
+func Respond(status int, body string, headers ...Header) (*authv3.CheckResponse, error) {
+	return denied(status, codes.PermissionDenied, body, headers...)
+}
+
 // InternalError is the fail-closed answer when a backend cannot decide.
 func InternalError() *authv3.CheckResponse {
 	resp, _ := Deny(http.StatusInternalServerError, "500 Internal Server Error: authorization failed\n")

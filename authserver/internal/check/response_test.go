@@ -129,6 +129,25 @@ func TestRedirect(t *testing.T) {
 	}
 }
 
+func TestRespond(t *testing.T) {
+	resp, err := check.Respond(http.StatusOK, "<p>hi</p>", check.Header{Name: "Content-Type", Value: "text/html; charset=utf-8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := resp.GetDeniedResponse()
+	// Not OK: an OK status would send the request upstream instead.
+	if resp.GetStatus().GetCode() == int32(codes.OK) || d.GetStatus().GetCode() != 200 || d.GetBody() != "<p>hi</p>" ||
+		headerValue(d.GetHeaders(), "Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("Respond = %v", resp)
+	}
+	if _, err := check.Respond(299, ""); err == nil {
+		t.Error("a status unknown to Envoy accepted")
+	}
+	if _, err := check.Respond(http.StatusOK, "", check.Header{Name: "X", Value: "a\nb"}); err == nil {
+		t.Error("a header with a newline accepted")
+	}
+}
+
 func TestClassify(t *testing.T) {
 	deny := func(status int) *authv3.CheckResponse {
 		r, err := check.Deny(status, "")

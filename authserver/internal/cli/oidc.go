@@ -24,8 +24,13 @@ cookie.domain or cookie.path rule the __Host- prefix out. A cookie of ours
 sent twice in one request is never read (one may be planted). Nothing is kept in memory: replicas sharing
 the cookie key serve the same users. Expired sessions with a refresh token
 are refreshed transparently (once per session at a time) and the new cookie
-is set on the allowed response. The logout path clears the session and uses
-the provider's end_session_endpoint when there is one.
+is set on the allowed response. A POST to the logout path from this site's
+own page (Sec-Fetch-Site same-origin or none, else an Origin equal to the
+request's own; anything else is 403) clears the session and uses the
+provider's end_session_endpoint when there is one; a GET there shows a page
+with a sign-out button. Sessions are not revocable: a copied session cookie
+works until cookie.sessionLifetime (default 12h) after sign-in, so keep it
+short where that matters.
 
 API clients get 401 with WWW-Authenticate: Bearer, never a redirect: requests
 with Authorization: Bearer (the JWT is validated against the provider's
@@ -60,7 +65,8 @@ Metrics, besides the shared ones:
   portcullis_authserver_oidc_failures_total{reason}
       provider_error, state_missing, state_mismatch, state_replayed,
       exchange, id_token, nonce, refresh, session_invalid, bearer_invalid,
-      redirect_refused, forbidden, discovery, route_context, duplicate_cookie`
+      redirect_refused, forbidden, discovery, route_context, duplicate_cookie,
+      logout_origin`
 
 func newOIDCCommand(opts *serverkit.Options) *cobra.Command {
 	var configPath string

@@ -28,12 +28,13 @@ const (
 	failDiscovery       = "discovery"        // the provider could not be discovered
 	failBadRouteContext = "route_context"    // an invalid oidc.portcullis.dev/ context key
 	failDuplicateCookie = "duplicate_cookie" // a session or state cookie name sent twice (one may be planted)
+	failLogoutOrigin    = "logout_origin"    // a sign-out POST not from this site's own page
 )
 
 var (
 	allEvents   = []string{eventSignIn, eventCallback, eventRefresh, eventLogout, eventBearer}
 	allFailures = []string{failProviderError, failStateMissing, failStateMismatch, failStateReplayed, failExchange,
-		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie}
+		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin}
 )
 
 type metrics struct {

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -393,6 +395,8 @@ func (srv *Server) sessionCookies(r *request, sess *session) ([]string, error) {
 }
 
 // logout clears the session and signs out at the provider when it can.
+// Only a same-origin POST does: a GET (a link, an image, a top-level
+// navigation from another site) gets a page whose button POSTs.
 func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckResponse, error) {
 	target := r.query.Get("rd")
 	if target != "" {
@@ -400,6 +404,19 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 			srv.m.failure(failRedirect)
 			return check.Deny(http.StatusBadRequest, "400 Bad Request: "+err.Error()+"\n")
 		}
+	}
+	switch r.method {
+	case http.MethodGet, http.MethodHead:
+		return logoutPage(srv.s.LogoutPath, target)
+	case http.MethodPost:
+	default:
+		return check.DenyWithHeaders(http.StatusMethodNotAllowed, "405 Method Not Allowed: sign out with POST\n",
+			check.Header{Name: "Allow", Value: "GET, HEAD, POST"})
+	}
+	if err := sameOrigin(r); err != nil {
+		srv.m.failure(failLogoutOrigin)
+		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
+		return check.Deny(http.StatusForbidden, "403 Forbidden: sign-out must come from this site's own page\n")
 	}
 	var idToken string
 	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok && !r.duplicated(srv.sessNames) {
@@ -443,6 +460,81 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	}
 	srv.m.event(eventLogout)
 	return withCookies(resp, cookies)
+}
+
+// logoutPageHTML is the page at the logout path: one button that POSTs
+// there. No script, so nothing submits it without a click.
+const logoutPageHTML = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>Sign out</title></head>
+<body>
+<form method="post" action="%s"><button type="submit">Sign out</button></form>
+</body>
+</html>
+`
+
+func logoutPage(logoutPath, target string) (*authv3.CheckResponse, error) {
+	action := logoutPath
+	if target != "" {
+		action += "?rd=" + url.QueryEscape(target)
+	}
+	return check.Respond(http.StatusOK, fmt.Sprintf(logoutPageHTML, html.EscapeString(action)),
+		check.Header{Name: "Content-Type", Value: "text/html; charset=utf-8"},
+		check.Header{Name: "Cache-Control", Value: "no-store"},
+		// No framing: another site must not overlay the button and steal
+		// the click. form-action stays open: the POST redirects to the
+		// provider, which form-action 'self' would block.
+		check.Header{Name: "Content-Security-Policy", Value: "default-src 'none'; frame-ancestors 'none'"},
+		check.Header{Name: "X-Frame-Options", Value: "DENY"})
+}
+
+// sameOrigin accepts a request that this site's own page sent: by the
+// browser's Sec-Fetch-Site when there is one, else by Origin equal to the
+// request's own scheme and host. Anything else (another site, a sibling
+// subdomain, a client that says nothing) is refused.
+func sameOrigin(r *request) error {
+	if site := r.header("sec-fetch-site"); site != "" {
+		if site == "same-origin" || site == "none" { // none: the user's own action (address bar, bookmark)
+			return nil
+		}
+		return fmt.Errorf("Sec-Fetch-Site is %q", site)
+	}
+	origin := r.header("origin")
+	if origin == "" {
+		return errors.New("no Sec-Fetch-Site and no Origin header")
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("Origin %q is not an origin", origin)
+	}
+	if !strings.EqualFold(u.Scheme, r.scheme) {
+		return fmt.Errorf("Origin %q is not this site's scheme %s", origin, r.scheme)
+	}
+	host, port, err := net.SplitHostPort(r.host)
+	if err != nil {
+		// No port: Envoy strips it from the host it reports (Portcullis
+		// listeners strip any port), so the Origin's port cannot be
+		// compared. Another port of the same host shares its cookies anyway.
+		if !strings.EqualFold(u.Hostname(), strings.Trim(r.host, "[]")) {
+			return fmt.Errorf("Origin %q is not this host %s", origin, r.host)
+		}
+		return nil
+	}
+	if !strings.EqualFold(u.Hostname(), host) || portOr(u.Port(), u.Scheme) != portOr(port, r.scheme) {
+		return fmt.Errorf("Origin %q is not this host %s", origin, r.host)
+	}
+	return nil
+}
+
+// portOr is port, or the default port of scheme when port is empty.
+func portOr(port, scheme string) string {
+	if port != "" {
+		return port
+	}
+	if strings.EqualFold(scheme, "http") {
+		return "80"
+	}
+	return "443"
 }
 
 func bearerToken(authz string) (string, bool) {

@@ -357,7 +357,7 @@ func TestLogoutWithoutProvider(t *testing.T) {
 		{"/oauth2/sign_out", "/"},
 		{"/oauth2/sign_out?rd=%2Fbye", "/bye"},
 	} {
-		resp, err := srv.Check(context.Background(), checkReq("GET", tc.path, map[string]string{"cookie": cookie}, nil))
+		resp, err := srv.Check(context.Background(), checkReq("POST", tc.path, map[string]string{"cookie": cookie, "origin": "https://app.example.com"}, nil))
 		if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusFound {
 			t.Fatalf("%s: %v, %v", tc.path, resp, err)
 		}
@@ -561,5 +561,159 @@ func TestDuplicateCookiesAreNotRead(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(srv.m.failures.WithLabelValues(failDuplicateCookie)); got != 5 {
 		t.Errorf("duplicate_cookie failures = %v, want 5", got)
+	}
+}
+
+// TestLogoutRequiresSameOriginPost: signing out is a POST from this site's
+// own page. Another site could otherwise sign users out with a link or an
+// image (GET) or a form (POST), and a sibling subdomain is another site
+// here too. A GET gets a page with a button that POSTs.
+func TestLogoutRequiresSameOriginPost(t *testing.T) {
+	srv := newTestServer(t)
+	const app = "https://app.example.com"
+	for _, tc := range []struct {
+		name, method, path, host string
+		headers                  map[string]string
+		status                   int
+	}{
+		{"GET: the page", "GET", "/oauth2/sign_out", "", nil, 200},
+		{"GET with Origin of this site: still only the page", "GET", "/oauth2/sign_out", "", map[string]string{"origin": app, "sec-fetch-site": "same-origin"}, 200},
+		{"HEAD: the page", "HEAD", "/oauth2/sign_out", "", nil, 200},
+		{"PUT", "PUT", "/oauth2/sign_out", "", map[string]string{"origin": app}, 405},
+		{"POST from a client that says nothing", "POST", "/oauth2/sign_out", "", nil, 403},
+		{"POST, Sec-Fetch-Site same-origin", "POST", "/oauth2/sign_out", "", map[string]string{"sec-fetch-site": "same-origin"}, 302},
+		{"POST, Sec-Fetch-Site none (the user's own action)", "POST", "/oauth2/sign_out", "", map[string]string{"sec-fetch-site": "none"}, 302},
+		{"POST, Sec-Fetch-Site cross-site", "POST", "/oauth2/sign_out", "", map[string]string{"sec-fetch-site": "cross-site"}, 403},
+		{"POST, Sec-Fetch-Site same-site (a sibling subdomain)", "POST", "/oauth2/sign_out", "", map[string]string{"sec-fetch-site": "same-site"}, 403},
+		{"POST, Sec-Fetch-Site cross-site wins over a matching Origin", "POST", "/oauth2/sign_out", "", map[string]string{"sec-fetch-site": "cross-site", "origin": app}, 403},
+		{"POST, Origin of this site", "POST", "/oauth2/sign_out", "", map[string]string{"origin": app}, 302},
+		{"POST, Origin of this site in upper case", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "https://APP.example.com"}, 302},
+		{"POST, Origin with a port, host without (Envoy strips it)", "POST", "/oauth2/sign_out", "", map[string]string{"origin": app + ":8443"}, 302},
+		{"POST, Origin with rd", "POST", "/oauth2/sign_out?rd=%2Fbye", "", map[string]string{"origin": app}, 302},
+		{"POST, Origin of another site", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "https://evil.example"}, 403},
+		{"POST, Origin of a sibling subdomain", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "https://evil.example.com"}, 403},
+		{"POST, Origin of a subdomain", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "https://x.app.example.com"}, 403},
+		{"POST, Origin that ends like this host", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "https://app.example.com.evil.example"}, 403},
+		{"POST, Origin over http", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "http://app.example.com"}, 403},
+		{"POST, Origin null (sandboxed or privacy-sensitive context)", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "null"}, 403},
+		{"POST, Origin with user information", "POST", "/oauth2/sign_out", "", map[string]string{"origin": "https://evil@app.example.com"}, 403},
+		{"POST, host with a port, same port", "POST", "/oauth2/sign_out", "app.example.com:8443", map[string]string{"origin": app + ":8443"}, 302},
+		{"POST, host with a port, Origin on the default port", "POST", "/oauth2/sign_out", "app.example.com:8443", map[string]string{"origin": app}, 403},
+		{"POST, host with the default port, Origin without", "POST", "/oauth2/sign_out", "app.example.com:443", map[string]string{"origin": app}, 302},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			headers := map[string]string{"cookie": srv.s.Cookie.Name + "=x"}
+			for k, v := range tc.headers {
+				headers[k] = v
+			}
+			req := checkReq(tc.method, tc.path, headers, nil)
+			if tc.host != "" {
+				req.Attributes.Request.Http.Host = tc.host
+			}
+			logouts := testutil.ToFloat64(srv.m.events.WithLabelValues(eventLogout))
+			refused := testutil.ToFloat64(srv.m.failures.WithLabelValues(failLogoutOrigin))
+			resp, err := srv.Check(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := int(resp.GetDeniedResponse().GetStatus().GetCode()); got != tc.status || resp.GetOkResponse() != nil {
+				t.Fatalf("status %d, want %d: %v", got, tc.status, resp)
+			}
+			cleared := len(deniedHeader(resp, "Set-Cookie")) > 0
+			if signedOut := tc.status == 302; cleared != signedOut {
+				t.Errorf("cookies cleared = %v, want %v", cleared, signedOut)
+			}
+			if got := testutil.ToFloat64(srv.m.events.WithLabelValues(eventLogout)) - logouts; (got == 1) != (tc.status == 302) {
+				t.Errorf("logout events +%v", got)
+			}
+			if got := testutil.ToFloat64(srv.m.failures.WithLabelValues(failLogoutOrigin)) - refused; (got == 1) != (tc.status == 403) {
+				t.Errorf("logout_origin failures +%v", got)
+			}
+			switch tc.status {
+			case 200:
+				body := resp.GetDeniedResponse().GetBody()
+				if !strings.Contains(body, `<form method="post" action="/oauth2/sign_out">`) || strings.Contains(body, "<script") {
+					t.Errorf("page = %s, want a form that POSTs to the logout path, no script", body)
+				}
+				for name, want := range map[string]string{"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", "X-Frame-Options": "DENY"} {
+					if got := deniedHeader(resp, name); len(got) != 1 || got[0] != want {
+						t.Errorf("%s = %q, want %q", name, got, want)
+					}
+				}
+				if csp := deniedHeader(resp, "Content-Security-Policy"); len(csp) != 1 || !strings.Contains(csp[0], "frame-ancestors 'none'") {
+					t.Errorf("Content-Security-Policy = %q, want frame-ancestors 'none'", csp)
+				}
+			case 405:
+				if got := deniedHeader(resp, "Allow"); len(got) != 1 || got[0] != "GET, HEAD, POST" {
+					t.Errorf("Allow = %q", got)
+				}
+			}
+		})
+	}
+}
+
+// The page keeps a checked rd in its form, escaped; a bad rd is refused
+// before any page.
+func TestLogoutPageKeepsTheTarget(t *testing.T) {
+	srv := newTestServer(t)
+	srv.s.AllowedRedirectHosts = []string{"app.example.com"}
+	srv.redirect = newRedirectPolicy(srv.s.AllowedRedirectHosts)
+	for _, tc := range []struct {
+		rd, action string
+		status     int
+	}{
+		{"/bye?a=1&b=2", `action="/oauth2/sign_out?rd=%2Fbye%3Fa%3D1%26b%3D2"`, 200},
+		{`https://app.example.com/"><script>`, `action="/oauth2/sign_out?rd=https%3A%2F%2Fapp.example.com%2F%22%3E%3Cscript%3E"`, 200},
+		{"https://evil.example/", "", 400},
+	} {
+		resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/sign_out?rd="+url.QueryEscape(tc.rd), nil, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := resp.GetDeniedResponse()
+		if int(d.GetStatus().GetCode()) != tc.status || !strings.Contains(d.GetBody(), tc.action) {
+			t.Errorf("rd %q: status %d body %s; want %d with %s", tc.rd, d.GetStatus().GetCode(), d.GetBody(), tc.status, tc.action)
+		}
+	}
+}
+
+// TestSessionLifetimeEndsACopiedCookie: a session cookie is a bearer
+// credential; a copy keeps working until cookie.sessionLifetime after the
+// sign-in, whatever the tokens inside say and whether or not the browser
+// signed out. A short lifetime bounds that window.
+func TestSessionLifetimeEndsACopiedCookie(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	srv := newTestServer(t)
+	srv.s.Cookie.SessionLifetime.Duration = 15 * time.Minute
+	sess := aliceSession(t0)
+	sess.Expiry = t0.Add(time.Hour).Unix() // tokens valid far longer than the lifetime
+	sess.Refresh = "refresh-token"
+	cookie := sessionCookie(t, srv, sess)
+	for _, tc := range []struct {
+		at      time.Duration
+		allowed bool
+	}{
+		{0, true},
+		{14*time.Minute + 59*time.Second, true},
+		{15 * time.Minute, false},
+		{30 * time.Minute, false},
+	} {
+		srv.now = func() time.Time { return t0.Add(tc.at) }
+		resp, err := srv.Check(context.Background(), checkReq("GET", "/x", map[string]string{"cookie": cookie, "accept": "application/json"}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allowed := resp.GetOkResponse() != nil; allowed != tc.allowed {
+			t.Errorf("%v after sign-in: allowed = %v, want %v", tc.at, allowed, tc.allowed)
+		}
+	}
+	// The browser is told to drop the cookie when the lifetime ends.
+	srv.now = func() time.Time { return t0.Add(5 * time.Minute) }
+	set, err := srv.sessionCookies(parseRequest(checkReq("GET", "/", nil, nil)), &sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := http.ParseSetCookie(set[0]); err != nil || c.MaxAge != 600 {
+		t.Errorf("Set-Cookie %q: want Max-Age=600 (the 10 minutes left)", set[0])
 	}
 }
