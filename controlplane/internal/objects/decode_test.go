@@ -12,7 +12,7 @@ func TestDecode(t *testing.T) {
 		in           string
 		wantProxies  []string // namespace/name, in order
 		wantServices int
-		wantSkipped  []string // source: kind
+		wantSkipped  []string            // source: kind
 		wantWarnings map[string][]string // per object, one substring per complaint
 		wantErr      string
 	}{
