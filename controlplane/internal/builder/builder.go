@@ -199,7 +199,7 @@ func (b *builder) statusOf(kind, namespace, name string, generation int64) *stat
 }
 
 func (b *builder) proxyStatus(p *contourv1.HTTPProxy) *status.Object {
-	return b.statusOf(KindHTTPProxy, p.Namespace, p.Name, p.Generation)
+	return b.specStatus(KindHTTPProxy, p, p.Spec)
 }
 
 // finish sorts the model's lists so that the translator's input is

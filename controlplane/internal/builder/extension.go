@@ -50,7 +50,7 @@ func (b *builder) buildExtensions() {
 }
 
 func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
-	st := b.statusOf(KindExtensionService, es.Namespace, es.Name, es.Generation)
+	st := b.specStatus(KindExtensionService, es, es.Spec)
 	name := ExtensionClusterName(es.Namespace, es.Name)
 	ext := &extension{status: st, authority: es.Name + "." + es.Namespace}
 	spec := es.Spec

@@ -144,7 +144,7 @@ func (b *builder) delegated(secret types.NamespacedName, namespace string) bool 
 // buildDelegations validates TLSCertificateDelegations.
 func (b *builder) buildDelegations() {
 	for _, d := range b.delegations {
-		st := b.statusOf(KindTLSCertificateDelegation, d.Namespace, d.Name, d.Generation)
+		st := b.specStatus(KindTLSCertificateDelegation, d, d.Spec)
 		if len(d.Spec.Delegations) == 0 {
 			st.AddError("DelegationError", "NoDelegations", "spec.delegations must list at least one Secret")
 		}

@@ -103,6 +103,9 @@ const (
 	// ReasonDuplicateField: a field given twice; only one value would be
 	// read.
 	ReasonDuplicateField = "DuplicateField"
+	// ReasonUnsupportedField: a field of the API that portcullis does not
+	// implement (internal/fields); ignored, it would fail open.
+	ReasonUnsupportedField = "UnsupportedField"
 )
 
 // Reasons of errors that are Portcullis's own rather than Contour's.

@@ -1,0 +1,301 @@
+// Package fields says, for every field of the projectcontour.io API types
+// that portcullis reads, whether the control plane implements it, and
+// finds the fields an object sets that it does not.
+//
+// The Go types carry the whole upstream API so that the API server keeps
+// every field (a CRD prunes what its schema lacks). A field set but not
+// implemented must not be ignored: an IP allow list, a JWT policy or a
+// query-parameter condition ignored serves everyone what it was meant to
+// restrict. The builder refuses such an object (SpecError, reason
+// UnsupportedField), as it does any invalid one.
+//
+// One table (table.go) classifies every field path; a test walks the
+// types and fails on a path the table lacks, so that a field added to the
+// types cannot go unclassified, and the docs page docs/httpproxy-fields.md
+// is rendered from the table.
+package fields
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+)
+
+// Kinds of the objects whose fields are classified, as in status refs.
+const (
+	KindHTTPProxy                = "HTTPProxy"
+	KindExtensionService         = "ExtensionService"
+	KindTLSCertificateDelegation = "TLSCertificateDelegation"
+)
+
+// Support says what portcullis does with a field. The zero value is a
+// refusal: a field nobody classified is never taken as implemented.
+type Support struct {
+	implemented bool
+	// why is the reason a field is refused.
+	why string
+}
+
+// Implemented is a field the builder translates (or validates and uses).
+func Implemented() Support { return Support{implemented: true} }
+
+// Refused is a field portcullis does not implement: an object setting it
+// is not served. why says what the field does and that it is missing.
+func Refused(why string) Support { return Support{why: why} }
+
+// IsImplemented reports whether the field is implemented.
+func (s Support) IsImplemented() bool { return s.implemented }
+
+// Why is the reason a refused field is refused.
+func (s Support) Why() string { return s.why }
+
+// Lookup returns the support of a field path pattern (no indices, e.g.
+// "spec.routes.conditions.queryParameter") of a kind. ok is false for a
+// path the table lacks.
+func Lookup(kind, pattern string) (s Support, ok bool) {
+	s, ok = table[kind][pattern]
+	return s, ok
+}
+
+// Finding is one refused field set in an object.
+type Finding struct {
+	// Path names the field with its indices, e.g.
+	// "spec.routes[2].conditions[1].queryParameter".
+	Path string
+	// Pattern is Path without indices, the table's key.
+	Pattern string
+	// Why is the table's reason (empty for a field the table lacks).
+	Why string
+}
+
+// Message is the status message of a finding.
+func (f Finding) Message() string {
+	why := f.Why
+	if why == "" {
+		why = "a field portcullis does not know how to apply"
+	}
+	return fmt.Sprintf("%s: %s; the object is not served while the field is set", f.Path, why)
+}
+
+// Refuse returns the refused fields that spec (an object's spec, a struct
+// or a pointer to one) sets, in the order of the types. A set field is one
+// with a non-zero value (a nil slice is unset, an empty one is set). The
+// fields under a refused field are not reported again.
+func Refuse(kind string, spec any) []Finding {
+	var out []Finding
+	walkValue(kind, reflect.ValueOf(spec), "spec", "spec", &out)
+	return out
+}
+
+func walkValue(kind string, v reflect.Value, path, pattern string, out *[]Finding) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	switch {
+	case v.Kind() == reflect.Struct && isAPIType(v.Type()):
+		for _, f := range apiFields(v.Type()) {
+			fv := v.FieldByIndex(f.index)
+			if fv.IsZero() {
+				continue
+			}
+			p, pat := path+"."+f.name, pattern+"."+f.name
+			if s, ok := Lookup(kind, pat); !ok || !s.implemented {
+				*out = append(*out, Finding{Path: p, Pattern: pat, Why: s.why})
+				continue
+			}
+			walkValue(kind, fv, p, pat, out)
+		}
+	case v.Kind() == reflect.Slice || v.Kind() == reflect.Array:
+		for i := range v.Len() {
+			walkValue(kind, v.Index(i), fmt.Sprintf("%s[%d]", path, i), pattern, out)
+		}
+	case v.Kind() == reflect.Map:
+		for _, k := range sortedKeys(v) {
+			walkValue(kind, v.MapIndex(k), fmt.Sprintf("%s[%v]", path, k), pattern, out)
+		}
+	}
+}
+
+// sortedKeys orders a map's keys, so that findings are deterministic.
+func sortedKeys(m reflect.Value) []reflect.Value {
+	keys := m.MapKeys()
+	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	return keys
+}
+
+// Kinds are the kinds whose fields are classified, with their spec types.
+var Kinds = []struct {
+	Kind string
+	Spec reflect.Type
+}{
+	{KindHTTPProxy, reflect.TypeFor[contourv1.HTTPProxySpec]()},
+	{KindExtensionService, reflect.TypeFor[v1alpha1.ExtensionServiceSpec]()},
+	{KindTLSCertificateDelegation, reflect.TypeFor[contourv1.TLSCertificateDelegationSpec]()},
+}
+
+// SpecType returns the spec type of a kind (nil for another kind).
+func SpecType(kind string) reflect.Type {
+	for _, k := range Kinds {
+		if k.Kind == kind {
+			return k.Spec
+		}
+	}
+	return nil
+}
+
+// Row is a field path the table must classify.
+type Row struct {
+	Field
+	Support Support
+	// Known is false for a path the table lacks.
+	Known bool
+}
+
+// Rows lists the field paths of a kind that the table must classify, in
+// the order of the types: every path of its spec type except those under
+// a refused field (refused with it: the walker never looks inside).
+func Rows(kind string) []Row {
+	var out []Row
+	refused := ""
+	for _, f := range Paths(SpecType(kind)) {
+		if refused != "" && strings.HasPrefix(f.Pattern, refused+".") {
+			continue
+		}
+		s, ok := Lookup(kind, f.Pattern)
+		out = append(out, Row{Field: f, Support: s, Known: ok})
+		refused = ""
+		if !s.implemented {
+			refused = f.Pattern
+		}
+	}
+	return out
+}
+
+// SetPatterns lists the path patterns of every field that spec sets,
+// whatever the table says, each once, in the order first found.
+func SetPatterns(spec any) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(v reflect.Value, pattern string)
+	walk = func(v reflect.Value, pattern string) {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return
+			}
+			v = v.Elem()
+		}
+		switch {
+		case v.Kind() == reflect.Struct && isAPIType(v.Type()):
+			for _, f := range apiFields(v.Type()) {
+				if fv := v.FieldByIndex(f.index); !fv.IsZero() {
+					pat := pattern + "." + f.name
+					if !seen[pat] {
+						seen[pat] = true
+						out = append(out, pat)
+					}
+					walk(fv, pat)
+				}
+			}
+		case v.Kind() == reflect.Slice || v.Kind() == reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), pattern)
+			}
+		case v.Kind() == reflect.Map:
+			for _, k := range v.MapKeys() {
+				walk(v.MapIndex(k), pattern)
+			}
+		}
+	}
+	walk(reflect.ValueOf(spec), "spec")
+	return out
+}
+
+// Field is one field path of a kind's spec, found from its Go type.
+type Field struct {
+	// Pattern is the path without indices ("spec.routes.services.name").
+	Pattern string
+	// Type is the field's Go type.
+	Type reflect.Type
+}
+
+// Paths lists every field path of a spec type (e.g. HTTPProxySpec), in
+// the order of the type's fields, depth first: what the table must cover.
+func Paths(spec reflect.Type) []Field {
+	var out []Field
+	walkType(spec, "spec", map[reflect.Type]bool{}, &out)
+	return out
+}
+
+func walkType(t reflect.Type, pattern string, onPath map[reflect.Type]bool, out *[]Field) {
+	t = elemType(t)
+	if t.Kind() != reflect.Struct || !isAPIType(t) || onPath[t] {
+		return
+	}
+	onPath[t] = true
+	defer delete(onPath, t)
+	for _, f := range apiFields(t) {
+		pat := pattern + "." + f.name
+		*out = append(*out, Field{Pattern: pat, Type: f.typ})
+		walkType(f.typ, pat, onPath, out)
+	}
+}
+
+// elemType strips pointers, slices, arrays and maps to the type of the
+// values they hold.
+func elemType(t reflect.Type) reflect.Type {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		default:
+			return t
+		}
+	}
+}
+
+// apiPackage is the module of the API types: its structs are walked into,
+// other structs (from Kubernetes, say) are leaves.
+const apiPackage = "github.com/portcullis/portcullis/apis/"
+
+func isAPIType(t reflect.Type) bool { return strings.HasPrefix(t.PkgPath(), apiPackage) }
+
+// apiField is a struct field as JSON sees it.
+type apiField struct {
+	name  string
+	index []int
+	typ   reflect.Type
+}
+
+// apiFields lists the JSON fields of an API struct, embedded inline
+// structs flattened, in declaration order.
+func apiFields(t reflect.Type) []apiField {
+	var out []apiField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			for _, sub := range apiFields(f.Type) {
+				out = append(out, apiField{name: sub.name, index: append([]int{i}, sub.index...), typ: sub.typ})
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, apiField{name: name, index: []int{i}, typ: f.Type})
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+package fields
+
+import "maps"
+
+// The table: every field path of the spec of each kind, Implemented or
+// Refused. A path is Implemented only when the builder really translates
+// it (or validates it and says why not, in its own words); everything
+// else is Refused, with what the field would do. TestTableCoversTheTypes
+// fails on a path of the Go types this table lacks.
+var table = map[string]entries{
+	KindHTTPProxy: tree("spec",
+		entries{
+			"virtualhost":      yes,
+			"virtualhost.fqdn": yes,
+
+			"virtualhost.tls":                                            yes,
+			"virtualhost.tls.secretName":                                 yes,
+			"virtualhost.tls.minimumProtocolVersion":                     yes,
+			"virtualhost.tls.maximumProtocolVersion":                     yes,
+			"virtualhost.tls.enableFallbackCertificate":                  yes,
+			"virtualhost.tls.passthrough":                                Refused("TLS passthrough (the TLS connection forwarded to the service unterminated) is not implemented"),
+			"virtualhost.tls.clientValidation":                           yes,
+			"virtualhost.tls.clientValidation.caSecret":                  yes,
+			"virtualhost.tls.clientValidation.skipClientCertValidation":  yes,
+			"virtualhost.tls.clientValidation.forwardClientCertificate":  Refused("forwarding the client certificate's details to the service is not implemented"),
+			"virtualhost.tls.clientValidation.crlSecret":                 Refused("certificate revocation lists are not implemented: revoked client certificates would be accepted"),
+			"virtualhost.tls.clientValidation.crlOnlyVerifyLeafCert":     Refused("certificate revocation lists are not implemented"),
+			"virtualhost.tls.clientValidation.optionalClientCertificate": yes,
+
+			"virtualhost.authorization":                                     yes,
+			"virtualhost.authorization.responseTimeout":                     yes,
+			"virtualhost.authorization.failOpen":                            yes,
+			"virtualhost.authorization.withRequestBody":                     yes,
+			"virtualhost.authorization.withRequestBody.maxRequestBytes":     yes,
+			"virtualhost.authorization.withRequestBody.allowPartialMessage": yes,
+			"virtualhost.authorization.withRequestBody.packAsBytes":         yes,
+			"virtualhost.authorization.globalExtAuthDisabled":               yes,
+
+			"virtualhost.extProc":          yes,
+			"virtualhost.extProc.disabled": yes,
+
+			"virtualhost.corsPolicy":      Refused("CORS policies are not implemented"),
+			"virtualhost.rateLimitPolicy": Refused("rate limiting is not implemented: requests would not be limited"),
+			"virtualhost.jwtProviders":    Refused("JWT verification is not implemented: requests would reach the routes unverified"),
+			"virtualhost.ipAllowPolicy":   Refused("IP allow lists are not implemented: every client would be let in"),
+			"virtualhost.ipDenyPolicy":    Refused("IP deny lists are not implemented: the denied clients would be let in"),
+
+			"routes":                        yes,
+			"routes.permitInsecure":         yes,
+			"routes.extProcPolicy":          yes,
+			"routes.extProcPolicy.disabled": yes,
+
+			"routes.enableWebsockets":       Refused("WebSocket upgrades are not implemented"),
+			"routes.retryPolicy":            Refused("retries are not implemented"),
+			"routes.healthCheckPolicy":      Refused("HTTP health checks of a route's services are not implemented"),
+			"routes.loadBalancerPolicy":     Refused("load balancer policies of routes are not implemented"),
+			"routes.pathRewritePolicy":      Refused("path rewriting is not implemented: the service would see the original path"),
+			"routes.cookieRewritePolicies":  Refused("cookie rewriting is not implemented"),
+			"routes.rateLimitPolicy":        Refused("rate limiting is not implemented: requests would not be limited"),
+			"routes.requestRedirectPolicy":  Refused("redirect responses are not implemented: requests would reach the services"),
+			"routes.directResponsePolicy":   Refused("direct responses are not implemented: requests would reach the services"),
+			"routes.internalRedirectPolicy": Refused("internal redirects are not implemented"),
+			"routes.jwtVerificationPolicy":  Refused("JWT verification is not implemented: requests would reach the route unverified"),
+			"routes.ipAllowPolicy":          Refused("IP allow lists are not implemented: every client would be let in"),
+			"routes.ipDenyPolicy":           Refused("IP deny lists are not implemented: the denied clients would be let in"),
+
+			"routes.services":                       yes,
+			"routes.services.name":                  yes,
+			"routes.services.port":                  yes,
+			"routes.services.protocol":              yes,
+			"routes.services.weight":                yes,
+			"routes.services.healthPort":            Refused("health checks of a route's services are not implemented"),
+			"routes.services.mirror":                Refused("traffic mirroring is not implemented: the mirror would get the route's traffic as a normal backend"),
+			"routes.services.cookieRewritePolicies": Refused("cookie rewriting is not implemented"),
+			"routes.services.slowStartPolicy":       Refused("slow start is not implemented"),
+
+			"includes":           yes,
+			"includes.name":      yes,
+			"includes.namespace": yes,
+			// Contour refuses it too: an include matches a prefix of paths.
+			"includes.conditions.exact": Refused("an exact path is not allowed in the conditions of an include, which match a prefix of the included routes' paths"),
+
+			"ingressClassName": yes,
+
+			"tcpproxy": Refused("TCP proxying is not implemented"),
+		},
+		tree("virtualhost.authorization.extensionRef", extensionRef),
+		tree("virtualhost.authorization.authPolicy", authPolicy),
+		tree("virtualhost.extProc.processor", extProc),
+		tree("routes.conditions", matchCondition),
+		tree("routes.authPolicy", authPolicy),
+		tree("routes.timeoutPolicy", timeoutPolicy),
+		tree("routes.services.validation", upstreamValidation),
+		tree("routes.requestHeadersPolicy", headersPolicy),
+		tree("routes.responseHeadersPolicy", headersPolicy),
+		tree("routes.services.requestHeadersPolicy", headersPolicy),
+		tree("routes.services.responseHeadersPolicy", headersPolicy),
+		tree("routes.extProcPolicy.overrides", extProc),
+		tree("includes.conditions", without(matchCondition, "exact")),
+	),
+
+	KindExtensionService: tree("spec", entries{
+		"services":        yes,
+		"services.name":   yes,
+		"services.port":   yes,
+		"services.weight": yes,
+
+		"protocol":                               yes,
+		"protocolVersion":                        yes,
+		"loadBalancerPolicy":                     yes,
+		"loadBalancerPolicy.strategy":            yes,
+		"loadBalancerPolicy.requestHashPolicies": Refused("request hash load balancing is not implemented for an ExtensionService (RoundRobin, WeightedLeastRequest and Random are)"),
+		"circuitBreakerPolicy":                   Refused("circuit breakers are not implemented: Envoy's default limits apply"),
+
+		"healthCheckPolicy":                         yes,
+		"healthCheckPolicy.serviceName":             yes,
+		"healthCheckPolicy.intervalSeconds":         yes,
+		"healthCheckPolicy.timeoutSeconds":          yes,
+		"healthCheckPolicy.unhealthyThresholdCount": yes,
+		"healthCheckPolicy.healthyThresholdCount":   yes,
+	},
+		tree("validation", upstreamValidation),
+		tree("timeoutPolicy", timeoutPolicy),
+	),
+
+	KindTLSCertificateDelegation: tree("spec", entries{
+		"delegations":                  yes,
+		"delegations.secretName":       yes,
+		"delegations.targetNamespaces": yes,
+	}),
+}
+
+// Parts of the table that several fields share (one Go type, used in
+// several places), relative to where they are mounted ("" is the field
+// itself).
+
+var matchCondition = entries{
+	"":                           yes,
+	"prefix":                     yes,
+	"exact":                      yes,
+	"regex":                      Refused("regex path conditions are not implemented: the route would match other paths"),
+	"header":                     yes,
+	"header.name":                yes,
+	"header.present":             yes,
+	"header.notpresent":          yes,
+	"header.contains":            yes,
+	"header.notcontains":         yes,
+	"header.ignoreCase":          Refused("case-insensitive header conditions are not implemented: the condition would match differently"),
+	"header.exact":               yes,
+	"header.notexact":            yes,
+	"header.regex":               Refused("regex header conditions are not implemented: the condition would be dropped"),
+	"header.treatMissingAsEmpty": Refused("treating a missing header as empty is not implemented: the condition would match differently"),
+	"queryParameter":             Refused("query parameter conditions are not implemented: the route would match every query"),
+}
+
+var upstreamValidation = entries{
+	"":             yes,
+	"caSecret":     yes,
+	"subjectName":  yes,
+	"subjectNames": Refused("verifying the certificate against several subject names is not implemented (subjectName alone is)"),
+}
+
+var timeoutPolicy = entries{
+	"":               yes,
+	"response":       yes,
+	"idle":           yes,
+	"idleConnection": Refused("the idle timeout of upstream connections is not implemented"),
+}
+
+var headersPolicy = entries{
+	"":          yes,
+	"set":       yes,
+	"set.name":  yes,
+	"set.value": yes,
+	"remove":    yes,
+}
+
+var authPolicy = entries{
+	"":         yes,
+	"disabled": yes,
+	"context":  yes,
+}
+
+var extensionRef = entries{
+	"":           yes,
+	"apiVersion": yes,
+	"kind":       yes,
+	"namespace":  yes,
+	"name":       yes,
+}
+
+var extProc = merge(
+	entries{
+		"":                                   yes,
+		"grpcService":                        yes,
+		"grpcService.responseTimeout":        yes,
+		"grpcService.failOpen":               yes,
+		"processingMode":                     yes,
+		"processingMode.requestHeaderMode":   yes,
+		"processingMode.responseHeaderMode":  yes,
+		"processingMode.requestBodyMode":     yes,
+		"processingMode.responseBodyMode":    yes,
+		"processingMode.requestTrailerMode":  yes,
+		"processingMode.responseTrailerMode": yes,
+		"mutationRules":                      yes,
+		"mutationRules.allowAllRouting":      yes,
+		"mutationRules.allowEnvoy":           yes,
+		"mutationRules.disallowSystem":       yes,
+		"mutationRules.disallowAll":          yes,
+		"mutationRules.disallowIsError":      yes,
+		"allowModeOverride":                  yes,
+	},
+	tree("grpcService.extensionRef", extensionRef),
+)
+
+// yes is Implemented, for the table's brevity.
+var yes = Implemented()
+
+// entries maps field paths to their support.
+type entries map[string]Support
+
+// tree mounts parts under prefix: "a" becomes prefix+".a", "" the prefix
+// itself.
+func tree(prefix string, parts ...entries) entries {
+	out := entries{}
+	for _, p := range parts {
+		for k, s := range p {
+			key := prefix
+			if k != "" {
+				key += "." + k
+			}
+			out.add(key, s)
+		}
+	}
+	return out
+}
+
+// without is e less some paths (classified otherwise where it is mounted).
+func without(e entries, paths ...string) entries {
+	out := maps.Clone(e)
+	for _, p := range paths {
+		delete(out, p)
+	}
+	return out
+}
+
+// merge joins parts that share a root.
+func merge(parts ...entries) entries {
+	out := entries{}
+	for _, p := range parts {
+		for k, s := range p {
+			out.add(k, s)
+		}
+	}
+	return out
+}
+
+// add refuses a path classified twice: the table must say one thing.
+func (e entries) add(key string, s Support) {
+	if _, dup := e[key]; dup {
+		panic("fields: " + key + " is in the table twice")
+	}
+	e[key] = s
+}
