@@ -18,7 +18,6 @@ package fields
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -79,55 +78,6 @@ func (f Finding) Message() string {
 		why = "a field portcullis does not know how to apply"
 	}
 	return fmt.Sprintf("%s: %s; the object is not served while the field is set", f.Path, why)
-}
-
-// Refuse returns the refused fields that spec (an object's spec, a struct
-// or a pointer to one) sets, in the order of the types. A set field is one
-// with a non-zero value (a nil slice is unset, an empty one is set). The
-// fields under a refused field are not reported again.
-func Refuse(kind string, spec any) []Finding {
-	var out []Finding
-	walkValue(kind, reflect.ValueOf(spec), "spec", "spec", &out)
-	return out
-}
-
-func walkValue(kind string, v reflect.Value, path, pattern string, out *[]Finding) {
-	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-		if v.IsNil() {
-			return
-		}
-		v = v.Elem()
-	}
-	switch {
-	case v.Kind() == reflect.Struct && isAPIType(v.Type()):
-		for _, f := range apiFields(v.Type()) {
-			fv := v.FieldByIndex(f.index)
-			if fv.IsZero() {
-				continue
-			}
-			p, pat := path+"."+f.name, pattern+"."+f.name
-			if s, ok := Lookup(kind, pat); !ok || !s.implemented {
-				*out = append(*out, Finding{Path: p, Pattern: pat, Why: s.why})
-				continue
-			}
-			walkValue(kind, fv, p, pat, out)
-		}
-	case v.Kind() == reflect.Slice || v.Kind() == reflect.Array:
-		for i := range v.Len() {
-			walkValue(kind, v.Index(i), fmt.Sprintf("%s[%d]", path, i), pattern, out)
-		}
-	case v.Kind() == reflect.Map:
-		for _, k := range sortedKeys(v) {
-			walkValue(kind, v.MapIndex(k), fmt.Sprintf("%s[%v]", path, k), pattern, out)
-		}
-	}
-}
-
-// sortedKeys orders a map's keys, so that findings are deterministic.
-func sortedKeys(m reflect.Value) []reflect.Value {
-	keys := m.MapKeys()
-	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
-	return keys
 }
 
 // Kinds are the kinds whose fields are classified, with their spec types.

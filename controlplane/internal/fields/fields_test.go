@@ -67,7 +67,8 @@ func withSupport(t *testing.T, kind string, changes map[string]*Support) {
 		}
 	}
 	table[kind] = es
-	t.Cleanup(func() { table[kind] = saved })
+	forgetPlans()
+	t.Cleanup(func() { table[kind] = saved; forgetPlans() })
 }
 
 func TestRefuse(t *testing.T) {
