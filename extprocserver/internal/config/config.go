@@ -3,6 +3,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,12 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
 
-	"github.com/portcullis/portcullis/extprocserver/processors/deny"
-	"github.com/portcullis/portcullis/extprocserver/processors/headers"
-	"github.com/portcullis/portcullis/extprocserver/processors/jsonredact"
 	"github.com/portcullis/portcullis/extprocserver/processors/observe"
-	"github.com/portcullis/portcullis/extprocserver/processors/routebyheader"
-	"github.com/portcullis/portcullis/extprocserver/processors/sizelimit"
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 )
 
@@ -25,21 +21,16 @@ type File struct {
 	Processors []Entry `json:"processors"`
 }
 
-// Entry configures one processor: exactly one of the typed fields.
+// Entry configures one processor: a name and one processor kind (a key of
+// builtins, see Kinds) with its configuration.
 type Entry struct {
 	// Name shows in errors; default the processor kind and index.
-	Name          string                   `json:"name,omitempty"`
-	Headers       *headers.Config          `json:"headers,omitempty"`
-	Deny          *deny.Config             `json:"deny,omitempty"`
-	JSONRedact    *jsonredact.Config       `json:"jsonRedact,omitempty"`
-	NDJSONRedact  *jsonredact.NDJSONConfig `json:"ndjsonRedact,omitempty"`
-	SizeLimit     *sizelimit.Config        `json:"sizeLimit,omitempty"`
-	RouteByHeader *routebyheader.Config    `json:"routeByHeader,omitempty"`
-	Observe       *observe.Config          `json:"observe,omitempty"`
+	Name string
+	// Kind is the processor kind, as written in YAML (e.g. "headers").
+	Kind string
+	// Config is the kind's configuration, as JSON.
+	Config json.RawMessage
 }
-
-// Kinds lists the processor kinds, as written in YAML.
-var Kinds = []string{"headers", "deny", "jsonRedact", "ndjsonRedact", "sizeLimit", "routeByHeader", "observe"}
 
 // Load reads and parses path. Unknown fields are errors, so typos fail at
 // startup.
@@ -106,65 +97,10 @@ func (f *File) Build(reg prometheus.Registerer) (sdk.Processor, error) {
 }
 
 func (e Entry) build(metrics func() (*observe.Metrics, error)) (sdk.Processor, string, error) {
-	var (
-		p     sdk.Processor
-		kind  string
-		err   error
-		count int
-	)
-	if e.Headers != nil {
-		count++
-		kind = "headers"
-		p, err = asProcessor(headers.New(*e.Headers))
-	}
-	if e.Deny != nil {
-		count++
-		kind = "deny"
-		p, err = asProcessor(deny.New(*e.Deny))
-	}
-	if e.JSONRedact != nil {
-		count++
-		kind = "jsonRedact"
-		p, err = asProcessor(jsonredact.New(*e.JSONRedact))
-	}
-	if e.NDJSONRedact != nil {
-		count++
-		kind = "ndjsonRedact"
-		p, err = asProcessor(jsonredact.NewNDJSON(*e.NDJSONRedact))
-	}
-	if e.SizeLimit != nil {
-		count++
-		kind = "sizeLimit"
-		p, err = asProcessor(sizelimit.New(*e.SizeLimit))
-	}
-	if e.RouteByHeader != nil {
-		count++
-		kind = "routeByHeader"
-		p, err = asProcessor(routebyheader.New(*e.RouteByHeader))
-	}
-	if e.Observe != nil {
-		count++
-		kind = "observe"
-		m, merr := metrics()
-		if merr != nil {
-			return nil, kind, merr
-		}
-		p, err = asProcessor(observe.New(*e.Observe, m))
-	}
-	switch count {
-	case 0:
+	b, ok := builtins[e.Kind]
+	if !ok {
 		return nil, "unknown", fmt.Errorf("set one processor kind: %v", Kinds)
-	case 1:
-		return p, kind, err
 	}
-	return nil, "unknown", fmt.Errorf("set only one processor kind per entry, not %d", count)
-}
-
-// asProcessor turns a typed constructor result into an sdk.Processor
-// without the typed-nil trap.
-func asProcessor[P sdk.Processor](p P, err error) (sdk.Processor, error) {
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	p, err := b(e.Config, env{metrics: metrics})
+	return p, e.Kind, err
 }

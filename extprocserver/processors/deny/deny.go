@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/portcullis/portcullis/extprocserver/internal/match"
+	"github.com/portcullis/portcullis/extprocserver/match"
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 )
 

@@ -13,7 +13,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/portcullis/portcullis/extprocserver/internal/match"
+	"github.com/portcullis/portcullis/extprocserver/match"
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 )
 

@@ -1,5 +1,7 @@
 // Package match holds the request matchers shared by the built-in
 // processors (deny, routeByHeader), so that rules read the same everywhere.
+// It is public because their configurations hold its Rule: a Go program
+// builds them as the YAML file does.
 package match
 
 import (
