@@ -182,8 +182,9 @@ func TestCRDNamesAndColumns(t *testing.T) {
 	}
 }
 
-// sampleObjects returns every document of the corrected spec samples as a
-// JSON object, keyed "<file>#<index>".
+// sampleObjects returns every document of the corrected design samples
+// (testdata/spec, see docs/design/README.md) as a JSON object, keyed
+// "<file>#<index>".
 func sampleObjects(t *testing.T) map[string]map[string]any {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join("testdata", "spec", "*.yaml"))
@@ -215,7 +216,7 @@ func schemaFor(t *testing.T, all map[string]crdSchema, obj map[string]any) crdSc
 	return s
 }
 
-// TestSamplesMatchCRDSchemas validates the corrected spec samples against
+// TestSamplesMatchCRDSchemas validates the corrected design samples against
 // the CRD schemas, both as written and after a round trip through the Go
 // types; neither may lose a field to pruning.
 func TestSamplesMatchCRDSchemas(t *testing.T) {
@@ -250,7 +251,7 @@ func TestSamplesMatchCRDSchemas(t *testing.T) {
 }
 
 // TestVerbatimSamplesLoseFieldsToPruning shows what an API server would do
-// with the spec samples as written: drop the misplaced fields.
+// with the design samples as first drafted: drop the misplaced fields.
 func TestVerbatimSamplesLoseFieldsToPruning(t *testing.T) {
 	all := schemas(t)
 	for _, tc := range []struct {

@@ -1,6 +1,7 @@
 // Package apis_test holds the tests of the apis module as a whole: generated
-// files are current, the spec samples decode into the types, and the CRDs
-// are accepted by the API server's own validation and validate the samples.
+// files are current, the design samples (docs/design/) decode into the
+// types, and the CRDs are accepted by the API server's own validation and
+// validate the samples.
 package apis_test
 
 import (

@@ -79,9 +79,9 @@ func TestExternalAuthorizationSample(t *testing.T) {
 	}
 }
 
-// The spec's own sample has three fields at the wrong level. A strict
-// decode names them; a lenient one (what an API server does, after pruning)
-// loses them silently.
+// The external-authorization sample as first drafted has three fields at the
+// wrong level (docs/design/decisions.md). A strict decode names them; a
+// lenient one (what an API server does, after pruning) loses them silently.
 func TestExternalAuthorizationSampleVerbatim(t *testing.T) {
 	docs := readDocs(t, "external-authorization.verbatim.yaml")
 	if len(docs) != 2 {
@@ -158,7 +158,7 @@ func TestGlobalExtAuthSamples(t *testing.T) {
 	}
 }
 
-// The spec's "virtual host opted out" sample repeats keys in one route. A
+// The drafted "virtual host opted out" sample repeats keys in one route. A
 // strict YAML decode refuses it; a lenient one keeps the last value, so the
 // "/" route is lost.
 func TestGlobalExtAuthVhostOptOutVerbatimHasDuplicateKeys(t *testing.T) {
@@ -243,8 +243,8 @@ func TestExternalProcessingSample(t *testing.T) {
 	}
 }
 
-// The spec's virtual host sample puts `namespace` under grpcService; strict
-// decoding catches it, lenient decoding drops it.
+// The drafted external-processing virtual host sample puts `namespace`
+// under grpcService; strict decoding catches it, lenient decoding drops it.
 func TestExternalProcessingVhostSampleVerbatim(t *testing.T) {
 	docs := readDocs(t, "external-processing-vhost.verbatim.yaml")
 	var p contourv1.HTTPProxy

@@ -91,12 +91,12 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		return p
 	}
 	objs = append(objs,
-		// The spec's "per route opted out" sample, on the HTTP listener.
+		// The "per route opted out" sample (docs/design/global-external-authorization.md), on the HTTP listener.
 		proxy("plain", "plain.example.com", false, nil,
 			route("/", &contourv1.AuthorizationPolicy{Context: map[string]string{"route": "apex"}}),
 			route("/subpage", &contourv1.AuthorizationPolicy{Disabled: true, Context: map[string]string{"route": "subpage"}}),
 			route("/deny", &contourv1.AuthorizationPolicy{Context: map[string]string{"testserver.portcullis.dev/deny": "403"}})),
-		// The spec's "one virtual host opted out" sample.
+		// The "one virtual host opted out" sample (docs/design/global-external-authorization.md).
 		proxy("opt-out", "opt-out.example.com", false, &contourv1.AuthorizationServer{GlobalExternalAuthorizationDisabled: true},
 			route("/", nil)),
 		// Off for the host by default, re-enabled by one route.

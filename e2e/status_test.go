@@ -229,7 +229,7 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
 			Spec: v1alpha1.ExtensionServiceSpec{TimeoutPolicy: &contourv1.TimeoutPolicy{Response: "99999999999h"},
 				Services: []v1alpha1.ExtensionServiceTarget{{Name: "no-such-service", Port: 9000}}}},
-		// The spec's MultipleReasons sample.
+		// The MultipleReasons sample of docs/design/status-conditions.md.
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "multi"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "multi.example.com", TLS: &contourv1.TLS{SecretName: "testsecret-does-not-exist"}},
 			Routes:      []contourv1.Route{{Services: []contourv1.Service{{Name: "service-does-not-exist", Port: 80}}}},

@@ -45,7 +45,7 @@ type TLSCertificateDelegationStatus struct {
 // +kubebuilder:subresource:status
 
 // TLSCertificateDelegation is an TLS Certificate Delegation CRD specification.
-// See design/tls-certificate-delegation.md for details.
+// See docs/design/security.md (cross-namespace Secrets) for details.
 type TLSCertificateDelegation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`

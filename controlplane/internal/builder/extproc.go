@@ -114,7 +114,7 @@ func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Ob
 }
 
 // routeExtProc computes a route's ext_proc setting from its extProcPolicy
-// (DESIGN.md section 7):
+// (docs/design/decisions.md):
 //
 //	no policy, or disabled: false without overrides -> inherit (nil)
 //	disabled: true                                  -> off

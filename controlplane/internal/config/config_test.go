@@ -8,7 +8,7 @@ import (
 )
 
 func TestParseSpecSample(t *testing.T) {
-	// The global-external-authorization spec's sample, verbatim.
+	// The sample configuration of docs/design/global-external-authorization.md, verbatim.
 	c, err := Parse([]byte(`
 globalExtAuth:
   extensionService: projectcontour-auth/htpasswd
@@ -35,7 +35,7 @@ globalExtAuth:
 }
 
 func TestParseExtProcSample(t *testing.T) {
-	// The external-processing spec's globalExtProc sample.
+	// The globalExtProc sample of docs/design/external-processing.md.
 	c, err := Parse([]byte(`
 globalExtProc:
   disabled: false
@@ -75,7 +75,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative limit", "limits: {maxRoutesPerVirtualHost: -1}", `c.yaml: limits.maxRoutesPerVirtualHost: must be at least 1 (or 0 for the default), got -1`},
 		{"limit not a number", "limits: {maxIncludeDepth: deep}", `c.yaml: limits.maxIncludeDepth: must be of type integer, got string`},
 		{"unknown nested field", "globalExtAuth: {extensionService: a/b, withRequestBody: {maxBytes: 1}}", `c.yaml: globalExtAuth.withRequestBody.maxBytes: unknown field`},
-		{"spec's Go tag name is not the YAML name", "globalExtAuth: {extensionService: a/b, globalAuthPolicy: {}}", `globalExtAuth.globalAuthPolicy: unknown field`},
+		{"the drafted Go tag name is not the YAML name (docs/design/decisions.md)", "globalExtAuth: {extensionService: a/b, globalAuthPolicy: {}}", `globalExtAuth.globalAuthPolicy: unknown field`},
 		{"wrong type", "globalExtAuth: {extensionService: a/b, failOpen: 'yes'}", `c.yaml: globalExtAuth.failOpen: must be of type boolean, got string`},
 		{"missing extension service", "globalExtAuth: {failOpen: true}", `c.yaml: globalExtAuth.extensionService: is required`},
 		{"extension service without namespace", "globalExtAuth: {extensionService: htpasswd}", `globalExtAuth.extensionService: must be namespace/name, got "htpasswd"`},

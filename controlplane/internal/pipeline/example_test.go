@@ -11,8 +11,9 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
-// specExtProcRoutes are the routes external-processing.md shows for its
-// sample configuration (the "routes" of its Envoy snippet, verbatim).
+// specExtProcRoutes are the reference routes of the external-processing
+// sample (docs/design/external-processing.md, "Samples"), in the snake_case
+// form they were first written in.
 const specExtProcRoutes = `[
   {
     "match": {"prefix": "/disabled"},
@@ -55,7 +56,8 @@ const specExtProcRoutes = `[
 ]`
 
 // TestExternalProcessingExampleMatchesSpec runs examples/external-processing
-// and compares its routes with the spec's. Three differences are by design
+// and compares its routes with the reference routes of
+// docs/design/external-processing.md. Three differences are by design
 // and normalised away: our cluster names ("service/<ns>/<name>/<port>"),
 // our ExtensionService authority ("<name>.<ns>") and our prefix matches,
 // which stop at segment boundaries (path_separated_prefix: "/override" does
@@ -97,11 +99,11 @@ func TestExternalProcessingExampleMatchesSpec(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.MarshalIndent(got, "", "  ")
 		w, _ := json.MarshalIndent(want, "", "  ")
-		t.Errorf("routes differ from the spec's\ngot:  %s\nwant: %s", g, w)
+		t.Errorf("routes differ from the reference routes\ngot:  %s\nwant: %s", g, w)
 	}
 }
 
-// normalise decodes JSON with snake_case keys (the spec's form) or
+// normalise decodes JSON with snake_case keys (the reference's form) or
 // lowerCamelCase keys (protojson's) into one form, with the by-design
 // differences mapped.
 func normalise(t *testing.T, b []byte, spec bool) any {

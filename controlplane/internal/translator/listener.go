@@ -139,7 +139,8 @@ func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 		Services:            &extauthzv3.ExtAuthz_GrpcService{GrpcService: grpcService(a.Cluster, a.Authority, &a.Timeout)},
 		TransportApiVersion: corev3.ApiVersion_V3,
 		FailureModeAllow:    a.FailOpen,
-		// The spec: client certificates are always sent when present.
+		// Client certificates are always sent when present
+		// (docs/design/external-authorization.md).
 		IncludePeerCertificate: true,
 		// Auth servers are not always ours: a header an auth server adds
 		// or removes that is not valid HTTP becomes a clean error response
