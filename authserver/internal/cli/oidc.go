@@ -19,7 +19,7 @@ state lives in a short-lived encrypted cookie). The provider sends them back
 to the callback path on the same host; the code is exchanged, the ID token
 verified (issuer, audience, expiry, nonce), and the session stored in an
 AES-GCM encrypted cookie (HttpOnly, Secure, SameSite=Lax; split into
-numbered chunks above 3.8 KB), named __Host-portcullis_session unless
+numbered chunks above 3.8 KB, at most 8), named __Host-portcullis_session unless
 cookie.domain or cookie.path rule the __Host- prefix out. A cookie of ours
 sent twice in one request is never read (one may be planted). Nothing is kept in memory: replicas sharing
 the cookie key serve the same users. Expired sessions with a refresh token
@@ -30,12 +30,18 @@ request's own; anything else is 403) clears the session and uses the
 provider's end_session_endpoint when there is one; a GET there shows a page
 with a sign-out button. Sessions are not revocable: a copied session cookie
 works until cookie.sessionLifetime (default 12h) after sign-in, so keep it
-short where that matters.
+short where that matters. The session holds the ID token's claims once
+(the raw ID token); session.claims {keep: [...]} or {drop: [...]} keeps
+fewer, for users in many groups. A session that still needs more than 8
+cookies gets an error page (500) at the callback, counted as
+session_too_large and logged with its size.
 
 API clients get 401 with WWW-Authenticate: Bearer, never a redirect: requests
 with Authorization: Bearer (the JWT is validated against the provider's
 JWKS, issuer and audience pinned), XHR, Accept: application/json, non-GET
 methods, and routes with the context key oidc.portcullis.dev/api: "true".
+The Authorization header reaches the upstream unless
+bearer.stripAuthorization is true.
 
 Claims become upstream headers (default Auth-Subject from sub, Auth-Username
 from email, Auth-Groups from groups); client-supplied copies are removed.
@@ -48,7 +54,9 @@ Authenticated but not permitted: 403. An unknown oidc.portcullis.dev/ key
 fails closed (500).
 
 Configuration (--config, YAML; secrets only from files or environment
-variables): see docs/authserver-oidc.md for every field. Minimal example:
+variables): see docs/authserver-oidc.md for every field. The issuer must be
+https (allowInsecureIssuer: true accepts http, for a local test provider
+only). Minimal example:
 
   issuer: https://login.example.com
   clientID: portcullis
@@ -66,7 +74,7 @@ Metrics, besides the shared ones:
       provider_error, state_missing, state_mismatch, state_replayed,
       exchange, id_token, nonce, refresh, session_invalid, bearer_invalid,
       redirect_refused, forbidden, discovery, route_context, duplicate_cookie,
-      logout_origin`
+      logout_origin, session_too_large`
 
 func newOIDCCommand(opts *serverkit.Options) *cobra.Command {
 	var configPath string

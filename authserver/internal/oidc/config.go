@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ type Config struct {
 	// it (compared byte for byte, a trailing "/" included); discovery reads
 	// <issuer>/.well-known/openid-configuration.
 	Issuer string `json:"issuer"`
+	// AllowInsecureIssuer accepts a plain http:// issuer. For a local test
+	// provider only: over http the client secret, codes and tokens cross
+	// the network readable and the discovery document can be forged.
+	AllowInsecureIssuer bool `json:"allowInsecureIssuer,omitempty"`
 	// ProviderCAFile is a PEM bundle trusted for the provider's TLS
 	// (default: the system roots).
 	ProviderCAFile string `json:"providerCAFile,omitempty"`
@@ -67,6 +72,8 @@ type Config struct {
 	AllowedRedirectHosts []string `json:"allowedRedirectHosts,omitempty"`
 
 	Cookie CookieConfig `json:"cookie"`
+	// Session configures what the session cookie holds.
+	Session SessionConfig `json:"session,omitempty"`
 
 	// Headers maps ID token (or bearer token) claims to headers on the
 	// upstream request. Client-supplied copies are always removed.
@@ -103,6 +110,47 @@ type CookieConfig struct {
 	PreviousKeyEnv  string `json:"previousKeyEnv,omitempty"`
 }
 
+// SessionConfig configures the content of the session cookie.
+type SessionConfig struct {
+	// Claims filters the ID token's claims kept in the session, to keep
+	// it within the cookies browsers accept (at most maxChunks chunks).
+	Claims ClaimFilter `json:"claims,omitempty"`
+}
+
+// ClaimFilter keeps only Keep, or everything but Drop, of the ID token's
+// top-level claims ("sub" is always kept). Set, the session holds the
+// filtered claims instead of the raw ID token, so logout sends no
+// id_token_hint.
+type ClaimFilter struct {
+	Keep []string `json:"keep,omitempty"`
+	Drop []string `json:"drop,omitempty"`
+}
+
+// active reports whether the filter changes anything.
+func (f ClaimFilter) active() bool { return len(f.Keep) > 0 || len(f.Drop) > 0 }
+
+// apply returns the claims the filter keeps.
+func (f ClaimFilter) apply(claims map[string]any) map[string]any {
+	out := make(map[string]any, len(claims))
+	for k, v := range claims {
+		if f.keeps(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// keeps reports whether the filter keeps claim name.
+func (f ClaimFilter) keeps(name string) bool {
+	if name == "sub" {
+		return true
+	}
+	if len(f.Keep) > 0 {
+		return slices.Contains(f.Keep, name)
+	}
+	return !slices.Contains(f.Drop, name)
+}
+
 // HeaderMapping sets upstream header Name from claim Claim (lists are
 // joined with ","; a missing claim sets nothing).
 type HeaderMapping struct {
@@ -117,6 +165,10 @@ type BearerConfig struct {
 	Audiences []string `json:"audiences,omitempty"`
 	// Algorithms accepted for signatures. Default RS256, ES256.
 	Algorithms []string `json:"algorithms,omitempty"`
+	// StripAuthorization removes the Authorization header (the bearer
+	// token) from requests it allowed, so the upstream never sees the
+	// token. Default false: forwarded, as upstreams may check it again.
+	StripAuthorization bool `json:"stripAuthorization,omitempty"`
 }
 
 // Duration is a time.Duration written as "90s", "12h".
@@ -171,6 +223,10 @@ func (c Config) Load() (*Settings, error) {
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if u, err := url.Parse(c.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		fail("issuer %q is not an http(s) URL", c.Issuer)
+	} else if u.Scheme == "http" && !c.AllowInsecureIssuer {
+		// Fail closed: over http anyone on the path reads the client secret,
+		// codes and tokens, and can forge discovery and the signing keys.
+		fail("issuer %q is plain http: the client secret, codes and tokens would cross the network unprotected; use https, or set allowInsecureIssuer: true for a local test provider", c.Issuer)
 	}
 	if c.ClientID == "" {
 		fail("clientID is required")
@@ -211,6 +267,18 @@ func (c Config) Load() (*Settings, error) {
 		if !check.ValidHeaderName(h.Name) || h.Claim == "" {
 			fail("headers: name %q claim %q: need a valid header name and a claim", h.Name, h.Claim)
 		}
+	}
+	cf := c.Session.Claims
+	if len(cf.Keep) > 0 && len(cf.Drop) > 0 {
+		fail("session.claims: set keep or drop, not both")
+	}
+	for _, n := range append(slices.Clone(cf.Keep), cf.Drop...) {
+		if n == "" || strings.TrimSpace(n) != n {
+			fail("session.claims: %q is not a claim name", n)
+		}
+	}
+	if slices.Contains(cf.Drop, "sub") {
+		fail("session.claims.drop: sub identifies the user and is always kept")
 	}
 	for _, a := range c.Bearer.Algorithms {
 		if !allowedAlgorithms[a] {

@@ -99,6 +99,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad header name", good + "headers: [{name: \"Auth User\", claim: email}]\n", "headers"},
 		{"HMAC algorithm", good + "bearer: {audiences: [a], algorithms: [HS256]}\n", "HS256"},
 		{"none algorithm", good + "bearer: {audiences: [a], algorithms: [none]}\n", "none"},
+		{"plain http issuer", strings.Replace(good, "https://", "http://", 1), "allowInsecureIssuer"},
+		{"plain http loopback issuer", strings.Replace(good, "https://login.example.com", "http://127.0.0.1:5556", 1), "plain http"},
+		{"keep and drop", good + "session: {claims: {keep: [email], drop: [groups]}}\n", "not both"},
+		{"drop sub", good + "session: {claims: {drop: [groups, sub]}}\n", "sub"},
+		{"empty claim name", good + "session: {claims: {keep: [\"\"]}}\n", "session.claims"},
+		{"unknown session field", good + "session: {claims: {only: [email]}}\n", "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadConfig(writeFile(t, "oidc.yaml", tc.yaml))
@@ -109,6 +115,31 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadConfig("/nonexistent/oidc.yaml"); err == nil {
 		t.Error("missing file accepted")
+	}
+}
+
+// TestInsecureIssuerNeedsTheFlag: an http:// issuer loads only with
+// allowInsecureIssuer; the flag changes nothing for https.
+func TestInsecureIssuerNeedsTheFlag(t *testing.T) {
+	keyFile := writeFile(t, "key", base64.StdEncoding.EncodeToString(key(1)))
+	for _, issuer := range []string{"http://127.0.0.1:5556", "https://login.example.com"} {
+		s, err := LoadConfig(writeFile(t, "oidc.yaml", "issuer: "+issuer+"\nallowInsecureIssuer: true\nclientID: c\ncookie: {keyFile: "+keyFile+"}\n"))
+		if err != nil || s.Issuer != issuer {
+			t.Errorf("%s with allowInsecureIssuer: %v", issuer, err)
+		}
+	}
+}
+
+// TestSessionClaimsConfig: keep or drop lists load as written.
+func TestSessionClaimsConfig(t *testing.T) {
+	keyFile := writeFile(t, "key", base64.StdEncoding.EncodeToString(key(1)))
+	s, err := LoadConfig(writeFile(t, "oidc.yaml", "issuer: https://login.example.com\nclientID: c\ncookie: {keyFile: "+keyFile+"}\nsession:\n  claims:\n    keep: [email, groups]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := s.Session.Claims
+	if !f.active() || !f.keeps("sub") || !f.keeps("groups") || f.keeps("realm_access") {
+		t.Errorf("keep [email, groups]: %+v", f)
 	}
 }
 

@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -13,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +76,18 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 	own := map[string]bool{stateName: true}
 	for _, n := range sessNames {
 		own[n] = true
+	}
+	// Dropped claims are gone for browser sessions (bearer tokens keep
+	// theirs): say so once rather than let a header vanish silently.
+	if f := s.Session.Claims; f.active() {
+		for _, h := range s.Headers {
+			if !f.keeps(h.Claim) {
+				logger.Warn("session.claims drops a claim a header reads: signed-in browsers will not have the header", "header", h.Name, "claim", h.Claim)
+			}
+		}
+		if !f.keeps(s.GroupsClaim) {
+			logger.Warn("session.claims drops groupsClaim: routes requiring oidc.portcullis.dev/groups refuse every signed-in browser (403)", "claim", s.GroupsClaim)
+		}
 	}
 	return &Server{
 		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
@@ -171,7 +185,11 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 	if err != nil || sess == nil {
 		return srv.unauthenticated(ctx, r, rules, err)
 	}
-	return srv.allow(r, rules, sess.Claims, cookies)
+	claims, err := sess.claims() // decodes: currentSession checked it does
+	if err != nil {
+		return nil, err
+	}
+	return srv.allow(r, rules, claims, cookies, false)
 }
 
 // currentSession reads the session cookie and refreshes an expired
@@ -196,6 +214,10 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 		srv.m.failure(failSessionInvalid)
 		return nil, nil, errBadCookie
 	}
+	if _, err := sess.claims(); err != nil {
+		srv.m.failure(failSessionInvalid)
+		return nil, nil, err
+	}
 	now := srv.now()
 	if !now.Before(time.Unix(sess.Created, 0).Add(srv.s.Cookie.SessionLifetime.Duration)) {
 		return nil, nil, errors.New("session lifetime over")
@@ -214,6 +236,9 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	cookies, err := srv.sessionCookies(r, fresh)
 	if err != nil {
+		// Too large now (more groups than at sign-in): a new sign-in ends
+		// on the callback's error page.
+		srv.sessionTooLarge(r, err)
 		return nil, nil, err
 	}
 	return fresh, cookies, nil
@@ -368,11 +393,18 @@ func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckRespo
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(fs.Nonce)) != 1 {
 		return refuse(http.StatusUnauthorized, failNonce, "the ID token's nonce does not match")
 	}
-	sess, err := newSession(idt, rawID, tok, srv.now())
+	sess, err := newSession(idt, rawID, tok, srv.now(), srv.s.Session.Claims)
 	if err != nil {
 		return nil, err
 	}
 	cookies, err := srv.sessionCookies(r, sess)
+	if srv.sessionTooLarge(r, err) {
+		resp, err := tooLargePage()
+		if err != nil {
+			return nil, err
+		}
+		return withCookies(resp, clearState)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -384,14 +416,95 @@ func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckRespo
 	return withCookies(resp, append(cookies, clearState...))
 }
 
-// sessionCookies seals sess into Set-Cookie values.
+// sessionCookies seals sess into Set-Cookie values, or returns a
+// *sessionTooLargeError when it needs more than maxChunks cookies.
 func (srv *Server) sessionCookies(r *request, sess *session) ([]string, error) {
 	plain, err := json.Marshal(sess)
 	if err != nil {
 		return nil, err
 	}
+	sealed := srv.sealer.seal(srv.s.Cookie.Name, plain)
+	if len(sealed) > maxSessionBytes {
+		claims, _ := sess.claims()
+		return nil, &sessionTooLargeError{size: len(sealed), claims: claims}
+	}
 	maxAge := time.Unix(sess.Created, 0).Add(srv.s.Cookie.SessionLifetime.Duration).Sub(srv.now())
-	return srv.jar.writeChunked(r.cookies, srv.s.Cookie.Name, srv.sealer.seal(srv.s.Cookie.Name, plain), maxAge)
+	return srv.jar.writeChunked(r.cookies, srv.s.Cookie.Name, sealed, maxAge)
+}
+
+// maxSessionBytes is the longest sealed session the cookies can carry.
+const maxSessionBytes = maxChunk * maxChunks
+
+// sessionTooLargeError is a session that does not fit in maxChunks
+// cookies.
+type sessionTooLargeError struct {
+	size   int            // sealed, base64
+	claims map[string]any // to name the largest in the log, never their values
+}
+
+func (e *sessionTooLargeError) Error() string {
+	return fmt.Sprintf("session of %d bytes does not fit in %d cookies (%d bytes)", e.size, maxChunks, maxSessionBytes)
+}
+
+// sessionTooLarge reports whether err is a *sessionTooLargeError, and then
+// counts and logs it: sizes and claim names, never a value.
+func (srv *Server) sessionTooLarge(r *request, err error) bool {
+	var e *sessionTooLargeError
+	if !errors.As(err, &e) {
+		return false
+	}
+	srv.m.failure(failSessionTooLarge)
+	srv.log.Warn("sign-in refused: the session does not fit in cookies; drop claims with session.claims",
+		"reason", failSessionTooLarge, "host", r.host, "sessionBytes", e.size, "limitBytes", maxSessionBytes,
+		"claims", len(e.claims), "largestClaims", largestClaims(e.claims, 3))
+	return true
+}
+
+// largestClaims names the n largest claims with their JSON sizes
+// ("groups=21034 bytes, name=12 bytes").
+func largestClaims(claims map[string]any, n int) string {
+	type sized struct {
+		name string
+		size int
+	}
+	var all []sized
+	for k, v := range claims {
+		b, _ := json.Marshal(v)
+		all = append(all, sized{k, len(b)})
+	}
+	slices.SortFunc(all, func(a, b sized) int { return cmp.Or(b.size-a.size, strings.Compare(a.name, b.name)) })
+	var parts []string
+	for _, c := range all[:min(n, len(all))] {
+		parts = append(parts, fmt.Sprintf("%s=%d bytes", c.name, c.size))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// tooLargePageHTML is what a user whose session does not fit sees: the
+// sign-in at the provider worked, but this site cannot keep it.
+const tooLargePageHTML = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>Sign-in failed</title></head>
+<body>
+<h1>Sign-in failed: your account information is too large</h1>
+<p>The identity provider signed you in, but what it says about your account
+(for example, a very long list of groups) is too large for this site's
+session cookie. Trying again will not help: please tell the site's
+administrator.</p>
+<p>Administrators: the auth server logged the sizes (session too large);
+the <code>session.claims</code> setting keeps only the claims the site uses.</p>
+</body>
+</html>
+`
+
+// tooLargePage answers 500: the server cannot hold this user's session,
+// which only its configuration (or the provider's) can fix.
+func tooLargePage() (*authv3.CheckResponse, error) {
+	return check.Respond(http.StatusInternalServerError, tooLargePageHTML,
+		check.Header{Name: "Content-Type", Value: "text/html; charset=utf-8"},
+		check.Header{Name: "Cache-Control", Value: "no-store"},
+		check.Header{Name: "Content-Security-Policy", Value: "default-src 'none'; frame-ancestors 'none'"},
+		check.Header{Name: "X-Frame-Options", Value: "DENY"})
 }
 
 // logout clears the session and signs out at the provider when it can.
@@ -572,12 +685,13 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 		return nil, err
 	}
 	srv.m.event(eventBearer)
-	return srv.allow(r, rules, claims, nil)
+	return srv.allow(r, rules, claims, nil, srv.s.Bearer.StripAuthorization)
 }
 
 // allow authorizes the route and answers OK with the claim headers and,
-// when the session changed, its cookies on the response.
-func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, cookies []string) (*authv3.CheckResponse, error) {
+// when the session changed, its cookies on the response. stripAuthz
+// removes the Authorization header (the bearer token just checked).
+func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, cookies []string, stripAuthz bool) (*authv3.CheckResponse, error) {
 	if !rules.permits(claims, srv.s.GroupsClaim) {
 		srv.m.failure(failForbidden)
 		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
@@ -590,6 +704,9 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	// A header we have no claim for is not set, but a client's copy of it
 	// must not reach the upstream either.
 	var unset []string
+	if stripAuthz {
+		unset = append(unset, "Authorization")
+	}
 	for _, hm := range srv.s.Headers {
 		if v, ok := claimString(claims[hm.Claim]); ok {
 			headers = append(headers, check.Header{Name: hm.Name, Value: v})

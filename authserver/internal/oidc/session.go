@@ -2,6 +2,8 @@ package oidc
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,22 +17,65 @@ import (
 
 // session is the sealed content of the session cookie: everything needed
 // to serve, refresh and end it, so that no replica keeps state.
+//
+// The claims are stored once: by default as the raw ID token (which logout
+// needs for id_token_hint, and which holds them all), or, with a
+// session.claims filter, as the filtered claims alone (the raw token would
+// carry the dropped ones too).
 type session struct {
-	ID      string         `json:"i"` // random; keys the per-session refresh
-	Claims  map[string]any `json:"c"` // of the ID token
-	IDToken string         `json:"t"` // raw, for id_token_hint at logout
+	ID      string         `json:"i"`           // random; keys the per-session refresh
+	Claims  map[string]any `json:"c,omitempty"` // the ID token's, filtered; nil: read from IDToken
+	IDToken string         `json:"t,omitempty"` // raw, for id_token_hint at logout; "" when filtered
 	Refresh string         `json:"r,omitempty"`
 	Expiry  int64          `json:"e"` // unix: the tokens expire, refresh is due
 	Created int64          `json:"s"` // unix: sign-in; bounds the lifetime
+
+	decoded map[string]any // IDToken's claims, decoded once; never sealed
 }
 
-func newSession(idt *oidc.IDToken, rawID string, tok *oauth2.Token, now time.Time) (*session, error) {
+// setClaims stores the claims of a verified ID token as filter says.
+func (s *session) setClaims(claims map[string]any, rawID string, filter ClaimFilter) {
+	if filter.active() {
+		s.Claims, s.IDToken, s.decoded = filter.apply(claims), "", nil
+		return
+	}
+	s.Claims, s.IDToken, s.decoded = nil, rawID, claims
+}
+
+// claims returns the session's claims, decoding them from the raw ID
+// token when that is where they are. The token was verified at sign-in and
+// the cookie is authenticated, so its payload is trusted as it stands.
+func (s *session) claims() (map[string]any, error) {
+	if s.Claims != nil {
+		return s.Claims, nil
+	}
+	if s.decoded != nil {
+		return s.decoded, nil
+	}
+	parts := strings.Split(s.IDToken, ".")
+	if len(parts) != 3 {
+		return nil, errBadCookie
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return nil, errBadCookie
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(payload, &claims); err != nil || claims == nil {
+		return nil, errBadCookie
+	}
+	s.decoded = claims
+	return claims, nil
+}
+
+func newSession(idt *oidc.IDToken, rawID string, tok *oauth2.Token, now time.Time, filter ClaimFilter) (*session, error) {
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
 		return nil, err
 	}
-	return &session{ID: randomString(), Claims: claims, IDToken: rawID, Refresh: tok.RefreshToken,
-		Expiry: tokenExpiry(tok, idt).Unix(), Created: now.Unix()}, nil
+	s := &session{ID: randomString(), Refresh: tok.RefreshToken, Expiry: tokenExpiry(tok, idt).Unix(), Created: now.Unix()}
+	s.setClaims(claims, rawID, filter)
+	return s, nil
 }
 
 // tokenExpiry is when the session must be refreshed: the access token's
@@ -141,10 +186,14 @@ func (srv *Server) refresh(ctx context.Context, old *session) (*session, error) 
 			if err := idt.Claims(&claims); err != nil {
 				return nil, err
 			}
-			if claims["sub"] != old.Claims["sub"] {
+			oldClaims, err := old.claims()
+			if err != nil {
+				return nil, err
+			}
+			if claims["sub"] != oldClaims["sub"] {
 				return nil, errors.New("refreshed ID token is for another subject")
 			}
-			fresh.Claims, fresh.IDToken = claims, rawID
+			fresh.setClaims(claims, rawID, srv.s.Session.Claims)
 			if tok.Expiry.IsZero() {
 				fresh.Expiry = idt.Expiry.Unix()
 			}

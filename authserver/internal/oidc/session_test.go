@@ -1,0 +1,377 @@
+package oidc
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// standInOP is the part of an OpenID Provider the callback, refresh and
+// bearer checks talk to: discovery, JWKS and a token endpoint that
+// answers any code or refresh token with an ID token for claims. The e2e
+// tests run the same flows against a real provider.
+type standInOP struct {
+	*httptest.Server
+	key    *rsa.PrivateKey
+	claims map[string]any // of the ID tokens it issues
+	nonce  string         // the ID token's nonce
+	ttl    int            // expires_in of the tokens, seconds
+}
+
+func newStandInOP(t *testing.T, claims map[string]any) *standInOP {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &standInOP{key: k, claims: claims, nonce: "the-nonce", ttl: 60}
+	op.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration":
+			fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"%[1]s/auth","token_endpoint":"%[1]s/token","jwks_uri":"%[1]s/jwks","end_session_endpoint":"%[1]s/session/end"}`, op.URL)
+		case "/jwks":
+			json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
+				"kty": "RSA", "kid": "k", "alg": "RS256", "use": "sig",
+				"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
+				"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes()),
+			}}})
+		case "/token":
+			json.NewEncoder(w).Encode(map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": op.ttl,
+				"refresh_token": "rt-" + randomString(), "id_token": op.idToken(t, "portcullis")})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(op.Close)
+	return op
+}
+
+// idToken signs op.claims for audience aud with the usual registered claims.
+func (op *standInOP) idToken(t testing.TB, aud string) string {
+	claims := maps.Clone(op.claims)
+	claims["iss"], claims["aud"], claims["nonce"] = op.URL, aud, op.nonce
+	claims["iat"], claims["exp"] = time.Now().Unix(), time.Now().Add(time.Minute).Unix()
+	enc := base64.RawURLEncoding
+	h, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": "k", "typ": "JWT"})
+	p, _ := json.Marshal(claims)
+	input := enc.EncodeToString(h) + "." + enc.EncodeToString(p)
+	sum := sha256.Sum256([]byte(input))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, op.key, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return input + "." + enc.EncodeToString(sig)
+}
+
+// newServerFor is a backend for op; edit changes its configuration first.
+// The log goes to logs.
+func newServerFor(t *testing.T, op *standInOP, logs *bytes.Buffer, edit func(*Config)) *Server {
+	t.Helper()
+	c := Config{Issuer: op.URL, ClientID: "portcullis", Bearer: BearerConfig{Audiences: []string{"api"}}}
+	if edit != nil {
+		edit(&c)
+	}
+	c.setDefaults()
+	srv, err := New(&Settings{Config: c, ClientSecret: "s", Keys: [][]byte{key(1)}}, slog.New(slog.NewTextHandler(logs, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func manyGroups(n int) []any {
+	g := make([]any, n)
+	for i := range g {
+		g[i] = fmt.Sprintf("team-with-a-rather-long-name-%04d", i)
+	}
+	return g
+}
+
+// callback completes a sign-in as the provider's redirect would: with a
+// state cookie of ours and the provider's code.
+func callback(t *testing.T, srv *Server, op *standInOP) *authv3.CheckResponse {
+	t.Helper()
+	fs, _ := json.Marshal(flowState{State: "st", Nonce: op.nonce, Verifier: "v", Return: "/orig?x=1", Expiry: time.Now().Add(time.Minute).Unix()})
+	state := srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), fs)
+	resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=st", map[string]string{"cookie": state}, nil))
+	if err != nil {
+		t.Fatalf("callback: %v", err)
+	}
+	return resp
+}
+
+// setCookies parses the Set-Cookie headers of a denial (a redirect) or of
+// an allowed response.
+func setCookies(t *testing.T, resp *authv3.CheckResponse) []*http.Cookie {
+	t.Helper()
+	var out []*http.Cookie
+	values := deniedHeader(resp, "Set-Cookie")
+	for _, h := range resp.GetOkResponse().GetResponseHeadersToAdd() {
+		values = append(values, h.GetHeader().GetValue())
+	}
+	for _, v := range values {
+		c, err := http.ParseSetCookie(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sessionOf reassembles and opens the session cookie a response sets,
+// returning its plaintext and the Cookie header a browser would send.
+func sessionOf(t *testing.T, srv *Server, resp *authv3.CheckResponse) ([]byte, string) {
+	t.Helper()
+	jar := map[string]string{}
+	var header []string
+	for _, c := range setCookies(t, resp) {
+		if c.MaxAge > 0 && c.Name != srv.stateCookie() {
+			jar[c.Name] = c.Value
+			header = append(header, c.Name+"="+c.Value)
+		}
+	}
+	value, ok := readChunked(jar, srv.s.Cookie.Name)
+	if !ok {
+		t.Fatalf("no session cookie set: %v", setCookies(t, resp))
+	}
+	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, strings.Join(header, "; ")
+}
+
+// allowedHeaders checks with cookie and returns the upstream headers.
+func allowedHeaders(t *testing.T, srv *Server, cookie string) map[string]string {
+	t.Helper()
+	resp, err := srv.Check(context.Background(), checkReq("GET", "/x", map[string]string{"cookie": cookie}, nil))
+	if err != nil || resp.GetOkResponse() == nil {
+		t.Fatalf("check with the session: %v, %v", resp, err)
+	}
+	got := map[string]string{}
+	for _, h := range resp.GetOkResponse().GetHeaders() {
+		got[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+	}
+	return got
+}
+
+// TestSessionHoldsTheClaimsOnce: the session used to hold the ID token's
+// claims twice (decoded, and inside the raw ID token), about 2.3 times
+// their size, so users in a few hundred groups could not sign in.
+func TestSessionHoldsTheClaimsOnce(t *testing.T) {
+	claims := map[string]any{"sub": "big", "email": "big@example.test", "groups": manyGroups(200)}
+	op := newStandInOP(t, claims)
+	srv := newServerFor(t, op, &bytes.Buffer{}, nil)
+	resp := callback(t, srv, op)
+	if loc := deniedHeader(resp, "Location"); len(loc) != 1 || loc[0] != "/orig?x=1" {
+		t.Fatalf("callback: %v", resp)
+	}
+	plain, cookie := sessionOf(t, srv, resp)
+	claimsJSON, _ := json.Marshal(claims)
+	// The raw ID token alone is base64 (4/3) of the claims plus a header
+	// and an RS256 signature.
+	if limit := len(claimsJSON)*4/3 + 700; len(plain) > limit {
+		t.Errorf("session plaintext is %d bytes for %d bytes of claims, want at most %d (the claims once)", len(plain), len(claimsJSON), limit)
+	}
+	var sess session
+	if err := json.Unmarshal(plain, &sess); err != nil || sess.IDToken == "" || sess.Claims != nil {
+		t.Errorf("session holds claims %v and ID token %t, want the raw ID token alone (%v)", sess.Claims != nil, sess.IDToken != "", err)
+	}
+	got := allowedHeaders(t, srv, cookie)
+	if got["Auth-Subject"] != "big" || !strings.HasSuffix(got["Auth-Groups"], "team-with-a-rather-long-name-0199") {
+		t.Errorf("headers from the session: Auth-Subject %q Auth-Groups %.60q...", got["Auth-Subject"], got["Auth-Groups"])
+	}
+	// Logout still has the ID token for id_token_hint.
+	out, err := srv.Check(context.Background(), checkReq("POST", "/oauth2/sign_out", map[string]string{"cookie": cookie, "origin": "https://app.example.com"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := deniedHeader(out, "Location"); len(loc) != 1 || !strings.Contains(loc[0], "id_token_hint="+url.QueryEscape(sess.IDToken)) {
+		t.Errorf("logout Location %.120q..., want the ID token as id_token_hint", loc)
+	}
+}
+
+// TestSessionTooLarge: a session that needs more than maxChunks cookies
+// gets a page that says so, clears the state cookie, is counted and
+// logged with its size, never its content. It used to be an error: the
+// generic 500 "authorization failed", state cookie left, no reason.
+func TestSessionTooLarge(t *testing.T) {
+	op := newStandInOP(t, map[string]any{"sub": "huge", "email": "huge@example.test", "groups": manyGroups(1000)})
+	var logs bytes.Buffer
+	srv := newServerFor(t, op, &logs, nil)
+	resp := callback(t, srv, op)
+	d := resp.GetDeniedResponse()
+	if d.GetStatus().GetCode() != http.StatusInternalServerError || !strings.Contains(d.GetBody(), "too large") ||
+		strings.Contains(d.GetBody(), "authorization failed") {
+		t.Fatalf("callback answered %d %q, want 500 with a page that says the session is too large", d.GetStatus().GetCode(), d.GetBody())
+	}
+	if ct := deniedHeader(resp, "Content-Type"); len(ct) != 1 || !strings.HasPrefix(ct[0], "text/html") {
+		t.Errorf("Content-Type %v, want an HTML page", ct)
+	}
+	var cleared bool
+	for _, c := range setCookies(t, resp) {
+		if c.Name == srv.stateCookie() && c.MaxAge < 0 {
+			cleared = true
+		} else {
+			t.Errorf("Set-Cookie %s (Max-Age %d): only the state cookie should be cleared", c.Name, c.MaxAge)
+		}
+	}
+	if !cleared {
+		t.Error("state cookie not cleared")
+	}
+	if got := testutil.ToFloat64(srv.m.failures.WithLabelValues(failSessionTooLarge)); got != 1 {
+		t.Errorf("session_too_large failures = %v, want 1", got)
+	}
+	log := logs.String()
+	if !strings.Contains(log, "sessionBytes=") || !strings.Contains(log, "largestClaims=\"groups=") {
+		t.Errorf("log lacks the sizes: %s", log)
+	}
+	if strings.Contains(log, "team-with") || strings.Contains(log, "huge@example.test") {
+		t.Errorf("log holds claim values: %s", log)
+	}
+}
+
+// TestSessionClaimFilter: with session.claims the session keeps only the
+// claims asked for (and sub), so a user in many groups signs in; the raw
+// ID token is not kept (it carries every claim), so logout sends no
+// id_token_hint.
+func TestSessionClaimFilter(t *testing.T) {
+	claims := map[string]any{"sub": "huge", "email": "huge@example.test", "name": "Huge", "groups": manyGroups(1000)}
+	for _, tc := range []struct {
+		name   string
+		filter ClaimFilter
+		want   []string
+	}{
+		{"keep", ClaimFilter{Keep: []string{"email", "name"}}, []string{"email", "name", "sub"}},
+		{"drop", ClaimFilter{Drop: []string{"groups"}}, []string{"aud", "email", "exp", "iat", "iss", "name", "nonce", "sub"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newStandInOP(t, claims)
+			var logs bytes.Buffer
+			srv := newServerFor(t, op, &logs, func(c *Config) { c.Session.Claims = tc.filter })
+			if !strings.Contains(logs.String(), "session.claims drops a claim a header reads") || !strings.Contains(logs.String(), "header=Auth-Groups") {
+				t.Errorf("no start-up warning for Auth-Groups, whose claim is dropped: %s", logs.String())
+			}
+			resp := callback(t, srv, op)
+			if deniedHeader(resp, "Location") == nil {
+				t.Fatalf("callback: %v", resp)
+			}
+			plain, cookie := sessionOf(t, srv, resp)
+			var sess session
+			if err := json.Unmarshal(plain, &sess); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(sortedKeys(sess.Claims), ","); got != strings.Join(tc.want, ",") || sess.IDToken != "" {
+				t.Errorf("session claims %s, ID token %t; want %v and no ID token", got, sess.IDToken != "", tc.want)
+			}
+			got := allowedHeaders(t, srv, cookie)
+			if got["Auth-Username"] != "huge@example.test" || got["Auth-Groups"] != "" {
+				t.Errorf("headers %v", got)
+			}
+			out, err := srv.Check(context.Background(), checkReq("POST", "/oauth2/sign_out", map[string]string{"cookie": cookie, "origin": "https://app.example.com"}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loc := deniedHeader(out, "Location"); len(loc) != 1 || strings.Contains(loc[0], "id_token_hint") || !strings.Contains(loc[0], "client_id=portcullis") {
+				t.Errorf("logout Location %q, want client_id and no id_token_hint", loc)
+			}
+		})
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestRefreshKeepsTheClaimsOnce: a refreshed session is stored as a new
+// one is (raw ID token alone, or the filtered claims), and a refresh
+// that no longer fits is counted like a sign-in that does not.
+func TestRefreshKeepsTheClaimsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		filter    ClaimFilter
+		groups    int
+		wantToken bool // the raw ID token, not claims
+		tooLarge  bool
+	}{
+		{"unfiltered", ClaimFilter{}, 100, true, false},
+		{"filtered", ClaimFilter{Keep: []string{"email"}}, 1000, false, false},
+		{"grown too large", ClaimFilter{}, 1000, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newStandInOP(t, map[string]any{"sub": "u", "email": "u@example.test", "groups": manyGroups(3)})
+			srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.Session.Claims = tc.filter })
+			_, cookie := sessionOf(t, srv, callback(t, srv, op))
+			op.claims["groups"], op.ttl = manyGroups(tc.groups), 600
+			srv.now = func() time.Time { return time.Now().Add(2 * time.Minute) } // the tokens expired
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/x", map[string]string{"cookie": cookie}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.tooLarge {
+				if resp.GetOkResponse() != nil || testutil.ToFloat64(srv.m.failures.WithLabelValues(failSessionTooLarge)) != 1 {
+					t.Errorf("a refresh too large for cookies: allowed %t, session_too_large %v; want a new sign-in and 1",
+						resp.GetOkResponse() != nil, testutil.ToFloat64(srv.m.failures.WithLabelValues(failSessionTooLarge)))
+				}
+				return
+			}
+			if resp.GetOkResponse() == nil {
+				t.Fatalf("refresh: %v", resp)
+			}
+			plain, _ := sessionOf(t, srv, resp)
+			var sess session
+			json.Unmarshal(plain, &sess)
+			if (sess.IDToken != "") != tc.wantToken || (sess.Claims != nil) == tc.wantToken {
+				t.Errorf("refreshed session: ID token %t, claims %t; want the ID token %t", sess.IDToken != "", sess.Claims != nil, tc.wantToken)
+			}
+		})
+	}
+}
+
+// TestBearerStripAuthorization: the bearer token reaches the upstream
+// unless bearer.stripAuthorization is set.
+func TestBearerStripAuthorization(t *testing.T) {
+	op := newStandInOP(t, map[string]any{"sub": "client"})
+	for _, strip := range []bool{false, true} {
+		srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.Bearer.StripAuthorization = strip })
+		token := op.idToken(t, "api")
+		resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + token}, nil))
+		if err != nil || resp.GetOkResponse() == nil {
+			t.Fatalf("stripAuthorization %t: %v, %v", strip, resp, err)
+		}
+		removed := false
+		for _, h := range resp.GetOkResponse().GetHeadersToRemove() {
+			removed = removed || strings.EqualFold(h, "authorization")
+		}
+		if removed != strip {
+			t.Errorf("stripAuthorization %t: Authorization removed = %t (headers_to_remove %v)", strip, removed, resp.GetOkResponse().GetHeadersToRemove())
+		}
+	}
+}
