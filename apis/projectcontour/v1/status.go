@@ -25,6 +25,8 @@ const (
 	ConditionTypeOrphanedError            = "Orphaned"
 	ConditionTypeTLSFallbackError         = "TLSFallbackError"
 	ConditionTypeTLSClientValidationError = "TLSClientValidationError"
+	// ConditionTypeDelegationError is a TLSCertificateDelegation's.
+	ConditionTypeDelegationError = "DelegationError"
 	// ConditionTypeSpecError: a field of the object itself is wrong
 	// (unknown, given twice, or not implemented), whatever it holds.
 	ConditionTypeSpecError = "SpecError"

@@ -31,14 +31,6 @@ func ExtensionClusterName(namespace, name string) string {
 
 // Reasons of ExtensionService errors.
 const (
-	ReasonServiceUnresolved   = "ServiceUnresolvedReference"
-	ReasonUnsupportedProtocol = "UnsupportedProtocol"
-	ReasonInvalidTimeout      = "InvalidTimeout"
-	ReasonInvalidValidation   = "UpstreamValidationInvalid"
-	ReasonInvalidLBPolicy     = "InvalidLoadBalancerPolicy"
-	ReasonInvalidExternalName = "InvalidExternalName"
-	ReasonInvalidHealthCheck  = "InvalidHealthCheckPolicy"
-	ReasonTLSWithoutVerify    = "TLSWithoutValidation"
 	// Condition types of ExtensionService findings.
 	condSpec = contourv1.ConditionTypeSpecError
 )
@@ -56,7 +48,7 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	spec := es.Spec
 
 	if v := spec.ProtocolVersion; v != "" && v != v1alpha1.SupportProtocolVersion3 {
-		st.AddError(condSpec, ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocolVersion %q is not supported: only %q", v, v1alpha1.SupportProtocolVersion3))
+		st.AddError(condSpec, status.ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocolVersion %q is not supported: only %q", v, v1alpha1.SupportProtocolVersion3))
 	}
 
 	// Protocol: h2 is HTTP/2 over TLS, h2c is plaintext HTTP/2. Unset means
@@ -72,14 +64,14 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 		case "h2c":
 			protocol = ir.H2C
 			if spec.UpstreamValidation != nil {
-				st.AddError(condSpec, ReasonUnsupportedProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
+				st.AddError(condSpec, status.ReasonUnsupportedProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
 			}
 		default:
-			st.AddError(condSpec, ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocol %q is not supported: use h2 (TLS) or h2c (plaintext)", *p))
+			st.AddError(condSpec, status.ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocol %q is not supported: use h2 (TLS) or h2c (plaintext)", *p))
 		}
 	}
 	if protocol == ir.H2 && spec.UpstreamValidation == nil {
-		st.AddWarning(condSpec, ReasonTLSWithoutVerify, "spec.protocol is h2 (TLS) but spec.validation is not set: the server's certificate is not verified")
+		st.AddWarning(condSpec, status.ReasonTLSWithoutValidation, "spec.protocol is h2 (TLS) but spec.validation is not set: the server's certificate is not verified")
 	}
 
 	var validation *ir.UpstreamValidation
@@ -87,7 +79,7 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 		var err error
 		validation, err = b.upstreamValidation(v, es.Namespace)
 		if err != nil {
-			st.AddError(condSpec, ReasonInvalidValidation, "spec.validation: "+err.Error())
+			st.AddError(condSpec, status.ReasonUpstreamValidationInvalid, "spec.validation: "+err.Error())
 		} else {
 			ext.authority = v.SubjectName
 		}
@@ -99,19 +91,19 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 		case "", "RoundRobin", "WeightedLeastRequest", "Random":
 			lb = p.Strategy
 		default:
-			st.AddError(condSpec, ReasonInvalidLBPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
+			st.AddError(condSpec, status.ReasonInvalidLoadBalancerPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
 		}
 	}
 
 	var idle *time.Duration
 	if tp := spec.TimeoutPolicy; tp != nil {
 		if d, err := config.ParseTimeout(tp.Response); err != nil {
-			st.AddError(condSpec, ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
+			st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
 		} else {
 			ext.timeout = d
 		}
 		if d, err := config.ParseTimeout(tp.Idle); err != nil {
-			st.AddError(condSpec, ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
+			st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
 		} else {
 			idle = d
 		}
@@ -119,7 +111,7 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 
 	hc, err := healthCheck(spec.HealthCheckPolicy)
 	if err != nil {
-		st.AddError(condSpec, ReasonInvalidHealthCheck, "spec.healthCheckPolicy: "+err.Error())
+		st.AddError(condSpec, status.ReasonInvalidHealthCheckPolicy, "spec.healthCheckPolicy: "+err.Error())
 	}
 
 	var backends []*backend
@@ -128,11 +120,11 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	for i, t := range spec.Services {
 		be, err := b.resolveService(nn(es.Namespace, t.Name), t.Port)
 		if err != nil {
-			st.AddError("ServiceError", ReasonServiceUnresolved, fmt.Sprintf("spec.services[%d]: %s", i, err))
+			st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, fmt.Sprintf("spec.services[%d]: %s", i, err))
 			continue
 		}
 		if be.service.Spec.Type == corev1.ServiceTypeExternalName && len(spec.Services) > 1 {
-			st.AddError("ServiceError", ReasonInvalidExternalName, fmt.Sprintf("spec.services[%d]: ExternalName Service %q must be the only service of an ExtensionService", i, t.Name))
+			st.AddError(contourv1.ConditionTypeServiceError, status.ReasonInvalidExternalName, fmt.Sprintf("spec.services[%d]: ExternalName Service %q must be the only service of an ExtensionService", i, t.Name))
 			continue
 		}
 		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
@@ -144,7 +136,7 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 		weights = append(weights, t.Weight)
 	}
 	if len(spec.Services) == 0 {
-		st.AddError("ServiceError", ReasonServiceUnresolved, "spec.services must name at least one Service")
+		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "spec.services must name at least one Service")
 	}
 	if !st.Valid() {
 		return ext

@@ -92,10 +92,10 @@ func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Ob
 		return procScope{}
 	}
 	if !secure {
-		return fail("ExtProcNotPermitted", "%s requires Spec.VirtualHost.TLS: per-virtual-host external processing is only supported on HTTPS virtual hosts (the HTTP listener's hosts share the global processor)", where)
+		return fail(status.ReasonExtProcNotPermitted, "%s requires Spec.VirtualHost.TLS: per-virtual-host external processing is only supported on HTTPS virtual hosts (the HTTP listener's hosts share the global processor)", where)
 	}
 	if errs := config.CheckExtProc(e.Processor, where+".Processor", true); len(errs) > 0 {
-		return fail("ExtProcInvalid", "%s", strings.Join(errs, "; "))
+		return fail(status.ReasonExtProcInvalid, "%s", strings.Join(errs, "; "))
 	}
 	if e.Disabled {
 		return procScope{disabled: true}
@@ -104,11 +104,11 @@ func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Ob
 		return global
 	}
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
-		return fail("ExtProcIncompatibleWithFallback", "%s.Processor is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts and uses the global processor", where)
+		return fail(status.ReasonExtProcIncompatibleWithFallback, "%s.Processor is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts and uses the global processor", where)
 	}
 	proc, problem := b.extProc(e.Processor, p.Namespace, where+".Processor")
 	if problem != "" {
-		return fail("ExtProcExtensionServiceUnavailable", "%s.Processor.GRPCService.ExtensionRef: %s", where, problem)
+		return fail(status.ReasonExtProcExtensionServiceUnavailable, "%s.Processor.GRPCService.ExtensionRef: %s", where, problem)
 	}
 	return procScope{effective: proc, own: true}
 }
@@ -140,16 +140,16 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 		return nil
 	}
 	if scope.effective == nil {
-		return bad("ExtProcOverridesWithoutProcessor", "%s: there is no external processor to override: neither the virtual host nor the global configuration sets one (or the virtual host disabled it)", where)
+		return bad(status.ReasonExtProcOverridesWithoutProcessor, "%s: there is no external processor to override: neither the virtual host nor the global configuration sets one (or the virtual host disabled it)", where)
 	}
 	if o.MutationRules != nil {
-		return bad("ExtProcOverridesInvalid", "%s.MutationRules cannot be overridden per route: set them on the virtual host or global processor", where)
+		return bad(status.ReasonExtProcOverridesInvalid, "%s.MutationRules cannot be overridden per route: set them on the virtual host or global processor", where)
 	}
 	if o.AllowModeOverride {
-		return bad("ExtProcOverridesInvalid", "%s.AllowModeOverride cannot be overridden per route: set it on the virtual host or global processor", where)
+		return bad(status.ReasonExtProcOverridesInvalid, "%s.AllowModeOverride cannot be overridden per route: set it on the virtual host or global processor", where)
 	}
 	if errs := config.CheckExtProc(o, where, false); len(errs) > 0 {
-		return bad("ExtProcOverridesInvalid", "%s", strings.Join(errs, "; "))
+		return bad(status.ReasonExtProcOverridesInvalid, "%s", strings.Join(errs, "; "))
 	}
 	out := &ir.ExtProcOverrides{Mode: processingMode(o.ProcessingMode)}
 	if g := o.GRPCService; g != nil {
@@ -163,11 +163,11 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 			// check, possibly onto a route this HTTPProxy does not own.
 			// Only the virtual host's owner may pick one.
 			if p.Spec.VirtualHost == nil {
-				return bad("ExtProcServiceNotPermitted", "%s.GRPCService.ExtensionRef: only the root HTTPProxy may name a processor for its routes (a processor runs after authorization and can route the request again, onto routes this HTTPProxy does not own)", where)
+				return bad(status.ReasonExtProcServiceNotPermitted, "%s.GRPCService.ExtensionRef: only the root HTTPProxy may name a processor for its routes (a processor runs after authorization and can route the request again, onto routes this HTTPProxy does not own)", where)
 			}
 			svc.Cluster, svc.Authority, svc.Timeout = "", "", nil
 			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
-				return bad("ExtProcExtensionServiceUnavailable", "%s.GRPCService.ExtensionRef: %s", where, problem)
+				return bad(status.ReasonExtProcExtensionServiceUnavailable, "%s.GRPCService.ExtensionRef: %s", where, problem)
 			}
 			b.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
 		} else if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {

@@ -25,10 +25,7 @@ type globals struct {
 }
 
 // Reasons of the global warnings.
-const (
-	ReasonGlobalAuthUnavailable    = "GlobalExtAuthUnavailable"
-	ReasonGlobalExtProcUnavailable = "GlobalExtProcUnavailable"
-)
+const ()
 
 // buildGlobals resolves the global ExtensionServices. A missing or invalid
 // one never makes the build fail and never opens traffic: the filter still
@@ -47,7 +44,7 @@ func (b *builder) buildGlobals(m *ir.Model) {
 			}
 		} else {
 			a.Cluster, a.Authority = b.unavailableCluster(ns, name), name+"."+ns
-			b.global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: ReasonGlobalAuthUnavailable,
+			b.global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: status.ReasonGlobalExtAuthUnavailable,
 				Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
 		}
 		if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
@@ -72,7 +69,7 @@ func (b *builder) buildGlobals(m *ir.Model) {
 				ref = g.Processor.GRPCService.ExtensionServiceRef
 			}
 			p.Cluster, p.Authority = b.unavailableCluster(ref.Namespace, ref.Name), ref.Name+"."+ref.Namespace
-			b.global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: ReasonGlobalExtProcUnavailable,
+			b.global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: status.ReasonGlobalExtProcUnavailable,
 				Message: fmt.Sprintf("global external processing (configuration file, globalExtProc): %s: requests fail%s until it is fixed", problem, failOpenNote(p.FailOpen))}
 		}
 		b.global.proc = p
@@ -98,10 +95,10 @@ func (b *builder) unavailableCluster(namespace, name string) string {
 func (b *builder) lookupExtension(namespace, name string) (ext *extension, reason, message string) {
 	e, ok := b.extensions[nn(namespace, name)]
 	if !ok {
-		return nil, "ExtensionServiceNotFound", fmt.Sprintf("ExtensionService %q not found", namespace+"/"+name)
+		return nil, status.ReasonExtensionServiceNotFound, fmt.Sprintf("ExtensionService %q not found", namespace+"/"+name)
 	}
 	if e.cluster == nil {
-		return nil, "ExtensionServiceInvalid", fmt.Sprintf("ExtensionService %q is invalid: %s", namespace+"/"+name, status.Summary(e.status))
+		return nil, status.ReasonExtensionServiceInvalid, fmt.Sprintf("ExtensionService %q is invalid: %s", namespace+"/"+name, status.Summary(e.status))
 	}
 	return e, "", ""
 }

@@ -239,7 +239,7 @@ func (b *builder) rootBuild(p *contourv1.HTTPProxy, dup string) *rootOut {
 	b.lookupProxy(nn(p.Namespace, p.Name))
 	st := b.proxyStatus(p)
 	if dup != "" {
-		st.AddError(contourv1.ConditionTypeVirtualHostError, "DuplicateVhost", dup)
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonDuplicateVhost, dup)
 	}
 	b.buildRoot(out, p, st)
 	return out

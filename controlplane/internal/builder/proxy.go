@@ -91,18 +91,18 @@ func (b *builder) buildRoot(out *rootOut, p *contourv1.HTTPProxy, st *status.Obj
 	vh := p.Spec.VirtualHost
 	b.visited[nn(p.Namespace, p.Name)] = true
 	if len(b.opts.RootNamespaces) > 0 && !slices.Contains(b.opts.RootNamespaces, p.Namespace) {
-		st.AddError(contourv1.ConditionTypeRootNamespaceError, "RootProxyNotAllowedInNamespace",
+		st.AddError(contourv1.ConditionTypeRootNamespaceError, status.ReasonRootProxyNotAllowedInNamespace,
 			fmt.Sprintf("root HTTPProxy cannot be defined in this namespace: root HTTPProxies are allowed in %s", strings.Join(b.opts.RootNamespaces, ", ")))
 	}
 	fqdn := strings.ToLower(vh.Fqdn)
 	switch {
 	case fqdn == "":
-		st.AddError(contourv1.ConditionTypeVirtualHostError, "FQDNNotSpecified", "Spec.VirtualHost.Fqdn must be specified")
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNNotSpecified, "Spec.VirtualHost.Fqdn must be specified")
 	case strings.Contains(fqdn, "*"):
-		st.AddError(contourv1.ConditionTypeVirtualHostError, "WildCardNotAllowed", fmt.Sprintf("Spec.VirtualHost.Fqdn %q cannot use wildcards", vh.Fqdn))
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q cannot use wildcards", vh.Fqdn))
 	default:
 		if errs := validation.IsDNS1123Subdomain(fqdn); len(errs) > 0 {
-			st.AddError(contourv1.ConditionTypeVirtualHostError, "FQDNInvalid", fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", vh.Fqdn, strings.Join(errs, "; ")))
+			st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNInvalid, fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", vh.Fqdn, strings.Join(errs, "; ")))
 		}
 	}
 
@@ -177,32 +177,32 @@ func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.Secu
 	}
 	out := &ir.SecureVirtualHost{MinTLSVersion: t.MinimumProtocolVersion, MaxTLSVersion: t.MaximumProtocolVersion}
 	if t.SecretName == "" {
-		st.AddError(contourv1.ConditionTypeTLSError, "SecretNameRequired", "Spec.VirtualHost.TLS.SecretName must be specified")
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonSecretNameRequired, "Spec.VirtualHost.TLS.SecretName must be specified")
 	} else if name, err := b.tlsSecret(t.SecretName, p.Namespace); err != nil {
 		ref := splitRef(t.SecretName, p.Namespace).String()
 		switch {
 		case errors.Is(err, errSecretNotFound):
-			st.AddError(contourv1.ConditionTypeTLSError, "SecretNotFound", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q not found", ref))
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonSecretNotFound, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q not found", ref))
 		case errors.Is(err, errNotDelegated):
-			st.AddError(contourv1.ConditionTypeTLSError, "DelegationNotPermitted", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", ref))
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonDelegationNotPermitted, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", ref))
 		default:
-			st.AddError(contourv1.ConditionTypeTLSError, "SecretInvalid", fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: %v", ref, err))
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonSecretInvalid, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: %v", ref, err))
 		}
 	} else {
 		out.Secret = name
 	}
 	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
-		st.AddError(contourv1.ConditionTypeTLSError, "TLSVersionsInvalid", "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSVersionsInvalid, "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
 	}
 	if cv := t.ClientValidation; cv != nil {
 		out.ClientValidation = &ir.ClientValidation{SkipVerification: cv.SkipClientCertValidation, Optional: cv.OptionalClientCertificate}
 		switch {
 		case cv.SkipClientCertValidation && cv.CACertificate != "":
-			st.AddError(contourv1.ConditionTypeTLSClientValidationError, "ClientValidationInvalid", "Spec.VirtualHost.TLS client validation is invalid: caSecret and skipClientCertValidation are mutually exclusive")
+			st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: caSecret and skipClientCertValidation are mutually exclusive")
 		case !cv.SkipClientCertValidation:
 			name, err := b.caSecret(cv.CACertificate, p.Namespace)
 			if err != nil {
-				st.AddError(contourv1.ConditionTypeTLSClientValidationError, "ClientValidationInvalid", "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
+				st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
 			}
 			out.ClientValidation.CASecret = name
 		}
@@ -210,15 +210,15 @@ func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.Secu
 	if t.EnableFallbackCertificate {
 		switch {
 		case t.ClientValidation != nil:
-			st.AddError(contourv1.ConditionTypeTLSFallbackError, "TLSIncompatibleFeatures", "Spec.Virtualhost.TLS fallback & client validation are incompatible together")
+			st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonTLSIncompatibleFeatures, "Spec.Virtualhost.TLS fallback & client validation are incompatible together")
 		case b.opts.FallbackCertificate == "":
-			st.AddError(contourv1.ConditionTypeTLSFallbackError, "FallbackNotConfigured", "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
+			st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonFallbackNotConfigured, "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
 		default:
 			fb := splitRef(b.opts.FallbackCertificate, "")
 			if _, err := b.tlsSecret(b.opts.FallbackCertificate, fb.Namespace); err != nil {
-				st.AddError(contourv1.ConditionTypeTLSFallbackError, "FallbackCertificateInvalid", fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
+				st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonFallbackCertificateInvalid, fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
 			} else if fb.Namespace != p.Namespace && !b.delegated(fb, p.Namespace) {
-				st.AddError(contourv1.ConditionTypeTLSFallbackError, "FallbackNotDelegated", fmt.Sprintf("Spec.VirtualHost.TLS fallback Secret %q is not configured for certificate delegation", fb.String()))
+				st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonFallbackNotDelegated, fmt.Sprintf("Spec.VirtualHost.TLS fallback Secret %q is not configured for certificate delegation", fb.String()))
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 		// global authorization or refine its policy.
 		refinesGlobal := b.global.auth != nil && a != nil && a.AuthPolicy != nil
 		if a != nil && !a.GlobalExternalAuthorizationDisabled && !refinesGlobal {
-			st.AddError(contourv1.ConditionTypeAuthError, "ExtensionServiceRefRequired", "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
+			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
 		}
 		return nil
 	}
@@ -243,17 +243,17 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 		return nil
 	}
 	if !secure {
-		return fail("AuthNotPermitted", "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization of its own is only supported on HTTPS virtual hosts (HTTP virtual hosts use the global authorization of the configuration file, globalExtAuth)")
+		return fail(status.ReasonAuthNotPermitted, "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization of its own is only supported on HTTPS virtual hosts (HTTP virtual hosts use the global authorization of the configuration file, globalExtAuth)")
 	}
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
-		return fail("AuthIncompatibleWithFallback", "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts")
+		return fail(status.ReasonAuthIncompatibleWithFallback, "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts")
 	}
 	ref := a.ExtensionServiceRef
 	if ref.APIVersion != "" && ref.APIVersion != v1alpha1.GroupVersion.String() {
-		return fail("AuthBadResourceVersion", "Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported resource version %q: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
+		return fail(status.ReasonAuthBadResourceVersion, "Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported resource version %q: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
 	}
 	if ref.Kind != "" && ref.Kind != KindExtensionService {
-		return fail("AuthBadResourceKind", "Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported kind %q: use %q", ref.Kind, KindExtensionService)
+		return fail(status.ReasonAuthBadResourceKind, "Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported kind %q: use %q", ref.Kind, KindExtensionService)
 	}
 	ns := ref.Namespace
 	if ns == "" {
@@ -261,10 +261,10 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 	}
 	ext, ok := b.extensions[nn(ns, ref.Name)]
 	if !ok {
-		return fail("ExtensionServiceNotFound", "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q not found", ns+"/"+ref.Name)
+		return fail(status.ReasonExtensionServiceNotFound, "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q not found", ns+"/"+ref.Name)
 	}
 	if ext.cluster == nil {
-		return fail("ExtensionServiceInvalid", "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q is invalid: %s", ns+"/"+ref.Name, status.Summary(ext.status))
+		return fail(status.ReasonExtensionServiceInvalid, "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q is invalid: %s", ns+"/"+ref.Name, status.Summary(ext.status))
 	}
 	out := &ir.ExtAuth{Cluster: ext.cluster.Name, Authority: ext.authority, FailOpen: a.FailOpen, Timeout: DefaultAuthTimeout}
 	if ext.timeout != nil {
@@ -272,7 +272,7 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 	}
 	d, err := config.ParseTimeout(a.ResponseTimeout)
 	if err != nil {
-		return fail("AuthResponseTimeoutInvalid", "Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err)
+		return fail(status.ReasonAuthResponseTimeoutInvalid, "Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err)
 	}
 	if d != nil {
 		out.Timeout = *d

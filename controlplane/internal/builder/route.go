@@ -58,17 +58,17 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 		}
 		ck := conditionsKey(inc.Conditions)
 		if j, dup := seen[ck]; dup {
-			st.AddError(contourv1.ConditionTypeIncludeError, "DuplicateMatchConditions", fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonDuplicateMatchConditions, fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
 			continue
 		}
 		seen[ck] = i
 		child := b.lookupProxy(childKey)
 		if child == nil {
-			st.AddError(contourv1.ConditionTypeIncludeError, "IncludeNotFound", fmt.Sprintf("%s: include %s not found", where, childKey))
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeNotFound, fmt.Sprintf("%s: include %s not found", where, childKey))
 			continue
 		}
 		if child.Spec.VirtualHost != nil {
-			st.AddError(contourv1.ConditionTypeIncludeError, "RootIncludesRoot", fmt.Sprintf("%s: root httpproxy cannot delegate to another root httpproxy (%s)", where, childKey))
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonRootIncludesRoot, fmt.Sprintf("%s: root httpproxy cannot delegate to another root httpproxy (%s)", where, childKey))
 			continue
 		}
 		if slices.Contains(chain, childKey) {
@@ -76,7 +76,7 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 			for _, c := range append(chain, childKey) {
 				path = append(path, c.String())
 			}
-			st.AddError(contourv1.ConditionTypeIncludeError, "IncludeCreatesCycle", fmt.Sprintf("%s: include creates a delegation cycle: %s", where, strings.Join(path, " -> ")))
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeCreatesCycle, fmt.Sprintf("%s: include creates a delegation cycle: %s", where, strings.Join(path, " -> ")))
 			continue
 		}
 		routes, ok := b.include(child, chain, cond, scope, secure)
@@ -84,7 +84,7 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 			return nil
 		}
 		if !b.proxyStatus(child).Valid() {
-			st.AddWarning(contourv1.ConditionTypeIncludeError, "IncludedProxyInvalid", fmt.Sprintf("%s: included HTTPProxy %s is invalid: its routes are not served", where, childKey))
+			st.AddWarning(contourv1.ConditionTypeIncludeError, status.ReasonIncludedProxyInvalid, fmt.Sprintf("%s: included HTTPProxy %s is invalid: its routes are not served", where, childKey))
 			continue
 		}
 		out = append(out, routes...)
@@ -109,7 +109,7 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 	}
 	if len(rt.Headers) > 0 {
 		if err := headerConditionsValid(rt.Headers); err != nil {
-			fail(contourv1.ConditionTypeHeaderConditionsError, "HeaderMatchConditionsNotValid", "%v", err)
+			fail(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, "%v", err)
 		}
 	}
 
@@ -133,14 +133,14 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 			rt.AuthContext = ctx
 		}
 		if scope.own && r.PermitInsecure && !disabled {
-			fail(contourv1.ConditionTypeAuthError, "AuthPermitInsecureNotDisabled", "permitInsecure requires authorization to be disabled on the route (authPolicy.disabled: true): its insecure copy on the HTTP listener would not be authorized")
+			fail(contourv1.ConditionTypeAuthError, status.ReasonAuthPermitInsecureNotDisabled, "permitInsecure requires authorization to be disabled on the route (authPolicy.disabled: true): its insecure copy on the HTTP listener would not be authorized")
 		}
 	}
 	rt.ExtProc = b.routeExtProc(p, r, scope.proc, fail)
 	b.warnGlobalUnavailable(rt.Route, scope, st)
 
 	if len(r.Services) == 0 {
-		fail(contourv1.ConditionTypeRouteError, "NoServicesPresent", "route.services must have at least one entry")
+		fail(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry")
 	}
 	allZero := true
 	var sum int64
@@ -153,17 +153,17 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 	if sum > math.MaxUint32 {
 		// Envoy rejects the whole route configuration (shared by every
 		// virtual host of the HTTP listener) over this.
-		fail(contourv1.ConditionTypeServiceError, "ServiceWeightInvalid", "the weights of the services add up to %d, more than %d", sum, uint32(math.MaxUint32))
+		fail(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "the weights of the services add up to %d, more than %d", sum, uint32(math.MaxUint32))
 	}
 	for j, s := range r.Services {
 		swhere := fmt.Sprintf("Services[%d]", j)
 		if s.Port < 1 || s.Port > 65535 {
-			fail(contourv1.ConditionTypeServiceError, "ServicePortInvalid", "%s: service %q: port must be in the range 1-65535", swhere, s.Name)
+			fail(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: port must be in the range 1-65535", swhere, s.Name)
 			continue
 		}
 		be, err := b.resolveService(nn(p.Namespace, s.Name), s.Port)
 		if err != nil {
-			fail(contourv1.ConditionTypeServiceError, "ServiceUnresolvedReference", "%s: Service [%s:%d] is invalid or missing: %v", swhere, s.Name, s.Port, err)
+			fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", swhere, s.Name, s.Port, err)
 			continue
 		}
 		protocol := ir.HTTP1
@@ -176,33 +176,33 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 			case "tls":
 				protocol = ir.TLS
 			default:
-				fail(contourv1.ConditionTypeServiceError, "UnsupportedProtocol", "%s: Service [%s:%d] protocol %q is unsupported: use h2, h2c or tls", swhere, s.Name, s.Port, *s.Protocol)
+				fail(contourv1.ConditionTypeServiceError, status.ReasonUnsupportedProtocol, "%s: Service [%s:%d] protocol %q is unsupported: use h2, h2c or tls", swhere, s.Name, s.Port, *s.Protocol)
 				continue
 			}
 		}
 		var uv *ir.UpstreamValidation
 		if s.UpstreamValidation != nil {
 			if protocol != ir.TLS && protocol != ir.H2 {
-				fail(contourv1.ConditionTypeServiceError, "TLSUpstreamValidation", "%s: Service [%s:%d] TLS upstream validation policy error: validation requires protocol tls or h2", swhere, s.Name, s.Port)
+				fail(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: validation requires protocol tls or h2", swhere, s.Name, s.Port)
 				continue
 			}
 			if uv, err = b.upstreamValidation(s.UpstreamValidation, p.Namespace); err != nil {
-				fail(contourv1.ConditionTypeServiceError, "TLSUpstreamValidation", "%s: Service [%s:%d] TLS upstream validation policy error: %v", swhere, s.Name, s.Port, err)
+				fail(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: %v", swhere, s.Name, s.Port, err)
 				continue
 			}
 		}
 		reqH, err := headersPolicy(s.RequestHeadersPolicy, true)
 		if err != nil {
-			fail(contourv1.ConditionTypeHeadersPolicyError, "RequestHeadersPolicyInvalid", "%s.RequestHeadersPolicy: %v", swhere, err)
+			fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "%s.RequestHeadersPolicy: %v", swhere, err)
 			continue
 		}
 		respH, err := headersPolicy(s.ResponseHeadersPolicy, false)
 		if err != nil {
-			fail(contourv1.ConditionTypeHeadersPolicyError, "ResponseHeadersPolicyInvalid", "%s.ResponseHeadersPolicy: %v", swhere, err)
+			fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "%s.ResponseHeadersPolicy: %v", swhere, err)
 			continue
 		}
 		if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
-			st.AddWarning(contourv1.ConditionTypeServiceError, "NoEndpoints", fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", where, p.Namespace, s.Name, s.Port))
+			st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", where, p.Namespace, s.Name, s.Port))
 		}
 		c := b.clusterFor("service", be, protocol, uv, "", nil)
 		b.sources.clusters.add(c.Name, proxyRef(p.Namespace, p.Name))
@@ -218,17 +218,17 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 
 	var err error
 	if rt.RequestHeaders, err = headersPolicy(r.RequestHeadersPolicy, true); err != nil {
-		fail(contourv1.ConditionTypeHeadersPolicyError, "RequestHeadersPolicyInvalid", "RequestHeadersPolicy: %v", err)
+		fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "RequestHeadersPolicy: %v", err)
 	}
 	if rt.ResponseHeaders, err = headersPolicy(r.ResponseHeadersPolicy, false); err != nil {
-		fail(contourv1.ConditionTypeHeadersPolicyError, "ResponseHeadersPolicyInvalid", "ResponseHeadersPolicy: %v", err)
+		fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "ResponseHeadersPolicy: %v", err)
 	}
 	if tp := r.TimeoutPolicy; tp != nil {
 		if rt.ResponseTimeout, err = config.ParseTimeout(tp.Response); err != nil {
-			fail(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", "TimeoutPolicy.Response: %v", err)
+			fail(contourv1.ConditionTypeRouteError, status.ReasonTimeoutPolicyNotValid, "TimeoutPolicy.Response: %v", err)
 		}
 		if rt.IdleTimeout, err = config.ParseTimeout(tp.Idle); err != nil {
-			fail(contourv1.ConditionTypeRouteError, "TimeoutPolicyNotValid", "TimeoutPolicy.Idle: %v", err)
+			fail(contourv1.ConditionTypeRouteError, status.ReasonTimeoutPolicyNotValid, "TimeoutPolicy.Idle: %v", err)
 		}
 	}
 	return rt, valid
@@ -247,7 +247,7 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 		if c.Prefix != "" {
 			prefixes++
 			if err := pathConditionValid("prefix", c.Prefix); err != nil {
-				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
+				st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, fmt.Sprintf("%s: %v", where, err))
 				return out, false
 			}
 			out.Path = joinPath(out.Path, c.Prefix)
@@ -255,7 +255,7 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 		if c.Exact != "" {
 			exacts++
 			if err := pathConditionValid("exact", c.Exact); err != nil {
-				st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
+				st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, fmt.Sprintf("%s: %v", where, err))
 				return out, false
 			}
 			out.Path = joinPath(out.Path, c.Exact)
@@ -264,7 +264,7 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 		if c.Header != nil {
 			h, err := headerMatch(c.Header)
 			if err != nil {
-				st.AddError(contourv1.ConditionTypeHeaderConditionsError, "HeaderMatchConditionsNotValid", fmt.Sprintf("%s: %v", where, err))
+				st.AddError(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, fmt.Sprintf("%s: %v", where, err))
 				return out, false
 			}
 			out.Headers = append(out.Headers, h)
@@ -272,16 +272,16 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 	}
 	switch {
 	case prefixes > 1:
-		st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", where+": more than one prefix is not allowed in a condition block")
+		st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, where+": more than one prefix is not allowed in a condition block")
 		return out, false
 	case exacts > 1:
-		st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", where+": more than one exact is not allowed in a condition block")
+		st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, where+": more than one exact is not allowed in a condition block")
 		return out, false
 	case prefixes+exacts > 1:
-		st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", where+": prefix and exact conditions cannot be combined in a condition block")
+		st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, where+": prefix and exact conditions cannot be combined in a condition block")
 		return out, false
 	case exacts == 1 && parent.PathKind == ir.PathExact:
-		st.AddError(contourv1.ConditionTypePathConditionsError, "PathMatchConditionsNotValid", where+": cannot add a path condition under an exact match")
+		st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, where+": cannot add a path condition under an exact match")
 		return out, false
 	}
 	return out, true

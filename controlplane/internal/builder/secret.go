@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // Secret problems, told apart so that status reasons can say which.
@@ -146,26 +148,26 @@ func (b *builder) buildDelegations() {
 	for _, d := range b.delegations {
 		st := b.specStatus(KindTLSCertificateDelegation, d, d.Spec)
 		if len(d.Spec.Delegations) == 0 {
-			st.AddError("DelegationError", "NoDelegations", "spec.delegations must list at least one Secret")
+			st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonNoDelegations, "spec.delegations must list at least one Secret")
 		}
 		for i, cd := range d.Spec.Delegations {
 			if cd.SecretName == "" {
-				st.AddError("DelegationError", "SecretNameRequired", fmt.Sprintf("spec.delegations[%d].secretName is required", i))
+				st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonSecretNameRequired, fmt.Sprintf("spec.delegations[%d].secretName is required", i))
 				continue
 			}
 			if len(cd.TargetNamespaces) == 0 {
-				st.AddError("DelegationError", "TargetNamespacesRequired", fmt.Sprintf("spec.delegations[%d].targetNamespaces must list namespaces or \"*\"", i))
+				st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonTargetNamespacesRequired, fmt.Sprintf("spec.delegations[%d].targetNamespaces must list namespaces or \"*\"", i))
 			}
 			for j, ns := range cd.TargetNamespaces {
 				if ns == "*" {
 					continue
 				}
 				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-					st.AddError("DelegationError", "TargetNamespaceInvalid", fmt.Sprintf("spec.delegations[%d].targetNamespaces[%d] %q is not a namespace name or \"*\": %s", i, j, ns, strings.Join(errs, "; ")))
+					st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonTargetNamespaceInvalid, fmt.Sprintf("spec.delegations[%d].targetNamespaces[%d] %q is not a namespace name or \"*\": %s", i, j, ns, strings.Join(errs, "; ")))
 				}
 			}
 			if _, ok := b.secrets[nn(d.Namespace, cd.SecretName)]; !ok {
-				st.AddWarning("DelegationError", "SecretNotFound", fmt.Sprintf("spec.delegations[%d]: Secret %q not found in namespace %q", i, cd.SecretName, d.Namespace))
+				st.AddWarning(contourv1.ConditionTypeDelegationError, status.ReasonSecretNotFound, fmt.Sprintf("spec.delegations[%d]: Secret %q not found in namespace %q", i, cd.SecretName, d.Namespace))
 			}
 		}
 	}

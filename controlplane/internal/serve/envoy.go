@@ -14,14 +14,10 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
 
-// Envoy's rejections as status sub-conditions (errors: the object's
-// configuration is not in force, Envoy keeps serving the previous one).
-const (
-	TypeEnvoyRejected     = "EnvoyRejected"
-	ReasonRejectedByEnvoy = "RejectedByEnvoy"
-	// maxEnvoyMessage bounds Envoy's error_detail in a status message.
-	maxEnvoyMessage = 2000
-)
+// maxEnvoyMessage bounds Envoy's error_detail in a status message (an
+// EnvoyRejected error: the object's configuration is not in force, Envoy
+// keeps serving the previous one).
+const maxEnvoyMessage = 2000
 
 // withEnvoyRejections returns b with an EnvoyRejected error on every
 // object a current rejection is attributed to, and the rejections that no
@@ -38,7 +34,7 @@ func withEnvoyRejections(b *builder.Result, attr *pipeline.Attribution, rejectio
 			unattributed = append(unattributed, r)
 			continue
 		}
-		p := status.Problem{Type: TypeEnvoyRejected, Reason: ReasonRejectedByEnvoy, Message: rejectionMessage(r)}
+		p := status.Problem{Type: status.TypeEnvoyRejected, Reason: status.ReasonRejectedByEnvoy, Message: rejectionMessage(r)}
 		for _, ref := range refs {
 			problems[ref] = append(problems[ref], p)
 		}

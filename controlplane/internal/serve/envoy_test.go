@@ -10,6 +10,7 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
@@ -43,7 +44,7 @@ func TestWithEnvoyRejections(t *testing.T) {
 			var invalid []string
 			for _, o := range b.Status {
 				for _, p := range o.Errors {
-					if p.Type == TypeEnvoyRejected {
+					if p.Type == status.TypeEnvoyRejected {
 						invalid = append(invalid, o.Ref.String())
 						if !strings.Contains(p.Message, "bad") || !strings.Contains(p.Message, "version 7") {
 							t.Errorf("message %q lacks Envoy's error or the version", p.Message)
@@ -56,7 +57,7 @@ func TestWithEnvoyRejections(t *testing.T) {
 			}
 			for _, o := range res.Build.Status {
 				for _, p := range o.Errors {
-					if p.Type == TypeEnvoyRejected {
+					if p.Type == status.TypeEnvoyRejected {
 						t.Fatalf("the build's own findings were modified (%s)", o.Ref)
 					}
 				}

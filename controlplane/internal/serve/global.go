@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // globalGauge reports whether the global authorization / processing of the
@@ -33,7 +34,7 @@ func (s *Server) reportGlobal(b *builder.Result) {
 	unavailable := map[string]float64{"ext_authz": 0, "ext_proc": 0}
 	for _, p := range b.Unavailable {
 		filter := "ext_authz"
-		if p.Reason == builder.ReasonGlobalExtProcUnavailable {
+		if p.Reason == status.ReasonGlobalExtProcUnavailable {
 			filter = "ext_proc"
 		}
 		unavailable[filter] = 1

@@ -19,11 +19,11 @@ func TestReportGlobal(t *testing.T) {
 		want        [2]float64 // ext_authz, ext_proc
 	}{
 		{"both unavailable", []status.Problem{
-			{Reason: builder.ReasonGlobalAuthUnavailable, Message: "auth"},
-			{Reason: builder.ReasonGlobalExtProcUnavailable, Message: "proc"},
+			{Reason: status.ReasonGlobalExtAuthUnavailable, Message: "auth"},
+			{Reason: status.ReasonGlobalExtProcUnavailable, Message: "proc"},
 		}, [2]float64{1, 1}},
 		{"healed", nil, [2]float64{0, 0}},
-		{"ext_authz only", []status.Problem{{Reason: builder.ReasonGlobalAuthUnavailable}}, [2]float64{1, 0}},
+		{"ext_authz only", []status.Problem{{Reason: status.ReasonGlobalExtAuthUnavailable}}, [2]float64{1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.reportGlobal(&builder.Result{Unavailable: tc.unavailable})

@@ -94,27 +94,6 @@ const (
 	MessageOrphaned       = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
 )
 
-// Reasons of the errors about an object's fields (type SpecError), for
-// every kind. The object is not served: a field the control plane cannot
-// read or apply might be one that restricts access.
-const (
-	// ReasonUnknownField: a field the API does not have (a misspelling).
-	ReasonUnknownField = "UnknownField"
-	// ReasonDuplicateField: a field given twice; only one value would be
-	// read.
-	ReasonDuplicateField = "DuplicateField"
-	// ReasonUnsupportedField: a field of the API that portcullis does not
-	// implement (internal/fields); ignored, it would fail open.
-	ReasonUnsupportedField = "UnsupportedField"
-)
-
-// Reasons of errors that are Portcullis's own rather than Contour's.
-const (
-	// ReasonIncludeLimitExceeded: a root's includes expand past one of
-	// the configuration file's limits; the root is not served.
-	ReasonIncludeLimitExceeded = "IncludeLimitExceeded"
-)
-
 // ValidCondition computes the Valid condition for o. prev is the object's
 // current Valid condition (nil when it has none); when the computed
 // condition has the same status, prev's lastTransitionTime is kept.

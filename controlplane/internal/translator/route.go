@@ -66,7 +66,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 // vhostRoutes is the translation of one virtual host's routes.
 type vhostRoutes struct {
 	settings routeSettings
-	routes               []*routev3.Route
+	routes   []*routev3.Route
 	// key is the same for the same routes (see mergeIdentical), once
 	// keyed.
 	key   string

@@ -1,0 +1,96 @@
+package status
+
+// Reasons of the conditions and sub-conditions of the projectcontour.io
+// kinds (HTTPProxy, TLSCertificateDelegation, ExtensionService): every
+// reason the builder writes is one of these, so that the set a user can
+// see (and alert on) is in one place. The reasons of the Valid and Ready
+// conditions themselves are beside them in status.go.
+const (
+	ReasonAuthBadResourceKind                = "AuthBadResourceKind"
+	ReasonAuthBadResourceVersion             = "AuthBadResourceVersion"
+	ReasonAuthIncompatibleWithFallback       = "AuthIncompatibleWithFallback"
+	ReasonAuthNotPermitted                   = "AuthNotPermitted"
+	ReasonAuthPermitInsecureNotDisabled      = "AuthPermitInsecureNotDisabled"
+	ReasonAuthResponseTimeoutInvalid         = "AuthResponseTimeoutInvalid"
+	ReasonClientValidationInvalid            = "ClientValidationInvalid"
+	ReasonDelegationNotPermitted             = "DelegationNotPermitted"
+	ReasonDuplicateMatchConditions           = "DuplicateMatchConditions"
+	ReasonDuplicateVhost                     = "DuplicateVhost"
+	ReasonExtProcExtensionServiceUnavailable = "ExtProcExtensionServiceUnavailable"
+	ReasonExtProcIncompatibleWithFallback    = "ExtProcIncompatibleWithFallback"
+	ReasonExtProcInvalid                     = "ExtProcInvalid"
+	ReasonExtProcNotPermitted                = "ExtProcNotPermitted"
+	ReasonExtProcOverridesInvalid            = "ExtProcOverridesInvalid"
+	ReasonExtProcOverridesWithoutProcessor   = "ExtProcOverridesWithoutProcessor"
+	ReasonExtProcServiceNotPermitted         = "ExtProcServiceNotPermitted"
+	ReasonExtensionServiceInvalid            = "ExtensionServiceInvalid"
+	ReasonExtensionServiceNotFound           = "ExtensionServiceNotFound"
+	ReasonExtensionServiceRefRequired        = "ExtensionServiceRefRequired"
+	ReasonFQDNInvalid                        = "FQDNInvalid"
+	ReasonFQDNNotSpecified                   = "FQDNNotSpecified"
+	ReasonFallbackCertificateInvalid         = "FallbackCertificateInvalid"
+	ReasonFallbackNotConfigured              = "FallbackNotConfigured"
+	ReasonFallbackNotDelegated               = "FallbackNotDelegated"
+	ReasonGlobalExtAuthUnavailable           = "GlobalExtAuthUnavailable"
+	ReasonGlobalExtProcUnavailable           = "GlobalExtProcUnavailable"
+	ReasonHeaderMatchConditionsNotValid      = "HeaderMatchConditionsNotValid"
+	ReasonIncludeCreatesCycle                = "IncludeCreatesCycle"
+	ReasonIncludeNotFound                    = "IncludeNotFound"
+	ReasonIncludedProxyInvalid               = "IncludedProxyInvalid"
+	ReasonInvalidExternalName                = "InvalidExternalName"
+	ReasonInvalidHealthCheckPolicy           = "InvalidHealthCheckPolicy"
+	ReasonInvalidLoadBalancerPolicy          = "InvalidLoadBalancerPolicy"
+	ReasonInvalidTimeout                     = "InvalidTimeout"
+	ReasonNoDelegations                      = "NoDelegations"
+	ReasonNoEndpoints                        = "NoEndpoints"
+	ReasonNoServicesPresent                  = "NoServicesPresent"
+	ReasonPathMatchConditionsNotValid        = "PathMatchConditionsNotValid"
+	ReasonRequestHeadersPolicyInvalid        = "RequestHeadersPolicyInvalid"
+	ReasonResponseHeadersPolicyInvalid       = "ResponseHeadersPolicyInvalid"
+	ReasonRootIncludesRoot                   = "RootIncludesRoot"
+	ReasonRootProxyNotAllowedInNamespace     = "RootProxyNotAllowedInNamespace"
+	ReasonSecretInvalid                      = "SecretInvalid"
+	ReasonSecretNameRequired                 = "SecretNameRequired"
+	ReasonSecretNotFound                     = "SecretNotFound"
+	ReasonServicePortInvalid                 = "ServicePortInvalid"
+	ReasonServiceUnresolvedReference         = "ServiceUnresolvedReference"
+	ReasonServiceWeightInvalid               = "ServiceWeightInvalid"
+	ReasonTLSIncompatibleFeatures            = "TLSIncompatibleFeatures"
+	ReasonTLSUpstreamValidation              = "TLSUpstreamValidation"
+	ReasonTLSVersionsInvalid                 = "TLSVersionsInvalid"
+	ReasonTLSWithoutValidation               = "TLSWithoutValidation"
+	ReasonTargetNamespaceInvalid             = "TargetNamespaceInvalid"
+	ReasonTargetNamespacesRequired           = "TargetNamespacesRequired"
+	ReasonTimeoutPolicyNotValid              = "TimeoutPolicyNotValid"
+	ReasonUnsupportedProtocol                = "UnsupportedProtocol"
+	ReasonUpstreamValidationInvalid          = "UpstreamValidationInvalid"
+	ReasonWildCardNotAllowed                 = "WildCardNotAllowed"
+)
+
+// Reasons of the errors about an object's fields (type SpecError), for
+// every kind. The object is not served: a field the control plane cannot
+// read or apply might be one that restricts access.
+const (
+	// ReasonUnknownField: a field the API does not have (a misspelling).
+	ReasonUnknownField = "UnknownField"
+	// ReasonDuplicateField: a field given twice; only one value would be
+	// read.
+	ReasonDuplicateField = "DuplicateField"
+	// ReasonUnsupportedField: a field of the API that portcullis does not
+	// implement (internal/fields); ignored, it would fail open.
+	ReasonUnsupportedField = "UnsupportedField"
+)
+
+// Reasons of errors that are Portcullis's own rather than Contour's.
+const (
+	// ReasonIncludeLimitExceeded: a root's includes expand past one of
+	// the configuration file's limits; the root is not served.
+	ReasonIncludeLimitExceeded = "IncludeLimitExceeded"
+)
+
+// Envoy's rejection of an object's configuration (an ADS NACK), a
+// sub-condition of the objects it is attributed to.
+const (
+	TypeEnvoyRejected     = "EnvoyRejected"
+	ReasonRejectedByEnvoy = "RejectedByEnvoy"
+)
