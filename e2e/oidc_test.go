@@ -30,6 +30,10 @@ import (
 const (
 	oidcHost       = "app.oidc.test"
 	oidcApp        = "https://" + oidcHost
+	// oidcClaimsHost is served by an auth server whose sessions keep no
+	// groups (session.claims) and that strips bearer tokens.
+	oidcClaimsHost = "claims.oidc.test"
+	oidcClaimsApp  = "https://" + oidcClaimsHost
 	oidcTokenTTL   = 4 * time.Second
 	oidcCookie     = "__Host-portcullis_session" // the default: no cookie.domain in the configuration
 	oidcSignedOut  = oidcApp + "/public/signed-out"
@@ -39,13 +43,29 @@ const (
 
 // oidcStack is Envoy + control plane (file provider) in front of the echo
 // upstream, two authserver oidc replicas sharing a cookie key, and the
-// real OpenID Provider.
+// real OpenID Provider; plus a third auth server, with a session claim
+// filter, for a second virtual host.
 type oidcStack struct {
 	*harness.Stack
 	ca       *harness.CA
 	op       *harness.OIDCProvider
 	replicas [2]string // metrics URLs of replica a and b
+	claims   string    // metrics URL of the claim-filtering auth server
 	objects  []client.Object
+}
+
+// oidcHugeGroups is enough groups of oidcGroupName's length that the
+// session (the raw ID token, sealed) needs more than the 8 cookies of
+// 3800 bytes the auth server writes.
+const oidcHugeGroups = 1000
+
+// tooLarge sums session_too_large over every auth server of the stack.
+func (s *oidcStack) tooLarge(t *testing.T) float64 {
+	var sum float64
+	for _, u := range append(s.replicas[:], s.claims) {
+		sum += metric(t, u, `portcullis_authserver_oidc_failures_total{reason="session_too_large"}`)
+	}
+	return sum
 }
 
 // startOIDCStack starts the stack with the control plane reading objects
@@ -53,10 +73,11 @@ type oidcStack struct {
 func startOIDCStack(t *testing.T, sharedJWK string, kubernetes bool) *oidcStack {
 	op := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
 		ClientID: oidcClientID, ClientSecret: oidcClientPass, SigningJWK: sharedJWK,
-		RedirectURIs:   []string{oidcApp + "/oauth2/callback"},
+		RedirectURIs:   []string{oidcApp + "/oauth2/callback", oidcClaimsApp + "/oauth2/callback"},
 		PostLogoutURIs: []string{oidcSignedOut},
 		TokenTTL:       oidcTokenTTL,
-		Groups:         map[string][]string{"alice": {"users", "admins"}, "big": manyGroups(150)},
+		Groups: map[string][]string{"alice": {"users", "admins"}, "big": manyGroups(150),
+			"huge": manyGroups(oidcHugeGroups)},
 	})
 	echo := harness.StartEcho(t, "echo")
 	ca := harness.NewCA(t, "portcullis-oidc-e2e")
@@ -66,7 +87,10 @@ func startOIDCStack(t *testing.T, sharedJWK string, kubernetes bool) *oidcStack 
 	keyFile := filepath.Join(t.TempDir(), "cookie-key")
 	writeTestFile(t, keyFile, base64.StdEncoding.EncodeToString(key))
 	config := filepath.Join(t.TempDir(), "oidc.yaml")
-	writeTestFile(t, config, fmt.Sprintf(`issuer: %s
+	// The test provider serves http on loopback: allowed only by the
+	// development flag (an http issuer is refused otherwise).
+	base := fmt.Sprintf(`issuer: %s
+allowInsecureIssuer: true
 clientID: %s
 clientSecretEnv: OIDC_CLIENT_SECRET
 scopes: [openid, email, profile, groups]
@@ -76,19 +100,31 @@ cookie:
   keyFile: %s
 bearer:
   audiences: [%s]
-`, op.Issuer, oidcClientID, oidcHost, oidcSignedOut, keyFile, op.APIAudience))
+`, op.Issuer, oidcClientID, oidcHost, oidcSignedOut, keyFile, op.APIAudience)
+	writeTestFile(t, config, base)
+	claimsConfig := filepath.Join(t.TempDir(), "oidc-claims.yaml")
+	writeTestFile(t, claimsConfig, strings.Replace(base, "allowedRedirectHosts: ["+oidcHost+"]", "allowedRedirectHosts: ["+oidcClaimsHost+"]", 1)+
+		"  stripAuthorization: true\nsession:\n  claims:\n    drop: [groups]\n")
 
 	authserver := harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver")
 	s := &oidcStack{ca: ca, op: op}
-	var addrs [2]string
-	for i, name := range []string{"oidc-a", "oidc-b"} {
+	var addrs [3]string
+	for i, name := range []string{"oidc-a", "oidc-b", "oidc-claims"} {
 		addrs[i] = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 		metrics := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-		p := harness.NewProcess(t, "authserver-"+name, authserver, "oidc", "--config", config,
+		conf := config
+		if name == "oidc-claims" {
+			conf = claimsConfig
+		}
+		p := harness.NewProcess(t, "authserver-"+name, authserver, "oidc", "--config", conf,
 			"--address", addrs[i], "--metrics-address", metrics)
 		p.Env = []string{"OIDC_CLIENT_SECRET=" + oidcClientPass}
 		p.Start()
-		s.replicas[i] = "http://" + metrics + "/metrics"
+		if i < 2 {
+			s.replicas[i] = "http://" + metrics + "/metrics"
+		} else {
+			s.claims = "http://" + metrics + "/metrics"
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -110,11 +146,15 @@ bearer:
 	s.objects = []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authNamespace}},
 		ca.Issue(t, oidcHost).Secret("default", "oidc-tls"),
+		ca.Issue(t, oidcClaimsHost).Secret("default", "oidc-claims-tls"),
 	}
 	s.objects = append(s.objects, loopback("default", "echo", 80, echo.Port)...)
 	s.objects = append(s.objects, loopback(authNamespace, "oidc-a", 9443, port(t, addrs[0]))...)
 	s.objects = append(s.objects, loopback(authNamespace, "oidc-b", 9443, port(t, addrs[1]))...)
-	s.objects = append(s.objects, oidcExtensionService("oidc-a"), oidcProxy())
+	s.objects = append(s.objects, loopback(authNamespace, "oidc-claims", 9443, port(t, addrs[2]))...)
+	claimsExt := oidcExtensionService("oidc-claims")
+	claimsExt.Name = "oidc-claims"
+	s.objects = append(s.objects, oidcExtensionService("oidc-a"), oidcProxy(), claimsExt, oidcClaimsProxy())
 	if err := s.Objects.Apply(context.Background(), s.objects...); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +198,25 @@ func oidcProxy() *contourv1.HTTPProxy {
 	}
 }
 
+// oidcClaimsProxy is claims.oidc.test behind the claim-filtering auth
+// server: every path signed in.
+func oidcClaimsProxy() *contourv1.HTTPProxy {
+	return &contourv1.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "oidc-claims-app"},
+		Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{
+				Fqdn: oidcClaimsHost,
+				TLS:  &contourv1.TLS{SecretName: "oidc-claims-tls"},
+				Authorization: &contourv1.AuthorizationServer{
+					ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: authNamespace, Name: "oidc-claims"},
+					ResponseTimeout:     "10s",
+				},
+			},
+			Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}},
+		},
+	}
+}
+
 func manyGroups(n int) []string {
 	g := make([]string, n)
 	for i := range g {
@@ -192,7 +251,7 @@ func newBrowser(t *testing.T, s *oidcStack) *browser {
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				if host, _, _ := net.SplitHostPort(addr); host == oidcHost {
+				if host, _, _ := net.SplitHostPort(addr); strings.HasSuffix(host, ".oidc.test") {
 					addr = s.HTTPSAddr
 				}
 				return dialer.DialContext(ctx, network, addr)
@@ -296,7 +355,7 @@ func (b *browser) signIn(u, login string, rewriteAuthorize func(*url.URL)) *flow
 				}
 				f.authorize = next
 			}
-			if next.Host == oidcHost {
+			if strings.HasSuffix(next.Host, ".oidc.test") {
 				if next.Path == "/oauth2/callback" {
 					f.callback = next
 				} else if f.callback != nil {
@@ -327,8 +386,11 @@ func (b *browser) submitForm(p *page, fill map[string]string) *page {
 }
 
 // appCookies returns the app's cookies in the jar.
-func (b *browser) appCookies() []*http.Cookie {
-	u, _ := url.Parse(oidcApp + "/")
+func (b *browser) appCookies() []*http.Cookie { return b.cookiesOf(oidcApp) }
+
+// cookiesOf returns the jar's cookies for app (an https://host URL).
+func (b *browser) cookiesOf(app string) []*http.Cookie {
+	u, _ := url.Parse(app + "/")
 	return b.client.Jar.Cookies(u)
 }
 
@@ -581,6 +643,15 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		if got := e.Headers.Get("Auth-Subject"); got != oidcClientID {
 			t.Errorf("Auth-Subject = %q, want the client id %q", got, oidcClientID)
 		}
+		// Forwarded by default (documented), removed with bearer.stripAuthorization.
+		if got := e.Headers.Get("Authorization"); got != "Bearer "+ccToken {
+			t.Errorf("upstream Authorization = %.20q..., want the bearer token forwarded", got)
+		}
+		e = api.echo(api.get(oidcClaimsApp+"/api/items", "Authorization", "Bearer "+ccToken))
+		if got := e.Headers.Get("Authorization"); got != "" || e.Headers.Get("Auth-Subject") != oidcClientID {
+			t.Errorf("stripAuthorization: upstream Authorization = %.20q..., Auth-Subject %q; want no token, the client id",
+				got, e.Headers.Get("Auth-Subject"))
+		}
 		foreignSameKey := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{
 			ClientID: oidcClientID, ClientSecret: oidcClientPass, RedirectURIs: []string{oidcApp + "/oauth2/callback"},
 			APIAudience: s.op.APIAudience, SigningJWK: sharedJWK,
@@ -672,6 +743,48 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 			t.Errorf("cookies %v, want chunks %s_0, %s_1, ...", names, oidcCookie, oidcCookie)
 		}
 		big.echo(big.get(oidcApp + "/big/again"))
+	})
+
+	huge := newBrowser(t, s)
+	t.Run("a user in too many groups for the cookies gets an error page, counted, and no cookie", func(t *testing.T) {
+		before := s.tooLarge(t)
+		f := huge.signIn(oidcApp+"/huge", "huge", nil)
+		if f.callback == nil {
+			t.Fatalf("never came back to the callback: %d %s", f.final.StatusCode, f.final.body)
+		}
+		if p := f.final; p.StatusCode != http.StatusInternalServerError || !strings.Contains(p.body, "too large") ||
+			strings.Contains(p.body, "authorization failed") || !strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("callback: status %d %q: %.300s; want 500 with the page that says the account information is too large",
+				p.StatusCode, p.Header.Get("Content-Type"), p.body)
+		}
+		for _, c := range huge.appCookies() {
+			t.Errorf("cookie %s left in the browser (the state cookie must be cleared, no session set)", c.Name)
+		}
+		if after := s.tooLarge(t); after != before+1 {
+			t.Errorf("session_too_large failures %v -> %v, want +1", before, after)
+		}
+	})
+
+	t.Run("with a session claim filter the same user signs in and gets back to the page", func(t *testing.T) {
+		f := huge.signIn(oidcClaimsApp+"/claims/page?x=1", "huge", nil)
+		e := huge.echo(f.final)
+		if e.Path != "/claims/page" || e.Query != "x=1" {
+			t.Errorf("came back to %s?%s, want /claims/page?x=1", e.Path, e.Query)
+		}
+		if err := wantHeaders(e.Headers, map[string]string{"Auth-Subject": "huge", "Auth-Username": "huge@example.test"}); err != nil {
+			t.Error(err)
+		}
+		if g := e.Headers.Get("Auth-Groups"); g != "" {
+			t.Errorf("Auth-Groups = %.60q..., want none (session.claims drops groups)", g)
+		}
+		var names []string
+		for _, c := range huge.cookiesOf(oidcClaimsApp) {
+			names = append(names, c.Name)
+		}
+		if strings.Join(names, ",") != oidcCookie {
+			t.Errorf("cookies %v, want the one session cookie %s", names, oidcCookie)
+		}
+		huge.echo(huge.get(oidcClaimsApp + "/claims/again"))
 	})
 
 	t.Run("a GET of the logout path is a page with a sign-out button, nothing more", func(t *testing.T) {

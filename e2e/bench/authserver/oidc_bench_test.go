@@ -73,7 +73,7 @@ func oidcBenchConfig(b *testing.B, issuer, audience string) string {
 	config := filepath.Join(dir, "oidc.yaml")
 	for path, content := range map[string]string{
 		keyFile: base64.StdEncoding.EncodeToString(key),
-		config: fmt.Sprintf("issuer: %s\nclientID: %s\nclientSecretEnv: OIDC_CLIENT_SECRET\nscopes: [openid, email, profile, groups]\n"+
+		config: fmt.Sprintf("issuer: %s\nallowInsecureIssuer: true\nclientID: %s\nclientSecretEnv: OIDC_CLIENT_SECRET\nscopes: [openid, email, profile, groups]\n"+
 			"cookie:\n  keyFile: %s\nbearer:\n  audiences: [%s]\n", issuer, oidcBenchClient, keyFile, audience),
 	} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
