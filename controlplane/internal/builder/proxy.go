@@ -39,7 +39,6 @@ type authScope struct {
 }
 
 func (b *builder) buildProxies(m *ir.Model) {
-	fqdns := map[string][]types.NamespacedName{}
 	var rootList []*contourv1.HTTPProxy
 	for _, p := range b.in.HTTPProxies {
 		// b.proxies holds the HTTPProxies of our class, the last one of a
@@ -48,19 +47,11 @@ func (b *builder) buildProxies(m *ir.Model) {
 			continue
 		}
 		rootList = append(rootList, p)
-		f := strings.ToLower(p.Spec.VirtualHost.Fqdn)
-		fqdns[f] = append(fqdns[f], nn(p.Namespace, p.Name))
 	}
+	owners := hostOwners(rootList, b.opts.RootNamespaces)
 	roots := make(map[types.NamespacedName]*rootOut, len(rootList))
 	for _, p := range rootList {
-		dup := ""
-		if others := fqdns[strings.ToLower(p.Spec.VirtualHost.Fqdn)]; len(others) > 1 {
-			var names []string
-			for _, o := range others {
-				names = append(names, o.String())
-			}
-			dup = fmt.Sprintf("fqdn %q is used in multiple HTTPProxies: %s", p.Spec.VirtualHost.Fqdn, strings.Join(names, ", "))
-		}
+		dup := duplicateHost(p, owners)
 		out := b.reusable(p, dup)
 		if out == nil {
 			out = b.rootBuild(p, dup)

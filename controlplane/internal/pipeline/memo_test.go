@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -37,6 +40,9 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 			set, _ := runPipeline(t, dir)
 			opts := pipelineOptions(t, dir)
 			rng := rand.New(rand.NewPCG(1, uint64(len(dir))))
+			// The host name contest's own changes, from their own source:
+			// mutate's sequences stay as they were.
+			crng := rand.New(rand.NewPCG(2, uint64(len(dir))))
 			cache := pipeline.NewCache()
 			reused := 0
 			// The previous result, rendered again at each step: a later
@@ -48,6 +54,11 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 				what := "initial"
 				if step > 0 {
 					set, what = mutate(rng, set)
+					if crng.IntN(4) == 0 {
+						var also string
+						set, also = contest(crng, set)
+						what += ", " + also
+					}
 				}
 				cached := pipeline.RunCached(set, opts, cache)
 				reused += cache.Build.Hits
@@ -91,6 +102,42 @@ func render(t *testing.T, set *objects.Set, r *pipeline.Result) string {
 func renderFresh(t *testing.T, set *objects.Set, r *pipeline.Result, opts pipeline.Options) string {
 	t.Helper()
 	return render(t, set, &pipeline.Result{Build: r.Build, Resources: translator.Translate(r.Build.Model, opts.Translator)})
+}
+
+// contest returns a new set where one root claims another's host name
+// (possibly in other letters) or gets another creation time, which
+// decides who keeps a contested host name: created again (a new UID), or
+// restored from a backup (the same UID and generation, which only the
+// contest tells apart).
+func contest(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
+	out := *in
+	out.HTTPProxies = slices.Clone(in.HTTPProxies)
+	var roots []int
+	for i, p := range out.HTTPProxies {
+		if p.Spec.VirtualHost != nil {
+			roots = append(roots, i)
+		}
+	}
+	if len(roots) == 0 {
+		return &out, "no root to contest"
+	}
+	i := roots[rng.IntN(len(roots))]
+	p := out.HTTPProxies[i].DeepCopy()
+	out.HTTPProxies[i] = p
+	if rng.IntN(2) == 0 {
+		other := out.HTTPProxies[roots[rng.IntN(len(roots))]]
+		p.Spec.VirtualHost.Fqdn = other.Spec.VirtualHost.Fqdn
+		if rng.IntN(2) == 0 {
+			p.Spec.VirtualHost.Fqdn = strings.ToUpper(p.Spec.VirtualHost.Fqdn)
+		}
+		p.Generation++
+		return &out, "HTTPProxy " + p.Name + " claims " + p.Spec.VirtualHost.Fqdn
+	}
+	p.CreationTimestamp = metav1.NewTime(time.Date(2025, 1, 1+rng.IntN(3), 0, 0, 0, 0, time.UTC))
+	if rng.IntN(2) == 0 {
+		p.UID = types.UID(fmt.Sprintf("uid-%d", rng.Int()))
+	}
+	return &out, "creation time of HTTPProxy " + p.Name
 }
 
 // mutate returns a new set with one change, made the way providers make
