@@ -15,6 +15,7 @@ require (
 require (
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
@@ -85,6 +86,10 @@ require (
 
 replace github.com/portcullis/portcullis/serverkit => ../serverkit
 
-require github.com/portcullis/portcullis/extprocserver v0.0.0
+require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
+	github.com/portcullis/portcullis/extprocserver v0.0.0
+)
 
 replace github.com/portcullis/portcullis/extprocserver => ../extprocserver
