@@ -17,8 +17,9 @@ type ExtProcServer struct {
 }
 
 // StartExtProcServer builds extprocserver, runs `serve` with configYAML on
-// free loopback ports and waits until /healthz answers.
-func StartExtProcServer(t testing.TB, configYAML string) *ExtProcServer {
+// free loopback ports (and extraArgs, e.g. --pprof-address) and waits until
+// /healthz answers.
+func StartExtProcServer(t testing.TB, configYAML string, extraArgs ...string) *ExtProcServer {
 	t.Helper()
 	bin := BuildBinary(t, "github.com/portcullis/portcullis/extprocserver/cmd/extprocserver")
 	cfg := filepath.Join(t.TempDir(), "extprocserver.yaml")
@@ -29,8 +30,9 @@ func StartExtProcServer(t testing.TB, configYAML string) *ExtProcServer {
 		Addr:        fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 	}
-	s.Process = StartProcess(t, "extprocserver", bin, "serve", "--config", cfg,
-		"--address", s.Addr, "--metrics-address", s.MetricsAddr, "--log-level", "warn")
+	args := append([]string{"serve", "--config", cfg,
+		"--address", s.Addr, "--metrics-address", s.MetricsAddr, "--log-level", "warn"}, extraArgs...)
+	s.Process = StartProcess(t, "extprocserver", bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := WaitHTTP(ctx, "http://"+s.MetricsAddr+"/healthz", 200); err != nil {

@@ -1,14 +1,15 @@
 package extproc
 
 import (
+	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,131 +23,398 @@ import (
 
 const concurrency = 16
 
-// rounds of each comparison, alternating its cases.
-const rounds = 3
+// rounds of alternating cases; PORTCULLIS_BENCH_ROUNDS overrides.
+var rounds = func() int {
+	if n, err := strconv.Atoi(os.Getenv("PORTCULLIS_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 5
+}()
 
-type benchCase struct {
-	name string
-	do   loadgen.Do
-}
-
-// config: the headers processor for the headers-only case, jsonRedact for
-// the buffered case (it sees no body on the headers-only listener).
-const config = `
+// Configurations of the extprocserver processes, one process each so that
+// each case's processor CPU is its own. passConfig changes nothing (a
+// headers processor without operations): the SDK, the driver, serverkit
+// and metrics, and no processor work.
+const (
+	passConfig = `
+processors:
+- headers: {}
+`
+	headersConfig = `
 processors:
 - headers:
     request:  {set: {x-portcullis-route: "${method} ${path}"}}
     response: {set: {x-request-id: "${request_id}"}}
+`
+	redactConfig = `
+processors:
 - jsonRedact:
     request: ["$.password"]
+- ndjsonRedact:
+    request: ["$.password"]
 `
+)
+
+// procs, by index in a cpuUse.
+const (
+	pEnvoy = iota
+	pMinimal
+	pPass
+	pHeaders
+	pRedact
+	pSelf
+)
+
+type benchCase struct {
+	name string
+	proc int // the case's ext_proc server (index in procs), -1 for none
+	do   loadgen.Do
+	cfg  loadgen.Config
+}
 
 // BenchmarkExtProc measures HTTP requests through the real Envoy to an
-// echo upstream, in one run: without ext_proc (baseline), with
-// extprocserver on request and response headers, and with buffered
-// request-body JSON redaction of a 1 KiB body. Targets (issue 5):
-// headers-only at least 50% of the baseline throughput and under 1 ms
-// added p50.
+// in-process upstream, every case alternating with the others over
+// several rounds of one run: Envoy alone, Envoy with a minimal ext_proc
+// server on the raw gRPC stubs (the reference), with extprocserver passing
+// headers through, with its headers built-in, with buffered JSON redaction
+// of a 1 KiB body and with FULL_DUPLEX_STREAMED NDJSON redaction of a 1 MiB
+// body. Targets (relative to the minimal server): pass-through at least
+// 1.0× its throughput at most 0.85× its CPU per request; the headers
+// built-in at least 0.97× and at most 1.0×; under 1 ms added p50 over
+// Envoy alone.
+//
+// PORTCULLIS_BENCH_PROFILE=DIR saves CPU and allocation profiles of the
+// pass-through and headers extprocservers under load in DIR.
 func BenchmarkExtProc(b *testing.B) {
 	echo := harness.StartEcho(b, "echo")
-	eps := harness.StartExtProcServer(b, config)
+	sink := startSink(b)
+	pprofAddr := func() string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(b)) }
+	passPprof, headersPprof := pprofAddr(), pprofAddr()
+	pass := harness.StartExtProcServer(b, passConfig, "--pprof-address", passPprof)
+	headers := harness.StartExtProcServer(b, headersConfig, "--pprof-address", headersPprof)
+	redact := harness.StartExtProcServer(b, redactConfig)
+	minimal := startMinimal(b)
+
 	mode := func(reqBody, respHeaders string) map[string]any {
+		trailers := "SKIP"
+		if reqBody == "FULL_DUPLEX_STREAMED" {
+			trailers = "SEND" // the filter refuses this mode without it
+		}
 		return map[string]any{
 			"request_header_mode": "SEND", "response_header_mode": respHeaders,
 			"request_body_mode": reqBody, "response_body_mode": "NONE",
-			"request_trailer_mode": "SKIP", "response_trailer_mode": "SKIP",
+			"request_trailer_mode": trailers, "response_trailer_mode": "SKIP",
 		}
 	}
-	addr := func() string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(b)) }
-	baseAddr, headersAddr, redactAddr := addr(), addr(), addr()
-	filter := func(m map[string]any) []map[string]any {
-		return []map[string]any{harness.ExtProcFilter("extproc", map[string]any{"processing_mode": m, "message_timeout": "2s"})}
+	filter := func(cluster string, m map[string]any) []map[string]any {
+		return []map[string]any{harness.ExtProcFilter(cluster, map[string]any{"processing_mode": m, "message_timeout": "2s"})}
 	}
+	addr := func() string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(b)) }
+	baseAddr, minimalAddr, passAddr, headersAddr, bufferedAddr, duplexAddr := addr(), addr(), addr(), addr(), addr(), addr()
+	toSink := []map[string]any{{"match": map[string]any{"prefix": "/"}, "route": map[string]any{"cluster": "sink"}}}
 	envoy := harness.StartEnvoy(b, harness.WriteStaticBootstrap(b, []harness.StaticListener{
 		{Name: "baseline", Addr: baseAddr},
-		{Name: "headers", Addr: headersAddr, HTTPFilters: filter(mode("NONE", "SEND"))},
-		{Name: "redact", Addr: redactAddr, HTTPFilters: filter(mode("BUFFERED", "SKIP"))},
+		{Name: "minimal", Addr: minimalAddr, HTTPFilters: filter("minimal", mode("NONE", "SEND"))},
+		{Name: "pass", Addr: passAddr, HTTPFilters: filter("pass", mode("NONE", "SEND"))},
+		{Name: "headers", Addr: headersAddr, HTTPFilters: filter("headers", mode("NONE", "SEND"))},
+		{Name: "buffered", Addr: bufferedAddr, HTTPFilters: filter("redact", mode("BUFFERED", "SKIP"))},
+		{Name: "duplex", Addr: duplexAddr, HTTPFilters: filter("redact", mode("FULL_DUPLEX_STREAMED", "SKIP")), Routes: toSink},
 	}, []harness.StaticCluster{
-		{Name: "extproc", Addr: eps.Addr, HTTP2: true},
+		{Name: "minimal", Addr: minimal.addr, HTTP2: true},
+		{Name: "pass", Addr: pass.Addr, HTTP2: true},
+		{Name: "headers", Addr: headers.Addr, HTTP2: true},
+		{Name: "redact", Addr: redact.Addr, HTTP2: true},
 		{Name: "echo", Addr: echo.Addr},
+		{Name: "sink", Addr: sink},
 	}))
+	procs := []cpuProc{
+		pEnvoy: {"envoy", envoy.Pid()}, pMinimal: {"minimal", minimal.Pid()},
+		pPass: {"extprocserver pass", pass.Pid()}, pHeaders: {"extprocserver headers", headers.Pid()},
+		pRedact: {"extprocserver redact", redact.Pid()}, pSelf: {"loadgen+upstreams", os.Getpid()},
+	}
 
-	body := jsonBody(1024)
-	get := client(baseAddr).do(http.MethodGet, nil, "")
-	cfg := loadgen.Config{Concurrency: concurrency, Duration: 2 * time.Second, Warmup: 500 * time.Millisecond}
+	jsonDoc := jsonBody(1024)
+	ndjson := ndjsonBody(1 << 20)
+	sinkWant := fmt.Sprintf(`{"lines":%d,"secrets":0}`, bytes.Count(ndjson, []byte("\n")))
+	get := func(addr string) loadgen.Do { return client(addr).do(http.MethodGet, nil, "", "", "") }
 	ctx := context.Background()
 
 	// Correctness first: a benchmark of a broken path measures nothing.
-	if err := client(redactAddr).do(http.MethodPost, body, `"password":"[REDACTED]"`)(ctx, 0); err != nil {
-		b.Fatalf("redaction through Envoy: %v", err)
+	for what, do := range map[string]loadgen.Do{
+		"minimal":          get(minimalAddr),
+		"pass-through":     get(passAddr),
+		"headers built-in": client(headersAddr).do(http.MethodGet, nil, "", "", `"X-Portcullis-Route":["GET /api/login"]`),
+		"buffered JSON":    client(bufferedAddr).do(http.MethodPost, jsonDoc, "application/json", "", `\"password\":\"[REDACTED]\"`), // in the echo's JSON
+		"streamed NDJSON":  client(duplexAddr).do(http.MethodPost, ndjson, "application/x-ndjson", sinkWant, ""),
+	} {
+		if err := do(ctx, 0); err != nil {
+			b.Fatalf("%s through Envoy: %v", what, err)
+		}
 	}
 
-	// CPU time per request of each process, to see where a case's cost
-	// goes (the load generator and the echo upstream share this process).
-	procs := []cpuProc{{"envoy", envoy.Pid()}, {"extprocserver", eps.Pid()}, {"loadgen+echo", os.Getpid()}}
-	var cpuNotes []string
-	cpu := map[string]cpuUse{}
-	// alternate runs the cases of a comparison in turn, rounds times, so
-	// that other work on the shared machine hits them alike, and keeps
-	// each case's median-throughput round (with its CPU figures).
-	alternate := func(cfg loadgen.Config, cases ...benchCase) []loadgen.Result {
-		type measured struct {
-			r   loadgen.Result
-			use cpuUse
-		}
-		all := make([][]measured, len(cases))
-		for range rounds {
-			for i, c := range cases {
-				r, use := measureCPU(procs, func(do loadgen.Do) loadgen.Result { return loadgen.Run(ctx, c.name, cfg, do) }, c.do)
-				all[i] = append(all[i], measured{r, use})
-			}
-		}
-		var out []loadgen.Result
-		for i, c := range cases {
-			slices.SortFunc(all[i], func(a, b measured) int { return cmp.Compare(a.r.RPS, b.r.RPS) })
-			m := all[i][len(all[i])/2]
-			cpuNotes = append(cpuNotes, c.name+": "+m.use.String(procs))
-			cpu[c.name] = m.use
-			out = append(out, m.r)
-		}
-		return out
+	cfg := loadgen.Config{Concurrency: concurrency, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond}
+	// 1 MiB bodies: fewer workers and longer rounds, or a round is a
+	// handful of requests.
+	bigCfg := loadgen.Config{Concurrency: 4, Duration: 3 * time.Second, Warmup: 500 * time.Millisecond}
+	cases := []benchCase{
+		{"1 Envoy alone", -1, get(baseAddr), cfg},
+		{"2 minimal ext_proc (raw stubs)", pMinimal, get(minimalAddr), cfg},
+		{"3 extprocserver pass-through", pPass, get(passAddr), cfg},
+		{"4 extprocserver headers built-in", pHeaders, get(headersAddr), cfg},
+		{"5a buffered JSON redaction, POST 1 KiB", pRedact, client(bufferedAddr).do(http.MethodPost, jsonDoc, "application/json", "", "[REDACTED]"), cfg},
+		{"5b full-duplex NDJSON redaction, POST 1 MiB", pRedact, client(duplexAddr).do(http.MethodPost, ndjson, "application/x-ndjson", sinkWant, ""), bigCfg},
 	}
-
-	table := loadgen.NewTable(fmt.Sprintf("extprocserver through Envoy (HTTP/1.1 keep-alive, %d workers, echo upstream; each row the median of %d alternating rounds)", concurrency, rounds), "no ext_proc")
-	r := alternate(cfg, benchCase{"no ext_proc", get}, benchCase{"ext_proc headers (req+resp)", client(headersAddr).do(http.MethodGet, nil, "")})
-	base, headers := r[0], r[1]
-	r = alternate(cfg, benchCase{"no ext_proc, POST 1 KiB", client(baseAddr).do(http.MethodPost, body, "")},
-		benchCase{"ext_proc buffered JSON redaction, POST 1 KiB", client(redactAddr).do(http.MethodPost, body, "[REDACTED]")})
-	redactBase, redact := r[0], r[1]
+	res := alternate(ctx, procs, cases)
 
 	// Added latency is measured with one worker: at 16 workers on a
 	// saturated machine p50 is mostly queueing (workers / throughput).
-	one := loadgen.Config{Concurrency: 1, Duration: 1500 * time.Millisecond, Warmup: 300 * time.Millisecond}
-	r = alternate(one, benchCase{"no ext_proc, 1 worker", get}, benchCase{"ext_proc headers (req+resp), 1 worker", client(headersAddr).do(http.MethodGet, nil, "")})
-	base1, headers1 := r[0], r[1]
-	for _, row := range []loadgen.Result{base, headers, redactBase, redact, base1, headers1} {
-		table.Add(row)
+	one := loadgen.Config{Concurrency: 1, Duration: time.Second, Warmup: 200 * time.Millisecond}
+	var latCases []benchCase
+	for _, c := range cases[:4] {
+		c.name, c.cfg = c.name+", 1 worker", one
+		latCases = append(latCases, c)
+	}
+	lat := alternate(ctx, procs, latCases)
+
+	fmt.Print(render(cases, res, lat))
+	if dir := os.Getenv("PORTCULLIS_BENCH_PROFILE"); dir != "" {
+		for _, p := range []struct{ name, pprof, addr string }{{"pass", passPprof, passAddr}, {"headers", headersPprof, headersAddr}} {
+			if err := profile(ctx, dir, "extprocserver-"+p.name, p.pprof, get(p.addr), cfg); err != nil {
+				b.Errorf("profiling %s: %v", p.name, err)
+			}
+		}
+	}
+}
+
+// measured is one round of one case.
+type measured struct {
+	r   loadgen.Result
+	use cpuUse
+}
+
+// alternate runs every case in turn, rounds times, so that other work on
+// the shared machine hits them alike; it returns each case's rounds.
+func alternate(ctx context.Context, procs []cpuProc, cases []benchCase) [][]measured {
+	all := make([][]measured, len(cases))
+	for range rounds {
+		for i, c := range cases {
+			r, use := measureCPU(procs, func(do loadgen.Do) loadgen.Result { return loadgen.Run(ctx, c.name, c.cfg, do) }, c.do)
+			all[i] = append(all[i], measured{r, use})
+		}
+	}
+	return all
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+}
+
+// stat is the median over rounds of f, and the median of its per-round
+// ratio to the same figure of ref (the same round: the closest in time).
+func stat(rs, ref []measured, f func(measured) float64) (value, ratio float64) {
+	var vs, ratios []float64
+	for i, m := range rs {
+		vs = append(vs, f(m))
+		if i < len(ref) && f(ref[i]) > 0 {
+			ratios = append(ratios, f(m)/f(ref[i]))
+		}
+	}
+	return median(vs), median(ratios)
+}
+
+func ms(v float64) string { return loadgen.Ms(time.Duration(v)) }
+
+// render prints the table: medians over the rounds, and beside each figure
+// the median of its per-round ratio to case 2 (the minimal server).
+func render(cases []benchCase, res, lat [][]measured) string {
+	var b strings.Builder
+	ref := res[1]
+	fmt.Fprintf(&b, "\n### ext_proc through Envoy (HTTP/1.1 keep-alive, echo upstream; medians of %d alternating rounds; ×2: median per-round ratio to case 2)\n\n", rounds)
+	b.WriteString("| case | workers | req/s | ×2 | p50 | ×2 | p99 | ×2 | Envoy CPU/req | ×2 | processor CPU/req | ×2 | loadgen+upstreams CPU/req | errors |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	rps := func(m measured) float64 { return m.r.RPS }
+	p50 := func(m measured) float64 { return float64(m.r.P50) }
+	p99 := func(m measured) float64 { return float64(m.r.P99) }
+	cpuOf := func(p int) func(measured) float64 { return func(m measured) float64 { return m.use.us[p] } }
+	// The processor column compares each case's server with the minimal one.
+	procOf := func(c benchCase) func(measured) float64 {
+		return func(m measured) float64 {
+			if c.proc < 0 {
+				return 0
+			}
+			return m.use.us[c.proc]
+		}
+	}
+	ratios := map[string]map[string]float64{}
+	for i, c := range cases {
+		var errs int64
+		for _, m := range res[i] {
+			errs += m.r.Errors
+		}
+		r, rr := stat(res[i], ref, rps)
+		l50, l50r := stat(res[i], ref, p50)
+		l99, l99r := stat(res[i], ref, p99)
+		e, er := stat(res[i], ref, cpuOf(pEnvoy))
+		pv, _ := stat(res[i], nil, procOf(c))
+		var pr float64
+		if c.proc >= 0 {
+			// Against the minimal server's CPU in case 2's same round.
+			var rs []float64
+			for j, m := range res[i] {
+				if j < len(ref) && ref[j].use.us[pMinimal] > 0 {
+					rs = append(rs, m.use.us[c.proc]/ref[j].use.us[pMinimal])
+				}
+			}
+			pr = median(rs)
+		}
+		s, _ := stat(res[i], nil, cpuOf(pSelf))
+		ratios[c.name] = map[string]float64{"rps": rr, "cpu": pr}
+		proc, procRatio := "–", "–"
+		if c.proc >= 0 {
+			proc, procRatio = fmt.Sprintf("%.0f µs", pv), fmt.Sprintf("%.2f", pr)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f | %s | %.2f | %s | %.2f | %.0f µs | %.2f | %s | %s | %.0f µs | %d |\n",
+			c.name, c.cfg.Concurrency, r, rr, ms(l50), l50r, ms(l99), l99r, e, er, proc, procRatio, s, errs)
+	}
+	for i, c := range cases {
+		for _, m := range res[i] {
+			if m.r.FirstError != nil {
+				fmt.Fprintf(&b, "\n%s: first error: %v\n", c.name, m.r.FirstError)
+				break
+			}
+		}
 	}
 
-	added := headers1.P50 - base1.P50
-	table.Target(headers.Errors == 0 && headers.Ratio(base) >= 0.5, "headers-only >= 50%% of baseline throughput (%.0f%%)", 100*headers.Ratio(base))
-	table.Target(headers1.Errors == 0 && added < time.Millisecond, "headers-only adds < 1 ms to p50, 1 worker (%s; at %d workers %s)",
-		loadgen.Ms(added), concurrency, loadgen.Ms(headers.P50-base.P50))
-	table.Note("buffered redaction: %.0f%% of the POST baseline, +%s p50 (no target)", 100*redact.Ratio(redactBase), loadgen.Ms(redact.P50-redactBase.P50))
-	for _, n := range cpuNotes {
-		table.Note("CPU per request, %s", n)
+	b.WriteString("\nOne worker (latency without queueing):\n\n| case | req/s | p50 | p99 | p50 added to case 1 |\n|---|---:|---:|---:|---:|\n")
+	added := map[int]float64{}
+	for i, c := range cases[:len(lat)] {
+		var adds []float64
+		for j, m := range lat[i] {
+			adds = append(adds, float64(m.r.P50-lat[0][j].r.P50))
+		}
+		added[i] = median(adds)
+		r, _ := stat(lat[i], nil, rps)
+		l50, _ := stat(lat[i], nil, p50)
+		l99, _ := stat(lat[i], nil, p99)
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s |\n", c.name, r, ms(l50), ms(l99), ms(added[i]))
 	}
-	// With the cores saturated, throughput goes as 1 / CPU per request:
-	// the CPU Envoy alone adds for ext_proc (its side stream per request)
-	// caps the ratio even for a processor and load generator costing
-	// nothing extra. An estimate: CPU per request moves with the load too.
-	if bu, hu := cpu[base.Name], cpu[headers.Name]; bu.sum() > 0 {
-		added := hu.us[0] - bu.us[0] // procs[0] is Envoy
-		table.Note("Envoy's own added CPU (%.0f µs per request) caps headers-only at about %.0f%% of the baseline on a saturated machine, whatever the processor costs",
-			added, 100*bu.sum()/(bu.sum()+added))
+	big := res[len(res)-1]
+	mibps, _ := stat(big, nil, func(m measured) float64 { return m.r.RPS })
+
+	b.WriteString("\n")
+	target := func(met bool, format string, args ...any) {
+		verdict := "MISS"
+		if met {
+			verdict = "PASS"
+		}
+		fmt.Fprintf(&b, "- target %s: %s\n", verdict, fmt.Sprintf(format, args...))
 	}
-	table.Note("shared, noisy machine: compare ratios within this run, not absolute figures")
-	fmt.Print(table.String())
+	pass, hdr := ratios[cases[2].name], ratios[cases[3].name]
+	target(pass["rps"] >= 1.0, "pass-through throughput >= 1.00× the minimal server's (%.2f×)", pass["rps"])
+	target(pass["cpu"] <= 0.85, "pass-through server CPU per request <= 0.85× the minimal server's (%.2f×)", pass["cpu"])
+	target(hdr["rps"] >= 0.97, "headers built-in throughput >= 0.97× the minimal server's (%.2f×)", hdr["rps"])
+	target(hdr["cpu"] <= 1.0, "headers built-in server CPU per request <= 1.00× the minimal server's (%.2f×)", hdr["cpu"])
+	for i := 1; i < len(lat); i++ {
+		target(added[i] < float64(time.Millisecond), "%s adds < 1 ms to p50 over Envoy alone, 1 worker (%s)", strings.TrimSuffix(cases[i].name, ", 1 worker"), ms(added[i]))
+	}
+	fmt.Fprintf(&b, "- streamed redaction: %.1f MiB/s of request body through Envoy and the processor (%d workers)\n", mibps, cases[len(cases)-1].cfg.Concurrency)
+	var cpuRows []string
+	for i, c := range cases {
+		other, _ := stat(res[i], nil, func(m measured) float64 { return m.use.other })
+		cpuRows = append(cpuRows, fmt.Sprintf("%s %.0f µs", strings.SplitN(c.name, " ", 2)[0], other))
+	}
+	b.WriteString("- CPU per request: utime+stime of each process over the round (warm-up included) divided by its requests; other work on the machine, by case: " + strings.Join(cpuRows, ", ") + "\n")
+	b.WriteString("- shared, noisy machine: compare ratios within this run, not absolute figures\n")
+	return b.String()
+}
+
+// profile saves a CPU profile and an allocation profile of an
+// extprocserver (its --pprof-address) while load runs through it.
+func profile(ctx context.Context, dir, name, pprofAddr string, do loadgen.Do, cfg loadgen.Config) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fetch := func(path, file string) error {
+		resp, err := http.Get("http://" + pprofAddr + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%s: status %d", path, resp.StatusCode)
+		}
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(f, resp.Body)
+		return err
+	}
+	cfg.Duration, cfg.Warmup = 6*time.Second, 0
+	done := make(chan loadgen.Result, 1)
+	go func() { done <- loadgen.Run(ctx, name, cfg, do) }()
+	time.Sleep(500 * time.Millisecond)
+	err := fetch("/debug/pprof/profile?seconds=5", name+".cpu.pprof")
+	if err == nil {
+		err = fetch("/debug/pprof/allocs", name+".allocs.pprof")
+	}
+	r := <-done
+	fmt.Printf("profiled %s at %.0f req/s: %s/%s.{cpu,allocs}.pprof\n", name, r.RPS, dir, name)
+	return err
+}
+
+// minimalServer is the reference ext_proc server (./minimal).
+type minimalServer struct {
+	*harness.Process
+	addr string
+}
+
+func startMinimal(b *testing.B) minimalServer {
+	bin := harness.BuildBinary(b, "github.com/portcullis/portcullis/e2e/bench/extproc/minimal")
+	addr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(b))
+	p := harness.StartProcess(b, "minimal", bin, "--address", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := harness.WaitTCP(ctx, addr); err != nil {
+		b.Fatalf("minimal ext_proc server: %v\n%s", err, p.Logs())
+	}
+	return minimalServer{p, addr}
+}
+
+// startSink starts the upstream of the streamed case: it reads an NDJSON
+// body and answers how many lines came and how many still had the secret.
+func startSink(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var lines, secrets int
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			lines++
+			if bytes.Contains(sc.Bytes(), []byte("hunter2")) {
+				secrets++
+			}
+		}
+		if sc.Err() != nil {
+			http.Error(w, sc.Err().Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, `{"lines":%d,"secrets":%d}`, lines, secrets)
+	})}
+	go srv.Serve(l)
+	b.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
 }
 
 type httpClient struct{ c *http.Client }
@@ -154,7 +422,7 @@ type httpClient struct{ c *http.Client }
 // client keeps connections to Envoy alive, one idle connection per worker.
 func client(addr string) httpClient {
 	d := &net.Dialer{Timeout: 5 * time.Second}
-	return httpClient{&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	return httpClient{&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, addr)
 		},
@@ -164,8 +432,9 @@ func client(addr string) httpClient {
 	}}}
 }
 
-// do sends one request per call and checks a 200 whose body contains want.
-func (h httpClient) do(method string, body []byte, want string) loadgen.Do {
+// do sends one request per call and checks a 200 whose body is exactly
+// want (if set) and contains needle (if set).
+func (h httpClient) do(method string, body []byte, contentType, want, needle string) loadgen.Do {
 	return func(ctx context.Context, _ int) error {
 		var rd io.Reader
 		if body != nil {
@@ -175,8 +444,8 @@ func (h httpClient) do(method string, body []byte, want string) loadgen.Do {
 		if err != nil {
 			return err
 		}
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
 		}
 		resp, err := h.c.Do(req)
 		if err != nil {
@@ -190,8 +459,11 @@ func (h httpClient) do(method string, body []byte, want string) loadgen.Do {
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("status %d: %.200s", resp.StatusCode, got)
 		}
-		if want != "" && !strings.Contains(string(got), strings.ReplaceAll(want, `"`, `\"`)) {
-			return fmt.Errorf("answer lacks %s: %.300s", want, got)
+		if want != "" && string(got) != want {
+			return fmt.Errorf("answer %.300s, want %s", got, want)
+		}
+		if needle != "" && !strings.Contains(string(got), needle) {
+			return fmt.Errorf("answer lacks %s: %.300s", needle, got)
 		}
 		return nil
 	}
@@ -201,6 +473,16 @@ func (h httpClient) do(method string, body []byte, want string) loadgen.Do {
 func jsonBody(n int) []byte {
 	head, tail := `{"user":"bench","password":"hunter2","padding":"`, `"}`
 	return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
+}
+
+// ndjsonBody is n bytes of NDJSON, 128-byte lines each with a password.
+func ndjsonBody(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		head := fmt.Sprintf(`{"n":%d,"password":"hunter2","pad":"`, i)
+		b.WriteString(head + strings.Repeat("x", 128-len(head)-3) + "\"}\n")
+	}
+	return b.Bytes()[:n]
 }
 
 type cpuProc struct {
@@ -213,22 +495,6 @@ type cpuProc struct {
 type cpuUse struct {
 	us    []float64
 	other float64
-}
-
-func (u cpuUse) sum() float64 {
-	var s float64
-	for _, v := range u.us {
-		s += v
-	}
-	return s
-}
-
-func (u cpuUse) String(procs []cpuProc) string {
-	var parts []string
-	for i, p := range procs {
-		parts = append(parts, fmt.Sprintf("%s %.0f µs", p.name, u.us[i]))
-	}
-	return strings.Join(parts, ", ") + fmt.Sprintf(", sum %.0f µs (other work on the machine %.0f µs)", u.sum(), u.other)
 }
 
 // measureCPU runs one case (run with do, counted) and measures the CPU

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"slices"
 	"time"
@@ -95,7 +98,7 @@ func Execute(cmd *cobra.Command) int {
 }
 
 func newServeCommand(opts *serverkit.Options) *cobra.Command {
-	var configPath string
+	var configPath, pprofAddress string
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
 		Short: "Serve ext_proc with the processors of a YAML file",
@@ -127,11 +130,38 @@ func newServeCommand(opts *serverkit.Options) *cobra.Command {
 				return err
 			}
 			logger.Info("processors loaded", "config", configPath, "count", len(f.Processors))
+			if pprofAddress != "" {
+				stop, err := servePprof(pprofAddress)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				logger.Info("serving /debug/pprof", "address", pprofAddress)
+			}
 			return srv.Serve(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML file listing the processors (required)")
+	cmd.Flags().StringVar(&pprofAddress, "pprof-address", "", "HTTP listen address for Go's /debug/pprof profiles (host:port; for profiling, keep it on loopback); empty disables it")
 	return cmd
+}
+
+// servePprof serves net/http/pprof on its own listener, apart from the
+// metrics port: profiles show memory contents and cost CPU to take.
+func servePprof(addr string) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(lis)
+	return func() { srv.Close() }, nil
 }
 
 // NewServer builds the processors of f and wires them into a serverkit
