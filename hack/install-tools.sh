@@ -9,8 +9,11 @@
 #   controller-gen go install sigs.k8s.io/controller-tools/cmd/controller-gen
 #   oidc-provider  npm package, used by the OIDC tests (hack/tools/oidc-provider)
 #   helm           go install helm.sh/helm/v3/cmd/helm (chart lint and render tests)
+#   chromium       Debian packages chromium and libnss3-tools (certutil), for the
+#                  browser tests; installed with apt-get when run as root, not
+#                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|helm|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|helm|chromium|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -97,6 +100,30 @@ install_oidc_provider() {
 	stamp oidc-provider "$want"
 }
 
+install_chromium() {
+	# e2e/oidc_browser_test.go drives headless Chromium; certutil makes it
+	# trust the test CA. System packages: Chromium does not run from a
+	# folder copy without its shared libraries.
+	local missing=()
+	if [ -n "${PORTCULLIS_CHROMIUM:-}" ]; then
+		command -v "$PORTCULLIS_CHROMIUM" >/dev/null || { echo "PORTCULLIS_CHROMIUM=$PORTCULLIS_CHROMIUM is not an executable" >&2; exit 1; }
+	elif ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+		missing+=(chromium)
+	fi
+	command -v certutil >/dev/null || missing+=(libnss3-tools)
+	[ ${#missing[@]} -gt 0 ] || return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		log "installing ${missing[*]} with apt-get (a minute or two)"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	else
+		echo "missing ${missing[*]} (the browser tests need them): install as root, e.g." \
+			"'sudo apt-get install ${missing[*]}' on Debian or Ubuntu, then run make tools again;" \
+			"or set PORTCULLIS_CHROMIUM to a Chromium binary" >&2
+		exit 1
+	fi
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(all)
 for t in "${targets[@]}"; do
@@ -106,12 +133,13 @@ for t in "${targets[@]}"; do
 	controller-gen) install_controller_gen ;;
 	oidc-provider) install_oidc_provider ;;
 	helm) install_helm ;;
+	chromium) install_chromium ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
-			log "first run: installing Envoy, controller-gen, kube-apiserver and etcd, oidc-provider and helm into .tools/;" \
+			log "first run: installing Envoy, controller-gen, kube-apiserver and etcd, oidc-provider and helm into .tools/, and Chromium;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_kube; install_oidc_provider; install_helm ;;
+		install_envoy; install_controller_gen; install_kube; install_oidc_provider; install_helm; install_chromium ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
