@@ -22,6 +22,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/kubernetes"
 	"github.com/portcullis/portcullis/controlplane/internal/serve"
+	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
 	"github.com/portcullis/portcullis/serverkit/version"
 )
 
@@ -275,13 +276,14 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 					log.Warn("no YAML or JSON files in the given paths: serving an empty configuration until some appear", "paths", paths)
 				}
 				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log}
-				cfg.Status = &serve.LogWriter{Log: log}
+				cfg.Status = &statuswriter.Log{Log: log}
 			case "kubernetes":
 				p, err := kubernetes.New(kubeconfig, log)
 				if err != nil {
 					return err
 				}
-				cfg.Provider, cfg.Status = p, p
+				cfg.Provider = p
+				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log}
 			default:
 				return fmt.Errorf("unknown provider %q: use file or kubernetes", provider)
 			}

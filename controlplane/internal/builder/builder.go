@@ -68,9 +68,9 @@ type Result struct {
 
 // Kinds, as they appear in status references.
 const (
-	KindHTTPProxy                = "HTTPProxy"
-	KindExtensionService         = "ExtensionService"
-	KindTLSCertificateDelegation = "TLSCertificateDelegation"
+	KindHTTPProxy                = objects.KindHTTPProxy
+	KindExtensionService         = objects.KindExtensionService
+	KindTLSCertificateDelegation = objects.KindTLSCertificateDelegation
 )
 
 type builder struct {

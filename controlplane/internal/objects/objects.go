@@ -40,6 +40,13 @@ type Ref struct {
 
 func (r Ref) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
 
+// Kinds of the objects that get a status, as in Ref.Kind.
+const (
+	KindHTTPProxy                = "HTTPProxy"
+	KindExtensionService         = "ExtensionService"
+	KindTLSCertificateDelegation = "TLSCertificateDelegation"
+)
+
 // Add appends the objects (and parse warnings) of o to s.
 func (s *Set) Add(o *Set) {
 	s.HTTPProxies = append(s.HTTPProxies, o.HTTPProxies...)

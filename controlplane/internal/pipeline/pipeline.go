@@ -21,6 +21,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
@@ -61,56 +62,48 @@ func RunCached(in *objects.Set, opts Options, c *Cache) *Result {
 	return &Result{Build: b, Resources: translator.TranslateCached(b.Model, opts.Translator, c.Translate)}
 }
 
-// ObjectStatus is the rendered status of one object.
-type ObjectStatus struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-	Status     any    `json:"status"`
-}
-
-// Statuses renders the Kubernetes status of every object the build has
-// findings for, given the objects' current statuses in `in` and the time
-// to use for transitions.
-func Statuses(in *objects.Set, b *builder.Result, now metav1.Time) []ObjectStatus {
+// Statuses renders the Kubernetes status of every object of objs (a
+// build's findings, sorted), given the objects' current statuses in `in`
+// and the time to use for transitions.
+func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statuswriter.Update {
 	// The current status of each object, so transitions keep their times.
-	current := map[objects.Ref]any{}
+	proxies := map[objects.Ref]contourv1.HTTPProxyStatus{}
 	for _, p := range in.HTTPProxies {
-		current[objects.Ref{Kind: builder.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}] = p.Status
+		proxies[objects.Ref{Kind: objects.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}] = p.Status
 	}
+	extensions := map[objects.Ref]v1alpha1.ExtensionServiceStatus{}
 	for _, e := range in.ExtensionServices {
-		current[objects.Ref{Kind: builder.KindExtensionService, Namespace: e.Namespace, Name: e.Name}] = e.Status
+		extensions[objects.Ref{Kind: objects.KindExtensionService, Namespace: e.Namespace, Name: e.Name}] = e.Status
 	}
+	delegations := map[objects.Ref]contourv1.TLSCertificateDelegationStatus{}
 	for _, d := range in.Delegations {
-		current[objects.Ref{Kind: builder.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d.Status
+		delegations[objects.Ref{Kind: objects.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d.Status
 	}
 
-	var out []ObjectStatus
-	for _, o := range b.Status {
-		s := ObjectStatus{APIVersion: contourv1.GroupVersion.String(), Kind: o.Ref.Kind, Namespace: o.Ref.Namespace, Name: o.Ref.Name}
+	out := make([]statuswriter.Update, 0, len(objs))
+	for _, o := range objs {
+		u := statuswriter.Update{Ref: o.Ref}
 		// A missing entry is the zero status: the object has none yet.
-		switch prev := current[o.Ref]; o.Ref.Kind {
-		case builder.KindHTTPProxy:
-			p, _ := prev.(contourv1.HTTPProxyStatus)
-			s.Status = status.HTTPProxy(o, p, now)
-		case builder.KindExtensionService:
-			p, _ := prev.(v1alpha1.ExtensionServiceStatus)
-			s.APIVersion = v1alpha1.GroupVersion.String()
-			s.Status = status.ExtensionService(o, p, now)
-		case builder.KindTLSCertificateDelegation:
-			p, _ := prev.(contourv1.TLSCertificateDelegationStatus)
-			s.Status = status.TLSCertificateDelegation(o, p, now)
+		switch o.Ref.Kind {
+		case objects.KindHTTPProxy:
+			st := status.HTTPProxy(o, proxies[o.Ref], now)
+			u.HTTPProxy = &st
+		case objects.KindExtensionService:
+			st := status.ExtensionService(o, extensions[o.Ref], now)
+			u.ExtensionService = &st
+		case objects.KindTLSCertificateDelegation:
+			st := status.TLSCertificateDelegation(o, delegations[o.Ref], now)
+			u.Delegation = &st
 		}
-		out = append(out, s)
+		out = append(out, u)
 	}
 	return out
 }
 
 // Document is what `portcullis translate` prints.
 type Document struct {
-	Status []ObjectStatus `json:"status"`
-	XDS    XDS            `json:"xds"`
+	Status []statuswriter.Update `json:"status"`
+	XDS    XDS                   `json:"xds"`
 }
 
 // XDS holds the Envoy resources as protojson objects (with "@type").
@@ -125,10 +118,7 @@ type XDS struct {
 // NewDocument renders a result. Private keys are redacted: the document is
 // for people and logs.
 func NewDocument(in *objects.Set, r *Result, now metav1.Time) (*Document, error) {
-	d := &Document{Status: Statuses(in, r.Build, now)}
-	if d.Status == nil {
-		d.Status = []ObjectStatus{}
-	}
+	d := &Document{Status: Statuses(in, r.Build.Status, now)}
 	var err error
 	conv := func(ms []proto.Message) []json.RawMessage {
 		out := make([]json.RawMessage, len(ms))

@@ -7,10 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
 
@@ -19,12 +19,13 @@ import (
 // keeps serving the previous one).
 const maxEnvoyMessage = 2000
 
-// withEnvoyRejections returns b with an EnvoyRejected error on every
-// object a current rejection is attributed to, and the rejections that no
-// object can be blamed for. b itself is not modified.
-func withEnvoyRejections(b *builder.Result, attr *pipeline.Attribution, rejections []xdsserver.Rejection) (*builder.Result, []xdsserver.Rejection) {
+// withEnvoyRejections returns the findings objs (a build's) with an
+// EnvoyRejected error on every object a current rejection is attributed
+// to, and the rejections that no object can be blamed for. objs itself is
+// not modified.
+func withEnvoyRejections(objs []*status.Object, attr *pipeline.Attribution, rejections []xdsserver.Rejection) ([]*status.Object, []xdsserver.Rejection) {
 	if len(rejections) == 0 || attr == nil {
-		return b, rejections
+		return objs, rejections
 	}
 	problems := map[objects.Ref][]status.Problem{}
 	var unattributed []xdsserver.Rejection
@@ -40,17 +41,16 @@ func withEnvoyRejections(b *builder.Result, attr *pipeline.Attribution, rejectio
 		}
 	}
 	if len(problems) == 0 {
-		return b, unattributed
+		return objs, unattributed
 	}
-	out := *b
-	out.Status = make([]*status.Object, len(b.Status))
-	for i, o := range b.Status {
-		out.Status[i] = o
+	out := make([]*status.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
 		if ps := problems[o.Ref]; len(ps) > 0 {
-			out.Status[i] = o.WithErrors(ps...)
+			out[i] = o.WithErrors(ps...)
 		}
 	}
-	return &out, unattributed
+	return out, unattributed
 }
 
 func rejectionMessage(r xdsserver.Rejection) string {
@@ -81,10 +81,10 @@ type metrics struct {
 // names them.
 var rejectionTypes = []string{"Listener", "RouteConfiguration", "Cluster", "ClusterLoadAssignment", "Secret"}
 
-// statusCounter is a StatusWriter that counts its API writes.
+// statusCounter is a status writer that counts its API writes.
 type statusCounter interface{ StatusWrites() int64 }
 
-func newMetrics(w StatusWriter) *metrics {
+func newMetrics(w statuswriter.Writer) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{

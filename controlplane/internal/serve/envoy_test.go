@@ -37,12 +37,12 @@ func TestWithEnvoyRejections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, un := withEnvoyRejections(res.Build, attr, []xdsserver.Rejection{tt.rejection})
+			objs, un := withEnvoyRejections(res.Build.Status, attr, []xdsserver.Rejection{tt.rejection})
 			if len(un) != tt.wantUnattributed {
 				t.Errorf("unattributed = %d, want %d", len(un), tt.wantUnattributed)
 			}
 			var invalid []string
-			for _, o := range b.Status {
+			for _, o := range objs {
 				for _, p := range o.Errors {
 					if p.Type == status.TypeEnvoyRejected {
 						invalid = append(invalid, o.Ref.String())
@@ -72,7 +72,7 @@ func TestChangedStatusesAndMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
-	st := pipeline.Statuses(set, res.Build, metav1.Now())
+	st := pipeline.Statuses(set, res.Build.Status, metav1.Now())
 	s := &Server{}
 	if got := s.changedStatuses(res.Build.Status, st); len(got) != len(st) {
 		t.Fatalf("first publish: %d statuses, want all %d", len(got), len(st))
@@ -80,18 +80,18 @@ func TestChangedStatusesAndMerge(t *testing.T) {
 	if got := s.changedStatuses(res.Build.Status, st); len(got) != 0 {
 		t.Errorf("unchanged findings: %d statuses to write, want none", len(got))
 	}
-	rejected, _ := withEnvoyRejections(res.Build, pipeline.NewAttribution(res), []xdsserver.Rejection{{
+	rejected, _ := withEnvoyRejections(res.Build.Status, pipeline.NewAttribution(res), []xdsserver.Rejection{{
 		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/default/auth"}, Message: "bad"}})
-	if got := s.changedStatuses(rejected.Status, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 3 {
+	if got := s.changedStatuses(rejected, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 3 {
 		t.Errorf("after a rejection: %d statuses to write, want 3 (the ExtensionService and its two HTTPProxies)", len(got))
 	}
 	s.lastFullPass = time.Time{}
-	if got := s.changedStatuses(rejected.Status, st); len(got) != len(st) {
+	if got := s.changedStatuses(rejected, st); len(got) != len(st) {
 		t.Errorf("full pass: %d statuses, want all %d", len(got), len(st))
 	}
 
 	merged := mergeBatches(st[:1], st)
-	if len(merged) != len(st) || merged[0].Name != st[0].Name {
+	if len(merged) != len(st) || merged[0].Ref != st[0].Ref {
 		t.Errorf("merge: %d statuses, want %d with the newer batch first", len(merged), len(st))
 	}
 }

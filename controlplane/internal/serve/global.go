@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -19,7 +18,7 @@ var globalGauge = struct {
 
 // reportGlobal logs and exports the state of the global filters after a
 // build. The HTTPProxies concerned carry the same problem as a warning.
-func (s *Server) reportGlobal(b *builder.Result) {
+func (s *Server) reportGlobal(unavailableFilters []status.Problem) {
 	globalGauge.once.Do(func() {
 		globalGauge.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "portcullis_global_filter_unavailable",
@@ -32,7 +31,7 @@ func (s *Server) reportGlobal(b *builder.Result) {
 		_ = s.metrics.registry.Register(globalGauge.gauge)
 	}
 	unavailable := map[string]float64{"ext_authz": 0, "ext_proc": 0}
-	for _, p := range b.Unavailable {
+	for _, p := range unavailableFilters {
 		filter := "ext_authz"
 		if p.Reason == status.ReasonGlobalExtProcUnavailable {
 			filter = "ext_proc"

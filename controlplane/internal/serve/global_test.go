@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -26,7 +25,7 @@ func TestReportGlobal(t *testing.T) {
 		{"ext_authz only", []status.Problem{{Reason: status.ReasonGlobalExtAuthUnavailable}}, [2]float64{1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s.reportGlobal(&builder.Result{Unavailable: tc.unavailable})
+			s.reportGlobal(tc.unavailable)
 			got := [2]float64{
 				testutil.ToFloat64(globalGauge.gauge.WithLabelValues("ext_authz")),
 				testutil.ToFloat64(globalGauge.gauge.WithLabelValues("ext_proc")),

@@ -20,6 +20,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
+	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
 
@@ -27,11 +28,6 @@ import (
 // change, until ctx ends.
 type Provider interface {
 	Run(ctx context.Context, update func(*objects.Set)) error
-}
-
-// StatusWriter receives the computed statuses after every build.
-type StatusWriter interface {
-	Write(ctx context.Context, statuses []pipeline.ObjectStatus)
 }
 
 // Config of a running control plane.
@@ -44,7 +40,7 @@ type Config struct {
 	// and joins the changes that arrive meanwhile.
 	Debounce time.Duration
 	Provider Provider
-	Status   StatusWriter
+	Status   statuswriter.Writer
 	Log      *slog.Logger
 	// Options, when set, delivers new pipeline options (the configuration
 	// file changed); each one triggers a rebuild of the last snapshot.
@@ -66,7 +62,7 @@ type Server struct {
 	metrics      *metrics
 	// toWrite hands the newest statuses to the status writer's goroutine:
 	// writing thousands of statuses must not hold back the next build.
-	toWrite chan []pipeline.ObjectStatus
+	toWrite chan []statuswriter.Update
 
 	mu       sync.Mutex
 	version  string
@@ -76,7 +72,7 @@ type Server struct {
 	lastSet     *objects.Set
 	lastRes     *pipeline.Result
 	attribution *pipeline.Attribution
-	statuses    []pipeline.ObjectStatus
+	statuses    []statuswriter.Update
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
@@ -89,7 +85,7 @@ type Server struct {
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
-		toWrite: make(chan []pipeline.ObjectStatus, 1), cache: pipeline.NewCache()}
+		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -235,7 +231,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond),
 		"pipeline", built.Round(time.Microsecond), "rootsReused", s.cache.Build.Hits, "rootsBuilt", s.cache.Build.Misses,
 		"hostsReused", s.cache.Translate.Hits, "hostsTranslated", s.cache.Translate.Misses)
-	s.reportGlobal(res.Build)
+	s.reportGlobal(res.Build.Unavailable)
 	s.publishStatus(ctx)
 }
 
@@ -248,7 +244,7 @@ func (s *Server) publishStatus(ctx context.Context) {
 	if res == nil {
 		return
 	}
-	build, unattributed := withEnvoyRejections(res.Build, attr, s.xds.Rejections())
+	objs, unattributed := withEnvoyRejections(res.Build.Status, attr, s.xds.Rejections())
 	for _, r := range unattributed {
 		if !attr.Served(r.TypeURL, r.Resources) {
 			// Rejected before its objects were deleted: Envoy's answer to
@@ -258,11 +254,11 @@ func (s *Server) publishStatus(ctx context.Context) {
 		}
 		s.cfg.Log.Warn("Envoy rejected configuration that no HTTPProxy or ExtensionService can be blamed for", "type", r.TypeURL, "resources", r.Resources, "error", r.Message)
 	}
-	statuses := pipeline.Statuses(set, build, metav1.Now())
+	statuses := pipeline.Statuses(set, objs, metav1.Now())
 	s.mu.Lock()
 	s.statuses = statuses
 	s.mu.Unlock()
-	batch := s.changedStatuses(build.Status, statuses)
+	batch := s.changedStatuses(objs, statuses)
 	// A batch the writer has not taken yet is merged in, newer first.
 	select {
 	case pending := <-s.toWrite:
@@ -281,13 +277,13 @@ const fullStatusPass = time.Minute
 // changed since the last publish (all of them on a full pass): with tens of
 // thousands of objects, comparing each one with the API server's copy on
 // every rebuild costs more than the rebuild. statuses[i] is objs[i]'s.
-func (s *Server) changedStatuses(objs []*status.Object, statuses []pipeline.ObjectStatus) []pipeline.ObjectStatus {
+func (s *Server) changedStatuses(objs []*status.Object, statuses []statuswriter.Update) []statuswriter.Update {
 	full := time.Since(s.lastFullPass) > fullStatusPass
 	if full {
 		s.lastFullPass = time.Now()
 	}
 	published := make(map[objects.Ref]*status.Object, len(objs))
-	var out []pipeline.ObjectStatus
+	var out []statuswriter.Update
 	for i, o := range objs {
 		published[o.Ref] = o
 		if prev, ok := s.published[o.Ref]; full || !ok || !prev.Same(o) {
@@ -299,14 +295,13 @@ func (s *Server) changedStatuses(objs []*status.Object, statuses []pipeline.Obje
 }
 
 // mergeBatches adds to batch the statuses of older that it does not have.
-func mergeBatches(batch, older []pipeline.ObjectStatus) []pipeline.ObjectStatus {
-	type key struct{ kind, namespace, name string }
-	have := make(map[key]bool, len(batch))
+func mergeBatches(batch, older []statuswriter.Update) []statuswriter.Update {
+	have := make(map[objects.Ref]bool, len(batch))
 	for _, st := range batch {
-		have[key{st.Kind, st.Namespace, st.Name}] = true
+		have[st.Ref] = true
 	}
 	for _, st := range older {
-		if !have[key{st.Kind, st.Namespace, st.Name}] {
+		if !have[st.Ref] {
 			batch = append(batch, st)
 		}
 	}
@@ -390,49 +385,4 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
-}
-
-// LogWriter is the StatusWriter of file mode: it logs each object's status
-// when it changes.
-type LogWriter struct {
-	Log  *slog.Logger
-	last map[string]string
-}
-
-// Write logs the statuses that changed since the last call.
-func (l *LogWriter) Write(_ context.Context, statuses []pipeline.ObjectStatus) {
-	if l.last == nil {
-		l.last = map[string]string{}
-	}
-	// statuses may be only those that changed: objects missing from it
-	// keep their last logged status.
-	for _, s := range statuses {
-		key := s.Kind + " " + s.Namespace + "/" + s.Name
-		summary := summarize(s)
-		if l.last[key] == summary {
-			continue
-		}
-		l.last[key] = summary
-		l.Log.Info("status", "object", key, "status", summary)
-	}
-}
-
-// summarize is a stable one-line text of a status, ignoring timestamps.
-func summarize(s pipeline.ObjectStatus) string {
-	b, _ := json.Marshal(s.Status)
-	var generic struct {
-		CurrentStatus string `json:"currentStatus"`
-		Description   string `json:"description"`
-		Conditions    []struct {
-			Type     string           `json:"type"`
-			Status   string           `json:"status"`
-			Reason   string           `json:"reason"`
-			Message  string           `json:"message"`
-			Errors   []status.Problem `json:"errors"`
-			Warnings []status.Problem `json:"warnings"`
-		} `json:"conditions"`
-	}
-	json.Unmarshal(b, &generic)
-	out, _ := json.Marshal(generic)
-	return string(out)
 }

@@ -1,6 +1,7 @@
 // Package kubernetes reads the control plane's input objects from a
-// Kubernetes API server (informers through controller-runtime's cache) and
-// writes their status back through the status subresource.
+// Kubernetes API server (informers through controller-runtime's cache).
+// Their status goes back through internal/statuswriter, with this
+// provider's cache and client.
 package kubernetes
 
 import (
@@ -8,27 +9,19 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
-	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
-	statusmodel "github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // Provider watches the API server.
@@ -36,15 +29,16 @@ type Provider struct {
 	log    *slog.Logger
 	cache  cache.Cache
 	client client.Client
-	// writes counts status updates sent to the API server.
-	writes atomic.Int64
 	// stores are the informers' stores, by kind (see watched).
 	stores map[reflect.Type]toolscache.Store
 }
 
-// StatusWrites is the number of status updates sent so far: a rebuild
-// that changes nothing must not add to it.
-func (p *Provider) StatusWrites() int64 { return p.writes.Load() }
+// Cache is the informers' cache, for reads that must not go to the API
+// server (the status writer's).
+func (p *Provider) Cache() client.Reader { return p.cache }
+
+// Client talks to the API server.
+func (p *Provider) Client() client.Client { return p.client }
 
 // New connects to the cluster of kubeconfig (empty: $KUBECONFIG, then the
 // in-cluster configuration).
@@ -145,8 +139,6 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 	}
 }
 
-var noDeepCopy = true
-
 // statusOnly reports an update of one of our own kinds that changed
 // nothing but its status (typically our own status write): it cannot
 // change the build, so it triggers none.
@@ -188,79 +180,4 @@ func stored[T client.Object](stores map[reflect.Type]toolscache.Store) []T {
 		}
 	}
 	return out
-}
-
-// Write updates the status subresource of each object whose status
-// changed. A conflict or a deleted object is left to the next build, which
-// the informer's event triggers.
-func (p *Provider) Write(ctx context.Context, statuses []pipeline.ObjectStatus) {
-	// A few writers in parallel: each write is a round trip.
-	const writers = 8
-	work := make(chan pipeline.ObjectStatus)
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for s := range work {
-				p.writeOne(ctx, s)
-			}
-		})
-	}
-	for _, s := range statuses {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- s
-	}
-	close(work)
-	wg.Wait()
-}
-
-func (p *Provider) writeOne(ctx context.Context, s pipeline.ObjectStatus) {
-	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-	var err error
-	switch st := s.Status.(type) {
-	case contourv1.HTTPProxyStatus:
-		err = writeStatus(ctx, p, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status },
-			func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
-	case v1alpha1.ExtensionServiceStatus:
-		err = writeStatus(ctx, p, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status },
-			func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
-	case contourv1.TLSCertificateDelegationStatus:
-		err = writeStatus(ctx, p, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
-			return &o.Status
-		}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, st)
-	}
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		p.log.Error("writing status", "kind", s.Kind, "object", key.String(), "err", err)
-	}
-}
-
-// writeStatus reads the object from the cache, merges want with its
-// current conditions (status.Merge: lastTransitionTime moves only on a
-// transition, other controllers' conditions stay) and writes the result
-// through the status subresource only when it differs from the current
-// status.
-func writeStatus[T client.Object, S any](ctx context.Context, p *Provider, key types.NamespacedName, obj T, status func(T) *S,
-	conditions func(*S) *[]contourv1.DetailedCondition, want S) error {
-	// The cache first; on a conflict (the cache has not seen our previous
-	// write yet) the API server itself. Nothing else would retry: our own
-	// status updates trigger no rebuild.
-	var reader client.Reader = p.cache
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		defer func() { reader = p.client }()
-		// No deep copy: obj is only read, and copied before a change.
-		if err := reader.Get(ctx, key, obj, &client.GetOptions{UnsafeDisableDeepCopy: &noDeepCopy}); err != nil {
-			return err
-		}
-		cur := status(obj)
-		merged := want
-		*conditions(&merged) = statusmodel.Merge(*conditions(cur), *conditions(&want))
-		if equality.Semantic.DeepEqual(*cur, merged) {
-			return nil
-		}
-		p.writes.Add(1)
-		cp := obj.DeepCopyObject().(T)
-		*status(cp) = merged
-		return p.client.Status().Update(ctx, cp)
-	})
 }

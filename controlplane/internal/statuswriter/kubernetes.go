@@ -1,0 +1,110 @@
+package statuswriter
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// Kubernetes writes statuses through the status subresource of each
+// object whose status changed. A conflict or a deleted object is left to
+// the next build, which the informer's event triggers.
+type Kubernetes struct {
+	// Cache is read first (the informers' cache), Client on a conflict
+	// and for writes.
+	Cache  client.Reader
+	Client client.Client
+	Log    *slog.Logger
+	// writes counts status updates sent to the API server.
+	writes atomic.Int64
+}
+
+// StatusWrites is the number of status updates sent so far: a rebuild
+// that changes nothing must not add to it.
+func (k *Kubernetes) StatusWrites() int64 { return k.writes.Load() }
+
+// Write updates the objects whose status differs from updates.
+func (k *Kubernetes) Write(ctx context.Context, updates []Update) {
+	// A few writers in parallel: each write is a round trip.
+	const writers = 8
+	work := make(chan Update)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for u := range work {
+				k.writeOne(ctx, u)
+			}
+		})
+	}
+	for _, u := range updates {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- u
+	}
+	close(work)
+	wg.Wait()
+}
+
+func (k *Kubernetes) writeOne(ctx context.Context, u Update) {
+	key := types.NamespacedName{Namespace: u.Ref.Namespace, Name: u.Ref.Name}
+	var err error
+	switch {
+	case u.HTTPProxy != nil:
+		err = writeStatus(ctx, k, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status },
+			func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, *u.HTTPProxy)
+	case u.ExtensionService != nil:
+		err = writeStatus(ctx, k, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status },
+			func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, *u.ExtensionService)
+	case u.Delegation != nil:
+		err = writeStatus(ctx, k, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
+			return &o.Status
+		}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, *u.Delegation)
+	}
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		k.Log.Error("writing status", "object", u.Ref.String(), "err", err)
+	}
+}
+
+var noDeepCopy = true
+
+// writeStatus reads the object from the cache, merges want with its
+// current conditions (status.Merge: lastTransitionTime moves only on a
+// transition, other controllers' conditions stay) and writes the result
+// through the status subresource only when it differs from the current
+// status.
+func writeStatus[T client.Object, S any](ctx context.Context, k *Kubernetes, key types.NamespacedName, obj T, statusOf func(T) *S,
+	conditions func(*S) *[]contourv1.DetailedCondition, want S) error {
+	// The cache first; on a conflict (the cache has not seen our previous
+	// write yet) the API server itself. Nothing else would retry: our own
+	// status updates trigger no rebuild.
+	reader := k.Cache
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		defer func() { reader = k.Client }()
+		// No deep copy: obj is only read, and copied before a change.
+		if err := reader.Get(ctx, key, obj, &client.GetOptions{UnsafeDisableDeepCopy: &noDeepCopy}); err != nil {
+			return err
+		}
+		cur := statusOf(obj)
+		merged := want
+		*conditions(&merged) = status.Merge(*conditions(cur), *conditions(&want))
+		if equality.Semantic.DeepEqual(*cur, merged) {
+			return nil
+		}
+		k.writes.Add(1)
+		cp := obj.DeepCopyObject().(T)
+		*statusOf(cp) = merged
+		return k.Client.Status().Update(ctx, cp)
+	})
+}

@@ -1,0 +1,54 @@
+package statuswriter
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// Log is the writer of file mode: it logs each object's status when it
+// changes.
+type Log struct {
+	Log  *slog.Logger
+	last map[objects.Ref]string
+}
+
+// Write logs the statuses that changed since the last call.
+func (l *Log) Write(_ context.Context, updates []Update) {
+	if l.last == nil {
+		l.last = map[objects.Ref]string{}
+	}
+	// updates may be only those that changed: objects missing from it
+	// keep their last logged status.
+	for _, u := range updates {
+		summary := summarize(u)
+		if l.last[u.Ref] == summary {
+			continue
+		}
+		l.last[u.Ref] = summary
+		l.Log.Info("status", "object", u.Ref.String(), "status", summary)
+	}
+}
+
+// summarize is a stable one-line text of a status, ignoring timestamps.
+func summarize(u Update) string {
+	b, _ := json.Marshal(u.Status())
+	var generic struct {
+		CurrentStatus string `json:"currentStatus"`
+		Description   string `json:"description"`
+		Conditions    []struct {
+			Type     string           `json:"type"`
+			Status   string           `json:"status"`
+			Reason   string           `json:"reason"`
+			Message  string           `json:"message"`
+			Errors   []status.Problem `json:"errors"`
+			Warnings []status.Problem `json:"warnings"`
+		} `json:"conditions"`
+	}
+	json.Unmarshal(b, &generic)
+	out, _ := json.Marshal(generic)
+	return string(out)
+}

@@ -1,0 +1,62 @@
+// Package statuswriter is the stage beside the xDS server: it puts the
+// status the build computed for each object where users read it. Writers
+// implement one interface: the Kubernetes writer (the status subresource,
+// with conflict retries, only on change) and the log writer (file mode).
+package statuswriter
+
+import (
+	"context"
+	"encoding/json"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// Writer receives the statuses of a build (all of them, or only those that
+// changed since the last call).
+type Writer interface {
+	Write(ctx context.Context, updates []Update)
+}
+
+// Update is the status of one object. Exactly one of the status fields is
+// set, the one of Ref.Kind.
+type Update struct {
+	Ref              objects.Ref
+	HTTPProxy        *contourv1.HTTPProxyStatus
+	ExtensionService *v1alpha1.ExtensionServiceStatus
+	Delegation       *contourv1.TLSCertificateDelegationStatus
+}
+
+// APIVersion is the API version of the object's kind.
+func (u Update) APIVersion() string {
+	if u.Ref.Kind == objects.KindExtensionService {
+		return v1alpha1.GroupVersion.String()
+	}
+	return contourv1.GroupVersion.String()
+}
+
+// Status is the status that is set.
+func (u Update) Status() any {
+	switch {
+	case u.HTTPProxy != nil:
+		return u.HTTPProxy
+	case u.ExtensionService != nil:
+		return u.ExtensionService
+	case u.Delegation != nil:
+		return u.Delegation
+	}
+	return nil
+}
+
+// MarshalJSON renders an update as `portcullis translate` and the admin
+// endpoint's /status show it.
+func (u Update) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Namespace  string `json:"namespace"`
+		Name       string `json:"name"`
+		Status     any    `json:"status"`
+	}{u.APIVersion(), u.Ref.Kind, u.Ref.Namespace, u.Ref.Name, u.Status()})
+}
