@@ -213,6 +213,9 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extproc
 	if err != nil {
 		return nil, errInvalidHeader(err)
 	}
+	if mut == nil && !(x.clearRoute && p == RequestHeaders) && x.override == nil && len(x.metadata) == 0 {
+		return continueResponses[p], nil
+	}
 	r := new(headersResponse)
 	r.common.HeaderMutation, r.common.ClearRouteCache = mut, x.clearRoute && p == RequestHeaders
 	r.hr.Response = &r.common
@@ -261,6 +264,9 @@ func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.
 	}
 	if b.Mode == ModeFullDuplex {
 		return x.streamed(p, b.data, b.EndOfStream), nil
+	}
+	if !b.replaced && !(x.clearRoute && p == RequestBody) && len(x.metadata) == 0 {
+		return continueResponses[p], nil
 	}
 	common := &extprocv3.CommonResponse{ClearRouteCache: x.clearRoute && p == RequestBody}
 	if b.replaced {
@@ -382,6 +388,9 @@ func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extpro
 	mut, err := t.mutation()
 	if err != nil {
 		return nil, errInvalidHeader(err)
+	}
+	if mut == nil && len(x.metadata) == 0 {
+		return continueResponses[p], nil
 	}
 	tr := &extprocv3.TrailersResponse{HeaderMutation: mut}
 	resp := &extprocv3.ProcessingResponse{}

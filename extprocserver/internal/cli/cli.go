@@ -229,7 +229,7 @@ func newObserver(messages *prometheus.CounterVec, took *prometheus.HistogramVec)
 // stream per HTTP request, a few small messages each, over a handful of
 // long-lived HTTP/2 connections.
 func grpcOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append(sdk.ServerOptions(),
 		// Streams run on long-lived worker goroutines instead of a new
 		// goroutine each, whose stack would grow (and be copied) on every
 		// stream. Streams live as long as their HTTP request, so there are
@@ -243,5 +243,5 @@ func grpcOptions() []grpc.ServerOption {
 		grpc.InitialConnWindowSize(8 << 20),
 		// One write buffer per connection only while writing.
 		grpc.SharedWriteBuffer(true),
-	}
+	)
 }

@@ -25,7 +25,7 @@ import (
 func Serve(t testing.TB, p sdk.Processor, opts ...sdk.Option) extprocv3.ExternalProcessorClient {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(sdk.ServerOptions()...)
 	opts = append([]sdk.Option{sdk.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
 	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p, opts...))
 	go srv.Serve(lis)

@@ -1,0 +1,187 @@
+package sdk
+
+import (
+	"fmt"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func wireHeaders(response, eos bool, kv ...string) *extprocv3.ProcessingRequest {
+	hm := &corev3.HeaderMap{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: kv[i], RawValue: []byte(kv[i+1])})
+	}
+	hh := &extprocv3.HttpHeaders{Headers: hm, EndOfStream: eos}
+	if response {
+		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}}
+	}
+	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}}
+}
+
+// codecCases are wire messages: those the fast path decodes and those it
+// must leave to protobuf (which decodes them, or fails).
+func codecCases(t testing.TB) map[string][]byte {
+	marshal := func(m proto.Message) []byte {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	typical := wireHeaders(false, true, ":method", "GET", ":path", "/api/login?x=1", ":authority", "bench.example",
+		"user-agent", "Go-http-client/1.1", "x-request-id", "0f0e0d0c", "x-forwarded-proto", "http", "cookie", "a=1", "cookie", "b=2")
+	withConfig := proto.Clone(typical).(*extprocv3.ProcessingRequest)
+	withConfig.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: filterv3.ProcessingMode_BUFFERED, ResponseBodyMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED}
+	withConfig.ObservabilityMode = true
+	withConfig.MetadataContext = &corev3.Metadata{} // as Envoy sends it
+	valueField := wireHeaders(true, false)
+	valueField.GetResponseHeaders().Headers.Headers = []*corev3.HeaderValue{{Key: ":status", Value: "200"}, {Key: "empty", RawValue: []byte{}}, {Key: "", Value: ""}}
+	withAttrs := proto.Clone(typical).(*extprocv3.ProcessingRequest)
+	withAttrs.Attributes = map[string]*structpb.Struct{"envoy.filters.http.ext_proc": {Fields: map[string]*structpb.Value{"request.path": structpb.NewStringValue("/")}}}
+	withMetadata := proto.Clone(typical).(*extprocv3.ProcessingRequest)
+	withMetadata.MetadataContext = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"ns": {}}}
+	noMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{EndOfStream: true}}}
+	emptyMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: &corev3.HeaderMap{}}}}
+	body := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte("abc"), EndOfStream: true}}}
+	tb := typical.GetRequestHeaders()
+
+	cases := map[string][]byte{
+		"typical request headers":  marshal(typical),
+		"response headers":         marshal(wireHeaders(true, false, ":status", "200", "content-length", "12")),
+		"protocol config":          marshal(withConfig),
+		"value field and empties":  marshal(valueField),
+		"attributes (fallback)":    marshal(withAttrs),
+		"metadata (fallback)":      marshal(withMetadata),
+		"no header map":            marshal(noMap),
+		"empty header map":         marshal(emptyMap),
+		"body (fallback)":          marshal(body),
+		"empty message (fallback)": {},
+		"truncated (fallback)":     marshal(typical)[:20],
+		"invalid UTF-8 raw value":  marshal(wireHeaders(false, false, "x", "\xff\xfe")),
+	}
+	// Invalid UTF-8 in a key: proto.Marshal refuses to write it.
+	bad := protowire.AppendTag(nil, 1, protowire.BytesType)
+	bad = protowire.AppendString(bad, "x-\xff")
+	bad = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), bad)
+	bad = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), bad)
+	cases["invalid UTF-8 key (error)"] = protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), bad)
+	// Both headers fields: protobuf keeps the last oneof member.
+	both := append(marshal(typical), marshal(wireHeaders(true, false, ":status", "204"))...)
+	cases["request and response headers (fallback)"] = both
+	// A field twice: protobuf merges, the fast path leaves it.
+	cases["headers field twice (fallback)"] = append(marshal(typical), marshal(typical)...)
+	// An unknown field inside HttpHeaders: kept as unknown by protobuf.
+	hh, _ := proto.Marshal(tb)
+	hh = protowire.AppendTag(hh, 9, protowire.VarintType)
+	hh = protowire.AppendVarint(hh, 1)
+	unknown := protowire.AppendTag(nil, 2, protowire.BytesType)
+	cases["unknown field in HttpHeaders (fallback)"] = protowire.AppendBytes(unknown, hh)
+	return cases
+}
+
+// TestCodecDecodesAsProtobuf: every message decodes to what proto.Unmarshal
+// gives, or fails as it does.
+func TestCodecDecodesAsProtobuf(t *testing.T) {
+	for name, b := range codecCases(t) {
+		t.Run(name, func(t *testing.T) { checkDecode(t, b) })
+	}
+}
+
+func checkDecode(t *testing.T, b []byte) {
+	t.Helper()
+	want := new(extprocv3.ProcessingRequest)
+	wantErr := proto.Unmarshal(b, want)
+	got := new(extprocv3.ProcessingRequest)
+	err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append([]byte(nil), b...))}, got)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("error %v, protobuf's %v", err, wantErr)
+	}
+	if err == nil && !proto.Equal(got, want) {
+		t.Fatalf("decoded\n%v\nprotobuf decodes\n%v", got, want)
+	}
+}
+
+func TestCodecFastPathIsTaken(t *testing.T) {
+	cases := codecCases(t)
+	for _, name := range []string{"typical request headers", "response headers", "protocol config", "value field and empties", "no header map", "empty header map"} {
+		if !decodeHeadersRequest(cases[name], new(extprocv3.ProcessingRequest)) {
+			t.Errorf("%s: fast path not taken", name)
+		}
+	}
+}
+
+// The decoded message must not share memory with the gRPC buffer, which is
+// reused once Unmarshal returns.
+func TestCodecCopiesTheBuffer(t *testing.T) {
+	b, _ := proto.Marshal(wireHeaders(false, true, "x-a", "value-a"))
+	got := new(extprocv3.ProcessingRequest)
+	if err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = 'z'
+	}
+	hv := got.GetRequestHeaders().GetHeaders().GetHeaders()[0]
+	if hv.GetKey() != "x-a" || string(hv.GetRawValue()) != "value-a" {
+		t.Fatalf("decoded header changed with the buffer: %q %q", hv.GetKey(), hv.GetRawValue())
+	}
+}
+
+func TestCodecContinueResponses(t *testing.T) {
+	for p, r := range continueResponses {
+		if r == nil {
+			continue
+		}
+		data, err := Codec.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := new(extprocv3.ProcessingResponse)
+		if err := proto.Unmarshal(data.Materialize(), got); err != nil || !proto.Equal(got, r) {
+			t.Errorf("%s: %v %v", Phase(p), got, err)
+		}
+	}
+	// Any other response is encoded as usual.
+	r := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
+		Response: &extprocv3.CommonResponse{ClearRouteCache: true}}}}
+	data, err := Codec.Marshal(r)
+	got := new(extprocv3.ProcessingResponse)
+	if err != nil || proto.Unmarshal(data.Materialize(), got) != nil || !proto.Equal(got, r) {
+		t.Errorf("clear_route_cache response: %v %v", got, err)
+	}
+}
+
+func FuzzCodecDecodesAsProtobuf(f *testing.F) {
+	for _, b := range codecCases(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecode(t, b) })
+}
+
+func BenchmarkDecodeHeaders(b *testing.B) {
+	kv := []string{":method", "GET", ":path", "/api/login", ":authority", "bench.example", ":scheme", "http",
+		"user-agent", "Go-http-client/1.1", "x-request-id", "0f0e0d0c-0b0a-0908-0706-050403020100", "x-forwarded-proto", "http", "accept-encoding", "gzip"}
+	data, _ := proto.Marshal(wireHeaders(false, true, kv...))
+	for _, c := range []struct {
+		name  string
+		codec interface {
+			Unmarshal(mem.BufferSlice, any) error
+		}
+	}{{"protobuf", protoCodec}, {"sdk", Codec}} {
+		b.Run(fmt.Sprintf("%s/%d headers", c.name, len(kv)/2), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, new(extprocv3.ProcessingRequest)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
