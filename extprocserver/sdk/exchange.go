@@ -100,8 +100,8 @@ type Exchange struct {
 	// RequestBodyMode and ResponseBodyMode: see BodyMode.
 	RequestBodyMode, ResponseBodyMode BodyMode
 
-	requestHeaders  map[string][]string
-	responseHeaders map[string][]string
+	requestHeaders  *Headers
+	responseHeaders *Headers
 	requestID       string
 	values          map[any]any
 	chunks          [7]int  // body messages seen, by Phase
@@ -233,16 +233,16 @@ func (x *Exchange) resetActions(p Phase) {
 	x.phase, x.immediate, x.clearRoute, x.metadata, x.override = p, nil, false, nil, nil
 }
 
-func first(m map[string][]string, name string) string {
-	if v := m[lower(name)]; len(v) > 0 {
-		return v[0]
+func first(h *Headers, name string) string {
+	if h == nil {
+		return ""
 	}
-	return ""
+	return h.Get(name)
 }
 
 // contentLength parses a content-length header value; -1 when absent.
-func contentLength(m map[string][]string) int64 {
-	v := first(m, "content-length")
+func contentLength(h *Headers) int64 {
+	v := first(h, "content-length")
 	if v == "" {
 		return -1
 	}

@@ -23,8 +23,9 @@ type Headers struct {
 	// EndOfStream is set on a headers message when no body follows.
 	EndOfStream bool
 
-	m     map[string][]string
-	edits []headerEdit // names changed, in first-change order
+	src   []*corev3.HeaderValue // what Envoy sent, until m is built
+	m     map[string][]string   // built on first use: see load
+	edits []headerEdit          // names changed, in first-change order
 }
 
 type headerEdit struct {
@@ -33,12 +34,24 @@ type headerEdit struct {
 	values  []string // values to write (after replace) or to append
 }
 
-// newHeaders builds the map with three allocations whatever the number of
-// headers (map, one string holding every value, one slice backing every
-// single value): it runs on every headers message.
 func newHeaders(hm *corev3.HeaderMap, eos bool) *Headers {
-	hvs := hm.GetHeaders()
-	h := &Headers{EndOfStream: eos, m: make(map[string][]string, len(hvs))}
+	return &Headers{EndOfStream: eos, src: hm.GetHeaders()}
+}
+
+// load returns the map, built on first use: a processor that never looks
+// at the headers (one that passes them through) costs no map.
+func (h *Headers) load() map[string][]string {
+	if h.m == nil {
+		h.m, h.src = headerMap(h.src), nil
+	}
+	return h.m
+}
+
+// headerMap builds the map with three allocations whatever the number of
+// headers (map, one string holding every value, one slice backing every
+// single value): it runs on most headers messages.
+func headerMap(hvs []*corev3.HeaderValue) map[string][]string {
+	m := make(map[string][]string, len(hvs))
 	size := 0
 	for _, hv := range hvs {
 		if raw := hv.GetRawValue(); len(raw) > 0 {
@@ -66,35 +79,36 @@ func newHeaders(hm *corev3.HeaderMap, eos bool) *Headers {
 		v := all[off : off+n]
 		off += n
 		k := lower(hv.GetKey())
-		if old, ok := h.m[k]; ok {
-			h.m[k] = append(old, v) // full capacity: copies, never overwrites backing
+		if old, ok := m[k]; ok {
+			m[k] = append(old, v) // full capacity: copies, never overwrites backing
 			continue
 		}
 		backing[i] = v
-		h.m[k] = backing[i : i+1 : i+1]
+		m[k] = backing[i : i+1 : i+1]
 	}
-	return h
+	return m
 }
 
 // Get returns the first value of name, or "".
 func (h *Headers) Get(name string) string {
-	if v := h.m[lower(name)]; len(v) > 0 {
+	if v := h.load()[lower(name)]; len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
 // Values returns all values of name.
-func (h *Headers) Values(name string) []string { return h.m[lower(name)] }
+func (h *Headers) Values(name string) []string { return h.load()[lower(name)] }
 
 // Has reports whether name is present.
-func (h *Headers) Has(name string) bool { return len(h.m[lower(name)]) > 0 }
+func (h *Headers) Has(name string) bool { return len(h.load()[lower(name)]) > 0 }
 
 // All yields every (name, value) pair, names sorted.
 func (h *Headers) All() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		for _, k := range slices.Sorted(maps.Keys(h.m)) {
-			for _, v := range h.m[k] {
+		m := h.load()
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			for _, v := range m[k] {
 				if !yield(k, v) {
 					return
 				}
@@ -107,7 +121,7 @@ func (h *Headers) All() iter.Seq2[string, string] {
 func (h *Headers) Set(name, value string) {
 	k := lower(name)
 	v := []string{value} // capacity 1: an Add to either copies it
-	h.m[k] = v
+	h.load()[k] = v
 	e := h.edit(k)
 	e.replace, e.values = true, v
 }
@@ -115,7 +129,8 @@ func (h *Headers) Set(name, value string) {
 // Add appends value to name's values.
 func (h *Headers) Add(name, value string) {
 	k := lower(name)
-	h.m[k] = append(h.m[k], value)
+	m := h.load()
+	m[k] = append(m[k], value)
 	e := h.edit(k)
 	e.values = append(e.values, value)
 }
@@ -123,7 +138,7 @@ func (h *Headers) Add(name, value string) {
 // Del removes name.
 func (h *Headers) Del(name string) {
 	k := lower(name)
-	delete(h.m, k)
+	delete(h.load(), k)
 	e := h.edit(k)
 	e.replace, e.values = true, nil
 }

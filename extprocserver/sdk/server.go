@@ -187,13 +187,13 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *extprocv3.Process
 func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
 	x.resetActions(p)
 	h := newHeaders(msg.GetHeaders(), msg.GetEndOfStream())
-	// The exchange keeps h's map: live during the phase, so helpers such as
+	// The exchange keeps h: live during the phase, so helpers such as
 	// x.Path() see the changes so far, and what left the phase afterwards
-	// (h is not used once the phase returns).
+	// (processors do not use h once the phase returns).
 	if p == RequestHeaders {
-		x.requestHeaders = h.m
+		x.requestHeaders = h
 	} else {
-		x.responseHeaders = h.m
+		x.responseHeaders = h
 	}
 	var err error
 	if p == RequestHeaders {
