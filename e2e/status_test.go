@@ -379,4 +379,23 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 		k.apply(t, endpointSlice(ns, "auth", "grpc", 9000, 3, "10.10.1.1", "10.10.1.2", "10.10.1.3"))
 		k.eventuallyExtension(t, ns, "auth", want{typ: "Ready", status: metav1.ConditionTrue, reason: "EndpointsReady", message: "3/3 endpoints ready"})
 	})
+
+	t.Run("a host name claimed twice stays with the oldest claim (creationTimestamp), and passes on when it goes", func(t *testing.T) {
+		// By namespace/name alone status/a-taker would come first: the
+		// API server's creation times decide.
+		owner := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "z-owner"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "owned.example.com"}, Routes: []contourv1.Route{{Services: echo}}}}
+		k.apply(t, owner)
+		k.eventuallyProxy(t, "team", "z-owner", want{status: metav1.ConditionTrue, reason: "Valid"})
+		time.Sleep(1100 * time.Millisecond) // creation times have a one-second resolution
+		k.apply(t, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a-taker"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "owned.example.com"}, Routes: []contourv1.Route{{Services: echo}}}})
+		k.eventuallyProxy(t, ns, "a-taker", want{status: metav1.ConditionFalse, reason: "DuplicateVhost",
+			errorTypes: []string{contourv1.ConditionTypeVirtualHostError}, message: "already used by HTTPProxy team/z-owner"})
+		k.eventuallyProxy(t, "team", "z-owner", want{status: metav1.ConditionTrue, reason: "Valid"})
+		if err := k.api.Delete(context.Background(), owner); err != nil {
+			t.Fatal(err)
+		}
+		k.eventuallyProxy(t, ns, "a-taker", want{status: metav1.ConditionTrue, reason: "Valid"})
+	})
 }
