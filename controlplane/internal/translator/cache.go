@@ -101,7 +101,7 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 	return cachedHost{
 		src:   vh,
 		in:    *vh,
-		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{withAuth: vh.Auth != nil, withProc: vh.ExtProc != nil}, nil),
+		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: hostHCM(vh).filters()}, nil),
 		chain: filterChain(vh),
 	}, false
 }

@@ -7,9 +7,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -75,31 +73,6 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		}}
 	}
 	return out
-}
-
-func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
-	common := &tlsv3.CommonTlsContext{}
-	if c.Protocol == ir.H2 {
-		common.AlpnProtocols = []string{"h2"}
-	}
-	if v := c.Validation; v != nil {
-		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-				DefaultValidationContext: &tlsv3.CertificateValidationContext{
-					MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
-						SanType: tlsv3.SubjectAltNameMatcher_DNS,
-						Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v.SubjectName}},
-					}},
-				},
-				ValidationContextSdsSecretConfig: sdsSecret(v.CASecret),
-			},
-		}
-	}
-	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: common, Sni: c.SNI}
-	return &corev3.TransportSocket{
-		Name:       tlsTransportName,
-		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
-	}
 }
 
 func lbPolicy(s string) clusterv3.Cluster_LbPolicy {

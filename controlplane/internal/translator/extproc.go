@@ -5,11 +5,38 @@ import (
 
 	mutationv3 "github.com/envoyproxy/go-control-plane/envoy/config/common/mutation_rules/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
+
+// ExtProcFilterName is the external processing filter's name in Envoy.
+const ExtProcFilterName = "envoy.filters.http.ext_proc"
+
+// extProcFilter is external processing (docs/design/external-processing.md):
+// in an HCM when a processor applies to it, its host's own or the global
+// one.
+type extProcFilter struct{}
+
+func (extProcFilter) name() string { return ExtProcFilterName }
+
+func (extProcFilter) needed(h hcmSettings) bool { return h.proc != nil }
+
+func (extProcFilter) httpFilter(h hcmSettings) *hcmv3.HttpFilter {
+	return typedHTTPFilter(ExtProcFilterName, extProc(h.proc))
+}
+
+// perRoute is set only on routes whose processing differs from the
+// filter's.
+func (extProcFilter) perRoute(r *ir.Route) proto.Message {
+	if r.ExtProc == nil {
+		return nil
+	}
+	return extProcPerRoute(r.ExtProc)
+}
 
 // maxMessageTimeout is the largest message_timeout Envoy accepts.
 const maxMessageTimeout = time.Hour

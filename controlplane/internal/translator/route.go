@@ -6,10 +6,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -19,10 +17,9 @@ import (
 
 // routeSettings are what the routes of one route configuration share.
 type routeSettings struct {
-	// withAuth and withProc say whether the HCM that uses the routes has an
-	// ext_authz and an ext_proc filter, which makes per-route settings
-	// meaningful.
-	withAuth, withProc bool
+	// filters are the HTTP filters of the HCM that uses the routes: a
+	// route configures only those (typed_per_filter_config).
+	filters filterSet
 	// redirectPort is the port of HTTPS redirects' Location (0: none, for
 	// clients reaching HTTPS on 443).
 	redirectPort uint32
@@ -120,11 +117,7 @@ func domains(fqdn string) []string {
 func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	out := &routev3.Route{Match: routeMatch(r)}
 	if r.HTTPSRedirect {
-		out.Action = &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{
-			SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true},
-			ResponseCode:           routev3.RedirectAction_MOVED_PERMANENTLY,
-			PortRedirect:           rs.redirectPort,
-		}}
+		out.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(rs.redirectPort)}
 	} else {
 		out.Action = &routev3.Route_Route{Route: routeAction(r)}
 		if p := r.RequestHeaders; p != nil {
@@ -136,28 +129,18 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 			out.ResponseHeadersToRemove = p.Remove
 		}
 	}
-	if rs.withAuth {
-		out.TypedPerFilterConfig = map[string]*anypb.Any{ExtAuthzFilterName: mustAny(extAuthzPerRoute(r))}
-	}
-	if rs.withProc && r.ExtProc != nil {
-		if out.TypedPerFilterConfig == nil {
-			out.TypedPerFilterConfig = map[string]*anypb.Any{}
-		}
-		out.TypedPerFilterConfig[ExtProcFilterName] = mustAny(extProcPerRoute(r.ExtProc))
-	}
+	out.TypedPerFilterConfig = perFilterConfig(r, rs.filters)
 	return out
 }
 
-// extAuthzPerRoute is set on every route of an HCM with ext_authz: either
-// off, or on with the route's context. The filter is never left out of an
-// HCM because a virtual host's default is "disabled".
-func extAuthzPerRoute(r *ir.Route) *extauthzv3.ExtAuthzPerRoute {
-	if r.AuthDisabled {
-		return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}
+// httpsRedirect sends the client to the same URL over HTTPS, permanently;
+// port 0 leaves the port out of the Location.
+func httpsRedirect(port uint32) *routev3.RedirectAction {
+	return &routev3.RedirectAction{
+		SchemeRewriteSpecifier: &routev3.RedirectAction_HttpsRedirect{HttpsRedirect: true},
+		ResponseCode:           routev3.RedirectAction_MOVED_PERMANENTLY,
+		PortRedirect:           port,
 	}
-	return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{
-		CheckSettings: &extauthzv3.CheckSettings{ContextExtensions: r.AuthContext},
-	}}
 }
 
 func routeMatch(r *ir.Route) *routev3.RouteMatch {

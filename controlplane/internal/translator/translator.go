@@ -1,6 +1,9 @@
 // Package translator turns the IR into Envoy resources. It is a pure
 // function: no clients, no clocks, deterministic output (sorted, stable), so
-// that golden tests can pin it down.
+// that golden tests can pin it down. Each feature has its own file
+// (extauthz.go, extproc.go, tls.go, route.go with the redirects, ...); an
+// HTTP filter is added to the HCMs by registering it, in order, in
+// httpfilters.go.
 package translator
 
 import (
@@ -86,7 +89,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Listeners = append(r.Listeners, l)
 	}
 
-	global := routeSettings{withAuth: m.GlobalAuth != nil, withProc: m.GlobalExtProc != nil}
+	global := routeSettings{filters: globalHCM(m).filters()}
 	redirect := global
 	if opts.HTTPSRedirectPort != 443 {
 		redirect.redirectPort = opts.HTTPSRedirectPort

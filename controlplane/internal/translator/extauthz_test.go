@@ -1,0 +1,77 @@
+package translator
+
+import (
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+func TestExtAuthz(t *testing.T) {
+	grpc := func(timeout time.Duration) *extauthzv3.ExtAuthz_GrpcService {
+		return &extauthzv3.ExtAuthz_GrpcService{GrpcService: &corev3.GrpcService{
+			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "extension/auth/authz", Authority: "authz.auth"}},
+			Timeout:         durationpb.New(timeout),
+		}}
+	}
+	base := func(timeout time.Duration) *extauthzv3.ExtAuthz {
+		return &extauthzv3.ExtAuthz{
+			Services:               grpc(timeout),
+			TransportApiVersion:    corev3.ApiVersion_V3,
+			IncludePeerCertificate: true,
+			ValidateMutations:      true,
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		in   ir.ExtAuth
+		want *extauthzv3.ExtAuthz
+	}{
+		{"a zero timeout is written (none), not left to Envoy's 200ms", ir.ExtAuth{}, base(0)},
+		{"timeout and fail open", ir.ExtAuth{Timeout: time.Second, FailOpen: true}, func() *extauthzv3.ExtAuthz {
+			c := base(time.Second)
+			c.FailureModeAllow = true
+			return c
+		}()},
+		{"request body", ir.ExtAuth{WithRequestBody: &ir.BufferSettings{MaxRequestBytes: 1024, AllowPartialMessage: true, PackAsBytes: true}},
+			func() *extauthzv3.ExtAuthz {
+				c := base(0)
+				c.WithRequestBody = &extauthzv3.BufferSettings{MaxRequestBytes: 1024, AllowPartialMessage: true, PackAsBytes: true}
+				return c
+			}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Cluster, in.Authority = "extension/auth/authz", "authz.auth"
+			if got := extAuthz(&in); !proto.Equal(got, tc.want) {
+				t.Errorf("got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExtAuthzPerRoute(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		route ir.Route
+		want  *extauthzv3.ExtAuthzPerRoute
+	}{
+		{"disabled", ir.Route{AuthDisabled: true, AuthContext: map[string]string{"k": "v"}},
+			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}},
+		{"enabled with the route's context", ir.Route{AuthContext: map[string]string{"k": "v"}},
+			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{ContextExtensions: map[string]string{"k": "v"}}}}},
+		{"enabled without context: still set, so the route is checked", ir.Route{},
+			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (extAuthzFilter{}).perRoute(&tc.route); !proto.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

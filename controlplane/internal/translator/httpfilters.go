@@ -1,0 +1,110 @@
+package translator
+
+import (
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// httpFilter is one HTTP filter an HCM may have. A feature with an HTTP
+// filter implements it in its own file and is ranked in httpFilters; the
+// HCM and the routes then get it without a special case.
+type httpFilter interface {
+	// name is the filter's name in Envoy: its name in the HCM and its key
+	// in a route's typed_per_filter_config.
+	name() string
+	// needed says whether an HCM with these settings has the filter.
+	needed(h hcmSettings) bool
+	// httpFilter is the filter as the HCM lists it (only when needed).
+	httpFilter(h hcmSettings) *hcmv3.HttpFilter
+	// perRoute is the route's configuration of the filter, on routes of
+	// an HCM that has it; nil for none.
+	perRoute(r *ir.Route) proto.Message
+}
+
+// httpFilters are the HTTP filters in the order Envoy runs them: an HCM's
+// filter list is this list without the filters it does not need. The
+// order is decided here and nowhere else.
+var httpFilters = []httpFilter{
+	// ext_authz first: a request that is not authorized goes no further,
+	// so no later filter spends work on it or sends its data anywhere.
+	extAuthzFilter{},
+	// ext_proc after ext_authz, so that a processor only sees authorized
+	// requests; before the router, since it may change the headers the
+	// router decides on.
+	extProcFilter{},
+	// The router last: it is the terminal filter that forwards the
+	// request, and Envoy requires it at the end.
+	routerFilter{},
+}
+
+// hcmSettings are what decide the HTTP filters of one HCM: the
+// authorization and the processor that apply to it (nil for none).
+type hcmSettings struct {
+	auth *ir.ExtAuth
+	proc *ir.ExtProc
+}
+
+// globalHCM are the settings of the HCMs shared by hosts (the HTTP
+// listener's, the fallback chain's): the global filters.
+func globalHCM(m *ir.Model) hcmSettings {
+	return hcmSettings{auth: m.GlobalAuth, proc: m.GlobalExtProc}
+}
+
+// hostHCM are the settings of a TLS virtual host's own HCM.
+func hostHCM(vh *ir.SecureVirtualHost) hcmSettings {
+	return hcmSettings{auth: vh.Auth, proc: vh.ExtProc}
+}
+
+// filterSet holds the filters of an HCM, bit i for httpFilters[i]: a
+// comparable value, so that cached routes can be matched to an HCM.
+type filterSet uint64
+
+// filters returns the set of filters an HCM with these settings has.
+func (h hcmSettings) filters() filterSet {
+	var s filterSet
+	for i, f := range httpFilters {
+		if f.needed(h) {
+			s |= 1 << i
+		}
+	}
+	return s
+}
+
+func (s filterSet) has(i int) bool { return s&(1<<i) != 0 }
+
+// hcmHTTPFilters is the HCM's filter list, in the order of httpFilters.
+func hcmHTTPFilters(h hcmSettings) []*hcmv3.HttpFilter {
+	var out []*hcmv3.HttpFilter
+	for _, f := range httpFilters {
+		if f.needed(h) {
+			out = append(out, f.httpFilter(h))
+		}
+	}
+	return out
+}
+
+// perFilterConfig is a route's typed_per_filter_config for the filters of
+// its HCM; nil when none of them configures the route.
+func perFilterConfig(r *ir.Route, s filterSet) map[string]*anypb.Any {
+	var out map[string]*anypb.Any
+	for i, f := range httpFilters {
+		if !s.has(i) {
+			continue
+		}
+		if c := f.perRoute(r); c != nil {
+			if out == nil {
+				out = map[string]*anypb.Any{}
+			}
+			out[f.name()] = mustAny(c)
+		}
+	}
+	return out
+}
+
+// typedHTTPFilter is an HCM filter with its typed configuration.
+func typedHTTPFilter(name string, cfg proto.Message) *hcmv3.HttpFilter {
+	return &hcmv3.HttpFilter{Name: name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(cfg)}}
+}

@@ -1,0 +1,81 @@
+package translator
+
+import (
+	"slices"
+	"testing"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// Every HCM, whichever filters it needs, lists them in the registry's
+// order, the router last; and a route configures exactly the filters of
+// its HCM that have something to say about it.
+func TestHTTPFilterOrder(t *testing.T) {
+	auth := &ir.ExtAuth{Cluster: "extension/auth/authz"}
+	proc := &ir.ExtProc{Cluster: "extension/proc/processor"}
+	plain := &ir.Route{Path: "/"}
+	procOff := &ir.Route{Path: "/", ExtProc: &ir.ExtProcPerRoute{Disabled: true}}
+	for _, tc := range []struct {
+		name         string
+		h            hcmSettings
+		route        *ir.Route
+		wantFilters  []string
+		wantPerRoute []string
+	}{
+		{"nothing: the router alone", hcmSettings{}, procOff, []string{RouterFilterName}, nil},
+		{"authorization", hcmSettings{auth: auth}, plain, []string{ExtAuthzFilterName, RouterFilterName}, []string{ExtAuthzFilterName}},
+		{"a processor, route without its own processing", hcmSettings{proc: proc}, plain, []string{ExtProcFilterName, RouterFilterName}, nil},
+		{"a processor, route switching it off", hcmSettings{proc: proc}, procOff, []string{ExtProcFilterName, RouterFilterName}, []string{ExtProcFilterName}},
+		{"both: authorization before processing", hcmSettings{auth: auth, proc: proc}, procOff,
+			[]string{ExtAuthzFilterName, ExtProcFilterName, RouterFilterName}, []string{ExtAuthzFilterName, ExtProcFilterName}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range hcmOf(t, hcmFilter("test", "test", tc.h)).HttpFilters {
+				got = append(got, f.Name)
+			}
+			if !slices.Equal(got, tc.wantFilters) {
+				t.Errorf("HCM filters: got %v, want %v", got, tc.wantFilters)
+			}
+			r := route(tc.route, routeSettings{filters: tc.h.filters()})
+			var per []string
+			for name := range r.TypedPerFilterConfig {
+				per = append(per, name)
+			}
+			slices.Sort(per)
+			if !slices.Equal(per, tc.wantPerRoute) {
+				t.Errorf("typed_per_filter_config: got %v, want %v", per, tc.wantPerRoute)
+			}
+		})
+	}
+}
+
+// The registry is the one place of the order; a filterSet has a bit for
+// each filter.
+func TestHTTPFilterRegistry(t *testing.T) {
+	if len(httpFilters) > 64 {
+		t.Fatalf("%d HTTP filters do not fit a filterSet", len(httpFilters))
+	}
+	seen := map[string]bool{}
+	for _, f := range httpFilters {
+		if seen[f.name()] {
+			t.Errorf("%s registered twice", f.name())
+		}
+		seen[f.name()] = true
+	}
+	if last := httpFilters[len(httpFilters)-1]; last.name() != RouterFilterName {
+		t.Errorf("the last filter is %s, want the router", last.name())
+	}
+}
+
+func hcmOf(t *testing.T, f *listenerv3.Filter) *hcmv3.HttpConnectionManager {
+	t.Helper()
+	hcm := &hcmv3.HttpConnectionManager{}
+	if err := f.GetTypedConfig().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	return hcm
+}

@@ -1,0 +1,88 @@
+package translator
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+const tlsTransportName = "envoy.transport_sockets.tls"
+
+// downstreamTLS is the TLS context of a filter chain: the server
+// certificate over SDS, TLS 1.2 to 1.3 unless narrowed, and the client
+// certificate validation when cv is set.
+func downstreamTLS(secret, minVersion, maxVersion string, cv *ir.ClientValidation) *corev3.TransportSocket {
+	common := &tlsv3.CommonTlsContext{
+		TlsParams: &tlsv3.TlsParameters{
+			TlsMinimumProtocolVersion: tlsVersion(minVersion, tlsv3.TlsParameters_TLSv1_2),
+			TlsMaximumProtocolVersion: tlsVersion(maxVersion, tlsv3.TlsParameters_TLSv1_3),
+		},
+		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{sdsSecret(secret)},
+		AlpnProtocols:                  []string{"h2", "http/1.1"},
+	}
+	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: common}
+	if cv != nil {
+		ctx.RequireClientCertificate = wrapperspb.Bool(!cv.Optional)
+		if cv.SkipVerification {
+			common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{
+				ValidationContext: &tlsv3.CertificateValidationContext{
+					TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED,
+				},
+			}
+		} else {
+			common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{
+				ValidationContextSdsSecretConfig: sdsSecret(cv.CASecret),
+			}
+		}
+	}
+	return &corev3.TransportSocket{
+		Name:       tlsTransportName,
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
+	}
+}
+
+// upstreamTLS is the TLS context of a TLS cluster (h2 or tls): SNI, ALPN
+// h2 for HTTP/2, and with validation the CA over SDS and an exact DNS SAN.
+func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
+	common := &tlsv3.CommonTlsContext{}
+	if c.Protocol == ir.H2 {
+		common.AlpnProtocols = []string{"h2"}
+	}
+	if v := c.Validation; v != nil {
+		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext: &tlsv3.CertificateValidationContext{
+					MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
+						SanType: tlsv3.SubjectAltNameMatcher_DNS,
+						Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v.SubjectName}},
+					}},
+				},
+				ValidationContextSdsSecretConfig: sdsSecret(v.CASecret),
+			},
+		}
+	}
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: common, Sni: c.SNI}
+	return &corev3.TransportSocket{
+		Name:       tlsTransportName,
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
+	}
+}
+
+// tlsVersion maps the API's "1.2" and "1.3"; anything else is def.
+func tlsVersion(v string, def tlsv3.TlsParameters_TlsProtocol) tlsv3.TlsParameters_TlsProtocol {
+	switch v {
+	case "1.2":
+		return tlsv3.TlsParameters_TLSv1_2
+	case "1.3":
+		return tlsv3.TlsParameters_TLSv1_3
+	}
+	return def
+}
+
+// sdsSecret refers to a secret served over ADS.
+func sdsSecret(name string) *tlsv3.SdsSecretConfig {
+	return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: adsConfigSource()}
+}
