@@ -19,6 +19,7 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/textdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
@@ -64,11 +65,11 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 				reused += cache.Build.Hits
 				fresh := pipeline.Run(set, opts)
 				if got, want := render(t, set, cached), render(t, set, fresh); got != want {
-					t.Fatalf("step %d (%s): the cached run differs from a fresh run:\n%s", step, what, diff(want, got))
+					t.Fatalf("step %d (%s): the cached run differs from a fresh run:\n%s", step, what, textdiff.Unified("fresh", "cached", want, got))
 				}
 				if prev != nil {
 					if again := renderFresh(t, prevSet, prev, opts); again != prevDoc {
-						t.Fatalf("step %d (%s): the previous build's model changed:\n%s", step, what, diff(prevDoc, again))
+						t.Fatalf("step %d (%s): the previous build's model changed:\n%s", step, what, textdiff.Unified("before", "after", prevDoc, again))
 					}
 				}
 				prev, prevSet, prevDoc = cached, set, renderFresh(t, set, cached, opts)
