@@ -2,10 +2,8 @@ package pipeline_test
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,18 +15,21 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/textdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden out.yaml files")
+var update = flag.Bool("update", false, "rewrite the golden ir.yaml and out.yaml files")
 
 // goldenNow is the transition time written in golden statuses.
 var goldenNow = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
 // TestGolden runs every testdata/<case>/in.yaml (with the shared objects of
-// testdata/common) through the pipeline and compares the document with
-// testdata/<case>/out.yaml. Run with -update to accept new output, then
-// review the diff.
+// testdata/common) through the pipeline and compares the builder's model
+// with testdata/<case>/ir.yaml, then the document with
+// testdata/<case>/out.yaml: a change of the rules shows in the model
+// before it shows in Envoy's configuration. Run with -update to accept new
+// output, then review the diff.
 func TestGolden(t *testing.T) {
 	cases, err := filepath.Glob("testdata/*/in.yaml")
 	if err != nil {
@@ -40,22 +41,34 @@ func TestGolden(t *testing.T) {
 	for _, in := range cases {
 		dir := filepath.Dir(in)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			got := runCase(t, dir)
-			want := filepath.Join(dir, "out.yaml")
-			if *update {
-				if err := os.WriteFile(want, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			b, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/pipeline -update to create it)", err)
-			}
-			if string(b) != string(got) {
-				t.Errorf("%s differs from the pipeline's output; run `go test ./internal/pipeline -run TestGolden -update` and review the diff.\n%s", want, diff(string(b), string(got)))
+			model, doc := runCase(t, dir)
+			for _, g := range []struct {
+				file string
+				got  []byte
+			}{{"ir.yaml", model}, {"out.yaml", doc}} {
+				checkGolden(t, filepath.Join(dir, g.file), g.got)
 			}
 		})
+	}
+}
+
+// checkGolden compares got with the golden file, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("%v (run go test ./internal/pipeline -update to create it)", err)
+		return
+	}
+	if d := textdiff.Unified(path, path+" (got)", string(want), string(got)); d != "" {
+		t.Errorf("%s differs from the pipeline's output; run `go test ./internal/pipeline -run TestGolden -update` and review the diff.\n%s", path, d)
 	}
 }
 
@@ -64,24 +77,28 @@ type caseOptions struct {
 	Builder builder.Options `json:"builder"`
 }
 
-// runCase renders one case; the golden of an input that does not load is
-// the error, as `portcullis translate` reports it.
-func runCase(t *testing.T, dir string) []byte {
+// runCase renders one case: the builder's model and the document. The
+// golden of an input that does not load is the error, as `portcullis
+// translate` reports it, in both.
+func runCase(t *testing.T, dir string) (model, doc []byte) {
 	t.Helper()
 	set, err := loadCase(dir)
 	if err != nil {
-		return []byte("error: " + err.Error() + "\n")
+		e := []byte("error: " + err.Error() + "\n")
+		return e, e
 	}
 	res := pipeline.Run(set, pipelineOptions(t, dir))
-	doc, err := pipeline.NewDocument(set, res, goldenNow)
+	if model, err = encodeModel(res.Build.Model); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pipeline.NewDocument(set, res, goldenNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := doc.Encode("yaml")
-	if err != nil {
+	if doc, err = d.Encode("yaml"); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return model, doc
 }
 
 // runPipeline runs one case (testdata/common, the case's in.yaml,
@@ -130,22 +147,4 @@ func pipelineOptions(t *testing.T, dir string) pipeline.Options {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// diff shows the first differing line, enough to see what changed.
-func diff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, w, g)
-		}
-	}
-	return ""
 }
