@@ -8,15 +8,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
-	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
-	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline/goldencase"
 	"github.com/portcullis/portcullis/controlplane/internal/textdiff"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden ir.yaml and out.yaml files")
@@ -31,15 +27,11 @@ var goldenNow = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 // before it shows in Envoy's configuration. Run with -update to accept new
 // output, then review the diff.
 func TestGolden(t *testing.T) {
-	cases, err := filepath.Glob("testdata/*/in.yaml")
+	dirs, err := goldencase.Dirs("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) == 0 {
-		t.Fatal("no golden cases found")
-	}
-	for _, in := range cases {
-		dir := filepath.Dir(in)
+	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			model, doc := runCase(t, dir)
 			for _, g := range []struct {
@@ -70,11 +62,6 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	if d := textdiff.Unified(path, path+" (got)", string(want), string(got)); d != "" {
 		t.Errorf("%s differs from the pipeline's output; run `go test ./internal/pipeline -run TestGolden -update` and review the diff.\n%s", path, d)
 	}
-}
-
-// caseOptions are the per-case settings of testdata/<case>/options.yaml.
-type caseOptions struct {
-	Builder builder.Options `json:"builder"`
 }
 
 // runCase renders one case: the builder's model and the document. The
@@ -116,35 +103,14 @@ func runPipeline(t *testing.T, dir string) (*objects.Set, *pipeline.Result) {
 }
 
 // loadCase reads one case's objects with testdata/common.
-func loadCase(dir string) (*objects.Set, error) {
-	set, _, err := file.Load([]string{"testdata/common", filepath.Join(dir, "in.yaml")})
-	return set, err
-}
+func loadCase(dir string) (*objects.Set, error) { return goldencase.Load(dir) }
 
 // pipelineOptions reads a case's options.yaml and config.yaml.
 func pipelineOptions(t *testing.T, dir string) pipeline.Options {
 	t.Helper()
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
-	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
-		var co caseOptions
-		if err := yaml.UnmarshalStrict(b, &co); err != nil {
-			t.Fatalf("options.yaml: %v", err)
-		}
-		opts.Builder = co.Builder
-	}
-	// testdata/<case>/config.yaml is the control plane's configuration
-	// file, read by the same code as `--config`.
-	if cfgPath := filepath.Join(dir, "config.yaml"); fileExists(cfgPath) {
-		cfg, err := config.Load(cfgPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc, opts.Builder.Limits = cfg.GlobalExtAuth, cfg.GlobalExtProc, cfg.Limits
+	opts, err := goldencase.Options(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return opts
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -1,12 +1,11 @@
-package pipeline_test
+// Package envoyvalidate checks that the real Envoy accepts the output of
+// every golden case of the pipeline (../testdata). It is the one test of
+// the pipeline that needs an installed tool, Envoy (`make tools`), so it
+// lives apart: `go test ./internal/pipeline` needs none.
+package envoyvalidate
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -16,80 +15,11 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
-
-// TestEnvoyValidatesGoldens loads the xDS output of every golden case into
-// the real Envoy (`envoy --mode validate`) as a static bootstrap: what our
-// tests pin down must also be configuration Envoy accepts. Routes are
-// inlined into their HCMs, EDS clusters get their endpoints as a static
-// load_assignment, SDS secrets become static secrets.
-func TestEnvoyValidatesGoldens(t *testing.T) {
-	envoy := envoyBinary(t)
-	cases, err := filepath.Glob("testdata/*/in.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range cases {
-		dir := filepath.Dir(in)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			_, res := runPipeline(t, dir)
-			b, err := staticBootstrap(res.Resources)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out, err := envoyValidate(t, envoy, b); err != nil {
-				t.Fatalf("Envoy rejects the configuration of %s: %v\n%s", dir, err, out)
-			}
-		})
-	}
-}
-
-// envoyBinary finds Envoy the way e2e/harness does: $PORTCULLIS_TOOLS/bin
-// or <repo>/.tools/bin.
-func envoyBinary(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PORTCULLIS_TOOLS")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-				dir = filepath.Join(d, ".tools")
-				break
-			}
-			if filepath.Dir(d) == d {
-				t.Fatal("cannot find the repository root (no go.work above the working directory)")
-			}
-		}
-	}
-	path := filepath.Join(dir, "bin", "envoy")
-	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		t.Fatalf("envoy not found at %s: run `make tools`", path)
-	}
-	return path
-}
-
-// envoyValidate runs Envoy's validate mode on a bootstrap; err is set when
-// Envoy rejects it, and out holds what Envoy printed.
-func envoyValidate(t *testing.T, envoy string, b *bootstrapv3.Bootstrap) (out []byte, err error) {
-	t.Helper()
-	j, err := protojson.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "bootstrap.json")
-	if err := os.WriteFile(path, j, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
-}
 
 // staticBootstrap turns a set of xDS resources into a bootstrap that needs
 // no management server.
@@ -195,24 +125,4 @@ func staticTransportSocket(ts *corev3.TransportSocket, ctx interface {
 	}
 	ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: a}
 	return nil
-}
-
-// TestEnvoyValidateCanFail shows that the check above has teeth: the same
-// bootstrap without its clusters is rejected (routes and ext_authz name
-// clusters that do not exist).
-func TestEnvoyValidateCanFail(t *testing.T) {
-	envoy := envoyBinary(t)
-	_, res := runPipeline(t, "testdata/global-ext-auth-rules")
-	b, err := staticBootstrap(res.Resources)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.StaticResources.Clusters = nil
-	out, err := envoyValidate(t, envoy, b)
-	if err == nil {
-		t.Fatalf("Envoy accepted routes to clusters that do not exist:\n%s", out)
-	}
-	if !strings.Contains(string(out), "unknown cluster") {
-		t.Fatalf("Envoy rejected the configuration for another reason than the missing clusters:\n%s", out)
-	}
 }

@@ -1,0 +1,104 @@
+package envoyvalidate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline/goldencase"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// testdata holds the golden cases, the pipeline's.
+const testdata = "../testdata"
+
+// TestEnvoyValidatesGoldens loads the xDS output of every golden case into
+// the real Envoy (`envoy --mode validate`) as a static bootstrap: what the
+// golden tests pin down must also be configuration Envoy accepts.
+func TestEnvoyValidatesGoldens(t *testing.T) {
+	envoy := envoyBinary(t)
+	dirs, err := goldencase.Dirs(testdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			b, err := staticBootstrap(resources(t, dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := envoyValidate(t, envoy, b); err != nil {
+				t.Fatalf("Envoy rejects the configuration of %s: %v\n%s", dir, err, out)
+			}
+		})
+	}
+}
+
+// TestEnvoyValidateCanFail shows that the check above has teeth: the same
+// bootstrap without its clusters is rejected (routes and ext_authz name
+// clusters that do not exist).
+func TestEnvoyValidateCanFail(t *testing.T) {
+	envoy := envoyBinary(t)
+	b, err := staticBootstrap(resources(t, filepath.Join(testdata, "global-ext-auth-rules")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.StaticResources.Clusters = nil
+	out, err := envoyValidate(t, envoy, b)
+	if err == nil {
+		t.Fatalf("Envoy accepted routes to clusters that do not exist:\n%s", out)
+	}
+	if !strings.Contains(string(out), "unknown cluster") {
+		t.Fatalf("Envoy rejected the configuration for another reason than the missing clusters:\n%s", out)
+	}
+}
+
+// resources runs one golden case through the pipeline. A case whose input
+// does not load has nothing to validate: skipped (its golden is the error).
+func resources(t *testing.T, dir string) *translator.Resources {
+	t.Helper()
+	opts, err := goldencase.Options(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := goldencase.Load(dir)
+	if err != nil {
+		t.Skipf("the input does not load: %v", err)
+	}
+	return pipeline.Run(set, opts).Resources
+}
+
+// envoyBinary finds Envoy, failing the test with the way to install it.
+func envoyBinary(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := envoyPath(os.Getenv("PORTCULLIS_TOOLS"), wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// envoyValidate runs Envoy's validate mode on a bootstrap; err is set when
+// Envoy rejects it, and out holds what Envoy printed.
+func envoyValidate(t *testing.T, envoy string, b *bootstrapv3.Bootstrap) (out []byte, err error) {
+	t.Helper()
+	j, err := protojson.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := os.WriteFile(path, j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command(envoy, "--mode", "validate", "--disable-hot-restart", "--log-level", "warn", "-c", path).CombinedOutput()
+}

@@ -1,0 +1,81 @@
+// Package goldencase reads the golden cases of the pipeline, for the tests
+// that run them: the golden test (internal/pipeline) and the Envoy
+// validation (internal/pipeline/envoyvalidate). A case is a folder
+// testdata/<case> with in.yaml, and optionally options.yaml (builder
+// options) and config.yaml (the control plane's configuration file);
+// testdata/common holds the objects every case shares.
+package goldencase
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// Dirs returns the case folders of a testdata folder, sorted.
+func Dirs(testdata string) ([]string, error) {
+	ins, err := filepath.Glob(filepath.Join(testdata, "*", "in.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("no golden cases in %s", testdata)
+	}
+	dirs := make([]string, len(ins))
+	for i, in := range ins {
+		dirs[i] = filepath.Dir(in)
+	}
+	return dirs, nil
+}
+
+// Load reads a case's objects with the shared ones (common, beside the
+// case). Its error is the input's: the golden of such a case is the error.
+func Load(dir string) (*objects.Set, error) {
+	common := filepath.Join(filepath.Dir(dir), "common")
+	set, _, err := file.Load([]string{common, filepath.Join(dir, "in.yaml")})
+	return set, err
+}
+
+// caseOptions are the per-case settings of options.yaml.
+type caseOptions struct {
+	Builder builder.Options `json:"builder"`
+}
+
+// Options reads a case's options.yaml and config.yaml; the translator's
+// options are the defaults.
+func Options(dir string) (pipeline.Options, error) {
+	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	b, err := os.ReadFile(filepath.Join(dir, "options.yaml"))
+	switch {
+	case err == nil:
+		var co caseOptions
+		if err := yaml.UnmarshalStrict(b, &co); err != nil {
+			return opts, fmt.Errorf("options.yaml: %w", err)
+		}
+		opts.Builder = co.Builder
+	case !errors.Is(err, fs.ErrNotExist):
+		return opts, err
+	}
+	// config.yaml is read by the same code as `--config`.
+	path := filepath.Join(dir, "config.yaml")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return opts, nil
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return opts, err
+	}
+	opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc, opts.Builder.Limits = cfg.GlobalExtAuth, cfg.GlobalExtProc, cfg.Limits
+	return opts, nil
+}
