@@ -20,9 +20,9 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-// TestChromiumMissingFails: without Chromium the browser tests fail (never
+// TestBrowserChromiumMissingFails: without Chromium the browser tests fail (never
 // skip) and say how to install it.
-func TestChromiumMissingFails(t *testing.T) {
+func TestBrowserChromiumMissingFails(t *testing.T) {
 	for _, env := range []string{"", "/nonexistent/chromium"} {
 		t.Setenv("PATH", t.TempDir())
 		t.Setenv("PORTCULLIS_CHROMIUM", env)
