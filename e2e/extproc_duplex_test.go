@@ -428,9 +428,10 @@ func TestExtProcFullDuplexStreamed(t *testing.T) {
 		// Holding either body whole would add 64 MiB; the server may hold
 		// a line (64 KiB), gRPC's flow-control windows (1 MiB per stream,
 		// 8 MiB per connection) and what the garbage collector has not
-		// returned yet.
-		if grew := hwm1 - rss0; grew > 32*mib {
-			t.Errorf("extprocserver peak RSS grew by %d MiB while 64 MiB bodies streamed through (bound 32 MiB)", grew/mib)
+		// returned yet (measured: 14 to 23 MiB, the RSS before being lower
+		// when the runtime had just returned memory).
+		if grew := hwm1 - rss0; grew > 40*mib {
+			t.Errorf("extprocserver peak RSS grew by %d MiB while 64 MiB bodies streamed through (bound 40 MiB)", grew/mib)
 		}
 	})
 }
