@@ -28,8 +28,8 @@ import (
 )
 
 const (
-	oidcHost       = "app.oidc.test"
-	oidcApp        = "https://" + oidcHost
+	oidcHost = "app.oidc.test"
+	oidcApp  = "https://" + oidcHost
 	// oidcClaimsHost is served by an auth server whose sessions keep no
 	// groups (session.claims) and that strips bearer tokens.
 	oidcClaimsHost = "claims.oidc.test"

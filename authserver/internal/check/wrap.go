@@ -65,6 +65,7 @@ func Wrap(backend string, next authv3.AuthorizationServer, m *Metrics, logger *s
 		checks: make(map[string]prometheus.Counter, len(results))}
 	for _, r := range results {
 		w.checks[r] = m.checks.WithLabelValues(backend, r)
+		m.duration.WithLabelValues(backend, r) // every series from the start, at zero
 	}
 	return w
 }
@@ -73,7 +74,7 @@ type wrapped struct {
 	backend  string
 	next     authv3.AuthorizationServer
 	checks   map[string]prometheus.Counter // by result, looked up once in Wrap
-	duration *prometheus.HistogramVec      // a result's series appears with its first answer
+	duration *prometheus.HistogramVec
 	logger   *slog.Logger
 }
 

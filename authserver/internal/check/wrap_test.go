@@ -90,6 +90,10 @@ func TestWrapCountsAndStartsAtZero(t *testing.T) {
 			t.Errorf("%s before any call = %v", r, got)
 		}
 	}
+	// The latency histogram too has a series per result before any call.
+	if n := testutil.CollectAndCount(reg, "portcullis_authserver_check_duration_seconds"); n != 4 {
+		t.Errorf("duration series before any call = %d, want 4", n)
+	}
 	for range 3 {
 		if _, err := srv.Check(context.Background(), request(nil)); err != nil {
 			t.Fatal(err)
