@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 
@@ -143,9 +144,18 @@ func TestWrapMeasuresLatency(t *testing.T) {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == "portcullis_authserver_check_duration_seconds" {
-			m := mf.GetMetric()
-			if len(m) != 1 || m[0].GetHistogram().GetSampleCount() != 1 {
-				t.Fatalf("histogram = %v", m)
+			// One series per result; only the denial's has a sample.
+			samples := map[string]uint64{}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" {
+						samples[l.GetValue()] = m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+			want := map[string]uint64{check.ResultAllowed: 0, check.ResultDenied: 1, check.ResultRedirect: 0, check.ResultError: 0}
+			if !maps.Equal(samples, want) {
+				t.Fatalf("samples by result = %v, want %v", samples, want)
 			}
 			return
 		}
