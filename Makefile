@@ -23,7 +23,7 @@ all: build
 help:
 	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  make %-10s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
 
-## tools: install Envoy, kube-apiserver, etcd, controller-gen, oidc-provider and helm into .tools/ (10-15 min the first time)
+## tools: install Envoy, kube-apiserver, etcd, controller-gen, oidc-provider, helm (.tools/) and Chromium (10-15 min the first time)
 tools:
 	@hack/install-tools.sh all
 
