@@ -80,6 +80,11 @@ type Config struct {
 	// Default: Auth-Subject from sub, Auth-Username from email,
 	// Auth-Groups from groups.
 	Headers []HeaderMapping `json:"headers,omitempty"`
+	// AllowUnverifiedEmail lets a header be made from the email claim when
+	// the provider says the address is not verified (email_verified:
+	// false). Off: such a user is refused (403), since some providers let
+	// anyone claim any address.
+	AllowUnverifiedEmail bool `json:"allowUnverifiedEmail,omitempty"`
 	// GroupsClaim is the claim that per-route group requirements read.
 	// Default groups.
 	GroupsClaim string `json:"groupsClaim,omitempty"`

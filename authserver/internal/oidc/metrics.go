@@ -30,12 +30,13 @@ const (
 	failDuplicateCookie = "duplicate_cookie"  // a session or state cookie name sent twice (one may be planted)
 	failLogoutOrigin    = "logout_origin"     // a sign-out POST not from this site's own page
 	failSessionTooLarge = "session_too_large" // a session that needs more than maxChunks cookies
+	failEmailUnverified = "email_unverified"  // email_verified: false while a header is made from email
 )
 
 var (
 	allEvents   = []string{eventSignIn, eventCallback, eventRefresh, eventLogout, eventBearer}
 	allFailures = []string{failProviderError, failStateMissing, failStateMismatch, failStateReplayed, failExchange,
-		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin, failSessionTooLarge}
+		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin, failSessionTooLarge, failEmailUnverified}
 )
 
 type metrics struct {

@@ -692,6 +692,12 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 // when the session changed, its cookies on the response. stripAuthz
 // removes the Authorization header (the bearer token just checked).
 func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, cookies []string, stripAuthz bool) (*authv3.CheckResponse, error) {
+	if srv.unverifiedEmail(claims) {
+		// Some providers let users set any address: an unverified one
+		// must not become an identity the upstream trusts.
+		srv.m.failure(failEmailUnverified)
+		return withCookies(mustDeny(http.StatusForbidden, "403 Forbidden: the provider says this account's email address is not verified\n"), cookies)
+	}
 	if !rules.permits(claims, srv.s.GroupsClaim) {
 		srv.m.failure(failForbidden)
 		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
@@ -818,4 +824,32 @@ func (s *expiringSet) add(v string, exp, now time.Time) bool {
 	}
 	s.m[v] = exp
 	return true
+}
+
+// unverifiedEmail reports whether a header is made from the email claim
+// while the provider says the address is not verified (email_verified:
+// false; providers that do not send the claim are trusted, as their
+// addresses are their own), unless allowUnverifiedEmail is set.
+func (srv *Server) unverifiedEmail(claims map[string]any) bool {
+	if srv.s.AllowUnverifiedEmail {
+		return false
+	}
+	if v, ok := claims["email_verified"].(bool); !ok || v {
+		return false
+	}
+	for _, h := range srv.s.Headers {
+		if h.Claim == "email" {
+			return true
+		}
+	}
+	return false
+}
+
+// mustDeny is check.Deny for a constant body, which cannot fail.
+func mustDeny(code int, body string) *authv3.CheckResponse {
+	resp, err := check.Deny(code, body)
+	if err != nil {
+		panic(err)
+	}
+	return resp
 }

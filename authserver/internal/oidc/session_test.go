@@ -375,3 +375,36 @@ func TestBearerStripAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// A provider that says the address is not verified (email_verified:
+// false) gets no Auth-Username from it: the request is refused, unless
+// allowUnverifiedEmail. A provider that does not send the claim is
+// trusted.
+func TestUnverifiedEmailRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		claims map[string]any
+		allow  bool
+		want   bool // allowed
+	}{
+		{"verified", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": true}, false, true},
+		{"no email_verified claim", map[string]any{"sub": "u", "email": "a@example.com"}, false, true},
+		{"unverified", map[string]any{"sub": "u", "email": "victim@example.com", "email_verified": false}, false, false},
+		{"unverified, allowed by the operator", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": false}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newStandInOP(t, tc.claims)
+			srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.AllowUnverifiedEmail = tc.allow })
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + op.idToken(t, "api")}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetOkResponse() != nil; got != tc.want {
+				t.Fatalf("allowed = %t, want %t: %v", got, tc.want, resp)
+			}
+			if !tc.want && resp.GetDeniedResponse().GetStatus().GetCode() != 403 {
+				t.Errorf("denied with %v, want 403", resp.GetDeniedResponse().GetStatus())
+			}
+		})
+	}
+}
