@@ -19,6 +19,10 @@
 // cancellation passed to processors through the context; errors returned as
 // gRPC status codes. Chain runs several processors in order on one stream.
 //
+// Serve it with ServerOptions (grpc.NewServer(sdk.ServerOptions()...)):
+// Codec decodes Envoy's headers messages with a few allocations and sends
+// unchanged answers as bytes encoded once.
+//
 // Envoy only honours mode_override when the filter sets allow_mode_override,
 // and only in a response to a headers message; it ignores it silently
 // otherwise.

@@ -39,7 +39,7 @@ func ExampleNewServer() {
 	if err != nil {
 		panic(err)
 	}
-	s := grpc.NewServer()
+	s := grpc.NewServer(sdk.ServerOptions()...) // the SDK's codec
 	extprocv3.RegisterExternalProcessorServer(s, sdk.NewServer(sdk.Chain(tenant{})))
 	go s.Serve(lis)
 	s.Stop()
