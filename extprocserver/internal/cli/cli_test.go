@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -187,5 +188,41 @@ func TestHelpDescribesEveryProcessor(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve --help lacks %q", want)
 		}
+	}
+}
+
+// TestPprofAddress: --pprof-address serves profiles on their own listener
+// while the server runs, and nothing is served without it.
+func TestPprofAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := NewRootCommand()
+	cmd.SetArgs([]string{"serve", "--config", exampleConfig, "--address", "127.0.0.1:0", "--metrics-address", "", "--pprof-address", addr})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var status int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/debug/pprof/cmdline"); err == nil {
+			status = resp.StatusCode
+			resp.Body.Close()
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if status != http.StatusOK {
+		t.Fatalf("/debug/pprof/cmdline: status %d, want 200", status)
+	}
+	if _, err := http.Get("http://" + addr + "/debug/pprof/cmdline"); err == nil {
+		t.Errorf("pprof still served after the server stopped")
 	}
 }
