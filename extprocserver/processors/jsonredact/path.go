@@ -3,6 +3,7 @@ package jsonredact
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -108,41 +109,139 @@ func redactObject(raw []byte, seg segment, segs []segment, repl []byte) ([]byte,
 	if seg.kind == index {
 		return raw, false, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
-		return nil, false, err
-	}
-	var out bytes.Buffer
-	out.WriteByte('{')
+	// A scan of the members instead of encoding/json's Decoder, which
+	// builds an error string at the end of every value it reads (most of
+	// the time of ndjsonRedact). raw is valid JSON (redactAll checks).
+	var out []byte
 	changed := false
-	for first := true; dec.More(); first = false {
-		tok, err := dec.Token()
+	i := skipSpace(raw, 1)
+	for first := true; i < len(raw) && raw[i] != '}'; first = false {
+		if !first {
+			i = skipSpace(raw, i+1) // the comma
+		}
+		kEnd, err := skipString(raw, i)
 		if err != nil {
 			return nil, false, err
 		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
+		keyRaw := raw[i:kEnd]
+		i = skipSpace(raw, kEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false, errBadJSON
+		}
+		i = skipSpace(raw, i+1)
+		vEnd, err := skipValue(raw, i)
+		if err != nil {
 			return nil, false, err
+		}
+		val := raw[i:vEnd]
+		i = skipSpace(raw, vEnd)
+		key, plain := plainKey(keyRaw)
+		if !plain {
+			if err := json.Unmarshal(keyRaw, &key); err != nil {
+				return nil, false, err
+			}
 		}
 		newVal, ch, err := redactMember(key, val, seg, segs, repl)
 		if err != nil {
 			return nil, false, err
 		}
 		changed = changed || ch
-		if !first {
-			out.WriteByte(',')
+		if out == nil {
+			out = append(make([]byte, 0, len(raw)+len(repl)), '{')
+		} else {
+			out = append(out, ',')
 		}
-		k, _ := json.Marshal(key)
-		out.Write(k)
-		out.WriteByte(':')
-		out.Write(newVal)
+		// The key as json.Marshal writes it: as it came when plain.
+		if plain {
+			out = append(out, keyRaw...)
+		} else {
+			k, _ := json.Marshal(key)
+			out = append(out, k...)
+		}
+		out = append(out, ':')
+		out = append(out, newVal...)
+	}
+	if i >= len(raw) {
+		return nil, false, errBadJSON
 	}
 	if !changed {
 		return raw, false, nil
 	}
-	out.WriteByte('}')
-	return out.Bytes(), true, nil
+	return append(out, '}'), true, nil
+}
+
+var errBadJSON = errors.New("malformed JSON")
+
+// plainKey returns a quoted key's text when json.Marshal would write it
+// back byte for byte: printable ASCII without escapes or <, >, &.
+func plainKey(quoted []byte) (string, bool) {
+	in := quoted[1 : len(quoted)-1]
+	for _, c := range in {
+		if c < 0x20 || c > 0x7e || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return "", false
+		}
+	}
+	return string(in), true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the string starting at b[i] ('"').
+func skipString(b []byte, i int) (int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, errBadJSON
+	}
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, nil
+		}
+	}
+	return 0, errBadJSON
+}
+
+// skipValue returns the end of the JSON value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errBadJSON
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				end, err := skipString(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, nil
+				}
+			}
+		}
+		return 0, errBadJSON
+	}
+	for ; i < len(b); i++ { // number, true, false, null
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i, nil
+		}
+	}
+	return i, nil
 }
 
 func redactMember(key string, val []byte, seg segment, segs []segment, repl []byte) ([]byte, bool, error) {
