@@ -1,13 +1,19 @@
 package sdk
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"sync"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -184,4 +190,50 @@ func BenchmarkDecodeHeaders(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The shared CONTINUE responses are also sent by servers without Codec,
+// where gRPC's protobuf codec marshals them from many streams at once.
+func TestContinueResponsesSharedWithoutCodec(t *testing.T) {
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer() // the standard codec
+	extprocv3.RegisterExternalProcessorServer(srv, NewServer(Continue{}))
+	go srv.Serve(lis)
+	defer srv.Stop()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := extprocv3.NewExternalProcessorClient(conn)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				s, err := c.Process(t.Context())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, req := range []*extprocv3.ProcessingRequest{wireHeaders(false, false, ":path", "/"), wireHeaders(true, true, ":status", "200")} {
+					if err := s.Send(req); err != nil {
+						t.Error(err)
+						return
+					}
+					resp, err := s.Recv()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if resp.GetRequestHeaders() == nil && resp.GetResponseHeaders() == nil || resp.GetDynamicMetadata() != nil {
+						t.Errorf("answer %v", resp)
+					}
+				}
+				s.CloseSend()
+			}
+		})
+	}
+	wg.Wait()
 }
