@@ -11,10 +11,7 @@ package builder
 
 import (
 	"sort"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -73,154 +70,112 @@ const (
 	KindTLSCertificateDelegation = objects.KindTLSCertificateDelegation
 )
 
-type builder struct {
-	opts Options
-	in   *objects.Set
-
-	secrets     map[types.NamespacedName]*corev1.Secret
-	services    map[types.NamespacedName]*corev1.Service
-	slices      map[types.NamespacedName][]*discoveryv1.EndpointSlice
-	extensions  map[types.NamespacedName]*extension
-	proxies     map[types.NamespacedName]*contourv1.HTTPProxy
-	delegations []*contourv1.TLSCertificateDelegation
-
-	status   map[objects.Ref]*status.Object
-	clusters map[string]*ir.Cluster
-	secretsO map[string]*ir.Secret
-	// visited holds the HTTPProxies reached from a root.
-	visited map[types.NamespacedName]bool
-	// global is the resolved global authorization and processing.
-	global  globals
-	sources *sourceTracker
-	// parsedTLS caches tlsSecret's checks by Secret.
-	parsedTLS map[types.NamespacedName]parsedSecret
-	// memo holds the roots of the previous build (nil: none); cur is the
-	// output of the root being built (nil outside roots).
-	memo *Memo
-	cur  *rootOut
-	// rootSources are the sources of each root (b.sources holds the rest).
-	rootSources []*sourceTracker
-	// exp is the include expansion of the root being built (expand.go).
-	exp *expansion
-}
-
 // Build computes the model and the status findings for one snapshot.
 func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts, nil) }
 
-// BuildCached is Build reusing the output of roots whose inputs are
+// BuildCached is Build reusing the result of roots whose inputs are
 // unchanged since the previous build with memo (see Memo; nil for none).
 // `portcullis serve` keeps one across rebuilds; the result is Build's.
+//
+// The build runs in two stages: the global stage validates what every root
+// depends on (ExtensionServices, delegations, the global authorization and
+// processing) and completes the snapshot with it; then each root is built
+// on its own against the snapshot (buildRoot) and the results merged.
 func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
-	b := &builder{
-		memo:       memo,
-		opts:       opts,
-		in:         in,
-		secrets:    map[types.NamespacedName]*corev1.Secret{},
-		services:   map[types.NamespacedName]*corev1.Service{},
-		slices:     map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
-		extensions: map[types.NamespacedName]*extension{},
-		proxies:    map[types.NamespacedName]*contourv1.HTTPProxy{},
-		status:     map[objects.Ref]*status.Object{},
-		clusters:   map[string]*ir.Cluster{},
-		secretsO:   map[string]*ir.Secret{},
-		visited:    map[types.NamespacedName]bool{},
-		sources:    newSourceTracker(),
-	}
-	b.index()
+	snap := newSnapshot(in, opts)
 	model := &ir.Model{}
-	b.buildExtensions()
-	b.buildDelegations()
-	b.buildGlobals(model)
-	b.startMemo()
-	b.buildProxies(model)
+	global := buildGlobalStage(snap, model)
+	b := &merged{stage: global, visited: map[types.NamespacedName]bool{}, sources: []*sourceTracker{global.out.sources}}
+	memo.start(snap)
+	roots := snap.roots()
+	results := make([]*rootResult, len(roots))
+	for i, r := range roots {
+		results[i] = memo.root(snap, r.proxy, r.dup)
+		b.apply(model, results[i])
+	}
+	memo.keep(results)
+	b.markOrphans(snap)
 	b.finish(model)
 
-	res := &Result{Model: model, Sources: &Sources{parts: append([]*sourceTracker{b.sources}, b.rootSources...)}}
-	for _, p := range []*status.Problem{b.global.authProblem, b.global.procProblem} {
+	res := &Result{Model: model, Sources: &Sources{parts: b.sources}}
+	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {
 		if p != nil {
 			res.Unavailable = append(res.Unavailable, *p)
 		}
 	}
-	for _, o := range b.status {
+	for _, o := range b.out.status {
 		res.Status = append(res.Status, o)
 	}
 	status.SortObjects(res.Status)
 	return res
 }
 
-func nn(namespace, name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: namespace, Name: name}
+// merged is the build's output: the global stage's, with every root's
+// merged in.
+type merged struct {
+	stage
+	// visited holds the HTTPProxies reached from a root.
+	visited map[types.NamespacedName]bool
+	// sources holds the global stage's sources, then each root's.
+	sources []*sourceTracker
 }
 
-func (b *builder) index() {
-	for _, s := range b.in.Secrets {
-		b.secrets[nn(s.Namespace, s.Name)] = s
+// apply merges a root's result into the build. res is never modified: a
+// Memo may reuse it in the next build.
+func (b *merged) apply(m *ir.Model, res *rootResult) {
+	for ref, o := range res.status {
+		g := b.statusOf(ref.Kind, ref.Namespace, ref.Name, o.Generation)
+		for _, p := range o.Errors {
+			g.AddError(p.Type, p.Reason, p.Message)
+		}
+		for _, p := range o.Warnings {
+			g.AddWarning(p.Type, p.Reason, p.Message)
+		}
 	}
-	for _, s := range b.in.Services {
-		b.services[nn(s.Namespace, s.Name)] = s
+	for k := range res.visited {
+		b.visited[k] = true
 	}
-	for _, s := range b.in.EndpointSlices {
-		svc := s.Labels[discoveryv1.LabelServiceName]
-		if svc == "" {
+	m.Insecure = append(m.Insecure, res.insecure...)
+	if res.secure != nil {
+		m.Secure = append(m.Secure, res.secure)
+	}
+	if res.fallback != nil {
+		if m.Fallback == nil {
+			m.Fallback = &ir.FallbackChain{Secret: res.fallbackSecret}
+		}
+		m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, res.fallback)
+	}
+	for _, c := range res.clusters {
+		b.out.addCluster(c)
+	}
+	for _, s := range res.secrets {
+		b.out.useSecret(s)
+	}
+	b.sources = append(b.sources, res.sources)
+}
+
+// markOrphans marks the HTTPProxies with no virtual host that no root
+// reached.
+func (b *merged) markOrphans(snap *snapshot) {
+	for _, p := range snap.in.HTTPProxies {
+		if !snap.served(p) || p.Spec.VirtualHost != nil || b.visited[nn(p.Namespace, p.Name)] {
 			continue
 		}
-		k := nn(s.Namespace, svc)
-		b.slices[k] = append(b.slices[k], s)
+		b.proxyStatus(p).Orphaned = true
 	}
-	for _, p := range b.in.HTTPProxies {
-		if !b.ownsClass(p.Spec.IngressClassName) {
-			continue
-		}
-		b.proxies[nn(p.Namespace, p.Name)] = p
-	}
-	b.delegations = b.in.Delegations
-}
-
-func (b *builder) ownsClass(class string) bool {
-	return class == "" || class == b.opts.IngressClassName
-}
-
-// statusOf returns (creating) the findings of an object.
-func (b *builder) statusOf(kind, namespace, name string, generation int64) *status.Object {
-	ref := objects.Ref{Kind: kind, Namespace: namespace, Name: name}
-	o, ok := b.status[ref]
-	if !ok {
-		o = &status.Object{Ref: ref, Generation: generation}
-		ws := b.in.Warnings[ref]
-		for _, w := range ws {
-			o.AddError(contourv1.ConditionTypeSpecError, decodeComplaintReason(w), decodeComplaintMessage(w))
-		}
-		if b.cur != nil {
-			b.cur.warnings = append(b.cur.warnings, warningDep{ref, ws})
-		}
-		b.status[ref] = o
-	}
-	return o
-}
-
-func (b *builder) proxyStatus(p *contourv1.HTTPProxy) *status.Object {
-	return b.specStatus(KindHTTPProxy, p, p.Spec)
 }
 
 // finish sorts the model's lists so that the translator's input is
 // deterministic.
-func (b *builder) finish(m *ir.Model) {
-	for _, c := range b.clusters {
+func (b *merged) finish(m *ir.Model) {
+	for _, c := range b.out.clusters {
 		m.Clusters = append(m.Clusters, c)
 	}
 	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
-	for _, s := range b.secretsO {
+	for _, s := range b.out.secrets {
 		m.Secrets = append(m.Secrets, s)
 	}
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
 	sort.Slice(m.Insecure, func(i, j int) bool { return m.Insecure[i].FQDN < m.Insecure[j].FQDN })
 	sort.Slice(m.Secure, func(i, j int) bool { return m.Secure[i].FQDN < m.Secure[j].FQDN })
-}
-
-// splitRef parses "name" or "namespace/name", defaulting the namespace.
-func splitRef(ref, defaultNamespace string) types.NamespacedName {
-	if ns, name, ok := strings.Cut(ref, "/"); ok {
-		return nn(ns, name)
-	}
-	return nn(defaultNamespace, ref)
 }

@@ -60,7 +60,7 @@ func newExpansion(root *contourv1.HTTPProxy, l config.Limits) *expansion {
 
 // expand counts the routes and include entries of p, which is being built
 // at the end of chain; false once a limit is crossed.
-func (b *builder) expand(chain []types.NamespacedName, p *contourv1.HTTPProxy) bool {
+func (b *rootBuilder) expand(chain []types.NamespacedName, p *contourv1.HTTPProxy) bool {
 	e := b.exp
 	if e.exceeded {
 		return false
@@ -83,7 +83,7 @@ func (e *expansion) routesLimit() string {
 // include builds child, included by the HTTPProxy at the end of chain
 // under the inherited match cond, or reuses its build under the same
 // match. ok is false once a limit is crossed: the root is not served.
-func (b *builder) include(child *contourv1.HTTPProxy, chain []types.NamespacedName, cond route, scope authScope, secure bool) (routes []route, ok bool) {
+func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.NamespacedName, cond route, scope authScope, secure bool) (routes []route, ok bool) {
 	e := b.exp
 	childKey := nn(child.Namespace, child.Name)
 	depth := len(chain) // chain[0] is the root, at depth 0
@@ -133,7 +133,7 @@ func walkKey(k types.NamespacedName, cond route) string {
 // the include path from the root: an error on the root and on every
 // HTTPProxy of the path, so that the tenants concerned see it. The walk
 // stops there.
-func (b *builder) exceed(path []types.NamespacedName, what string) {
+func (b *rootBuilder) exceed(path []types.NamespacedName, what string) {
 	e := b.exp
 	e.exceeded = true
 	names := make([]string, len(path))
@@ -146,7 +146,7 @@ func (b *builder) exceed(path []types.NamespacedName, what string) {
 		if i > 0 {
 			msg = fmt.Sprintf("root HTTPProxy %s expands to %s at %s, which includes this HTTPProxy: the root is not served", path[0], what, at)
 		}
-		b.proxyStatus(b.proxies[k]).AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeLimitExceeded, msg)
+		b.proxyStatus(b.r.proxy(k)).AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeLimitExceeded, msg)
 	}
 	// The HTTPProxies the walk did not reach are still included: not
 	// orphans.
@@ -155,7 +155,7 @@ func (b *builder) exceed(path []types.NamespacedName, what string) {
 
 // cyclic reports (once per root) whether the root's include graph has a
 // cycle.
-func (b *builder) cyclic() bool {
+func (b *rootBuilder) cyclic() bool {
 	e := b.exp
 	if e.cyclic == nil {
 		c := b.includeGraph(e.root, false)
@@ -167,7 +167,7 @@ func (b *builder) cyclic() bool {
 // includeGraph visits every HTTPProxy the root includes, directly or not,
 // once whatever the conditions, and reports whether the includes form a
 // cycle. mark marks them visited, with a status.
-func (b *builder) includeGraph(root *contourv1.HTTPProxy, mark bool) (cyclic bool) {
+func (b *rootBuilder) includeGraph(root *contourv1.HTTPProxy, mark bool) (cyclic bool) {
 	const inProgress, done = 1, 2
 	state := map[types.NamespacedName]int{}
 	var visit func(p *contourv1.HTTPProxy)
@@ -175,7 +175,7 @@ func (b *builder) includeGraph(root *contourv1.HTTPProxy, mark bool) (cyclic boo
 		k := nn(p.Namespace, p.Name)
 		state[k] = inProgress
 		if mark {
-			b.visited[k] = true
+			b.res.visited[k] = true
 			b.proxyStatus(p)
 		}
 		for _, inc := range p.Spec.Includes {
@@ -188,7 +188,7 @@ func (b *builder) includeGraph(root *contourv1.HTTPProxy, mark bool) (cyclic boo
 			case inProgress:
 				cyclic = true
 			case 0:
-				if c := b.lookupProxy(ck); c != nil && c.Spec.VirtualHost == nil {
+				if c := b.r.proxy(ck); c != nil && c.Spec.VirtualHost == nil {
 					visit(c)
 				}
 			}

@@ -35,13 +35,7 @@ const (
 	condSpec = contourv1.ConditionTypeSpecError
 )
 
-func (b *builder) buildExtensions() {
-	for _, es := range b.in.ExtensionServices {
-		b.extensions[nn(es.Namespace, es.Name)] = b.buildExtension(es)
-	}
-}
-
-func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
+func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	st := b.specStatus(KindExtensionService, es, es.Spec)
 	name := ExtensionClusterName(es.Namespace, es.Name)
 	ext := &extension{status: st, authority: es.Name + "." + es.Namespace}
@@ -118,7 +112,7 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	var weights []uint32
 	eps := &status.Endpoints{HealthChecked: hc != nil}
 	for i, t := range spec.Services {
-		be, err := b.resolveService(nn(es.Namespace, t.Name), t.Port)
+		be, err := b.r.backend(nn(es.Namespace, t.Name), t.Port)
 		if err != nil {
 			st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, fmt.Sprintf("spec.services[%d]: %s", i, err))
 			continue
@@ -144,11 +138,11 @@ func (b *builder) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	// Readiness is the Ready condition's business, not Valid's: a valid
 	// ExtensionService without endpoints is still configured in Envoy.
 	st.Endpoints = eps
-	ext.cluster = b.addCluster(name, backends, weights, protocol, validation, lb, idle)
+	ext.cluster = b.out.addCluster(newCluster(name, backends, weights, protocol, validation, lb, idle))
 	self := objects.Ref{Kind: KindExtensionService, Namespace: es.Namespace, Name: es.Name}
-	b.sources.clusters.add(name, self)
+	b.out.sources.clusters.add(name, self)
 	if validation != nil {
-		b.sources.secrets.add(validation.CASecret, self)
+		b.out.sources.secrets.add(validation.CASecret, self)
 	}
 	ext.cluster.HealthCheck = hc
 	if hc != nil && hc.Authority == "" {
@@ -200,7 +194,7 @@ func healthCheck(p *v1alpha1.GRPCHealthCheckPolicy) (*ir.HealthCheck, error) {
 
 // upstreamValidation resolves a CA Secret (in the namespace of the object
 // that names it) into an SDS validation secret.
-func (b *builder) upstreamValidation(v *contourv1.UpstreamValidation, namespace string) (*ir.UpstreamValidation, error) {
+func (b stage) upstreamValidation(v *contourv1.UpstreamValidation, namespace string) (*ir.UpstreamValidation, error) {
 	if v.SubjectName == "" {
 		return nil, fmt.Errorf("subjectName is required")
 	}

@@ -26,7 +26,7 @@ type procScope struct {
 // extProc resolves a processor's ExtensionService and settings. problem is
 // the reason the ExtensionService cannot be used (missing or invalid); p is
 // returned with its other settings anyway.
-func (b *builder) extProc(in *contourv1.ExtProc, defaultNamespace, where string) (p *ir.ExtProc, problem string) {
+func extProc(r *Resolver, in *contourv1.ExtProc, defaultNamespace, where string) (p *ir.ExtProc, problem string) {
 	p = &ir.ExtProc{Mode: processingMode(in.ProcessingMode), AllowModeOverride: in.AllowModeOverride}
 	if m := in.MutationRules; m != nil {
 		p.MutationRules = &ir.MutationRules{AllowAllRouting: m.AllowAllRouting, AllowEnvoy: m.AllowEnvoy, DisallowSystem: m.DisallowSystem, DisallowAll: m.DisallowAll, DisallowIsError: m.DisallowIsError}
@@ -36,18 +36,18 @@ func (b *builder) extProc(in *contourv1.ExtProc, defaultNamespace, where string)
 		return p, where + ".grpcService is required"
 	}
 	p.FailOpen = g.FailOpen
-	problem = b.resolveProcessorService(p, g, defaultNamespace)
+	problem = resolveProcessorService(r, p, g, defaultNamespace)
 	return p, problem
 }
 
 // resolveProcessorService points p at the ExtensionService of g, with g's
 // timeout (or the ExtensionService's).
-func (b *builder) resolveProcessorService(p *ir.ExtProc, g *contourv1.GRPCService, defaultNamespace string) string {
+func resolveProcessorService(r *Resolver, p *ir.ExtProc, g *contourv1.GRPCService, defaultNamespace string) string {
 	ns := g.ExtensionServiceRef.Namespace
 	if ns == "" {
 		ns = defaultNamespace
 	}
-	ext, _, msg := b.lookupExtension(ns, g.ExtensionServiceRef.Name)
+	ext, _, msg := r.extension(ns, g.ExtensionServiceRef.Name)
 	if ext != nil {
 		p.Cluster, p.Authority = ext.cluster.Name, ext.authority
 		if ext.timeout != nil {
@@ -80,9 +80,9 @@ func processingMode(m *contourv1.ProcessingMode) *ir.ProcessingMode {
 //
 // Only TLS hosts may set extProc: on the HTTP listener every host shares
 // one HCM, so one host cannot have a processor of its own.
-func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Object) procScope {
+func (b *rootBuilder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Object) procScope {
 	e := p.Spec.VirtualHost.ExtProc
-	global := procScope{effective: b.global.proc}
+	global := procScope{effective: b.r.global().proc}
 	if e == nil {
 		return global
 	}
@@ -106,7 +106,7 @@ func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Ob
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
 		return fail(status.ReasonExtProcIncompatibleWithFallback, "%s.Processor is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts and uses the global processor", where)
 	}
-	proc, problem := b.extProc(e.Processor, p.Namespace, where+".Processor")
+	proc, problem := extProc(b.r, e.Processor, p.Namespace, where+".Processor")
 	if problem != "" {
 		return fail(status.ReasonExtProcExtensionServiceUnavailable, "%s.Processor.GRPCService.ExtensionRef: %s", where, problem)
 	}
@@ -122,7 +122,7 @@ func (b *builder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *status.Ob
 //
 // Under a host that disabled processing, every route is off. Overrides need
 // a processor to override.
-func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope procScope, fail func(typ, reason, format string, args ...any)) *ir.ExtProcPerRoute {
+func (b *rootBuilder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope procScope, fail func(typ, reason, format string, args ...any)) *ir.ExtProcPerRoute {
 	pol := r.ExtProcPolicy
 	if pol != nil && pol.Disabled {
 		return &ir.ExtProcPerRoute{Disabled: true}
@@ -166,10 +166,10 @@ func (b *builder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope 
 				return bad(status.ReasonExtProcServiceNotPermitted, "%s.GRPCService.ExtensionRef: only the root HTTPProxy may name a processor for its routes (a processor runs after authorization and can route the request again, onto routes this HTTPProxy does not own)", where)
 			}
 			svc.Cluster, svc.Authority, svc.Timeout = "", "", nil
-			if problem := b.resolveProcessorService(&svc, g, p.Namespace); problem != "" {
+			if problem := resolveProcessorService(b.r, &svc, g, p.Namespace); problem != "" {
 				return bad(status.ReasonExtProcExtensionServiceUnavailable, "%s.GRPCService.ExtensionRef: %s", where, problem)
 			}
-			b.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
+			b.out.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
 		} else if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 			svc.Timeout = d
 		}

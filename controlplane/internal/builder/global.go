@@ -24,18 +24,30 @@ type globals struct {
 	procProblem *status.Problem
 }
 
-// Reasons of the global warnings.
-const ()
+// buildGlobalStage validates what every root depends on: the
+// ExtensionServices, the TLSCertificateDelegations and the global
+// authorization and processing. It completes snap with them (extensions,
+// global) and returns its stage, whose output the roots' are merged into.
+func buildGlobalStage(snap *snapshot, m *ir.Model) stage {
+	out := newOutput()
+	g := stage{r: &Resolver{snap: snap}, out: &out}
+	for _, es := range snap.in.ExtensionServices {
+		snap.extensions[nn(es.Namespace, es.Name)] = g.buildExtension(es)
+	}
+	g.buildDelegations()
+	snap.global = g.buildGlobals(m)
+	return g
+}
 
 // buildGlobals resolves the global ExtensionServices. A missing or invalid
 // one never makes the build fail and never opens traffic: the filter still
 // points at the ExtensionService's cluster, kept without endpoints, so that
 // Envoy answers 403 (ext_authz) or 500 (ext_proc) unless failOpen is set.
 // The next build after the ExtensionService is fixed heals it.
-func (b *builder) buildGlobals(m *ir.Model) {
-	if g := b.opts.GlobalExtAuth; g != nil {
+func (b stage) buildGlobals(m *ir.Model) (global globals) {
+	if g := b.r.opts().GlobalExtAuth; g != nil {
 		ns, name := g.Ref()
-		ext, _, msg := b.lookupExtension(ns, name)
+		ext, _, msg := b.r.extension(ns, name)
 		a := &ir.ExtAuth{FailOpen: g.FailOpen, Timeout: DefaultAuthTimeout}
 		if ext != nil {
 			a.Cluster, a.Authority = ext.cluster.Name, ext.authority
@@ -44,7 +56,7 @@ func (b *builder) buildGlobals(m *ir.Model) {
 			}
 		} else {
 			a.Cluster, a.Authority = b.unavailableCluster(ns, name), name+"."+ns
-			b.global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: status.ReasonGlobalExtAuthUnavailable,
+			global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: status.ReasonGlobalExtAuthUnavailable,
 				Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
 		}
 		if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
@@ -54,13 +66,13 @@ func (b *builder) buildGlobals(m *ir.Model) {
 			a.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: max(w.MaxRequestBytes, 1), AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
 		}
 		if g.AuthPolicy != nil {
-			b.global.authPolicy = *g.AuthPolicy
+			global.authPolicy = *g.AuthPolicy
 		}
-		b.global.auth = a
+		global.auth = a
 		m.GlobalAuth = a
 	}
-	if g := b.opts.GlobalExtProc; g != nil && !g.Disabled && g.Processor != nil {
-		p, problem := b.extProc(g.Processor, "", "globalExtProc.processor")
+	if g := b.r.opts().GlobalExtProc; g != nil && !g.Disabled && g.Processor != nil {
+		p, problem := extProc(b.r, g.Processor, "", "globalExtProc.processor")
 		if problem != "" {
 			// The shape was checked when the file was read: normally only
 			// the ExtensionService can be missing or invalid here.
@@ -69,12 +81,13 @@ func (b *builder) buildGlobals(m *ir.Model) {
 				ref = g.Processor.GRPCService.ExtensionServiceRef
 			}
 			p.Cluster, p.Authority = b.unavailableCluster(ref.Namespace, ref.Name), ref.Name+"."+ref.Namespace
-			b.global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: status.ReasonGlobalExtProcUnavailable,
+			global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: status.ReasonGlobalExtProcUnavailable,
 				Message: fmt.Sprintf("global external processing (configuration file, globalExtProc): %s: requests fail%s until it is fixed", problem, failOpenNote(p.FailOpen))}
 		}
-		b.global.proc = p
+		global.proc = p
 		m.GlobalExtProc = p
 	}
+	return global
 }
 
 func failOpenNote(failOpen bool) string {
@@ -86,21 +99,8 @@ func failOpenNote(failOpen bool) string {
 
 // unavailableCluster is the cluster of a missing or invalid
 // ExtensionService: same name, no endpoints.
-func (b *builder) unavailableCluster(namespace, name string) string {
-	return b.addCluster(ExtensionClusterName(namespace, name), nil, nil, ir.H2C, nil, "", nil).Name
-}
-
-// lookupExtension finds a valid ExtensionService; otherwise it says why
-// not (reason and message).
-func (b *builder) lookupExtension(namespace, name string) (ext *extension, reason, message string) {
-	e, ok := b.extensions[nn(namespace, name)]
-	if !ok {
-		return nil, status.ReasonExtensionServiceNotFound, fmt.Sprintf("ExtensionService %q not found", namespace+"/"+name)
-	}
-	if e.cluster == nil {
-		return nil, status.ReasonExtensionServiceInvalid, fmt.Sprintf("ExtensionService %q is invalid: %s", namespace+"/"+name, status.Summary(e.status))
-	}
-	return e, "", ""
+func (b stage) unavailableCluster(namespace, name string) string {
+	return b.out.addCluster(newCluster(ExtensionClusterName(namespace, name), nil, nil, ir.H2C, nil, "", nil)).Name
 }
 
 // mergePolicy refines an outer authorization policy with an inner one: the
@@ -122,13 +122,13 @@ func mergePolicy(outer contourv1.AuthorizationPolicy, inner *contourv1.Authoriza
 
 // warnGlobalUnavailable adds the global filters' problems to the HTTPProxy
 // that owns a route using them (a route that opted out is not affected).
-func (b *builder) warnGlobalUnavailable(r ir.Route, scope authScope, st *status.Object) {
-	if g := b.global.authProblem; g != nil && scope.global && !r.AuthDisabled {
+func (b *rootBuilder) warnGlobalUnavailable(r ir.Route, scope authScope, st *status.Object) {
+	if g := b.r.global().authProblem; g != nil && scope.global && !r.AuthDisabled {
 		st.AddWarning(g.Type, g.Reason, g.Message)
 	}
 	usesGlobalProc := scope.proc.effective != nil && !scope.proc.own &&
 		(r.ExtProc == nil || (!r.ExtProc.Disabled && r.ExtProc.Overrides.Service == nil))
-	if g := b.global.procProblem; g != nil && usesGlobalProc {
+	if g := b.r.global().procProblem; g != nil && usesGlobalProc {
 		st.AddWarning(g.Type, g.Reason, g.Message)
 	}
 }

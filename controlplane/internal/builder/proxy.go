@@ -3,12 +3,7 @@ package builder
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
@@ -38,106 +33,12 @@ type authScope struct {
 	proc   procScope
 }
 
-func (b *builder) buildProxies(m *ir.Model) {
-	var rootList []*contourv1.HTTPProxy
-	for _, p := range b.in.HTTPProxies {
-		// b.proxies holds the HTTPProxies of our class, the last one of a
-		// name (a folder of files may hold two): skip the others.
-		if b.proxies[nn(p.Namespace, p.Name)] != p || p.Spec.VirtualHost == nil {
-			continue
-		}
-		rootList = append(rootList, p)
-	}
-	owners := hostOwners(rootList, b.opts.RootNamespaces)
-	roots := make(map[types.NamespacedName]*rootOut, len(rootList))
-	for _, p := range rootList {
-		dup := duplicateHost(p, owners)
-		out := b.reusable(p, dup)
-		if out == nil {
-			out = b.rootBuild(p, dup)
-			if b.memo != nil {
-				b.memo.Misses++
-			}
-		} else {
-			b.memo.Hits++
-		}
-		b.apply(m, out)
-		roots[nn(p.Namespace, p.Name)] = out
-	}
-	if b.memo != nil {
-		b.memo.roots = roots
-	}
-	// HTTPProxies with no virtual host that no root reached.
-	for _, p := range b.in.HTTPProxies {
-		k := nn(p.Namespace, p.Name)
-		if b.proxies[k] != p || p.Spec.VirtualHost != nil || b.visited[k] {
-			continue
-		}
-		b.proxyStatus(p).Orphaned = true
-	}
-}
-
-// buildRoot builds one root and what it includes into out (see rootBuild).
-func (b *builder) buildRoot(out *rootOut, p *contourv1.HTTPProxy, st *status.Object) {
-	vh := p.Spec.VirtualHost
-	b.visited[nn(p.Namespace, p.Name)] = true
-	if len(b.opts.RootNamespaces) > 0 && !slices.Contains(b.opts.RootNamespaces, p.Namespace) {
-		st.AddError(contourv1.ConditionTypeRootNamespaceError, status.ReasonRootProxyNotAllowedInNamespace,
-			fmt.Sprintf("root HTTPProxy cannot be defined in this namespace: root HTTPProxies are allowed in %s", strings.Join(b.opts.RootNamespaces, ", ")))
-	}
-	fqdn := strings.ToLower(vh.Fqdn)
-	switch {
-	case fqdn == "":
-		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNNotSpecified, "Spec.VirtualHost.Fqdn must be specified")
-	case strings.Contains(fqdn, "*"):
-		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q cannot use wildcards", vh.Fqdn))
-	default:
-		if errs := validation.IsDNS1123Subdomain(fqdn); len(errs) > 0 {
-			st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNInvalid, fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", vh.Fqdn, strings.Join(errs, "; ")))
-		}
-	}
-
-	secure := b.secureHost(p, st)
-	auth := b.authorization(p, secure != nil, st)
-	scope, hcmAuth := b.hostAuthScope(p, auth)
-	scope.proc = b.hostExtProc(p, secure != nil, st)
-
-	b.sources.walked = nil
-	b.exp = newExpansion(p, b.opts.Limits)
-	routes := b.walk(p, nil, route{}, scope, secure != nil)
-	if !st.Valid() {
-		// Never serve a root half-configured: without its certificate,
-		// without its authorization, or without some of its own routes.
-		return
-	}
-	b.recordRootSources(p, fqdn, secure, hcmAuth, scope.proc)
-
-	if secure == nil {
-		out.insecure = append(out.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
-		return
-	}
-	secure.FQDN = fqdn
-	secure.Routes = irRoutes(routes, false)
-	secure.Auth = hcmAuth
-	secure.ExtProc = scope.proc.effective
-	out.secure = secure
-	// On the HTTP listener, a TLS host redirects to HTTPS, except the
-	// routes that permit insecure access.
-	out.insecure = append(out.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), scope.proc)})
-	if vh.TLS.EnableFallbackCertificate {
-		// secureHost checked that the fallback Secret resolves.
-		out.fallbackSecret, _ = b.tlsSecret(b.opts.FallbackCertificate, splitRef(b.opts.FallbackCertificate, "").Namespace)
-		out.fallback = &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, false), scope.proc)}
-		b.sources.secrets.add(out.fallbackSecret, proxyRef(p.Namespace, p.Name))
-	}
-}
-
 // hostAuthScope decides which authorization applies to a host's routes and
 // which ext_authz filter its own HCM (TLS hosts) gets: the host's own
 // authorization overrides the global one; globalExtAuthDisabled opts out of
 // the global one; otherwise the global one applies, its policy refined by
 // the host's authPolicy (context: global, then host, then route).
-func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authScope, *ir.ExtAuth) {
+func (b *rootBuilder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authScope, *ir.ExtAuth) {
 	a := p.Spec.VirtualHost.Authorization
 	switch {
 	case own != nil:
@@ -146,7 +47,7 @@ func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authSc
 			scope.policy = *a.AuthPolicy
 		}
 		return scope, own
-	case b.global.auth == nil:
+	case b.r.global().auth == nil:
 		return authScope{}, nil
 	case a != nil && a.GlobalExternalAuthorizationDisabled:
 		// The shared HCMs (HTTP listener, fallback chain) keep the
@@ -157,11 +58,11 @@ func (b *builder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authSc
 	if a != nil {
 		hostPolicy = a.AuthPolicy
 	}
-	return authScope{enabled: true, global: true, policy: mergePolicy(b.global.authPolicy, hostPolicy)}, b.global.auth
+	return authScope{enabled: true, global: true, policy: mergePolicy(b.r.global().authPolicy, hostPolicy)}, b.r.global().auth
 }
 
 // secureHost validates spec.virtualhost.tls; nil when the host has none.
-func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.SecureVirtualHost {
+func (b *rootBuilder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.SecureVirtualHost {
 	t := p.Spec.VirtualHost.TLS
 	if t == nil {
 		return nil
@@ -202,13 +103,13 @@ func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.Secu
 		switch {
 		case t.ClientValidation != nil:
 			st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonTLSIncompatibleFeatures, "Spec.Virtualhost.TLS fallback & client validation are incompatible together")
-		case b.opts.FallbackCertificate == "":
+		case b.r.opts().FallbackCertificate == "":
 			st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonFallbackNotConfigured, "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
 		default:
-			fb := splitRef(b.opts.FallbackCertificate, "")
-			if _, err := b.tlsSecret(b.opts.FallbackCertificate, fb.Namespace); err != nil {
+			fb := splitRef(b.r.opts().FallbackCertificate, "")
+			if _, err := b.tlsSecret(b.r.opts().FallbackCertificate, fb.Namespace); err != nil {
 				st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonFallbackCertificateInvalid, fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
-			} else if fb.Namespace != p.Namespace && !b.delegated(fb, p.Namespace) {
+			} else if fb.Namespace != p.Namespace && !b.r.delegated(fb, p.Namespace) {
 				st.AddError(contourv1.ConditionTypeTLSFallbackError, status.ReasonFallbackNotDelegated, fmt.Sprintf("Spec.VirtualHost.TLS fallback Secret %q is not configured for certificate delegation", fb.String()))
 			}
 		}
@@ -218,12 +119,12 @@ func (b *builder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.Secu
 
 // authorization validates spec.virtualhost.authorization; nil when the host
 // has none (or only opts out of global authorization).
-func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.Object) *ir.ExtAuth {
+func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.Object) *ir.ExtAuth {
 	a := p.Spec.VirtualHost.Authorization
 	if a == nil || a.ExtensionServiceRef.Name == "" {
 		// Without an extensionRef, authorization may only opt out of the
 		// global authorization or refine its policy.
-		refinesGlobal := b.global.auth != nil && a != nil && a.AuthPolicy != nil
+		refinesGlobal := b.r.global().auth != nil && a != nil && a.AuthPolicy != nil
 		if a != nil && !a.GlobalExternalAuthorizationDisabled && !refinesGlobal {
 			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
 		}
@@ -250,12 +151,9 @@ func (b *builder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.
 	if ns == "" {
 		ns = p.Namespace
 	}
-	ext, ok := b.extensions[nn(ns, ref.Name)]
-	if !ok {
-		return fail(status.ReasonExtensionServiceNotFound, "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q not found", ns+"/"+ref.Name)
-	}
-	if ext.cluster == nil {
-		return fail(status.ReasonExtensionServiceInvalid, "Spec.VirtualHost.Authorization.ExtensionRef ExtensionService %q is invalid: %s", ns+"/"+ref.Name, status.Summary(ext.status))
+	ext, reason, msg := b.r.extension(ns, ref.Name)
+	if ext == nil {
+		return fail(reason, "Spec.VirtualHost.Authorization.ExtensionRef %s", msg)
 	}
 	out := &ir.ExtAuth{Cluster: ext.cluster.Name, Authority: ext.authority, FailOpen: a.FailOpen, Timeout: DefaultAuthTimeout}
 	if ext.timeout != nil {

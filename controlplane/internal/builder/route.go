@@ -27,11 +27,11 @@ type route struct {
 // walk builds the routes of p and of the HTTPProxies it includes. chain is
 // the include path from the root (for cycle detection); parent carries the
 // match conditions inherited from the includes.
-func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent route, scope authScope, secure bool) []route {
+func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent route, scope authScope, secure bool) []route {
 	key := nn(p.Namespace, p.Name)
 	st := b.proxyStatus(p)
-	b.visited[key] = true
-	b.sources.walked = append(b.sources.walked, proxyRef(p.Namespace, p.Name))
+	b.res.visited[key] = true
+	b.out.sources.walked = append(b.out.sources.walked, proxyRef(p.Namespace, p.Name))
 	chain = append(chain, key)
 	if !b.expand(chain, p) {
 		return nil // past a limit: the root is not served (expand.go)
@@ -62,7 +62,7 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 			continue
 		}
 		seen[ck] = i
-		child := b.lookupProxy(childKey)
+		child := b.r.proxy(childKey)
 		if child == nil {
 			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeNotFound, fmt.Sprintf("%s: include %s not found", where, childKey))
 			continue
@@ -95,7 +95,7 @@ func (b *builder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, par
 	return out
 }
 
-func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, parent route, scope authScope, secure bool, st *status.Object) (route, bool) {
+func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, parent route, scope authScope, secure bool, st *status.Object) (route, bool) {
 	where := fmt.Sprintf("Spec.Routes[%d]", i)
 	rt, ok := mergeConditions(parent, r.Conditions, where, st)
 	if !ok {
@@ -161,7 +161,7 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 			fail(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: port must be in the range 1-65535", swhere, s.Name)
 			continue
 		}
-		be, err := b.resolveService(nn(p.Namespace, s.Name), s.Port)
+		be, err := b.r.backend(nn(p.Namespace, s.Name), s.Port)
 		if err != nil {
 			fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", swhere, s.Name, s.Port, err)
 			continue
@@ -205,9 +205,9 @@ func (b *builder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, p
 			st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", where, p.Namespace, s.Name, s.Port))
 		}
 		c := b.clusterFor("service", be, protocol, uv, "", nil)
-		b.sources.clusters.add(c.Name, proxyRef(p.Namespace, p.Name))
+		b.out.sources.clusters.add(c.Name, proxyRef(p.Namespace, p.Name))
 		if uv != nil {
-			b.sources.secrets.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
+			b.out.sources.secrets.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
 		}
 		w := uint32(min(s.Weight, math.MaxUint32))
 		if allZero {

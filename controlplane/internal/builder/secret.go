@@ -6,7 +6,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,72 +28,81 @@ var (
 const CAKey = "ca.crt"
 
 // tlsSecret resolves a server certificate Secret ("name" or
-// "namespace/name") for an object in namespace, checking delegation.
-func (b *builder) tlsSecret(ref, namespace string) (string, error) {
+// "namespace/name") for an object in namespace, checking delegation, and
+// records its use; it returns the SDS secret's name.
+func (b stage) tlsSecret(ref, namespace string) (string, error) {
+	s, err := b.r.tlsSecret(ref, namespace)
+	if err != nil {
+		return "", err
+	}
+	b.out.useSecret(s)
+	return s.Name, nil
+}
+
+// tlsSecret resolves a server certificate Secret. The Secret's lookup is
+// recorded for every root; its checks are made once per build.
+func (r *Resolver) tlsSecret(ref, namespace string) (*ir.Secret, error) {
 	key := splitRef(ref, namespace)
-	if key.Namespace != namespace && !b.delegated(key, namespace) {
-		return "", errNotDelegated
+	if key.Namespace != namespace && !r.delegated(key, namespace) {
+		return nil, errNotDelegated
 	}
-	// Thousands of hosts often share one certificate: parse it once. The
-	// lookup is still a root's input (parsedTLS is for one build).
-	s := b.lookupSecret(key)
-	r, ok := b.parsedTLS[key]
+	s := r.secret(key)
+	p, ok := r.snap.tlsCache[key]
 	if !ok {
-		r.name, r.err = b.parseTLSSecret(key, s)
-		if b.parsedTLS == nil {
-			b.parsedTLS = map[types.NamespacedName]parsedSecret{}
-		}
-		b.parsedTLS[key] = r
+		p.secret, p.err = parseTLSSecret(key, s)
+		r.snap.tlsCache[key] = p
 	}
-	if r.err == nil {
-		b.usedSecret(r.name)
-	}
-	return r.name, r.err
+	return p.secret, p.err
 }
 
 // parsedSecret is the outcome of checking one TLS Secret.
 type parsedSecret struct {
-	name string
-	err  error
+	secret *ir.Secret
+	err    error
 }
 
-func (b *builder) parseTLSSecret(key types.NamespacedName, s *corev1.Secret) (string, error) {
+func parseTLSSecret(key types.NamespacedName, s *corev1.Secret) (*ir.Secret, error) {
 	if s == nil {
-		return "", errSecretNotFound
+		return nil, errSecretNotFound
 	}
 	cert, keyPEM := secretData(s, corev1.TLSCertKey), secretData(s, corev1.TLSPrivateKeyKey)
 	if len(cert) == 0 || len(keyPEM) == 0 {
-		return "", fmt.Errorf("%w: it needs the keys %s and %s", errSecretMalformed, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+		return nil, fmt.Errorf("%w: it needs the keys %s and %s", errSecretMalformed, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
 	}
 	if _, err := tls.X509KeyPair(cert, keyPEM); err != nil {
-		return "", fmt.Errorf("%w: %v", errSecretMalformed, err)
+		return nil, fmt.Errorf("%w: %v", errSecretMalformed, err)
 	}
-	name := key.Namespace + "/" + key.Name
-	b.secretsO[name] = &ir.Secret{Name: name, Cert: cert, Key: keyPEM}
-	return name, nil
+	return &ir.Secret{Name: key.Namespace + "/" + key.Name, Cert: cert, Key: keyPEM}, nil
 }
 
-// caSecret resolves a CA bundle Secret into an SDS validation secret.
-func (b *builder) caSecret(ref, namespace string) (string, error) {
+// caSecret resolves a CA bundle Secret into an SDS validation secret and
+// records its use; it returns the SDS secret's name.
+func (b stage) caSecret(ref, namespace string) (string, error) {
+	s, err := b.r.caSecret(ref, namespace)
+	if err != nil {
+		return "", err
+	}
+	b.out.useSecret(s)
+	return s.Name, nil
+}
+
+func (r *Resolver) caSecret(ref, namespace string) (*ir.Secret, error) {
 	if ref == "" {
-		return "", errors.New("caSecret is required")
+		return nil, errors.New("caSecret is required")
 	}
 	key := splitRef(ref, namespace)
-	if key.Namespace != namespace && !b.delegated(key, namespace) {
-		return "", fmt.Errorf("CA Secret %q: %w", key.String(), errNotDelegated)
+	if key.Namespace != namespace && !r.delegated(key, namespace) {
+		return nil, fmt.Errorf("CA Secret %q: %w", key.String(), errNotDelegated)
 	}
-	s := b.lookupSecret(key)
+	s := r.secret(key)
 	if s == nil {
-		return "", fmt.Errorf("CA Secret %q not found", key.String())
+		return nil, fmt.Errorf("CA Secret %q not found", key.String())
 	}
 	ca := secretData(s, CAKey)
 	if !validPEMCerts(ca) {
-		return "", fmt.Errorf("CA Secret %q has no valid PEM certificate under key %q", key.String(), CAKey)
+		return nil, fmt.Errorf("CA Secret %q has no valid PEM certificate under key %q", key.String(), CAKey)
 	}
-	name := key.Namespace + "/" + key.Name + "/" + CAKey
-	b.secretsO[name] = &ir.Secret{Name: name, CA: ca}
-	b.usedSecret(name)
-	return name, nil
+	return &ir.Secret{Name: key.Namespace + "/" + key.Name + "/" + CAKey, CA: ca}, nil
 }
 
 // secretData reads a key from data, or from stringData for Secrets read
@@ -127,25 +135,9 @@ func validPEMCerts(b []byte) bool {
 	}
 }
 
-// delegated reports whether a TLSCertificateDelegation in the Secret's
-// namespace lets namespace use it.
-func (b *builder) delegated(secret types.NamespacedName, namespace string) bool {
-	for _, d := range b.delegations {
-		if d.Namespace != secret.Namespace {
-			continue
-		}
-		for _, cd := range d.Spec.Delegations {
-			if cd.SecretName == secret.Name && (slices.Contains(cd.TargetNamespaces, namespace) || slices.Contains(cd.TargetNamespaces, "*")) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // buildDelegations validates TLSCertificateDelegations.
-func (b *builder) buildDelegations() {
-	for _, d := range b.delegations {
+func (b stage) buildDelegations() {
+	for _, d := range b.r.snap.delegations {
 		st := b.specStatus(KindTLSCertificateDelegation, d, d.Spec)
 		if len(d.Spec.Delegations) == 0 {
 			st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonNoDelegations, "spec.delegations must list at least one Secret")
@@ -166,7 +158,7 @@ func (b *builder) buildDelegations() {
 					st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonTargetNamespaceInvalid, fmt.Sprintf("spec.delegations[%d].targetNamespaces[%d] %q is not a namespace name or \"*\": %s", i, j, ns, strings.Join(errs, "; ")))
 				}
 			}
-			if _, ok := b.secrets[nn(d.Namespace, cd.SecretName)]; !ok {
+			if b.r.secret(nn(d.Namespace, cd.SecretName)) == nil {
 				st.AddWarning(contourv1.ConditionTypeDelegationError, status.ReasonSecretNotFound, fmt.Sprintf("spec.delegations[%d]: Secret %q not found in namespace %q", i, cd.SecretName, d.Namespace))
 			}
 		}

@@ -29,8 +29,8 @@ type backend struct {
 // resolveService finds the Service port a route or ExtensionService names,
 // and its ready endpoints. The error says what is wrong in words for a
 // status message.
-func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, error) {
-	svc := b.lookupService(key)
+func (r *Resolver) backend(key types.NamespacedName, port int) (*backend, error) {
+	svc := r.service(key)
 	if svc == nil {
 		return nil, fmt.Errorf("Service %q not found", key.String())
 	}
@@ -51,21 +51,21 @@ func (b *builder) resolveService(key types.NamespacedName, port int) (*backend, 
 	}
 	be := &backend{service: svc, port: *sp}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		if err := b.externalNameAllowed(svc.Spec.ExternalName); err != nil {
+		if err := r.opts().externalNameAllowed(svc.Spec.ExternalName); err != nil {
 			return nil, fmt.Errorf("Service %q: %w", key.String(), err)
 		}
 		return be, nil
 	}
-	be.endpoints, be.total = b.readyEndpoints(key, *sp)
+	be.endpoints, be.total = readyEndpoints(r.endpointSlices(key), *sp)
 	return be, nil
 }
 
 // readyEndpoints lists the ready endpoints of a Service port from its
 // EndpointSlices, matched by port name as Kubernetes does, and counts all
 // of them, ready or not.
-func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
+func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
 	seen := map[string]bool{}
-	for _, slice := range b.lookupSlices(key) {
+	for _, slice := range slices {
 		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
 		}
@@ -107,7 +107,7 @@ func (b *builder) readyEndpoints(key types.NamespacedName, sp corev1.ServicePort
 // clusterFor adds (or reuses) the cluster of one resolved backend.
 // Clusters are shared by every route that resolves to the same Service
 // port with the same protocol and validation.
-func (b *builder) clusterFor(prefix string, be *backend, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
+func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
 	name := fmt.Sprintf("%s/%s/%s/%d", prefix, be.service.Namespace, be.service.Name, be.port.Port)
 	if protocol != ir.HTTP1 {
 		name += "/" + string(protocol)
@@ -116,14 +116,15 @@ func (b *builder) clusterFor(prefix string, be *backend, protocol ir.Protocol, v
 		h := sha256.Sum256([]byte(fmt.Sprintf("%v|%s|%v", v, lb, idle)))
 		name += "/" + hex.EncodeToString(h[:4])
 	}
-	return b.addCluster(name, []*backend{be}, []uint32{0}, protocol, v, lb, idle)
-}
-
-func (b *builder) addCluster(name string, bes []*backend, weights []uint32, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
-	if c, ok := b.clusters[name]; ok {
-		b.usedCluster(c)
+	if c, ok := b.out.clusters[name]; ok {
 		return c
 	}
+	return b.out.addCluster(newCluster(name, []*backend{be}, []uint32{0}, protocol, v, lb, idle))
+}
+
+// newCluster is the cluster of backends bes, with weights when there are
+// several.
+func newCluster(name string, bes []*backend, weights []uint32, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
 	c := &ir.Cluster{Name: name, Protocol: protocol, Validation: v, LBPolicy: lb, IdleTimeout: idle}
 	if v != nil {
 		c.SNI = v.SubjectName
@@ -155,17 +156,15 @@ func (b *builder) addCluster(name string, bes []*backend, weights []uint32, prot
 			c.Endpoints = append(c.Endpoints, ep)
 		}
 	}
-	b.clusters[name] = c
-	b.usedCluster(c)
 	return c
 }
 
 // externalNameAllowed applies the ExternalName policy of Options.
-func (b *builder) externalNameAllowed(name string) error {
-	if !b.opts.ExternalNameServices {
+func (o *Options) externalNameAllowed(name string) error {
+	if !o.ExternalNameServices {
 		return fmt.Errorf("ExternalName Services are disabled (start portcullis with --enable-external-name-services)")
 	}
-	if b.opts.LoopbackExternalNames {
+	if o.LoopbackExternalNames {
 		return nil
 	}
 	host := strings.TrimSuffix(strings.ToLower(name), ".")

@@ -8,7 +8,7 @@ import "testing"
 // Envoy's admin interface) and single-label names, which only Envoy's own
 // hosts file and search domains give a meaning.
 func TestExternalNameAllowed(t *testing.T) {
-	b := &builder{opts: Options{ExternalNameServices: true}}
+	o := &Options{ExternalNameServices: true}
 	for name, ok := range map[string]bool{
 		"db.example.com":              true,
 		"api.example.com.":            true,
@@ -29,12 +29,12 @@ func TestExternalNameAllowed(t *testing.T) {
 		"0.0.0.0":                     false,
 		"169.254.169.254":             false,
 	} {
-		if err := b.externalNameAllowed(name); (err == nil) != ok {
+		if err := o.externalNameAllowed(name); (err == nil) != ok {
 			t.Errorf("externalNameAllowed(%q) = %v, want allowed %v", name, err, ok)
 		}
 	}
-	b.opts.LoopbackExternalNames = true
-	if err := b.externalNameAllowed("localhost"); err != nil {
+	o.LoopbackExternalNames = true
+	if err := o.externalNameAllowed("localhost"); err != nil {
 		t.Errorf("with LoopbackExternalNames: %v", err)
 	}
 }

@@ -119,24 +119,24 @@ func proxyRef(namespace, name string) objects.Ref {
 // recordRootSources notes the objects behind a served root: the virtual
 // host comes from every valid HTTPProxy walked from it; its certificate, client
 // CA, authorization cluster and processor cluster from the root.
-func (b *builder) recordRootSources(p *contourv1.HTTPProxy, fqdn string, secure *ir.SecureVirtualHost, auth *ir.ExtAuth, proc procScope) {
+func (b *rootBuilder) recordRootSources(p *contourv1.HTTPProxy, fqdn string, secure *ir.SecureVirtualHost, auth *ir.ExtAuth, proc procScope) {
 	root := proxyRef(p.Namespace, p.Name)
-	for _, r := range b.sources.walked {
+	for _, r := range b.out.sources.walked {
 		// An invalid include contributes no routes.
-		if o := b.status[r]; o == nil || o.Valid() {
-			b.sources.vhosts.add(fqdn, r)
+		if o := b.out.status[r]; o == nil || o.Valid() {
+			b.out.sources.vhosts.add(fqdn, r)
 		}
 	}
 	if secure != nil {
-		b.sources.secrets.add(secure.Secret, root)
+		b.out.sources.secrets.add(secure.Secret, root)
 		if cv := secure.ClientValidation; cv != nil && cv.CASecret != "" {
-			b.sources.secrets.add(cv.CASecret, root)
+			b.out.sources.secrets.add(cv.CASecret, root)
 		}
 	}
 	if auth != nil {
-		b.sources.clusters.add(auth.Cluster, root)
+		b.out.sources.clusters.add(auth.Cluster, root)
 	}
 	if proc.own {
-		b.sources.clusters.add(proc.effective.Cluster, root)
+		b.out.sources.clusters.add(proc.effective.Cluster, root)
 	}
 }

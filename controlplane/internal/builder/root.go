@@ -1,0 +1,133 @@
+package builder
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// rootResult is what building one root HTTPProxy gives: the findings of
+// its walk (on the root and the HTTPProxies it includes), its virtual
+// hosts, the clusters, secrets and sources they use, and what it read.
+// Each root is built on its own, so that its result depends only on what
+// it read, never on the roots built before it: that is what lets a Memo
+// reuse it. It is never modified once built.
+type rootResult struct {
+	output
+	// visited holds the HTTPProxies reached from the root.
+	visited map[types.NamespacedName]bool
+
+	insecure       []*ir.VirtualHost
+	secure         *ir.SecureVirtualHost
+	fallback       *ir.VirtualHost
+	fallbackSecret string
+
+	// The inputs: the root, the DuplicateVhost message it was built with
+	// and what it looked up.
+	self  *contourv1.HTTPProxy
+	dup   string
+	reads reads
+}
+
+// rootBuilder holds the rules of one root's build: they read through the
+// Resolver and write to the root's result.
+type rootBuilder struct {
+	stage
+	res *rootResult
+	// exp is the include expansion of the root (expand.go).
+	exp *expansion
+}
+
+// buildRoot builds root p and what it includes; dup is its DuplicateVhost
+// message ("" for none). The result is a function of p, dup and what the
+// build reads of snap (recorded in it).
+func buildRoot(snap *snapshot, p *contourv1.HTTPProxy, dup string) *rootResult {
+	res := &rootResult{output: newOutput(), visited: map[types.NamespacedName]bool{}, self: p, dup: dup}
+	b := &rootBuilder{stage: stage{r: &Resolver{snap: snap, reads: &res.reads}, out: &res.output}, res: res}
+	b.r.proxy(nn(p.Namespace, p.Name))
+	st := b.proxyStatus(p)
+	if dup != "" {
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonDuplicateVhost, dup)
+	}
+	b.root(p, st)
+	return res
+}
+
+func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
+	b.res.visited[nn(p.Namespace, p.Name)] = true
+	rootNamespaceAllowed(p.Namespace, b.r.opts().RootNamespaces, st)
+	fqdnValid(p.Spec.VirtualHost.Fqdn, st)
+
+	secure := b.secureHost(p, st)
+	auth := b.authorization(p, secure != nil, st)
+	scope, hcmAuth := b.hostAuthScope(p, auth)
+	scope.proc = b.hostExtProc(p, secure != nil, st)
+
+	b.out.sources.walked = nil
+	b.exp = newExpansion(p, b.r.opts().Limits)
+	routes := b.walk(p, nil, route{}, scope, secure != nil)
+	if !st.Valid() {
+		// Never serve a root half-configured: without its certificate,
+		// without its authorization, or without some of its own routes.
+		return
+	}
+	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
+	b.recordRootSources(p, fqdn, secure, hcmAuth, scope.proc)
+	b.virtualHosts(p, fqdn, routes, secure, hcmAuth, scope.proc)
+}
+
+// rootNamespaceAllowed checks the root's namespace against
+// Options.RootNamespaces (empty: any).
+func rootNamespaceAllowed(namespace string, allowed []string, st *status.Object) {
+	if len(allowed) > 0 && !slices.Contains(allowed, namespace) {
+		st.AddError(contourv1.ConditionTypeRootNamespaceError, status.ReasonRootProxyNotAllowedInNamespace,
+			fmt.Sprintf("root HTTPProxy cannot be defined in this namespace: root HTTPProxies are allowed in %s", strings.Join(allowed, ", ")))
+	}
+}
+
+// fqdnValid checks spec.virtualhost.fqdn: set, no wildcard, a DNS name.
+func fqdnValid(fqdn string, st *status.Object) {
+	lower := strings.ToLower(fqdn)
+	switch {
+	case lower == "":
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNNotSpecified, "Spec.VirtualHost.Fqdn must be specified")
+	case strings.Contains(lower, "*"):
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q cannot use wildcards", fqdn))
+	default:
+		if errs := validation.IsDNS1123Subdomain(lower); len(errs) > 0 {
+			st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNInvalid, fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", fqdn, strings.Join(errs, "; ")))
+		}
+	}
+}
+
+// virtualHosts puts a served root's routes on the listeners: the HTTP
+// listener, and for a TLS host its own filter chain (and the fallback
+// chain when it enables the fallback certificate).
+func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, routes []route, secure *ir.SecureVirtualHost, hcmAuth *ir.ExtAuth, proc procScope) {
+	if secure == nil {
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
+		return
+	}
+	secure.FQDN = fqdn
+	secure.Routes = irRoutes(routes, false)
+	secure.Auth = hcmAuth
+	secure.ExtProc = proc.effective
+	b.res.secure = secure
+	// On the HTTP listener, a TLS host redirects to HTTPS, except the
+	// routes that permit insecure access.
+	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), proc)})
+	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
+		// secureHost checked that the fallback Secret resolves.
+		fb := b.r.opts().FallbackCertificate
+		b.res.fallbackSecret, _ = b.tlsSecret(fb, splitRef(fb, "").Namespace)
+		b.res.fallback = &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, false), proc)}
+		b.out.sources.secrets.add(b.res.fallbackSecret, proxyRef(p.Namespace, p.Name))
+	}
+}

@@ -1,0 +1,133 @@
+package builder
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// snapshot is the read-only index of one build's input, completed by the
+// global stage (global.go) with what every root depends on: the validated
+// ExtensionServices and the global authorization and processing. Roots
+// read it through a Resolver and never write to it; tlsCache only
+// memoizes a pure function of its Secrets.
+type snapshot struct {
+	opts Options
+	in   *objects.Set
+
+	secrets  map[types.NamespacedName]*corev1.Secret
+	services map[types.NamespacedName]*corev1.Service
+	slices   map[types.NamespacedName][]*discoveryv1.EndpointSlice
+	// proxies holds the HTTPProxies of our class, the last one of a name
+	// (a folder of files may hold two).
+	proxies     map[types.NamespacedName]*contourv1.HTTPProxy
+	delegations []*contourv1.TLSCertificateDelegation
+
+	// Set by the global stage.
+	extensions map[types.NamespacedName]*extension
+	global     globals
+
+	// tlsCache holds the checks of each TLS Secret: thousands of hosts
+	// often share one certificate.
+	tlsCache map[types.NamespacedName]parsedSecret
+}
+
+func newSnapshot(in *objects.Set, opts Options) *snapshot {
+	s := &snapshot{
+		opts: opts, in: in,
+		secrets:     map[types.NamespacedName]*corev1.Secret{},
+		services:    map[types.NamespacedName]*corev1.Service{},
+		slices:      map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		proxies:     map[types.NamespacedName]*contourv1.HTTPProxy{},
+		delegations: in.Delegations,
+		extensions:  map[types.NamespacedName]*extension{},
+		tlsCache:    map[types.NamespacedName]parsedSecret{},
+	}
+	for _, o := range in.Secrets {
+		s.secrets[nn(o.Namespace, o.Name)] = o
+	}
+	for _, o := range in.Services {
+		s.services[nn(o.Namespace, o.Name)] = o
+	}
+	for _, o := range in.EndpointSlices {
+		if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" {
+			k := nn(o.Namespace, svc)
+			s.slices[k] = append(s.slices[k], o)
+		}
+	}
+	for _, p := range in.HTTPProxies {
+		if s.ownsClass(p.Spec.IngressClassName) {
+			s.proxies[nn(p.Namespace, p.Name)] = p
+		}
+	}
+	return s
+}
+
+func (s *snapshot) ownsClass(class string) bool {
+	return class == "" || class == s.opts.IngressClassName
+}
+
+// served reports whether p is the HTTPProxy of its name this build serves
+// (of our class, the last one of its name).
+func (s *snapshot) served(p *contourv1.HTTPProxy) bool {
+	return s.proxies[nn(p.Namespace, p.Name)] == p
+}
+
+// rootInput is one root HTTPProxy to build, with the DuplicateVhost
+// message it is built with ("" when its FQDN is its own).
+type rootInput struct {
+	proxy *contourv1.HTTPProxy
+	dup   string
+}
+
+// roots lists the root HTTPProxies in input order. Which root keeps a
+// host name is decided here, across roots (hosts.go): each root's build
+// gets its DuplicateVhost message as input.
+func (s *snapshot) roots() []rootInput {
+	var proxies []*contourv1.HTTPProxy
+	for _, p := range s.in.HTTPProxies {
+		if s.served(p) && p.Spec.VirtualHost != nil {
+			proxies = append(proxies, p)
+		}
+	}
+	owners := hostOwners(proxies, s.opts.RootNamespaces)
+	out := make([]rootInput, len(proxies))
+	for i, p := range proxies {
+		out[i] = rootInput{proxy: p, dup: duplicateHost(p, owners)}
+	}
+	return out
+}
+
+// delegated reports whether a TLSCertificateDelegation in the Secret's
+// namespace lets namespace use it.
+func (s *snapshot) delegated(secret types.NamespacedName, namespace string) bool {
+	for _, d := range s.delegations {
+		if d.Namespace != secret.Namespace {
+			continue
+		}
+		for _, cd := range d.Spec.Delegations {
+			if cd.SecretName == secret.Name && (slices.Contains(cd.TargetNamespaces, namespace) || slices.Contains(cd.TargetNamespaces, "*")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func nn(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+// splitRef parses "name" or "namespace/name", defaulting the namespace.
+func splitRef(ref, defaultNamespace string) types.NamespacedName {
+	if ns, name, ok := strings.Cut(ref, "/"); ok {
+		return nn(ns, name)
+	}
+	return nn(defaultNamespace, ref)
+}
