@@ -7,6 +7,15 @@
 // error is not served at all (never served half-configured, never without
 // its authorization), a child with an error contributes no routes, and
 // everything else is built as usual.
+//
+// The shape: snapshot.go indexes the input; the global stage (global.go,
+// extension.go, secret.go) validates what every root depends on and
+// completes the snapshot; then each root is built by buildRoot (root.go), a
+// function of the root and of what it reads through its Resolver
+// (resolver.go), which records every lookup. The rules (walk.go, route.go
+// and one file per concern: tls.go, extauth.go, extproc.go, services.go,
+// headers.go, timeouts.go, conditions.go) never see the Memo (memo.go),
+// which reuses a root's result while its recorded reads hold.
 package builder
 
 import (
@@ -84,8 +93,7 @@ func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts,
 func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	snap := newSnapshot(in, opts)
 	model := &ir.Model{}
-	global := buildGlobalStage(snap, model)
-	b := &merged{stage: global, visited: map[types.NamespacedName]bool{}, sources: []*sourceTracker{global.out.sources}}
+	b := newMerged(buildGlobalStage(snap, model))
 	memo.start(snap)
 	roots := snap.roots()
 	results := make([]*rootResult, len(roots))
@@ -114,10 +122,38 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 // merged in.
 type merged struct {
 	stage
+	// clusters and secrets by name: the first of a name (all of a name
+	// are the same).
+	clusters map[string]*ir.Cluster
+	secrets  map[string]*ir.Secret
 	// visited holds the HTTPProxies reached from a root.
 	visited map[types.NamespacedName]bool
 	// sources holds the global stage's sources, then each root's.
 	sources []*sourceTracker
+}
+
+func newMerged(global stage) *merged {
+	b := &merged{stage: global, clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{},
+		visited: map[types.NamespacedName]bool{}, sources: []*sourceTracker{global.out.sources}}
+	b.addClusters(global.out.clusters)
+	b.addSecrets(global.out.secrets)
+	return b
+}
+
+func (b *merged) addClusters(cs []*ir.Cluster) {
+	for _, c := range cs {
+		if _, ok := b.clusters[c.Name]; !ok {
+			b.clusters[c.Name] = c
+		}
+	}
+}
+
+func (b *merged) addSecrets(ss []*ir.Secret) {
+	for _, s := range ss {
+		if _, ok := b.secrets[s.Name]; !ok {
+			b.secrets[s.Name] = s
+		}
+	}
 }
 
 // apply merges a root's result into the build. res is never modified: a
@@ -145,12 +181,8 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 		}
 		m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, res.fallback)
 	}
-	for _, c := range res.clusters {
-		b.out.addCluster(c)
-	}
-	for _, s := range res.secrets {
-		b.out.useSecret(s)
-	}
+	b.addClusters(res.clusters)
+	b.addSecrets(res.secrets)
 	b.sources = append(b.sources, res.sources)
 }
 
@@ -168,11 +200,11 @@ func (b *merged) markOrphans(snap *snapshot) {
 // finish sorts the model's lists so that the translator's input is
 // deterministic.
 func (b *merged) finish(m *ir.Model) {
-	for _, c := range b.out.clusters {
+	for _, c := range b.clusters {
 		m.Clusters = append(m.Clusters, c)
 	}
 	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
-	for _, s := range b.out.secrets {
+	for _, s := range b.secrets {
 		m.Secrets = append(m.Secrets, s)
 	}
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })

@@ -3,7 +3,6 @@ package builder
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -83,7 +82,7 @@ func (e *expansion) routesLimit() string {
 // include builds child, included by the HTTPProxy at the end of chain
 // under the inherited match cond, or reuses its build under the same
 // match. ok is false once a limit is crossed: the root is not served.
-func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.NamespacedName, cond route, scope authScope, secure bool) (routes []route, ok bool) {
+func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.NamespacedName, cond route, scope authScope) (routes []route, ok bool) {
 	e := b.exp
 	childKey := nn(child.Namespace, child.Name)
 	depth := len(chain) // chain[0] is the root, at depth 0
@@ -102,7 +101,7 @@ func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.Namespac
 	}
 	outer := e.deepest
 	e.deepest = depth
-	routes = b.walk(child, chain, cond, scope, secure)
+	routes = b.walk(child, chain, cond, scope)
 	if e.exceeded {
 		return nil, false
 	}
@@ -136,11 +135,7 @@ func walkKey(k types.NamespacedName, cond route) string {
 func (b *rootBuilder) exceed(path []types.NamespacedName, what string) {
 	e := b.exp
 	e.exceeded = true
-	names := make([]string, len(path))
-	for i, k := range path {
-		names[i] = k.String()
-	}
-	at := strings.Join(names, " -> ")
+	at := chainString(path)
 	for i, k := range path {
 		msg := fmt.Sprintf("this root expands to %s at %s: it is not served", what, at)
 		if i > 0 {

@@ -35,6 +35,8 @@ const (
 	condSpec = contourv1.ConditionTypeSpecError
 )
 
+// buildExtension validates one ExtensionService into its cluster (nil
+// when it is invalid).
 func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	st := b.specStatus(KindExtensionService, es, es.Spec)
 	name := ExtensionClusterName(es.Namespace, es.Name)
@@ -44,9 +46,50 @@ func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	if v := spec.ProtocolVersion; v != "" && v != v1alpha1.SupportProtocolVersion3 {
 		st.AddError(condSpec, status.ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocolVersion %q is not supported: only %q", v, v1alpha1.SupportProtocolVersion3))
 	}
+	protocol := extensionProtocol(spec, st)
+	var validation *ir.UpstreamValidation
+	if v := spec.UpstreamValidation; v != nil {
+		var err error
+		validation, err = b.upstreamValidation(v, es.Namespace)
+		if err != nil {
+			st.AddError(condSpec, status.ReasonUpstreamValidationInvalid, "spec.validation: "+err.Error())
+		} else {
+			ext.authority = v.SubjectName
+		}
+	}
+	lb := extensionLoadBalancer(spec.LoadBalancerPolicy, st)
+	var idle *time.Duration
+	ext.timeout, idle = extensionTimeouts(spec.TimeoutPolicy, st)
+	hc, err := healthCheck(spec.HealthCheckPolicy)
+	if err != nil {
+		st.AddError(condSpec, status.ReasonInvalidHealthCheckPolicy, "spec.healthCheckPolicy: "+err.Error())
+	}
+	backends, weights, eps := b.extensionBackends(es, st)
+	if !st.Valid() {
+		return ext
+	}
+	// Readiness is the Ready condition's business, not Valid's: a valid
+	// ExtensionService without endpoints is still configured in Envoy.
+	eps.HealthChecked = hc != nil
+	st.Endpoints = eps
+	ext.cluster = b.out.addCluster(newCluster(name, backends, weights, protocol, validation, lb, idle))
+	self := objects.Ref{Kind: KindExtensionService, Namespace: es.Namespace, Name: es.Name}
+	b.out.sources.clusters.add(name, self)
+	if validation != nil {
+		b.out.sources.secrets.add(validation.CASecret, self)
+	}
+	ext.cluster.HealthCheck = hc
+	if hc != nil && hc.Authority == "" {
+		hc.Authority = ext.authority
+	}
+	st.ClusterName = name
+	return ext
+}
 
-	// Protocol: h2 is HTTP/2 over TLS, h2c is plaintext HTTP/2. Unset means
-	// TLS when a validation is given, plaintext otherwise.
+// extensionProtocol is the protocol to an ExtensionService: h2 is HTTP/2
+// over TLS, h2c plaintext HTTP/2; unset means TLS when a validation is
+// given, plaintext otherwise.
+func extensionProtocol(spec v1alpha1.ExtensionServiceSpec, st *status.Object) ir.Protocol {
 	protocol := ir.H2C
 	if spec.UpstreamValidation != nil {
 		protocol = ir.H2
@@ -67,61 +110,57 @@ func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	if protocol == ir.H2 && spec.UpstreamValidation == nil {
 		st.AddWarning(condSpec, status.ReasonTLSWithoutValidation, "spec.protocol is h2 (TLS) but spec.validation is not set: the server's certificate is not verified")
 	}
+	return protocol
+}
 
-	var validation *ir.UpstreamValidation
-	if v := spec.UpstreamValidation; v != nil {
-		var err error
-		validation, err = b.upstreamValidation(v, es.Namespace)
-		if err != nil {
-			st.AddError(condSpec, status.ReasonUpstreamValidationInvalid, "spec.validation: "+err.Error())
-		} else {
-			ext.authority = v.SubjectName
-		}
+// extensionLoadBalancer validates spec.loadBalancerPolicy.
+func extensionLoadBalancer(p *contourv1.LoadBalancerPolicy, st *status.Object) string {
+	if p == nil {
+		return ""
 	}
-
-	lb := ""
-	if p := spec.LoadBalancerPolicy; p != nil {
-		switch p.Strategy {
-		case "", "RoundRobin", "WeightedLeastRequest", "Random":
-			lb = p.Strategy
-		default:
-			st.AddError(condSpec, status.ReasonInvalidLoadBalancerPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
-		}
+	switch p.Strategy {
+	case "", "RoundRobin", "WeightedLeastRequest", "Random":
+		return p.Strategy
 	}
+	st.AddError(condSpec, status.ReasonInvalidLoadBalancerPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
+	return ""
+}
 
-	var idle *time.Duration
-	if tp := spec.TimeoutPolicy; tp != nil {
-		if d, err := config.ParseTimeout(tp.Response); err != nil {
-			st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
-		} else {
-			ext.timeout = d
-		}
-		if d, err := config.ParseTimeout(tp.Idle); err != nil {
-			st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
-		} else {
-			idle = d
-		}
+// extensionTimeouts validates spec.timeoutPolicy: the response timeout is
+// the default for checks, the idle timeout the cluster's.
+func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response, idle *time.Duration) {
+	if tp == nil {
+		return nil, nil
 	}
-
-	hc, err := healthCheck(spec.HealthCheckPolicy)
+	response, err := config.ParseTimeout(tp.Response)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidHealthCheckPolicy, "spec.healthCheckPolicy: "+err.Error())
+		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
 	}
+	idle, err = config.ParseTimeout(tp.Idle)
+	if err != nil {
+		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
+	}
+	return response, idle
+}
 
+// extensionBackends resolves spec.services, with their weights and the
+// count of their endpoints.
+func (b stage) extensionBackends(es *v1alpha1.ExtensionService, st *status.Object) ([]*backend, []uint32, *status.Endpoints) {
 	var backends []*backend
 	var weights []uint32
-	eps := &status.Endpoints{HealthChecked: hc != nil}
-	for i, t := range spec.Services {
+	eps := &status.Endpoints{}
+	for i, t := range es.Spec.Services {
 		be, err := b.r.backend(nn(es.Namespace, t.Name), t.Port)
 		if err != nil {
 			st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, fmt.Sprintf("spec.services[%d]: %s", i, err))
 			continue
 		}
-		if be.service.Spec.Type == corev1.ServiceTypeExternalName && len(spec.Services) > 1 {
+		externalName := be.service.Spec.Type == corev1.ServiceTypeExternalName
+		if externalName && len(es.Spec.Services) > 1 {
 			st.AddError(contourv1.ConditionTypeServiceError, status.ReasonInvalidExternalName, fmt.Sprintf("spec.services[%d]: ExternalName Service %q must be the only service of an ExtensionService", i, t.Name))
 			continue
 		}
-		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
+		if externalName {
 			eps.ExternalName = be.service.Spec.ExternalName
 		}
 		eps.Ready += len(be.endpoints)
@@ -129,27 +168,10 @@ func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 		backends = append(backends, be)
 		weights = append(weights, t.Weight)
 	}
-	if len(spec.Services) == 0 {
+	if len(es.Spec.Services) == 0 {
 		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "spec.services must name at least one Service")
 	}
-	if !st.Valid() {
-		return ext
-	}
-	// Readiness is the Ready condition's business, not Valid's: a valid
-	// ExtensionService without endpoints is still configured in Envoy.
-	st.Endpoints = eps
-	ext.cluster = b.out.addCluster(newCluster(name, backends, weights, protocol, validation, lb, idle))
-	self := objects.Ref{Kind: KindExtensionService, Namespace: es.Namespace, Name: es.Name}
-	b.out.sources.clusters.add(name, self)
-	if validation != nil {
-		b.out.sources.secrets.add(validation.CASecret, self)
-	}
-	ext.cluster.HealthCheck = hc
-	if hc != nil && hc.Authority == "" {
-		hc.Authority = ext.authority
-	}
-	st.ClusterName = name
-	return ext
+	return backends, weights, eps
 }
 
 // Defaults of spec.healthCheckPolicy.

@@ -134,48 +134,71 @@ func (b *rootBuilder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, sc
 		return nil
 	}
 	o := pol.Overrides
-	const where = "ExtProcPolicy.Overrides"
-	bad := func(reason, format string, args ...any) *ir.ExtProcPerRoute {
-		fail(contourv1.ConditionTypeExtProcError, reason, format, args...)
+	if reason, msg := overridesProblem(o, scope); reason != "" {
+		fail(contourv1.ConditionTypeExtProcError, reason, "%s", msg)
 		return nil
-	}
-	if scope.effective == nil {
-		return bad(status.ReasonExtProcOverridesWithoutProcessor, "%s: there is no external processor to override: neither the virtual host nor the global configuration sets one (or the virtual host disabled it)", where)
-	}
-	if o.MutationRules != nil {
-		return bad(status.ReasonExtProcOverridesInvalid, "%s.MutationRules cannot be overridden per route: set them on the virtual host or global processor", where)
-	}
-	if o.AllowModeOverride {
-		return bad(status.ReasonExtProcOverridesInvalid, "%s.AllowModeOverride cannot be overridden per route: set it on the virtual host or global processor", where)
-	}
-	if errs := config.CheckExtProc(o, where, false); len(errs) > 0 {
-		return bad(status.ReasonExtProcOverridesInvalid, "%s", strings.Join(errs, "; "))
 	}
 	out := &ir.ExtProcOverrides{Mode: processingMode(o.ProcessingMode)}
 	if g := o.GRPCService; g != nil {
-		svc := *scope.effective
+		svc, reason, msg := b.overrideService(p, g, *scope.effective)
+		if reason != "" {
+			fail(contourv1.ConditionTypeExtProcError, reason, "%s", msg)
+			return nil
+		}
 		if g.FailOpen != scope.effective.FailOpen {
 			out.FailOpen = &g.FailOpen
 		}
-		if g.ExtensionServiceRef.Name != "" {
-			// A processor runs after ext_authz and may clear the route
-			// cache: Envoy then routes the request again, without a second
-			// check, possibly onto a route this HTTPProxy does not own.
-			// Only the virtual host's owner may pick one.
-			if p.Spec.VirtualHost == nil {
-				return bad(status.ReasonExtProcServiceNotPermitted, "%s.GRPCService.ExtensionRef: only the root HTTPProxy may name a processor for its routes (a processor runs after authorization and can route the request again, onto routes this HTTPProxy does not own)", where)
-			}
-			svc.Cluster, svc.Authority, svc.Timeout = "", "", nil
-			if problem := resolveProcessorService(b.r, &svc, g, p.Namespace); problem != "" {
-				return bad(status.ReasonExtProcExtensionServiceUnavailable, "%s.GRPCService.ExtensionRef: %s", where, problem)
-			}
-			b.out.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
-		} else if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
-			svc.Timeout = d
-		}
-		out.Service = &svc
+		out.Service = svc
 	}
 	return &ir.ExtProcPerRoute{Overrides: out}
+}
+
+// overridesWhere names a route's overrides in messages.
+const overridesWhere = "ExtProcPolicy.Overrides"
+
+// overridesProblem says why a route's ext_proc overrides are invalid (""
+// when they are not): they need a processor to override, and may only
+// change the service and the processing mode.
+func overridesProblem(o *contourv1.ExtProc, scope procScope) (reason, message string) {
+	const where = overridesWhere
+	switch {
+	case scope.effective == nil:
+		return status.ReasonExtProcOverridesWithoutProcessor, where + ": there is no external processor to override: neither the virtual host nor the global configuration sets one (or the virtual host disabled it)"
+	case o.MutationRules != nil:
+		return status.ReasonExtProcOverridesInvalid, where + ".MutationRules cannot be overridden per route: set them on the virtual host or global processor"
+	case o.AllowModeOverride:
+		return status.ReasonExtProcOverridesInvalid, where + ".AllowModeOverride cannot be overridden per route: set it on the virtual host or global processor"
+	}
+	if errs := config.CheckExtProc(o, where, false); len(errs) > 0 {
+		return status.ReasonExtProcOverridesInvalid, strings.Join(errs, "; ")
+	}
+	return "", ""
+}
+
+// overrideService is the processor service of a route's overrides: the
+// inherited one with the route's timeout, or another ExtensionService
+// (which only the root may name).
+func (b *rootBuilder) overrideService(p *contourv1.HTTPProxy, g *contourv1.GRPCService, svc ir.ExtProc) (out *ir.ExtProc, reason, message string) {
+	const where = overridesWhere
+	if g.ExtensionServiceRef.Name == "" {
+		if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
+			svc.Timeout = d
+		}
+		return &svc, "", ""
+	}
+	// A processor runs after ext_authz and may clear the route cache:
+	// Envoy then routes the request again, without a second check,
+	// possibly onto a route this HTTPProxy does not own. Only the virtual
+	// host's owner may pick one.
+	if p.Spec.VirtualHost == nil {
+		return nil, status.ReasonExtProcServiceNotPermitted, where + ".GRPCService.ExtensionRef: only the root HTTPProxy may name a processor for its routes (a processor runs after authorization and can route the request again, onto routes this HTTPProxy does not own)"
+	}
+	svc.Cluster, svc.Authority, svc.Timeout = "", "", nil
+	if problem := resolveProcessorService(b.r, &svc, g, p.Namespace); problem != "" {
+		return nil, status.ReasonExtProcExtensionServiceUnavailable, fmt.Sprintf("%s.GRPCService.ExtensionRef: %s", where, problem)
+	}
+	b.out.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
+	return &svc, "", ""
 }
 
 // sharedExtProc adapts the routes of a TLS host for the HCMs it shares with

@@ -46,48 +46,61 @@ func buildGlobalStage(snap *snapshot, m *ir.Model) stage {
 // The next build after the ExtensionService is fixed heals it.
 func (b stage) buildGlobals(m *ir.Model) (global globals) {
 	if g := b.r.opts().GlobalExtAuth; g != nil {
-		ns, name := g.Ref()
-		ext, _, msg := b.r.extension(ns, name)
-		a := &ir.ExtAuth{FailOpen: g.FailOpen, Timeout: DefaultAuthTimeout}
-		if ext != nil {
-			a.Cluster, a.Authority = ext.cluster.Name, ext.authority
-			if ext.timeout != nil {
-				a.Timeout = *ext.timeout
-			}
-		} else {
-			a.Cluster, a.Authority = b.unavailableCluster(ns, name), name+"."+ns
-			global.authProblem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: status.ReasonGlobalExtAuthUnavailable,
-				Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
-		}
-		if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
-			a.Timeout = *d
-		}
-		if w := g.WithRequestBody; w != nil {
-			a.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: max(w.MaxRequestBytes, 1), AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
-		}
+		global.auth, global.authProblem = b.globalAuth(g)
 		if g.AuthPolicy != nil {
 			global.authPolicy = *g.AuthPolicy
 		}
-		global.auth = a
-		m.GlobalAuth = a
+		m.GlobalAuth = global.auth
 	}
 	if g := b.r.opts().GlobalExtProc; g != nil && !g.Disabled && g.Processor != nil {
-		p, problem := extProc(b.r, g.Processor, "", "globalExtProc.processor")
-		if problem != "" {
-			// The shape was checked when the file was read: normally only
-			// the ExtensionService can be missing or invalid here.
-			var ref contourv1.ExtensionServiceReference
-			if g.Processor.GRPCService != nil {
-				ref = g.Processor.GRPCService.ExtensionServiceRef
-			}
-			p.Cluster, p.Authority = b.unavailableCluster(ref.Namespace, ref.Name), ref.Name+"."+ref.Namespace
-			global.procProblem = &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: status.ReasonGlobalExtProcUnavailable,
-				Message: fmt.Sprintf("global external processing (configuration file, globalExtProc): %s: requests fail%s until it is fixed", problem, failOpenNote(p.FailOpen))}
-		}
-		global.proc = p
-		m.GlobalExtProc = p
+		global.proc, global.procProblem = b.globalProc(g.Processor)
+		m.GlobalExtProc = global.proc
 	}
 	return global
+}
+
+// globalAuth resolves globalExtAuth, with its problem when its
+// ExtensionService cannot be used.
+func (b stage) globalAuth(g *config.GlobalExtAuth) (*ir.ExtAuth, *status.Problem) {
+	ns, name := g.Ref()
+	ext, _, msg := b.r.extension(ns, name)
+	a := &ir.ExtAuth{FailOpen: g.FailOpen, Timeout: DefaultAuthTimeout}
+	var problem *status.Problem
+	if ext != nil {
+		a.Cluster, a.Authority = ext.cluster.Name, ext.authority
+		if ext.timeout != nil {
+			a.Timeout = *ext.timeout
+		}
+	} else {
+		a.Cluster, a.Authority = b.unavailableCluster(ns, name), name+"."+ns
+		problem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: status.ReasonGlobalExtAuthUnavailable,
+			Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
+	}
+	if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
+		a.Timeout = *d
+	}
+	if w := g.WithRequestBody; w != nil {
+		a.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: max(w.MaxRequestBytes, 1), AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
+	}
+	return a, problem
+}
+
+// globalProc resolves globalExtProc's processor, with its problem when its
+// ExtensionService cannot be used.
+func (b stage) globalProc(processor *contourv1.ExtProc) (*ir.ExtProc, *status.Problem) {
+	p, problem := extProc(b.r, processor, "", "globalExtProc.processor")
+	if problem == "" {
+		return p, nil
+	}
+	// The shape was checked when the file was read: normally only the
+	// ExtensionService can be missing or invalid here.
+	var ref contourv1.ExtensionServiceReference
+	if processor.GRPCService != nil {
+		ref = processor.GRPCService.ExtensionServiceRef
+	}
+	p.Cluster, p.Authority = b.unavailableCluster(ref.Namespace, ref.Name), ref.Name+"."+ref.Namespace
+	return p, &status.Problem{Type: contourv1.ConditionTypeExtProcError, Reason: status.ReasonGlobalExtProcUnavailable,
+		Message: fmt.Sprintf("global external processing (configuration file, globalExtProc): %s: requests fail%s until it is fixed", problem, failOpenNote(p.FailOpen))}
 }
 
 func failOpenNote(failOpen bool) string {

@@ -12,38 +12,28 @@ import (
 
 // output is what one stage of the build (one root, or the global stage)
 // contributes besides virtual hosts: its findings on the objects it
-// checked, the clusters and secrets it uses (shared with other stages and
-// deduplicated by name when merged) and where they come from.
+// checked, the clusters and secrets it uses (repeats included; shared with
+// other stages, they are deduplicated by name when merged) and where they
+// come from.
 type output struct {
 	status   map[objects.Ref]*status.Object
-	clusters map[string]*ir.Cluster
-	secrets  map[string]*ir.Secret
+	clusters []*ir.Cluster
+	secrets  []*ir.Secret
 	sources  *sourceTracker
 }
 
 func newOutput() output {
-	return output{
-		status: map[objects.Ref]*status.Object{}, clusters: map[string]*ir.Cluster{},
-		secrets: map[string]*ir.Secret{}, sources: newSourceTracker(),
-	}
+	return output{status: map[objects.Ref]*status.Object{}, sources: newSourceTracker()}
 }
 
-// addCluster records c, unless the stage already has a cluster of its
-// name (the same: a name says what a cluster holds in one snapshot).
+// addCluster records a cluster the stage uses.
 func (o *output) addCluster(c *ir.Cluster) *ir.Cluster {
-	if have, ok := o.clusters[c.Name]; ok {
-		return have
-	}
-	o.clusters[c.Name] = c
+	o.clusters = append(o.clusters, c)
 	return c
 }
 
 // useSecret records a secret the stage uses.
-func (o *output) useSecret(s *ir.Secret) {
-	if _, ok := o.secrets[s.Name]; !ok {
-		o.secrets[s.Name] = s
-	}
-}
+func (o *output) useSecret(s *ir.Secret) { o.secrets = append(o.secrets, s) }
 
 // stage is one unit of the build: the Resolver it reads through and the
 // output it writes to.

@@ -72,7 +72,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 
 	b.out.sources.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
-	routes := b.walk(p, nil, route{}, scope, secure != nil)
+	routes := b.walk(p, nil, route{}, scope)
 	if !st.Valid() {
 		// Never serve a root half-configured: without its certificate,
 		// without its authorization, or without some of its own routes.

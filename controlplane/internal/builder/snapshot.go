@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -33,9 +34,11 @@ type snapshot struct {
 	extensions map[types.NamespacedName]*extension
 	global     globals
 
-	// tlsCache holds the checks of each TLS Secret: thousands of hosts
-	// often share one certificate.
+	// tlsCache holds the checks of each TLS Secret and clusters the
+	// clusters of Service ports by name (clusterFor): thousands of hosts
+	// often share one certificate and a few Services.
 	tlsCache map[types.NamespacedName]parsedSecret
+	clusters map[string]*ir.Cluster
 }
 
 func newSnapshot(in *objects.Set, opts Options) *snapshot {
@@ -48,6 +51,7 @@ func newSnapshot(in *objects.Set, opts Options) *snapshot {
 		delegations: in.Delegations,
 		extensions:  map[types.NamespacedName]*extension{},
 		tlsCache:    map[types.NamespacedName]parsedSecret{},
+		clusters:    map[string]*ir.Cluster{},
 	}
 	for _, o := range in.Secrets {
 		s.secrets[nn(o.Namespace, o.Name)] = o

@@ -1,13 +1,10 @@
 package builder
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -66,23 +63,7 @@ func (r *Resolver) backend(key types.NamespacedName, port int) (*backend, error)
 func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
 	seen := map[string]bool{}
 	for _, slice := range slices {
-		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
-			continue
-		}
-		var port int32
-		for _, p := range slice.Ports {
-			name := ""
-			if p.Name != nil {
-				name = *p.Name
-			}
-			proto := corev1.ProtocolTCP
-			if p.Protocol != nil {
-				proto = *p.Protocol
-			}
-			if name == sp.Name && proto == corev1.ProtocolTCP && p.Port != nil {
-				port = *p.Port
-			}
-		}
+		port := slicePort(slice, sp.Name)
 		if port == 0 {
 			continue
 		}
@@ -104,59 +85,30 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 	return out, total
 }
 
-// clusterFor adds (or reuses) the cluster of one resolved backend.
-// Clusters are shared by every route that resolves to the same Service
-// port with the same protocol and validation.
-func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
-	name := fmt.Sprintf("%s/%s/%s/%d", prefix, be.service.Namespace, be.service.Name, be.port.Port)
-	if protocol != ir.HTTP1 {
-		name += "/" + string(protocol)
+// slicePort is the TCP port of an IP EndpointSlice named name (the
+// Service port's name); 0 for none.
+func slicePort(slice *discoveryv1.EndpointSlice, name string) (port int32) {
+	if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
+		return 0
 	}
-	if v != nil || lb != "" || idle != nil {
-		h := sha256.Sum256([]byte(fmt.Sprintf("%v|%s|%v", v, lb, idle)))
-		name += "/" + hex.EncodeToString(h[:4])
+	for _, p := range slice.Ports {
+		proto := corev1.ProtocolTCP
+		if p.Protocol != nil {
+			proto = *p.Protocol
+		}
+		if ptrValue(p.Name) == name && proto == corev1.ProtocolTCP && p.Port != nil {
+			port = *p.Port
+		}
 	}
-	if c, ok := b.out.clusters[name]; ok {
-		return c
-	}
-	return b.out.addCluster(newCluster(name, []*backend{be}, []uint32{0}, protocol, v, lb, idle))
+	return port
 }
 
-// newCluster is the cluster of backends bes, with weights when there are
-// several.
-func newCluster(name string, bes []*backend, weights []uint32, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
-	c := &ir.Cluster{Name: name, Protocol: protocol, Validation: v, LBPolicy: lb, IdleTimeout: idle}
-	if v != nil {
-		c.SNI = v.SubjectName
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	for i, be := range bes {
-		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
-			c.DNSName = be.service.Spec.ExternalName
-			// The API server defaults targetPort to port, so this is the
-			// port unless the Service maps it elsewhere.
-			c.DNSPort = uint32(be.port.Port)
-			if tp := be.port.TargetPort.IntValue(); tp > 0 {
-				c.DNSPort = uint32(tp)
-			}
-			if c.SNI == "" && (protocol == ir.H2 || protocol == ir.TLS) {
-				c.SNI = c.DNSName
-			}
-			continue
-		}
-		group := ""
-		if len(bes) > 1 {
-			group = be.service.Name + ":" + strconv.Itoa(int(be.port.Port))
-		}
-		for _, ep := range be.endpoints {
-			ep.Group = group
-			if len(bes) > 1 {
-				// Envoy needs a weight on every group once one has one.
-				ep.Weight = max(weights[i], 1)
-			}
-			c.Endpoints = append(c.Endpoints, ep)
-		}
-	}
-	return c
+	return *p
 }
 
 // externalNameAllowed applies the ExternalName policy of Options.

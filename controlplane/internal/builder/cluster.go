@@ -1,0 +1,70 @@
+package builder
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// clusterFor adds (or reuses) the cluster of one resolved backend.
+// Clusters are shared by every route that resolves to the same Service
+// port with the same protocol and validation.
+func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
+	name := fmt.Sprintf("%s/%s/%s/%d", prefix, be.service.Namespace, be.service.Name, be.port.Port)
+	if protocol != ir.HTTP1 {
+		name += "/" + string(protocol)
+	}
+	if v != nil || lb != "" || idle != nil {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%v|%s|%v", v, lb, idle)))
+		name += "/" + hex.EncodeToString(h[:4])
+	}
+	c, ok := b.r.snap.clusters[name]
+	if !ok {
+		c = newCluster(name, []*backend{be}, []uint32{0}, protocol, v, lb, idle)
+		b.r.snap.clusters[name] = c
+	}
+	return b.out.addCluster(c)
+}
+
+// newCluster is the cluster of backends bes, with weights when there are
+// several.
+func newCluster(name string, bes []*backend, weights []uint32, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
+	c := &ir.Cluster{Name: name, Protocol: protocol, Validation: v, LBPolicy: lb, IdleTimeout: idle}
+	if v != nil {
+		c.SNI = v.SubjectName
+	}
+	for i, be := range bes {
+		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
+			c.DNSName = be.service.Spec.ExternalName
+			// The API server defaults targetPort to port, so this is the
+			// port unless the Service maps it elsewhere.
+			c.DNSPort = uint32(be.port.Port)
+			if tp := be.port.TargetPort.IntValue(); tp > 0 {
+				c.DNSPort = uint32(tp)
+			}
+			if c.SNI == "" && (protocol == ir.H2 || protocol == ir.TLS) {
+				c.SNI = c.DNSName
+			}
+			continue
+		}
+		group := ""
+		if len(bes) > 1 {
+			group = be.service.Name + ":" + strconv.Itoa(int(be.port.Port))
+		}
+		for _, ep := range be.endpoints {
+			ep.Group = group
+			if len(bes) > 1 {
+				// Envoy needs a weight on every group once one has one.
+				ep.Weight = max(weights[i], 1)
+			}
+			c.Endpoints = append(c.Endpoints, ep)
+		}
+	}
+	return c
+}

@@ -1,0 +1,165 @@
+package builder
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// DefaultAuthTimeout is how long Envoy waits for a check when neither the
+// HTTPProxy nor the ExtensionService says: long enough for a bcrypt check
+// or an OIDC code exchange, short enough to fail fast.
+const DefaultAuthTimeout = 2 * time.Second
+
+// authScope is the authorization (and processing) in force where routes
+// are being built.
+type authScope struct {
+	// enabled: the HCM of these routes has an ext_authz filter.
+	enabled bool
+	// own: the filter is the host's own authorization (not the global one).
+	own bool
+	// global: the filter is the global authorization.
+	global bool
+	// optOut: the host opted out of global authorization
+	// (globalExtAuthDisabled): every route is off, whatever its policy.
+	optOut bool
+	policy contourv1.AuthorizationPolicy
+	proc   procScope
+}
+
+// hostAuthScope decides which authorization applies to a host's routes and
+// which ext_authz filter its own HCM (TLS hosts) gets: the host's own
+// authorization overrides the global one; globalExtAuthDisabled opts out of
+// the global one; otherwise the global one applies, its policy refined by
+// the host's authPolicy (context: global, then host, then route).
+func (b *rootBuilder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (authScope, *ir.ExtAuth) {
+	a := p.Spec.VirtualHost.Authorization
+	switch {
+	case own != nil:
+		scope := authScope{enabled: true, own: true}
+		if a.AuthPolicy != nil {
+			scope.policy = *a.AuthPolicy
+		}
+		return scope, own
+	case b.r.global().auth == nil:
+		return authScope{}, nil
+	case a != nil && a.GlobalExternalAuthorizationDisabled:
+		// The shared HCMs (HTTP listener, fallback chain) keep the
+		// filter and switch it off on each of this host's routes.
+		return authScope{enabled: true, optOut: true}, nil
+	}
+	var hostPolicy *contourv1.AuthorizationPolicy
+	if a != nil {
+		hostPolicy = a.AuthPolicy
+	}
+	return authScope{enabled: true, global: true, policy: mergePolicy(b.r.global().authPolicy, hostPolicy)}, b.r.global().auth
+}
+
+// authorization validates spec.virtualhost.authorization; nil when the host
+// has none (or only opts out of global authorization).
+func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.Object) *ir.ExtAuth {
+	a := p.Spec.VirtualHost.Authorization
+	if a == nil || a.ExtensionServiceRef.Name == "" {
+		// Without an extensionRef, authorization may only opt out of the
+		// global authorization or refine its policy.
+		refinesGlobal := b.r.global().auth != nil && a != nil && a.AuthPolicy != nil
+		if a != nil && !a.GlobalExternalAuthorizationDisabled && !refinesGlobal {
+			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
+		}
+		return nil
+	}
+	fail := func(reason, message string) *ir.ExtAuth {
+		st.AddError(contourv1.ConditionTypeAuthError, reason, message)
+		return nil
+	}
+	if reason, msg := authorizationRefProblem(p.Spec.VirtualHost, secure); reason != "" {
+		return fail(reason, msg)
+	}
+	ref := a.ExtensionServiceRef
+	if ref.Namespace == "" {
+		ref.Namespace = p.Namespace
+	}
+	ext, reason, msg := b.r.extension(ref.Namespace, ref.Name)
+	if ext == nil {
+		return fail(reason, "Spec.VirtualHost.Authorization.ExtensionRef "+msg)
+	}
+	out, err := extAuth(a, ext)
+	if err != nil {
+		return fail(status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err))
+	}
+	return out
+}
+
+// authorizationRefProblem says why a host may not have authorization of
+// its own, or which extensionRef it cannot name ("" when it may).
+func authorizationRefProblem(vh *contourv1.VirtualHost, secure bool) (reason, message string) {
+	ref := vh.Authorization.ExtensionServiceRef
+	switch {
+	case !secure:
+		return status.ReasonAuthNotPermitted, "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization of its own is only supported on HTTPS virtual hosts (HTTP virtual hosts use the global authorization of the configuration file, globalExtAuth)"
+	case vh.TLS.EnableFallbackCertificate:
+		return status.ReasonAuthIncompatibleWithFallback, "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts"
+	case ref.APIVersion != "" && ref.APIVersion != v1alpha1.GroupVersion.String():
+		return status.ReasonAuthBadResourceVersion, fmt.Sprintf("Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported resource version %q: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
+	case ref.Kind != "" && ref.Kind != KindExtensionService:
+		return status.ReasonAuthBadResourceKind, fmt.Sprintf("Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported kind %q: use %q", ref.Kind, KindExtensionService)
+	}
+	return "", ""
+}
+
+// extAuth is the ext_authz filter of a host's authorization through ext:
+// the timeout is the host's, else the ExtensionService's, else the
+// default; a request body buffer defaults to 1 KiB.
+func extAuth(a *contourv1.AuthorizationServer, ext *extension) (*ir.ExtAuth, error) {
+	out := &ir.ExtAuth{Cluster: ext.cluster.Name, Authority: ext.authority, FailOpen: a.FailOpen, Timeout: DefaultAuthTimeout}
+	if ext.timeout != nil {
+		out.Timeout = *ext.timeout
+	}
+	d, err := config.ParseTimeout(a.ResponseTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		out.Timeout = *d
+	}
+	if w := a.WithRequestBody; w != nil {
+		out.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: w.MaxRequestBytes, AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
+		if out.WithRequestBody.MaxRequestBytes == 0 {
+			out.WithRequestBody.MaxRequestBytes = 1024
+		}
+	}
+	return out, nil
+}
+
+// routeAuth sets a route's authorization: the route's own policy replaces
+// the enclosing "disabled" and merges over the enclosing context.
+func routeAuth(rt *route, r contourv1.Route, scope authScope, errs *routeErrors) {
+	disabled, ctx := scope.policy.Disabled, scope.policy.Context
+	if ap := r.AuthPolicy; ap != nil {
+		disabled = ap.Disabled
+		ctx = maps.Clone(ctx)
+		if ctx == nil {
+			ctx = map[string]string{}
+		}
+		maps.Copy(ctx, ap.Context)
+	}
+	if !scope.enabled {
+		return
+	}
+	// A host that opted out of global authorization has it off on every
+	// route: its own HCM has no filter to turn back on.
+	disabled = disabled || scope.optOut
+	rt.AuthDisabled = disabled
+	if !disabled && len(ctx) > 0 {
+		rt.AuthContext = ctx
+	}
+	if scope.own && r.PermitInsecure && !disabled {
+		errs.add(contourv1.ConditionTypeAuthError, status.ReasonAuthPermitInsecureNotDisabled, "permitInsecure requires authorization to be disabled on the route (authPolicy.disabled: true): its insecure copy on the HTTP listener would not be authorized")
+	}
+}

@@ -1,0 +1,123 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// routeServices validates the services of one of p's routes and resolves
+// each into its cluster; invalid services are left out, with an error.
+func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1.Service, errs *routeErrors) []ir.WeightedCluster {
+	if len(services) == 0 {
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry")
+	}
+	allZero, err := serviceWeights(services)
+	if err != nil {
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "%v", err)
+	}
+	var out []ir.WeightedCluster
+	for j, s := range services {
+		if c, ok := b.routeService(p, j, s, errs); ok {
+			c.Weight = uint32(min(s.Weight, math.MaxUint32))
+			if allZero {
+				c.Weight = 1
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// serviceWeights checks that the weights fit Envoy's total (it rejects the
+// whole route configuration, shared by every virtual host of the HTTP
+// listener, over it); allZero: no service has a weight, all get 1.
+func serviceWeights(services []contourv1.Service) (allZero bool, err error) {
+	allZero = true
+	var sum int64
+	for _, s := range services {
+		if s.Weight > 0 {
+			allZero = false
+		}
+		sum += min(max(s.Weight, 0), math.MaxUint32)
+	}
+	if sum > math.MaxUint32 {
+		return allZero, fmt.Errorf("the weights of the services add up to %d, more than %d", sum, uint32(math.MaxUint32))
+	}
+	return allZero, nil
+}
+
+// routeService resolves service j of a route of p into its cluster (the
+// weight is the caller's); false, with an error, when it is invalid.
+func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Service, errs *routeErrors) (ir.WeightedCluster, bool) {
+	where := fmt.Sprintf("Services[%d]", j)
+	fail := func(typ, reason, format string, args ...any) (ir.WeightedCluster, bool) {
+		errs.add(typ, reason, format, args...)
+		return ir.WeightedCluster{}, false
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: port must be in the range 1-65535", where, s.Name)
+	}
+	be, err := b.r.backend(nn(p.Namespace, s.Name), s.Port)
+	if err != nil {
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
+	}
+	protocol, err := serviceProtocol(s.Protocol)
+	if err != nil {
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonUnsupportedProtocol, "%s: Service [%s:%d] %v", where, s.Name, s.Port, err)
+	}
+	uv, err := b.serviceValidation(s.UpstreamValidation, protocol, p.Namespace)
+	if err != nil {
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: %v", where, s.Name, s.Port, err)
+	}
+	reqH, err := headersPolicy(s.RequestHeadersPolicy, true)
+	if err != nil {
+		return fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "%s.RequestHeadersPolicy: %v", where, err)
+	}
+	respH, err := headersPolicy(s.ResponseHeadersPolicy, false)
+	if err != nil {
+		return fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "%s.ResponseHeadersPolicy: %v", where, err)
+	}
+	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
+		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
+	}
+	c := b.clusterFor("service", be, protocol, uv, "", nil)
+	b.out.sources.clusters.add(c.Name, proxyRef(p.Namespace, p.Name))
+	if uv != nil {
+		b.out.sources.secrets.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
+	}
+	return ir.WeightedCluster{Cluster: c.Name, RequestHeaders: reqH, ResponseHeaders: respH}, true
+}
+
+// serviceProtocol is the upstream protocol a route's service names
+// (HTTP/1.1 when it names none).
+func serviceProtocol(p *string) (ir.Protocol, error) {
+	if p == nil {
+		return ir.HTTP1, nil
+	}
+	switch *p {
+	case "h2":
+		return ir.H2, nil
+	case "h2c":
+		return ir.H2C, nil
+	case "tls":
+		return ir.TLS, nil
+	}
+	return "", fmt.Errorf("protocol %q is unsupported: use h2, h2c or tls", *p)
+}
+
+// serviceValidation resolves a route service's upstream validation (nil
+// for none), which needs TLS to the service.
+func (b stage) serviceValidation(v *contourv1.UpstreamValidation, protocol ir.Protocol, namespace string) (*ir.UpstreamValidation, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if protocol != ir.TLS && protocol != ir.H2 {
+		return nil, errors.New("validation requires protocol tls or h2")
+	}
+	return b.upstreamValidation(v, namespace)
+}
