@@ -1,0 +1,104 @@
+package builder
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+func TestAuthorizationRefProblem(t *testing.T) {
+	host := func(fallback bool, ref contourv1.ExtensionServiceReference) *contourv1.VirtualHost {
+		return &contourv1.VirtualHost{TLS: &contourv1.TLS{EnableFallbackCertificate: fallback},
+			Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: ref}}
+	}
+	ok := contourv1.ExtensionServiceReference{Name: "auth"}
+	for _, tc := range []struct {
+		name   string
+		vh     *contourv1.VirtualHost
+		secure bool
+		want   string // the reason
+	}{
+		{"a TLS host", host(false, ok), true, ""},
+		{"the full apiVersion and kind", host(false, contourv1.ExtensionServiceReference{Name: "auth", APIVersion: "projectcontour.io/v1alpha1", Kind: "ExtensionService"}), true, ""},
+		{"an HTTP host", &contourv1.VirtualHost{Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: ok}}, false, status.ReasonAuthNotPermitted},
+		{"with the fallback certificate", host(true, ok), true, status.ReasonAuthIncompatibleWithFallback},
+		{"another apiVersion", host(false, contourv1.ExtensionServiceReference{Name: "auth", APIVersion: "v1"}), true, status.ReasonAuthBadResourceVersion},
+		{"another kind", host(false, contourv1.ExtensionServiceReference{Name: "auth", Kind: "Service"}), true, status.ReasonAuthBadResourceKind},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, msg := authorizationRefProblem(tc.vh, tc.secure); got != tc.want || (got == "") != (msg == "") {
+				t.Errorf("reason %q (%q), want %q", got, msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestExtAuth(t *testing.T) {
+	fiveSeconds := 5 * time.Second
+	ext := &extension{cluster: &ir.Cluster{Name: "extension/ns/auth"}, authority: "auth.ns"}
+	slow := &extension{cluster: ext.cluster, authority: ext.authority, timeout: &fiveSeconds}
+	for _, tc := range []struct {
+		name    string
+		a       contourv1.AuthorizationServer
+		ext     *extension
+		want    ir.ExtAuth
+		wantErr bool
+	}{
+		{name: "defaults", ext: ext, want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout}},
+		{name: "the ExtensionService's timeout", ext: slow, want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: fiveSeconds}},
+		{name: "the host's timeout wins", a: contourv1.AuthorizationServer{ResponseTimeout: "1s", FailOpen: true}, ext: slow,
+			want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: time.Second, FailOpen: true}},
+		{name: "a bad timeout", a: contourv1.AuthorizationServer{ResponseTimeout: "later"}, ext: ext, wantErr: true},
+		{name: "a request body of 1 KiB by default", a: contourv1.AuthorizationServer{WithRequestBody: &contourv1.AuthorizationServerBufferSettings{PackAsBytes: true}}, ext: ext,
+			want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout, WithRequestBody: &ir.BufferSettings{MaxRequestBytes: 1024, PackAsBytes: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := extAuth(&tc.a, tc.ext)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && !reflect.DeepEqual(*got, tc.want) {
+				t.Errorf("extAuth = %+v, want %+v", *got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteAuth(t *testing.T) {
+	global := authScope{enabled: true, global: true, policy: contourv1.AuthorizationPolicy{Context: map[string]string{"a": "1"}}}
+	own := authScope{enabled: true, own: true}
+	for _, tc := range []struct {
+		name         string
+		scope        authScope
+		route        contourv1.Route
+		wantDisabled bool
+		wantContext  map[string]string
+		wantErr      bool
+	}{
+		{name: "no authorization", scope: authScope{}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"b": "2"}}}},
+		{name: "the enclosing context", scope: global, wantContext: map[string]string{"a": "1"}},
+		{name: "the route's context merges over it", scope: global, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"a": "x", "b": "2"}}},
+			wantContext: map[string]string{"a": "x", "b": "2"}},
+		{name: "disabled on the route", scope: global, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}}, wantDisabled: true},
+		{name: "the host opted out", scope: authScope{enabled: true, optOut: true}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{}}, wantDisabled: true},
+		{name: "permitInsecure under the host's own authorization", scope: own, route: contourv1.Route{PermitInsecure: true}, wantErr: true},
+		{name: "permitInsecure with authorization disabled", scope: own, route: contourv1.Route{PermitInsecure: true, AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}}, wantDisabled: true},
+		{name: "permitInsecure under the global authorization", scope: global, route: contourv1.Route{PermitInsecure: true}, wantContext: map[string]string{"a": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := &routeErrors{st: &status.Object{}, where: "R"}
+			var rt route
+			routeAuth(&rt, tc.route, tc.scope, errs)
+			if rt.AuthDisabled != tc.wantDisabled || !reflect.DeepEqual(rt.AuthContext, tc.wantContext) || errs.invalid != tc.wantErr {
+				t.Errorf("disabled %v, context %v, errors %+v; want %v, %v, error %v", rt.AuthDisabled, rt.AuthContext, errs.st.Errors, tc.wantDisabled, tc.wantContext, tc.wantErr)
+			}
+		})
+	}
+	if global.policy.Context["a"] != "1" || len(global.policy.Context) != 1 {
+		t.Errorf("routeAuth changed the enclosing context: %v", global.policy.Context)
+	}
+}

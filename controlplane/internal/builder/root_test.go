@@ -1,0 +1,53 @@
+package builder
+
+import (
+	"testing"
+
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+func TestFQDNValid(t *testing.T) {
+	for fqdn, want := range map[string]string{
+		"echo.example.com":   "",
+		"Echo.Example.COM":   "",
+		"":                   status.ReasonFQDNNotSpecified,
+		"*.example.com":      status.ReasonWildCardNotAllowed,
+		"echo_1.example.com": status.ReasonFQDNInvalid,
+		"echo.example.com.":  status.ReasonFQDNInvalid,
+	} {
+		st := &status.Object{}
+		fqdnValid(fqdn, st)
+		if got := reasonOf(st); got != want {
+			t.Errorf("fqdnValid(%q): reason %q, want %q", fqdn, got, want)
+		}
+	}
+}
+
+func TestRootNamespaceAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		namespace string
+		allowed   []string
+		want      string
+	}{
+		{"team-a", nil, ""},
+		{"team-a", []string{"team-a", "team-b"}, ""},
+		{"team-c", []string{"team-a", "team-b"}, status.ReasonRootProxyNotAllowedInNamespace},
+	} {
+		st := &status.Object{}
+		rootNamespaceAllowed(tc.namespace, tc.allowed, st)
+		if got := reasonOf(st); got != tc.want {
+			t.Errorf("rootNamespaceAllowed(%q, %v): reason %q, want %q", tc.namespace, tc.allowed, got, tc.want)
+		}
+	}
+}
+
+// reasonOf is the reason of st's only error ("" for none, "many" for more).
+func reasonOf(st *status.Object) string {
+	switch len(st.Errors) {
+	case 0:
+		return ""
+	case 1:
+		return st.Errors[0].Reason
+	}
+	return "many"
+}
