@@ -8,14 +8,15 @@
 // its authorization), a child with an error contributes no routes, and
 // everything else is built as usual.
 //
-// The shape: snapshot.go indexes the input; the global stage (global.go,
-// extension.go, secret.go) validates what every root depends on and
-// completes the snapshot; then each root is built by buildRoot (root.go), a
-// function of the root and of what it reads through its Resolver
-// (resolver.go), which records every lookup. The rules (walk.go, route.go
-// and one file per concern: tls.go, extauth.go, extproc.go, services.go,
-// headers.go, timeouts.go, conditions.go) never see the Memo (memo.go),
-// which reuses a root's result while its recorded reads hold.
+// The shape: snapshot.go indexes the input (hosts.go decides which root
+// keeps a host name); the global stage (global.go, extension.go, secret.go)
+// validates what every root depends on and completes the snapshot; then
+// each root is built by buildRoot (root.go), a function of the root and of
+// what it reads through its Resolver (resolver.go), which records every
+// lookup. The rules (walk.go, route.go and one file per concern: tls.go,
+// extauth.go, extproc.go, services.go, headers.go, timeouts.go,
+// conditions.go) never see the Memo (memo.go), which reuses a root's
+// result while its recorded reads hold.
 package builder
 
 import (
