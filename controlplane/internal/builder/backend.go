@@ -23,7 +23,7 @@ type backend struct {
 	total int
 }
 
-// resolveService finds the Service port a route or ExtensionService names,
+// backend finds the Service port a route or ExtensionService names,
 // and its ready endpoints. The error says what is wrong in words for a
 // status message.
 func (r *Resolver) backend(key types.NamespacedName, port int) (*backend, error) {

@@ -29,11 +29,8 @@ func ExtensionClusterName(namespace, name string) string {
 	return "extension/" + namespace + "/" + name
 }
 
-// Reasons of ExtensionService errors.
-const (
-	// Condition types of ExtensionService findings.
-	condSpec = contourv1.ConditionTypeSpecError
-)
+// condSpec is the condition type of ExtensionService spec findings.
+const condSpec = contourv1.ConditionTypeSpecError
 
 // buildExtension validates one ExtensionService into its cluster (nil
 // when it is invalid).
