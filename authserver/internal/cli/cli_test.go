@@ -26,6 +26,7 @@ import (
 	"github.com/portcullis/portcullis/authserver/internal/testserver"
 	"github.com/portcullis/portcullis/serverkit"
 	"github.com/portcullis/portcullis/serverkit/certs"
+	"github.com/portcullis/portcullis/serverkit/serverkittest"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -34,42 +35,24 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// testOptions are the command's default options on loopback port 0.
-func testOptions() serverkit.Options {
-	opts := serverkit.DefaultOptions()
-	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
-	return opts
-}
-
-// serve runs backend b as the command wires it until the test ends.
-func serve(t *testing.T, opts serverkit.Options, logger *slog.Logger, b backend) *serverkit.Server {
+// serve runs backend b as the command wires it on loopback port 0 until
+// the test ends.
+func serve(t *testing.T, opts serverkit.Options, b backend) *serverkittest.Server {
 	t.Helper()
-	srv, err := newServer(opts, logger, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	return serverkittest.Start(t, opts, func(opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
+		return newServer(opts, logger, b)
 	})
-	return srv
 }
 
 // startTestserver runs the testserver backend as the command wires it, on
 // loopback port 0.
-func startTestserver(t *testing.T, mutate func(*serverkit.Options)) *serverkit.Server {
+func startTestserver(t *testing.T, mutate func(*serverkit.Options)) *serverkittest.Server {
 	t.Helper()
-	opts := testOptions()
+	opts := serverkittest.Options()
 	if mutate != nil {
 		mutate(&opts)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return serve(t, opts, logger, backend{name: testserver.Name, impl: testserver.New(logger)})
+	return serve(t, opts, backend{name: testserver.Name, impl: testserver.New(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 }
 
 // execute runs the command with args, its output discarded.
@@ -84,12 +67,7 @@ func execute(t *testing.T, args ...string) error {
 
 func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return serverkittest.Dial(t, addr, grpc.WithTransportCredentials(creds))
 }
 
 func checkRequest(context map[string]string, headers map[string]string) *authv3.CheckRequest {
@@ -114,7 +92,7 @@ func scrape(t *testing.T, addr string) string {
 
 func TestTestserverOverPlaintextGRPC(t *testing.T) {
 	srv := startTestserver(t, nil)
-	before := scrape(t, srv.MetricsAddr().String())
+	before := scrape(t, srv.MetricsAddr)
 	for _, want := range []string{
 		`portcullis_authserver_checks_total{backend="testserver",result="allowed"} 0`,
 		`portcullis_authserver_checks_total{backend="testserver",result="denied"} 0`,
@@ -124,7 +102,7 @@ func TestTestserverOverPlaintextGRPC(t *testing.T) {
 		}
 	}
 
-	client := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), insecure.NewCredentials()))
+	client := authv3.NewAuthorizationClient(srv.Conn)
 	resp, err := client.Check(ctxT(t), checkRequest(map[string]string{"key1": "value1"}, map[string]string{"auth_handler": "forged"}))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +124,7 @@ func TestTestserverOverPlaintextGRPC(t *testing.T) {
 		t.Fatalf("deny: %v, %v", resp, err)
 	}
 
-	after := scrape(t, srv.MetricsAddr().String())
+	after := scrape(t, srv.MetricsAddr)
 	for _, want := range []string{
 		`portcullis_authserver_checks_total{backend="testserver",result="allowed"} 1`,
 		`portcullis_authserver_checks_total{backend="testserver",result="denied"} 1`,
@@ -157,7 +135,7 @@ func TestTestserverOverPlaintextGRPC(t *testing.T) {
 		}
 	}
 
-	h, err := healthpb.NewHealthClient(dial(t, srv.Addr().String(), insecure.NewCredentials())).
+	h, err := healthpb.NewHealthClient(srv.Conn).
 		Check(ctxT(t), &healthpb.HealthCheckRequest{Service: "envoy.service.auth.v3.Authorization"})
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health of the Authorization service = %v, %v", h, err)
@@ -183,11 +161,11 @@ func TestTestserverOverMutualTLS(t *testing.T) {
 	withCert := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "authserver.test", Certificates: []tls.Certificate{clientCert}})
 	noCert := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "authserver.test"})
 
-	_, err = authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), noCert)).Check(ctxT(t), checkRequest(nil, nil))
+	_, err = authv3.NewAuthorizationClient(dial(t, srv.Addr, noCert)).Check(ctxT(t), checkRequest(nil, nil))
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("Check without client certificate: %v, want Unavailable", err)
 	}
-	resp, err := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), withCert)).Check(ctxT(t), checkRequest(nil, nil))
+	resp, err := authv3.NewAuthorizationClient(dial(t, srv.Addr, withCert)).Check(ctxT(t), checkRequest(nil, nil))
 	if err != nil || resp.GetOkResponse() == nil {
 		t.Fatalf("Check with client certificate: %v, %v", resp, err)
 	}

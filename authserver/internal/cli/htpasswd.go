@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -13,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
-	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const htpasswdLong = `htpasswd authenticates requests with HTTP Basic credentials checked against
@@ -82,7 +84,7 @@ type htpasswdFlags struct {
 	maxConcurrency int
 }
 
-func newHtpasswdCommand(opts *serverkit.Options) *cobra.Command {
+func newHtpasswdCommand(serving *command.Serving) *cobra.Command {
 	f := htpasswdFlags{realm: htpasswd.DefaultRealm, pollInterval: htpasswd.DefaultFilePollInterval, secrets: "auto",
 		syncTimeout: time.Minute, cacheSize: htpasswd.DefaultCacheSize, cacheTTL: htpasswd.DefaultCacheTTL}
 	cmd := &cobra.Command{
@@ -101,11 +103,8 @@ func newHtpasswdCommand(opts *serverkit.Options) *cobra.Command {
   authserver htpasswd --secrets off --htpasswd-file /etc/portcullis/users`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Registry == nil {
-				opts.Registry = serverkit.NewRegistry()
-			}
-			return runBackend(cmd, opts, func(logger *slog.Logger) (backend, error) {
-				srv, err := f.build(cmd, opts, logger)
+			return runBackend(cmd, serving, func(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (backend, error) {
+				srv, err := f.build(ctx, reg, logger)
 				if err != nil {
 					return backend{}, err
 				}
@@ -131,7 +130,7 @@ func newHtpasswdCommand(opts *serverkit.Options) *cobra.Command {
 }
 
 // build validates the flags, loads every source and starts watching them.
-func (f *htpasswdFlags) build(cmd *cobra.Command, opts *serverkit.Options, logger *slog.Logger) (*htpasswd.Server, error) {
+func (f *htpasswdFlags) build(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (*htpasswd.Server, error) {
 	useSecrets, err := f.useSecrets()
 	if err != nil {
 		return nil, err
@@ -148,12 +147,11 @@ func (f *htpasswdFlags) build(cmd *cobra.Command, opts *serverkit.Options, logge
 	srv, err := htpasswd.New(htpasswd.Options{
 		Realm: f.realm, AllowInsecureHashes: f.allowInsecure, StripAuthorization: f.stripAuthz,
 		CacheSize: f.cacheSize, CacheTTL: f.cacheTTL, MaxConcurrentHashes: f.maxConcurrency,
-		Registry: opts.Registry, Logger: logger,
+		Registry: reg, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	ctx := cmd.Context()
 	for _, path := range f.files {
 		if err := srv.AddFile(path); err != nil {
 			return nil, fmt.Errorf("--htpasswd-file: %w", err)

@@ -11,10 +11,10 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"golang.org/x/crypto/bcrypt"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
 	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/serverkittest"
 )
 
 // TestHtpasswdOverGRPC serves the htpasswd backend as the command wires it
@@ -28,7 +28,7 @@ func TestHtpasswdOverGRPC(t *testing.T) {
 	if err := os.WriteFile(file, []byte("alice:"+string(hash)+"\nbroken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts := testOptions()
+	opts := serverkittest.Options()
 	opts.Registry = serverkit.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := htpasswd.New(htpasswd.Options{Realm: "staff", Registry: opts.Registry, Logger: logger,
@@ -40,9 +40,9 @@ func TestHtpasswdOverGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Start()
-	srv := serve(t, opts, logger, backend{name: htpasswd.Name, impl: h})
+	srv := serve(t, opts, backend{name: htpasswd.Name, impl: h})
 
-	client := authv3.NewAuthorizationClient(dial(t, srv.Addr().String(), insecure.NewCredentials()))
+	client := authv3.NewAuthorizationClient(srv.Conn)
 	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:secret"))
 	for range 2 {
 		resp, err := client.Check(ctxT(t), checkRequest(nil, map[string]string{"authorization": creds}))
@@ -54,7 +54,7 @@ func TestHtpasswdOverGRPC(t *testing.T) {
 	if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != 401 {
 		t.Fatalf("Check without credentials: %v, %v", resp, err)
 	}
-	metrics := scrape(t, srv.MetricsAddr().String())
+	metrics := scrape(t, srv.MetricsAddr)
 	for _, want := range []string{
 		`portcullis_authserver_checks_total{backend="htpasswd",result="allowed"} 2`,
 		`portcullis_authserver_checks_total{backend="htpasswd",result="denied"} 1`,

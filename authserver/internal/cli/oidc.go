@@ -1,13 +1,15 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/portcullis/portcullis/authserver/internal/oidc"
-	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const oidcLong = `Sign users in with OpenID Connect, all through the Check call, and accept
@@ -76,7 +78,7 @@ Metrics, besides the shared ones:
       redirect_refused, forbidden, discovery, route_context, duplicate_cookie,
       logout_origin, session_too_large`
 
-func newOIDCCommand(opts *serverkit.Options) *cobra.Command {
+func newOIDCCommand(serving *command.Serving) *cobra.Command {
 	var configPath string
 	cmd := &cobra.Command{
 		Use:   "oidc --config FILE",
@@ -94,16 +96,13 @@ func newOIDCCommand(opts *serverkit.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if opts.Registry == nil {
-				opts.Registry = serverkit.NewRegistry()
-			}
-			return runBackend(cmd, opts, func(logger *slog.Logger) (backend, error) {
-				srv, err := oidc.New(settings, logger, opts.Registry)
+			return runBackend(cmd, serving, func(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (backend, error) {
+				srv, err := oidc.New(settings, logger, reg)
 				if err != nil {
 					return backend{}, err
 				}
 				// Reported, not fatal: Check retries discovery.
-				if err := srv.Discover(cmd.Context()); err != nil {
+				if err := srv.Discover(ctx); err != nil {
 					logger.Warn("OpenID Provider discovery failed; retrying on demand", "error", err)
 				}
 				return backend{name: oidc.Name, impl: srv}, nil

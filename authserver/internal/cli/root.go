@@ -3,17 +3,17 @@
 package cli
 
 import (
-	"fmt"
+	"context"
 	"log/slog"
-	"os"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
 	"github.com/portcullis/portcullis/serverkit"
-	"github.com/portcullis/portcullis/serverkit/version"
+	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const rootLong = `authserver is an Envoy external authorization server. It implements the
@@ -46,31 +46,12 @@ fail-open ExtensionService cannot be tricked into allowing.`
 
 // NewRootCommand builds the authserver command tree.
 func NewRootCommand() *cobra.Command {
-	opts := serverkit.DefaultOptions()
-	root := &cobra.Command{
-		Use:           "authserver",
-		Short:         "Envoy external authorization (ext_authz v3 gRPC) server with several backends",
-		Long:          rootLong,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version.String(),
-	}
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	opts.AddFlags(root.PersistentFlags())
-	root.AddCommand(newTestserverCommand(&opts))
-	root.AddCommand(newHtpasswdCommand(&opts))
-	root.AddCommand(newOIDCCommand(&opts))
+	root, serving := command.NewRoot("authserver",
+		"Envoy external authorization (ext_authz v3 gRPC) server with several backends", rootLong)
+	root.AddCommand(newTestserverCommand(serving))
+	root.AddCommand(newHtpasswdCommand(serving))
+	root.AddCommand(newOIDCCommand(serving))
 	return root
-}
-
-// Execute runs the command line and reports errors on stderr; it returns the
-// process exit code.
-func Execute(cmd *cobra.Command) int {
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "authserver:", err)
-		return 1
-	}
-	return 0
 }
 
 // backend is what a subcommand hands to runBackend: its name and its
@@ -96,22 +77,14 @@ func newServer(opts serverkit.Options, logger *slog.Logger, b backend) (*serverk
 	})
 }
 
-// runBackend is the RunE body shared by the backend subcommands.
-func runBackend(cmd *cobra.Command, opts *serverkit.Options, build func(*slog.Logger) (backend, error)) error {
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	logger, err := opts.NewLogger(cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
-	b, err := build(logger)
-	if err != nil {
-		return err
-	}
-	srv, err := newServer(*opts, logger, b)
-	if err != nil {
-		return err
-	}
-	return srv.Serve(cmd.Context())
+// runBackend is the RunE body shared by the backend subcommands: build
+// makes the backend, with the registry its metrics go to.
+func runBackend(cmd *cobra.Command, serving *command.Serving, build func(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (backend, error)) error {
+	return serving.Run(cmd, func(ctx context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
+		b, err := build(ctx, opts.Registry, logger)
+		if err != nil {
+			return nil, err
+		}
+		return newServer(opts, logger, b)
+	})
 }

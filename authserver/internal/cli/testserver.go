@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/portcullis/portcullis/authserver/internal/testserver"
-	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const testserverLong = `testserver allows every request. It exists for tests and demos, and as the
@@ -34,7 +36,7 @@ deny wins over redirect. A bad value, or an unknown key under
 testserver.portcullis.dev/, denies with 500 and logs a warning: a typo must
 not turn a deny into an allow.`
 
-func newTestserverCommand(opts *serverkit.Options) *cobra.Command {
+func newTestserverCommand(serving *command.Serving) *cobra.Command {
 	return &cobra.Command{
 		Use:   "testserver",
 		Short: "Allow every request (tests and demos); denials and redirects on operator request",
@@ -47,7 +49,7 @@ func newTestserverCommand(opts *serverkit.Options) *cobra.Command {
     --tls-cert-path tls.crt --tls-key-path tls.key --tls-ca-path ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBackend(cmd, opts, func(logger *slog.Logger) (backend, error) {
+			return runBackend(cmd, serving, func(_ context.Context, _ *prometheus.Registry, logger *slog.Logger) (backend, error) {
 				return backend{name: testserver.Name, impl: testserver.New(logger)}, nil
 			})
 		},

@@ -3,20 +3,10 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/portcullis/portcullis/extprocserver/internal/cli"
+	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 func main() {
-	// SIGTERM (Kubernetes) and SIGINT start a graceful shutdown.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	cmd := cli.NewRootCommand()
-	cmd.SetContext(ctx)
-	code := cli.Execute(cmd)
-	stop()
-	os.Exit(code)
+	command.Main(cli.NewRootCommand())
 }

@@ -2,13 +2,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
-	"os"
 	"slices"
 	"time"
 
@@ -20,7 +16,7 @@ import (
 	"github.com/portcullis/portcullis/extprocserver/internal/config"
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 	"github.com/portcullis/portcullis/serverkit"
-	"github.com/portcullis/portcullis/serverkit/version"
+	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const rootLong = `extprocserver is an Envoy external processing server. It implements the
@@ -72,33 +68,14 @@ Metrics, on --metrics-address:
 
 // NewRootCommand builds the extprocserver command tree.
 func NewRootCommand() *cobra.Command {
-	opts := serverkit.DefaultOptions()
-	root := &cobra.Command{
-		Use:           "extprocserver",
-		Short:         "Envoy external processing (ext_proc v3 gRPC) server with built-in processors",
-		Long:          rootLong,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version.String(),
-	}
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	opts.AddFlags(root.PersistentFlags())
-	root.AddCommand(newServeCommand(&opts))
+	root, serving := command.NewRoot("extprocserver",
+		"Envoy external processing (ext_proc v3 gRPC) server with built-in processors", rootLong)
+	root.AddCommand(newServeCommand(serving))
 	return root
 }
 
-// Execute runs the command line and reports errors on stderr; it returns the
-// process exit code.
-func Execute(cmd *cobra.Command) int {
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "extprocserver:", err)
-		return 1
-	}
-	return 0
-}
-
-func newServeCommand(opts *serverkit.Options) *cobra.Command {
-	var configPath, pprofAddress string
+func newServeCommand(serving *command.Serving) *cobra.Command {
+	var configPath string
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
 		Short: "Serve ext_proc with the processors of a YAML file",
@@ -114,54 +91,22 @@ func newServeCommand(opts *serverkit.Options) *cobra.Command {
 			if configPath == "" {
 				return errors.New("--config is required")
 			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			logger, err := opts.NewLogger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			f, err := config.Load(configPath)
-			if err != nil {
-				return err
-			}
-			srv, err := NewServer(*opts, logger, f)
-			if err != nil {
-				return err
-			}
-			logger.Info("processors loaded", "config", configPath, "count", len(f.Processors))
-			if pprofAddress != "" {
-				stop, err := servePprof(pprofAddress)
+			return serving.Run(cmd, func(_ context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
+				f, err := config.Load(configPath)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				defer stop()
-				logger.Info("serving /debug/pprof", "address", pprofAddress)
-			}
-			return srv.Serve(cmd.Context())
+				srv, err := NewServer(opts, logger, f)
+				if err != nil {
+					return nil, err
+				}
+				logger.Info("processors loaded", "config", configPath, "count", len(f.Processors))
+				return srv, nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML file listing the processors (required)")
-	cmd.Flags().StringVar(&pprofAddress, "pprof-address", "", "HTTP listen address for Go's /debug/pprof profiles (host:port; for profiling, keep it on loopback); empty disables it")
 	return cmd
-}
-
-// servePprof serves net/http/pprof on its own listener, apart from the
-// metrics port: profiles show memory contents and cost CPU to take.
-func servePprof(addr string) (stop func(), err error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--pprof-address: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(lis)
-	return func() { srv.Close() }, nil
 }
 
 // NewServer builds the processors of f and wires them into a serverkit

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -25,32 +24,21 @@ import (
 	"github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
 	"github.com/portcullis/portcullis/serverkit"
 	"github.com/portcullis/portcullis/serverkit/certs"
+	"github.com/portcullis/portcullis/serverkit/serverkittest"
 )
 
 const exampleConfig = "../../../examples/extprocserver/config.yaml"
 
 // serve runs f as the command wires it on loopback port 0.
-func serve(t *testing.T, f *config.File, mutate func(*serverkit.Options)) *serverkit.Server {
+func serve(t *testing.T, f *config.File, mutate func(*serverkit.Options)) *serverkittest.Server {
 	t.Helper()
-	opts := serverkit.DefaultOptions()
-	opts.Address, opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	opts := serverkittest.Options()
 	if mutate != nil {
 		mutate(&opts)
 	}
-	srv, err := NewServer(opts, slog.New(slog.NewTextHandler(io.Discard, nil)), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	return serverkittest.Start(t, opts, func(opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
+		return NewServer(opts, logger, f)
 	})
-	return srv
 }
 
 // TestServesOverMutualTLS: how Envoy should connect; a client without a
@@ -76,13 +64,8 @@ func TestServesOverMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	dial := func(certs []tls.Certificate) extprocv3.ExternalProcessorClient {
-		conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(
-			&tls.Config{RootCAs: ca.Pool(), ServerName: "extprocserver.test", Certificates: certs})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		return extprocv3.NewExternalProcessorClient(conn)
+		return extprocv3.NewExternalProcessorClient(serverkittest.Dial(t, srv.Addr, grpc.WithTransportCredentials(credentials.NewTLS(
+			&tls.Config{RootCAs: ca.Pool(), ServerName: "extprocserver.test", Certificates: certs}))))
 	}
 	got := sdktest.Mutation(sdktest.Open(t, dial([]tls.Certificate{clientCert})).RoundTrip(sdktest.RequestHeaders(true, ":path", "/")))
 	if got != "=x-tls:ok" {
@@ -109,11 +92,7 @@ func TestServesTheExampleConfig(t *testing.T) {
 	srv := serve(t, f, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := srv.Conn
 	client := extprocv3.NewExternalProcessorClient(conn)
 
 	denied := sdktest.Open(t, client).RoundTrip(sdktest.RequestHeaders(true, ":method", "DELETE", ":path", "/admin/x"))
@@ -132,7 +111,7 @@ func TestServesTheExampleConfig(t *testing.T) {
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health: %v, %v", h, err)
 	}
-	resp, err := http.Get("http://" + srv.MetricsAddr().String() + "/metrics")
+	resp, err := http.Get("http://" + srv.MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
