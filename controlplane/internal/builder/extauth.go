@@ -7,7 +7,7 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
-	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -121,7 +121,7 @@ func extAuth(a *contourv1.AuthorizationServer, ext *extension) (*ir.ExtAuth, err
 	if ext.timeout != nil {
 		out.Timeout = *ext.timeout
 	}
-	d, err := config.ParseTimeout(a.ResponseTimeout)
+	d, err := apicheck.ParseTimeout(a.ResponseTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func extAuth(a *contourv1.AuthorizationServer, ext *extension) (*ir.ExtAuth, err
 	if w := a.WithRequestBody; w != nil {
 		out.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: w.MaxRequestBytes, AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
 		if out.WithRequestBody.MaxRequestBytes == 0 {
-			out.WithRequestBody.MaxRequestBytes = 1024
+			out.WithRequestBody.MaxRequestBytes = apicheck.DefaultMaxRequestBytes
 		}
 	}
 	return out, nil

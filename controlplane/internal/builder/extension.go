@@ -8,7 +8,7 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
-	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -129,11 +129,11 @@ func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response
 	if tp == nil {
 		return nil, nil
 	}
-	response, err := config.ParseTimeout(tp.Response)
+	response, err := apicheck.ParseTimeout(tp.Response)
 	if err != nil {
 		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
 	}
-	idle, err = config.ParseTimeout(tp.Idle)
+	idle, err = apicheck.ParseTimeout(tp.Idle)
 	if err != nil {
 		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
 	}

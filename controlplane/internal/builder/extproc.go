@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
-	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -54,7 +54,7 @@ func resolveProcessorService(r *Resolver, p *ir.ExtProc, g *contourv1.GRPCServic
 			p.Timeout = ext.timeout
 		}
 	}
-	if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
+	if d, err := apicheck.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 		p.Timeout = d
 	}
 	return msg
@@ -94,7 +94,7 @@ func (b *rootBuilder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *statu
 	if !secure {
 		return fail(status.ReasonExtProcNotPermitted, "%s requires Spec.VirtualHost.TLS: per-virtual-host external processing is only supported on HTTPS virtual hosts (the HTTP listener's hosts share the global processor)", where)
 	}
-	if errs := config.CheckExtProc(e.Processor, where+".Processor", true); len(errs) > 0 {
+	if errs := apicheck.CheckExtProc(e.Processor, where+".Processor", true); len(errs) > 0 {
 		return fail(status.ReasonExtProcInvalid, "%s", strings.Join(errs, "; "))
 	}
 	if e.Disabled {
@@ -169,7 +169,7 @@ func overridesProblem(o *contourv1.ExtProc, scope procScope) (reason, message st
 	case o.AllowModeOverride:
 		return status.ReasonExtProcOverridesInvalid, where + ".AllowModeOverride cannot be overridden per route: set it on the virtual host or global processor"
 	}
-	if errs := config.CheckExtProc(o, where, false); len(errs) > 0 {
+	if errs := apicheck.CheckExtProc(o, where, false); len(errs) > 0 {
 		return status.ReasonExtProcOverridesInvalid, strings.Join(errs, "; ")
 	}
 	return "", ""
@@ -181,7 +181,7 @@ func overridesProblem(o *contourv1.ExtProc, scope procScope) (reason, message st
 func (b *rootBuilder) overrideService(p *contourv1.HTTPProxy, g *contourv1.GRPCService, svc ir.ExtProc) (out *ir.ExtProc, reason, message string) {
 	const where = overridesWhere
 	if g.ExtensionServiceRef.Name == "" {
-		if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
+		if d, err := apicheck.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 			svc.Timeout = d
 		}
 		return &svc, "", ""

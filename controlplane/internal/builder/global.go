@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -76,7 +77,7 @@ func (b stage) globalAuth(g *config.GlobalExtAuth) (*ir.ExtAuth, *status.Problem
 		problem = &status.Problem{Type: contourv1.ConditionTypeAuthError, Reason: status.ReasonGlobalExtAuthUnavailable,
 			Message: fmt.Sprintf("global external authorization (configuration file, globalExtAuth): %s: requests are denied%s until it is fixed", msg, failOpenNote(g.FailOpen))}
 	}
-	if d, err := config.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
+	if d, err := apicheck.ParseTimeout(g.ResponseTimeout); err == nil && d != nil {
 		a.Timeout = *d
 	}
 	if w := g.WithRequestBody; w != nil {

@@ -2,7 +2,7 @@ package builder
 
 import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
-	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -12,10 +12,10 @@ func routeTimeouts(rt *route, tp *contourv1.TimeoutPolicy, errs *routeErrors) {
 		return
 	}
 	var err error
-	if rt.ResponseTimeout, err = config.ParseTimeout(tp.Response); err != nil {
+	if rt.ResponseTimeout, err = apicheck.ParseTimeout(tp.Response); err != nil {
 		errs.add(contourv1.ConditionTypeRouteError, status.ReasonTimeoutPolicyNotValid, "TimeoutPolicy.Response: %v", err)
 	}
-	if rt.IdleTimeout, err = config.ParseTimeout(tp.Idle); err != nil {
+	if rt.IdleTimeout, err = apicheck.ParseTimeout(tp.Idle); err != nil {
 		errs.add(contourv1.ConditionTypeRouteError, status.ReasonTimeoutPolicyNotValid, "TimeoutPolicy.Idle: %v", err)
 	}
 }

@@ -16,12 +16,11 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
-	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 )
 
 // Config is the whole configuration file.
@@ -224,12 +223,12 @@ func (c *Config) validate() []string {
 		case !ok || ns == "" || name == "" || strings.Contains(name, "/"):
 			add("globalExtAuth.extensionService", "must be namespace/name, got %q", g.ExtensionService)
 		}
-		if _, err := ParseTimeout(g.ResponseTimeout); err != nil {
+		if _, err := apicheck.ParseTimeout(g.ResponseTimeout); err != nil {
 			add("globalExtAuth.responseTimeout", "%v", err)
 		}
 		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
 			// The API's default, applied here since no API server does it.
-			w.MaxRequestBytes = 1024
+			w.MaxRequestBytes = apicheck.DefaultMaxRequestBytes
 		}
 	}
 	for _, l := range []struct {
@@ -245,93 +244,12 @@ func (c *Config) validate() []string {
 		}
 	}
 	if p := c.GlobalExtProc; p != nil {
-		errs = append(errs, CheckExtProc(p.Processor, "globalExtProc.processor", true)...)
+		errs = append(errs, apicheck.CheckExtProc(p.Processor, "globalExtProc.processor", true)...)
 		if pr := p.Processor; pr != nil && pr.GRPCService != nil && pr.GRPCService.ExtensionServiceRef.Namespace == "" {
 			add("globalExtProc.processor.grpcService.extensionRef.namespace", "is required (the configuration file has no namespace of its own)")
 		}
 		if !p.Disabled && p.Processor == nil {
 			add("globalExtProc", "set processor (or disabled: true)")
-		}
-	}
-	return errs
-}
-
-// ParseTimeout reads a timeout of the configuration file or of a resource:
-// a non-negative Go duration, "infinity" or "infinite" (the CRDs accept
-// both; no timeout, returned as 0), or "" (unset, returned as nil). The
-// file and the builder share it so that both accept the same values.
-func ParseTimeout(s string) (*time.Duration, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if s == "infinity" || s == "infinite" {
-		d := time.Duration(0)
-		return &d, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return nil, fmt.Errorf("%q is not a duration (e.g. 500ms, 2s) or \"infinity\"", s)
-	}
-	if d < 0 {
-		return nil, fmt.Errorf("%q is negative", s)
-	}
-	return &d, nil
-}
-
-// CheckExtProc validates the static parts of an external processor: the
-// extensionRef's shape, the timeout and the enums. where prefixes each
-// message; needRef says whether grpcService.extensionRef.name is required
-// (it is for a processor, not for route overrides, which may keep the
-// inherited service).
-func CheckExtProc(p *contourv1.ExtProc, where string, needRef bool) []string {
-	if p == nil {
-		return nil
-	}
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, where+"."+field+": "+fmt.Sprintf(format, args...))
-	}
-	switch g := p.GRPCService; {
-	case g == nil && needRef:
-		add("grpcService", "is required (extensionRef of an ExtensionService)")
-	case g != nil:
-		ref := g.ExtensionServiceRef
-		if ref.Name == "" && needRef {
-			add("grpcService.extensionRef.name", "is required")
-		}
-		if ref.APIVersion != "" && ref.APIVersion != v1alpha1.GroupVersion.String() {
-			add("grpcService.extensionRef.apiVersion", "%q is not supported: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
-		}
-		if ref.Kind != "" && ref.Kind != "ExtensionService" {
-			add("grpcService.extensionRef.kind", "%q is not supported: use ExtensionService", ref.Kind)
-		}
-		if _, err := ParseTimeout(g.ResponseTimeout); err != nil {
-			add("grpcService.responseTimeout", "%v", err)
-		}
-	}
-	if m := p.ProcessingMode; m != nil {
-		for _, h := range []struct {
-			field string
-			v     contourv1.HeaderSendMode
-		}{
-			{"requestHeaderMode", m.RequestHeaderMode}, {"responseHeaderMode", m.ResponseHeaderMode},
-			{"requestTrailerMode", m.RequestTrailerMode}, {"responseTrailerMode", m.ResponseTrailerMode},
-		} {
-			switch h.v {
-			case "", contourv1.ProcessingModeDefault, contourv1.ProcessingModeSend, contourv1.ProcessingModeSkip:
-			default:
-				add("processingMode."+h.field, "%q is not one of DEFAULT, SEND, SKIP", h.v)
-			}
-		}
-		for _, b := range []struct {
-			field string
-			v     contourv1.BodySendMode
-		}{{"requestBodyMode", m.RequestBodyMode}, {"responseBodyMode", m.ResponseBodyMode}} {
-			switch b.v {
-			case "", contourv1.ProcessingModeNone, contourv1.ProcessingModeStreamed, contourv1.ProcessingModeBuffered, contourv1.ProcessingModeBufferedPartial:
-			default:
-				add("processingMode."+b.field, "%q is not one of NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL", b.v)
-			}
 		}
 	}
 	return errs
