@@ -189,45 +189,71 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestCommandRunsAndStops runs "authserver testserver" itself, learns the
-// port from its JSON log and stops it the way SIGTERM does.
-func TestCommandRunsAndStops(t *testing.T) {
-	var logs syncBuffer
-	cmd := NewRootCommand()
-	cmd.SetArgs([]string{"testserver", "--address=127.0.0.1:0", "--metrics-address=", "--log-format=json"})
-	cmd.SetOut(&logs)
-	cmd.SetErr(&logs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+// running is the command run by start.
+type running struct {
+	addr   string
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
 
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+// start runs the command with args (plus a loopback address and JSON
+// logs) and learns the gRPC address from its log; it is stopped, the way
+// SIGTERM does, when the test ends unless stop is called first.
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	r := &running{logs: &syncBuffer{}, done: make(chan error, 1)}
+	cmd := NewRootCommand()
+	cmd.SetArgs(append(args, "--address=127.0.0.1:0", "--metrics-address=", "--log-format=json"))
+	cmd.SetOut(r.logs)
+	cmd.SetErr(r.logs)
+	var ctx context.Context
+	ctx, r.cancel = context.WithCancel(context.Background())
+	go func() { r.done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+
+	for deadline := time.Now().Add(10 * time.Second); r.addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		sc := bufio.NewScanner(strings.NewReader(r.logs.String()))
 		for sc.Scan() {
 			var line struct{ Msg, Address string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving gRPC" {
-				addr = line.Address
+				r.addr = line.Address
 			}
 		}
 	}
-	if addr == "" {
-		t.Fatalf("no 'serving gRPC' log line; logs:\n%s", logs.String())
+	if r.addr == "" {
+		t.Fatalf("no 'serving gRPC' log line; logs:\n%s", r.logs.String())
 	}
-	resp, err := authv3.NewAuthorizationClient(dial(t, addr, insecure.NewCredentials())).Check(ctxT(t), checkRequest(nil, nil))
-	if err != nil || resp.GetOkResponse() == nil {
-		t.Fatalf("Check: %v, %v", resp, err)
+	return r
+}
+
+// stop cancels the command and wants it to return nil.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	if r.done == nil {
+		return
 	}
-	cancel()
+	r.cancel()
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		if err != nil {
 			t.Fatalf("command returned %v", err)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("command did not stop")
 	}
+	r.done = nil
+}
+
+// TestCommandRunsAndStops runs "authserver testserver" itself and stops it
+// the way SIGTERM does.
+func TestCommandRunsAndStops(t *testing.T) {
+	r := start(t, "testserver")
+	resp, err := authv3.NewAuthorizationClient(dial(t, r.addr, insecure.NewCredentials())).Check(ctxT(t), checkRequest(nil, nil))
+	if err != nil || resp.GetOkResponse() == nil {
+		t.Fatalf("Check: %v, %v", resp, err)
+	}
+	r.stop(t)
 }
 
 func TestCommandRejectsBadFlags(t *testing.T) {

@@ -1,25 +1,31 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
-	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const htpasswdLong = `htpasswd authenticates requests with HTTP Basic credentials checked against
 htpasswd data from Kubernetes Secrets and/or files.
+
+It is configured with the flags below or with --config FILE, not both: the
+file holds the same settings under the key "htpasswd", each named after its
+flag in --help (docs/authserver-htpasswd.md), e.g.
+
+  htpasswd:
+    realm: staff
+    watchNamespaces: [auth]
+    cacheTTL: 5m
 
 Secrets (compatible with Contour's authserver) are used when they are
 annotated projectcontour.io/auth-type: basic, have an "auth" key with
@@ -68,30 +74,29 @@ Metrics, besides the shared ones:
   portcullis_authserver_htpasswd_cache_lookups_total{result}, _cache_entries
   portcullis_authserver_htpasswd_hash_comparisons_total`
 
-type htpasswdFlags struct {
-	realm          string
-	files          []string
-	pollInterval   time.Duration
-	secrets        string
-	kubeconfig     string
-	namespaces     []string
-	selector       string
-	syncTimeout    time.Duration
-	allowInsecure  bool
-	stripAuthz     bool
-	cacheSize      int
-	cacheTTL       time.Duration
-	maxConcurrency int
+// htpasswdConfig is the htpasswd backend's configuration: the "htpasswd:"
+// section of --config, or the flags.
+type htpasswdConfig struct {
+	Realm               string   `json:"realm"`
+	Files               []string `json:"files"`
+	FilePollInterval    duration `json:"filePollInterval"`
+	Secrets             string   `json:"secrets"`
+	Kubeconfig          string   `json:"kubeconfig"`
+	WatchNamespaces     []string `json:"watchNamespaces"`
+	Selector            string   `json:"selector"`
+	SyncTimeout         duration `json:"syncTimeout"`
+	AllowInsecureHashes bool     `json:"allowInsecureHashes"`
+	StripAuthorization  bool     `json:"stripAuthorization"`
+	CacheSize           int      `json:"cacheSize"`
+	CacheTTL            duration `json:"cacheTTL"`
+	MaxConcurrentHashes int      `json:"maxConcurrentHashes"`
 }
 
-func newHtpasswdCommand(serving *command.Serving) *cobra.Command {
-	f := htpasswdFlags{realm: htpasswd.DefaultRealm, pollInterval: htpasswd.DefaultFilePollInterval, secrets: "auto",
-		syncTimeout: time.Minute, cacheSize: htpasswd.DefaultCacheSize, cacheTTL: htpasswd.DefaultCacheTTL}
-	cmd := &cobra.Command{
-		Use:   "htpasswd",
-		Short: "HTTP Basic authentication (bcrypt) from htpasswd Secrets and files",
-		Long:  htpasswdLong,
-		Example: `  # in a pod: every Secret annotated projectcontour.io/auth-type: basic
+var htpasswdBackend = backendSpec[htpasswdConfig]{
+	name:  htpasswd.Name,
+	short: "HTTP Basic authentication (bcrypt) from htpasswd Secrets and files",
+	long:  htpasswdLong,
+	example: `  # in a pod: every Secret annotated projectcontour.io/auth-type: basic
   authserver htpasswd --address :9443 --metrics-address :9090 \
     --tls-cert-path tls.crt --tls-key-path tls.key --tls-ca-path ca.crt
 
@@ -100,99 +105,105 @@ func newHtpasswdCommand(serving *command.Serving) *cobra.Command {
     --selector app=portcullis --auth-realm staff
 
   # files only
-  authserver htpasswd --secrets off --htpasswd-file /etc/portcullis/users`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBackend(cmd, serving, func(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (backend, error) {
-				srv, err := f.build(ctx, reg, logger)
-				if err != nil {
-					return backend{}, err
-				}
-				return backend{name: htpasswd.Name, impl: srv}, nil
-			})
-		},
-	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.realm, "auth-realm", f.realm, "realm of routes that do not set htpasswd.portcullis.dev/realm")
-	fs.StringArrayVar(&f.files, "htpasswd-file", nil, "htpasswd file with users of every realm (repeatable; watched)")
-	fs.DurationVar(&f.pollInterval, "file-poll-interval", f.pollInterval, "how often --htpasswd-file files are re-read")
-	fs.StringVar(&f.secrets, "secrets", f.secrets, "read Secrets: auto (when --kubeconfig is set or in a pod), on, off")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the pod's service account")
-	fs.StringSliceVar(&f.namespaces, "watch-namespaces", nil, "namespaces whose Secrets are read (comma-separated or repeated); empty means all")
-	fs.StringVar(&f.selector, "selector", "", "label selector for Secrets, e.g. app=portcullis")
-	fs.DurationVar(&f.syncTimeout, "sync-timeout", f.syncTimeout, "how long the initial Secret list may take before start-up fails")
-	fs.BoolVar(&f.allowInsecure, "allow-insecure-hashes", false, "also accept {SHA}, {SSHA}, MD5-crypt, SHA-crypt and plain-text passwords (a warning per user)")
-	fs.BoolVar(&f.stripAuthz, "strip-authorization", false, "remove the Authorization header from allowed requests, so the upstream never sees the password")
-	fs.IntVar(&f.cacheSize, "cache-size", f.cacheSize, "successful verifications kept in the cache; 0 disables it (every check runs bcrypt)")
-	fs.DurationVar(&f.cacheTTL, "cache-ttl", f.cacheTTL, "how long a successful verification is reused")
-	fs.IntVar(&f.maxConcurrency, "max-concurrent-hashes", 0, "hash comparisons running at once; 0 means the number of CPUs")
-	return cmd
+  authserver htpasswd --secrets off --htpasswd-file /etc/portcullis/users
+
+  # the same from a file: {htpasswd: {secrets: "off", files: [/etc/portcullis/users]}}
+  authserver htpasswd --config /etc/authserver/config.yaml`,
+	defaults: func() htpasswdConfig {
+		return htpasswdConfig{Realm: htpasswd.DefaultRealm, FilePollInterval: duration(htpasswd.DefaultFilePollInterval),
+			Secrets: "auto", SyncTimeout: duration(time.Minute), CacheSize: htpasswd.DefaultCacheSize,
+			CacheTTL: duration(htpasswd.DefaultCacheTTL)}
+	},
+	flags: func(c *htpasswdConfig, fs *pflag.FlagSet) {
+		fs.StringVar(&c.Realm, "auth-realm", c.Realm, "realm of routes that do not set htpasswd.portcullis.dev/realm (file: realm)")
+		fs.StringArrayVar(&c.Files, "htpasswd-file", nil, "htpasswd file with users of every realm (repeatable; watched) (file: files)")
+		fs.DurationVar(c.FilePollInterval.flag(), "file-poll-interval", time.Duration(c.FilePollInterval), "how often --htpasswd-file files are re-read (file: filePollInterval)")
+		fs.StringVar(&c.Secrets, "secrets", c.Secrets, "read Secrets: auto (when --kubeconfig is set or in a pod), on, off (file: secrets)")
+		fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the pod's service account (file: kubeconfig)")
+		fs.StringSliceVar(&c.WatchNamespaces, "watch-namespaces", nil, "namespaces whose Secrets are read (comma-separated or repeated); empty means all (file: watchNamespaces)")
+		fs.StringVar(&c.Selector, "selector", "", "label selector for Secrets, e.g. app=portcullis (file: selector)")
+		fs.DurationVar(c.SyncTimeout.flag(), "sync-timeout", time.Duration(c.SyncTimeout), "how long the initial Secret list may take before start-up fails (file: syncTimeout)")
+		fs.BoolVar(&c.AllowInsecureHashes, "allow-insecure-hashes", false, "also accept {SHA}, {SSHA}, MD5-crypt, SHA-crypt and plain-text passwords (a warning per user) (file: allowInsecureHashes)")
+		fs.BoolVar(&c.StripAuthorization, "strip-authorization", false, "remove the Authorization header from allowed requests, so the upstream never sees the password (file: stripAuthorization)")
+		fs.IntVar(&c.CacheSize, "cache-size", c.CacheSize, "successful verifications kept in the cache; 0 disables it (every check runs bcrypt) (file: cacheSize)")
+		fs.DurationVar(c.CacheTTL.flag(), "cache-ttl", time.Duration(c.CacheTTL), "how long a successful verification is reused (file: cacheTTL)")
+		fs.IntVar(&c.MaxConcurrentHashes, "max-concurrent-hashes", 0, "hash comparisons running at once; 0 means the number of CPUs (file: maxConcurrentHashes)")
+	},
+	build: func(c htpasswdConfig, e env) (authv3.AuthorizationServer, error) {
+		srv, err := c.build(e)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return srv, nil
+	},
 }
 
-// build validates the flags, loads every source and starts watching them.
-func (f *htpasswdFlags) build(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (*htpasswd.Server, error) {
+// build validates the configuration, loads every source and starts
+// watching them. Errors name the flag; the file's field is named after it
+// in --help.
+func (f *htpasswdConfig) build(e env) (*htpasswd.Server, error) {
 	useSecrets, err := f.useSecrets()
 	if err != nil {
 		return nil, err
 	}
-	if !useSecrets && len(f.files) == 0 {
+	if !useSecrets && len(f.Files) == 0 {
 		return nil, fmt.Errorf("no users: give --htpasswd-file, or read Secrets (--kubeconfig, or run in a pod)")
 	}
-	if _, err := labels.Parse(f.selector); err != nil {
+	if _, err := labels.Parse(f.Selector); err != nil {
 		return nil, fmt.Errorf("--selector: %w", err)
 	}
-	if f.cacheSize < 0 || f.maxConcurrency < 0 || f.pollInterval <= 0 {
+	if f.CacheSize < 0 || f.MaxConcurrentHashes < 0 || f.FilePollInterval <= 0 {
 		return nil, fmt.Errorf("--cache-size and --max-concurrent-hashes must not be negative, --file-poll-interval must be positive")
 	}
 	srv, err := htpasswd.New(htpasswd.Options{
-		Realm: f.realm, AllowInsecureHashes: f.allowInsecure, StripAuthorization: f.stripAuthz,
-		CacheSize: f.cacheSize, CacheTTL: f.cacheTTL, MaxConcurrentHashes: f.maxConcurrency,
-		Registry: reg, Logger: logger,
+		Realm: f.Realm, AllowInsecureHashes: f.AllowInsecureHashes, StripAuthorization: f.StripAuthorization,
+		CacheSize: f.CacheSize, CacheTTL: time.Duration(f.CacheTTL), MaxConcurrentHashes: f.MaxConcurrentHashes,
+		Registry: e.registry, Logger: e.logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, path := range f.files {
+	for _, path := range f.Files {
 		if err := srv.AddFile(path); err != nil {
 			return nil, fmt.Errorf("--htpasswd-file: %w", err)
 		}
 	}
-	if len(f.files) > 0 {
-		go srv.WatchFiles(ctx, f.pollInterval)
+	if len(f.Files) > 0 {
+		go srv.WatchFiles(e.ctx, time.Duration(f.FilePollInterval))
 	}
 	if useSecrets {
 		client, err := f.kubeClient()
 		if err != nil {
 			return nil, err
 		}
-		if err := srv.WatchSecrets(ctx, htpasswd.SecretsConfig{Client: client, Namespaces: f.namespaces,
-			Selector: f.selector, SyncTimeout: f.syncTimeout}); err != nil {
+		if err := srv.WatchSecrets(e.ctx, htpasswd.SecretsConfig{Client: client, Namespaces: f.WatchNamespaces,
+			Selector: f.Selector, SyncTimeout: time.Duration(f.SyncTimeout)}); err != nil {
 			return nil, err
 		}
 	}
 	srv.Start()
-	logger.Info("htpasswd users loaded", "realm", f.realm, "files", len(f.files), "secrets", useSecrets,
-		"namespaces", f.namespaces, "selector", f.selector, "insecure_hashes", f.allowInsecure)
+	e.logger.Info("htpasswd users loaded", "realm", f.Realm, "files", len(f.Files), "secrets", useSecrets,
+		"namespaces", f.WatchNamespaces, "selector", f.Selector, "insecure_hashes", f.AllowInsecureHashes)
 	return srv, nil
 }
 
-func (f *htpasswdFlags) useSecrets() (bool, error) {
-	switch f.secrets {
+func (f *htpasswdConfig) useSecrets() (bool, error) {
+	switch f.Secrets {
 	case "on":
 		return true, nil
 	case "off":
 		return false, nil
 	case "auto":
-		return f.kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "", nil
+		return f.Kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "", nil
 	}
-	return false, fmt.Errorf("--secrets must be auto, on or off, not %q", f.secrets)
+	return false, fmt.Errorf("--secrets must be auto, on or off, not %q", f.Secrets)
 }
 
-func (f *htpasswdFlags) kubeClient() (kubernetes.Interface, error) {
+func (f *htpasswdConfig) kubeClient() (kubernetes.Interface, error) {
 	var cfg *rest.Config
 	var err error
-	if f.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	if f.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
 	} else {
 		cfg, err = rest.InClusterConfig()
 	}

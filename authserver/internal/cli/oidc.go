@@ -1,15 +1,9 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/portcullis/portcullis/authserver/internal/oidc"
-	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const oidcLong = `Sign users in with OpenID Connect, all through the Check call, and accept
@@ -55,19 +49,21 @@ Per-route authorization, from the HTTPProxy authPolicy.context:
 Authenticated but not permitted: 403. An unknown oidc.portcullis.dev/ key
 fails closed (500).
 
-Configuration (--config, YAML; secrets only from files or environment
-variables): see docs/authserver-oidc.md for every field. The issuer must be
-https (allowInsecureIssuer: true accepts http, for a local test provider
-only). Minimal example:
+Configuration (--config, YAML, required; secrets only from files or
+environment variables): see docs/authserver-oidc.md for every field. The
+issuer must be https (allowInsecureIssuer: true accepts http, for a local
+test provider only). Minimal example (a file without the "oidc:" key, the
+settings alone, is read too):
 
-  issuer: https://login.example.com
-  clientID: portcullis
-  clientSecretFile: /secrets/client-secret
-  allowedRedirectHosts: [app.example.com]
-  cookie:
-    keyFile: /secrets/cookie-key        # 32 bytes, base64: openssl rand -base64 32
-  bearer:
-    audiences: [https://api.example.com]
+  oidc:
+    issuer: https://login.example.com
+    clientID: portcullis
+    clientSecretFile: /secrets/client-secret
+    allowedRedirectHosts: [app.example.com]
+    cookie:
+      keyFile: /secrets/cookie-key      # 32 bytes, base64: openssl rand -base64 32
+    bearer:
+      audiences: [https://api.example.com]
 
 Metrics, besides the shared ones:
   portcullis_authserver_oidc_events_total{event}
@@ -78,37 +74,29 @@ Metrics, besides the shared ones:
       redirect_refused, forbidden, discovery, route_context, duplicate_cookie,
       logout_origin, session_too_large`
 
-func newOIDCCommand(serving *command.Serving) *cobra.Command {
-	var configPath string
-	cmd := &cobra.Command{
-		Use:   "oidc --config FILE",
-		Short: "OpenID Connect sign-in with encrypted cookie sessions, refresh, logout and bearer JWTs",
-		Long:  oidcLong,
-		Example: `  OIDC_CLIENT_SECRET=... authserver oidc --config oidc.yaml \
+var oidcBackend = backendSpec[oidc.Config]{
+	name:  oidc.Name,
+	short: "OpenID Connect sign-in with encrypted cookie sessions, refresh, logout and bearer JWTs",
+	long:  oidcLong,
+	example: `  OIDC_CLIENT_SECRET=... authserver oidc --config oidc.yaml \
     --address :9443 --metrics-address :9090 \
     --tls-cert-path tls.crt --tls-key-path tls.key --tls-ca-path ca.crt`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if configPath == "" {
-				return errors.New("--config is required")
-			}
-			settings, err := oidc.LoadConfig(configPath)
-			if err != nil {
-				return err
-			}
-			return runBackend(cmd, serving, func(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (backend, error) {
-				srv, err := oidc.New(settings, logger, reg)
-				if err != nil {
-					return backend{}, err
-				}
-				// Reported, not fatal: Check retries discovery.
-				if err := srv.Discover(ctx); err != nil {
-					logger.Warn("OpenID Provider discovery failed; retrying on demand", "error", err)
-				}
-				return backend{name: oidc.Name, impl: srv}, nil
-			})
-		},
-	}
-	cmd.Flags().StringVar(&configPath, "config", "", "OIDC configuration file (YAML)")
-	return cmd
+	defaults:      func() oidc.Config { return oidc.Config{} },
+	requireConfig: true,
+	flatConfig:    true, // the file's shape before every backend took --config
+	build: func(c oidc.Config, e env) (authv3.AuthorizationServer, error) {
+		settings, err := c.Load()
+		if err != nil {
+			return nil, err
+		}
+		srv, err := oidc.New(settings, e.logger, e.registry)
+		if err != nil {
+			return nil, err
+		}
+		// Reported, not fatal: Check retries discovery.
+		if err := srv.Discover(e.ctx); err != nil {
+			e.logger.Warn("OpenID Provider discovery failed; retrying on demand", "error", err)
+		}
+		return srv, nil
+	},
 }

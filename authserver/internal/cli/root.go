@@ -3,11 +3,9 @@
 package cli
 
 import (
-	"context"
 	"log/slog"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
@@ -25,8 +23,10 @@ redirect (to a sign-in page).
 In Portcullis you run it behind an ExtensionService and point an HTTPProxy's
 authorization (or the global authorization) at that ExtensionService.
 
-Each authentication backend is a subcommand. All of them share the server
-flags below: the gRPC address, TLS (and mutual TLS with --tls-ca-path, which
+Each authentication backend is a subcommand. Each takes --config FILE, a
+YAML file with one key, the backend's name, holding its settings
+(docs/authserver-<backend>.md); htpasswd also takes flags instead of the
+file. All of them share the server flags below: the gRPC address, TLS (and mutual TLS with --tls-ca-path, which
 is how Envoy should connect), a separate plain-HTTP port serving /metrics and
 /healthz, and logging. gRPC health and server reflection are served on the
 gRPC port.
@@ -48,14 +48,13 @@ fail-open ExtensionService cannot be tricked into allowing.`
 func NewRootCommand() *cobra.Command {
 	root, serving := command.NewRoot("authserver",
 		"Envoy external authorization (ext_authz v3 gRPC) server with several backends", rootLong)
-	root.AddCommand(newTestserverCommand(serving))
-	root.AddCommand(newHtpasswdCommand(serving))
-	root.AddCommand(newOIDCCommand(serving))
+	for _, b := range backends {
+		root.AddCommand(b.command(serving))
+	}
 	return root
 }
 
-// backend is what a subcommand hands to runBackend: its name and its
-// Authorization implementation.
+// backend is a backend's name and its Authorization implementation.
 type backend struct {
 	name string
 	impl authv3.AuthorizationServer
@@ -74,17 +73,5 @@ func newServer(opts serverkit.Options, logger *slog.Logger, b backend) (*serverk
 	svc := check.Wrap(b.name, b.impl, metrics, logger)
 	return serverkit.New(opts, logger, func(s *grpc.Server) {
 		authv3.RegisterAuthorizationServer(s, svc)
-	})
-}
-
-// runBackend is the RunE body shared by the backend subcommands: build
-// makes the backend, with the registry its metrics go to.
-func runBackend(cmd *cobra.Command, serving *command.Serving, build func(ctx context.Context, reg *prometheus.Registry, logger *slog.Logger) (backend, error)) error {
-	return serving.Run(cmd, func(ctx context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
-		b, err := build(ctx, opts.Registry, logger)
-		if err != nil {
-			return nil, err
-		}
-		return newServer(opts, logger, b)
 	})
 }

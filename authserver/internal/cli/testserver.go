@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"context"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/portcullis/portcullis/authserver/internal/testserver"
-	"github.com/portcullis/portcullis/serverkit/command"
 )
 
 const testserverLong = `testserver allows every request. It exists for tests and demos, and as the
@@ -36,22 +31,21 @@ deny wins over redirect. A bad value, or an unknown key under
 testserver.portcullis.dev/, denies with 500 and logs a warning: a typo must
 not turn a deny into an allow.`
 
-func newTestserverCommand(serving *command.Serving) *cobra.Command {
-	return &cobra.Command{
-		Use:   "testserver",
-		Short: "Allow every request (tests and demos); denials and redirects on operator request",
-		Long:  testserverLong,
-		Example: `  # plaintext (h2c) on loopback, metrics on :9090
+// testserverConfig is empty: the testserver has nothing to set.
+type testserverConfig struct{}
+
+var testserverBackend = backendSpec[testserverConfig]{
+	name:  testserver.Name,
+	short: "Allow every request (tests and demos); denials and redirects on operator request",
+	long:  testserverLong,
+	example: `  # plaintext (h2c) on loopback, metrics on :9090
   authserver testserver --address 127.0.0.1:9443
 
   # how Envoy should connect: TLS with client certificates
   authserver testserver --address :9443 --metrics-address :9090 \
     --tls-cert-path tls.crt --tls-key-path tls.key --tls-ca-path ca.crt`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBackend(cmd, serving, func(_ context.Context, _ *prometheus.Registry, logger *slog.Logger) (backend, error) {
-				return backend{name: testserver.Name, impl: testserver.New(logger)}, nil
-			})
-		},
-	}
+	defaults: func() testserverConfig { return testserverConfig{} },
+	build: func(_ testserverConfig, e env) (authv3.AuthorizationServer, error) {
+		return testserver.New(e.logger), nil
+	},
 }
