@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -64,9 +63,10 @@ func define[C any](s backendSpec[C]) backendDef {
 	return backendDef{name: s.name, command: s.command}
 }
 
-// command is the backend's subcommand. The configuration comes from the
-// defaults, then either --config or the flags, never both: a file merged
-// with flags would leave no single place that says how a server runs.
+// command is the backend's subcommand. The configuration is the defaults,
+// then --config, then the flags given on the command line: a flag given
+// replaces the file's field (so a Deployment's extra arguments still
+// apply), a flag not given leaves it.
 func (s backendSpec[C]) command(serving *command.Serving) *cobra.Command {
 	cfg := s.defaults()
 	var configPath string
@@ -81,19 +81,11 @@ func (s backendSpec[C]) command(serving *command.Serving) *cobra.Command {
 				return errors.New("--config is required")
 			}
 			if configPath != "" {
-				var set []string
-				cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
-					if f.Changed && f.Name != "config" {
-						set = append(set, "--"+f.Name)
-					}
-				})
-				if len(set) > 0 {
-					return fmt.Errorf("%s: set these in --config, not as flags as well", strings.Join(set, ", "))
-				}
-				cfg = s.defaults()
-				if err := loadConfig(configPath, s.name, s.flatConfig, &cfg); err != nil {
+				merged, err := s.fromFile(configPath, cfg, cmd.LocalNonPersistentFlags())
+				if err != nil {
 					return err
 				}
+				cfg = merged
 			}
 			return serving.Run(cmd, func(ctx context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
 				impl, err := s.build(cfg, env{ctx: ctx, registry: opts.Registry, logger: logger})
@@ -121,44 +113,121 @@ func backendNames() []string {
 	return names
 }
 
+// fromFile is the configuration of the file at path with the flags given
+// on the command line (their values in fromFlags) laid over it.
+func (s backendSpec[C]) fromFile(path string, fromFlags C, fs *pflag.FlagSet) (C, error) {
+	cfg := s.defaults()
+	settings, err := readConfig(path, s.name, s.flatConfig)
+	if err != nil {
+		return cfg, err
+	}
+	var given []*pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed && f.Name != "config" {
+			given = append(given, f)
+		}
+	})
+	if len(given) > 0 {
+		if settings, err = overlay(settings, fromFlags, given); err != nil {
+			return cfg, err
+		}
+	}
+	if err := decodeStrict(settings, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %s: %w", path, s.name, err)
+	}
+	return cfg, nil
+}
+
+// configField annotates a backend flag with the configuration field it
+// sets (its JSON name), for overlay.
+const configField = "portcullis.dev/config-field"
+
+// flagField records that flag sets the configuration field field.
+func flagField(fs *pflag.FlagSet, flag, field string) {
+	if err := fs.SetAnnotation(flag, configField, []string{field}); err != nil {
+		panic(err) // a flag name typo in this package
+	}
+}
+
+// overlay replaces the fields of settings that the given flags set with
+// their values in fromFlags.
+func overlay(settings json.RawMessage, fromFlags any, given []*pflag.Flag) (json.RawMessage, error) {
+	var fields, flagged map[string]json.RawMessage
+	if err := json.Unmarshal(settings, &fields); err != nil {
+		return nil, err
+	}
+	if fields == nil {
+		fields = map[string]json.RawMessage{}
+	}
+	b, err := json.Marshal(fromFlags)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &flagged); err != nil {
+		return nil, err
+	}
+	for _, f := range given {
+		name := f.Annotations[configField]
+		if len(name) != 1 {
+			return nil, fmt.Errorf("--%s has no configuration field", f.Name)
+		}
+		fields[name[0]] = flagged[name[0]]
+	}
+	return json.Marshal(fields)
+}
+
 // loadConfig reads the configuration file of backend name into cfg, which
-// holds the defaults. The file has one key, the backend's name, holding
-// its settings:
+// holds the defaults.
+func loadConfig(path, name string, flat bool, cfg any) error {
+	settings, err := readConfig(path, name, flat)
+	if err != nil {
+		return err
+	}
+	if err := decodeStrict(settings, cfg); err != nil {
+		return fmt.Errorf("%s: %s: %w", path, name, err)
+	}
+	return nil
+}
+
+// readConfig returns the settings of backend name in the configuration
+// file at path. The file has one key, the backend's name, holding its
+// settings:
 //
 //	htpasswd:
 //	  realm: staff
 //
-// Decoding is strict: an unknown field is an error, so typos fail at
-// start-up. With flat, a file without that key is the settings themselves.
-func loadConfig(path, name string, flat bool, cfg any) error {
+// With flat, a file without that key is the settings themselves.
+func readConfig(path, name string, flat bool) (json.RawMessage, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	j, err := yaml.YAMLToJSON(b)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(j, &top); err != nil {
-		return fmt.Errorf("%s: want a mapping with the key %q: %w", path, name, err)
+		return nil, fmt.Errorf("%s: want a mapping with the key %q: %w", path, name, err)
 	}
 	settings, ok := top[name]
 	switch {
 	case ok && len(top) == 1:
+		return settings, nil
 	case ok:
-		return fmt.Errorf("%s: want only the key %q, not %d keys", path, name, len(top))
+		return nil, fmt.Errorf("%s: want only the key %q, not %d keys", path, name, len(top))
 	case flat && !hasBackendKey(top):
-		settings = j
-	default:
-		return fmt.Errorf("%s: want the key %q (the backend this command runs); the keys are %v", path, name, backendNames())
+		return j, nil
 	}
+	return nil, fmt.Errorf("%s: want the key %q (the backend this command runs); the keys are %v", path, name, backendNames())
+}
+
+// decodeStrict decodes settings into cfg; an unknown field is an error, so
+// typos fail at start-up.
+func decodeStrict(settings json.RawMessage, cfg any) error {
 	d := json.NewDecoder(bytes.NewReader(settings))
 	d.DisallowUnknownFields()
-	if err := d.Decode(cfg); err != nil {
-		return fmt.Errorf("%s: %s: %w", path, name, err)
-	}
-	return nil
+	return d.Decode(cfg)
 }
 
 func hasBackendKey(top map[string]json.RawMessage) bool {
@@ -186,5 +255,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	*d = duration(v)
 	return nil
 }
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 func (d *duration) flag() *time.Duration { return (*time.Duration)(d) }

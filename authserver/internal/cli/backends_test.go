@@ -10,6 +10,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/spf13/pflag"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -123,7 +124,7 @@ func TestConfigRejectsBadUse(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"htpasswd", "--config", config, "--auth-realm", "x"}, "--auth-realm: set these in --config"},
+		{[]string{"htpasswd", "--config", config, "--secrets", "maybe"}, "--secrets must be"}, // the flag wins
 		{[]string{"htpasswd", "--config", testserverConfig}, `want the key "htpasswd"`},
 		{[]string{"testserver", "--config", config}, `want the key "testserver"`},
 		{[]string{"htpasswd", "--config", config}, "no users"},
@@ -134,7 +135,46 @@ func TestConfigRejectsBadUse(t *testing.T) {
 	}
 }
 
-// TestEveryBackendTakesConfig: the table gives every subcommand --config.
+// TestFlagsOverrideTheFile: a flag given replaces the file's field, a flag
+// not given leaves it, whatever its default.
+func TestFlagsOverrideTheFile(t *testing.T) {
+	file := writeFile(t, "c.yaml", "htpasswd:\n  realm: staff\n  files: [a]\n  cacheTTL: 90s\n  cacheSize: 7\n")
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  func(*htpasswdConfig)
+	}{
+		{"no flags", nil, func(*htpasswdConfig) {}},
+		{"a string", []string{"--auth-realm=ops"}, func(c *htpasswdConfig) { c.Realm = "ops" }},
+		{"a list is replaced", []string{"--htpasswd-file=b", "--htpasswd-file=c"}, func(c *htpasswdConfig) { c.Files = []string{"b", "c"} }},
+		{"a duration", []string{"--cache-ttl=1m"}, func(c *htpasswdConfig) { c.CacheTTL = duration(time.Minute) }},
+		{"set to its default", []string{"--cache-size=10000"}, func(c *htpasswdConfig) { c.CacheSize = 10000 }},
+		{"a bool", []string{"--strip-authorization"}, func(c *htpasswdConfig) { c.StripAuthorization = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// As the command does: flags bound to the defaults, then parsed.
+			fromFlags := htpasswdBackend.defaults()
+			fs := pflag.NewFlagSet("htpasswd", pflag.ContinueOnError)
+			htpasswdBackend.flags(&fromFlags, fs)
+			if err := fs.Parse(tc.flags); err != nil {
+				t.Fatal(err)
+			}
+			got, err := htpasswdBackend.fromFile(file, fromFlags, fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := htpasswdBackend.defaults()
+			want.Realm, want.Files, want.CacheTTL, want.CacheSize = "staff", []string{"a"}, duration(90*time.Second), 7
+			tc.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestEveryBackendTakesConfig: the table gives every subcommand --config,
+// and every flag of a backend names the configuration field it sets.
 func TestEveryBackendTakesConfig(t *testing.T) {
 	root := NewRootCommand()
 	for _, b := range backends {
@@ -145,6 +185,11 @@ func TestEveryBackendTakesConfig(t *testing.T) {
 		if cmd.Flags().Lookup("config") == nil {
 			t.Errorf("%s has no --config", b.name)
 		}
+		cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "config" && len(f.Annotations[configField]) != 1 {
+				t.Errorf("%s --%s names no configuration field", b.name, f.Name)
+			}
+		})
 	}
 	r := start(t, "testserver", "--config", writeFile(t, "t.yaml", "testserver: {}\n"))
 	resp, err := authv3.NewAuthorizationClient(dial(t, r.addr, insecure.NewCredentials())).Check(ctxT(t), checkRequest(nil, nil))

@@ -18,9 +18,10 @@ import (
 const htpasswdLong = `htpasswd authenticates requests with HTTP Basic credentials checked against
 htpasswd data from Kubernetes Secrets and/or files.
 
-It is configured with the flags below or with --config FILE, not both: the
-file holds the same settings under the key "htpasswd", each named after its
-flag in --help (docs/authserver-htpasswd.md), e.g.
+It is configured with the flags below, or with --config FILE holding the
+same settings under the key "htpasswd", each named after its flag in --help
+(docs/authserver-htpasswd.md); a flag given with --config replaces that
+field of the file. For example:
 
   htpasswd:
     realm: staff
@@ -128,6 +129,12 @@ var htpasswdBackend = backendSpec[htpasswdConfig]{
 		fs.IntVar(&c.CacheSize, "cache-size", c.CacheSize, "successful verifications kept in the cache; 0 disables it (every check runs bcrypt) (file: cacheSize)")
 		fs.DurationVar(c.CacheTTL.flag(), "cache-ttl", time.Duration(c.CacheTTL), "how long a successful verification is reused (file: cacheTTL)")
 		fs.IntVar(&c.MaxConcurrentHashes, "max-concurrent-hashes", 0, "hash comparisons running at once; 0 means the number of CPUs (file: maxConcurrentHashes)")
+		for flag, field := range map[string]string{"auth-realm": "realm", "htpasswd-file": "files", "file-poll-interval": "filePollInterval",
+			"secrets": "secrets", "kubeconfig": "kubeconfig", "watch-namespaces": "watchNamespaces", "selector": "selector",
+			"sync-timeout": "syncTimeout", "allow-insecure-hashes": "allowInsecureHashes", "strip-authorization": "stripAuthorization",
+			"cache-size": "cacheSize", "cache-ttl": "cacheTTL", "max-concurrent-hashes": "maxConcurrentHashes"} {
+			flagField(fs, flag, field)
+		}
 	},
 	build: func(c htpasswdConfig, e env) (authv3.AuthorizationServer, error) {
 		srv, err := c.build(e)
