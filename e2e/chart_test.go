@@ -41,9 +41,29 @@ var chartValues = map[string][]string{
 	"oidc": {
 		"--set", "authserver.enabled=true",
 		"--set", "authserver.backend=oidc",
+		"--set", "authserver.oidc.issuer=https://id.example.com",
+		"--set", "authserver.oidc.clientID=portcullis",
+	},
+	// The values of older charts: oidc's settings under oidc.config.
+	"oidc-older-values": {
+		"--set", "authserver.enabled=true",
+		"--set", "authserver.backend=oidc",
 		"--set", "authserver.oidc.config.issuer=https://id.example.com",
 		"--set", "authserver.oidc.config.clientID=portcullis",
 	},
+	"testserver": {
+		"--set", "authserver.enabled=true",
+		"--set", "authserver.backend=testserver",
+	},
+}
+
+// authserverConfigs is the config file the chart renders for the
+// authserver with each value set: one shape, {<backend>: <settings>}.
+var authserverConfigs = map[string]string{
+	"everything":        "htpasswd:\n  realm: default\n  watchNamespaces:\n  - team-a\n  - team-b\n",
+	"oidc":              "oidc:\n  clientID: portcullis\n  issuer: https://id.example.com\n",
+	"oidc-older-values": "oidc:\n  clientID: portcullis\n  issuer: https://id.example.com\n",
+	"testserver":        "testserver: {}\n",
 }
 
 // TestHelmChart lints the chart, renders it with each value set, creates
@@ -110,8 +130,11 @@ func TestHelmChart(t *testing.T) {
 	if got := kinds(rendered["defaults"]); got["Deployment"] != 1 || got["ExtensionService"] != 0 || got["ConfigMap"] != 0 {
 		t.Errorf("defaults render %v; want only the Envoy deployment and no optional parts", got)
 	}
-	if got := kinds(rendered["everything"]); got["Deployment"] != 3 || got["ExtensionService"] != 2 || got["Role"] != 2 || got["ConfigMap"] != 2 {
-		t.Errorf("everything renders %v; want 3 Deployments, 2 ExtensionServices, a Role per watched namespace and 2 ConfigMaps", got)
+	if got := kinds(rendered["everything"]); got["Deployment"] != 3 || got["ExtensionService"] != 2 || got["Role"] != 2 || got["ConfigMap"] != 3 {
+		t.Errorf("everything renders %v; want 3 Deployments, 2 ExtensionServices, a Role per watched namespace and 3 ConfigMaps", got)
+	}
+	for name, want := range authserverConfigs {
+		checkAuthserverShape(t, name, rendered[name], want)
 	}
 
 	// Create the full release for real, then check what its accounts may do.
@@ -166,6 +189,40 @@ func TestHelmChart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkAuthserverShape: every backend renders the same ConfigMap and
+// Deployment shape, the backend named in the file and the arguments.
+func checkAuthserverShape(t *testing.T, name string, objs []*unstructured.Unstructured, wantConfig string) {
+	t.Helper()
+	backend := strings.SplitN(wantConfig, ":", 2)[0]
+	wantArgs := []any{"--address=0.0.0.0:9443", "--metrics-address=0.0.0.0:9090", backend, "--config=/etc/authserver/config.yaml"}
+	var sawConfig, sawArgs bool
+	for _, o := range objs {
+		if o.GetName() != "t-portcullis-authserver" {
+			continue
+		}
+		switch o.GetKind() {
+		case "ConfigMap":
+			got, _, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
+			if got != wantConfig {
+				t.Errorf("%s: authserver config.yaml\n%s\nwant\n%s", name, got, wantConfig)
+			}
+			sawConfig = true
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if len(containers) == 1 {
+				args, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "args")
+				if fmt.Sprint(args) != fmt.Sprint(wantArgs) {
+					t.Errorf("%s: authserver args %v, want %v", name, args, wantArgs)
+				}
+				sawArgs = true
+			}
+		}
+	}
+	if !sawConfig || !sawArgs {
+		t.Errorf("%s: authserver ConfigMap rendered %v, Deployment with one container %v", name, sawConfig, sawArgs)
+	}
 }
 
 // allowed asks the API server (SubjectAccessReview) whether user may verb
