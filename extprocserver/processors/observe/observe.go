@@ -50,8 +50,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	// Every series from the start, at zero, so that rates and alerts work
+	// before the first request.
+	for _, c := range codeClasses {
+		m.upstream.WithLabelValues(c)
+	}
+	for _, d := range []string{"request", "response"} {
+		m.sizes.WithLabelValues(d)
+	}
 	return m, nil
 }
+
+// codeClasses are the values of the code_class label (see codeClass).
+var codeClasses = []string{"1xx", "2xx", "3xx", "4xx", "5xx", "unknown"}
 
 // Processor is the observe processor.
 type Processor struct {
