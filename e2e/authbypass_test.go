@@ -49,17 +49,17 @@ func rawGet(addr, host, target string) (int, []byte, error) {
 // backslashes) may reach the upstream as a /public request, as the upstream
 // would read it.
 func TestPathTricksDoNotEscapeAnUnauthorizedRoute(t *testing.T) {
-	c := startComponents(t)
+	c := harness.StartComponents(t)
 	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
-	writeConfigFile(t, cfg, fmt.Sprintf("globalExtAuth:\n  extensionService: %s/auth-h2c\n", authNamespace))
+	harness.WriteConfigFile(t, cfg, fmt.Sprintf("globalExtAuth:\n  extensionService: %s/auth-h2c\n", harness.AuthNamespace))
 	dir := t.TempDir()
-	httpAddr, _, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--config", cfg)
+	httpAddr, _, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--config", cfg)
 	h2c := "h2c"
 	echo := []contourv1.Service{{Name: "echo", Port: 80}}
-	objs := []client.Object{&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "auth-h2c"},
+	objs := []client.Object{&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
 		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9000}}}}}
-	objs = append(objs, loopbackEndpointSlice(authNamespace, "auth-h2c", 9000, port(t, c.authH2C))...)
-	objs = append(objs, loopbackEndpointSlice("default", "echo", 80, c.echo.Port)...)
+	objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "auth-h2c", 9000, harness.Port(t, c.AuthH2C))...)
+	objs = append(objs, harness.LoopbackEndpointSlice("default", "echo", 80, c.Echo.Port)...)
 	objs = append(objs, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
 		Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "app.example.com"},
@@ -115,17 +115,17 @@ func TestPathTricksDoNotEscapeAnUnauthorizedRoute(t *testing.T) {
 // 404 from that SNI's chain, never the other host's routes without their
 // authorization.
 func TestSNIAndHostMismatch(t *testing.T) {
-	c := startComponents(t)
+	c := harness.StartComponents(t)
 	dir := t.TempDir()
-	_, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
 	h2c := "h2c"
 	echo := []contourv1.Service{{Name: "echo", Port: 80}}
-	cert := c.ca.Issue(t, "open.example.com", "locked.example.com")
+	cert := c.CA.Issue(t, "open.example.com", "locked.example.com")
 	objs := []client.Object{cert.Secret("default", "server-tls"),
-		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "auth-h2c"},
+		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
 			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9000}}}}}
-	objs = append(objs, loopbackEndpointSlice(authNamespace, "auth-h2c", 9000, port(t, c.authH2C))...)
-	objs = append(objs, loopbackEndpointSlice("default", "echo", 80, c.echo.Port)...)
+	objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "auth-h2c", 9000, harness.Port(t, c.AuthH2C))...)
+	objs = append(objs, harness.LoopbackEndpointSlice("default", "echo", 80, c.Echo.Port)...)
 	host := func(name string, auth *contourv1.AuthorizationServer) *contourv1.HTTPProxy {
 		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 			Spec: contourv1.HTTPProxySpec{
@@ -134,15 +134,15 @@ func TestSNIAndHostMismatch(t *testing.T) {
 			}}
 	}
 	objs = append(objs, host("open", nil), host("locked", &contourv1.AuthorizationServer{
-		ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: authNamespace, Name: "auth-h2c"},
+		ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
 		AuthPolicy:          &contourv1.AuthorizationPolicy{Context: map[string]string{"testserver.portcullis.dev/deny": "403"}},
 	}))
 	if err := harness.Dir(dir).Apply(context.Background(), objs...); err != nil {
 		t.Fatal(err)
 	}
-	https := harness.HTTPSClient(c.ca.CertPEM, httpsAddr)
+	https := harness.HTTPSClient(c.CA.CertPEM, httpsAddr)
 	want := func(url, hostHeader string, code int) error {
-		req := mustRequest(t, url)
+		req := harness.MustRequest(t, url)
 		req.Host = hostHeader
 		resp, err := https.Do(req)
 		if err != nil {

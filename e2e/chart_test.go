@@ -74,7 +74,7 @@ var authserverConfigs = map[string]string{
 func TestHelmChart(t *testing.T) {
 	helm := harness.Tool(t, "helm")
 	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")
-	if out, err := runCommand(helm, "lint", "--strict", chart); err != nil {
+	if out, err := harness.RunCommand(helm, "lint", "--strict", chart); err != nil {
 		t.Fatalf("helm lint: %v\n%s", err, out)
 	}
 
@@ -161,7 +161,7 @@ func TestHelmChart(t *testing.T) {
 
 	// The control plane with exactly the chart's permissions.
 	kubeconfig := impersonatingKubeconfig(t, api, "system:serviceaccount:"+chartNamespace+":t-portcullis")
-	startEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", kubeconfig)
+	harness.StartEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", kubeconfig)
 	proxy := &contourv1.HTTPProxy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "projectcontour.io/v1", Kind: "HTTPProxy"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "rbac"},
@@ -180,7 +180,7 @@ func TestHelmChart(t *testing.T) {
 		if err := api.Client.Get(ctx, client.ObjectKeyFromObject(proxy), &got); err != nil {
 			return err
 		}
-		status, reason, err := validOf(got.Status)
+		status, reason, err := harness.ValidOf(got.Status)
 		if err != nil {
 			return err
 		}

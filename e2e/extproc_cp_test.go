@@ -64,7 +64,7 @@ func TestExternalProcessingControlPlane(t *testing.T) {
 		procs[name] = harness.StartExtProcServer(t, markingProcessor(name))
 	}
 	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
-	writeConfigFile(t, cfg, fmt.Sprintf(`globalExtProc:
+	harness.WriteConfigFile(t, cfg, fmt.Sprintf(`globalExtProc:
   processor:
     grpcService:
       extensionRef: {name: global, namespace: %s}
@@ -78,18 +78,18 @@ func TestExternalProcessingControlPlane(t *testing.T) {
       responseTrailerMode: SKIP
     mutationRules: {disallowIsError: true}
 `, extProcNamespace))
-	s, c := startKubernetesStack(t, "--config", cfg)
+	s, c := harness.StartKubernetesStack(t, "--config", cfg)
 	ctx := context.Background()
 
-	serverCert := s.ca.Issue(t, "tls-inherit.example.com", "tls-own.example.com", "tls-off.example.com")
+	serverCert := s.CA.Issue(t, "tls-inherit.example.com", "tls-own.example.com", "tls-off.example.com")
 	h2c := "h2c"
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: extProcNamespace}},
 		serverCert.Secret(extProcNamespace, "server-tls"),
 	}
-	objs = append(objs, s.loopback(extProcNamespace, "echo", 80, c.echo.Port)...)
+	objs = append(objs, s.Loopback(extProcNamespace, "echo", 80, c.Echo.Port)...)
 	for name, p := range procs {
-		objs = append(objs, s.loopback(extProcNamespace, name, 9000, port(t, p.Addr))...)
+		objs = append(objs, s.Loopback(extProcNamespace, name, 9000, harness.Port(t, p.Addr))...)
 		objs = append(objs, &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: extProcNamespace, Name: name},
 			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: name, Port: 9000}}}})
 	}
@@ -132,7 +132,7 @@ func TestExternalProcessingControlPlane(t *testing.T) {
 	if err := s.Objects.Apply(ctx, objs...); err != nil {
 		t.Fatal(err)
 	}
-	httpc, https := s.HTTP(), s.HTTPS(s.ca.CertPEM)
+	httpc, https := s.HTTP(), s.HTTPS(s.CA.CertPEM)
 
 	for _, tc := range []struct {
 		name string
@@ -171,7 +171,7 @@ func TestExternalProcessingControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 500: the processor is required (failOpen is not set).
-		eventuallyStatus(t, httpc, "http://plain.example.com/", http.StatusInternalServerError)
+		harness.EventuallyStatus(t, httpc, "http://plain.example.com/", http.StatusInternalServerError)
 		// Routes that do not use the global processor are not affected.
 		if got, err := fetchProcessed(https, "https://tls-own.example.com/inherit"); err != nil || got != (processed{"vhost", "vhost"}) {
 			t.Errorf("tls-own.example.com/inherit: %+v, %v; want the host's processor, unaffected", got, err)
@@ -201,7 +201,7 @@ func TestExternalProcessingControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		harness.Eventually(t, 30*time.Second, func() error {
-			st, reason, err := s.validity(extProcNamespace, "http-own")
+			st, reason, err := s.Validity(extProcNamespace, "http-own")
 			if err != nil {
 				return err
 			}

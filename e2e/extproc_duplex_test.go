@@ -270,7 +270,7 @@ func TestExtProcFullDuplexStreamed(t *testing.T) {
 	t.Parallel()
 	up := startDuplexUpstream(t)
 	eps := harness.StartExtProcServer(t, duplexConfig)
-	addr := freeAddr(t)
+	addr := harness.FreeAddr(t)
 	harness.StartEnvoy(t, harness.WriteStaticBootstrap(t, []harness.StaticListener{{
 		Name: "duplex", Addr: addr,
 		HTTPFilters: []map[string]any{harness.ExtProcFilter("extproc", map[string]any{

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,8 +54,6 @@ func processingMode(body string) map[string]any {
 		"request_trailer_mode": "SKIP", "response_trailer_mode": "SKIP",
 	}
 }
-
-func freeAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)) }
 
 // variantRoutes send requests carrying x-variant: canary to the canary
 // upstream, everything else to echo: a re-route proves clear_route_cache.
@@ -127,7 +124,7 @@ func TestExtProcBuiltinProcessors(t *testing.T) {
 	addrs := map[string]string{}
 	var listeners []harness.StaticListener
 	for _, mode := range []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"} {
-		addrs[mode] = freeAddr(t)
+		addrs[mode] = harness.FreeAddr(t)
 		fields := map[string]any{"processing_mode": processingMode(mode), "message_timeout": "5s"}
 		if mode == "NONE" {
 			// Envoy drops dynamic metadata from the server unless its
@@ -342,7 +339,7 @@ func TestExtProcProtocolThroughEnvoy(t *testing.T) {
 		"override-ignored": {"allow_mode_override": false},
 	} {
 		fields["processing_mode"] = processingMode("NONE")
-		listen[name] = freeAddr(t)
+		listen[name] = harness.FreeAddr(t)
 		listeners = append(listeners, harness.StaticListener{Name: name, Addr: listen[name],
 			HTTPFilters: []map[string]any{harness.ExtProcFilter("sdk", fields)}})
 	}
@@ -428,7 +425,7 @@ func TestExtProcProtocolThroughEnvoy(t *testing.T) {
 // loadable by the Envoy the tests use.
 func TestExtProcExampleBootstrapIsValid(t *testing.T) {
 	t.Parallel()
-	out, err := runCommand(harness.Tool(t, "envoy"), "--mode", "validate", "-c", harness.RepoRoot(t)+"/examples/extprocserver/envoy.yaml")
+	out, err := harness.RunCommand(harness.Tool(t, "envoy"), "--mode", "validate", "-c", harness.RepoRoot(t)+"/examples/extprocserver/envoy.yaml")
 	if err != nil || !strings.Contains(out, "OK") {
 		t.Fatalf("envoy --mode validate: %v\n%s", err, out)
 	}

@@ -24,7 +24,7 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 	echoRoute := []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}}
 	allow := []contourv1.IPFilterPolicy{{Source: contourv1.IPFilterSourcePeer, CIDR: "192.0.2.0/24"}}
 	k.apply(t, namespaces(ns)...)
-	k.apply(t, loopbackExternalName(ns, "echo", 80, echo.Port)...)
+	k.apply(t, harness.LoopbackExternalName(ns, "echo", 80, echo.Port)...)
 	k.apply(t,
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restricted"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "restricted.example.com", IPAllowFilterPolicy: allow},
@@ -52,8 +52,8 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 		// Once the sibling is served, Envoy has the build that refused
 		// the restricted host (statuses are written beside xDS updates).
 		c := harness.HTTPClient(k.httpAddr)
-		eventuallyStatus(t, c, "http://sibling.example.com/", http.StatusOK)
-		if code, err := statusCode(c, "http://restricted.example.com/"); err != nil || code != http.StatusNotFound {
+		harness.EventuallyStatus(t, c, "http://sibling.example.com/", http.StatusOK)
+		if code, err := harness.StatusCode(c, "http://restricted.example.com/"); err != nil || code != http.StatusNotFound {
 			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with an ignored allow list must not be served", code, err)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/e2e/harness"
 )
 
 // foreignAuth is an authorization server that is not ours and not careful:
@@ -65,39 +66,39 @@ func startForeignAuth(t *testing.T) int {
 // Without the validation the client saw an HTTP/2 PROTOCOL_ERROR and the
 // upstream a broken request.
 func TestForeignAuthServerInvalidHeaders(t *testing.T) {
-	s, c := startFileStack(t)
+	s, c := harness.StartFileStack(t)
 	ctx := context.Background()
-	cert := s.ca.Issue(t, "foreign.example.com")
+	cert := s.CA.Issue(t, "foreign.example.com")
 	h2c := "h2c"
 	objs := []client.Object{cert.Secret("default", "server-tls")}
-	objs = append(objs, s.loopback("default", "echo", 80, c.echo.Port)...)
-	objs = append(objs, s.loopback(authNamespace, "foreign-auth", 9443, startForeignAuth(t))...)
+	objs = append(objs, s.Loopback("default", "echo", 80, c.Echo.Port)...)
+	objs = append(objs, s.Loopback(harness.AuthNamespace, "foreign-auth", 9443, startForeignAuth(t))...)
 	objs = append(objs,
-		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "foreign-auth"},
+		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "foreign-auth"},
 			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "foreign-auth", Port: 9443}}}},
 		authProxy("foreign", "foreign.example.com", "foreign-auth", false),
 	)
 	if err := s.Objects.Apply(ctx, objs...); err != nil {
 		t.Fatal(err)
 	}
-	https := s.HTTPS(s.ca.CertPEM)
+	https := s.HTTPS(s.CA.CertPEM)
 
 	// The control: a valid header reaches the upstream, so the path through
 	// the foreign server works and the cases below can fail.
-	echo := eventuallyEcho(t, https, mustRequest(t, "https://foreign.example.com/good"), http.StatusOK)
+	echo := harness.EventuallyEcho(t, https, harness.MustRequest(t, "https://foreign.example.com/good"), http.StatusOK)
 	if got := echo.Headers.Get("X-Foreign"); got != "ok" {
 		t.Fatalf("upstream saw X-Foreign %q, want ok", got)
 	}
-	if st, reason, err := s.validity("default", "foreign"); err != nil || st != string(metav1.ConditionTrue) {
+	if st, reason, err := s.Validity("default", "foreign"); err != nil || st != string(metav1.ConditionTrue) {
 		t.Fatalf("HTTPProxy default/foreign: Valid=%s (%s), %v", st, reason, err)
 	}
 
 	for _, path := range []string{"/bad-name", "/bad-value"} {
 		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
-			before := c.echo.Requests()
+			before := c.Echo.Requests()
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			req := mustRequest(t, "https://foreign.example.com"+path).WithContext(ctx)
+			req := harness.MustRequest(t, "https://foreign.example.com"+path).WithContext(ctx)
 			resp, err := https.Do(req)
 			if err != nil {
 				t.Fatalf("want a clean HTTP error response, got a broken exchange: %v", err)
@@ -111,7 +112,7 @@ func TestForeignAuthServerInvalidHeaders(t *testing.T) {
 					t.Errorf("the client received the auth server's header %q", k)
 				}
 			}
-			if after := c.echo.Requests(); after != before {
+			if after := c.Echo.Requests(); after != before {
 				t.Errorf("the upstream received %d requests; an invalid mutation must stop the request", after-before)
 			}
 		})

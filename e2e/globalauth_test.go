@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,20 +27,7 @@ func globalAuthConfig(version string) string {
   responseTimeout: 2s
   authPolicy:
     context: {scope: global, version: "%s"}
-`, authNamespace, version)
-}
-
-// writeConfigFile replaces a configuration file atomically, as a mounted
-// ConfigMap changes.
-func writeConfigFile(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+`, harness.AuthNamespace, version)
 }
 
 // TestGlobalExternalAuthorization runs the global-external-authorization
@@ -53,31 +39,31 @@ func writeConfigFile(t *testing.T, path, content string) {
 // happens while the global ExtensionService is missing.
 func TestGlobalExternalAuthorization(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
-	writeConfigFile(t, cfg, globalAuthConfig("1"))
-	s, c := startKubernetesStack(t, "--config", cfg, "--fallback-certificate", "default/fallback-tls")
+	harness.WriteConfigFile(t, cfg, globalAuthConfig("1"))
+	s, c := harness.StartKubernetesStack(t, "--config", cfg, "--fallback-certificate", "default/fallback-tls")
 	ctx := context.Background()
 
-	serverCert := s.ca.Issue(t, "tls-global.example.com", "tls-own.example.com", "fallback.example.com")
+	serverCert := s.CA.Issue(t, "tls-global.example.com", "tls-own.example.com", "fallback.example.com")
 	// Clients without SNI get the fallback certificate; ours connect to
 	// 127.0.0.1, so it names that address.
-	fallbackCert := s.ca.Issue(t, "127.0.0.1")
+	fallbackCert := s.CA.Issue(t, "127.0.0.1")
 	h2c := "h2c"
-	globalExt := &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "auth-h2c"},
+	globalExt := &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
 		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9443}}}}
 	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: harness.AuthNamespace}},
 		serverCert.Secret("default", "server-tls"),
 		fallbackCert.Secret("default", "fallback-tls"),
-		s.ca.Secret(authNamespace, "auth-ca"),
+		s.CA.Secret(harness.AuthNamespace, "auth-ca"),
 		globalExt,
-		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "auth-tls"},
+		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-tls"},
 			Spec: v1alpha1.ExtensionServiceSpec{
 				UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "auth-ca", SubjectName: "auth.portcullis.test"},
 				Services:           []v1alpha1.ExtensionServiceTarget{{Name: "auth-tls", Port: 9443}}}},
 	}
-	objs = append(objs, s.loopback("default", "echo", 80, c.echo.Port)...)
-	objs = append(objs, s.loopback(authNamespace, "auth-h2c", 9443, port(t, c.authH2C))...)
-	objs = append(objs, s.loopback(authNamespace, "auth-tls", 9443, port(t, c.authTLS))...)
+	objs = append(objs, s.Loopback("default", "echo", 80, c.Echo.Port)...)
+	objs = append(objs, s.Loopback(harness.AuthNamespace, "auth-h2c", 9443, harness.Port(t, c.AuthH2C))...)
+	objs = append(objs, s.Loopback(harness.AuthNamespace, "auth-tls", 9443, harness.Port(t, c.AuthTLS))...)
 	echo := []contourv1.Service{{Name: "echo", Port: 80}}
 	route := func(prefix string, policy *contourv1.AuthorizationPolicy) contourv1.Route {
 		return contourv1.Route{Conditions: []contourv1.MatchCondition{{Prefix: prefix}}, AuthPolicy: policy, Services: echo}
@@ -113,7 +99,7 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		}(),
 		// An HTTPS host's own authorization overrides the global one.
 		proxy("tls-own", "tls-own.example.com", true, &contourv1.AuthorizationServer{
-			ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: authNamespace, Name: "auth-tls"},
+			ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: harness.AuthNamespace, Name: "auth-tls"},
 			AuthPolicy:          &contourv1.AuthorizationPolicy{Context: map[string]string{"scope": "own"}},
 		}, route("/", nil), route("/deny", &contourv1.AuthorizationPolicy{Context: map[string]string{"testserver.portcullis.dev/deny": "401"}})),
 	)
@@ -121,12 +107,12 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpc := s.HTTP()
-	https := s.HTTPS(s.ca.CertPEM)
+	https := s.HTTPS(s.CA.CertPEM)
 
 	authorized := func(t *testing.T, c *http.Client, url string, wantContext map[string]string) {
 		t.Helper()
 		harness.Eventually(t, 30*time.Second, func() error {
-			e, err := getEcho(c, mustRequest(t, url), http.StatusOK)
+			e, err := harness.GetEcho(c, harness.MustRequest(t, url), http.StatusOK)
 			if err != nil {
 				return err
 			}
@@ -134,7 +120,7 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 			for k, v := range wantContext {
 				want["Auth-Context-"+k] = v
 			}
-			if err := wantHeaders(e.Headers, want); err != nil {
+			if err := harness.WantHeaders(e.Headers, want); err != nil {
 				return fmt.Errorf("%s: %w", url, err)
 			}
 			return nil
@@ -142,19 +128,19 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 	}
 	unauthorized := func(t *testing.T, c *http.Client, url string) {
 		t.Helper()
-		before := checks(t, s.authMetrics)
-		e := eventuallyEcho(t, c, mustRequest(t, url), http.StatusOK)
+		before := harness.AuthChecks(t, s.AuthMetrics)
+		e := harness.EventuallyEcho(t, c, harness.MustRequest(t, url), http.StatusOK)
 		if h := e.Headers.Get("Auth-Handler"); h != "" {
 			t.Errorf("%s: upstream saw Auth-Handler %q on a route without authorization", url, h)
 		}
-		if after := checks(t, s.authMetrics); after != before {
+		if after := harness.AuthChecks(t, s.AuthMetrics); after != before {
 			t.Errorf("%s: the global auth server answered %d checks for a route without authorization", url, after-before)
 		}
 	}
 
 	t.Run("HTTP listener: global authorization with merged context", func(t *testing.T) {
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Scope": "global", "Version": "1", "Route": "apex"})
-		eventuallyStatus(t, httpc, "http://plain.example.com/deny", http.StatusForbidden)
+		harness.EventuallyStatus(t, httpc, "http://plain.example.com/deny", http.StatusForbidden)
 	})
 	t.Run("route opt-out (authPolicy.disabled)", func(t *testing.T) {
 		unauthorized(t, httpc, "http://plain.example.com/subpage")
@@ -173,9 +159,9 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		// https://127.0.0.1/ sends no SNI: the fallback chain answers, and
 		// routes by the Host header.
 		harness.Eventually(t, 30*time.Second, func() error {
-			req := mustRequest(t, "https://127.0.0.1/")
+			req := harness.MustRequest(t, "https://127.0.0.1/")
 			req.Host = "fallback.example.com"
-			e, err := getEcho(https, req, http.StatusOK)
+			e, err := harness.GetEcho(https, req, http.StatusOK)
 			if err != nil {
 				return err
 			}
@@ -186,32 +172,32 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 		})
 	})
 	t.Run("HTTPS host's own authorization overrides the global one", func(t *testing.T) {
-		before := checks(t, s.authMetrics)
+		before := harness.AuthChecks(t, s.AuthMetrics)
 		authorized(t, https, "https://tls-own.example.com/", map[string]string{"Scope": "own", "Version": ""})
-		if after := checks(t, s.authMetrics); after != before {
+		if after := harness.AuthChecks(t, s.AuthMetrics); after != before {
 			t.Errorf("the global auth server answered %d checks for a host with its own authorization", after-before)
 		}
 		// 401 from the host's own auth server.
-		eventuallyStatus(t, https, "https://tls-own.example.com/deny", http.StatusUnauthorized)
+		harness.EventuallyStatus(t, https, "https://tls-own.example.com/deny", http.StatusUnauthorized)
 	})
 	t.Run("configuration file reload", func(t *testing.T) {
-		writeConfigFile(t, cfg, globalAuthConfig("2"))
+		harness.WriteConfigFile(t, cfg, globalAuthConfig("2"))
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Scope": "global", "Version": "2"})
 		// A broken file is not applied: the last good configuration stays.
-		writeConfigFile(t, cfg, "globalExtAuth: {extensionService: no-namespace, failOpen: true}\n")
+		harness.WriteConfigFile(t, cfg, "globalExtAuth: {extensionService: no-namespace, failOpen: true}\n")
 		time.Sleep(time.Second) // several poll intervals; nothing may change
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Version": "2"})
-		eventuallyStatus(t, httpc, "http://plain.example.com/deny", http.StatusForbidden)
-		writeConfigFile(t, cfg, globalAuthConfig("3"))
+		harness.EventuallyStatus(t, httpc, "http://plain.example.com/deny", http.StatusForbidden)
+		harness.WriteConfigFile(t, cfg, globalAuthConfig("3"))
 		authorized(t, httpc, "http://plain.example.com/", map[string]string{"Version": "3"})
 	})
 	t.Run("missing global ExtensionService fails closed, warns, and heals", func(t *testing.T) {
 		if err := s.Objects.Delete(ctx, globalExt); err != nil {
 			t.Fatal(err)
 		}
-		eventuallyStatus(t, httpc, "http://plain.example.com/", http.StatusForbidden)
+		harness.EventuallyStatus(t, httpc, "http://plain.example.com/", http.StatusForbidden)
 		// Opted-out routes keep working; the host's own authorization too.
-		eventuallyEcho(t, httpc, mustRequest(t, "http://plain.example.com/subpage"), http.StatusOK)
+		harness.EventuallyEcho(t, httpc, harness.MustRequest(t, "http://plain.example.com/subpage"), http.StatusOK)
 		authorized(t, https, "https://tls-own.example.com/", map[string]string{"Scope": "own"})
 		harness.Eventually(t, 30*time.Second, func() error {
 			return proxyWarning(s, "plain", "GlobalExtAuthUnavailable", true)
@@ -233,12 +219,12 @@ func TestGlobalExternalAuthorization(t *testing.T) {
 // proxyWarning checks whether the Valid condition of HTTPProxy default/name,
 // read back from the API server, is True with (or without) an AuthError
 // warning of this reason.
-func proxyWarning(s *stack, name, reason string, want bool) error {
+func proxyWarning(s *harness.LocalStack, name, reason string, want bool) error {
 	return proxyWarningIn(s, "default", name, contourv1.ConditionTypeAuthError, reason, want)
 }
 
 // proxyWarningIn is proxyWarning for any namespace and warning type.
-func proxyWarningIn(s *stack, namespace, name, typ, reason string, want bool) error {
+func proxyWarningIn(s *harness.LocalStack, namespace, name, typ, reason string, want bool) error {
 	api, ok := s.Objects.(*harness.APIServer)
 	if !ok {
 		return fmt.Errorf("status is read from the API server only in kubernetes mode")

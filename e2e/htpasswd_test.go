@@ -85,7 +85,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		t.Fatalf("authserver htpasswd: %v", err)
 	}
 
-	stack := startOnAPIServer(t, api)
+	stack := harness.StartOnAPIServer(t, api)
 
 	h2c := "h2c"
 	echoSvc := []contourv1.Service{{Name: "echo", Port: 80}}
@@ -111,8 +111,8 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 				},
 			}},
 	}
-	objs = append(objs, loopbackExternalName("default", "echo", 80, echo.Port)...)
-	objs = append(objs, loopbackExternalName(htpasswdNamespace, "htpasswd", 9443, port(t, authAddr))...)
+	objs = append(objs, harness.LoopbackExternalName("default", "echo", 80, echo.Port)...)
+	objs = append(objs, harness.LoopbackExternalName(htpasswdNamespace, "htpasswd", 9443, harness.Port(t, authAddr))...)
 	if err := stack.Objects.Apply(ctx, objs...); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 
 	// get sends a request with Basic credentials (none when user is "").
 	get := func(path, user, password string, header http.Header) *http.Request {
-		req := mustRequest(t, "https://basic.example.com"+path)
+		req := harness.MustRequest(t, "https://basic.example.com"+path)
 		for k, vs := range header {
 			req.Header[k] = vs
 		}
@@ -154,12 +154,12 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 	})
 
 	t.Run("valid credentials reach the upstream with Auth-Username and Auth-Realm", func(t *testing.T) {
-		echoReq := eventuallyEcho(t, https, get("/page", "alice", "alice-pw-1", nil), http.StatusOK)
+		echoReq := harness.EventuallyEcho(t, https, get("/page", "alice", "alice-pw-1", nil), http.StatusOK)
 		if got := echoReq.Headers.Values("Auth-Username"); len(got) != 1 || got[0] != "alice" {
 			t.Errorf("Auth-Username = %q, want [alice]", got)
 		}
 		// No Authorization: the server runs with --strip-authorization.
-		if err := wantHeaders(echoReq.Headers, map[string]string{"Auth-Realm": "staff", "Auth-Handler": "htpasswd", "Authorization": ""}); err != nil {
+		if err := harness.WantHeaders(echoReq.Headers, map[string]string{"Auth-Realm": "staff", "Auth-Handler": "htpasswd", "Authorization": ""}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -173,7 +173,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 
 	t.Run("a client-supplied Auth-Username never reaches the upstream", func(t *testing.T) {
 		forged := http.Header{"Auth-Username": {"admin"}, "Auth-Realm": {"ops"}}
-		echoReq := eventuallyEcho(t, https, get("/", "alice", "alice-pw-1", forged), http.StatusOK)
+		echoReq := harness.EventuallyEcho(t, https, get("/", "alice", "alice-pw-1", forged), http.StatusOK)
 		if got := echoReq.Headers.Values("Auth-Username"); len(got) != 1 || got[0] != "alice" {
 			t.Errorf("upstream saw Auth-Username %q, want only alice", got)
 		}
@@ -185,9 +185,9 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 	})
 
 	t.Run("two realms on two routes", func(t *testing.T) {
-		echoReq := eventuallyEcho(t, https, get("/ops/x", "olga", "olga-pw", nil), http.StatusOK)
+		echoReq := harness.EventuallyEcho(t, https, get("/ops/x", "olga", "olga-pw", nil), http.StatusOK)
 		// The realm setting in the route's context does not leak upstream.
-		if err := wantHeaders(echoReq.Headers, map[string]string{"Auth-Realm": "ops", "Auth-Context-Team": "operations",
+		if err := harness.WantHeaders(echoReq.Headers, map[string]string{"Auth-Realm": "ops", "Auth-Context-Team": "operations",
 			"Auth-Context-Htpasswd-Portcullis-Dev-Realm": ""}); err != nil {
 			t.Errorf("/ops: %v", err)
 		}
@@ -199,7 +199,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		if err := api.Apply(ctx, htpasswdSecret("staff-users", "staff", "alice:"+aliceHash2+"\n")); err != nil {
 			t.Fatal(err)
 		}
-		eventuallyEcho(t, https, get("/", "alice", "alice-pw-2", nil), http.StatusOK)
+		harness.EventuallyEcho(t, https, get("/", "alice", "alice-pw-2", nil), http.StatusOK)
 		// The old password was cached as a success; the new hash changes
 		// the cache key, so it fails at once.
 		eventuallyDenied(t, get("/", "alice", "alice-pw-1", nil), "staff")
@@ -209,7 +209,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 		reloads := func() float64 {
 			return metric(t, "http://"+authMetrics+"/metrics", "portcullis_authserver_htpasswd_reloads_total")
 		}
-		eventuallyEcho(t, https, get("/", "alice", "alice-pw-2", nil), http.StatusOK)
+		harness.EventuallyEcho(t, https, get("/", "alice", "alice-pw-2", nil), http.StatusOK)
 		stop, done := make(chan struct{}), make(chan struct{})
 		var okCount, failures int
 		var firstFailure string
@@ -287,7 +287,7 @@ func TestHtpasswdExample(t *testing.T) {
 
 	// The example's resources, with its fixed loopback ports replaced.
 	dir := t.TempDir()
-	ports := strings.NewReplacer("port: 19000", fmt.Sprintf("port: %d", echo.Port), "port: 19445", "port: "+strconv.Itoa(port(t, authAddr)))
+	ports := strings.NewReplacer("port: 19000", fmt.Sprintf("port: %d", echo.Port), "port: 19445", "port: "+strconv.Itoa(harness.Port(t, authAddr)))
 	for _, f := range []string{"quickstart/tls-secret.yaml", "quickstart/upstreams.yaml", "htpasswd/resources/extensionservice.yaml", "htpasswd/resources/httpproxy.yaml"} {
 		b, err := os.ReadFile(filepath.Join(repo, "examples", f))
 		if err != nil {
@@ -297,7 +297,7 @@ func TestHtpasswdExample(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
 	caPEM, err := os.ReadFile(filepath.Join(repo, "examples/quickstart/ca.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func TestHtpasswdExample(t *testing.T) {
 	https := harness.HTTPSClient(caPEM, httpsAddr)
 
 	req := func(path, user, password string) *http.Request {
-		r := mustRequest(t, "https://echo.example.com"+path)
+		r := harness.MustRequest(t, "https://echo.example.com"+path)
 		if user != "" {
 			r.SetBasicAuth(user, password)
 		}
@@ -327,14 +327,14 @@ func TestHtpasswdExample(t *testing.T) {
 	}
 	challenge("/hello", "staff")
 	challenge("/ops/x", "ops")
-	if got := eventuallyEcho(t, https, req("/hello", "alice", "alice-password"), http.StatusOK); got.Headers.Get("Auth-Username") != "alice" ||
+	if got := harness.EventuallyEcho(t, https, req("/hello", "alice", "alice-password"), http.StatusOK); got.Headers.Get("Auth-Username") != "alice" ||
 		got.Headers.Get("Auth-Realm") != "staff" || !strings.HasPrefix(got.Headers.Get("Authorization"), "Basic ") {
 		t.Errorf("alice on /hello: upstream headers %v", got.Headers)
 	}
-	if got := eventuallyEcho(t, https, req("/ops/x", "olga", "olga-password"), http.StatusOK); got.Headers.Get("Auth-Realm") != "ops" || got.Headers.Get("Auth-Context-Team") != "operations" {
+	if got := harness.EventuallyEcho(t, https, req("/ops/x", "olga", "olga-password"), http.StatusOK); got.Headers.Get("Auth-Realm") != "ops" || got.Headers.Get("Auth-Context-Team") != "operations" {
 		t.Errorf("olga on /ops: upstream headers %v", got.Headers)
 	}
-	if code, err := statusCode(https, "https://echo.example.com/hello"); err != nil || code != http.StatusUnauthorized {
+	if code, err := harness.StatusCode(https, "https://echo.example.com/hello"); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("no credentials: %d, %v", code, err)
 	}
 	if resp, err := https.Do(req("/hello", "alice", "wrong")); err != nil || resp.StatusCode != http.StatusUnauthorized {
@@ -342,7 +342,7 @@ func TestHtpasswdExample(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	eventuallyEcho(t, https, req("/public/x", "", ""), http.StatusOK)
+	harness.EventuallyEcho(t, https, req("/public/x", "", ""), http.StatusOK)
 }
 
 func statusCodeOf(c *http.Client, req *http.Request) (int, error) {

@@ -31,7 +31,7 @@ func TestEnvoyRejectionIsVisible(t *testing.T) {
 	ca := harness.NewCA(t, "portcullis-nack")
 	const ns = "nack"
 	k.apply(t, namespaces(ns)...)
-	k.apply(t, loopbackExternalName(ns, "echo", 80, echo.Port)...)
+	k.apply(t, harness.LoopbackExternalName(ns, "echo", 80, echo.Port)...)
 	k.apply(t,
 		weakRSASecret(t, ns, "weak", "rejected.example.com"),
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fine"}, Spec: contourv1.HTTPProxySpec{
@@ -47,14 +47,14 @@ func TestEnvoyRejectionIsVisible(t *testing.T) {
 	t.Run("the rejected HTTPProxy carries Envoy's error", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "rejected", want{status: metav1.ConditionFalse, reason: "RejectedByEnvoy",
 			errorTypes: []string{"EnvoyRejected"}, message: "only RSA certificates with 2048-bit or larger keys are supported"})
-		if n := metricValue(t, "http://"+k.admin+"/metrics", `portcullis_xds_rejections_total{type="Secret"}`); n < 1 {
+		if n := harness.MetricValue(t, "http://"+k.admin+"/metrics", `portcullis_xds_rejections_total{type="Secret"}`); n < 1 {
 			t.Errorf("portcullis_xds_rejections_total{type=\"Secret\"} = %v, want at least 1", n)
 		}
 	})
 
 	t.Run("the other HTTPProxies stay valid and served", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "fine", want{status: metav1.ConditionTrue, reason: "Valid", errorTypes: []string{}})
-		eventuallyStatus(t, harness.HTTPClient(k.httpAddr), "http://fine.example.com/", http.StatusOK)
+		harness.EventuallyStatus(t, harness.HTTPClient(k.httpAddr), "http://fine.example.com/", http.StatusOK)
 	})
 
 	t.Run("fixing the object clears the condition", func(t *testing.T) {

@@ -25,7 +25,7 @@ import (
 func TestOIDCBrowser(t *testing.T) {
 	s := startOIDCStack(t, harness.NewSigningJWK(t), false)
 	harness.Eventually(t, 30*time.Second, func() error {
-		p, err := newBrowser(t, s).try(mustRequest(t, oidcApp+"/"))
+		p, err := newBrowser(t, s).try(harness.MustRequest(t, oidcApp+"/"))
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func TestOIDCBrowser(t *testing.T) {
 			t.Fatalf("after sign-in: status %d at %s, want 200 at %s/hello/page?x=1", resp.Status, alice.URL(), oidcApp)
 		}
 		e := pageEcho(t, alice)
-		if err := wantHeaders(e.Headers, map[string]string{"Auth-Username": "alice@example.test", "Auth-Groups": "users,admins"}); err != nil {
+		if err := harness.WantHeaders(e.Headers, map[string]string{"Auth-Username": "alice@example.test", "Auth-Groups": "users,admins"}); err != nil {
 			t.Error(err)
 		}
 		cookies := alice.Cookies(oidcApp + "/")

@@ -134,24 +134,24 @@ bearer:
 		}
 	}
 
-	loopback := loopbackEndpointSlice
+	loopback := harness.LoopbackEndpointSlice
 	if kubernetes {
 		api := harness.StartAPIServer(t, harness.CRDDir(t))
-		s.Stack = startOnAPIServer(t, api)
-		loopback = loopbackExternalName
+		s.Stack = harness.StartOnAPIServer(t, api)
+		loopback = harness.LoopbackExternalName
 	} else {
-		httpAddr, httpsAddr, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+		httpAddr, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
 		s.Stack = &harness.Stack{Objects: harness.Dir(dir), HTTPAddr: httpAddr, HTTPSAddr: httpsAddr}
 	}
 	s.objects = []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: harness.AuthNamespace}},
 		ca.Issue(t, oidcHost).Secret("default", "oidc-tls"),
 		ca.Issue(t, oidcClaimsHost).Secret("default", "oidc-claims-tls"),
 	}
 	s.objects = append(s.objects, loopback("default", "echo", 80, echo.Port)...)
-	s.objects = append(s.objects, loopback(authNamespace, "oidc-a", 9443, port(t, addrs[0]))...)
-	s.objects = append(s.objects, loopback(authNamespace, "oidc-b", 9443, port(t, addrs[1]))...)
-	s.objects = append(s.objects, loopback(authNamespace, "oidc-claims", 9443, port(t, addrs[2]))...)
+	s.objects = append(s.objects, loopback(harness.AuthNamespace, "oidc-a", 9443, harness.Port(t, addrs[0]))...)
+	s.objects = append(s.objects, loopback(harness.AuthNamespace, "oidc-b", 9443, harness.Port(t, addrs[1]))...)
+	s.objects = append(s.objects, loopback(harness.AuthNamespace, "oidc-claims", 9443, harness.Port(t, addrs[2]))...)
 	claimsExt := oidcExtensionService("oidc-claims")
 	claimsExt.Name = "oidc-claims"
 	s.objects = append(s.objects, oidcExtensionService("oidc-a"), oidcProxy(), claimsExt, oidcClaimsProxy())
@@ -163,7 +163,7 @@ bearer:
 
 func oidcExtensionService(target string) *v1alpha1.ExtensionService {
 	h2c := "h2c"
-	return &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: authNamespace, Name: "oidc"},
+	return &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "oidc"},
 		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: target, Port: 9443}}}}
 }
 
@@ -183,7 +183,7 @@ func oidcProxy() *contourv1.HTTPProxy {
 				Fqdn: oidcHost,
 				TLS:  &contourv1.TLS{SecretName: "oidc-tls"},
 				Authorization: &contourv1.AuthorizationServer{
-					ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: authNamespace, Name: "oidc"},
+					ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: harness.AuthNamespace, Name: "oidc"},
 					ResponseTimeout:     "10s",
 				},
 			},
@@ -208,7 +208,7 @@ func oidcClaimsProxy() *contourv1.HTTPProxy {
 				Fqdn: oidcClaimsHost,
 				TLS:  &contourv1.TLS{SecretName: "oidc-claims-tls"},
 				Authorization: &contourv1.AuthorizationServer{
-					ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: authNamespace, Name: "oidc-claims"},
+					ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: harness.AuthNamespace, Name: "oidc-claims"},
 					ResponseTimeout:     "10s",
 				},
 			},
@@ -440,7 +440,7 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 	// The configuration reaches Envoy: an unauthenticated browser is sent
 	// to the provider.
 	harness.Eventually(t, 30*time.Second, func() error {
-		p, err := newBrowser(t, s).try(mustRequest(t, oidcApp+"/"))
+		p, err := newBrowser(t, s).try(harness.MustRequest(t, oidcApp+"/"))
 		if err != nil {
 			return err
 		}
@@ -489,7 +489,7 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		if e.Path != "/hello/page" || e.Query != "x=1" {
 			t.Errorf("came back to %s?%s, want /hello/page?x=1", e.Path, e.Query)
 		}
-		if err := wantHeaders(e.Headers, map[string]string{"Auth-Username": "alice@example.test", "Auth-Subject": "alice", "Auth-Groups": "users,admins"}); err != nil {
+		if err := harness.WantHeaders(e.Headers, map[string]string{"Auth-Username": "alice@example.test", "Auth-Subject": "alice", "Auth-Groups": "users,admins"}); err != nil {
 			t.Error(err)
 		}
 		var session *http.Cookie
@@ -771,7 +771,7 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		if e.Path != "/claims/page" || e.Query != "x=1" {
 			t.Errorf("came back to %s?%s, want /claims/page?x=1", e.Path, e.Query)
 		}
-		if err := wantHeaders(e.Headers, map[string]string{"Auth-Subject": "huge", "Auth-Username": "huge@example.test"}); err != nil {
+		if err := harness.WantHeaders(e.Headers, map[string]string{"Auth-Subject": "huge", "Auth-Username": "huge@example.test"}); err != nil {
 			t.Error(err)
 		}
 		if g := e.Headers.Get("Auth-Groups"); g != "" {

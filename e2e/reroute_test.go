@@ -37,17 +37,17 @@ func (p reroutingProcessor) RequestHeaders(_ context.Context, x *sdk.Exchange, h
 // processor for its routes: its route (authorization disabled, as a child
 // may) would otherwise lead anonymous clients to the root's protected route.
 func TestIncludedProxyProcessorCannotRerouteAroundAuthorization(t *testing.T) {
-	c := startComponents(t)
+	c := harness.StartComponents(t)
 	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
-	writeConfigFile(t, cfg, fmt.Sprintf(`globalExtAuth:
+	harness.WriteConfigFile(t, cfg, fmt.Sprintf(`globalExtAuth:
   extensionService: %[1]s/auth-h2c
 globalExtProc:
   processor:
     grpcService:
       extensionRef: {name: global-proc, namespace: %[1]s}
-`, authNamespace))
+`, harness.AuthNamespace))
 	dir := t.TempDir()
-	httpAddr, _, _ := startEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--config", cfg)
+	httpAddr, _, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--config", cfg)
 	objects := harness.Dir(dir)
 
 	globalProc := startSDKServer(t, sdk.Continue{})
@@ -58,14 +58,14 @@ globalExtProc:
 			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: name, Port: 9000}}}}
 	}
 	echo := []contourv1.Service{{Name: "echo", Port: 80}}
-	objs := []client.Object{ext(authNamespace, "auth-h2c"), ext(authNamespace, "global-proc"), ext("tenant", "evil")}
-	objs = append(objs, loopbackEndpointSlice(authNamespace, "auth-h2c", 9000, port(t, c.authH2C))...)
-	objs = append(objs, loopbackEndpointSlice(authNamespace, "global-proc", 9000, port(t, globalProc))...)
-	objs = append(objs, loopbackEndpointSlice("tenant", "evil", 9000, port(t, evil))...)
-	objs = append(objs, loopbackEndpointSlice("default", "echo", 80, c.echo.Port)...)
+	objs := []client.Object{ext(harness.AuthNamespace, "auth-h2c"), ext(harness.AuthNamespace, "global-proc"), ext("tenant", "evil")}
+	objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "auth-h2c", 9000, harness.Port(t, c.AuthH2C))...)
+	objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "global-proc", 9000, harness.Port(t, globalProc))...)
+	objs = append(objs, harness.LoopbackEndpointSlice("tenant", "evil", 9000, harness.Port(t, evil))...)
+	objs = append(objs, harness.LoopbackEndpointSlice("default", "echo", 80, c.Echo.Port)...)
 	// The tenant's own upstream, told apart from the root's by its name.
 	tenantEcho := harness.StartEcho(t, "tenant-echo")
-	objs = append(objs, loopbackEndpointSlice("tenant", "echo", 80, tenantEcho.Port)...)
+	objs = append(objs, harness.LoopbackEndpointSlice("tenant", "echo", 80, tenantEcho.Port)...)
 	objs = append(objs,
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "root"},
 			Spec: contourv1.HTTPProxySpec{
@@ -93,12 +93,12 @@ globalExtProc:
 	httpc := harness.HTTPClient(httpAddr)
 
 	// The root's route is served and denied.
-	eventuallyStatus(t, httpc, "http://app.example.com/admin/secret", http.StatusForbidden)
+	harness.EventuallyStatus(t, httpc, "http://app.example.com/admin/secret", http.StatusForbidden)
 	// Through the tenant's route, the request never reaches /admin's
 	// upstream unchecked (the path a processor rewrites on its own route is
 	// its own business).
 	for range 5 {
-		e, err := getEcho(httpc, mustRequest(t, "http://app.example.com/tenant/x"), http.StatusOK)
+		e, err := harness.GetEcho(httpc, harness.MustRequest(t, "http://app.example.com/tenant/x"), http.StatusOK)
 		if err != nil {
 			continue // the tenant's route is refused: fine
 		}

@@ -3,10 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +31,7 @@ type kubeControlPlane struct {
 func startKubeControlPlane(t *testing.T, extraArgs ...string) *kubeControlPlane {
 	api := harness.StartAPIServer(t, harness.CRDDir(t))
 	args := append([]string{"--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath}, extraArgs...)
-	httpAddr, httpsAddr, admin := startEnvoyAndControlPlane(t, args...)
+	httpAddr, httpsAddr, admin := harness.StartEnvoyAndControlPlane(t, args...)
 	return &kubeControlPlane{api: api, httpAddr: httpAddr, httpsAddr: httpsAddr, admin: admin}
 }
 
@@ -156,32 +153,6 @@ func endpointSlice(namespace, service, port string, portNumber int32, ready int,
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: &r}})
 	}
 	return es
-}
-
-// metricValue sums a Prometheus metric's samples (all label sets).
-func metricValue(t *testing.T, url, name string) float64 {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		f, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += f
-	}
-	return total
 }
 
 func condition(cs []contourv1.DetailedCondition, typ string) *contourv1.DetailedCondition {
@@ -313,8 +284,8 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 	t.Run("lastTransitionTime and the object stay put across unrelated rebuilds", func(t *testing.T) {
 		before := k.eventuallyProxy(t, ns, "valid", want{status: metav1.ConditionTrue, reason: "Valid"})
 		ext := k.eventuallyExtension(t, ns, "auth", want{status: metav1.ConditionTrue, reason: "Valid"})
-		writes := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_status_writes_total")
-		reused := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_roots_reused_total")
+		writes := harness.MetricValue(t, "http://"+k.admin+"/metrics", "portcullis_status_writes_total")
+		reused := harness.MetricValue(t, "http://"+k.admin+"/metrics", "portcullis_roots_reused_total")
 		// Unrelated changes: each triggers a rebuild; the marker's status
 		// proves the rebuilds (and their status writes) happened.
 		k.apply(t, clusterIPService(ns, "unrelated", "http", 80))
@@ -342,7 +313,7 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 		}
 		// Two rebuilds, one changed status (the marker's). A conflict may
 		// cost one retry; rewriting the unchanged ones would cost a dozen.
-		if d := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_status_writes_total") - writes; d < 1 || d > 2 {
+		if d := harness.MetricValue(t, "http://"+k.admin+"/metrics", "portcullis_status_writes_total") - writes; d < 1 || d > 2 {
 			t.Errorf("%v status writes for one changed status", d)
 		}
 		// The roots whose objects did not change were not built again:
@@ -351,7 +322,7 @@ func TestStatusConditionsKubernetes(t *testing.T) {
 		// write lands meanwhile is a new object and is built again, so
 		// count at least the four unchanged roots (valid, multi,
 		// undelegated, delegated) once.
-		if d := metricValue(t, "http://"+k.admin+"/metrics", "portcullis_roots_reused_total") - reused; d < 4 {
+		if d := harness.MetricValue(t, "http://"+k.admin+"/metrics", "portcullis_roots_reused_total") - reused; d < 4 {
 			t.Errorf("%v roots reused by the rebuilds of unrelated changes, want at least 4", d)
 		}
 	})
