@@ -10,5 +10,11 @@
 // Scenarios should talk to a [Stack] — where objects go ([Objects]) and where
 // traffic enters (Envoy's HTTP and HTTPS addresses) — rather than to the
 // pieces directly, so that the same test can later run against a kind
-// cluster by building a different Stack.
+// cluster by building a different Stack. [StartFileStack] and
+// [StartKubernetesStack] build a [LocalStack]: the control plane in either
+// provider mode, Envoy, and the [Components] beside them (echo upstream,
+// authserver testservers). Request helpers ([EventuallyEcho],
+// [EventuallyStatus], [WantHeaders], ...) and loopback Services
+// ([LoopbackExternalName], [LoopbackEndpointSlice]) are shared by the
+// scenarios, which hold nothing else.
 package harness
