@@ -99,7 +99,7 @@ func (s backendSpec[C]) command(serving *command.Serving) *cobra.Command {
 	if s.flags != nil {
 		s.flags(&cfg, cmd.Flags())
 	}
-	cmd.Flags().StringVar(&configPath, "config", "", fmt.Sprintf("configuration file (YAML, the settings under the key %q; docs/authserver-%s.md)", s.name, s.name))
+	cmd.Flags().StringVar(&configPath, "config", "", fmt.Sprintf("configuration file (YAML): the settings under the key %q", s.name))
 	return cmd
 }
 
