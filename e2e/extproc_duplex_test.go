@@ -128,10 +128,14 @@ func (u *duplexUpstream) ingest(w http.ResponseWriter, r *http.Request) {
 	for {
 		line, err := rd.ReadBytes('\n')
 		res.Bytes += int64(len(line))
-		if len(line) > 0 {
-			if bytes.Contains(line, []byte(requestSecret)) {
-				u.secrets.Add(1)
-			}
+		if bytes.Contains(line, []byte(requestSecret)) {
+			u.secrets.Add(1)
+		}
+		// A reset can cut the last line short (HTTP/2 splits a line
+		// across frames): that fragment is no line of its own, but a
+		// secret in it is still counted above.
+		truncated := err != nil && !errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n"))
+		if len(line) > 0 && !truncated {
 			var v struct {
 				N        int    `json:"n"`
 				Password string `json:"password"`
@@ -247,7 +251,11 @@ func readNDJSON(body io.Reader) (lines int, bad string, readErr error, secret bo
 		if bytes.Contains(line, []byte(responseSecret)) {
 			secret = true
 		}
-		if len(line) > 0 {
+		// A reset can cut the last line short (HTTP/2 splits a line
+		// across frames): that fragment is no line of its own, but a
+		// secret in it is still a leak (checked above).
+		truncated := err != nil && !errors.Is(err, io.EOF) && !bytes.HasSuffix(line, []byte("\n"))
+		if len(line) > 0 && !truncated {
 			var v struct {
 				N     int    `json:"n"`
 				Token string `json:"token"`
