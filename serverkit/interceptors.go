@@ -57,6 +57,30 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 	return c, nil
 }
 
+// initialize creates the series of every method of srv at zero, for every
+// code (as go-grpc-prometheus's InitializeMetrics does): a scrape shows the
+// services from the start, and rate() and absence alerts work before the
+// first call.
+func (m *grpcMetrics) initialize(srv *grpc.Server) {
+	for service, info := range srv.GetServiceInfo() {
+		for _, method := range info.Methods {
+			typ := "unary"
+			switch {
+			case method.IsClientStream && method.IsServerStream:
+				typ = "bidi_stream"
+			case method.IsClientStream:
+				typ = "client_stream"
+			case method.IsServerStream:
+				typ = "server_stream"
+			}
+			m.duration.WithLabelValues(typ, service, method.Name)
+			for c := codes.OK; c <= codes.Unauthenticated; c++ {
+				m.handled.WithLabelValues(typ, service, method.Name, c.String())
+			}
+		}
+	}
+}
+
 func (m *grpcMetrics) observe(typ, fullMethod string, start time.Time, err error) {
 	service, method := splitMethod(fullMethod)
 	code := status.Code(err).String()

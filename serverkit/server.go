@@ -98,6 +98,7 @@ func New(opts Options, logger *slog.Logger, register func(*grpc.Server)) (*Serve
 	if register != nil {
 		register(s.grpc)
 	}
+	gm.initialize(s.grpc)
 
 	s.lis, err = net.Listen("tcp", opts.Address)
 	if err != nil {

@@ -256,6 +256,17 @@ func TestTLSWithoutClientVerification(t *testing.T) {
 
 func TestMetricsCountCalls(t *testing.T) {
 	r := start(t, nil)
+	// Before any call, every method's series exist at zero.
+	_, before := httpGet(t, "http://"+r.srv.MetricsAddr().String()+"/metrics")
+	for _, want := range []string{
+		`grpc_server_handled_total{grpc_code="OK",grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary"} 0`,
+		`grpc_server_handled_total{grpc_code="Unavailable",grpc_method="Watch",grpc_service="grpc.health.v1.Health",grpc_type="server_stream"} 0`,
+		`grpc_server_handling_seconds_count{grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary"} 0`,
+	} {
+		if !strings.Contains(before, want) {
+			t.Errorf("/metrics before any call lacks %s", want)
+		}
+	}
 	conn := r.dial(t, nil)
 	if _, err := healthpb.NewHealthClient(conn).Check(ctxT(t), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
