@@ -30,8 +30,11 @@ type Model struct {
 
 // VirtualHost is a set of routes served for one host name.
 type VirtualHost struct {
-	FQDN   string
-	Routes []*Route
+	FQDN string
+	// Origins are the root HTTPProxy and the valid HTTPProxies it
+	// includes.
+	Origins Origins
+	Routes  []*Route
 }
 
 // SecureVirtualHost is a TLS virtual host with its own HCM (and so its own
@@ -76,6 +79,9 @@ type ExtAuth struct {
 	Timeout         time.Duration // 0 means no timeout
 	FailOpen        bool
 	WithRequestBody *BufferSettings
+	// Origins: the root HTTPProxy of a host's own authorization; none for
+	// the global one (the configuration file).
+	Origins Origins
 }
 
 // BufferSettings asks ext_authz to send the request body.
@@ -96,6 +102,9 @@ type ExtProc struct {
 	Mode              *ProcessingMode
 	MutationRules     *MutationRules
 	AllowModeOverride bool
+	// Origins: the HTTPProxy that chose this processor; none for the
+	// global one (the configuration file).
+	Origins Origins
 }
 
 // ProcessingMode says what the processor receives. Values are the API's
@@ -173,6 +182,8 @@ type Route struct {
 	// ExtProc, when set, disables or overrides the HCM's ext_proc filter
 	// for this route.
 	ExtProc *ExtProcPerRoute
+	// Origins: the HTTPProxy the route is written in.
+	Origins Origins
 }
 
 // WeightedCluster is one upstream of a route.
@@ -209,7 +220,11 @@ const (
 
 // Cluster is one upstream cluster.
 type Cluster struct {
-	Name     string
+	Name string
+	// Origins are the objects that use the cluster: the HTTPProxies whose
+	// routes, authorization or processors send to it, and the
+	// ExtensionService it stands for.
+	Origins  Origins
 	Protocol Protocol
 	// Endpoints are the ready endpoints (EDS). Unused when DNSName is set.
 	Endpoints []Endpoint
@@ -259,7 +274,11 @@ type UpstreamValidation struct {
 // Secret is an SDS secret: a certificate with key, or a CA bundle.
 type Secret struct {
 	Name string
-	Cert []byte // PEM chain (server certificates)
-	Key  []byte // PEM key (server certificates)
-	CA   []byte // PEM bundle (validation contexts)
+	// Origins are the objects that use the secret: the HTTPProxies serving
+	// the certificate (the fallback certificate's: those that enable it) or
+	// validating with the CA, the ExtensionServices validating with it.
+	Origins Origins
+	Cert    []byte // PEM chain (server certificates)
+	Key     []byte // PEM key (server certificates)
+	CA      []byte // PEM bundle (validation contexts)
 }
