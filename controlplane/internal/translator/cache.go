@@ -101,7 +101,7 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 	return cachedHost{
 		src:   vh,
 		in:    *vh,
-		route: routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: hostHCM(vh).filters()}, nil),
+		route: secureRouteConfig(vh),
 		chain: filterChain(vh),
 	}, false
 }

@@ -25,9 +25,10 @@ type routeSettings struct {
 	redirectPort uint32
 }
 
-// routeConfig builds one RDS resource. c, when not nil, lends the routes of
-// virtual hosts translated by the previous translation (see Cache).
-func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cache) *routev3.RouteConfiguration {
+// routeConfig builds one RDS resource, with the origins of its hosts (for
+// the Index). c, when not nil, lends the routes of virtual hosts
+// translated by the previous translation (see Cache).
+func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cache) (*routev3.RouteConfiguration, []hostOrigins) {
 	rc := &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
@@ -56,8 +57,13 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 	for i, t := range translated {
 		keys[i] = t.key
 	}
-	rc.VirtualHosts = mergeIdentical(rc.VirtualHosts, keys)
-	return rc
+	var vhosts []string
+	rc.VirtualHosts, vhosts = mergeIdentical(rc.VirtualHosts, keys)
+	origins := make([]hostOrigins, len(sorted))
+	for i, vh := range sorted {
+		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: vh.Origins}
+	}
+	return rc, origins
 }
 
 // vhostRoutes is the translation of one virtual host's routes.
@@ -88,22 +94,28 @@ func routesKey(fqdn string, routes []*routev3.Route) string {
 // paths, Envoy has far fewer routes to build each time one host changes.
 // Domains are unique across the virtual hosts (one root per FQDN), so a
 // domain never moves to a different set of routes. keys[i] is routesKey of
-// vhs[i]'s routes.
-func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) []*routev3.VirtualHost {
+// vhs[i]'s routes; names[i] is the name of the virtual host vhs[i] went to.
+func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) (out []*routev3.VirtualHost, names []string) {
+	names = make([]string, len(vhs))
 	if len(vhs) < 2 {
-		return vhs
+		for i, v := range vhs {
+			names[i] = v.Name
+		}
+		return vhs, names
 	}
 	first := make(map[string]*routev3.VirtualHost, len(vhs))
-	out := make([]*routev3.VirtualHost, 0, len(vhs))
+	out = make([]*routev3.VirtualHost, 0, len(vhs))
 	for i, v := range vhs {
 		if f, ok := first[keys[i]]; ok {
 			f.Domains = append(f.Domains, v.Domains...)
+			names[i] = f.Name
 			continue
 		}
 		first[keys[i]] = v
+		names[i] = v.Name
 		out = append(out, v)
 	}
-	return out
+	return out, names
 }
 
 // domains matches the host with and without a port.

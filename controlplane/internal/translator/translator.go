@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -36,13 +38,16 @@ func DefaultOptions() Options {
 	return Options{HTTPAddress: "0.0.0.0", HTTPPort: 8080, HTTPSAddress: "0.0.0.0", HTTPSPort: 8443}
 }
 
-// Resources are the Envoy resources for one model, each list sorted by name.
+// Resources are the Envoy resources for one model, each list sorted by
+// name, and where each comes from.
 type Resources struct {
 	Listeners []proto.Message
 	Routes    []proto.Message
 	Clusters  []proto.Message
 	Endpoints []proto.Message
 	Secrets   []proto.Message
+	// Index maps every resource to the objects it came from.
+	Index *Index
 }
 
 // Names of the fixed resources.
@@ -59,6 +64,25 @@ const (
 // SecureRouteConfigName is the route configuration of one TLS virtual host.
 func SecureRouteConfigName(fqdn string) string { return "https/" + fqdn }
 
+// secureRouteConfig is the route configuration of one TLS virtual host.
+func secureRouteConfig(vh *ir.SecureVirtualHost) *routev3.RouteConfiguration {
+	rc, _ := routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: hostHCM(vh).filters()}, nil)
+	return rc
+}
+
+// secureHostOrigins are the origins of a TLS virtual host: its own, and its
+// filters' (its HCM is its own).
+func secureHostOrigins(vh *ir.SecureVirtualHost) hostOrigins {
+	o := vh.Origins
+	if vh.Auth != nil {
+		o = o.Union(vh.Auth.Origins)
+	}
+	if vh.ExtProc != nil {
+		o = o.Union(vh.ExtProc.Origins)
+	}
+	return hostOrigins{fqdn: vh.FQDN, vhost: vh.FQDN, origins: o}
+}
+
 // Translate converts a model into Envoy resources.
 func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m, opts, nil) }
 
@@ -66,7 +90,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // hosts' resources and the shared route configurations' virtual hosts'
 // routes in c (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
-	r := &Resources{}
+	r := &Resources{Index: newIndex()}
 	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
 	// listener's filter chains), translated or taken from the cache.
 	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
@@ -80,13 +104,14 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	if len(hosts) > 0 {
 		chains = make([]*listenerv3.FilterChain, len(hosts))
 	}
+	// The HTTPS listener serves the TLS hosts, through their own HCMs (and
+	// filters), and the fallback chain's.
+	var httpsHosts []hostOrigins
 	for i, t := range translated {
 		chains[i], secure[i] = t.chain, t.route
-	}
-
-	r.Listeners = append(r.Listeners, httpListener(m, opts))
-	if l := httpsListener(m, opts, chains); l != nil {
-		r.Listeners = append(r.Listeners, l)
+		h := secureHostOrigins(hosts[i])
+		r.Index.add(resourcev3.RouteType, t.route.Name, &indexEntry{hosts: []hostOrigins{h}})
+		httpsHosts = append(httpsHosts, h)
 	}
 
 	global := routeSettings{filters: globalHCM(m).filters()}
@@ -94,21 +119,38 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	if opts.HTTPSRedirectPort != 443 {
 		redirect.redirectPort = opts.HTTPSRedirectPort
 	}
-	r.Routes = append(r.Routes, routeConfig(HTTPRouteConfigName, m.Insecure, redirect, c))
+	rc, httpHosts := routeConfig(HTTPRouteConfigName, m.Insecure, redirect, c)
+	r.Routes = append(r.Routes, rc)
+	r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: httpHosts})
 	r.Routes = append(r.Routes, secure...)
 	if m.Fallback != nil {
-		r.Routes = append(r.Routes, routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, global, c))
+		rc, fallbackHosts := routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, global, c)
+		r.Routes = append(r.Routes, rc)
+		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: fallbackHosts})
+		httpsHosts = append(httpsHosts, fallbackHosts...)
 	}
 	c.commitVHosts()
 
+	l := httpListener(m, opts)
+	r.Listeners = append(r.Listeners, l)
+	r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpHosts})
+	if l := httpsListener(m, opts, chains); l != nil {
+		r.Listeners = append(r.Listeners, l)
+		r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpsHosts})
+	}
+
 	for _, c := range m.Clusters {
 		r.Clusters = append(r.Clusters, cluster(c))
+		e := &indexEntry{origins: c.Origins}
+		r.Index.add(resourcev3.ClusterType, c.Name, e)
 		if c.DNSName == "" {
 			r.Endpoints = append(r.Endpoints, loadAssignment(c))
+			r.Index.add(resourcev3.EndpointType, c.Name, e)
 		}
 	}
 	for _, s := range m.Secrets {
 		r.Secrets = append(r.Secrets, secret(s))
+		r.Index.add(resourcev3.SecretType, s.Name, &indexEntry{origins: s.Origins})
 	}
 	sortByName(r.Listeners)
 	sortByName(r.Routes)

@@ -1,0 +1,101 @@
+package translator
+
+import (
+	"strings"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// Index maps every resource of a translation (type URL, then name) to the
+// objects it came from, as the IR says: so that what Envoy says about a
+// resource (a rejection) can be reported on them. It is built with the
+// resources, from the IR they are made of: nothing is read back from
+// resource names. Never modified once built; nil is empty.
+type Index struct {
+	byType map[string]map[string]*indexEntry
+}
+
+// indexEntry is one resource's origins: its own (clusters, endpoints,
+// secrets), or those of the hosts it serves (listeners and route
+// configurations hold many, and a rejection may name some).
+type indexEntry struct {
+	origins ir.Origins
+	hosts   []hostOrigins
+}
+
+// hostOrigins are the origins of one IR virtual host in a listener or
+// route configuration.
+type hostOrigins struct {
+	fqdn string
+	// vhost names the Envoy virtual host that serves it: hosts with
+	// identical routes share one, named after the first (mergeIdentical).
+	vhost   string
+	origins ir.Origins
+}
+
+func newIndex() *Index {
+	return &Index{byType: map[string]map[string]*indexEntry{
+		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
+		resourcev3.EndpointType: {}, resourcev3.SecretType: {},
+	}}
+}
+
+func (x *Index) add(typeURL, name string, e *indexEntry) { x.byType[typeURL][name] = e }
+
+// Served reports whether any of the named resources of one type is in the
+// translation.
+func (x *Index) Served(typeURL string, names []string) bool {
+	if x == nil {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := x.byType[typeURL][n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Objects returns the objects behind the named resources of one type,
+// sorted, given Envoy's message about them. Of a listener or route
+// configuration, the hosts the message names are blamed if it names any,
+// else all of them (all are affected: Envoy keeps the old resource). A
+// message that names an Envoy virtual host serving several hosts blames
+// them all: its routes are every one's.
+func (x *Index) Objects(typeURL string, names []string, message string) ir.Origins {
+	if x == nil {
+		return nil
+	}
+	var out ir.Origins
+	for _, name := range names {
+		e := x.byType[typeURL][name]
+		if e == nil {
+			continue
+		}
+		out = append(out, e.origins...)
+		named := map[string]bool{} // Envoy virtual hosts named whole
+		var blamed []hostOrigins
+		for _, h := range e.hosts {
+			if strings.Contains(message, h.fqdn) {
+				blamed = append(blamed, h)
+				if h.fqdn == h.vhost {
+					named[h.vhost] = true
+				}
+			}
+		}
+		for _, h := range e.hosts {
+			if named[h.vhost] && h.fqdn != h.vhost {
+				blamed = append(blamed, h)
+			}
+		}
+		if len(blamed) == 0 {
+			blamed = e.hosts
+		}
+		for _, h := range blamed {
+			out = append(out, h.origins...)
+		}
+	}
+	return ir.NewOrigins(out...)
+}
