@@ -64,9 +64,6 @@ type Result struct {
 	// Status holds the findings for every HTTPProxy, ExtensionService and
 	// TLSCertificateDelegation this control plane owns, sorted.
 	Status []*status.Object
-	// Sources says which objects each virtual host, cluster and secret of
-	// the model came from.
-	Sources *Sources
 	// Unavailable lists the problems of the global authorization and
 	// processing (configuration file) whose ExtensionService is missing or
 	// invalid: they fail closed and need an operator.
@@ -106,7 +103,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	b.markOrphans(snap)
 	b.finish(model)
 
-	res := &Result{Model: model, Sources: &Sources{parts: b.sources}}
+	res := &Result{Model: model}
 	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {
 		if p != nil {
 			res.Unavailable = append(res.Unavailable, *p)
@@ -129,15 +126,18 @@ type merged struct {
 	secrets  map[string]*ir.Secret
 	// visited holds the HTTPProxies reached from a root.
 	visited map[types.NamespacedName]bool
-	// sources holds the global stage's sources, then each root's.
-	sources []*sourceTracker
+	// clusterUses and secretUses hold the objects using each cluster and
+	// secret, by name, repeats included: their Origins.
+	clusterUses, secretUses usesByName
 }
 
 func newMerged(global stage) *merged {
 	b := &merged{stage: global, clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{},
-		visited: map[types.NamespacedName]bool{}, sources: []*sourceTracker{global.out.sources}}
+		visited: map[types.NamespacedName]bool{}, clusterUses: usesByName{}, secretUses: usesByName{}}
 	b.addClusters(global.out.clusters)
 	b.addSecrets(global.out.secrets)
+	b.clusterUses.addAll(global.out.clusterUses)
+	b.secretUses.addAll(global.out.secretUses)
 	return b
 }
 
@@ -184,7 +184,8 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 	}
 	b.addClusters(res.clusters)
 	b.addSecrets(res.secrets)
-	b.sources = append(b.sources, res.sources)
+	b.clusterUses.addAll(res.clusterUses)
+	b.secretUses.addAll(res.secretUses)
 }
 
 // markOrphans marks the HTTPProxies with no virtual host that no root
@@ -198,15 +199,21 @@ func (b *merged) markOrphans(snap *snapshot) {
 	}
 }
 
-// finish sorts the model's lists so that the translator's input is
-// deterministic.
+// finish gives the clusters and secrets their Origins and sorts the
+// model's lists so that the translator's input is deterministic. The
+// clusters and secrets are copies: the roots' (which a Memo may reuse) and
+// the previous build's model are never modified.
 func (b *merged) finish(m *ir.Model) {
-	for _, c := range b.clusters {
-		m.Clusters = append(m.Clusters, c)
+	for name, c := range b.clusters {
+		o := *c
+		o.Origins = ir.NewOrigins(b.clusterUses[name]...)
+		m.Clusters = append(m.Clusters, &o)
 	}
 	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
-	for _, s := range b.secrets {
-		m.Secrets = append(m.Secrets, s)
+	for name, s := range b.secrets {
+		o := *s
+		o.Origins = ir.NewOrigins(b.secretUses[name]...)
+		m.Secrets = append(m.Secrets, &o)
 	}
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
 	sort.Slice(m.Insecure, func(i, j int) bool { return m.Insecure[i].FQDN < m.Insecure[j].FQDN })

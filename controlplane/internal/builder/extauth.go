@@ -93,6 +93,7 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 	if err != nil {
 		return fail(status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err))
 	}
+	out.Origins = ir.Origins{proxyRef(p.Namespace, p.Name)}
 	return out
 }
 

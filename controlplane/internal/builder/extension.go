@@ -71,9 +71,9 @@ func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	st.Endpoints = eps
 	ext.cluster = b.out.addCluster(newCluster(name, backends, weights, protocol, validation, lb, idle))
 	self := objects.Ref{Kind: KindExtensionService, Namespace: es.Namespace, Name: es.Name}
-	b.out.sources.clusters.add(name, self)
+	b.out.clusterUses.add(name, self)
 	if validation != nil {
-		b.out.sources.secrets.add(validation.CASecret, self)
+		b.out.secretUses.add(validation.CASecret, self)
 	}
 	ext.cluster.HealthCheck = hc
 	if hc != nil && hc.Authority == "" {

@@ -110,6 +110,7 @@ func (b *rootBuilder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *statu
 	if problem != "" {
 		return fail(status.ReasonExtProcExtensionServiceUnavailable, "%s.Processor.GRPCService.ExtensionRef: %s", where, problem)
 	}
+	proc.Origins = ir.Origins{proxyRef(p.Namespace, p.Name)}
 	return procScope{effective: proc, own: true}
 }
 
@@ -197,7 +198,8 @@ func (b *rootBuilder) overrideService(p *contourv1.HTTPProxy, g *contourv1.GRPCS
 	if problem := resolveProcessorService(b.r, &svc, g, p.Namespace); problem != "" {
 		return nil, status.ReasonExtProcExtensionServiceUnavailable, fmt.Sprintf("%s.GRPCService.ExtensionRef: %s", where, problem)
 	}
-	b.out.sources.clusters.add(svc.Cluster, proxyRef(p.Namespace, p.Name))
+	svc.Origins = ir.Origins{proxyRef(p.Namespace, p.Name)}
+	b.out.clusterUses.add(svc.Cluster, svc.Origins[0])
 	return &svc, "", ""
 }
 

@@ -13,17 +13,17 @@ import (
 // output is what one stage of the build (one root, or the global stage)
 // contributes besides virtual hosts: its findings on the objects it
 // checked, the clusters and secrets it uses (repeats included; shared with
-// other stages, they are deduplicated by name when merged) and where they
-// come from.
+// other stages, they are deduplicated by name when merged) and the objects
+// that use them (origins.go).
 type output struct {
-	status   map[objects.Ref]*status.Object
-	clusters []*ir.Cluster
-	secrets  []*ir.Secret
-	sources  *sourceTracker
+	status                  map[objects.Ref]*status.Object
+	clusters                []*ir.Cluster
+	secrets                 []*ir.Secret
+	clusterUses, secretUses uses
 }
 
 func newOutput() output {
-	return output{status: map[objects.Ref]*status.Object{}, sources: newSourceTracker()}
+	return output{status: map[objects.Ref]*status.Object{}}
 }
 
 // addCluster records a cluster the stage uses.

@@ -10,12 +10,14 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // rootResult is what building one root HTTPProxy gives: the findings of
 // its walk (on the root and the HTTPProxies it includes), its virtual
-// hosts, the clusters, secrets and sources they use, and what it read.
+// hosts, the clusters and secrets they use (and who uses them), and what
+// it read.
 // Each root is built on its own, so that its result depends only on what
 // it read, never on the roots built before it: that is what lets a Memo
 // reuse it. It is never modified once built.
@@ -43,6 +45,8 @@ type rootBuilder struct {
 	res *rootResult
 	// exp is the include expansion of the root (expand.go).
 	exp *expansion
+	// walked lists the HTTPProxies reached from the root.
+	walked []objects.Ref
 }
 
 // buildRoot builds root p and what it includes; dup is its DuplicateVhost
@@ -70,7 +74,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	scope, hcmAuth := b.hostAuthScope(p, auth)
 	scope.proc = b.hostExtProc(p, secure != nil, st)
 
-	b.out.sources.walked = nil
+	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
 	routes := b.walk(p, nil, route{}, scope)
 	if !st.Valid() {
@@ -79,8 +83,8 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 		return
 	}
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
-	b.recordRootSources(p, fqdn, secure, hcmAuth, scope.proc)
-	b.virtualHosts(p, fqdn, routes, secure, hcmAuth, scope.proc)
+	b.recordRootUses(p, secure, hcmAuth, scope.proc)
+	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
 }
 
 // rootNamespaceAllowed checks the root's namespace against
@@ -110,24 +114,25 @@ func fqdnValid(fqdn string, st *status.Object) {
 // virtualHosts puts a served root's routes on the listeners: the HTTP
 // listener, and for a TLS host its own filter chain (and the fallback
 // chain when it enables the fallback certificate).
-func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, routes []route, secure *ir.SecureVirtualHost, hcmAuth *ir.ExtAuth, proc procScope) {
+func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, origins ir.Origins, routes []route, secure *ir.SecureVirtualHost, hcmAuth *ir.ExtAuth, proc procScope) {
 	if secure == nil {
-		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: irRoutes(routes, false)})
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: irRoutes(routes, false)})
 		return
 	}
 	secure.FQDN = fqdn
+	secure.Origins = origins
 	secure.Routes = irRoutes(routes, false)
 	secure.Auth = hcmAuth
 	secure.ExtProc = proc.effective
 	b.res.secure = secure
 	// On the HTTP listener, a TLS host redirects to HTTPS, except the
 	// routes that permit insecure access.
-	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, true), proc)})
+	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irRoutes(routes, true), proc)})
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
 		// secureHost checked that the fallback Secret resolves.
 		fb := b.r.opts().FallbackCertificate
 		b.res.fallbackSecret, _ = b.tlsSecret(fb, splitRef(fb, "").Namespace)
-		b.res.fallback = &ir.VirtualHost{FQDN: fqdn, Routes: sharedExtProc(irRoutes(routes, false), proc)}
-		b.out.sources.secrets.add(b.res.fallbackSecret, proxyRef(p.Namespace, p.Name))
+		b.res.fallback = &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irRoutes(routes, false), proc)}
+		b.out.secretUses.add(b.res.fallbackSecret, proxyRef(p.Namespace, p.Name))
 	}
 }

@@ -91,5 +91,5 @@ func irRoutes(routes []route, insecure bool) []*ir.Route {
 }
 
 func irRedirect(r ir.Route) ir.Route {
-	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, HTTPSRedirect: true, AuthDisabled: true}
+	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, HTTPSRedirect: true, AuthDisabled: true, Origins: r.Origins}
 }

@@ -86,9 +86,9 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
 	}
 	c := b.clusterFor("service", be, protocol, uv, "", nil)
-	b.out.sources.clusters.add(c.Name, proxyRef(p.Namespace, p.Name))
+	b.out.clusterUses.add(c.Name, proxyRef(p.Namespace, p.Name))
 	if uv != nil {
-		b.out.sources.secrets.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
+		b.out.secretUses.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
 	}
 	return ir.WeightedCluster{Cluster: c.Name, RequestHeaders: reqH, ResponseHeaders: respH}, true
 }

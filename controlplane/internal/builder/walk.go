@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -18,15 +19,18 @@ func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName,
 	key := nn(p.Namespace, p.Name)
 	st := b.proxyStatus(p)
 	b.res.visited[key] = true
-	b.out.sources.walked = append(b.out.sources.walked, proxyRef(p.Namespace, p.Name))
+	self := proxyRef(p.Namespace, p.Name)
+	b.walked = append(b.walked, self)
 	chain = append(chain, key)
 	if !b.expand(chain, p) {
 		return nil // past a limit: the root is not served (expand.go)
 	}
 
 	var out []route
+	origins := ir.Origins{self} // shared by p's routes: the IR is never modified
 	for i, r := range p.Spec.Routes {
 		if rt, ok := b.buildRoute(p, i, r, parent, scope, st); ok {
+			rt.Origins = origins
 			out = append(out, rt)
 		}
 	}

@@ -9,13 +9,15 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
 // encodeModel renders the builder's model as the YAML of ir.yaml: fields
 // in the order of their declaration, named as in package ir; zero values
 // left out (a nil pointer is unset, but a set pointer shows, even to a
 // zero value: a 0s timeout is not an unset one); durations and path kinds
-// by name; PEM data as text, private keys redacted as in the Envoy output.
+// by name; PEM data as text, private keys redacted as in the Envoy output;
+// origins as "Kind namespace/name".
 func encodeModel(m *ir.Model) ([]byte, error) {
 	c := *m
 	c.Secrets = make([]*ir.Secret, len(m.Secrets))
@@ -44,6 +46,8 @@ func irValue(v reflect.Value) any {
 		return int(x)
 	case []byte:
 		return string(x)
+	case objects.Ref:
+		return x.String()
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

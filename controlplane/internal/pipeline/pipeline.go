@@ -37,6 +37,10 @@ type Result struct {
 	Resources *translator.Resources
 }
 
+// Index maps every resource of a result to the objects it came from
+// (Result.Resources.Index): serve attributes Envoy's rejections with it.
+type Index = translator.Index
+
 // Run builds and translates one snapshot.
 func Run(in *objects.Set, opts Options) *Result { return RunCached(in, opts, nil) }
 

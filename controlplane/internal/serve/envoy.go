@@ -21,16 +21,16 @@ const maxEnvoyMessage = 2000
 
 // withEnvoyRejections returns the findings objs (a build's) with an
 // EnvoyRejected error on every object a current rejection is attributed
-// to, and the rejections that no object can be blamed for. objs itself is
-// not modified.
-func withEnvoyRejections(objs []*status.Object, attr *pipeline.Attribution, rejections []xdsserver.Rejection) ([]*status.Object, []xdsserver.Rejection) {
-	if len(rejections) == 0 || attr == nil {
+// to (by idx, the index of the build's resources), and the rejections that
+// no object can be blamed for. objs itself is not modified.
+func withEnvoyRejections(objs []*status.Object, idx *pipeline.Index, rejections []xdsserver.Rejection) ([]*status.Object, []xdsserver.Rejection) {
+	if len(rejections) == 0 || idx == nil {
 		return objs, rejections
 	}
 	problems := map[objects.Ref][]status.Problem{}
 	var unattributed []xdsserver.Rejection
 	for _, r := range rejections {
-		refs := attr.Objects(r.TypeURL, r.Resources, r.Message)
+		refs := idx.Objects(r.TypeURL, r.Resources, r.Message)
 		if len(refs) == 0 {
 			unattributed = append(unattributed, r)
 			continue

@@ -68,11 +68,11 @@ type Server struct {
 	version  string
 	ready    bool
 	buildErr string
-	// The last published build, its attribution and the statuses written.
-	lastSet     *objects.Set
-	lastRes     *pipeline.Result
-	attribution *pipeline.Attribution
-	statuses    []statuswriter.Update
+	// The last published build (its resources' Index attributes
+	// rejections) and the statuses written.
+	lastSet  *objects.Set
+	lastRes  *pipeline.Result
+	statuses []statuswriter.Update
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
@@ -219,7 +219,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 		return
 	}
 	s.version, s.ready, s.buildErr = version, true, ""
-	s.lastSet, s.lastRes, s.attribution = set, res, pipeline.NewAttribution(res)
+	s.lastSet, s.lastRes = set, res
 	s.mu.Unlock()
 	invalid := 0
 	for _, o := range res.Build.Status {
@@ -239,14 +239,15 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 // currently rejects, and hands them to the status writer.
 func (s *Server) publishStatus(ctx context.Context) {
 	s.mu.Lock()
-	set, res, attr := s.lastSet, s.lastRes, s.attribution
+	set, res := s.lastSet, s.lastRes
 	s.mu.Unlock()
 	if res == nil {
 		return
 	}
-	objs, unattributed := withEnvoyRejections(res.Build.Status, attr, s.xds.Rejections())
+	idx := res.Resources.Index
+	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections())
 	for _, r := range unattributed {
-		if !attr.Served(r.TypeURL, r.Resources) {
+		if !idx.Served(r.TypeURL, r.Resources) {
 			// Rejected before its objects were deleted: Envoy's answer to
 			// the removal settles it.
 			s.cfg.Log.Debug("Envoy's rejection names resources no longer served", "type", r.TypeURL, "resources", r.Resources)
