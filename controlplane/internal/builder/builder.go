@@ -99,9 +99,9 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 		results[i] = memo.root(snap, r.proxy, r.dup)
 		b.apply(model, results[i])
 	}
-	memo.keep(results)
+	tallies := memo.keep(results)
 	b.markOrphans(snap)
-	b.finish(model)
+	b.finish(model, tallies)
 
 	res := &Result{Model: model}
 	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {
@@ -126,18 +126,13 @@ type merged struct {
 	secrets  map[string]*ir.Secret
 	// visited holds the HTTPProxies reached from a root.
 	visited map[types.NamespacedName]bool
-	// clusterUses and secretUses hold the objects using each cluster and
-	// secret, by name, repeats included: their Origins.
-	clusterUses, secretUses usesByName
 }
 
 func newMerged(global stage) *merged {
 	b := &merged{stage: global, clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{},
-		visited: map[types.NamespacedName]bool{}, clusterUses: usesByName{}, secretUses: usesByName{}}
+		visited: map[types.NamespacedName]bool{}}
 	b.addClusters(global.out.clusters)
 	b.addSecrets(global.out.secrets)
-	b.clusterUses.addAll(global.out.clusterUses)
-	b.secretUses.addAll(global.out.secretUses)
 	return b
 }
 
@@ -184,8 +179,6 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 	}
 	b.addClusters(res.clusters)
 	b.addSecrets(res.secrets)
-	b.clusterUses.addAll(res.clusterUses)
-	b.secretUses.addAll(res.secretUses)
 }
 
 // markOrphans marks the HTTPProxies with no virtual host that no root
@@ -199,20 +192,23 @@ func (b *merged) markOrphans(snap *snapshot) {
 	}
 }
 
-// finish gives the clusters and secrets their Origins and sorts the
-// model's lists so that the translator's input is deterministic. The
-// clusters and secrets are copies: the roots' (which a Memo may reuse) and
-// the previous build's model are never modified.
-func (b *merged) finish(m *ir.Model) {
+// finish gives the clusters and secrets their Origins (what the roots'
+// tallies and the global stage say use them) and sorts the model's lists
+// so that the translator's input is deterministic. The clusters and
+// secrets are copies: the roots' (which a Memo may reuse) and the previous
+// build's model are never modified.
+func (b *merged) finish(m *ir.Model, roots rootTallies) {
+	global := byName(b.out.clusterUses)
 	for name, c := range b.clusters {
 		o := *c
-		o.Origins = ir.NewOrigins(b.clusterUses[name]...)
+		o.Origins = roots.clusters.origins(name).Union(global[name])
 		m.Clusters = append(m.Clusters, &o)
 	}
 	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
+	global = byName(b.out.secretUses)
 	for name, s := range b.secrets {
 		o := *s
-		o.Origins = ir.NewOrigins(b.secretUses[name]...)
+		o.Origins = roots.secrets.origins(name).Union(global[name])
 		m.Secrets = append(m.Secrets, &o)
 	}
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })

@@ -29,12 +29,17 @@ import (
 type Memo struct {
 	global globalInputs
 	roots  map[types.NamespacedName]*rootResult
+	// tallies count the uses of clusters and secrets by the roots, for
+	// their Origins.
+	tallies rootTallies
 	// Hits and Misses count the roots of the last build.
 	Hits, Misses int
 }
 
 // NewMemo returns an empty memo.
-func NewMemo() *Memo { return &Memo{roots: map[types.NamespacedName]*rootResult{}} }
+func NewMemo() *Memo {
+	return &Memo{roots: map[types.NamespacedName]*rootResult{}, tallies: newRootTallies()}
+}
 
 // globalInputs are what every root depends on.
 type globalInputs struct {
@@ -75,7 +80,7 @@ func (m *Memo) start(s *snapshot) {
 	}
 	g := globalInputsOf(s)
 	if !m.global.equal(&g) {
-		m.roots = map[types.NamespacedName]*rootResult{}
+		m.roots, m.tallies = map[types.NamespacedName]*rootResult{}, newRootTallies()
 	}
 	m.global = g
 	m.Hits, m.Misses = 0, 0
@@ -95,15 +100,32 @@ func (m *Memo) root(s *snapshot, p *contourv1.HTTPProxy, dup string) *rootResult
 	return buildRoot(s, p, dup)
 }
 
-// keep remembers the roots of this build for the next one.
-func (m *Memo) keep(results []*rootResult) {
+// keep remembers the roots of this build for the next one, and returns
+// the tallies of their uses: the memo's, recounting only the roots that
+// are new, built again or gone; counted afresh without a memo.
+func (m *Memo) keep(results []*rootResult) rootTallies {
 	if m == nil {
-		return
+		t := newRootTallies()
+		for _, r := range results {
+			t.add(r, 1)
+		}
+		return t
 	}
-	m.roots = make(map[types.NamespacedName]*rootResult, len(results))
+	roots := make(map[types.NamespacedName]*rootResult, len(results))
 	for _, r := range results {
-		m.roots[nn(r.self.Namespace, r.self.Name)] = r
+		k := nn(r.self.Namespace, r.self.Name)
+		roots[k] = r
+		if prev := m.roots[k]; prev != r {
+			m.tallies.add(r, 1)
+		}
 	}
+	for k, prev := range m.roots {
+		if roots[k] != prev {
+			m.tallies.add(prev, -1)
+		}
+	}
+	m.roots = roots
+	return m.tallies
 }
 
 // holds reports whether building root p with dup against s would give r

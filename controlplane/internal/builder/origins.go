@@ -1,15 +1,17 @@
 package builder
 
 import (
+	"cmp"
+	"slices"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
-// uses records, by name, the objects that use a cluster or a secret
-// (repeats included). Clusters and secrets are shared by the roots, so
-// their Origins are only known once every root is merged (merged.finish):
-// each root records plain pairs, cheap for ten thousand roots.
+// uses records, by name, the objects that use a cluster or a secret.
+// Clusters and secrets are shared by the roots, so their Origins are only
+// known once every root is merged (merged.finish).
 type uses []use
 
 type use struct {
@@ -19,13 +21,83 @@ type use struct {
 
 func (u *uses) add(name string, ref objects.Ref) { *u = append(*u, use{name, ref}) }
 
-// byName collects the uses of every part of the build.
-type usesByName map[string][]objects.Ref
+// compact sorts and deduplicates u in place: a root's routes often use
+// one cluster many times.
+func (u uses) compact() uses {
+	slices.SortFunc(u, func(a, b use) int { return cmp.Or(cmp.Compare(a.name, b.name), ir.CompareRefs(a.ref, b.ref)) })
+	return slices.Compact(u)
+}
 
-func (m usesByName) addAll(u uses) {
+// tally counts, for each cluster or secret name, the roots that use it
+// through each object. A Memo keeps it from one build to the next and
+// counts only the roots that changed: recounting ten thousand roots'
+// uses (and sorting them) on every rebuild would cost more than the
+// rebuild of one root.
+type tally map[string]*tallied
+
+type tallied struct {
+	refs map[objects.Ref]int
+	// origins are refs' keys, sorted; nil when refs changed since. Never
+	// modified once set: models share them.
+	origins ir.Origins
+}
+
+// add counts u n times (n < 0 uncounts it).
+func (t tally) add(u uses, n int) {
+	for _, e := range u {
+		x := t[e.name]
+		if x == nil {
+			x = &tallied{refs: map[objects.Ref]int{}}
+			t[e.name] = x
+		}
+		if x.refs[e.ref] += n; x.refs[e.ref] == 0 {
+			delete(x.refs, e.ref)
+		}
+		x.origins = nil
+		if len(x.refs) == 0 {
+			delete(t, e.name)
+		}
+	}
+}
+
+// origins returns the objects using name.
+func (t tally) origins(name string) ir.Origins {
+	x := t[name]
+	if x == nil {
+		return nil
+	}
+	if x.origins == nil {
+		refs := make([]objects.Ref, 0, len(x.refs))
+		for r := range x.refs {
+			refs = append(refs, r)
+		}
+		x.origins = ir.NewOrigins(refs...)
+	}
+	return x.origins
+}
+
+// rootTallies are the tallies of the clusters and secrets of a build's
+// roots.
+type rootTallies struct{ clusters, secrets tally }
+
+func newRootTallies() rootTallies { return rootTallies{clusters: tally{}, secrets: tally{}} }
+
+func (t rootTallies) add(r *rootResult, n int) {
+	t.clusters.add(r.clusterUses, n)
+	t.secrets.add(r.secretUses, n)
+}
+
+// byName collects uses by name.
+func byName(u uses) map[string]ir.Origins {
+	m := map[string][]objects.Ref{}
 	for _, e := range u {
 		m[e.name] = append(m[e.name], e.ref)
 	}
+	out := make(map[string]ir.Origins, len(m))
+	for k, refs := range m {
+		out[k] = ir.NewOrigins(refs...)
+	}
+	return out
 }
 
 func proxyRef(namespace, name string) objects.Ref {

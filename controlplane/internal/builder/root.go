@@ -61,6 +61,7 @@ func buildRoot(snap *snapshot, p *contourv1.HTTPProxy, dup string) *rootResult {
 		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonDuplicateVhost, dup)
 	}
 	b.root(p, st)
+	res.clusterUses, res.secretUses = res.clusterUses.compact(), res.secretUses.compact()
 	return res
 }
 

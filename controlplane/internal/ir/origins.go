@@ -1,8 +1,8 @@
 package ir
 
 import (
-	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
@@ -33,7 +33,23 @@ func (o Origins) Union(other Origins) Origins {
 	case other.holds(o):
 		return other
 	}
-	return NewOrigins(append(slices.Clone(o), other...)...)
+	out := make(Origins, 0, len(o)+len(other))
+	i, j := 0, 0
+	for i < len(o) && j < len(other) {
+		switch c := CompareRefs(o[i], other[j]); {
+		case c < 0:
+			out = append(out, o[i])
+			i++
+		case c > 0:
+			out = append(out, other[j])
+			j++
+		default:
+			out = append(out, o[i])
+			i, j = i+1, j+1
+		}
+	}
+	out = append(out, o[i:]...)
+	return append(out, other[j:]...)
 }
 
 func (o Origins) holds(other Origins) bool {
@@ -47,5 +63,11 @@ func (o Origins) holds(other Origins) bool {
 
 // CompareRefs orders references by kind, namespace and name.
 func CompareRefs(a, b objects.Ref) int {
-	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
