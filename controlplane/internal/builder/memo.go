@@ -111,6 +111,7 @@ func (m *Memo) keep(results []*rootResult) rootTallies {
 		}
 		return t
 	}
+	// In before out: see tally.add.
 	roots := make(map[types.NamespacedName]*rootResult, len(results))
 	for _, r := range results {
 		k := nn(r.self.Namespace, r.self.Name)

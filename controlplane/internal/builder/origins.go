@@ -37,12 +37,14 @@ type tally map[string]*tallied
 
 type tallied struct {
 	refs map[objects.Ref]int
-	// origins are refs' keys, sorted; nil when refs changed since. Never
-	// modified once set: models share them.
+	// origins are refs' keys, sorted; nil when the keys changed since.
+	// Never modified once set: models share them.
 	origins ir.Origins
 }
 
-// add counts u n times (n < 0 uncounts it).
+// add counts u n times (n < 0 uncounts it). A root built again is counted
+// in before its previous result is counted out (Memo.keep): the objects
+// using a name then stay the same, and so do its origins.
 func (t tally) add(u uses, n int) {
 	for _, e := range u {
 		x := t[e.name]
@@ -50,10 +52,14 @@ func (t tally) add(u uses, n int) {
 			x = &tallied{refs: map[objects.Ref]int{}}
 			t[e.name] = x
 		}
-		if x.refs[e.ref] += n; x.refs[e.ref] == 0 {
+		before := x.refs[e.ref]
+		switch x.refs[e.ref] = before + n; {
+		case x.refs[e.ref] == 0:
 			delete(x.refs, e.ref)
+			x.origins = nil
+		case before == 0:
+			x.origins = nil
 		}
-		x.origins = nil
 		if len(x.refs) == 0 {
 			delete(t, e.name)
 		}

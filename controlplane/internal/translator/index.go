@@ -35,10 +35,12 @@ type hostOrigins struct {
 	origins ir.Origins
 }
 
-func newIndex() *Index {
+// newIndex returns an empty index for the resources of m.
+func newIndex(m *ir.Model) *Index {
 	return &Index{byType: map[string]map[string]*indexEntry{
-		resourcev3.ListenerType: {}, resourcev3.RouteType: {}, resourcev3.ClusterType: {},
-		resourcev3.EndpointType: {}, resourcev3.SecretType: {},
+		resourcev3.ListenerType: make(map[string]*indexEntry, 2), resourcev3.RouteType: make(map[string]*indexEntry, len(m.Secure)+2),
+		resourcev3.ClusterType: make(map[string]*indexEntry, len(m.Clusters)), resourcev3.EndpointType: make(map[string]*indexEntry, len(m.Clusters)),
+		resourcev3.SecretType: make(map[string]*indexEntry, len(m.Secrets)),
 	}}
 }
 

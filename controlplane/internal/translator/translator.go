@@ -90,7 +90,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // hosts' resources and the shared route configurations' virtual hosts'
 // routes in c (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
-	r := &Resources{Index: newIndex()}
+	r := &Resources{Index: newIndex(m)}
 	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
 	// listener's filter chains), translated or taken from the cache.
 	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
@@ -105,13 +105,15 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		chains = make([]*listenerv3.FilterChain, len(hosts))
 	}
 	// The HTTPS listener serves the TLS hosts, through their own HCMs (and
-	// filters), and the fallback chain's.
-	var httpsHosts []hostOrigins
+	// filters), and the fallback chain's. One allocation for all the
+	// hosts' entries: there can be ten thousand.
+	httpsHosts := make([]hostOrigins, len(hosts))
+	entries := make([]indexEntry, len(hosts))
 	for i, t := range translated {
 		chains[i], secure[i] = t.chain, t.route
-		h := secureHostOrigins(hosts[i])
-		r.Index.add(resourcev3.RouteType, t.route.Name, &indexEntry{hosts: []hostOrigins{h}})
-		httpsHosts = append(httpsHosts, h)
+		httpsHosts[i] = secureHostOrigins(hosts[i])
+		entries[i].hosts = httpsHosts[i : i+1 : i+1]
+		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
 	}
 
 	global := routeSettings{filters: globalHCM(m).filters()}
