@@ -99,9 +99,9 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 		results[i] = memo.root(snap, r.proxy, r.dup)
 		b.apply(model, results[i])
 	}
-	tallies := memo.keep(results)
+	uses := memo.keep(results)
 	b.markOrphans(snap)
-	b.finish(model, tallies)
+	b.finish(model, uses)
 
 	res := &Result{Model: model}
 	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {
@@ -192,12 +192,12 @@ func (b *merged) markOrphans(snap *snapshot) {
 	}
 }
 
-// finish gives the clusters and secrets their Origins (what the roots'
-// tallies and the global stage say use them) and sorts the model's lists
+// finish gives the clusters and secrets their Origins (the objects the
+// roots and the global stage say use them) and sorts the model's lists
 // so that the translator's input is deterministic. The clusters and
 // secrets are copies: the roots' (which a Memo may reuse) and the previous
 // build's model are never modified.
-func (b *merged) finish(m *ir.Model, roots rootTallies) {
+func (b *merged) finish(m *ir.Model, roots rootOrigins) {
 	global := byName(b.out.clusterUses)
 	for name, c := range b.clusters {
 		o := *c

@@ -101,15 +101,12 @@ func (m *Memo) root(s *snapshot, p *contourv1.HTTPProxy, dup string) *rootResult
 }
 
 // keep remembers the roots of this build for the next one, and returns
-// the tallies of their uses: the memo's, recounting only the roots that
-// are new, built again or gone; counted afresh without a memo.
-func (m *Memo) keep(results []*rootResult) rootTallies {
+// who uses their clusters and secrets: the memo's tallies, recounting only
+// the roots that are new, built again or gone; gathered afresh without a
+// memo.
+func (m *Memo) keep(results []*rootResult) rootOrigins {
 	if m == nil {
-		t := newRootTallies()
-		for _, r := range results {
-			t.add(r, 1)
-		}
-		return t
+		return gather(results)
 	}
 	// In before out: see tally.add.
 	roots := make(map[types.NamespacedName]*rootResult, len(results))
@@ -126,7 +123,7 @@ func (m *Memo) keep(results []*rootResult) rootTallies {
 		}
 	}
 	m.roots = roots
-	return m.tallies
+	return m.tallies.origins()
 }
 
 // holds reports whether building root p with dup against s would give r

@@ -82,8 +82,14 @@ func (t tally) origins(name string) ir.Origins {
 	return x.origins
 }
 
-// rootTallies are the tallies of the clusters and secrets of a build's
+// originsByName says which objects use each cluster or secret.
+type originsByName interface{ origins(name string) ir.Origins }
+
+// rootOrigins say which objects use the clusters and secrets of a build's
 // roots.
+type rootOrigins struct{ clusters, secrets originsByName }
+
+// rootTallies are the tallies a Memo keeps.
 type rootTallies struct{ clusters, secrets tally }
 
 func newRootTallies() rootTallies { return rootTallies{clusters: tally{}, secrets: tally{}} }
@@ -91,6 +97,54 @@ func newRootTallies() rootTallies { return rootTallies{clusters: tally{}, secret
 func (t rootTallies) add(r *rootResult, n int) {
 	t.clusters.add(r.clusterUses, n)
 	t.secrets.add(r.secretUses, n)
+}
+
+func (t rootTallies) origins() rootOrigins { return rootOrigins{t.clusters, t.secrets} }
+
+// gathered is what a build without a Memo uses instead of a tally: the
+// uses of each name, the roots' own apart. Roots come sorted (objects.Set
+// is) and so do their own uses, which are most: sorting only the rest
+// saves most of the work.
+type gathered map[string]*gatheredUses
+
+type gatheredUses struct{ roots, others []objects.Ref }
+
+func (g gathered) add(root objects.Ref, u uses) {
+	for _, e := range u {
+		x := g[e.name]
+		if x == nil {
+			x = &gatheredUses{}
+			g[e.name] = x
+		}
+		if e.ref == root {
+			x.roots = append(x.roots, e.ref)
+		} else {
+			x.others = append(x.others, e.ref)
+		}
+	}
+}
+
+func (g gathered) origins(name string) ir.Origins {
+	x := g[name]
+	if x == nil {
+		return nil
+	}
+	roots := ir.Origins(x.roots)
+	if !slices.IsSortedFunc(roots, ir.CompareRefs) {
+		roots = ir.NewOrigins(x.roots...)
+	}
+	return roots.Union(ir.NewOrigins(x.others...))
+}
+
+// gather collects the uses of results.
+func gather(results []*rootResult) rootOrigins {
+	clusters, secrets := gathered{}, gathered{}
+	for _, r := range results {
+		self := proxyRef(r.self.Namespace, r.self.Name)
+		clusters.add(self, r.clusterUses)
+		secrets.add(self, r.secretUses)
+	}
+	return rootOrigins{clusters, secrets}
 }
 
 // byName collects uses by name.
