@@ -29,16 +29,16 @@ import (
 type Memo struct {
 	global globalInputs
 	roots  map[types.NamespacedName]*rootResult
-	// tallies count the uses of clusters and secrets by the roots, for
-	// their Origins.
-	tallies rootTallies
+	// clusters and secrets hold the origins of the roots' clusters and
+	// secrets: who uses them.
+	clusters, secrets originsMap
 	// Hits and Misses count the roots of the last build.
 	Hits, Misses int
 }
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{roots: map[types.NamespacedName]*rootResult{}, tallies: newRootTallies()}
+	return &Memo{roots: map[types.NamespacedName]*rootResult{}, clusters: originsMap{}, secrets: originsMap{}}
 }
 
 // globalInputs are what every root depends on.
@@ -80,7 +80,7 @@ func (m *Memo) start(s *snapshot) {
 	}
 	g := globalInputsOf(s)
 	if !m.global.equal(&g) {
-		m.roots, m.tallies = map[types.NamespacedName]*rootResult{}, newRootTallies()
+		m.roots, m.clusters, m.secrets = map[types.NamespacedName]*rootResult{}, originsMap{}, originsMap{}
 	}
 	m.global = g
 	m.Hits, m.Misses = 0, 0
@@ -101,29 +101,50 @@ func (m *Memo) root(s *snapshot, p *contourv1.HTTPProxy, dup string) *rootResult
 }
 
 // keep remembers the roots of this build for the next one, and returns
-// who uses their clusters and secrets: the memo's tallies, recounting only
-// the roots that are new, built again or gone; gathered afresh without a
-// memo.
+// who uses their clusters and secrets: gathered afresh without a memo;
+// with one, the last build's, gathered again only for the names used by
+// roots that are new, gone, or built again with other uses (a change
+// rarely changes what a root uses, and gathering the uses of ten thousand
+// roots would cost more than building the one that changed).
 func (m *Memo) keep(results []*rootResult) rootOrigins {
 	if m == nil {
-		return gather(results)
+		c, s := gather(results, nil, nil)
+		return rootOrigins{c, s}
 	}
-	// In before out: see tally.add.
+	clusters, secrets := map[string]bool{}, map[string]bool{}
+	changed := func(r *rootResult) {
+		for _, u := range r.clusterUses {
+			clusters[u.name] = true
+		}
+		for _, u := range r.secretUses {
+			secrets[u.name] = true
+		}
+	}
 	roots := make(map[types.NamespacedName]*rootResult, len(results))
 	for _, r := range results {
 		k := nn(r.self.Namespace, r.self.Name)
 		roots[k] = r
-		if prev := m.roots[k]; prev != r {
-			m.tallies.add(r, 1)
+		switch prev := m.roots[k]; {
+		case prev == r:
+		case prev == nil:
+			changed(r)
+		case !slices.Equal(prev.clusterUses, r.clusterUses) || !slices.Equal(prev.secretUses, r.secretUses):
+			changed(prev)
+			changed(r)
 		}
 	}
 	for k, prev := range m.roots {
-		if roots[k] != prev {
-			m.tallies.add(prev, -1)
+		if roots[k] == nil {
+			changed(prev)
 		}
 	}
 	m.roots = roots
-	return m.tallies.origins()
+	if len(clusters) > 0 || len(secrets) > 0 {
+		c, s := gather(results, clusters, secrets)
+		m.clusters.update(c, clusters)
+		m.secrets.update(s, secrets)
+	}
+	return rootOrigins{m.clusters, m.secrets}
 }
 
 // holds reports whether building root p with dup against s would give r

@@ -28,60 +28,6 @@ func (u uses) compact() uses {
 	return slices.Compact(u)
 }
 
-// tally counts, for each cluster or secret name, the roots that use it
-// through each object. A Memo keeps it from one build to the next and
-// counts only the roots that changed: recounting ten thousand roots'
-// uses (and sorting them) on every rebuild would cost more than the
-// rebuild of one root.
-type tally map[string]*tallied
-
-type tallied struct {
-	refs map[objects.Ref]int
-	// origins are refs' keys, sorted; nil when the keys changed since.
-	// Never modified once set: models share them.
-	origins ir.Origins
-}
-
-// add counts u n times (n < 0 uncounts it). A root built again is counted
-// in before its previous result is counted out (Memo.keep): the objects
-// using a name then stay the same, and so do its origins.
-func (t tally) add(u uses, n int) {
-	for _, e := range u {
-		x := t[e.name]
-		if x == nil {
-			x = &tallied{refs: map[objects.Ref]int{}}
-			t[e.name] = x
-		}
-		before := x.refs[e.ref]
-		switch x.refs[e.ref] = before + n; {
-		case x.refs[e.ref] == 0:
-			delete(x.refs, e.ref)
-			x.origins = nil
-		case before == 0:
-			x.origins = nil
-		}
-		if len(x.refs) == 0 {
-			delete(t, e.name)
-		}
-	}
-}
-
-// origins returns the objects using name.
-func (t tally) origins(name string) ir.Origins {
-	x := t[name]
-	if x == nil {
-		return nil
-	}
-	if x.origins == nil {
-		refs := make([]objects.Ref, 0, len(x.refs))
-		for r := range x.refs {
-			refs = append(refs, r)
-		}
-		x.origins = ir.NewOrigins(refs...)
-	}
-	return x.origins
-}
-
 // originsByName says which objects use each cluster or secret.
 type originsByName interface{ origins(name string) ir.Origins }
 
@@ -89,28 +35,25 @@ type originsByName interface{ origins(name string) ir.Origins }
 // roots.
 type rootOrigins struct{ clusters, secrets originsByName }
 
-// rootTallies are the tallies a Memo keeps.
-type rootTallies struct{ clusters, secrets tally }
+// originsMap holds the origins of each name. A Memo keeps one from build to
+// build: its slices are shared with the models built, never modified.
+type originsMap map[string]ir.Origins
 
-func newRootTallies() rootTallies { return rootTallies{clusters: tally{}, secrets: tally{}} }
+func (m originsMap) origins(name string) ir.Origins { return m[name] }
 
-func (t rootTallies) add(r *rootResult, n int) {
-	t.clusters.add(r.clusterUses, n)
-	t.secrets.add(r.secretUses, n)
-}
-
-func (t rootTallies) origins() rootOrigins { return rootOrigins{t.clusters, t.secrets} }
-
-// gathered is what a build without a Memo uses instead of a tally: the
-// uses of each name, the roots' own apart. Roots come sorted (objects.Set
+// gathered holds the uses of each name, the roots' own apart. Roots come sorted (objects.Set
 // is) and so do their own uses, which are most: sorting only the rest
 // saves most of the work.
 type gathered map[string]*gatheredUses
 
 type gatheredUses struct{ roots, others []objects.Ref }
 
-func (g gathered) add(root objects.Ref, u uses) {
+// add gathers the uses u of root; with only, those of the names in it.
+func (g gathered) add(root objects.Ref, u uses, only map[string]bool) {
 	for _, e := range u {
+		if only != nil && !only[e.name] {
+			continue
+		}
 		x := g[e.name]
 		if x == nil {
 			x = &gatheredUses{}
@@ -136,15 +79,27 @@ func (g gathered) origins(name string) ir.Origins {
 	return roots.Union(ir.NewOrigins(x.others...))
 }
 
-// gather collects the uses of results.
-func gather(results []*rootResult) rootOrigins {
-	clusters, secrets := gathered{}, gathered{}
+// gather collects the uses of results; with only, those of the names in
+// them.
+func gather(results []*rootResult, onlyClusters, onlySecrets map[string]bool) (clusters, secrets gathered) {
+	clusters, secrets = gathered{}, gathered{}
 	for _, r := range results {
 		self := proxyRef(r.self.Namespace, r.self.Name)
-		clusters.add(self, r.clusterUses)
-		secrets.add(self, r.secretUses)
+		clusters.add(self, r.clusterUses, onlyClusters)
+		secrets.add(self, r.secretUses, onlySecrets)
 	}
-	return rootOrigins{clusters, secrets}
+	return clusters, secrets
+}
+
+// update recomputes the origins of the names in only from g.
+func (m originsMap) update(g gathered, only map[string]bool) {
+	for name := range only {
+		if o := g.origins(name); len(o) > 0 {
+			m[name] = o
+		} else {
+			delete(m, name)
+		}
+	}
 }
 
 // byName collects uses by name.
