@@ -41,9 +41,9 @@ type originsMap map[string]ir.Origins
 
 func (m originsMap) origins(name string) ir.Origins { return m[name] }
 
-// gathered holds the uses of each name, the roots' own apart. Roots come sorted (objects.Set
-// is) and so do their own uses, which are most: sorting only the rest
-// saves most of the work.
+// gathered holds the uses of each name, the roots' own apart. Roots come
+// sorted (objects.Set is) and so do their own uses, which are most:
+// sorting only the rest saves most of the work.
 type gathered map[string]*gatheredUses
 
 type gatheredUses struct{ roots, others []objects.Ref }
