@@ -9,6 +9,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/portcullis/portcullis/serverkit/httpheader"
 )
 
 // Headers is a header or trailer map as Envoy sent it, plus the changes
@@ -202,41 +204,18 @@ func (h *Headers) mutation() (*extprocv3.HeaderMutation, error) {
 }
 
 // MaxHeaderValue is the longest header value Envoy accepts in a mutation.
-const MaxHeaderValue = 16384
+const MaxHeaderValue = httpheader.MaxValue
 
 // ValidHeaderName reports whether name is a non-empty RFC 9110 token (no
-// pseudo-header colon, space, control character or separator).
-func ValidHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// pseudo-header colon, space, control character or separator); the auth
+// servers apply the same rule (serverkit/httpheader).
+func ValidHeaderName(name string) bool { return httpheader.ValidName(name) }
 
 // CheckHeaderValue returns an error when v is not safe as a header value:
 // a control character other than horizontal tab (CR, LF and NUL would
 // split or truncate the header), or more than MaxHeaderValue bytes. The
 // error says where, without repeating the value.
-func CheckHeaderValue(v string) error {
-	if len(v) > MaxHeaderValue {
-		return fmt.Errorf("%d bytes, more than %d", len(v), MaxHeaderValue)
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return fmt.Errorf("control character %#02x at byte %d", c, i)
-		}
-	}
-	return nil
-}
+func CheckHeaderValue(v string) error { return httpheader.CheckValue(v) }
 
 // checkHeader validates one header change; pseudo-headers (":path") are
 // names too.

@@ -13,10 +13,9 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
-)
 
-// maxHeaderValue is Envoy's validation limit for a HeaderValue.
-const maxHeaderValue = 16384
+	"github.com/portcullis/portcullis/serverkit/httpheader"
+)
 
 // Header is a header a backend sets on the request sent upstream.
 type Header struct {
@@ -201,34 +200,11 @@ func validHeader(h Header) error {
 	return nil
 }
 
-// ValidHeaderName reports whether name is a non-empty RFC 9110 token.
-func ValidHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidHeaderName reports whether name is a non-empty RFC 9110 token
+// (serverkit/httpheader: the processing server applies the same rule).
+func ValidHeaderName(name string) bool { return httpheader.ValidName(name) }
 
 // ValidHeaderValue reports whether v is safe as a header value: no control
 // characters except horizontal tab (so no CR, LF or NUL, which would split
 // or truncate headers) and within Envoy's size limit.
-func ValidHeaderValue(v string) bool {
-	if len(v) > maxHeaderValue {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
+func ValidHeaderValue(v string) bool { return httpheader.CheckValue(v) == nil }
