@@ -71,7 +71,7 @@ func runCase(t *testing.T, dir string) (model, doc []byte) {
 	t.Helper()
 	set, err := loadCase(dir)
 	if err != nil {
-		e := []byte("error: " + err.Error() + "\n")
+		e := []byte(goldencase.LoadErrorPrefix + err.Error() + "\n")
 		return e, e
 	}
 	res := pipeline.Run(set, pipelineOptions(t, dir))
@@ -89,15 +89,15 @@ func runCase(t *testing.T, dir string) (model, doc []byte) {
 }
 
 // runPipeline runs one case (testdata/common, the case's in.yaml,
-// options.yaml and config.yaml) through the pipeline. A case whose input
-// does not load has nothing to run: the test is skipped (TestGolden checks
-// its error).
+// options.yaml and config.yaml) through the pipeline. Callers run only the
+// cases whose input loads (goldencase.Runnable; TestGolden checks the
+// others' errors), so a load error here fails the test.
 func runPipeline(t *testing.T, dir string) (*objects.Set, *pipeline.Result) {
 	t.Helper()
 	opts := pipelineOptions(t, dir)
 	set, err := loadCase(dir)
 	if err != nil {
-		t.Skipf("the input does not load: %v", err)
+		t.Fatalf("the input of %s does not load: %v", dir, err)
 	}
 	return set, pipeline.Run(set, opts)
 }

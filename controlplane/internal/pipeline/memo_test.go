@@ -18,6 +18,7 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline/goldencase"
 	"github.com/portcullis/portcullis/controlplane/internal/textdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
@@ -29,13 +30,12 @@ import (
 // give after every step exactly what a run without caches gives: the same
 // document (statuses and xDS) and the same model, origins included.
 func TestCachedRunsEqualFreshRuns(t *testing.T) {
-	cases, err := filepath.Glob("testdata/*/in.yaml")
+	dirs, err := goldencase.Runnable("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const steps = 80
-	for _, in := range cases {
-		dir := filepath.Dir(in)
+	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			set, _ := runPipeline(t, dir)
 			opts := pipelineOptions(t, dir)

@@ -118,16 +118,13 @@ func TestIndexServed(t *testing.T) {
 // TestIndexHoldsEveryResource: every resource of every golden case is in
 // the index, so a rejection of any is attributed (or known as served).
 func TestIndexHoldsEveryResource(t *testing.T) {
-	dirs, err := goldencase.Dirs("testdata")
+	dirs, err := goldencase.Runnable("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range dirs {
-		set, err := loadCase(dir)
-		if err != nil {
-			continue
-		}
-		r := pipeline.Run(set, pipelineOptions(t, dir)).Resources
+		_, res := runPipeline(t, dir)
+		r := res.Resources
 		for typeURL, ms := range map[string][]proto.Message{resourcev3.ListenerType: r.Listeners, resourcev3.RouteType: r.Routes,
 			resourcev3.ClusterType: r.Clusters, resourcev3.EndpointType: r.Endpoints, resourcev3.SecretType: r.Secrets} {
 			for _, m := range ms {

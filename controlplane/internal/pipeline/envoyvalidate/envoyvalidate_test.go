@@ -23,7 +23,7 @@ const testdata = "../testdata"
 // golden tests pin down must also be configuration Envoy accepts.
 func TestEnvoyValidatesGoldens(t *testing.T) {
 	envoy := envoyBinary(t)
-	dirs, err := goldencase.Dirs(testdata)
+	dirs, err := goldencase.Runnable(testdata)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func TestEnvoyValidateCanFail(t *testing.T) {
 	}
 }
 
-// resources runs one golden case through the pipeline. A case whose input
-// does not load has nothing to validate: skipped (its golden is the error).
+// resources runs one golden case through the pipeline. Only cases whose
+// input loads are validated (goldencase.Runnable), so a load error fails.
 func resources(t *testing.T, dir string) *translator.Resources {
 	t.Helper()
 	opts, err := goldencase.Options(dir)
@@ -69,7 +69,7 @@ func resources(t *testing.T, dir string) *translator.Resources {
 	}
 	set, err := goldencase.Load(dir)
 	if err != nil {
-		t.Skipf("the input does not load: %v", err)
+		t.Fatalf("the input of %s does not load: %v", dir, err)
 	}
 	return pipeline.Run(set, opts).Resources
 }

@@ -7,6 +7,7 @@
 package goldencase
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,6 +39,33 @@ func Dirs(testdata string) ([]string, error) {
 	}
 	return dirs, nil
 }
+
+// Runnable returns the case folders whose input loads, sorted: every case
+// but those whose golden (out.yaml) is a load error, which only TestGolden
+// runs. A case that should load and does not then fails its test.
+func Runnable(testdata string) ([]string, error) {
+	dirs, err := Dirs(testdata)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range dirs {
+		if !ExpectsLoadError(d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// ExpectsLoadError reports whether a case's golden is the error of an
+// input that does not load ("error: ..." in out.yaml).
+func ExpectsLoadError(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "out.yaml"))
+	return err == nil && bytes.HasPrefix(b, []byte(LoadErrorPrefix))
+}
+
+// LoadErrorPrefix starts the golden of a case whose input does not load.
+const LoadErrorPrefix = "error: "
 
 // Load reads a case's objects with the shared ones (common, beside the
 // case). Its error is the input's: the golden of such a case is the error.
