@@ -66,7 +66,7 @@ func newSnapshot(in *objects.Set, opts Options) *snapshot {
 		}
 	}
 	for _, p := range in.HTTPProxies {
-		if s.ownsClass(p.Spec.IngressClassName) {
+		if s.ownsClass(ingressClass(p)) {
 			s.proxies[nn(p.Namespace, p.Name)] = p
 		}
 	}
@@ -75,6 +75,22 @@ func newSnapshot(in *objects.Set, opts Options) *snapshot {
 
 func (s *snapshot) ownsClass(class string) bool {
 	return class == "" || class == s.opts.IngressClassName
+}
+
+// ingressClassAnnotations name an HTTPProxy's class as Contour reads them,
+// before spec.ingressClassName: an object annotated for another
+// controller must not be served here.
+var ingressClassAnnotations = []string{"projectcontour.io/ingress.class", "kubernetes.io/ingress.class"}
+
+// ingressClass is the class an HTTPProxy asks for: its annotations first,
+// then spec.ingressClassName.
+func ingressClass(p *contourv1.HTTPProxy) string {
+	for _, a := range ingressClassAnnotations {
+		if c := p.Annotations[a]; c != "" {
+			return c
+		}
+	}
+	return p.Spec.IngressClassName
 }
 
 // served reports whether p is the HTTPProxy of its name this build serves
