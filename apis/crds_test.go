@@ -281,9 +281,7 @@ func TestVerbatimSamplesLoseFieldsToPruning(t *testing.T) {
 
 // TestCRDDefaults checks the defaults the API server fills in.
 func TestCRDDefaults(t *testing.T) {
-	all := schemas(t)
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(`
+	obj, s := decodeWithSchema(t, `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: p, namespace: ns}
@@ -296,10 +294,7 @@ spec:
     extProc:
       processor:
         processingMode: {requestBodyMode: BUFFERED}
-`), &obj); err != nil {
-		t.Fatal(err)
-	}
-	s := schemaFor(t, all, obj)
+`)
 	defaulting.Default(obj, s.structural)
 	if errs := s.validate(obj); len(errs) > 0 {
 		t.Fatalf("invalid after defaulting: %v", errs.ToAggregate())
@@ -453,9 +448,7 @@ func set(t *testing.T, obj map[string]any, path string, value any) {
 // and case-insensitive conditions) and expects the schema to keep all of
 // them, as written and after a round trip through the Go types.
 func TestRestrictionsSurviveTheAPIServer(t *testing.T) {
-	all := schemas(t)
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(`
+	obj, s := decodeWithSchema(t, `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: p, namespace: ns}
@@ -482,10 +475,7 @@ spec:
     - name: s
       port: 80
       validation: {caSecret: ca, subjectName: a, subjectNames: [a, b]}
-`), &obj); err != nil {
-		t.Fatal(err)
-	}
-	s := schemaFor(t, all, obj)
+`)
 	if errs := s.validate(obj); len(errs) > 0 {
 		t.Fatalf("invalid: %v", errs.ToAggregate())
 	}
@@ -515,4 +505,15 @@ spec:
 			t.Errorf("%s=Elsewhere: errors %v, want one at %s", tc.path, errs.ToAggregate(), tc.errPath)
 		}
 	}
+}
+
+// decodeWithSchema decodes one object written in YAML and returns it with
+// the schema of its kind and version.
+func decodeWithSchema(t *testing.T, doc string) (map[string]any, crdSchema) {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj, schemaFor(t, schemas(t), obj)
 }
