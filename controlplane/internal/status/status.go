@@ -37,6 +37,11 @@ type Object struct {
 	// Endpoints counts the backing endpoints of an ExtensionService, for
 	// its Ready condition; nil for other kinds.
 	Endpoints *Endpoints
+
+	// seenErrors and seenWarnings index Errors and Warnings once they are
+	// long, so that recording each problem once stays linear in their
+	// number (an HTTPProxy can have thousands of invalid routes).
+	seenErrors, seenWarnings map[Problem]struct{}
 }
 
 // Endpoints are the endpoints behind an ExtensionService's Services.
@@ -54,9 +59,9 @@ type Endpoints struct {
 // build's findings are shared.
 func (o *Object) WithErrors(ps ...Problem) *Object {
 	cp := *o
-	cp.Errors = append([]Problem(nil), o.Errors...)
+	cp.Errors, cp.seenErrors = append([]Problem(nil), o.Errors...), nil
 	for _, p := range ps {
-		cp.Errors = addProblem(cp.Errors, p)
+		cp.Errors = addProblem(cp.Errors, &cp.seenErrors, p)
 	}
 	return &cp
 }
@@ -67,19 +72,36 @@ func (o *Object) Valid() bool { return len(o.Errors) == 0 && !o.Orphaned }
 // AddError records an error once (the same error found twice, e.g. through
 // two includes, is one error).
 func (o *Object) AddError(typ, reason, message string) {
-	o.Errors = addProblem(o.Errors, Problem{typ, reason, message})
+	o.Errors = addProblem(o.Errors, &o.seenErrors, Problem{typ, reason, message})
 }
 
 // AddWarning records a warning once.
 func (o *Object) AddWarning(typ, reason, message string) {
-	o.Warnings = addProblem(o.Warnings, Problem{typ, reason, message})
+	o.Warnings = addProblem(o.Warnings, &o.seenWarnings, Problem{typ, reason, message})
 }
 
-func addProblem(ps []Problem, p Problem) []Problem {
-	for _, q := range ps {
-		if q == p {
+// indexAt is the length from which a list of problems gets an index: a
+// short list is searched, which costs less than a map.
+const indexAt = 16
+
+// addProblem appends p to ps unless it is there already; seen is ps's index
+// (built when ps grows past indexAt).
+func addProblem(ps []Problem, seen *map[Problem]struct{}, p Problem) []Problem {
+	if *seen == nil && len(ps) >= indexAt {
+		*seen = make(map[Problem]struct{}, 2*len(ps))
+		for _, q := range ps {
+			(*seen)[q] = struct{}{}
+		}
+	}
+	if *seen != nil {
+		if _, ok := (*seen)[p]; ok {
 			return ps
 		}
+		(*seen)[p] = struct{}{}
+		return append(ps, p)
+	}
+	if slices.Contains(ps, p) {
+		return ps
 	}
 	return append(ps, p)
 }
