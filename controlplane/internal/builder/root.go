@@ -83,9 +83,25 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 		// without its authorization, or without some of its own routes.
 		return
 	}
+	routes = b.withoutInvalidProxies(routes)
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)
 	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
+}
+
+// withoutInvalidProxies drops the routes of the HTTPProxies found invalid
+// during the walk. An HTTPProxy included on several paths can be valid
+// under one and invalid under a later one: its status then says invalid,
+// and none of its routes may be served, not even those taken in before.
+func (b *rootBuilder) withoutInvalidProxies(routes []route) []route {
+	return slices.DeleteFunc(routes, func(r route) bool {
+		for _, o := range r.Origins {
+			if st := b.out.status[o]; st != nil && !st.Valid() {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // rootNamespaceAllowed checks the root's namespace against
