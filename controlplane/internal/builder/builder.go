@@ -193,7 +193,8 @@ func (b *merged) markOrphans(snap *snapshot) {
 }
 
 // finish gives the clusters and secrets their Origins (the objects the
-// roots and the global stage say use them) and sorts the model's lists
+// roots and the global stage say use them), leaves out the secrets nothing
+// served uses, and sorts the model's lists
 // so that the translator's input is deterministic. The clusters and
 // secrets are copies: the roots' (which a Memo may reuse) and the previous
 // build's model are never modified.
@@ -209,6 +210,11 @@ func (b *merged) finish(m *ir.Model, roots rootOrigins) {
 	for name, s := range b.secrets {
 		o := *s
 		o.Origins = roots.secrets.origins(name).Union(global[name])
+		if len(o.Origins) == 0 {
+			// Read for an object that turned out invalid: nothing served
+			// uses it, and a private key goes to Envoy only when needed.
+			continue
+		}
 		m.Secrets = append(m.Secrets, &o)
 	}
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
