@@ -17,6 +17,15 @@ func (b *rootBuilder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.
 	}
 	out := &ir.SecureVirtualHost{MinTLSVersion: t.MinimumProtocolVersion, MaxTLSVersion: t.MaximumProtocolVersion}
 	out.Secret = b.serverCertificate(t.SecretName, p.Namespace, st)
+	for _, v := range []struct{ field, value string }{
+		{"minimumProtocolVersion", t.MinimumProtocolVersion}, {"maximumProtocolVersion", t.MaximumProtocolVersion},
+	} {
+		// The CRD's enum, which files do not go through: any other value
+		// would be served as the default, maybe more openly than written.
+		if v.value != "" && v.value != "1.2" && v.value != "1.3" {
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSVersionsInvalid, fmt.Sprintf("Spec.VirtualHost.TLS.%s %q is not supported: use 1.2 or 1.3", v.field, v.value))
+		}
+	}
 	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
 		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSVersionsInvalid, "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
 	}

@@ -236,7 +236,9 @@ func headerValues(hs []ir.HeaderValue) []*corev3.HeaderValueOption {
 	var out []*corev3.HeaderValueOption
 	for _, h := range hs {
 		out = append(out, &corev3.HeaderValueOption{
-			Header:       &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+			// Envoy reads %...% in an added header as a variable: a
+			// literal % is written %%, so the value is what was written.
+			Header:       &corev3.HeaderValue{Key: h.Name, Value: strings.ReplaceAll(h.Value, "%", "%%")},
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 		})
 	}
