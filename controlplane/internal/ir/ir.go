@@ -236,7 +236,7 @@ type Cluster struct {
 	// SNI sent to TLS upstreams.
 	SNI            string
 	ConnectTimeout time.Duration
-	LBPolicy       string // RoundRobin (default), WeightedLeastRequest, Random, RequestHash, Cookie
+	LBPolicy       string // RoundRobin (default), WeightedLeastRequest, Random
 	// IdleTimeout of upstream connections; nil for Envoy's default.
 	IdleTimeout *time.Duration
 	// HealthCheck, when set, makes Envoy check the endpoints with gRPC

@@ -81,8 +81,6 @@ func lbPolicy(s string) clusterv3.Cluster_LbPolicy {
 		return clusterv3.Cluster_LEAST_REQUEST
 	case "Random":
 		return clusterv3.Cluster_RANDOM
-	case "RequestHash", "Cookie":
-		return clusterv3.Cluster_RING_HASH
 	}
 	return clusterv3.Cluster_ROUND_ROBIN
 }
