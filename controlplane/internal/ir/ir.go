@@ -26,10 +26,34 @@ type Model struct {
 	// GlobalExtProc is the external processor of the HTTP listener and the
 	// fallback chain (secure hosts get theirs in SecureVirtualHost.ExtProc).
 	GlobalExtProc *ExtProc
+	// Listeners are the Envoy listeners of Gateway listeners on ports other
+	// than the shared HTTP and HTTPS listeners' (Gateway listeners on those
+	// ports add their hosts to Insecure and Secure), sorted by port.
+	Listeners []*Listener
+}
+
+// Listener is one Envoy listener for the Gateway listeners of one port
+// that is not a shared one. Plaintext listeners have Insecure hosts and
+// the global authorization and processing (as the shared HTTP listener);
+// TLS listeners have Secure hosts, one filter chain each, matched by SNI.
+type Listener struct {
+	// Name is the Envoy listener's: http-<port> or https-<port>.
+	Name string
+	// Port is the port Envoy binds (the Gateway listener's, shifted when
+	// privileged).
+	Port     uint32
+	TLS      bool
+	Insecure []*VirtualHost
+	Secure   []*SecureVirtualHost
+	// Origins are the Gateways with a listener on this port.
+	Origins Origins
 }
 
 // VirtualHost is a set of routes served for one host name.
 type VirtualHost struct {
+	// FQDN is a host name, a wildcard ("*.example.com": any host ending in
+	// .example.com) or "*" (any host). On a TLS listener it is also the
+	// SNI name of the host's filter chain ("*": no SNI match).
 	FQDN string
 	// Origins are the root HTTPProxy and the valid HTTPProxies it
 	// includes.
@@ -148,25 +172,46 @@ const (
 	PathPrefix PathMatchKind = iota
 	// PathExact matches the whole path.
 	PathExact
+	// PathRegex matches the whole path against an RE2 regular expression.
+	PathRegex
 )
 
 // HeaderMatch is one header condition.
 type HeaderMatch struct {
 	Name string
 	// Kind: "present", "notpresent", "exact", "notexact", "contains",
-	// "notcontains".
+	// "notcontains", "regex" (RE2, the whole value). The method is the
+	// header ":method".
+	Kind  string
+	Value string
+}
+
+// QueryParamMatch is one query parameter condition.
+type QueryParamMatch struct {
+	Name string
+	// Kind: "exact", "regex" (RE2, the whole value), "present".
 	Kind  string
 	Value string
 }
 
 // Route is one Envoy route.
 type Route struct {
-	PathKind PathMatchKind
-	Path     string
-	Headers  []HeaderMatch
+	PathKind    PathMatchKind
+	Path        string
+	Headers     []HeaderMatch
+	QueryParams []QueryParamMatch
 
 	// HTTPSRedirect answers with a redirect to https instead of proxying.
 	HTTPSRedirect bool
+	// Redirect, when set, answers with this redirect instead of proxying.
+	Redirect *Redirect
+	// DirectResponse, when set, answers with this status instead of
+	// proxying (e.g. 500 for a rule whose backends are all invalid).
+	DirectResponse *DirectResponse
+	// PathRewrite changes the path sent upstream.
+	PathRewrite *PathRewrite
+	// Mirrors get a copy of each request (their answers are ignored).
+	Mirrors []Mirror
 
 	Clusters        []WeightedCluster
 	RequestHeaders  *HeadersPolicy
@@ -174,6 +219,8 @@ type Route struct {
 	// ResponseTimeout: nil for Envoy's default, 0 for no timeout.
 	ResponseTimeout *time.Duration
 	IdleTimeout     *time.Duration
+	// PerTryTimeout bounds each upstream attempt; nil for none.
+	PerTryTimeout *time.Duration
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool
@@ -182,12 +229,55 @@ type Route struct {
 	// ExtProc, when set, disables or overrides the HCM's ext_proc filter
 	// for this route.
 	ExtProc *ExtProcPerRoute
+	// Auth, when set, authorizes this route instead of its HCM's
+	// authorization (a policy attached to a Gateway API route on a shared
+	// plaintext listener): the HCM gets a filter for it, enabled only on
+	// the routes that name it. AuthContext is sent to it.
+	Auth *ExtAuth
+	// Processor, when set, processes this route instead of its HCM's
+	// processor, the same way.
+	Processor *ExtProc
 	// Origins: the HTTPProxy the route is written in.
 	Origins Origins
 }
 
+// Redirect is a redirect response. Empty fields keep the request's value.
+type Redirect struct {
+	Scheme   string
+	Hostname string
+	// Port, 0 for the default: the scheme's when Scheme is set, else the
+	// request's.
+	Port uint32
+	// Path replaces the path, or its matched prefix when PathPrefix.
+	Path       *PathRewrite
+	StatusCode int // 301 or 302; 0 means 302
+}
+
+// PathRewrite replaces the whole path, or the prefix the route matched.
+type PathRewrite struct {
+	// Prefix: Value replaces the matched prefix (the route matches
+	// PathPrefix); otherwise Value replaces the whole path.
+	Prefix bool
+	Value  string
+}
+
+// DirectResponse answers without an upstream.
+type DirectResponse struct {
+	Status uint32
+	Body   string
+}
+
+// Mirror sends a copy of requests to a cluster.
+type Mirror struct {
+	Cluster string
+	// Percent of requests mirrored; 100 when unset by the source.
+	Percent float64
+}
+
 // WeightedCluster is one upstream of a route.
 type WeightedCluster struct {
+	// Cluster names the cluster; a name with no cluster in the model (an
+	// invalid backend) is answered 500.
 	Cluster         string
 	Weight          uint32
 	RequestHeaders  *HeadersPolicy

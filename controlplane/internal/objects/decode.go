@@ -11,11 +11,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
@@ -30,6 +34,8 @@ func init() {
 	utilruntime.Must(discoveryv1.AddToScheme(Scheme))
 	utilruntime.Must(contourv1.AddToScheme(Scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(gwapiv1.Install(Scheme))
+	utilruntime.Must(gwapiv1beta1.Install(Scheme))
 }
 
 var strictCodecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
@@ -207,7 +213,9 @@ func isOnlyComments(doc []byte) bool {
 func readKind(obj runtime.Object) bool {
 	switch obj.(type) {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
-		*corev1.Secret, *corev1.Service, *discoveryv1.EndpointSlice:
+		*corev1.Secret, *corev1.Service, *discoveryv1.EndpointSlice, *corev1.Namespace,
+		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute, *gwapiv1.ReferenceGrant,
+		*gwapiv1beta1.GatewayClass, *gwapiv1beta1.Gateway, *gwapiv1beta1.HTTPRoute, *gwapiv1beta1.ReferenceGrant:
 		return true
 	}
 	return false
@@ -219,7 +227,8 @@ func (s *Set) add(obj runtime.Object) {
 		GetNamespace() string
 		SetNamespace(string)
 	}
-	if d, ok := obj.(defaultable); ok && d.GetNamespace() == "" {
+	obj = fromV1beta1(obj)
+	if d, ok := obj.(defaultable); ok && d.GetNamespace() == "" && !clusterScoped(obj) {
 		d.SetNamespace(DefaultNamespace)
 	}
 	switch o := obj.(type) {
@@ -235,5 +244,43 @@ func (s *Set) add(obj runtime.Object) {
 		s.Services = append(s.Services, o)
 	case *discoveryv1.EndpointSlice:
 		s.EndpointSlices = append(s.EndpointSlices, o)
+	case *corev1.Namespace:
+		s.Namespaces = append(s.Namespaces, o)
+	case *gwapiv1.GatewayClass:
+		s.GatewayClasses = append(s.GatewayClasses, o)
+	case *gwapiv1.Gateway:
+		s.Gateways = append(s.Gateways, o)
+	case *gwapiv1.HTTPRoute:
+		s.HTTPRoutes = append(s.HTTPRoutes, o)
+	case *gwapiv1.GRPCRoute:
+		s.GRPCRoutes = append(s.GRPCRoutes, o)
+	case *gwapiv1.ReferenceGrant:
+		s.ReferenceGrants = append(s.ReferenceGrants, o)
 	}
+}
+
+func clusterScoped(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *corev1.Namespace, *gwapiv1.GatewayClass:
+		return true
+	}
+	return false
+}
+
+// fromV1beta1 returns the v1 equivalent of a Gateway API v1beta1 object
+// (whose spec and status types are the v1 ones), and other objects as they
+// are.
+func fromV1beta1(obj runtime.Object) runtime.Object {
+	v1 := gwapiv1.SchemeGroupVersion.String()
+	switch o := obj.(type) {
+	case *gwapiv1beta1.GatewayClass:
+		return &gwapiv1.GatewayClass{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}
+	case *gwapiv1beta1.Gateway:
+		return &gwapiv1.Gateway{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}
+	case *gwapiv1beta1.HTTPRoute:
+		return &gwapiv1.HTTPRoute{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}
+	case *gwapiv1beta1.ReferenceGrant:
+		return &gwapiv1.ReferenceGrant{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec}
+	}
+	return obj
 }

@@ -10,6 +10,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 )
@@ -23,6 +25,16 @@ type Set struct {
 	Secrets           []*corev1.Secret
 	Services          []*corev1.Service
 	EndpointSlices    []*discoveryv1.EndpointSlice
+
+	// The Gateway API (v1beta1 objects are read as their v1 equivalents).
+	GatewayClasses  []*gwapiv1.GatewayClass
+	Gateways        []*gwapiv1.Gateway
+	HTTPRoutes      []*gwapiv1.HTTPRoute
+	GRPCRoutes      []*gwapiv1.GRPCRoute
+	ReferenceGrants []*gwapiv1.ReferenceGrant
+	// Namespaces are read for their labels (Gateway listeners'
+	// allowedRoutes selectors).
+	Namespaces []*corev1.Namespace
 
 	// Warnings are the strict decoder's complaints about an object read from
 	// a file (an unknown or duplicate field), one per field. The builder
@@ -45,6 +57,11 @@ const (
 	KindHTTPProxy                = "HTTPProxy"
 	KindExtensionService         = "ExtensionService"
 	KindTLSCertificateDelegation = "TLSCertificateDelegation"
+	KindGatewayClass             = "GatewayClass"
+	KindGateway                  = "Gateway"
+	KindHTTPRoute                = "HTTPRoute"
+	KindGRPCRoute                = "GRPCRoute"
+	KindReferenceGrant           = "ReferenceGrant"
 )
 
 // Add appends the objects (and parse warnings) of o to s.
@@ -55,6 +72,12 @@ func (s *Set) Add(o *Set) {
 	s.Secrets = append(s.Secrets, o.Secrets...)
 	s.Services = append(s.Services, o.Services...)
 	s.EndpointSlices = append(s.EndpointSlices, o.EndpointSlices...)
+	s.GatewayClasses = append(s.GatewayClasses, o.GatewayClasses...)
+	s.Gateways = append(s.Gateways, o.Gateways...)
+	s.HTTPRoutes = append(s.HTTPRoutes, o.HTTPRoutes...)
+	s.GRPCRoutes = append(s.GRPCRoutes, o.GRPCRoutes...)
+	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
+	s.Namespaces = append(s.Namespaces, o.Namespaces...)
 	for ref, ws := range o.Warnings {
 		if s.Warnings == nil {
 			s.Warnings = map[Ref][]string{}
@@ -72,6 +95,12 @@ func (s *Set) Sort() {
 	sortObjects(s.Secrets)
 	sortObjects(s.Services)
 	sortObjects(s.EndpointSlices)
+	sortObjects(s.GatewayClasses)
+	sortObjects(s.Gateways)
+	sortObjects(s.HTTPRoutes)
+	sortObjects(s.GRPCRoutes)
+	sortObjects(s.ReferenceGrants)
+	sortObjects(s.Namespaces)
 }
 
 type namespacedName interface {

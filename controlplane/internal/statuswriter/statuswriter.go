@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -26,12 +28,22 @@ type Update struct {
 	HTTPProxy        *contourv1.HTTPProxyStatus
 	ExtensionService *v1alpha1.ExtensionServiceStatus
 	Delegation       *contourv1.TLSCertificateDelegationStatus
+
+	// Gateway API statuses: only this controller's parts (conditions it
+	// owns, route parents naming its controller); the writer keeps the rest.
+	GatewayClass *gwapiv1.GatewayClassStatus
+	Gateway      *gwapiv1.GatewayStatus
+	HTTPRoute    *gwapiv1.HTTPRouteStatus
+	GRPCRoute    *gwapiv1.GRPCRouteStatus
 }
 
 // APIVersion is the API version of the object's kind.
 func (u Update) APIVersion() string {
-	if u.Ref.Kind == objects.KindExtensionService {
+	switch u.Ref.Kind {
+	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
+	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute:
+		return gwapiv1.SchemeGroupVersion.String()
 	}
 	return contourv1.GroupVersion.String()
 }
@@ -45,6 +57,14 @@ func (u Update) Status() any {
 		return u.ExtensionService
 	case u.Delegation != nil:
 		return u.Delegation
+	case u.GatewayClass != nil:
+		return u.GatewayClass
+	case u.Gateway != nil:
+		return u.Gateway
+	case u.HTTPRoute != nil:
+		return u.HTTPRoute
+	case u.GRPCRoute != nil:
+		return u.GRPCRoute
 	}
 	return nil
 }
