@@ -14,13 +14,16 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	contourv1alpha1 "github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 )
@@ -30,14 +33,20 @@ import (
 type crdSchema struct {
 	validator  schemavalidation.SchemaValidator
 	structural *structuralschema.Structural
+	cel        *cel.Validator // nil when the schema has no CEL rules
 }
 
 // validate returns the validation errors the API server would report for
-// obj (a decoded JSON object): OpenAPI schema, then list-set and list-map
-// uniqueness.
+// obj (a decoded JSON object): OpenAPI schema, list-set and list-map
+// uniqueness, then the CEL rules (x-kubernetes-validations).
 func (s crdSchema) validate(obj map[string]any) field.ErrorList {
 	errs := schemavalidation.ValidateCustomResource(nil, obj, s.validator)
-	return append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	if s.cel != nil {
+		celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return errs
 }
 
 // prune removes the fields the schema does not know and returns their paths.
@@ -85,7 +94,10 @@ func schemas(t *testing.T) map[string]crdSchema {
 			if err != nil {
 				t.Fatalf("%s %s: %v", kind, v.Name, err)
 			}
-			out[crd.Spec.Group+"/"+v.Name+"/"+kind] = crdSchema{validator: validator, structural: structural}
+			out[crd.Spec.Group+"/"+v.Name+"/"+kind] = crdSchema{
+				validator: validator, structural: structural,
+				cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
+			}
 		}
 	}
 	return out
@@ -114,14 +126,31 @@ func TestCRDsAreAcceptedByTheAPIServer(t *testing.T) {
 
 func TestCRDNamesAndColumns(t *testing.T) {
 	type column struct{ name, typ, path string }
+	// The policies show their first target and their first ancestor's
+	// Accepted condition; kubectl get -o yaml shows them all.
+	policyColumns := []column{
+		{"Target Kind", "string", ".spec.targetRefs[0].kind"},
+		{"Target Name", "string", ".spec.targetRefs[0].name"},
+		{"Disabled", "boolean", ".spec.disabled"},
+		{"Accepted", "string", `.status.ancestors[0].conditions[?(@.type=="Accepted")].status`},
+		{"Age", "date", ".metadata.creationTimestamp"},
+	}
+	const contour, portcullis = "projectcontour.io", "gateway.portcullis.dev"
+	// Policies of the Gateway API's policy attachment carry this label;
+	// ours reach beyond their targets (a Gateway's policy applies to its
+	// routes), so they are "Inherited".
+	policyLabels := map[string]string{"gateway.networking.k8s.io/policy": "Inherited"}
 	want := map[string]struct {
+		group            string
 		plural, singular string
 		shortNames       []string
+		categories       []string
+		labels           map[string]string
 		version          string
 		columns          []column
 	}{
 		"HTTPProxy": {
-			plural: "httpproxies", singular: "httpproxy", shortNames: []string{"proxy", "proxies"}, version: "v1",
+			group: contour, plural: "httpproxies", singular: "httpproxy", shortNames: []string{"proxy", "proxies"}, version: "v1",
 			columns: []column{
 				{"FQDN", "string", ".spec.virtualhost.fqdn"},
 				{"TLS Secret", "string", ".spec.virtualhost.tls.secretName"},
@@ -131,16 +160,24 @@ func TestCRDNamesAndColumns(t *testing.T) {
 			},
 		},
 		"TLSCertificateDelegation": {
-			plural: "tlscertificatedelegations", singular: "tlscertificatedelegation", shortNames: []string{"tlscerts"}, version: "v1",
+			group: contour, plural: "tlscertificatedelegations", singular: "tlscertificatedelegation", shortNames: []string{"tlscerts"}, version: "v1",
 		},
 		"ExtensionService": {
-			plural: "extensionservices", singular: "extensionservice", shortNames: []string{"extensionservice", "extensionservices"}, version: "v1alpha1",
+			group: contour, plural: "extensionservices", singular: "extensionservice", shortNames: []string{"extensionservice", "extensionservices"}, version: "v1alpha1",
 			columns: []column{
 				{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`},
 				{"Valid", "string", `.status.conditions[?(@.type=="Valid")].status`},
 				{"Cluster", "string", ".status.clusterName"},
 				{"Age", "date", ".metadata.creationTimestamp"},
 			},
+		},
+		"ExtAuthPolicy": {
+			group: portcullis, plural: "extauthpolicies", singular: "extauthpolicy", shortNames: []string{"eap"}, version: "v1alpha1",
+			categories: []string{"portcullis"}, labels: policyLabels, columns: policyColumns,
+		},
+		"ExtProcPolicy": {
+			group: portcullis, plural: "extprocpolicies", singular: "extprocpolicy", shortNames: []string{"epp"}, version: "v1alpha1",
+			categories: []string{"portcullis"}, labels: policyLabels, columns: policyColumns,
 		},
 	}
 
@@ -154,11 +191,15 @@ func TestCRDNamesAndColumns(t *testing.T) {
 			t.Errorf("no CRD for %s", kind)
 			continue
 		}
-		if crd.Name != w.plural+".projectcontour.io" || crd.Spec.Group != "projectcontour.io" || crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
+		if crd.Name != w.plural+"."+w.group || crd.Spec.Group != w.group || crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
 			t.Errorf("%s: name %s, group %s, scope %s", kind, crd.Name, crd.Spec.Group, crd.Spec.Scope)
 		}
+		if !reflect.DeepEqual(crd.Labels, w.labels) {
+			t.Errorf("%s: labels %v, want %v", kind, crd.Labels, w.labels)
+		}
 		n := crd.Spec.Names
-		if n.Plural != w.plural || n.Singular != w.singular || n.ListKind != kind+"List" || !reflect.DeepEqual(n.ShortNames, w.shortNames) {
+		if n.Plural != w.plural || n.Singular != w.singular || n.ListKind != kind+"List" || !reflect.DeepEqual(n.ShortNames, w.shortNames) ||
+			!reflect.DeepEqual(n.Categories, w.categories) {
 			t.Errorf("%s: names = %+v", kind, n)
 		}
 		if len(crd.Spec.Versions) != 1 {
@@ -237,6 +278,12 @@ func TestSamplesMatchCRDSchemas(t *testing.T) {
 			typed = &contourv1.HTTPProxy{}
 		case "ExtensionService":
 			typed = &contourv1alpha1.ExtensionService{}
+		case "ExtAuthPolicy":
+			typed = &gatewayv1alpha1.ExtAuthPolicy{}
+		case "ExtProcPolicy":
+			typed = &gatewayv1alpha1.ExtProcPolicy{}
+		default:
+			t.Fatalf("%s: no Go type for kind %v", name, obj["kind"])
 		}
 		roundTrip := map[string]any{}
 		remarshal(t, obj, typed)

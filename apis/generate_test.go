@@ -56,7 +56,11 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A committed deepcopy file for a package that no longer generates one is stale too.
-	deepcopies, _ := filepath.Glob(filepath.Join(apis, "projectcontour", "*", "zz_generated.deepcopy.go"))
+	var deepcopies []string
+	for _, group := range []string{"projectcontour", "gateway"} {
+		files, _ := filepath.Glob(filepath.Join(apis, group, "*", "zz_generated.deepcopy.go"))
+		deepcopies = append(deepcopies, files...)
+	}
 	for _, p := range deepcopies {
 		rel, _ := filepath.Rel(apis, p)
 		committed[filepath.ToSlash(rel)] = p

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the code and manifests derived from the API types in apis/:
 #
-#   apis/projectcontour/*/zz_generated.deepcopy.go   (controller-gen object)
-#   apis/crds/projectcontour.io_*.yaml               (controller-gen crd)
+#   apis/{projectcontour,gateway}/*/zz_generated.deepcopy.go  (controller-gen object)
+#   apis/crds/<group>_<plural>.yaml                           (controller-gen crd)
 #
 # Both are committed; apis/generate_test.go fails when they are stale.
 #
@@ -35,8 +35,11 @@ cd "$ROOT/apis"
 # work in progress in other modules cannot break generation.
 export GOWORK=off
 
-# Every API package has a groupversion_info.go.
-mapfile -t pkgs < <(find projectcontour -name groupversion_info.go -exec dirname {} \; | sort)
+# The API groups: projectcontour.io (projectcontour/) and
+# gateway.portcullis.dev (gateway/). Every API package has a
+# groupversion_info.go.
+groups=(projectcontour gateway)
+mapfile -t pkgs < <(find "${groups[@]}" -name groupversion_info.go -exec dirname {} \; | sort)
 
 for pkg in "${pkgs[@]}"; do
 	out=()
@@ -48,5 +51,5 @@ for pkg in "${pkgs[@]}"; do
 done
 
 # Start from an empty set so a removed kind does not leave a stale manifest.
-rm -f "$CRD_OUT"/projectcontour.io_*.yaml
-"$CONTROLLER_GEN" crd paths=./projectcontour/... output:crd:artifacts:config="$CRD_OUT"
+rm -f "$CRD_OUT"/projectcontour.io_*.yaml "$CRD_OUT"/gateway.portcullis.dev_*.yaml
+"$CONTROLLER_GEN" crd paths="./projectcontour/...;./gateway/..." output:crd:artifacts:config="$CRD_OUT"
