@@ -17,13 +17,11 @@ require (
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
+	sigs.k8s.io/gateway-api v1.6.3
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require (
-	github.com/kylelemons/godebug v1.1.0 // indirect
-	sigs.k8s.io/gateway-api v1.6.3 // indirect
-)
+require github.com/kylelemons/godebug v1.1.0 // indirect
 
 require (
 	cel.dev/expr v0.25.3 // indirect
