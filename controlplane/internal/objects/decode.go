@@ -21,6 +21,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/parallel"
@@ -36,6 +37,7 @@ func init() {
 	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(gwapiv1.Install(Scheme))
 	utilruntime.Must(gwapiv1beta1.Install(Scheme))
+	utilruntime.Must(gatewayv1alpha1.AddToScheme(Scheme))
 }
 
 var strictCodecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
@@ -215,7 +217,8 @@ func readKind(obj runtime.Object) bool {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
 		*corev1.Secret, *corev1.Service, *discoveryv1.EndpointSlice, *corev1.Namespace,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute, *gwapiv1.ReferenceGrant,
-		*gwapiv1beta1.GatewayClass, *gwapiv1beta1.Gateway, *gwapiv1beta1.HTTPRoute, *gwapiv1beta1.ReferenceGrant:
+		*gwapiv1beta1.GatewayClass, *gwapiv1beta1.Gateway, *gwapiv1beta1.HTTPRoute, *gwapiv1beta1.ReferenceGrant,
+		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy:
 		return true
 	}
 	return false
@@ -256,6 +259,10 @@ func (s *Set) add(obj runtime.Object) {
 		s.GRPCRoutes = append(s.GRPCRoutes, o)
 	case *gwapiv1.ReferenceGrant:
 		s.ReferenceGrants = append(s.ReferenceGrants, o)
+	case *gatewayv1alpha1.ExtAuthPolicy:
+		s.ExtAuthPolicies = append(s.ExtAuthPolicies, o)
+	case *gatewayv1alpha1.ExtProcPolicy:
+		s.ExtProcPolicies = append(s.ExtProcPolicies, o)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 )
 
 func TestDecode(t *testing.T) {
@@ -189,5 +191,111 @@ func TestDecodeKeepsOrder(t *testing.T) {
 	}
 	if len(s.HTTPProxies) != 500 {
 		t.Fatalf("%d proxies, want 500", len(s.HTTPProxies))
+	}
+}
+
+// The policies of gateway.portcullis.dev are read, with the namespace
+// defaulted, the strict decoder's complaints recorded under their kinds,
+// and sorted, added and copied like the other kinds.
+func TestDecodePolicies(t *testing.T) {
+	in := `
+apiVersion: gateway.portcullis.dev/v1alpha1
+kind: ExtProcPolicy
+metadata: {name: proc, namespace: team}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: r, sectionName: rule-1}]
+  processor:
+    grpcService: {extensionRef: {name: p}, failOpen: true}
+    processingMode: {requestBodyMode: BUFFERED}
+---
+apiVersion: gateway.portcullis.dev/v1alpha1
+kind: ExtAuthPolicy
+metadata: {name: b-auth}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: g}]
+  extensionRef: {name: authserver, namespace: auth}
+  authPolicy: {context: {k: v}}
+  responseTimeout: 1s
+---
+apiVersion: gateway.portcullis.dev/v1alpha1
+kind: ExtAuthPolicy
+metadata: {name: a-opt-out, namespace: default}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: r}]
+  disabled: true
+  globalExtAuthDisabled: true
+---
+apiVersion: gateway.portcullis.dev/v1alpha1
+kind: ExtProcPolicy
+metadata: {name: no-processing, namespace: default}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: g, sectionName: https}]
+  disabled: true
+---
+apiVersion: gateway.portcullis.dev/v1beta1
+kind: ExtAuthPolicy
+metadata: {name: future}
+`
+	var s Set
+	skipped, err := s.Decode(strings.NewReader(in), "policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A version we do not serve is not read.
+	if len(skipped) != 1 || skipped[0].Kind != "gateway.portcullis.dev/v1beta1/ExtAuthPolicy" {
+		t.Errorf("skipped = %+v", skipped)
+	}
+
+	var o Set
+	o.Add(&s)
+	o.Sort()
+	var auths, procs []string
+	for _, p := range o.ExtAuthPolicies {
+		auths = append(auths, p.Namespace+"/"+p.Name)
+	}
+	for _, p := range o.ExtProcPolicies {
+		procs = append(procs, p.Namespace+"/"+p.Name)
+	}
+	if fmt.Sprint(auths) != "[default/a-opt-out default/b-auth]" || fmt.Sprint(procs) != "[default/no-processing team/proc]" {
+		t.Fatalf("sorted policies: ExtAuthPolicies %v, ExtProcPolicies %v", auths, procs)
+	}
+
+	auth := o.ExtAuthPolicies[1].Spec
+	if auth.Disabled || auth.ExtensionServiceRef == nil || auth.ExtensionServiceRef.Name != "authserver" || auth.ExtensionServiceRef.Namespace != "auth" ||
+		auth.ResponseTimeout != "1s" || auth.AuthPolicy == nil || auth.AuthPolicy.Context["k"] != "v" ||
+		len(auth.TargetRefs) != 1 || auth.TargetRefs[0].Kind != KindGateway || auth.TargetRefs[0].Name != "g" || auth.TargetRefs[0].SectionName != nil {
+		t.Errorf("default/b-auth spec = %+v", auth)
+	}
+	if optOut := o.ExtAuthPolicies[0].Spec; !optOut.Disabled || optOut.ExtensionServiceRef != nil {
+		t.Errorf("default/a-opt-out spec = %+v", optOut)
+	}
+	proc := o.ExtProcPolicies[1].Spec
+	if proc.Disabled || proc.Processor == nil || proc.Processor.GRPCService == nil || proc.Processor.GRPCService.ExtensionServiceRef.Name != "p" ||
+		!proc.Processor.GRPCService.FailOpen || proc.Processor.ProcessingMode == nil || proc.Processor.ProcessingMode.RequestBodyMode != "BUFFERED" ||
+		len(proc.TargetRefs) != 1 || proc.TargetRefs[0].Kind != KindHTTPRoute || proc.TargetRefs[0].SectionName == nil || *proc.TargetRefs[0].SectionName != "rule-1" {
+		t.Errorf("team/proc spec = %+v", proc)
+	}
+	if none := o.ExtProcPolicies[0].Spec; !none.Disabled || none.Processor != nil {
+		t.Errorf("default/no-processing spec = %+v", none)
+	}
+
+	// An HTTPProxy-only field is not a policy's: recorded, under the
+	// policy's kind, for its status.
+	want := map[Ref]int{{Kind: KindExtAuthPolicy, Namespace: "default", Name: "a-opt-out"}: 1}
+	if len(o.Warnings) != len(want) {
+		t.Fatalf("warnings = %v", o.Warnings)
+	}
+	for ref, ws := range o.Warnings {
+		if want[ref] != len(ws) || !strings.Contains(ws[0], `unknown field "spec.globalExtAuthDisabled"`) {
+			t.Errorf("warnings of %s = %q", ref, ws)
+		}
+	}
+
+	// The Scheme knows the kinds and their lists (the Kubernetes provider
+	// watches with it).
+	for _, kind := range []string{KindExtAuthPolicy, KindExtAuthPolicy + "List", KindExtProcPolicy, KindExtProcPolicy + "List"} {
+		if !Scheme.Recognizes(gatewayv1alpha1.GroupVersion.WithKind(kind)) {
+			t.Errorf("Scheme does not recognize %s", kind)
+		}
 	}
 }

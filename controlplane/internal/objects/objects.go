@@ -12,6 +12,7 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 )
@@ -32,6 +33,9 @@ type Set struct {
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
+	// Portcullis's Gateway API policies (gateway.portcullis.dev).
+	ExtAuthPolicies []*gatewayv1alpha1.ExtAuthPolicy
+	ExtProcPolicies []*gatewayv1alpha1.ExtProcPolicy
 	// Namespaces are read for their labels (Gateway listeners'
 	// allowedRoutes selectors).
 	Namespaces []*corev1.Namespace
@@ -62,6 +66,8 @@ const (
 	KindHTTPRoute                = "HTTPRoute"
 	KindGRPCRoute                = "GRPCRoute"
 	KindReferenceGrant           = "ReferenceGrant"
+	KindExtAuthPolicy            = "ExtAuthPolicy"
+	KindExtProcPolicy            = "ExtProcPolicy"
 )
 
 // Add appends the objects (and parse warnings) of o to s.
@@ -77,6 +83,8 @@ func (s *Set) Add(o *Set) {
 	s.HTTPRoutes = append(s.HTTPRoutes, o.HTTPRoutes...)
 	s.GRPCRoutes = append(s.GRPCRoutes, o.GRPCRoutes...)
 	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
+	s.ExtAuthPolicies = append(s.ExtAuthPolicies, o.ExtAuthPolicies...)
+	s.ExtProcPolicies = append(s.ExtProcPolicies, o.ExtProcPolicies...)
 	s.Namespaces = append(s.Namespaces, o.Namespaces...)
 	for ref, ws := range o.Warnings {
 		if s.Warnings == nil {
@@ -100,6 +108,8 @@ func (s *Set) Sort() {
 	sortObjects(s.HTTPRoutes)
 	sortObjects(s.GRPCRoutes)
 	sortObjects(s.ReferenceGrants)
+	sortObjects(s.ExtAuthPolicies)
+	sortObjects(s.ExtProcPolicies)
 	sortObjects(s.Namespaces)
 }
 

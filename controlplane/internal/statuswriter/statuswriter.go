@@ -10,6 +10,7 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -35,6 +36,11 @@ type Update struct {
 	Gateway      *gwapiv1.GatewayStatus
 	HTTPRoute    *gwapiv1.HTTPRouteStatus
 	GRPCRoute    *gwapiv1.GRPCRouteStatus
+
+	// Policy statuses (gateway.portcullis.dev): only the ancestors naming
+	// this controller, as for the Gateway API statuses above.
+	ExtAuthPolicy *gwapiv1.PolicyStatus
+	ExtProcPolicy *gwapiv1.PolicyStatus
 }
 
 // APIVersion is the API version of the object's kind.
@@ -44,6 +50,8 @@ func (u Update) APIVersion() string {
 		return v1alpha1.GroupVersion.String()
 	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute:
 		return gwapiv1.SchemeGroupVersion.String()
+	case objects.KindExtAuthPolicy, objects.KindExtProcPolicy:
+		return gatewayv1alpha1.GroupVersion.String()
 	}
 	return contourv1.GroupVersion.String()
 }
@@ -65,6 +73,10 @@ func (u Update) Status() any {
 		return u.HTTPRoute
 	case u.GRPCRoute != nil:
 		return u.GRPCRoute
+	case u.ExtAuthPolicy != nil:
+		return u.ExtAuthPolicy
+	case u.ExtProcPolicy != nil:
+		return u.ExtProcPolicy
 	}
 	return nil
 }
