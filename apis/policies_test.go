@@ -3,12 +3,17 @@ package apis_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"sigs.k8s.io/yaml"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -303,5 +308,67 @@ spec:
 	remarshal(t, obj, &a)
 	if got := a.Spec.WithRequestBody.MaxRequestBytes; got != 1024 {
 		t.Errorf("maxRequestBytes defaulted to %d, want 1024", got)
+	}
+}
+
+// TestPolicyPage checks docs/gateway-api-policies.md against the samples
+// and the CRDs: its examples are the samples (validated above), and its
+// table of refusals gives every CEL message of the policies' CRDs.
+func TestPolicyPage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "gateway-api-policies.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+
+	var samples []any
+	for _, doc := range readDocs(t, "gateway-api-policies.yaml") {
+		var obj any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, obj)
+	}
+	shown := make([]bool, len(samples))
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(page, -1)
+	for _, m := range blocks {
+		var obj any
+		if err := yaml.Unmarshal([]byte(m[1]), &obj); err != nil {
+			t.Fatalf("example does not parse: %v\n%s", err, m[1])
+		}
+		i := slices.IndexFunc(samples, func(s any) bool { return reflect.DeepEqual(s, obj) })
+		if i < 0 {
+			t.Errorf("example is not one of apis/testdata/spec/gateway-api-policies.yaml:\n%s", m[1])
+			continue
+		}
+		shown[i] = true
+	}
+	for i, ok := range shown {
+		if !ok {
+			t.Errorf("sample %d of gateway-api-policies.yaml is not an example of the page", i)
+		}
+	}
+
+	crds := loadCRDs(t)
+	for _, kind := range []string{"ExtAuthPolicy", "ExtProcPolicy"} {
+		var walk func(s *apiextensionsv1.JSONSchemaProps)
+		walk = func(s *apiextensionsv1.JSONSchemaProps) {
+			for _, v := range s.XValidations {
+				if !strings.Contains(page, "`"+v.Message+"`") {
+					t.Errorf("%s: the page does not give the message %q", kind, v.Message)
+				}
+			}
+			for _, p := range s.Properties {
+				walk(&p)
+			}
+			if s.Items != nil && s.Items.Schema != nil {
+				walk(s.Items.Schema)
+			}
+		}
+		spec := crds[kind].Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		if len(spec.XValidations) == 0 {
+			t.Errorf("%s: no CEL rules on spec", kind)
+		}
+		walk(&spec)
 	}
 }
