@@ -57,11 +57,12 @@ const specExtProcRoutes = `[
 
 // TestExternalProcessingExampleMatchesSpec runs examples/external-processing
 // and compares its routes with the reference routes of
-// docs/design/external-processing.md. Three differences are by design
+// docs/design/external-processing.md. Four differences are by design
 // and normalised away: our cluster names ("service/<ns>/<name>/<port>"),
-// our ExtensionService authority ("<name>.<ns>") and our prefix matches,
+// our ExtensionService authority ("<name>.<ns>"), our prefix matches,
 // which stop at segment boundaries (path_separated_prefix: "/override" does
-// not match "/overrides").
+// not match "/overrides"), and our route actions' 500 for a cluster that
+// does not exist (cluster_not_found_response_code).
 func TestExternalProcessingExampleMatchesSpec(t *testing.T) {
 	set, _, err := file.Load([]string{"../../../examples/external-processing/resources"})
 	if err != nil {
@@ -118,6 +119,9 @@ func normalise(t *testing.T, b []byte, spec bool) any {
 		case map[string]any:
 			out := map[string]any{}
 			for k, e := range x {
+				if k == "clusterNotFoundResponseCode" && !spec {
+					continue
+				}
 				nk := k
 				if !strings.HasPrefix(k, "@") && !strings.Contains(k, ".") {
 					nk = strings.ReplaceAll(camelToSnake(k), "path_separated_prefix", "prefix")

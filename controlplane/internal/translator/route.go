@@ -198,7 +198,11 @@ func headerMatcher(h ir.HeaderMatch) *routev3.HeaderMatcher {
 }
 
 func routeAction(r *ir.Route) *routev3.RouteAction {
-	a := &routev3.RouteAction{}
+	// A weighted cluster may name a cluster the model does not have (an
+	// invalid backend): Envoy accepts such a name over RDS, and its share
+	// of the requests is answered 500 rather than Envoy's default 503,
+	// which would blame an upstream that was never there.
+	a := &routev3.RouteAction{ClusterNotFoundResponseCode: routev3.RouteAction_INTERNAL_SERVER_ERROR}
 	if len(r.Clusters) == 1 && r.Clusters[0].RequestHeaders == nil && r.Clusters[0].ResponseHeaders == nil {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster}
 	} else {
