@@ -160,6 +160,8 @@ func routeMatch(r *ir.Route) *routev3.RouteMatch {
 	switch {
 	case r.PathKind == ir.PathExact:
 		m.PathSpecifier = &routev3.RouteMatch_Path{Path: r.Path}
+	case r.PathKind == ir.PathRegex:
+		m.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: regex(r.Path)}
 	case r.Path == "" || strings.HasSuffix(r.Path, "/"):
 		p := r.Path
 		if p == "" {
@@ -173,8 +175,15 @@ func routeMatch(r *ir.Route) *routev3.RouteMatch {
 	for _, h := range r.Headers {
 		m.Headers = append(m.Headers, headerMatcher(h))
 	}
+	for _, q := range r.QueryParams {
+		m.QueryParameters = append(m.QueryParameters, queryParamMatcher(q))
+	}
 	return m
 }
+
+// regex is an RE2 expression (Envoy's only engine), matched against the
+// whole value.
+func regex(re string) *matcherv3.RegexMatcher { return &matcherv3.RegexMatcher{Regex: re} }
 
 func headerMatcher(h ir.HeaderMatch) *routev3.HeaderMatcher {
 	hm := &routev3.HeaderMatcher{Name: h.Name}
@@ -193,6 +202,8 @@ func headerMatcher(h ir.HeaderMatch) *routev3.HeaderMatcher {
 	case "contains", "notcontains":
 		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: h.Value}})
 		hm.InvertMatch = h.Kind == "notcontains"
+	case "regex":
+		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: regex(h.Value)}})
 	}
 	return hm
 }

@@ -1,0 +1,52 @@
+package translator
+
+import (
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+func TestRouteMatch(t *testing.T) {
+	exact := func(v string) *matcherv3.StringMatcher {
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v}}
+	}
+	re := func(v string) *matcherv3.StringMatcher {
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: v}}}
+	}
+	for _, tc := range []struct {
+		name string
+		in   ir.Route
+		want *routev3.RouteMatch
+	}{
+		{"regex path: safe_regex over the whole path",
+			ir.Route{PathKind: ir.PathRegex, Path: `/v[0-9]+/.*`},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: `/v[0-9]+/.*`}}}},
+		{"regex header",
+			ir.Route{Path: "/", Headers: []ir.HeaderMatch{{Name: "x-version", Kind: "regex", Value: `v[12]`}}},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+				Headers: []*routev3.HeaderMatcher{{Name: "x-version", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: re(`v[12]`)}}}}},
+		{"the method is the :method header",
+			ir.Route{Path: "/a", Headers: []ir.HeaderMatch{{Name: ":method", Kind: "exact", Value: "POST"}}},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/a"},
+				Headers: []*routev3.HeaderMatcher{{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: exact("POST")}}}}},
+		{"query parameters: exact, regex, present, in order",
+			ir.Route{PathKind: ir.PathExact, Path: "/search", QueryParams: []ir.QueryParamMatch{
+				{Name: "q", Kind: "exact", Value: "envoy"}, {Name: "page", Kind: "regex", Value: `[0-9]+`}, {Name: "debug", Kind: "present"},
+			}},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/search"}, QueryParameters: []*routev3.QueryParameterMatcher{
+				{Name: "q", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: exact("envoy")}},
+				{Name: "page", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: re(`[0-9]+`)}},
+				{Name: "debug", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}},
+			}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := routeMatch(&tc.in); !proto.Equal(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
