@@ -128,9 +128,14 @@ func domains(fqdn string) []string {
 
 func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	out := &routev3.Route{Match: routeMatch(r)}
-	if r.HTTPSRedirect {
+	switch {
+	case r.HTTPSRedirect:
 		out.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(rs.redirectPort)}
-	} else {
+	case r.Redirect != nil:
+		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, r.Path)}
+	case r.DirectResponse != nil:
+		out.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r.DirectResponse)}
+	default:
 		out.Action = &routev3.Route_Route{Route: routeAction(r)}
 		if p := r.RequestHeaders; p != nil {
 			out.RequestHeadersToAdd = headerValues(p.Set)
@@ -244,6 +249,14 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	if r.IdleTimeout != nil {
 		a.IdleTimeout = durationpb.New(*r.IdleTimeout)
 	}
+	if r.PerTryTimeout != nil {
+		// No retry_on: a policy that never retries, only bounds the try.
+		a.RetryPolicy = &routev3.RetryPolicy{PerTryTimeout: durationpb.New(*r.PerTryTimeout)}
+	}
+	if p := r.PathRewrite; p != nil {
+		a.RegexRewrite = pathRewrite(p, r.Path)
+	}
+	a.RequestMirrorPolicies = mirrors(r.Mirrors)
 	return a
 }
 

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -104,5 +107,55 @@ func TestHTTPSRedirectPort(t *testing.T) {
 				t.Errorf("port %d (cache %v): redirect %v, want https with port %d", tc.port, cache != nil, got, tc.want)
 			}
 		}
+	}
+}
+
+// What a route does instead of, or besides, forwarding.
+func TestRouteActions(t *testing.T) {
+	second := time.Second
+	one := []ir.WeightedCluster{{Cluster: "default/a/80", Weight: 1}}
+	for _, tc := range []struct {
+		name  string
+		in    ir.Route
+		check func(t *testing.T, r *routev3.Route)
+	}{
+		{"a direct response with a body", ir.Route{DirectResponse: &ir.DirectResponse{Status: 500, Body: "no backend"}}, func(t *testing.T, r *routev3.Route) {
+			d := r.GetDirectResponse()
+			if d.GetStatus() != 500 || d.GetBody().GetInlineString() != "no backend" {
+				t.Errorf("direct response %v, want 500 with its body", d)
+			}
+		}},
+		{"a direct response without a body", ir.Route{DirectResponse: &ir.DirectResponse{Status: 404}}, func(t *testing.T, r *routev3.Route) {
+			if d := r.GetDirectResponse(); d.GetStatus() != 404 || d.Body != nil {
+				t.Errorf("direct response %v, want 404 without a body", d)
+			}
+		}},
+		{"the HTTPS redirect comes first", ir.Route{HTTPSRedirect: true, Redirect: &ir.Redirect{Hostname: "x"}, DirectResponse: &ir.DirectResponse{Status: 500}}, func(t *testing.T, r *routev3.Route) {
+			if !r.GetRedirect().GetHttpsRedirect() || r.GetRedirect().GetHostRedirect() != "" {
+				t.Errorf("action %v, want the HTTPS redirect", r.Action)
+			}
+		}},
+		{"a per-try timeout: a retry policy that only bounds the try", ir.Route{Clusters: one, PerTryTimeout: &second}, func(t *testing.T, r *routev3.Route) {
+			p := r.GetRoute().GetRetryPolicy()
+			if p.GetPerTryTimeout().AsDuration() != time.Second || p.GetRetryOn() != "" || p.GetNumRetries() != nil {
+				t.Errorf("retry policy %v, want only a per-try timeout of 1s", p)
+			}
+		}},
+		{"no per-try timeout, no retry policy", ir.Route{Clusters: one}, func(t *testing.T, r *routev3.Route) {
+			if p := r.GetRoute().GetRetryPolicy(); p != nil {
+				t.Errorf("retry policy %v, want none", p)
+			}
+		}},
+		{"an unknown weighted cluster answers 500", ir.Route{Clusters: []ir.WeightedCluster{{Cluster: "default/a/80", Weight: 1}, {Cluster: "invalid", Weight: 1}}}, func(t *testing.T, r *routev3.Route) {
+			if c := r.GetRoute().GetClusterNotFoundResponseCode(); c != routev3.RouteAction_INTERNAL_SERVER_ERROR {
+				t.Errorf("cluster_not_found_response_code %v, want INTERNAL_SERVER_ERROR", c)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Path = "/"
+			tc.check(t, route(&in, routeSettings{}))
+		})
 	}
 }
