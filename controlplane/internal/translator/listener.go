@@ -55,10 +55,21 @@ func httpsListener(m *ir.Model, opts Options, chains []*listenerv3.FilterChain) 
 func filterChain(vh *ir.SecureVirtualHost) *listenerv3.FilterChain {
 	return &listenerv3.FilterChain{
 		Name:             "https/" + vh.FQDN,
-		FilterChainMatch: &listenerv3.FilterChainMatch{ServerNames: []string{vh.FQDN}},
+		FilterChainMatch: serverNames(vh.FQDN),
 		TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
 		Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), hostHCM(vh))},
 	}
+}
+
+// serverNames selects a host's filter chain by SNI. Envoy takes
+// "*.example.com" as a wildcard (the most specific server name wins); the
+// host "*" has no match at all, so that it gets the clients whose SNI (or
+// lack of one) no other chain matches.
+func serverNames(fqdn string) *listenerv3.FilterChainMatch {
+	if fqdn == "*" {
+		return nil
+	}
+	return &listenerv3.FilterChainMatch{ServerNames: []string{fqdn}}
 }
 
 // hcmFilter builds an HTTP connection manager whose routes come over RDS,

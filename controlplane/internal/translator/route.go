@@ -118,10 +118,14 @@ func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) (out []*routev3.V
 	return out, names
 }
 
-// domains matches the host with and without a port.
+// domains matches the host with and without a port. A wildcard host
+// ("*.example.com", "*") is one of Envoy's domain wildcards as it is:
+// Envoy allows one wildcard per domain, and "*.example.com:*" would be a
+// suffix wildcard matching a literal ":*" (every HCM strips the request's
+// port before routing anyway).
 func domains(fqdn string) []string {
-	if fqdn == "*" {
-		return []string{"*"}
+	if strings.HasPrefix(fqdn, "*") {
+		return []string{fqdn}
 	}
 	return []string{fqdn, fqdn + ":*"}
 }
