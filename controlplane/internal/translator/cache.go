@@ -98,12 +98,8 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 	if e, ok := c.lookup(vh); ok {
 		return e, true
 	}
-	return cachedHost{
-		src:   vh,
-		in:    *vh,
-		route: secureRouteConfig(vh),
-		chain: filterChain(vh),
-	}, false
+	route, chain := secureHost(secureHostsPrefix, vh)
+	return cachedHost{src: vh, in: *vh, route: route, chain: chain}, false
 }
 
 // commit keeps exactly the hosts of the last translation: removed hosts

@@ -54,28 +54,32 @@ func TestCache(t *testing.T) {
 		{name: "back to the first model", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}}, {fqdn: "b.example.com", paths: []string{"/"}}}, hits: 101, misses: 1},
 	} {
 		t.Run(step.name, func(t *testing.T) {
-			got := TranslateCached(model(step.hosts), DefaultOptions(), c)
-			want := Translate(model(step.hosts), DefaultOptions())
-			for _, l := range []struct {
-				kind      string
-				got, want []proto.Message
-			}{
-				{"listener", got.Listeners, want.Listeners}, {"route", got.Routes, want.Routes},
-				{"cluster", got.Clusters, want.Clusters}, {"secret", got.Secrets, want.Secrets},
-			} {
-				if len(l.got) != len(l.want) {
-					t.Fatalf("%d %ss, want %d", len(l.got), l.kind, len(l.want))
-				}
-				for i := range l.got {
-					if !proto.Equal(l.got[i], l.want[i]) {
-						t.Errorf("%s %s differs from the uncached translation:\ngot  %v\nwant %v", l.kind, ResourceName(l.want[i]), l.got[i], l.want[i])
-					}
-				}
-			}
+			checkUncached(t, TranslateCached(model(step.hosts), DefaultOptions(), c), Translate(model(step.hosts), DefaultOptions()))
 			if c.Hits != step.hits || c.Misses != step.misses {
 				t.Errorf("%d hosts reused and %d translated, want %d and %d", c.Hits, c.Misses, step.hits, step.misses)
 			}
 		})
+	}
+}
+
+// checkUncached fails unless a cached translation is the uncached one.
+func checkUncached(t *testing.T, got, want *Resources) {
+	t.Helper()
+	for _, l := range []struct {
+		kind      string
+		got, want []proto.Message
+	}{
+		{"listener", got.Listeners, want.Listeners}, {"route", got.Routes, want.Routes},
+		{"cluster", got.Clusters, want.Clusters}, {"secret", got.Secrets, want.Secrets},
+	} {
+		if len(l.got) != len(l.want) {
+			t.Fatalf("%d %ss, want %d", len(l.got), l.kind, len(l.want))
+		}
+		for i := range l.got {
+			if !proto.Equal(l.got[i], l.want[i]) {
+				t.Errorf("%s %s differs from the uncached translation:\ngot  %v\nwant %v", l.kind, ResourceName(l.want[i]), l.got[i], l.want[i])
+			}
+		}
 	}
 }
 

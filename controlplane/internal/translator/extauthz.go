@@ -20,11 +20,13 @@ func (extAuthzFilter) name() string { return ExtAuthzFilterName }
 
 func (extAuthzFilter) needed(h hcmSettings) bool { return h.auth != nil }
 
-func (extAuthzFilter) httpFilter(h hcmSettings) *hcmv3.HttpFilter {
-	return typedHTTPFilter(ExtAuthzFilterName, extAuthz(h.auth))
+func (extAuthzFilter) httpFilters(h hcmSettings) []*hcmv3.HttpFilter {
+	return oneFilter(ExtAuthzFilterName, extAuthz(h.auth))
 }
 
-func (extAuthzFilter) perRoute(r *ir.Route) proto.Message { return extAuthzPerRoute(r) }
+func (extAuthzFilter) perRoute(r *ir.Route) (string, proto.Message) {
+	return ExtAuthzFilterName, extAuthzPerRoute(r)
+}
 
 // extAuthz is the ext_authz filter of one HCM.
 func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
@@ -51,12 +53,18 @@ func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 }
 
 // extAuthzPerRoute is set on every route of an HCM with ext_authz: either
-// off, or on with the route's context. The filter is never left out of an
-// HCM because a virtual host's default is "disabled".
+// off (also on a route authorized by its own filter, routefilters.go), or
+// on with the route's context. The filter is never left out of an HCM
+// because a virtual host's default is "disabled".
 func extAuthzPerRoute(r *ir.Route) *extauthzv3.ExtAuthzPerRoute {
-	if r.AuthDisabled {
+	if r.AuthDisabled || r.Auth != nil {
 		return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}
 	}
+	return extAuthzCheck(r)
+}
+
+// extAuthzCheck has the route checked, with its context.
+func extAuthzCheck(r *ir.Route) *extauthzv3.ExtAuthzPerRoute {
 	return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{
 		CheckSettings: &extauthzv3.CheckSettings{ContextExtensions: r.AuthContext},
 	}}

@@ -67,10 +67,13 @@ func TestExtAuthzPerRoute(t *testing.T) {
 			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{ContextExtensions: map[string]string{"k": "v"}}}}},
 		{"enabled without context: still set, so the route is checked", ir.Route{},
 			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{}}}},
+		{"a route with its own authorization: the HCM's is off", ir.Route{Auth: &ir.ExtAuth{Cluster: "extension/auth/other"}, AuthContext: map[string]string{"k": "v"}},
+			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := (extAuthzFilter{}).perRoute(&tc.route); !proto.Equal(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
+			name, got := (extAuthzFilter{}).perRoute(&tc.route)
+			if name != ExtAuthzFilterName || !proto.Equal(got, tc.want) {
+				t.Errorf("got %s: %v, want %s: %v", name, got, ExtAuthzFilterName, tc.want)
 			}
 		})
 	}

@@ -25,17 +25,20 @@ func (extProcFilter) name() string { return ExtProcFilterName }
 
 func (extProcFilter) needed(h hcmSettings) bool { return h.proc != nil }
 
-func (extProcFilter) httpFilter(h hcmSettings) *hcmv3.HttpFilter {
-	return typedHTTPFilter(ExtProcFilterName, extProc(h.proc))
+func (extProcFilter) httpFilters(h hcmSettings) []*hcmv3.HttpFilter {
+	return oneFilter(ExtProcFilterName, extProc(h.proc))
 }
 
 // perRoute is set only on routes whose processing differs from the
-// filter's.
-func (extProcFilter) perRoute(r *ir.Route) proto.Message {
-	if r.ExtProc == nil {
-		return nil
+// filter's: off on a route processed by its own filter (routefilters.go).
+func (extProcFilter) perRoute(r *ir.Route) (string, proto.Message) {
+	switch {
+	case r.Processor != nil:
+		return ExtProcFilterName, extProcPerRoute(&ir.ExtProcPerRoute{Disabled: true})
+	case r.ExtProc != nil:
+		return ExtProcFilterName, extProcPerRoute(r.ExtProc)
 	}
-	return extProcPerRoute(r.ExtProc)
+	return "", nil
 }
 
 // maxMessageTimeout is the largest message_timeout Envoy accepts.

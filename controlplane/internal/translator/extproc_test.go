@@ -51,6 +51,8 @@ func TestExtProcPerRoute(t *testing.T) {
 		{"the filter's processing: nothing", ir.Route{}, nil},
 		{"disabled", ir.Route{ExtProc: &ir.ExtProcPerRoute{Disabled: true}},
 			&extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Disabled{Disabled: true}}},
+		{"a route with its own processor: the HCM's is off", ir.Route{Processor: &ir.ExtProc{Cluster: "extension/proc/other"}},
+			&extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Disabled{Disabled: true}}},
 		{"overrides", ir.Route{ExtProc: &ir.ExtProcPerRoute{Overrides: &ir.ExtProcOverrides{
 			FailOpen: &yes,
 			Mode:     &ir.ProcessingMode{RequestHeader: "SKIP", RequestBody: "BUFFERED"},
@@ -63,15 +65,15 @@ func TestExtProcPerRoute(t *testing.T) {
 		}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := (extProcFilter{}).perRoute(&tc.route)
+			name, got := (extProcFilter{}).perRoute(&tc.route)
 			if tc.want == nil {
 				if got != nil {
 					t.Errorf("got %v, want none", got)
 				}
 				return
 			}
-			if !proto.Equal(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
+			if name != ExtProcFilterName || !proto.Equal(got, tc.want) {
+				t.Errorf("got %s: %v, want %s: %v", name, got, ExtProcFilterName, tc.want)
 			}
 		})
 	}

@@ -12,16 +12,19 @@ import (
 // filter implements it in its own file and is ranked in httpFilters; the
 // HCM and the routes then get it without a special case.
 type httpFilter interface {
-	// name is the filter's name in Envoy: its name in the HCM and its key
-	// in a route's typed_per_filter_config.
+	// name is the filter's name in Envoy (its name in the HCM and its key
+	// in a route's typed_per_filter_config), or the prefix of the names of
+	// a filter the HCM has several instances of.
 	name() string
 	// needed says whether an HCM with these settings has the filter.
 	needed(h hcmSettings) bool
-	// httpFilter is the filter as the HCM lists it (only when needed).
-	httpFilter(h hcmSettings) *hcmv3.HttpFilter
+	// httpFilters are the filter's entries in the HCM's list (only when
+	// needed): one, or one per instance.
+	httpFilters(h hcmSettings) []*hcmv3.HttpFilter
 	// perRoute is the route's configuration of the filter, on routes of
-	// an HCM that has it; nil for none.
-	perRoute(r *ir.Route) proto.Message
+	// an HCM that has it, and the name of the entry it configures; nil for
+	// none.
+	perRoute(r *ir.Route) (string, proto.Message)
 }
 
 // httpFilters are the HTTP filters in the order Envoy runs them: an HCM's
@@ -31,20 +34,31 @@ var httpFilters = []httpFilter{
 	// ext_authz first: a request that is not authorized goes no further,
 	// so no later filter spends work on it or sends its data anywhere.
 	extAuthzFilter{},
+	// The authorizations routes name themselves (routefilters.go): a
+	// route is authorized by one of these or by the HCM's, never both
+	// (the HCM's is disabled on it), so their order between them does not
+	// matter; they too go first, for the reason above.
+	routeExtAuthzFilter{},
 	// ext_proc after ext_authz, so that a processor only sees authorized
 	// requests; before the router, since it may change the headers the
 	// router decides on.
 	extProcFilter{},
+	// The processors routes name themselves, beside the HCM's for the
+	// same reason.
+	routeExtProcFilter{},
 	// The router last: it is the terminal filter that forwards the
 	// request, and Envoy requires it at the end.
 	routerFilter{},
 }
 
 // hcmSettings are what decide the HTTP filters of one HCM: the
-// authorization and the processor that apply to it (nil for none).
+// authorization and the processor that apply to it (nil for none), and
+// those its routes name themselves (withRoutes).
 type hcmSettings struct {
-	auth *ir.ExtAuth
-	proc *ir.ExtProc
+	auth      *ir.ExtAuth
+	proc      *ir.ExtProc
+	routeAuth []named[*ir.ExtAuth]
+	routeProc []named[*ir.ExtProc]
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP
@@ -53,9 +67,10 @@ func globalHCM(m *ir.Model) hcmSettings {
 	return hcmSettings{auth: m.GlobalAuth, proc: m.GlobalExtProc}
 }
 
-// hostHCM are the settings of a TLS virtual host's own HCM.
+// hostHCM are the settings of a TLS virtual host's own HCM, which only
+// its own routes use.
 func hostHCM(vh *ir.SecureVirtualHost) hcmSettings {
-	return hcmSettings{auth: vh.Auth, proc: vh.ExtProc}
+	return hcmSettings{auth: vh.Auth, proc: vh.ExtProc}.withRoutes([]*ir.VirtualHost{&vh.VirtualHost})
 }
 
 // filterSet holds the filters of an HCM, bit i for httpFilters[i]: a
@@ -80,7 +95,7 @@ func hcmHTTPFilters(h hcmSettings) []*hcmv3.HttpFilter {
 	var out []*hcmv3.HttpFilter
 	for _, f := range httpFilters {
 		if f.needed(h) {
-			out = append(out, f.httpFilter(h))
+			out = append(out, f.httpFilters(h)...)
 		}
 	}
 	return out
@@ -94,11 +109,11 @@ func perFilterConfig(r *ir.Route, s filterSet) map[string]*anypb.Any {
 		if !s.has(i) {
 			continue
 		}
-		if c := f.perRoute(r); c != nil {
+		if name, c := f.perRoute(r); c != nil {
 			if out == nil {
 				out = map[string]*anypb.Any{}
 			}
-			out[f.name()] = mustAny(c)
+			out[name] = mustAny(c)
 		}
 	}
 	return out
@@ -107,4 +122,9 @@ func perFilterConfig(r *ir.Route, s filterSet) map[string]*anypb.Any {
 // typedHTTPFilter is an HCM filter with its typed configuration.
 func typedHTTPFilter(name string, cfg proto.Message) *hcmv3.HttpFilter {
 	return &hcmv3.HttpFilter{Name: name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(cfg)}}
+}
+
+// oneFilter is the HCM list entry of a filter that has one.
+func oneFilter(name string, cfg proto.Message) []*hcmv3.HttpFilter {
+	return []*hcmv3.HttpFilter{typedHTTPFilter(name, cfg)}
 }

@@ -18,6 +18,11 @@ func TestHTTPFilterOrder(t *testing.T) {
 	proc := &ir.ExtProc{Cluster: "extension/proc/processor"}
 	plain := &ir.Route{Path: "/"}
 	procOff := &ir.Route{Path: "/", ExtProc: &ir.ExtProcPerRoute{Disabled: true}}
+	// A route with its own authorization and processor, and the HCM with
+	// their filters.
+	own := &ir.Route{Path: "/", Auth: &ir.ExtAuth{Cluster: "extension/auth/own"}, Processor: &ir.ExtProc{Cluster: "extension/proc/own"}}
+	withOwn := hcmSettings{auth: auth, proc: proc}.withRoutes([]*ir.VirtualHost{{Routes: []*ir.Route{plain, own}}})
+	ownAuth, ownProc := routeAuthName(own.Auth), routeProcName(own.Processor)
 	for _, tc := range []struct {
 		name         string
 		h            hcmSettings
@@ -31,6 +36,10 @@ func TestHTTPFilterOrder(t *testing.T) {
 		{"a processor, route switching it off", hcmSettings{proc: proc}, procOff, []string{ExtProcFilterName, RouterFilterName}, []string{ExtProcFilterName}},
 		{"both: authorization before processing", hcmSettings{auth: auth, proc: proc}, procOff,
 			[]string{ExtAuthzFilterName, ExtProcFilterName, RouterFilterName}, []string{ExtAuthzFilterName, ExtProcFilterName}},
+		{"a route's own filters: each beside the HCM's of its kind", withOwn, own,
+			[]string{ExtAuthzFilterName, ownAuth, ExtProcFilterName, ownProc, RouterFilterName}, []string{ExtAuthzFilterName, ownAuth, ExtProcFilterName, ownProc}},
+		{"another route of that HCM: only the HCM's filters", withOwn, plain,
+			[]string{ExtAuthzFilterName, ownAuth, ExtProcFilterName, ownProc, RouterFilterName}, []string{ExtAuthzFilterName}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

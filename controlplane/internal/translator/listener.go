@@ -1,7 +1,9 @@
 package translator
 
 import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -14,50 +16,65 @@ const (
 	tlsInspectorName = "envoy.filters.listener.tls_inspector"
 )
 
-func httpListener(m *ir.Model, opts Options) *listenerv3.Listener {
+// plaintextListener has one filter chain, whose HCM (settings h) routes
+// with the route configuration routeConfig: the HTTP listener, and a
+// plaintext Gateway listener.
+func plaintextListener(name, routeConfig string, addr *corev3.Address, h hcmSettings) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:    HTTPListenerName,
-		Address: socketAddress(opts.HTTPAddress, opts.HTTPPort),
+		Name:    name,
+		Address: addr,
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{hcmFilter(HTTPListenerName, HTTPRouteConfigName, globalHCM(m))},
+			Filters: []*listenerv3.Filter{hcmFilter(name, routeConfig, h)},
 		}},
 	}
 }
 
 // httpsListener has one filter chain per TLS virtual host, matched by SNI,
 // each with its own HCM so that each can have its own authorization; and the
-// fallback chain for clients without SNI. Nil when there is no TLS host.
-// chains are the filter chains of m.Secure, sorted by FQDN.
-func httpsListener(m *ir.Model, opts Options, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+// fallback chain for clients without SNI, whose HCM has the settings
+// fallback. Nil when there is no TLS host. chains are the filter chains of
+// m.Secure, sorted by FQDN.
+func httpsListener(m *ir.Model, opts Options, chains []*listenerv3.FilterChain, fallback hcmSettings) *listenerv3.Listener {
 	if len(m.Secure) == 0 && m.Fallback == nil {
 		return nil
 	}
-	l := &listenerv3.Listener{
-		Name:    HTTPSListenerName,
-		Address: socketAddress(opts.HTTPSAddress, opts.HTTPSPort),
-		ListenerFilters: []*listenerv3.ListenerFilter{{
-			Name:       tlsInspectorName,
-			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
-		}},
-	}
-	l.FilterChains = chains
+	l := tlsListener(HTTPSListenerName, socketAddress(opts.HTTPSAddress, opts.HTTPSPort), chains)
 	if fb := m.Fallback; fb != nil {
 		l.DefaultFilterChain = &listenerv3.FilterChain{
 			Name:            "fallbackcert",
 			TransportSocket: downstreamTLS(fb.Secret, "", "", nil),
-			Filters:         []*listenerv3.Filter{hcmFilter("fallbackcert", FallbackRouteConfigName, globalHCM(m))},
+			Filters:         []*listenerv3.Filter{hcmFilter("fallbackcert", FallbackRouteConfigName, fallback)},
 		}
 	}
 	return l
 }
 
-// filterChain is the filter chain of one TLS virtual host.
-func filterChain(vh *ir.SecureVirtualHost) *listenerv3.FilterChain {
-	return &listenerv3.FilterChain{
-		Name:             "https/" + vh.FQDN,
+// tlsListener selects its filter chains by SNI (the TLS inspector reads
+// it).
+func tlsListener(name string, addr *corev3.Address, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	return &listenerv3.Listener{
+		Name:    name,
+		Address: addr,
+		ListenerFilters: []*listenerv3.ListenerFilter{{
+			Name:       tlsInspectorName,
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
+		}},
+		FilterChains: chains,
+	}
+}
+
+// secureHost translates one TLS virtual host of a listener: its route
+// configuration and its filter chain, both named prefix/FQDN, with its
+// own HCM.
+func secureHost(prefix string, vh *ir.SecureVirtualHost) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
+	name := secureName(prefix, vh.FQDN)
+	h := hostHCM(vh)
+	rc, _ := routeConfig(name, []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: h.filters()}, nil)
+	return rc, &listenerv3.FilterChain{
+		Name:             name,
 		FilterChainMatch: serverNames(vh.FQDN),
 		TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
-		Filters:          []*listenerv3.Filter{hcmFilter("https/"+vh.FQDN, SecureRouteConfigName(vh.FQDN), hostHCM(vh))},
+		Filters:          []*listenerv3.Filter{hcmFilter(name, name, h)},
 	}
 }
 

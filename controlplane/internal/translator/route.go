@@ -25,6 +25,16 @@ type routeSettings struct {
 	redirectPort uint32
 }
 
+// httpRouteSettings are those of the routes of a plaintext listener's
+// HCM, whose HTTPS redirects name the port clients reach HTTPS on.
+func httpRouteSettings(h hcmSettings, opts Options) routeSettings {
+	rs := routeSettings{filters: h.filters()}
+	if opts.HTTPSRedirectPort != 443 {
+		rs.redirectPort = opts.HTTPSRedirectPort
+	}
+	return rs
+}
+
 // routeConfig builds one RDS resource, with the origins of its hosts (for
 // the Index). c, when not nil, lends the routes of virtual hosts
 // translated by the previous translation (see Cache).
@@ -61,7 +71,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 	rc.VirtualHosts, vhosts = mergeIdentical(rc.VirtualHosts, keys)
 	origins := make([]hostOrigins, len(sorted))
 	for i, vh := range sorted {
-		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: vh.Origins}
+		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: routeFilterOrigins(vh, vh.Origins)}
 	}
 	return rc, origins
 }

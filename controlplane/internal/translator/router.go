@@ -19,8 +19,8 @@ func (routerFilter) name() string { return RouterFilterName }
 
 func (routerFilter) needed(hcmSettings) bool { return true }
 
-func (routerFilter) httpFilter(hcmSettings) *hcmv3.HttpFilter {
-	return typedHTTPFilter(RouterFilterName, &routerv3.Router{})
+func (routerFilter) httpFilters(hcmSettings) []*hcmv3.HttpFilter {
+	return oneFilter(RouterFilterName, &routerv3.Router{})
 }
 
-func (routerFilter) perRoute(*ir.Route) proto.Message { return nil }
+func (routerFilter) perRoute(*ir.Route) (string, proto.Message) { return "", nil }

@@ -1,7 +1,7 @@
 // Package translator turns the IR into Envoy resources. It is a pure
 // function: no clients, no clocks, deterministic output (sorted, stable), so
 // that golden tests can pin it down. Each feature has its own file
-// (extauthz.go, extproc.go, tls.go, route.go with the redirects, ...); an
+// (extauthz.go, extproc.go, tls.go, route.go, redirect.go, ...); an
 // HTTP filter is added to the HCMs by registering it, in order, in
 // httpfilters.go.
 package translator
@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -61,19 +60,23 @@ const (
 	FallbackRouteConfigName = "ingress_fallbackcert"
 )
 
-// SecureRouteConfigName is the route configuration of one TLS virtual host.
-func SecureRouteConfigName(fqdn string) string { return "https/" + fqdn }
+// SecureRouteConfigName is the route configuration of one TLS virtual host
+// of the HTTPS listener.
+func SecureRouteConfigName(fqdn string) string { return secureName(secureHostsPrefix, fqdn) }
 
-// secureRouteConfig is the route configuration of one TLS virtual host.
-func secureRouteConfig(vh *ir.SecureVirtualHost) *routev3.RouteConfiguration {
-	rc, _ := routeConfig(SecureRouteConfigName(vh.FQDN), []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: hostHCM(vh).filters()}, nil)
-	return rc
-}
+// secureHostsPrefix begins the names of the resources of the HTTPS
+// listener's TLS hosts (route configuration, filter chain); those of a
+// Gateway TLS listener's hosts begin with the listener's name,
+// https-<port>, so that the two never collide.
+const secureHostsPrefix = "https"
+
+// secureName names the resources of one TLS virtual host of a listener.
+func secureName(prefix, fqdn string) string { return prefix + "/" + fqdn }
 
 // secureHostOrigins are the origins of a TLS virtual host: its own, and its
 // filters' (its HCM is its own).
 func secureHostOrigins(vh *ir.SecureVirtualHost) hostOrigins {
-	o := vh.Origins
+	o := routeFilterOrigins(&vh.VirtualHost, vh.Origins)
 	if vh.Auth != nil {
 		o = o.Union(vh.Auth.Origins)
 	}
@@ -116,27 +119,27 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
 	}
 
-	global := routeSettings{filters: globalHCM(m).filters()}
-	redirect := global
-	if opts.HTTPSRedirectPort != 443 {
-		redirect.redirectPort = opts.HTTPSRedirectPort
-	}
-	rc, httpHosts := routeConfig(HTTPRouteConfigName, m.Insecure, redirect, c)
+	// The shared HCMs' filters depend on every route they serve
+	// (routefilters.go).
+	httpHCM := globalHCM(m).withRoutes(m.Insecure)
+	rc, httpHosts := routeConfig(HTTPRouteConfigName, m.Insecure, httpRouteSettings(httpHCM, opts), c)
 	r.Routes = append(r.Routes, rc)
 	r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: httpHosts})
 	r.Routes = append(r.Routes, secure...)
+	var fallbackHCM hcmSettings
 	if m.Fallback != nil {
-		rc, fallbackHosts := routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, global, c)
+		fallbackHCM = globalHCM(m).withRoutes(m.Fallback.VirtualHosts)
+		rc, fallbackHosts := routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, routeSettings{filters: fallbackHCM.filters()}, c)
 		r.Routes = append(r.Routes, rc)
 		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: fallbackHosts})
 		httpsHosts = append(httpsHosts, fallbackHosts...)
 	}
 	c.commitVHosts()
 
-	l := httpListener(m, opts)
+	l := plaintextListener(HTTPListenerName, HTTPRouteConfigName, socketAddress(opts.HTTPAddress, opts.HTTPPort), httpHCM)
 	r.Listeners = append(r.Listeners, l)
 	r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpHosts})
-	if l := httpsListener(m, opts, chains); l != nil {
+	if l := httpsListener(m, opts, chains, fallbackHCM); l != nil {
 		r.Listeners = append(r.Listeners, l)
 		r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpsHosts})
 	}
