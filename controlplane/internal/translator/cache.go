@@ -18,8 +18,10 @@ import (
 // shared configuration's virtual host only when it is the same pointer (a
 // model is never modified once built). So the output is the same as
 // without the cache. The resources it returns are shared between
-// translations: nothing may modify them. A Cache is for one goroutine at a
-// time; the zero value is not usable, use NewCache.
+// translations: nothing may modify them. The Gateway listeners of ports
+// of their own (ir.Model.Listeners) are translated afresh each time
+// (gatewaylistener.go). A Cache is for one goroutine at a time; the zero
+// value is not usable, use NewCache.
 type Cache struct {
 	hosts map[string]cachedHost
 	// vhosts holds the routes of the virtual hosts of shared route

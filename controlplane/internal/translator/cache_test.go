@@ -3,6 +3,7 @@ package translator
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
@@ -80,6 +81,44 @@ func checkUncached(t *testing.T, got, want *Resources) {
 				t.Errorf("%s %s differs from the uncached translation:\ngot  %v\nwant %v", l.kind, ResourceName(l.want[i]), l.got[i], l.want[i])
 			}
 		}
+	}
+}
+
+// Route-level filters change the shared HCMs' filter lists, and Gateway
+// listeners are translated without the cache: the output is still that
+// of an uncached translation.
+func TestCacheWithRouteFiltersAndGatewayListeners(t *testing.T) {
+	vhost := func(fqdn string, auth *ir.ExtAuth) *ir.VirtualHost {
+		return &ir.VirtualHost{FQDN: fqdn, Routes: []*ir.Route{{Path: "/", Auth: auth, Clusters: []ir.WeightedCluster{{Cluster: "default/svc/80", Weight: 1}}}}}
+	}
+	var hosts []*ir.VirtualHost
+	for i := range 100 {
+		hosts = append(hosts, vhost(fmt.Sprintf("filler%03d.example.com", i), nil))
+	}
+	auth := func(timeout time.Duration) *ir.ExtAuth {
+		return &ir.ExtAuth{Cluster: "auth/ext/9000", Timeout: timeout}
+	}
+	c := NewCache()
+	for _, step := range []struct {
+		name      string
+		a         *ir.VirtualHost
+		gatewayVH *ir.VirtualHost
+	}{
+		{"no route filters", vhost("a.example.com", nil), vhost("*", nil)},
+		{"a route names an authorization", vhost("a.example.com", auth(time.Second)), vhost("*", nil)},
+		{"the same again", vhost("a.example.com", auth(time.Second)), vhost("*", nil)},
+		{"its settings change", vhost("a.example.com", auth(2*time.Second)), vhost("*", nil)},
+		{"a Gateway listener's route names one", vhost("a.example.com", auth(2*time.Second)), vhost("*", auth(time.Second))},
+		{"none again", vhost("a.example.com", nil), vhost("*", nil)},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			model := &ir.Model{
+				Insecure:  append([]*ir.VirtualHost{step.a}, hosts...),
+				Secure:    []*ir.SecureVirtualHost{{VirtualHost: *step.a, Secret: "default/tls"}},
+				Listeners: []*ir.Listener{{Name: "http-9080", Port: 9080, Insecure: []*ir.VirtualHost{step.gatewayVH}}},
+			}
+			checkUncached(t, TranslateCached(model, DefaultOptions(), c), Translate(model, DefaultOptions()))
+		})
 	}
 }
 

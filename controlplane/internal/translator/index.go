@@ -38,7 +38,7 @@ type hostOrigins struct {
 // newIndex returns an empty index for the resources of m.
 func newIndex(m *ir.Model) *Index {
 	return &Index{byType: map[string]map[string]*indexEntry{
-		resourcev3.ListenerType: make(map[string]*indexEntry, 2), resourcev3.RouteType: make(map[string]*indexEntry, len(m.Secure)+2),
+		resourcev3.ListenerType: make(map[string]*indexEntry, len(m.Listeners)+2), resourcev3.RouteType: make(map[string]*indexEntry, len(m.Secure)+len(m.Listeners)+2),
 		resourcev3.ClusterType: make(map[string]*indexEntry, len(m.Clusters)), resourcev3.EndpointType: make(map[string]*indexEntry, len(m.Clusters)),
 		resourcev3.SecretType: make(map[string]*indexEntry, len(m.Secrets)),
 	}}

@@ -143,6 +143,9 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Listeners = append(r.Listeners, l)
 		r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpsHosts})
 	}
+	for _, l := range m.Listeners {
+		gatewayListener(r, l, m, opts)
+	}
 
 	for _, c := range m.Clusters {
 		r.Clusters = append(r.Clusters, cluster(c))
