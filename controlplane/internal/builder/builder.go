@@ -56,6 +56,16 @@ type Options struct {
 	GlobalExtProc *contourv1.ExternalProcessor
 	// Limits bound each root's include expansion (zeros: the defaults).
 	Limits config.Limits
+	// GatewayControllerName selects the GatewayClasses this control plane
+	// serves (those whose spec.controllerName it is), and with them their
+	// Gateways and the routes attached to those; empty for
+	// config.DefaultGatewayControllerName.
+	GatewayControllerName string
+	// EnvoyHTTPPort and EnvoyHTTPSPort are the ports of Envoy's shared HTTP
+	// and HTTPS listeners (the translator's options; pipeline.Run copies
+	// them): a Gateway listener served on one of them adds its hosts to
+	// that listener instead of getting its own. 0: no such listener.
+	EnvoyHTTPPort, EnvoyHTTPSPort uint32
 }
 
 // Result is the output of one build.

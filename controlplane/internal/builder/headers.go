@@ -24,11 +24,8 @@ func headersPolicy(hp *contourv1.HeadersPolicy, request bool) (*ir.HeadersPolicy
 			return nil, fmt.Errorf("duplicate header addition: %q", h.Name)
 		}
 		seen[key] = true
-		if msgs := validation.IsHTTPHeaderName(h.Name); len(msgs) > 0 {
-			return nil, fmt.Errorf("invalid set header %q: %s", h.Name, strings.Join(msgs, "; "))
-		}
-		if strings.ContainsAny(h.Value, "\r\n\x00") {
-			return nil, fmt.Errorf("invalid set header %q: the value contains a line break or a NUL byte (Envoy rejects them)", h.Name)
+		if err := headerValueValid("set", h.Name, h.Value); err != nil {
+			return nil, err
 		}
 		if key == "host" {
 			if !request {
@@ -46,8 +43,8 @@ func headersPolicy(hp *contourv1.HeadersPolicy, request bool) (*ir.HeadersPolicy
 			return nil, fmt.Errorf("duplicate header removal: %q", name)
 		}
 		seen[key] = true
-		if msgs := validation.IsHTTPHeaderName(name); len(msgs) > 0 {
-			return nil, fmt.Errorf("invalid remove header %q: %s", name, strings.Join(msgs, "; "))
+		if err := headerValueValid("remove", name, ""); err != nil {
+			return nil, err
 		}
 		if key == "host" {
 			return nil, fmt.Errorf("removing %q header is not supported", name)
@@ -55,4 +52,16 @@ func headersPolicy(hp *contourv1.HeadersPolicy, request bool) (*ir.HeadersPolicy
 		out.Remove = append(out.Remove, name)
 	}
 	return out, nil
+}
+
+// headerValueValid checks one header a policy sets, adds ("verb") or
+// removes: a valid name, and a value Envoy accepts.
+func headerValueValid(verb, name, value string) error {
+	if msgs := validation.IsHTTPHeaderName(name); len(msgs) > 0 {
+		return fmt.Errorf("invalid %s header %q: %s", verb, name, strings.Join(msgs, "; "))
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("invalid %s header %q: the value contains a line break or a NUL byte (Envoy rejects them)", verb, name)
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 )
 
@@ -31,11 +33,12 @@ func hostOwners(roots []*contourv1.HTTPProxy, rootNamespaces []string) map[strin
 	return owners
 }
 
-// olderClaim orders claims to a host name, older first. An object without
+// olderClaim orders claims to a host name (HTTPProxies, Gateways,
+// routes), older first. An object without
 // a creationTimestamp (read from a file) claims no age: it comes after
 // those with one.
-func olderClaim(a, b *contourv1.HTTPProxy) int {
-	at, bt := a.CreationTimestamp, b.CreationTimestamp
+func olderClaim(a, b metav1.Object) int {
+	at, bt := a.GetCreationTimestamp(), b.GetCreationTimestamp()
 	switch {
 	case at.IsZero() != bt.IsZero():
 		if at.IsZero() {
@@ -45,7 +48,7 @@ func olderClaim(a, b *contourv1.HTTPProxy) int {
 	case !at.Equal(&bt):
 		return at.Time.Compare(bt.Time)
 	}
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 }
 
 // duplicateHost is the DuplicateVhost message of root p: "" when p keeps

@@ -46,6 +46,12 @@ func (r *Resolver) tlsSecret(ref, namespace string) (*ir.Secret, error) {
 	if key.Namespace != namespace && !r.delegated(key, namespace) {
 		return nil, errNotDelegated
 	}
+	return r.certificate(key)
+}
+
+// certificate reads and checks the TLS Secret key, whoever may use it
+// (the caller decides: delegations, ReferenceGrants).
+func (r *Resolver) certificate(key types.NamespacedName) (*ir.Secret, error) {
 	s := r.secret(key)
 	p, ok := r.snap.tlsCache[key]
 	if !ok {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -36,7 +37,32 @@ type Config struct {
 	// Limits bound what one root HTTPProxy may expand to through its
 	// includes.
 	Limits Limits `json:"limits,omitempty"`
+	// Gateway configures the Gateway API front door.
+	Gateway Gateway `json:"gateway,omitempty"`
 }
+
+// Gateway configures the Gateway API front door.
+type Gateway struct {
+	// ControllerName is the spec.controllerName of the GatewayClasses
+	// this control plane serves (DefaultGatewayControllerName when empty).
+	ControllerName string `json:"controllerName,omitempty"`
+}
+
+// DefaultGatewayControllerName is the controller name of the GatewayClasses
+// served when the configuration names none.
+const DefaultGatewayControllerName = "portcullis.dev/gateway-controller"
+
+// Controller is the controller name in force.
+func (g Gateway) Controller() string {
+	if g.ControllerName == "" {
+		return DefaultGatewayControllerName
+	}
+	return g.ControllerName
+}
+
+// controllerNamePattern is the Gateway API's GatewayController format: a
+// domain-prefixed path.
+var controllerNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$`)
 
 // Limits bound the include expansion of one root HTTPProxy: an HTTPProxy
 // included twice under different conditions is built twice, so a chain of
@@ -130,7 +156,7 @@ func Parse(b []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v", source, err)
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits)", source)
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway)", source)
 	}
 	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
@@ -242,6 +268,9 @@ func (c *Config) validate() []string {
 		if l.v < 0 {
 			add(l.field, "must be at least 1 (or 0 for the default), got %d", l.v)
 		}
+	}
+	if n := c.Gateway.ControllerName; n != "" && (len(n) > 253 || !controllerNamePattern.MatchString(n)) {
+		add("gateway.controllerName", "must be a domain-prefixed path such as %s (at most 253 characters), got %q", DefaultGatewayControllerName, n)
 	}
 	if p := c.GlobalExtProc; p != nil {
 		errs = append(errs, apicheck.CheckExtProc(p.Processor, "globalExtProc.processor", true)...)

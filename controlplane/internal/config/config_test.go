@@ -70,7 +70,9 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: globalExtAuth, globalExtProc, limits)`},
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: gateway, globalExtAuth, globalExtProc, limits)`},
+		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: controllerName)`},
+		{"controller name without a domain", "gateway: {controllerName: portcullis}", `gateway.controllerName: must be a domain-prefixed path`},
 		{"unknown limit", "limits: {maxDepth: 3}", `c.yaml: limits.maxDepth: unknown field (known fields: maxIncludeDepth, maxIncludesPerRoot, maxRoutesPerVirtualHost)`},
 		{"negative limit", "limits: {maxRoutesPerVirtualHost: -1}", `c.yaml: limits.maxRoutesPerVirtualHost: must be at least 1 (or 0 for the default), got -1`},
 		{"limit not a number", "limits: {maxIncludeDepth: deep}", `c.yaml: limits.maxIncludeDepth: must be of type integer, got string`},
@@ -124,6 +126,12 @@ func TestDefaultsAndEmpty(t *testing.T) {
 	}
 	if want.MaxIncludeDepth = 3; c.Limits.WithDefaults() != want {
 		t.Errorf("limits = %+v, want %+v", c.Limits.WithDefaults(), want)
+	}
+	if got := c.Gateway.Controller(); got != DefaultGatewayControllerName {
+		t.Errorf("default controller name = %q", got)
+	}
+	if c, err := Parse([]byte("gateway: {controllerName: example.com/gateway}\n"), "c.yaml"); err != nil || c.Gateway.Controller() != "example.com/gateway" {
+		t.Errorf("controller name = %+v, %v", c, err)
 	}
 	if c, err := Load(""); err != nil || c.GlobalExtAuth != nil {
 		t.Errorf("Load(\"\") = %+v, %v", c, err)

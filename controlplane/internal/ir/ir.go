@@ -284,9 +284,13 @@ type WeightedCluster struct {
 	ResponseHeaders *HeadersPolicy
 }
 
-// HeadersPolicy sets and removes headers.
+// HeadersPolicy sets, adds and removes headers.
 type HeadersPolicy struct {
-	Set    []HeaderValue
+	// Set replaces a header's values (or adds the header).
+	Set []HeaderValue
+	// Add appends a value to the header's (a Gateway API header
+	// modifier's add).
+	Add    []HeaderValue
 	Remove []string
 	// HostRewrite replaces the :authority (request policies only).
 	HostRewrite string

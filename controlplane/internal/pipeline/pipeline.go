@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
@@ -62,6 +64,9 @@ func RunCached(in *objects.Set, opts Options, c *Cache) *Result {
 	if c == nil {
 		c = &Cache{}
 	}
+	// The builder puts Gateway listeners on the shared listeners by their
+	// ports: they are the translator's, whoever built the options.
+	opts.Builder.EnvoyHTTPPort, opts.Builder.EnvoyHTTPSPort = opts.Translator.HTTPPort, opts.Translator.HTTPSPort
 	b := builder.BuildCached(in, opts.Builder, c.Build)
 	return &Result{Build: b, Resources: translator.TranslateCached(b.Model, opts.Translator, c.Translate)}
 }
@@ -83,6 +88,21 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 	for _, d := range in.Delegations {
 		delegations[objects.Ref{Kind: objects.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d.Status
 	}
+	classes := map[objects.Ref]gwapiv1.GatewayClassStatus{}
+	for _, c := range in.GatewayClasses {
+		classes[objects.Ref{Kind: objects.KindGatewayClass, Name: c.Name}] = c.Status
+	}
+	gateways := map[objects.Ref]gwapiv1.GatewayStatus{}
+	for _, g := range in.Gateways {
+		gateways[objects.Ref{Kind: objects.KindGateway, Namespace: g.Namespace, Name: g.Name}] = g.Status
+	}
+	routes := map[objects.Ref]gwapiv1.RouteStatus{}
+	for _, r := range in.HTTPRoutes {
+		routes[objects.Ref{Kind: objects.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = r.Status.RouteStatus
+	}
+	for _, r := range in.GRPCRoutes {
+		routes[objects.Ref{Kind: objects.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}] = r.Status.RouteStatus
+	}
 
 	out := make([]statuswriter.Update, 0, len(objs))
 	for _, o := range objs {
@@ -98,6 +118,16 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindTLSCertificateDelegation:
 			st := status.TLSCertificateDelegation(o, delegations[o.Ref], now)
 			u.Delegation = &st
+		case objects.KindGatewayClass:
+			st := status.GatewayClass(o, classes[o.Ref], now)
+			u.GatewayClass = &st
+		case objects.KindGateway:
+			st := status.Gateway(o, gateways[o.Ref], now)
+			u.Gateway = &st
+		case objects.KindHTTPRoute:
+			u.HTTPRoute = &gwapiv1.HTTPRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
+		case objects.KindGRPCRoute:
+			u.GRPCRoute = &gwapiv1.GRPCRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
 		}
 		out = append(out, u)
 	}

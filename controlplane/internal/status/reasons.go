@@ -88,6 +88,14 @@ const (
 	ReasonIncludeLimitExceeded = "IncludeLimitExceeded"
 )
 
+// Reasons of Gateway API conditions that the API does not list (the
+// others are the Gateway API module's constants, gwapiv1.*Reason*).
+const (
+	// ReasonGatewayClassNotAccepted: a Gateway's (our) GatewayClass is
+	// not accepted; the Gateway is not served.
+	ReasonGatewayClassNotAccepted = "GatewayClassNotAccepted"
+)
+
 // Envoy's rejection of an object's configuration (an ADS NACK), a
 // sub-condition of the objects it is attributed to.
 const (

@@ -37,6 +37,10 @@ type Object struct {
 	// Endpoints counts the backing endpoints of an ExtensionService, for
 	// its Ready condition; nil for other kinds.
 	Endpoints *Endpoints
+	// GatewayAPI holds the findings of a Gateway API object (GatewayClass,
+	// Gateway, HTTPRoute, GRPCRoute), whose status is not a Valid
+	// condition; nil for the other kinds.
+	GatewayAPI *GatewayAPI
 
 	// seenErrors and seenWarnings index Errors and Warnings once they are
 	// long, so that recording each problem once stays linear in their
@@ -345,5 +349,6 @@ func Summary(o *Object) string {
 func (o *Object) Same(p *Object) bool {
 	same := func(a, b *Endpoints) bool { return a == b || a != nil && b != nil && *a == *b }
 	return o.Ref == p.Ref && o.Generation == p.Generation && o.Orphaned == p.Orphaned && o.ClusterName == p.ClusterName &&
-		slices.Equal(o.Errors, p.Errors) && slices.Equal(o.Warnings, p.Warnings) && same(o.Endpoints, p.Endpoints)
+		slices.Equal(o.Errors, p.Errors) && slices.Equal(o.Warnings, p.Warnings) && same(o.Endpoints, p.Endpoints) &&
+		o.GatewayAPI.same(p.GatewayAPI)
 }

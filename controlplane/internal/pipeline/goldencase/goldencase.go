@@ -105,5 +105,6 @@ func Options(dir string) (pipeline.Options, error) {
 		return opts, err
 	}
 	opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc, opts.Builder.Limits = cfg.GlobalExtAuth, cfg.GlobalExtProc, cfg.Limits
+	opts.Builder.GatewayControllerName = cfg.Gateway.ControllerName
 	return opts, nil
 }

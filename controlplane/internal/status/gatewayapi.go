@@ -1,0 +1,138 @@
+package status
+
+import (
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// GatewayAPI is what the builder found about one Gateway API object
+// (Object.GatewayAPI): the parts of its status this controller owns, in
+// the API's own shapes, with the conditions' observedGeneration set and
+// their lastTransitionTime left zero: the renderers below add the times,
+// keeping an unchanged condition's, as ValidCondition does for HTTPProxies.
+// Which fields are set depends on the kind.
+type GatewayAPI struct {
+	// Conditions of a GatewayClass or a Gateway.
+	Conditions []metav1.Condition
+	// SupportedFeatures of a GatewayClass.
+	SupportedFeatures []gwapiv1.SupportedFeature
+	// Listeners of a Gateway, in spec order.
+	Listeners []gwapiv1.ListenerStatus
+	// Parents of an HTTPRoute or GRPCRoute: one per parentRef naming a
+	// Gateway of ours (the others' controllers write theirs).
+	Parents []gwapiv1.RouteParentStatus
+}
+
+// same reports whether two findings give the same status. Gateway API
+// objects are few next to HTTPProxies: reflection is affordable here.
+func (g *GatewayAPI) same(h *GatewayAPI) bool {
+	return g == h || g != nil && h != nil && reflect.DeepEqual(g, h)
+}
+
+// withTimes returns want with each condition's lastTransitionTime: prev's
+// condition of the same type when its status is the same, now otherwise.
+func withTimes(want, prev []metav1.Condition, now metav1.Time) []metav1.Condition {
+	out := make([]metav1.Condition, len(want))
+	for i, c := range want {
+		c.LastTransitionTime = now
+		if p := meta.FindStatusCondition(prev, c.Type); p != nil && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = p.LastTransitionTime
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// envoyRejected is Envoy's rejection of the configuration made from o
+// (errors added after the build, Object.WithErrors), as one condition
+// message; "" when Envoy accepted it.
+func envoyRejected(o *Object) string {
+	var msgs []string
+	for _, p := range o.Errors {
+		if p.Type == TypeEnvoyRejected {
+			msgs = append(msgs, p.Message)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// GatewayClass computes a GatewayClass's status.
+func GatewayClass(o *Object, prev gwapiv1.GatewayClassStatus, now metav1.Time) gwapiv1.GatewayClassStatus {
+	g := o.gatewayAPI()
+	return gwapiv1.GatewayClassStatus{Conditions: withTimes(g.Conditions, prev.Conditions, now), SupportedFeatures: g.SupportedFeatures}
+}
+
+// Gateway computes a Gateway's status: its conditions and its listeners'.
+// A rejection by Envoy makes it (and its listeners) not Programmed.
+func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
+	g := o.gatewayAPI()
+	rejected := envoyRejected(o)
+	out := gwapiv1.GatewayStatus{Conditions: withTimes(programmedUnless(g.Conditions, rejected), prev.Conditions, now)}
+	for _, l := range g.Listeners {
+		var prevConds []metav1.Condition
+		for _, p := range prev.Listeners {
+			if p.Name == l.Name {
+				prevConds = p.Conditions
+			}
+		}
+		l.Conditions = withTimes(programmedUnless(l.Conditions, rejected), prevConds, now)
+		out.Listeners = append(out.Listeners, l)
+	}
+	return out
+}
+
+// programmedUnless turns a Programmed condition False when Envoy rejected
+// the configuration (rejected is its message).
+func programmedUnless(cs []metav1.Condition, rejected string) []metav1.Condition {
+	if rejected == "" {
+		return cs
+	}
+	out := append([]metav1.Condition(nil), cs...)
+	for i := range out {
+		if out[i].Type == string(gwapiv1.GatewayConditionProgrammed) && out[i].Status == metav1.ConditionTrue {
+			out[i].Status, out[i].Reason, out[i].Message = metav1.ConditionFalse, string(gwapiv1.GatewayReasonInvalid), rejected
+		}
+	}
+	return out
+}
+
+// Route computes the status of an HTTPRoute or GRPCRoute: one entry per
+// parent of ours. A rejection by Envoy is said in each parent's Accepted
+// condition.
+func Route(o *Object, prev gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteStatus {
+	g := o.gatewayAPI()
+	rejected := envoyRejected(o)
+	out := gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{}}
+	for _, p := range g.Parents {
+		var prevConds []metav1.Condition
+		for _, q := range prev.Parents {
+			if q.ControllerName == p.ControllerName && reflect.DeepEqual(q.ParentRef, p.ParentRef) {
+				prevConds = q.Conditions
+			}
+		}
+		conds := p.Conditions
+		if rejected != "" {
+			conds = append([]metav1.Condition(nil), conds...)
+			for i := range conds {
+				if conds[i].Type == string(gwapiv1.RouteConditionAccepted) {
+					conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, ReasonRejectedByEnvoy, rejected
+				}
+			}
+		}
+		p.Conditions = withTimes(conds, prevConds, now)
+		out.Parents = append(out.Parents, p)
+	}
+	return out
+}
+
+func (o *Object) gatewayAPI() *GatewayAPI {
+	if o.GatewayAPI == nil {
+		return &GatewayAPI{}
+	}
+	return o.GatewayAPI
+}
