@@ -16,7 +16,8 @@
 // lookup. The rules (walk.go, route.go and one file per concern: tls.go,
 // extauth.go, extproc.go, services.go, headers.go, timeouts.go,
 // conditions.go) never see the Memo (memo.go), which reuses a root's
-// result while its recorded reads hold.
+// result while its recorded reads hold. The Gateway API's objects are
+// built after the roots, in one pass (gateway.go).
 package builder
 
 import (
@@ -72,7 +73,10 @@ type Options struct {
 type Result struct {
 	Model *ir.Model
 	// Status holds the findings for every HTTPProxy, ExtensionService and
-	// TLSCertificateDelegation this control plane owns, sorted.
+	// TLSCertificateDelegation this control plane owns, and for the
+	// Gateway API objects it owns (GatewayClasses naming its controller,
+	// their Gateways, the routes attached to those: status.Object's
+	// GatewayAPI), sorted.
 	Status []*status.Object
 	// Unavailable lists the problems of the global authorization and
 	// processing (configuration file) whose ExtensionService is missing or
@@ -111,6 +115,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	}
 	uses := memo.keep(results)
 	b.markOrphans(snap)
+	buildGatewayAPI(snap, model, b)
 	b.finish(model, uses)
 
 	res := &Result{Model: model}

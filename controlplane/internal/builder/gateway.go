@@ -1,0 +1,138 @@
+package builder
+
+import (
+	"cmp"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// The Gateway API front door (docs/design/gateway-api.md): GatewayClasses,
+// Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants built into the same
+// model as HTTPProxies. One file per concern:
+//
+//   - gatewayclass.go: which classes are ours, their status and features;
+//   - gatewaylisteners.go: each Gateway and its listeners on their own
+//     (protocol, port, hostname, certificates, allowed routes);
+//   - gatewayconflicts.go: listeners against each other and against the
+//     HTTPProxies' hosts, per Envoy port;
+//   - gatewayattach.go: a route's parentRefs, allowedRoutes and hostname
+//     intersection;
+//   - gatewayhttproute.go, gatewayfilters.go, gatewaygrpcroute.go: the
+//     rules of each route kind into IR routes;
+//   - gatewaybackends.go, gatewayrefgrant.go: backendRefs and
+//     ReferenceGrants;
+//   - gatewayhosts.go, gatewayprecedence.go: the attached routes onto
+//     Envoy listeners and virtual hosts, in the spec's precedence;
+//   - gatewayconditions.go: the findings, rendered as the API's conditions.
+//
+// The stage runs after the HTTPProxy roots (it must see the hosts they
+// keep), in one pass, without a Memo. An invalid listener or route never
+// affects another: it is left out, and its status says why.
+
+// gatewayStage is the state of the Gateway API stage of one build.
+type gatewayStage struct {
+	stage
+	controller string
+	// classes are our GatewayClasses by name, with whether each is
+	// accepted.
+	classes map[string]bool
+	// gateways are ours (of one of our classes), in input order.
+	gateways []*gwGateway
+	byName   map[types.NamespacedName]*gwGateway
+	grants   grantIndex
+	// namespaceLabels are the labels of each Namespace, for allowedRoutes
+	// selectors.
+	namespaceLabels map[string]map[string]string
+	// attachments are the attached routes' IR routes with their listener
+	// and host, gathered for gatewayhosts.go.
+	attachments []attachment
+}
+
+// buildGatewayAPI is the Gateway API stage: it adds the Gateway API's
+// virtual hosts, listeners, clusters and secrets to m, and the statuses of
+// its objects to b.
+func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged) {
+	if len(snap.in.GatewayClasses) == 0 {
+		return // nothing can be ours
+	}
+	out := newOutput()
+	g := &gatewayStage{
+		stage:           stage{r: &Resolver{snap: snap}, out: &out},
+		controller:      cmp.Or(snap.opts.GatewayControllerName, config.DefaultGatewayControllerName),
+		byName:          map[types.NamespacedName]*gwGateway{},
+		grants:          newGrantIndex(snap.in.ReferenceGrants),
+		namespaceLabels: map[string]map[string]string{},
+	}
+	for _, ns := range snap.in.Namespaces {
+		g.namespaceLabels[ns.Name] = ns.Labels
+	}
+	g.buildClasses()
+	for _, gw := range snap.in.Gateways {
+		if accepted, ours := g.classes[string(gw.Spec.GatewayClassName)]; ours {
+			x := g.buildGateway(gw, accepted)
+			g.gateways = append(g.gateways, x)
+			g.byName[nn(gw.Namespace, gw.Name)] = x
+		}
+	}
+	g.resolveConflicts(proxyHosts(m))
+	for _, r := range snap.in.HTTPRoutes {
+		g.buildHTTPRoute(r)
+	}
+	for _, r := range snap.in.GRPCRoutes {
+		g.buildGRPCRoute(r)
+	}
+	g.placeRoutes(m)
+	for _, x := range g.gateways {
+		g.gatewayStatus(x)
+	}
+	for ref, o := range out.status {
+		b.out.status[ref] = o
+	}
+	b.addClusters(out.clusters)
+	b.addSecrets(out.secrets)
+	b.out.clusterUses = append(b.out.clusterUses, out.clusterUses...)
+	b.out.secretUses = append(b.out.secretUses, out.secretUses...)
+}
+
+// gatewayAPIStatus returns (creating) the findings of a Gateway API
+// object; its parse warnings are in warnings (the strict decoder's
+// complaints, which make it invalid).
+func (g *gatewayStage) gatewayAPIStatus(kind, namespace, name string, generation int64) (*status.Object, []string) {
+	ref := objects.Ref{Kind: kind, Namespace: namespace, Name: name}
+	o, ok := g.out.status[ref]
+	if !ok {
+		o = &status.Object{Ref: ref, Generation: generation, GatewayAPI: &status.GatewayAPI{}}
+		g.out.status[ref] = o
+	}
+	return o, g.r.warnings(ref)
+}
+
+// Defaults of the Gateway API's references (the CRDs' defaults, which
+// objects read from files do not get).
+const (
+	gatewayGroup  = gwapiv1.Group(gwapiv1.GroupName)
+	kindGateway   = gwapiv1.Kind("Gateway")
+	kindService   = gwapiv1.Kind("Service")
+	kindSecret    = gwapiv1.Kind("Secret")
+	kindHTTPRoute = gwapiv1.Kind(objects.KindHTTPRoute)
+	kindGRPCRoute = gwapiv1.Kind(objects.KindGRPCRoute)
+	// contourGroup and kindExtensionService name an ExtensionService as a
+	// backend.
+	contourGroup         = gwapiv1.Group("projectcontour.io")
+	kindExtensionService = gwapiv1.Kind(objects.KindExtensionService)
+)
+
+// orDefault is *p, or def when p is nil or empty.
+func orDefault[T ~string](p *T, def T) T {
+	if p == nil || *p == "" {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,151 @@
+package builder
+
+import (
+	"fmt"
+	"regexp"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// buildGRPCRoute builds one GRPCRoute (gatewayroute.go): gRPC is HTTP/2
+// with the method in the path, /<service>/<method>, so its rules become
+// path matches, and its backends are spoken to in h2c.
+func (g *gatewayStage) buildGRPCRoute(r *gwapiv1.GRPCRoute) {
+	rt := &gwRoute{
+		ref:  objects.Ref{Kind: objects.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name},
+		kind: kindGRPCRoute, obj: r, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames,
+	}
+	g.buildRoute(rt, func(b *routeBuild) []gwIRRoute { return b.grpcRules(r) })
+}
+
+func (b *routeBuild) grpcRules(r *gwapiv1.GRPCRoute) []gwIRRoute {
+	var out []gwIRRoute
+	for i, rule := range r.Spec.Rules {
+		where := ruleWhere(i, rule.Name)
+		action, ok := b.grpcAction(rule, where)
+		matches := rule.Matches
+		if len(matches) == 0 {
+			matches = []gwapiv1.GRPCRouteMatch{{}}
+		}
+		for j, m := range matches {
+			match, err := grpcMatch(m)
+			if err != nil {
+				b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
+				continue
+			}
+			x := withMatch(action, match)
+			if !ok {
+				x = failClosed(x)
+			}
+			out = append(out, gwIRRoute{route: &x, obj: r, kind: kindGRPCRoute, rule: i, match: j})
+		}
+	}
+	return out
+}
+
+// grpcAction is what a GRPCRoute rule does: its filters (the HTTPRoute
+// filters GRPCRoute shares) and its backends.
+func (b *routeBuild) grpcAction(rule gwapiv1.GRPCRouteRule, where string) (ir.Route, bool) {
+	x := b.newRoute()
+	ok := b.filters(httpFilters(rule.Filters), where+".filters", &x)
+	if rule.SessionPersistence != nil {
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
+		ok = false
+	}
+	refs := make([]weightedRef, len(rule.BackendRefs))
+	for i, br := range rule.BackendRefs {
+		w := fmt.Sprintf("%s.backendRefs[%d]", where, i)
+		refs[i] = weightedRef{ref: br.BackendRef, where: w}
+		refs[i].reqH, refs[i].respH, refs[i].ok = b.backendFilters(httpFilters(br.Filters), w+".filters")
+	}
+	clusters, served := b.weightedBackends(refs, where)
+	x.Clusters = clusters
+	return x, ok && served
+}
+
+// httpFilters are GRPCRoute filters as the HTTPRoute filters they are
+// (same types, same fields).
+func httpFilters(fs []gwapiv1.GRPCRouteFilter) []gwapiv1.HTTPRouteFilter {
+	out := make([]gwapiv1.HTTPRouteFilter, len(fs))
+	for i, f := range fs {
+		out[i] = gwapiv1.HTTPRouteFilter{
+			Type:                   gwapiv1.HTTPRouteFilterType(f.Type),
+			RequestHeaderModifier:  f.RequestHeaderModifier,
+			ResponseHeaderModifier: f.ResponseHeaderModifier,
+			RequestMirror:          f.RequestMirror,
+			ExtensionRef:           f.ExtensionRef,
+		}
+	}
+	return out
+}
+
+// The API's patterns of an exact service and method.
+var (
+	grpcServicePattern = regexp.MustCompile(`^(?i)\.?[a-z_][a-z_0-9]*(\.[a-z_][a-z_0-9]*)*$`)
+	grpcMethodPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z_0-9]*$`)
+)
+
+// grpcMatch is one GRPCRouteMatch as an IR route's match: an exact
+// service and method is the exact path /service/method; a service alone
+// the prefix /service; a method alone, or regular expressions, a regular
+// expression on the path.
+func grpcMatch(m gwapiv1.GRPCRouteMatch) (ir.Route, error) {
+	x := ir.Route{PathKind: ir.PathPrefix, Path: "/"}
+	if mm := m.Method; mm != nil {
+		service, method := ptrValue(mm.Service), ptrValue(mm.Method)
+		switch typ := orDefault(mm.Type, gwapiv1.GRPCMethodMatchExact); {
+		case service == "" && method == "":
+			return x, fmt.Errorf("method: set service, method or both")
+		case typ == gwapiv1.GRPCMethodMatchExact:
+			if service != "" && !grpcServicePattern.MatchString(service) {
+				return x, fmt.Errorf("method.service %q is not a gRPC service name", service)
+			}
+			if method != "" && !grpcMethodPattern.MatchString(method) {
+				return x, fmt.Errorf("method.method %q is not a gRPC method name", method)
+			}
+			switch {
+			case method == "":
+				x.Path = "/" + service
+			case service == "":
+				x.PathKind, x.Path = ir.PathRegex, "/[^/]+/"+regexp.QuoteMeta(method)
+			default:
+				x.PathKind, x.Path = ir.PathExact, "/"+service+"/"+method
+			}
+		case typ == gwapiv1.GRPCMethodMatchRegularExpression:
+			for _, re := range []string{service, method} {
+				if err := regexValid(re); err != nil {
+					return x, fmt.Errorf("method: %w", err)
+				}
+			}
+			x.PathKind, x.Path = ir.PathRegex, "/"+orAny(service)+"/"+orAny(method)
+		default:
+			return x, fmt.Errorf("method match type %q is not supported", typ)
+		}
+	}
+	seen := map[string]bool{}
+	for i, h := range m.Headers {
+		key := string(h.Name)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		hm, err := valueMatch(string(orDefault(h.Type, gwapiv1.GRPCHeaderMatchExact)), string(h.Name), h.Value)
+		if err != nil {
+			return x, fmt.Errorf("headers[%d]: %w", i, err)
+		}
+		x.Headers = append(x.Headers, ir.HeaderMatch(hm))
+	}
+	return x, nil
+}
+
+// orAny is a regular expression of a service or method, or any when
+// unset.
+func orAny(re string) string {
+	if re == "" {
+		return "[^/]+"
+	}
+	return "(?:" + re + ")"
+}

@@ -1,0 +1,248 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// buildHTTPRoute builds one HTTPRoute (gatewayroute.go).
+func (g *gatewayStage) buildHTTPRoute(r *gwapiv1.HTTPRoute) {
+	rt := &gwRoute{
+		ref:  objects.Ref{Kind: objects.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name},
+		kind: kindHTTPRoute, obj: r, parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames,
+	}
+	g.buildRoute(rt, func(b *routeBuild) []gwIRRoute { return b.httpRules(r) })
+}
+
+// httpRules builds the IR routes of an HTTPRoute: one per match of each
+// rule (a rule without matches matches every request). A rule whose
+// action cannot be honoured answers 500; a match that cannot be built
+// is left out (it cannot even answer 500), with the reason in Accepted.
+func (b *routeBuild) httpRules(r *gwapiv1.HTTPRoute) []gwIRRoute {
+	var out []gwIRRoute
+	for i, rule := range r.Spec.Rules {
+		where := ruleWhere(i, rule.Name)
+		action, ok := b.httpAction(rule, where)
+		matches := rule.Matches
+		if len(matches) == 0 {
+			matches = []gwapiv1.HTTPRouteMatch{{}}
+		}
+		for j, m := range matches {
+			match, err := httpMatch(m)
+			if err != nil {
+				b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
+				continue
+			}
+			x := withMatch(action, match)
+			if ok && needsPrefixMatch(x) && x.PathKind != ir.PathPrefix {
+				b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: ReplacePrefixMatch needs a PathPrefix match: it answers 500", where, j)
+				x = failClosed(x)
+			}
+			if !ok {
+				x = failClosed(x)
+			}
+			out = append(out, gwIRRoute{route: &x, obj: r, kind: kindHTTPRoute, rule: i, match: j})
+		}
+	}
+	return out
+}
+
+// needsPrefixMatch: the route replaces the prefix it matched.
+func needsPrefixMatch(x ir.Route) bool {
+	return x.PathRewrite != nil && x.PathRewrite.Prefix || x.Redirect != nil && x.Redirect.Path != nil && x.Redirect.Path.Prefix
+}
+
+// httpAction is what a rule does, whatever it matches: its filters, its
+// timeouts and its backends (a redirect has none); false when it cannot be
+// honoured.
+func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Route, bool) {
+	x := b.newRoute()
+	filters := make([]gwapiv1.HTTPRouteFilter, len(rule.Filters))
+	copy(filters, rule.Filters)
+	ok := b.filters(filters, where+".filters", &x)
+	if t := rule.Timeouts; t != nil {
+		req, backend, err := gatewayTimeouts(t)
+		if err != nil {
+			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.timeouts: %v", where, err)
+			ok = false
+		}
+		x.ResponseTimeout, x.PerTryTimeout = req, backend
+	}
+	if rule.SessionPersistence != nil {
+		// Ignoring it would spread a client's requests across endpoints
+		// that expect to hold its session.
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
+		ok = false
+	}
+	if x.Redirect != nil {
+		return x, ok
+	}
+	refs := make([]weightedRef, len(rule.BackendRefs))
+	for i, br := range rule.BackendRefs {
+		w := fmt.Sprintf("%s.backendRefs[%d]", where, i)
+		refs[i] = weightedRef{ref: br.BackendRef, where: w}
+		refs[i].reqH, refs[i].respH, refs[i].ok = b.backendFilters(br.Filters, w+".filters")
+	}
+	clusters, served := b.weightedBackends(refs, where)
+	x.Clusters = clusters
+	return x, ok && served
+}
+
+// httpMatch is one HTTPRouteMatch as an IR route's match, with the CRD's
+// defaults (path: PathPrefix "/"; header and query matches: Exact).
+func httpMatch(m gwapiv1.HTTPRouteMatch) (ir.Route, error) {
+	var x ir.Route
+	typ, value := gwapiv1.PathMatchPathPrefix, "/"
+	if m.Path != nil {
+		typ = orDefault(m.Path.Type, gwapiv1.PathMatchPathPrefix)
+		if m.Path.Value != nil {
+			value = *m.Path.Value
+		}
+	}
+	var err error
+	switch typ {
+	case gwapiv1.PathMatchExact:
+		x.PathKind, x.Path, err = ir.PathExact, value, pathConditionValid("exact", value)
+	case gwapiv1.PathMatchPathPrefix:
+		// The API matches a prefix element-wise and ignores a trailing
+		// slash ("/abc/" matches "/abc"), as the IR's prefix does.
+		if err = pathConditionValid("prefix", value); value != "/" {
+			value = strings.TrimRight(value, "/")
+		}
+		x.PathKind, x.Path = ir.PathPrefix, value
+	case gwapiv1.PathMatchRegularExpression:
+		x.PathKind, x.Path, err = ir.PathRegex, value, regexValid(value)
+	default:
+		err = fmt.Errorf("path match type %q is not supported", typ)
+	}
+	if err != nil {
+		return x, fmt.Errorf("path: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, h := range m.Headers {
+		// Of several matches of one header, the API uses the first.
+		key := strings.ToLower(string(h.Name))
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		hm, err := valueMatch(string(orDefault(h.Type, gwapiv1.HeaderMatchExact)), string(h.Name), h.Value)
+		if err != nil {
+			return x, fmt.Errorf("headers[%d]: %w", i, err)
+		}
+		x.Headers = append(x.Headers, ir.HeaderMatch(hm))
+	}
+	seen = map[string]bool{}
+	for i, q := range m.QueryParams {
+		if seen[string(q.Name)] {
+			continue
+		}
+		seen[string(q.Name)] = true
+		qm, err := valueMatch(string(orDefault(q.Type, gwapiv1.QueryParamMatchExact)), string(q.Name), q.Value)
+		if err != nil {
+			return x, fmt.Errorf("queryParams[%d]: %w", i, err)
+		}
+		x.QueryParams = append(x.QueryParams, ir.QueryParamMatch(qm))
+	}
+	if m.Method != nil {
+		if !slices.Contains(httpMethods, *m.Method) {
+			return x, fmt.Errorf("method %q is not one of %v", *m.Method, httpMethods)
+		}
+		x.Headers = append(x.Headers, ir.HeaderMatch{Name: methodHeader, Kind: "exact", Value: string(*m.Method)})
+	}
+	return x, nil
+}
+
+// methodHeader is the pseudo-header a method match is on.
+const methodHeader = ":method"
+
+var httpMethods = []gwapiv1.HTTPMethod{
+	gwapiv1.HTTPMethodGet, gwapiv1.HTTPMethodHead, gwapiv1.HTTPMethodPost, gwapiv1.HTTPMethodPut, gwapiv1.HTTPMethodDelete,
+	gwapiv1.HTTPMethodConnect, gwapiv1.HTTPMethodOptions, gwapiv1.HTTPMethodTrace, gwapiv1.HTTPMethodPatch,
+}
+
+// nameValueMatch is a header or query parameter match (their IR types
+// share this shape).
+type nameValueMatch struct{ Name, Kind, Value string }
+
+// valueMatch checks an Exact or RegularExpression match of a header or
+// query parameter.
+func valueMatch(typ, name, value string) (nameValueMatch, error) {
+	out := nameValueMatch{Name: name, Value: value}
+	if msgs := validation.IsHTTPHeaderName(name); len(msgs) > 0 {
+		return out, fmt.Errorf("name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	if err := noControlBytes(value); err != nil {
+		return out, fmt.Errorf("%q: value %w", name, err)
+	}
+	switch typ {
+	case "Exact":
+		out.Kind = "exact"
+	case "RegularExpression":
+		out.Kind = "regex"
+		if err := regexValid(value); err != nil {
+			return out, fmt.Errorf("%q: %w", name, err)
+		}
+	default:
+		return out, fmt.Errorf("%q: match type %q is not supported", name, typ)
+	}
+	return out, nil
+}
+
+// regexValid checks a regular expression Envoy will run (RE2, which Go's
+// regexp implements).
+func regexValid(re string) error {
+	if err := noControlBytes(re); err != nil {
+		return fmt.Errorf("regular expression %w", err)
+	}
+	if _, err := regexp.Compile(re); err != nil {
+		return fmt.Errorf("invalid regular expression: %v", err)
+	}
+	return nil
+}
+
+// durationPattern is the Gateway API's duration format (GEP-2257).
+var durationPattern = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+// gatewayDuration parses a Gateway API duration; 0 means no timeout.
+func gatewayDuration(d gwapiv1.Duration) (time.Duration, error) {
+	if !durationPattern.MatchString(string(d)) {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 10s, 1m30s, 500ms)", d)
+	}
+	return time.ParseDuration(string(d))
+}
+
+// gatewayTimeouts reads a rule's timeouts: request bounds the whole
+// request (the route's timeout), backendRequest each request to a backend
+// (each try); nil when unset.
+func gatewayTimeouts(t *gwapiv1.HTTPRouteTimeouts) (request, backend *time.Duration, err error) {
+	var errs []error
+	if t.Request != nil {
+		d, err := gatewayDuration(*t.Request)
+		errs = append(errs, err)
+		request = &d
+	}
+	if t.BackendRequest != nil {
+		d, err := gatewayDuration(*t.BackendRequest)
+		errs = append(errs, err)
+		backend = &d
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	if request != nil && backend != nil && *request != 0 && (*backend == 0 || *backend > *request) {
+		return nil, nil, fmt.Errorf("backendRequest (%v) must not be longer than request (%v)", *t.BackendRequest, *t.Request)
+	}
+	return request, backend, nil
+}

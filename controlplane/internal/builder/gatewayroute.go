@@ -1,0 +1,106 @@
+package builder
+
+import (
+	"fmt"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// routeBuild is the build of one HTTPRoute or GRPCRoute's rules: what
+// its rules resolve goes to its own output, merged into the stage's only
+// when the route is served (a route attached nowhere adds no cluster).
+type routeBuild struct {
+	stage
+	grants grantIndex
+	rt     *gwRoute
+	// grpc: the route is a GRPCRoute (its backends speak h2c).
+	grpc bool
+	// accepted and refs are the findings of the route's Accepted and
+	// ResolvedRefs conditions, for every parent.
+	accepted, refs findings
+}
+
+// buildRoute builds one route of either kind: its parents (none of ours:
+// nothing to do, no status), its rules (rules), its status, and its
+// attachments to the ready listeners. A route with an error of its own
+// (an unknown field, an invalid hostname) is not served at all; an
+// invalid rule answers 500 (see the rules).
+func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRoute) {
+	parents := g.parents(rt)
+	if len(parents) == 0 {
+		return
+	}
+	st, complaints := g.gatewayAPIStatus(rt.ref.Kind, rt.ref.Namespace, rt.ref.Name, rt.obj.GetGeneration())
+	out := newOutput()
+	b := &routeBuild{stage: stage{r: g.r, out: &out}, grants: g.grants, rt: rt, grpc: rt.kind == kindGRPCRoute, accepted: decodeFindings(complaints)}
+	for i, h := range rt.hostnames {
+		if err := gatewayHostnameValid(string(h)); err != nil {
+			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.hostnames[%d]: %v", i, err)
+		}
+	}
+	served := len(b.accepted) == 0
+	var routes []gwIRRoute
+	if served {
+		routes = rules(b)
+	}
+	attached := false
+	for _, p := range parents {
+		st.GatewayAPI.Parents = append(st.GatewayAPI.Parents, g.routeParentStatus(p, b.accepted, b.refs, rt.obj.GetGeneration()))
+		if !served || len(p.problems) > 0 {
+			continue
+		}
+		for i, l := range p.listeners {
+			if !l.ready() {
+				continue
+			}
+			for _, h := range p.hosts[i] {
+				g.attachments = append(g.attachments, attachment{listener: l, host: h, routes: routes, origin: rt.ref})
+				attached = true
+			}
+		}
+	}
+	if attached {
+		g.out.clusters = append(g.out.clusters, out.clusters...)
+		g.out.clusterUses = append(g.out.clusterUses, out.clusterUses...)
+	}
+}
+
+// ruleWhere names a rule in messages: its index, and its name if it has
+// one.
+func ruleWhere(i int, name *gwapiv1.SectionName) string {
+	if name != nil && *name != "" {
+		return fmt.Sprintf("spec.rules[%d] (%s)", i, *name)
+	}
+	return fmt.Sprintf("spec.rules[%d]", i)
+}
+
+// newRoute is an IR route of the route being built, with the global
+// authorization's policy (Gateway listeners are authorized as HTTPProxy
+// virtual hosts are: the global authorization, when configured).
+func (b *routeBuild) newRoute() ir.Route {
+	x := ir.Route{Origins: ir.Origins{b.rt.ref}}
+	if global := b.r.global(); global.auth != nil {
+		x.AuthDisabled = global.authPolicy.Disabled
+		x.AuthContext = global.authPolicy.Context
+	}
+	return x
+}
+
+// failClosed makes a rule answer 500 instead of what it says, keeping its
+// match: a rule with a filter or backend that cannot be honoured must not
+// be served without it, nor fall through to another rule.
+func failClosed(x ir.Route) ir.Route {
+	return ir.Route{
+		PathKind: x.PathKind, Path: x.Path, Headers: x.Headers, QueryParams: x.QueryParams,
+		DirectResponse: &ir.DirectResponse{Status: 500},
+		AuthDisabled:   x.AuthDisabled, AuthContext: x.AuthContext, Origins: x.Origins,
+	}
+}
+
+// withMatch is action (a rule's) under one of its matches.
+func withMatch(action, match ir.Route) ir.Route {
+	action.PathKind, action.Path, action.Headers, action.QueryParams = match.PathKind, match.Path, match.Headers, match.QueryParams
+	return action
+}
