@@ -77,7 +77,7 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 		var same []*gwListener
 		for _, l := range ls {
 			if want != "" && l.spec.Protocol != want {
-				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies): a %s listener cannot be served there", port, want, l.spec.Protocol)
+				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
 				continue
 			}
 			same = append(same, l)

@@ -181,7 +181,7 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 		ns := orDefault(ref.Namespace, gwapiv1.Namespace(gw.Namespace))
 		key := nn(string(ns), string(ref.Name))
 		if group != "" || kind != kindSecret {
-			l.certs.add(string(gwapiv1.ListenerReasonInvalidCertificateRef), "%s: %s/%s is not a Secret", where, group, kind)
+			l.certs.add(string(gwapiv1.ListenerReasonInvalidCertificateRef), "%s: kind %s of group %q is not a Secret", where, kind, group)
 			continue
 		}
 		if key.Namespace != gw.Namespace && !g.grants.permits(gatewayGroup, kindGateway, gw.Namespace, "", kindSecret, key) {

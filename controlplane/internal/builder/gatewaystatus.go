@@ -15,6 +15,7 @@ import (
 func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	gen := x.gw.Generation
 	var notReady findings
+	named := map[gwapiv1.SectionName]bool{}
 	for _, l := range x.listeners {
 		refs := append(slices.Clone(l.certs), l.badKinds...)
 		conflicted := cond(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen)
@@ -27,6 +28,13 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 			programmed = cond(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, why.message(), gen)
 			notReady.add(string(gwapiv1.GatewayReasonListenersNotValid), "listener %q: %s", l.spec.Name, why.message())
 		}
+		if named[l.spec.Name] {
+			// A second listener of a name (only files can have one) is
+			// in the Gateway's conditions: the status lists listeners
+			// by name.
+			continue
+		}
+		named[l.spec.Name] = true
 		kinds := l.kinds
 		if kinds == nil {
 			kinds = []gwapiv1.RouteGroupKind{}

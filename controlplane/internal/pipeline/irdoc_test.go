@@ -32,7 +32,7 @@ func encodeModel(m *ir.Model) ([]byte, error) {
 }
 
 // pathKinds names the ir.PathMatchKind values.
-var pathKinds = map[ir.PathMatchKind]string{ir.PathPrefix: "prefix", ir.PathExact: "exact"}
+var pathKinds = map[ir.PathMatchKind]string{ir.PathPrefix: "prefix", ir.PathExact: "exact", ir.PathRegex: "regex"}
 
 // irValue turns a value of the model into what the YAML encoder writes.
 func irValue(v reflect.Value) any {
