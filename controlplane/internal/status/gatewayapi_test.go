@@ -1,0 +1,62 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// A condition keeps its lastTransitionTime while its status is the same,
+// in a Gateway's conditions, its listeners' and a route's parents'; and
+// Envoy's rejection turns Programmed (Gateway) and Accepted (route) False.
+func TestGatewayAPIStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	c := func(typ string, ok bool, reason string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, ObservedGeneration: 2}
+	}
+	gw := &Object{Ref: objects.Ref{Kind: objects.KindGateway, Namespace: "ns", Name: "gw"}, GatewayAPI: &GatewayAPI{
+		Conditions: []metav1.Condition{c("Accepted", true, "Accepted"), c("Programmed", true, "Programmed")},
+		Listeners:  []gwapiv1.ListenerStatus{{Name: "http", Conditions: []metav1.Condition{c("Programmed", true, "Programmed")}}},
+	}}
+	first := Gateway(gw, gwapiv1.GatewayStatus{}, t0)
+	if got := first.Conditions[0].LastTransitionTime; got != t0 {
+		t.Errorf("first time = %v", got)
+	}
+	again := Gateway(gw, first, t1)
+	if again.Conditions[1].LastTransitionTime != t0 || again.Listeners[0].Conditions[0].LastTransitionTime != t0 {
+		t.Errorf("unchanged conditions moved: %+v", again)
+	}
+	rejected := Gateway(gw.WithErrors(Problem{Type: TypeEnvoyRejected, Reason: ReasonRejectedByEnvoy, Message: "no"}), again, t1)
+	if p := rejected.Conditions[1]; p.Status != metav1.ConditionFalse || p.Reason != string(gwapiv1.GatewayReasonInvalid) || p.LastTransitionTime != t1 {
+		t.Errorf("rejected Programmed = %+v", p)
+	}
+	if gw.GatewayAPI.Conditions[1].Status != metav1.ConditionTrue {
+		t.Error("rendering modified the findings")
+	}
+
+	parent := gwapiv1.ParentReference{Name: "gw"}
+	route := &Object{Ref: objects.Ref{Kind: objects.KindHTTPRoute, Namespace: "ns", Name: "r"}, GatewayAPI: &GatewayAPI{
+		Parents: []gwapiv1.RouteParentStatus{{ParentRef: parent, ControllerName: "c", Conditions: []metav1.Condition{c("Accepted", true, "Accepted")}}},
+	}}
+	prev := gwapiv1.RouteStatus{Parents: []gwapiv1.RouteParentStatus{
+		{ParentRef: parent, ControllerName: "other", Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, LastTransitionTime: t1}}},
+		{ParentRef: parent, ControllerName: "c", Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, LastTransitionTime: t0}}},
+	}}
+	got := Route(route, prev, t1)
+	if len(got.Parents) != 1 || got.Parents[0].Conditions[0].LastTransitionTime != t0 {
+		t.Errorf("route status = %+v", got)
+	}
+	if !route.Same(route.WithErrors()) || route.Same(&Object{Ref: route.Ref}) {
+		t.Error("Same must compare the Gateway API findings")
+	}
+}
