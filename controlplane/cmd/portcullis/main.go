@@ -77,7 +77,7 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.fallbackCert, "fallback-certificate", "", "Secret (namespace/name) served to TLS clients without SNI by virtual hosts that enable it")
 	fs.BoolVar(&f.externalName, "enable-external-name-services", false, "let routes and ExtensionServices use ExternalName Services (traffic goes to their DNS name)")
 	fs.BoolVar(&f.loopbackNames, "allow-loopback-external-names", false, "also allow ExternalNames that name this host (localhost, 127.0.0.0/8): they can reach Envoy's admin interface; tests and local development only")
-	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc); see docs/configuration.md. serve reloads it when it changes")
+	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc), include limits, the Gateway API controller name (gateway); see docs/configuration.md. serve reloads it when it changes")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
 	fs.Uint32Var(&f.redirectPort, "https-redirect-port", 443, "the port clients reach the HTTPS listener on (through a Service or load balancer, or Envoy's own port when they reach Envoy directly): HTTP to HTTPS redirects send them there")
