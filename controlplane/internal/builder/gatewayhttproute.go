@@ -85,6 +85,11 @@ func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Ro
 		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
 		ok = false
 	}
+	if rule.Retry != nil {
+		// Ignoring it would fail requests the owner expects retried.
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.retry is not supported: the rule answers 500", where)
+		ok = false
+	}
 	if x.Redirect != nil {
 		return x, ok
 	}

@@ -152,11 +152,11 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	default:
 		out.Action = &routev3.Route_Route{Route: routeAction(r)}
 		if p := r.RequestHeaders; p != nil {
-			out.RequestHeadersToAdd = headerValues(p.Set)
+			out.RequestHeadersToAdd = headerOptions(p)
 			out.RequestHeadersToRemove = p.Remove
 		}
 		if p := r.ResponseHeaders; p != nil {
-			out.ResponseHeadersToAdd = headerValues(p.Set)
+			out.ResponseHeadersToAdd = headerOptions(p)
 			out.ResponseHeadersToRemove = p.Remove
 		}
 	}
@@ -240,14 +240,14 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 		for _, c := range r.Clusters {
 			cw := &routev3.WeightedCluster_ClusterWeight{Name: c.Cluster, Weight: wrapperspb.UInt32(c.Weight)}
 			if p := c.RequestHeaders; p != nil {
-				cw.RequestHeadersToAdd = headerValues(p.Set)
+				cw.RequestHeadersToAdd = headerOptions(p)
 				cw.RequestHeadersToRemove = p.Remove
 				if p.HostRewrite != "" {
 					cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
 				}
 			}
 			if p := c.ResponseHeaders; p != nil {
-				cw.ResponseHeadersToAdd = headerValues(p.Set)
+				cw.ResponseHeadersToAdd = headerOptions(p)
 				cw.ResponseHeadersToRemove = p.Remove
 			}
 			wc.Clusters = append(wc.Clusters, cw)
@@ -274,14 +274,21 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	return a
 }
 
-func headerValues(hs []ir.HeaderValue) []*corev3.HeaderValueOption {
+// headerOptions are a policy's headers to set (replacing the request's
+// value) and to add (appending to it).
+func headerOptions(p *ir.HeadersPolicy) []*corev3.HeaderValueOption {
+	out := headerValues(p.Set, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD)
+	return append(out, headerValues(p.Add, corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD)...)
+}
+
+func headerValues(hs []ir.HeaderValue, action corev3.HeaderValueOption_HeaderAppendAction) []*corev3.HeaderValueOption {
 	var out []*corev3.HeaderValueOption
 	for _, h := range hs {
 		out = append(out, &corev3.HeaderValueOption{
 			// Envoy reads %...% in an added header as a variable: a
 			// literal % is written %%, so the value is what was written.
 			Header:       &corev3.HeaderValue{Key: h.Name, Value: strings.ReplaceAll(h.Value, "%", "%%")},
-			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+			AppendAction: action,
 		})
 	}
 	return out
