@@ -27,10 +27,11 @@ help:
 tools:
 	@hack/install-tools.sh all
 
-## generate: regenerate deepcopy code and CRD manifests (committed)
+## generate: regenerate deepcopy code and CRD manifests, copy the Gateway API CRDs into the chart (committed)
 generate:
 	@hack/install-tools.sh controller-gen
 	@hack/generate.sh
+	@hack/gateway-api-crds.sh
 
 ## build: build the binaries into bin/
 build:

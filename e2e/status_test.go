@@ -29,7 +29,7 @@ type kubeControlPlane struct {
 }
 
 func startKubeControlPlane(t *testing.T, extraArgs ...string) *kubeControlPlane {
-	api := harness.StartAPIServer(t, harness.CRDDir(t))
+	api := harness.StartAPIServer(t, harness.CRDDirs(t)...)
 	args := append([]string{"--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath}, extraArgs...)
 	httpAddr, httpsAddr, admin := harness.StartEnvoyAndControlPlane(t, args...)
 	return &kubeControlPlane{api: api, httpAddr: httpAddr, httpsAddr: httpsAddr, admin: admin}

@@ -42,9 +42,10 @@ type APIServer struct {
 var silenceCtrlLog sync.Once
 
 // StartAPIServer starts kube-apiserver and etcd from the installed tools,
-// installs the CRDs found in crdDir (none when crdDir is ""), and stops
-// them when the test ends. Their logs are printed if the test fails.
-func StartAPIServer(t testing.TB, crdDir string) *APIServer {
+// installs the CRDs found in crdDirs (CRDDirs: ours and the Gateway API's;
+// none when there are none or they are ""), and stops them when the test
+// ends. Their logs are printed if the test fails.
+func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 	t.Helper()
 	// controller-runtime complains loudly if its logger is never set.
 	silenceCtrlLog.Do(func() { ctrllog.SetLogger(logr.Discard()) })
@@ -63,9 +64,11 @@ func StartAPIServer(t testing.TB, crdDir string) *APIServer {
 			Etcd:      &envtest.Etcd{Path: tools.Etcd, Out: etcdLog, Err: etcdLog},
 		},
 	}
-	if crdDir != "" {
-		env.CRDDirectoryPaths = []string{crdDir}
-		env.ErrorIfCRDPathMissing = true
+	for _, dir := range crdDirs {
+		if dir != "" {
+			env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, dir)
+			env.ErrorIfCRDPathMissing = true
+		}
 	}
 
 	start := time.Now()
@@ -101,7 +104,27 @@ func StartAPIServer(t testing.TB, crdDir string) *APIServer {
 // failing the test if it does not exist.
 func CRDDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(RepoRoot(t), "apis", "crds")
+	return existingDir(t, filepath.Join(RepoRoot(t), "apis", "crds"))
+}
+
+// GatewayAPICRDDir returns the folder of the Gateway API's standard-channel
+// CRDs the chart installs (charts/portcullis/gateway-api-crds, copied from
+// the Go module by hack/gateway-api-crds.sh), failing the test if it does
+// not exist.
+func GatewayAPICRDDir(t testing.TB) string {
+	t.Helper()
+	return existingDir(t, filepath.Join(RepoRoot(t), "charts", "portcullis", "gateway-api-crds"))
+}
+
+// CRDDirs are the CRDs of a cluster running Portcullis: ours and the
+// Gateway API's, as the chart installs them.
+func CRDDirs(t testing.TB) []string {
+	t.Helper()
+	return []string{CRDDir(t), GatewayAPICRDDir(t)}
+}
+
+func existingDir(t testing.TB, dir string) string {
+	t.Helper()
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("CRDs not found at %s: run `make generate`", dir)
 	}

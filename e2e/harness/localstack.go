@@ -139,7 +139,7 @@ func StartFileStack(t testing.TB) (*LocalStack, *Components) {
 // StartKubernetesStack runs the stack on a real API server; extraArgs go
 // to portcullis serve (e.g. --config).
 func StartKubernetesStack(t testing.TB, extraArgs ...string) (*LocalStack, *Components) {
-	api := StartAPIServer(t, CRDDir(t))
+	api := StartAPIServer(t, CRDDirs(t)...)
 	c := StartComponents(t)
 	s := &LocalStack{
 		Stack:       StartOnAPIServer(t, api, extraArgs...),
