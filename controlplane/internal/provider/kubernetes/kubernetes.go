@@ -1,23 +1,28 @@
 // Package kubernetes reads the control plane's input objects from a
 // Kubernetes API server (informers through controller-runtime's cache).
 // Their status goes back through internal/statuswriter, with this
-// provider's cache and client.
+// provider's cache and client. The Gateway API kinds are optional: they are
+// watched once the API server serves them (gatewayapi.go).
 package kubernetes
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/discovery"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
@@ -29,8 +34,16 @@ type Provider struct {
 	log    *slog.Logger
 	cache  cache.Cache
 	client client.Client
-	// stores are the informers' stores, by kind (see watched).
+	// stores are the informers' stores, by kind (see watched and
+	// gatewayKinds). Only Run's goroutine uses them.
 	stores map[reflect.Type]toolscache.Store
+	// handler is the event handler of every informer.
+	handler toolscache.ResourceEventHandler
+
+	discovery discovery.DiscoveryInterface
+	access    authorizationv1client.SelfSubjectAccessReviewsGetter
+	// gateway is what the provider knows of the Gateway API's kinds.
+	gateway gatewayState
 }
 
 // Cache is the informers' cache, for reads that must not go to the API
@@ -47,6 +60,10 @@ func New(kubeconfig string, log *slog.Logger) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newProvider(cfg, log)
+}
+
+func newProvider(cfg *rest.Config, log *slog.Logger) (*Provider, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: objects.Scheme})
 	if err != nil {
 		return nil, err
@@ -55,7 +72,15 @@ func New(kubeconfig string, log *slog.Logger) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{log: log, cache: c, client: cl}, nil
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	access, err := authorizationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{log: log, cache: c, client: cl, discovery: disco, access: access, gateway: gatewayState{interval: gatewayPollInterval}}, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -94,10 +119,10 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 		default:
 		}
 	}
-	handler := toolscache.ResourceEventHandlerFuncs{
+	p.handler = toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { signal() },
 		UpdateFunc: func(old, cur any) {
-			if !statusOnly(old, cur) {
+			if !ignoredUpdate(old, cur) {
 				signal()
 			}
 		},
@@ -105,19 +130,12 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 	}
 	p.stores = map[reflect.Type]toolscache.Store{}
 	for _, obj := range watched() {
-		inf, err := p.cache.GetInformer(ctx, obj)
-		if err != nil {
+		if err := p.watch(ctx, obj); err != nil {
 			return fmt.Errorf("watching %T (are the CRDs installed? kubectl apply -f apis/crds/): %w", obj, err)
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return err
-		}
-		s, ok := inf.(interface{ GetStore() toolscache.Store })
-		if !ok {
-			return fmt.Errorf("the informer of %T has no store", obj)
-		}
-		p.stores[reflect.TypeOf(obj)] = s.GetStore()
 	}
+	// Before the cache starts, so that the first snapshot has them.
+	p.watchGatewayAPI(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- p.cache.Start(ctx) }()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -127,6 +145,8 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 	}
 	p.log.Info("kubernetes informers synced")
 	signal()
+	poll := time.NewTicker(p.gateway.interval)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,22 +155,66 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 			return err
 		case <-changed:
 			update(p.snapshot())
+		case <-poll.C:
+			// CRDs installed (or RBAC granted) after the start: their
+			// informers start now, and their first objects signal a
+			// rebuild.
+			if p.gateway.complete() {
+				poll.Stop()
+				continue
+			}
+			p.watchGatewayAPI(ctx)
 		}
 	}
 }
 
-// statusOnly reports an update of one of our own kinds that changed
-// nothing but its status (typically our own status write): it cannot
-// change the build, so it triggers none.
+// watch starts (or, before the cache starts, registers) the informer of
+// obj's kind and keeps its store. Once the cache runs, it returns when the
+// informer has synced.
+func (p *Provider) watch(ctx context.Context, obj client.Object) error {
+	inf, err := p.cache.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(p.handler); err != nil {
+		return err
+	}
+	s, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return fmt.Errorf("the informer of %T has no store", obj)
+	}
+	p.stores[reflect.TypeOf(obj)] = s.GetStore()
+	return nil
+}
+
+// ignoredUpdate reports an update that cannot change the build, so
+// triggers none.
+func ignoredUpdate(old, cur any) bool {
+	return statusOnly(old, cur) || sameNamespaceLabels(old, cur)
+}
+
+// statusOnly reports an update of a kind we write the status of that
+// changed nothing but its status (typically our own status write).
 func statusOnly(old, cur any) bool {
 	switch cur.(type) {
-	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation:
+	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
+		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute:
 	default:
 		return false
 	}
 	o, ok1 := old.(client.Object)
 	c, ok2 := cur.(client.Object)
 	return ok1 && ok2 && objects.SameButStatus(o, c)
+}
+
+// sameNamespaceLabels reports an update of a Namespace that kept its
+// labels: the build reads nothing else of a Namespace (allowedRoutes
+// selectors), and a Namespace has no generation to tell a status-only
+// change by.
+func sameNamespaceLabels(old, cur any) bool {
+	o, ok1 := old.(*corev1.Namespace)
+	c, ok2 := cur.(*corev1.Namespace)
+	return ok1 && ok2 && o.UID == c.UID && maps.Equal(o.Labels, c.Labels)
 }
 
 // snapshot lists every object from the informers' stores. The objects are
@@ -165,14 +229,25 @@ func (p *Provider) snapshot() *objects.Set {
 		Secrets:           stored[*corev1.Secret](p.stores),
 		Services:          stored[*corev1.Service](p.stores),
 		EndpointSlices:    stored[*discoveryv1.EndpointSlice](p.stores),
+		GatewayClasses:    stored[*gwapiv1.GatewayClass](p.stores),
+		Gateways:          stored[*gwapiv1.Gateway](p.stores),
+		HTTPRoutes:        stored[*gwapiv1.HTTPRoute](p.stores),
+		GRPCRoutes:        stored[*gwapiv1.GRPCRoute](p.stores),
+		ReferenceGrants:   referenceGrants(p.stores),
+		Namespaces:        stored[*corev1.Namespace](p.stores),
 	}
 	set.Sort()
 	return set
 }
 
-// stored returns the objects of kind T from its informer's store.
+// stored returns the objects of kind T from its informer's store (none
+// when T is not watched: a Gateway API kind the API server does not serve).
 func stored[T client.Object](stores map[reflect.Type]toolscache.Store) []T {
-	items := stores[reflect.TypeFor[T]()].List()
+	store := stores[reflect.TypeFor[T]()]
+	if store == nil {
+		return nil
+	}
+	items := store.List()
 	out := make([]T, 0, len(items))
 	for _, it := range items {
 		if o, ok := it.(T); ok {

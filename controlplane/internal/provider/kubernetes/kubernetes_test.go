@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 )
@@ -33,5 +34,32 @@ func TestStatusOnly(t *testing.T) {
 				t.Errorf("statusOnly = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestIgnoredUpdate(t *testing.T) {
+	gw := func(gen int64, accepted bool) *gwapiv1.Gateway {
+		g := &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Generation: gen, UID: "g"}}
+		if accepted {
+			g.Status.Conditions = []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue}}
+		}
+		return g
+	}
+	ns := func(labels, annotations map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{UID: "n", Labels: labels, Annotations: annotations}}
+	}
+	for _, tt := range []struct {
+		name     string
+		old, cur any
+		want     bool
+	}{
+		{"Gateway status write", gw(1, false), gw(1, true), true},
+		{"Gateway spec change", gw(1, true), gw(2, true), false},
+		{"Namespace annotation", ns(map[string]string{"a": "1"}, nil), ns(map[string]string{"a": "1"}, map[string]string{"b": "2"}), true},
+		{"Namespace label", ns(map[string]string{"a": "1"}, nil), ns(map[string]string{"a": "2"}, nil), false},
+	} {
+		if got := ignoredUpdate(tt.old, tt.cur); got != tt.want {
+			t.Errorf("%s: ignoredUpdate = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
