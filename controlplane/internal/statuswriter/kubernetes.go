@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
@@ -26,6 +27,11 @@ type Kubernetes struct {
 	Cache  client.Reader
 	Client client.Client
 	Log    *slog.Logger
+	// GatewayController is this control plane's Gateway API controller
+	// name (the configuration's gateway.controllerName; empty:
+	// DefaultGatewayController): the route parents naming it are ours to
+	// replace.
+	GatewayController gwapiv1.GatewayController
 	// writes counts status updates sent to the API server.
 	writes atomic.Int64
 }
@@ -63,14 +69,16 @@ func (k *Kubernetes) writeOne(ctx context.Context, u Update) {
 	switch {
 	case u.HTTPProxy != nil:
 		err = writeStatus(ctx, k, key, &contourv1.HTTPProxy{}, func(o *contourv1.HTTPProxy) *contourv1.HTTPProxyStatus { return &o.Status },
-			func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, *u.HTTPProxy)
+			contourMerge(*u.HTTPProxy, func(s *contourv1.HTTPProxyStatus) *[]contourv1.DetailedCondition { return &s.Conditions }))
 	case u.ExtensionService != nil:
 		err = writeStatus(ctx, k, key, &v1alpha1.ExtensionService{}, func(o *v1alpha1.ExtensionService) *v1alpha1.ExtensionServiceStatus { return &o.Status },
-			func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, *u.ExtensionService)
+			contourMerge(*u.ExtensionService, func(s *v1alpha1.ExtensionServiceStatus) *[]contourv1.DetailedCondition { return &s.Conditions }))
 	case u.Delegation != nil:
 		err = writeStatus(ctx, k, key, &contourv1.TLSCertificateDelegation{}, func(o *contourv1.TLSCertificateDelegation) *contourv1.TLSCertificateDelegationStatus {
 			return &o.Status
-		}, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }, *u.Delegation)
+		}, contourMerge(*u.Delegation, func(s *contourv1.TLSCertificateDelegationStatus) *[]contourv1.DetailedCondition { return &s.Conditions }))
+	default:
+		err = k.writeGatewayAPI(ctx, key, u)
 	}
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		k.Log.Error("writing status", "object", u.Ref.String(), "err", err)
@@ -79,13 +87,11 @@ func (k *Kubernetes) writeOne(ctx context.Context, u Update) {
 
 var noDeepCopy = true
 
-// writeStatus reads the object from the cache, merges want with its
-// current conditions (status.Merge: lastTransitionTime moves only on a
-// transition, other controllers' conditions stay) and writes the result
-// through the status subresource only when it differs from the current
-// status.
+// writeStatus reads the object from the cache, merges the status we want
+// with its current one (merge) and writes the result through the status
+// subresource only when it differs from the current status.
 func writeStatus[T client.Object, S any](ctx context.Context, k *Kubernetes, key types.NamespacedName, obj T, statusOf func(T) *S,
-	conditions func(*S) *[]contourv1.DetailedCondition, want S) error {
+	merge func(cur *S) S) error {
 	// The cache first; on a conflict (the cache has not seen our previous
 	// write yet) the API server itself. Nothing else would retry: our own
 	// status updates trigger no rebuild.
@@ -97,14 +103,28 @@ func writeStatus[T client.Object, S any](ctx context.Context, k *Kubernetes, key
 			return err
 		}
 		cur := statusOf(obj)
-		merged := want
-		*conditions(&merged) = status.Merge(*conditions(cur), *conditions(&want))
+		merged := merge(cur)
 		if equality.Semantic.DeepEqual(*cur, merged) {
 			return nil
 		}
 		k.writes.Add(1)
 		cp := obj.DeepCopyObject().(T)
 		*statusOf(cp) = merged
+		// merged shares slices with the cache's object (other controllers'
+		// route parents) and the update (ours); the client decodes the
+		// answer into what it sends, so it gets a copy of its own.
+		cp = cp.DeepCopyObject().(T)
 		return k.Client.Status().Update(ctx, cp)
 	})
+}
+
+// contourMerge is the merge of the Contour kinds: want, with its conditions
+// merged with the current ones (status.Merge: lastTransitionTime moves only
+// on a transition, other controllers' conditions stay).
+func contourMerge[S any](want S, conditions func(*S) *[]contourv1.DetailedCondition) func(cur *S) S {
+	return func(cur *S) S {
+		merged := want
+		*conditions(&merged) = status.Merge(*conditions(cur), *conditions(&want))
+		return merged
+	}
 }

@@ -33,22 +33,36 @@ func (l *Log) Write(_ context.Context, updates []Update) {
 	}
 }
 
-// summarize is a stable one-line text of a status, ignoring timestamps.
+// summarize is a stable one-line text of a status, ignoring timestamps:
+// the fields of the Contour kinds' statuses, the conditions of every kind,
+// a Gateway's listeners and a route's parents.
 func summarize(u Update) string {
 	b, _ := json.Marshal(u.Status())
 	var generic struct {
-		CurrentStatus string `json:"currentStatus"`
-		Description   string `json:"description"`
-		Conditions    []struct {
-			Type     string           `json:"type"`
-			Status   string           `json:"status"`
-			Reason   string           `json:"reason"`
-			Message  string           `json:"message"`
-			Errors   []status.Problem `json:"errors"`
-			Warnings []status.Problem `json:"warnings"`
-		} `json:"conditions"`
+		CurrentStatus string      `json:"currentStatus,omitempty"`
+		Description   string      `json:"description,omitempty"`
+		Conditions    []condition `json:"conditions"`
+		Listeners     []struct {
+			Name           string      `json:"name"`
+			AttachedRoutes int32       `json:"attachedRoutes"`
+			Conditions     []condition `json:"conditions"`
+		} `json:"listeners,omitempty"`
+		Parents []struct {
+			ParentRef  json.RawMessage `json:"parentRef"`
+			Conditions []condition     `json:"conditions"`
+		} `json:"parents,omitempty"`
 	}
 	json.Unmarshal(b, &generic)
 	out, _ := json.Marshal(generic)
 	return string(out)
+}
+
+// condition is a condition of any kind without its times.
+type condition struct {
+	Type     string           `json:"type"`
+	Status   string           `json:"status"`
+	Reason   string           `json:"reason"`
+	Message  string           `json:"message"`
+	Errors   []status.Problem `json:"errors,omitempty"`
+	Warnings []status.Problem `json:"warnings,omitempty"`
 }

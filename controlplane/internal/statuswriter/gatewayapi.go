@@ -1,0 +1,184 @@
+package statuswriter
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// DefaultGatewayController is the Gateway API controller name of a control
+// plane whose configuration names none (gateway.controllerName's default).
+const DefaultGatewayController gwapiv1.GatewayController = "portcullis.dev/gateway-controller"
+
+// The Gateway API's rules for writing status, which the merges below keep:
+// a controller changes only what it owns (conditions of the types it sets,
+// route parents naming its controller), merges conditions by type, moves
+// lastTransitionTime only when a condition's status changes, and leaves a
+// condition observed at a newer generation than its own alone (its
+// snapshot is older than the object).
+
+// writeGatewayAPI writes the status of a Gateway API object.
+func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedName, u Update) error {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	switch {
+	case u.GatewayClass != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.GatewayClass{}, func(o *gwapiv1.GatewayClass) *gwapiv1.GatewayClassStatus { return &o.Status },
+			func(cur *gwapiv1.GatewayClassStatus) gwapiv1.GatewayClassStatus {
+				return mergeGatewayClass(cur, u.GatewayClass, now)
+			})
+	case u.Gateway != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.Gateway{}, func(o *gwapiv1.Gateway) *gwapiv1.GatewayStatus { return &o.Status },
+			func(cur *gwapiv1.GatewayStatus) gwapiv1.GatewayStatus { return mergeGateway(cur, u.Gateway, now) })
+	case u.HTTPRoute != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.HTTPRoute{}, func(o *gwapiv1.HTTPRoute) *gwapiv1.HTTPRouteStatus { return &o.Status },
+			func(cur *gwapiv1.HTTPRouteStatus) gwapiv1.HTTPRouteStatus {
+				return gwapiv1.HTTPRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.HTTPRoute.RouteStatus, now)}
+			})
+	case u.GRPCRoute != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.GRPCRoute{}, func(o *gwapiv1.GRPCRoute) *gwapiv1.GRPCRouteStatus { return &o.Status },
+			func(cur *gwapiv1.GRPCRouteStatus) gwapiv1.GRPCRouteStatus {
+				return gwapiv1.GRPCRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.GRPCRoute.RouteStatus, now)}
+			})
+	}
+	return nil
+}
+
+// mergeGatewayClass: the class names our controller, so its supported
+// features are ours; its conditions are merged.
+func mergeGatewayClass(cur, want *gwapiv1.GatewayClassStatus, now metav1.Time) gwapiv1.GatewayClassStatus {
+	out := *want
+	out.Conditions = mergeConditions(cur.Conditions, want.Conditions, now)
+	return out
+}
+
+// mergeGateway: the Gateway is of our class, so its addresses and
+// listeners are ours (replaced, each listener keeping its conditions'
+// transition times); its conditions are merged.
+func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
+	out := *want
+	out.Conditions = mergeConditions(cur.Conditions, want.Conditions, now)
+	out.Addresses = make([]gwapiv1.GatewayStatusAddress, len(want.Addresses))
+	for i, a := range want.Addresses {
+		if a.Type == nil {
+			a.Type = ptr.To(gwapiv1.IPAddressType)
+		}
+		out.Addresses[i] = a
+	}
+	out.Listeners = make([]gwapiv1.ListenerStatus, len(want.Listeners))
+	for i, l := range want.Listeners {
+		var prev []metav1.Condition
+		if j := slices.IndexFunc(cur.Listeners, func(c gwapiv1.ListenerStatus) bool { return c.Name == l.Name }); j >= 0 {
+			prev = cur.Listeners[j].Conditions
+		}
+		l.Conditions = keepTimes(prev, l.Conditions, now)
+		l.SupportedKinds = slices.Clone(l.SupportedKinds)
+		for k := range l.SupportedKinds {
+			if l.SupportedKinds[k].Group == nil {
+				l.SupportedKinds[k].Group = ptr.To(gwapiv1.Group(gwapiv1.GroupName))
+			}
+		}
+		out.Listeners[i] = l
+	}
+	return out
+}
+
+// The CRDs' defaults in the status fields we write (a group, a kind, an
+// address type) are filled in as the API server fills them: else what we
+// want would differ from what we wrote at every comparison, and be written
+// again at every build.
+
+// defaultParentRef is ref with the CRD's defaults.
+func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
+	if ref.Group == nil {
+		ref.Group = ptr.To(gwapiv1.Group(gwapiv1.GroupName))
+	}
+	if ref.Kind == nil {
+		ref.Kind = ptr.To(gwapiv1.Kind("Gateway"))
+	}
+	return ref
+}
+
+// mergeRoute replaces the route's parents naming our controller with
+// want's (which names only ours): other controllers' parents stay where
+// they are, ours keep their place and their conditions' transition times,
+// ours that want no longer has (a parent the route stopped referencing) go.
+func (k *Kubernetes) mergeRoute(cur, want gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteStatus {
+	ours := k.GatewayController
+	if ours == "" {
+		ours = DefaultGatewayController
+	}
+	pending := slices.Clone(want.Parents)
+	for i := range pending {
+		if pending[i].ControllerName == "" {
+			pending[i].ControllerName = ours
+		}
+		pending[i].ParentRef = defaultParentRef(pending[i].ParentRef)
+	}
+	// Never nil: status.parents is a required field.
+	out := []gwapiv1.RouteParentStatus{}
+	for _, c := range cur.Parents {
+		if c.ControllerName != ours {
+			out = append(out, c)
+			continue
+		}
+		j := slices.IndexFunc(pending, func(w gwapiv1.RouteParentStatus) bool { return sameParent(w, c) })
+		if j < 0 {
+			continue
+		}
+		w := pending[j]
+		w.Conditions = keepTimes(c.Conditions, w.Conditions, now)
+		out = append(out, w)
+		pending = slices.Delete(pending, j, j+1)
+	}
+	for _, w := range pending {
+		w.Conditions = keepTimes(nil, w.Conditions, now)
+		out = append(out, w)
+	}
+	return gwapiv1.RouteStatus{Parents: out}
+}
+
+func sameParent(a, b gwapiv1.RouteParentStatus) bool {
+	return a.ControllerName == b.ControllerName && equality.Semantic.DeepEqual(a.ParentRef, b.ParentRef)
+}
+
+// mergeConditions sets want's conditions in cur (of an object other
+// controllers may also write conditions to): conditions of other types
+// stay, in place.
+func mergeConditions(cur, want []metav1.Condition, now metav1.Time) []metav1.Condition {
+	out := slices.Clone(cur)
+	for _, w := range keepTimes(cur, want, now) {
+		if i := slices.IndexFunc(out, func(c metav1.Condition) bool { return c.Type == w.Type }); i >= 0 {
+			out[i] = w
+		} else {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// keepTimes returns want, where a condition whose status cur already has
+// keeps cur's lastTransitionTime, a condition cur has at a newer
+// generation than want's (when want says) is cur's, and a new transition
+// without a time gets now.
+func keepTimes(cur, want []metav1.Condition, now metav1.Time) []metav1.Condition {
+	out := make([]metav1.Condition, len(want))
+	for i, w := range want {
+		j := slices.IndexFunc(cur, func(c metav1.Condition) bool { return c.Type == w.Type })
+		switch {
+		case j >= 0 && w.ObservedGeneration > 0 && cur[j].ObservedGeneration > w.ObservedGeneration:
+			w = cur[j]
+		case j >= 0 && cur[j].Status == w.Status && !cur[j].LastTransitionTime.IsZero():
+			w.LastTransitionTime = cur[j].LastTransitionTime
+		case w.LastTransitionTime.IsZero():
+			w.LastTransitionTime = now
+		}
+		out[i] = w
+	}
+	return out
+}
