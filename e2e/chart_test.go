@@ -14,11 +14,14 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/e2e/harness"
@@ -37,6 +40,13 @@ var chartValues = map[string][]string{
 		"--set", "controlPlane.rootNamespaces={team-a}",
 		"--set", "controlPlane.config.globalExtAuth.extensionService=portcullis-system/t-portcullis-authserver",
 		"--set", "controlPlane.config.globalExtAuth.failOpen=false",
+		"--set", "gatewayAPI.gatewayClass.create=true",
+		// As if the CRDs were installed (helm template cannot look).
+		"--api-versions", "gateway.networking.k8s.io/v1/GatewayClass",
+	},
+	// The Gateway API CRDs come from elsewhere.
+	"no-gateway-api-crds": {
+		"--set", "gatewayAPI.installCRDs=false",
 	},
 	"oidc": {
 		"--set", "authserver.enabled=true",
@@ -83,6 +93,8 @@ func TestHelmChart(t *testing.T) {
 		t.Fatalf("helm template with defaults: %v\n%s", err, out)
 	}
 
+	// Our CRDs only: the Gateway API's are created from what the chart
+	// renders.
 	api := harness.StartAPIServer(t, harness.CRDDir(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -107,14 +119,21 @@ func TestHelmChart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rendered manifests (%s): %v", name, err)
 		}
+		rendered[name] = objs
+	}
+	// The Gateway API CRDs, for real: the GatewayClass needs them.
+	installRenderedCRDs(ctx, t, api, rendered["defaults"])
+	for name, objs := range rendered {
 		// Server-side dry run: the API server validates each object fully
 		// (schemas, CRD validation) without keeping it.
 		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" {
+				continue // created above
+			}
 			if err := api.Client.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
 				t.Errorf("%s: %s %s/%s refused by the API server: %v", name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 			}
 		}
-		rendered[name] = objs
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -127,11 +146,16 @@ func TestHelmChart(t *testing.T) {
 		}
 		return m
 	}
-	if got := kinds(rendered["defaults"]); got["Deployment"] != 1 || got["ExtensionService"] != 0 || got["ConfigMap"] != 0 {
-		t.Errorf("defaults render %v; want only the Envoy deployment and no optional parts", got)
+	gatewayCRDs := len(yamlFilesIn(t, harness.GatewayAPICRDDir(t)))
+	if got := kinds(rendered["defaults"]); got["Deployment"] != 1 || got["ExtensionService"] != 0 || got["ConfigMap"] != 0 ||
+		got["CustomResourceDefinition"] != gatewayCRDs || got["GatewayClass"] != 0 {
+		t.Errorf("defaults render %v; want only the Envoy deployment, the %d Gateway API CRDs and no optional parts", got, gatewayCRDs)
 	}
-	if got := kinds(rendered["everything"]); got["Deployment"] != 3 || got["ExtensionService"] != 2 || got["Role"] != 2 || got["ConfigMap"] != 3 {
-		t.Errorf("everything renders %v; want 3 Deployments, 2 ExtensionServices, a Role per watched namespace and 3 ConfigMaps", got)
+	if got := kinds(rendered["everything"]); got["Deployment"] != 3 || got["ExtensionService"] != 2 || got["Role"] != 2 || got["ConfigMap"] != 3 || got["GatewayClass"] != 1 {
+		t.Errorf("everything renders %v; want 3 Deployments, 2 ExtensionServices, a Role per watched namespace, 3 ConfigMaps and a GatewayClass", got)
+	}
+	if got := kinds(rendered["no-gateway-api-crds"]); got["CustomResourceDefinition"] != 0 {
+		t.Errorf("gatewayAPI.installCRDs=false renders %d CRDs", got["CustomResourceDefinition"])
 	}
 	for name, want := range authserverConfigs {
 		checkAuthserverShape(t, name, rendered[name], want)
@@ -139,11 +163,15 @@ func TestHelmChart(t *testing.T) {
 
 	// Create the full release for real, then check what its accounts may do.
 	for _, o := range rendered["everything"] {
+		if o.GetKind() == "CustomResourceDefinition" {
+			continue // created above
+		}
 		if err := api.Client.Create(ctx, o.DeepCopy()); err != nil {
 			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
 	authSA := "system:serviceaccount:" + chartNamespace + ":t-portcullis-authserver"
+	cpSA := "system:serviceaccount:" + chartNamespace + ":t-portcullis"
 	for _, c := range []struct {
 		user, namespace, verb, resource string
 		want                            bool
@@ -153,6 +181,12 @@ func TestHelmChart(t *testing.T) {
 		{authSA, "team-c", "list", "secrets", false}, // not a watched namespace
 		{authSA, "team-a", "update", "secrets", false},
 		{"system:serviceaccount:" + chartNamespace + ":t-portcullis-extprocserver", "team-a", "list", "secrets", false},
+		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/httproutes", true},
+		{cpSA, "", "list", "gateway.networking.k8s.io/gatewayclasses", true},
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/grpcroutes/status", true},
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/gateways", false}, // status only
+		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/referencegrants", true},
+		{cpSA, "", "watch", "namespaces", true},
 	} {
 		if got := allowed(ctx, t, api, c.user, c.namespace, c.verb, c.resource); got != c.want {
 			t.Errorf("%s may %s %s in %s: %v, want %v", c.user, c.verb, c.resource, c.namespace, got, c.want)
@@ -226,13 +260,18 @@ func checkAuthserverShape(t *testing.T, name string, objs []*unstructured.Unstru
 }
 
 // allowed asks the API server (SubjectAccessReview) whether user may verb
-// resource in namespace.
+// resource in namespace; resource is [group/]resource[/subresource].
 func allowed(ctx context.Context, t *testing.T, api *harness.APIServer, user, namespace, verb, resource string) bool {
 	t.Helper()
+	attrs := &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource}
+	if group, rest, ok := strings.Cut(resource, "/"); ok && strings.Contains(group, ".") {
+		attrs.Group, attrs.Resource = group, rest
+	}
+	attrs.Resource, attrs.Subresource, _ = strings.Cut(attrs.Resource, "/")
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:               user,
 		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource},
+		ResourceAttributes: attrs,
 	}}
 	if err := api.Client.Create(ctx, sar); err != nil {
 		t.Fatalf("SubjectAccessReview: %v", err)
@@ -276,4 +315,36 @@ func decodeManifests(data string) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, &unstructured.Unstructured{Object: m})
 	}
+}
+
+// installRenderedCRDs creates the CRDs among objs and waits until the API
+// server serves them.
+func installRenderedCRDs(ctx context.Context, t *testing.T, api *harness.APIServer, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &crd); err != nil {
+			t.Fatal(err)
+		}
+		if err := api.Client.Create(ctx, &crd); err != nil {
+			t.Fatalf("creating the rendered CRD %s: %v", crd.Name, err)
+		}
+		crds = append(crds, &crd)
+	}
+	if err := envtest.WaitForCRDs(api.Config, crds, envtest.CRDInstallOptions{MaxTime: time.Minute, PollInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatalf("the rendered CRDs are not served: %v", err)
+	}
+}
+
+func yamlFilesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
