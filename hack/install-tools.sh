@@ -13,6 +13,10 @@
 #                  browser tests; installed with apt-get when run as root, not
 #                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
 #
+# The Gateway API CRDs the tests' API servers and the chart install are not
+# a tool: they are committed in charts/portcullis/gateway-api-crds/
+# (hack/gateway-api-crds.sh, run by `make generate`).
+#
 # Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|helm|chromium|all]...
 set -euo pipefail
 
