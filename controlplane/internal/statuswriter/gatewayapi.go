@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 )
 
 // DefaultGatewayController is the Gateway API controller name of a control
@@ -23,7 +25,8 @@ const DefaultGatewayController gwapiv1.GatewayController = "portcullis.dev/gatew
 // condition observed at a newer generation than its own alone (its
 // snapshot is older than the object).
 
-// writeGatewayAPI writes the status of a Gateway API object.
+// writeGatewayAPI writes the status of a Gateway API object or one of our
+// policies.
 func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedName, u Update) error {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	switch {
@@ -45,6 +48,12 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 			func(cur *gwapiv1.GRPCRouteStatus) gwapiv1.GRPCRouteStatus {
 				return gwapiv1.GRPCRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.GRPCRoute.RouteStatus, now)}
 			})
+	case u.ExtAuthPolicy != nil:
+		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtAuthPolicy{}, func(o *gatewayv1alpha1.ExtAuthPolicy) *gwapiv1.PolicyStatus { return &o.Status },
+			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtAuthPolicy, now) })
+	case u.ExtProcPolicy != nil:
+		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtProcPolicy{}, func(o *gatewayv1alpha1.ExtProcPolicy) *gwapiv1.PolicyStatus { return &o.Status },
+			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtProcPolicy, now) })
 	}
 	return nil
 }
@@ -109,20 +118,45 @@ func defaultParentRef(ref gwapiv1.ParentReference) gwapiv1.ParentReference {
 // they are, ours keep their place and their conditions' transition times,
 // ours that want no longer has (a parent the route stopped referencing) go.
 func (k *Kubernetes) mergeRoute(cur, want gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteStatus {
+	return gwapiv1.RouteStatus{Parents: k.mergeParents(cur.Parents, want.Parents, now)}
+}
+
+// mergePolicy does for a policy's ancestors what mergeRoute does for a
+// route's parents: an ancestor status has a parent status's fields under
+// another name.
+func (k *Kubernetes) mergePolicy(cur, want *gwapiv1.PolicyStatus, now metav1.Time) gwapiv1.PolicyStatus {
+	asParents := func(as []gwapiv1.PolicyAncestorStatus) []gwapiv1.RouteParentStatus {
+		out := make([]gwapiv1.RouteParentStatus, len(as))
+		for i, a := range as {
+			out[i] = gwapiv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions}
+		}
+		return out
+	}
+	merged := k.mergeParents(asParents(cur.Ancestors), asParents(want.Ancestors), now)
+	out := gwapiv1.PolicyStatus{Ancestors: make([]gwapiv1.PolicyAncestorStatus, len(merged))}
+	for i, p := range merged {
+		out.Ancestors[i] = gwapiv1.PolicyAncestorStatus{AncestorRef: p.ParentRef, ControllerName: p.ControllerName, Conditions: p.Conditions}
+	}
+	return out
+}
+
+// mergeParents merges route parent statuses (or policy ancestor ones), as
+// mergeRoute says.
+func (k *Kubernetes) mergeParents(cur, want []gwapiv1.RouteParentStatus, now metav1.Time) []gwapiv1.RouteParentStatus {
 	ours := k.GatewayController
 	if ours == "" {
 		ours = DefaultGatewayController
 	}
-	pending := slices.Clone(want.Parents)
+	pending := slices.Clone(want)
 	for i := range pending {
 		if pending[i].ControllerName == "" {
 			pending[i].ControllerName = ours
 		}
 		pending[i].ParentRef = defaultParentRef(pending[i].ParentRef)
 	}
-	// Never nil: status.parents is a required field.
+	// Never nil: status.parents (and ancestors) is a required field.
 	out := []gwapiv1.RouteParentStatus{}
-	for _, c := range cur.Parents {
+	for _, c := range cur {
 		if c.ControllerName != ours {
 			out = append(out, c)
 			continue
@@ -140,7 +174,7 @@ func (k *Kubernetes) mergeRoute(cur, want gwapiv1.RouteStatus, now metav1.Time) 
 		w.Conditions = keepTimes(nil, w.Conditions, now)
 		out = append(out, w)
 	}
-	return gwapiv1.RouteStatus{Parents: out}
+	return out
 }
 
 func sameParent(a, b gwapiv1.RouteParentStatus) bool {

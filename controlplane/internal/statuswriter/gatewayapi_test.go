@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/testapiserver"
 )
@@ -28,7 +29,7 @@ func cond(typ string, s metav1.ConditionStatus, gen int64) metav1.Condition {
 // server: only on change, keeping transition times and what other
 // controllers wrote, replacing our listeners and route parents.
 func TestGatewayAPIStatuses(t *testing.T) {
-	api := testapiserver.Start(t, testapiserver.GatewayAPICRDDir(t))
+	api := testapiserver.Start(t, testapiserver.CRDDir(t), testapiserver.GatewayAPICRDDir(t))
 	ctx := context.Background()
 	c := api.Client
 	class := &gwapiv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "portcullis"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: DefaultGatewayController}}
@@ -141,6 +142,45 @@ func TestGatewayAPIStatuses(t *testing.T) {
 	read(t, c, gw)
 	if got := conditionOf(gw.Status.Conditions, "Programmed"); got.ObservedGeneration != 7 || got.Status != metav1.ConditionTrue {
 		t.Errorf("a newer generation's condition was overwritten: %+v", got)
+	}
+
+	checkPolicyAncestors(t, k, c)
+}
+
+// A policy's ancestors are merged as a route's parents are.
+func checkPolicyAncestors(t *testing.T, k *Kubernetes, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	target := []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+		Group: gwapiv1.GroupName, Kind: "Gateway", Name: "gw"}}}
+	policy := &gatewayv1alpha1.ExtAuthPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "auth"},
+		Spec: gatewayv1alpha1.ExtAuthPolicySpec{TargetRefs: target, Disabled: true}}
+	if err := c.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	accepted := []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: longAgo}}
+	policy.Status.Ancestors = []gwapiv1.PolicyAncestorStatus{
+		{AncestorRef: gwapiv1.ParentReference{Name: "gone"}, ControllerName: DefaultGatewayController, Conditions: accepted},
+		{AncestorRef: gwapiv1.ParentReference{Name: "theirs"}, ControllerName: otherController, Conditions: accepted},
+	}
+	if err := c.Status().Update(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	before := k.StatusWrites()
+	update := []Update{{Ref: objects.Ref{Kind: objects.KindExtAuthPolicy, Namespace: "default", Name: "auth"}, ExtAuthPolicy: &gwapiv1.PolicyStatus{
+		Ancestors: []gwapiv1.PolicyAncestorStatus{{AncestorRef: gwapiv1.ParentReference{Name: "gw"}, Conditions: []metav1.Condition{cond("Accepted", metav1.ConditionTrue, 1)}}}}}}
+	k.Write(ctx, update)
+	k.Write(ctx, update)
+	if n := k.StatusWrites() - before; n != 1 {
+		t.Errorf("the same policy status twice: %d writes, want 1", n)
+	}
+	read(t, c, policy)
+	var got []string
+	for _, a := range policy.Status.Ancestors {
+		got = append(got, string(a.AncestorRef.Name)+"/"+string(a.ControllerName))
+	}
+	if want := "theirs/" + otherController + " gw/" + string(DefaultGatewayController); strings.Join(got, " ") != want {
+		t.Errorf("policy ancestors %v, want %s", got, want)
 	}
 }
 

@@ -35,7 +35,7 @@ func (l *Log) Write(_ context.Context, updates []Update) {
 
 // summarize is a stable one-line text of a status, ignoring timestamps:
 // the fields of the Contour kinds' statuses, the conditions of every kind,
-// a Gateway's listeners and a route's parents.
+// a Gateway's listeners, a route's parents and a policy's ancestors.
 func summarize(u Update) string {
 	b, _ := json.Marshal(u.Status())
 	var generic struct {
@@ -51,6 +51,10 @@ func summarize(u Update) string {
 			ParentRef  json.RawMessage `json:"parentRef"`
 			Conditions []condition     `json:"conditions"`
 		} `json:"parents,omitempty"`
+		Ancestors []struct {
+			AncestorRef json.RawMessage `json:"ancestorRef"`
+			Conditions  []condition     `json:"conditions"`
+		} `json:"ancestors,omitempty"`
 	}
 	json.Unmarshal(b, &generic)
 	out, _ := json.Marshal(generic)

@@ -23,6 +23,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 )
@@ -45,6 +46,7 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(gwapiv1.Install(s))
 	utilruntime.Must(gwapiv1beta1.Install(s))
+	utilruntime.Must(gatewayv1alpha1.AddToScheme(s))
 	return s
 }
 

@@ -23,6 +23,7 @@ import (
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/testapiserver"
@@ -116,7 +117,7 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 		return nil
 	})
 	time.Sleep(500 * time.Millisecond) // a few polls
-	if n := strings.Count(r.logs.String(), "Gateway API CRDs (gateway.networking.k8s.io) are not installed"); n != 1 {
+	if n := strings.Count(r.logs.String(), "Gateway API CRDs not installed"); n != 1 {
 		t.Errorf("logged the missing CRDs %d times, want once:\n%s", n, r.logs.String())
 	}
 
@@ -125,9 +126,10 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	}
 	create(t, api.Client, gatewayObjects()...)
 	r.await(t, "Gateway API objects after the CRDs were installed", func(s *objects.Set) error {
-		got := fmt.Sprintf("%d %d %d %d %d %s", len(s.GatewayClasses), len(s.Gateways), len(s.HTTPRoutes), len(s.GRPCRoutes), len(s.ReferenceGrants), namespaceLabel(s, "team-a"))
-		if want := "1 1 1 1 1 yes"; got != want {
-			return fmt.Errorf("classes, gateways, HTTPRoutes, GRPCRoutes, grants, labelled namespace = %s, want %s", got, want)
+		got := fmt.Sprintf("%d %d %d %d %d %d %d %s", len(s.GatewayClasses), len(s.Gateways), len(s.HTTPRoutes), len(s.GRPCRoutes), len(s.ReferenceGrants),
+			len(s.ExtAuthPolicies), len(s.ExtProcPolicies), namespaceLabel(s, "team-a"))
+		if want := "1 1 1 1 1 1 1 yes"; got != want {
+			return fmt.Errorf("classes, gateways, HTTPRoutes, GRPCRoutes, grants, ExtAuthPolicies, ExtProcPolicies, labelled namespace = %s, want %s", got, want)
 		}
 		return nil
 	})
@@ -223,6 +225,7 @@ func TestGatewayAPIForbidden(t *testing.T) {
 	}
 	grant(t, api.Client, "gateway", user, []rbacv1.PolicyRule{
 		{APIGroups: []string{gwapiv1.GroupName}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{gatewayv1alpha1.GroupVersion.Group}, Resources: []string{"extauthpolicies", "extprocpolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 	})
 	r.await(t, "Gateway API objects once granted", func(s *objects.Set) error {
@@ -238,6 +241,8 @@ func TestGatewayAPIForbidden(t *testing.T) {
 func gatewayObjects() []client.Object {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "team-a", Name: name} }
 	parent := []gwapiv1.ParentReference{{Name: "gw"}}
+	target := []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+		Group: gwapiv1.GroupName, Kind: "Gateway", Name: "gw"}}}
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"shared": "yes"}}},
 		&gwapiv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "portcullis"}, Spec: gwapiv1.GatewayClassSpec{ControllerName: "portcullis.dev/gateway-controller"}},
@@ -249,6 +254,8 @@ func gatewayObjects() []client.Object {
 			From: []gwapiv1.ReferenceGrantFrom{{Group: gwapiv1.GroupName, Kind: "HTTPRoute", Namespace: "default"}},
 			To:   []gwapiv1.ReferenceGrantTo{{Kind: "Service"}},
 		}},
+		&gatewayv1alpha1.ExtAuthPolicy{ObjectMeta: meta("no-auth"), Spec: gatewayv1alpha1.ExtAuthPolicySpec{TargetRefs: target, Disabled: true}},
+		&gatewayv1alpha1.ExtProcPolicy{ObjectMeta: meta("no-proc"), Spec: gatewayv1alpha1.ExtProcPolicySpec{TargetRefs: target, Disabled: true}},
 	}
 }
 

@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -24,8 +27,9 @@ import (
 // after the control plane started).
 const gatewayPollInterval = 30 * time.Second
 
-// gatewayKind is a Gateway API kind the provider watches once the API
-// server serves it: versions are the Go types of the versions it can read,
+// gatewayKind is a kind of the Gateway API (or one of our policies
+// attached to its objects) that the provider watches once the API server
+// serves it: versions are the Go types of the versions it can read,
 // preferred first.
 type gatewayKind struct {
 	resource string
@@ -40,6 +44,10 @@ func gatewayKinds() []gatewayKind {
 		{"grpcroutes", []client.Object{&gwapiv1.GRPCRoute{}}},
 		// The standard CRDs serve v1 and v1beta1; older ones only v1beta1.
 		{"referencegrants", []client.Object{&gwapiv1.ReferenceGrant{}, &gwapiv1beta1.ReferenceGrant{}}},
+		// Our policies: their CRDs are in apis/crds, but a cluster upgraded
+		// from a version without them may not have them yet.
+		{"extauthpolicies", []client.Object{&gatewayv1alpha1.ExtAuthPolicy{}}},
+		{"extprocpolicies", []client.Object{&gatewayv1alpha1.ExtProcPolicy{}}},
 	}
 }
 
@@ -55,6 +63,16 @@ type gatewayState struct {
 	// reported is the last summary logged, so that each state is logged
 	// once rather than at every poll.
 	reported string
+}
+
+// watchesGroup reports whether a kind of group is watched.
+func (g *gatewayState) watchesGroup(group string) bool {
+	for _, gv := range g.watched {
+		if strings.HasPrefix(gv, group+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // complete reports whether every Gateway API kind (and Namespaces) is watched.
@@ -83,11 +101,11 @@ func (p *Provider) watchGatewayAPI(ctx context.Context) {
 			missing[k.resource] = "not installed"
 			continue
 		}
-		if why := p.startGatewayKind(ctx, gwapiv1.GroupName, k.resource, gv, obj); why != "" {
+		if why := p.startGatewayKind(ctx, gv.Group, k.resource, gv.String(), obj); why != "" {
 			missing[k.resource] = why
 		}
 	}
-	if _, ok := p.gateway.watched[namespaces]; !ok && len(p.gateway.watched) > 0 {
+	if _, ok := p.gateway.watched[namespaces]; !ok && p.gateway.watchesGroup(gwapiv1.GroupName) {
 		if why := p.startGatewayKind(ctx, "", namespaces, "v1", &corev1.Namespace{}); why != "" {
 			missing[namespaces] = why
 		}
@@ -117,38 +135,55 @@ func (p *Provider) startGatewayKind(ctx context.Context, group, resource, gv str
 }
 
 // servedGatewayResources returns the resources the API server serves in
-// each Gateway API group version we read.
-func (p *Provider) servedGatewayResources() (map[string]map[string]bool, error) {
-	out := map[string]map[string]bool{}
-	for _, gv := range []string{gwapiv1.GroupVersion.String(), gwapiv1beta1.GroupVersion.String()} {
-		list, err := p.discovery.ServerResourcesForGroupVersion(gv)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[gv] = map[string]bool{}
-		for _, r := range list.APIResources {
-			out[gv][r.Name] = true
+// each group version of gatewayKinds.
+func (p *Provider) servedGatewayResources() (map[schema.GroupVersion]map[string]bool, error) {
+	out := map[schema.GroupVersion]map[string]bool{}
+	for _, k := range gatewayKinds() {
+		for _, obj := range k.versions {
+			gvk, err := apiutil.GVKForObject(obj, objects.Scheme)
+			if err != nil {
+				return nil, err
+			}
+			if _, seen := out[gvk.GroupVersion()]; !seen {
+				if err := p.listServed(gvk.GroupVersion(), out); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return out, nil
 }
 
+// listServed adds the resources of gv to served (none when the API server
+// does not serve gv).
+func (p *Provider) listServed(gv schema.GroupVersion, served map[schema.GroupVersion]map[string]bool) error {
+	served[gv] = map[string]bool{}
+	list, err := p.discovery.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range list.APIResources {
+		served[gv][r.Name] = true
+	}
+	return nil
+}
+
 // pick returns the first of k's versions the API server serves, and its
 // group/version.
-func pick(k gatewayKind, served map[string]map[string]bool) (client.Object, string) {
+func pick(k gatewayKind, served map[schema.GroupVersion]map[string]bool) (client.Object, schema.GroupVersion) {
 	for _, obj := range k.versions {
 		gvk, err := apiutil.GVKForObject(obj, objects.Scheme)
 		if err != nil {
 			continue
 		}
-		if gv := gvk.GroupVersion().String(); served[gv][k.resource] {
-			return obj, gv
+		if served[gvk.GroupVersion()][k.resource] {
+			return obj, gvk.GroupVersion()
 		}
 	}
-	return nil, ""
+	return nil, schema.GroupVersion{}
 }
 
 // mayWatch asks the API server whether this control plane may list and
@@ -170,23 +205,26 @@ func (p *Provider) mayWatch(ctx context.Context, group, resource string) (bool, 
 }
 
 // report logs the state of the Gateway API when it changed since the last
-// report.
+// report: missing CRDs are normal (a cluster without the Gateway API),
+// anything else is a problem to fix.
 func (p *Provider) report(missing map[string]string) {
 	summary := fmt.Sprint(missing, p.gateway.watched)
 	if summary == p.gateway.reported {
 		return
 	}
 	p.gateway.reported = summary
-	notInstalled := len(p.gateway.watched) == 0 && len(missing) == len(gatewayKinds())
-	for _, why := range missing {
-		notInstalled = notInstalled && why == "not installed"
+	var notInstalled []string
+	for _, k := range gatewayKinds() {
+		if missing[k.resource] == "not installed" {
+			notInstalled = append(notInstalled, k.resource)
+		}
 	}
 	switch {
 	case len(missing) == 0:
 		p.log.Info("watching the Gateway API", "versions", p.gateway.watched)
-	case notInstalled:
-		p.log.Info("the Gateway API CRDs (gateway.networking.k8s.io) are not installed: serving HTTPProxies only, and watching Gateway API objects once the CRDs appear",
-			"checkEvery", p.gateway.interval)
+	case len(notInstalled) == len(missing):
+		p.log.Info("Gateway API CRDs not installed: serving HTTPProxies and the kinds that are, and watching the others once their CRDs appear",
+			"notInstalled", notInstalled, "checkEvery", p.gateway.interval)
 	default:
 		p.log.Warn("some Gateway API kinds are not watched: the build sees none of their objects; looking again periodically",
 			"missing", missing, "watching", p.gateway.watched, "checkEvery", p.gateway.interval)

@@ -1,8 +1,9 @@
 // Package kubernetes reads the control plane's input objects from a
 // Kubernetes API server (informers through controller-runtime's cache).
 // Their status goes back through internal/statuswriter, with this
-// provider's cache and client. The Gateway API kinds are optional: they are
-// watched once the API server serves them (gatewayapi.go).
+// provider's cache and client. The Gateway API kinds and our policies are
+// optional: they are watched once the API server serves them
+// (gatewayapi.go).
 package kubernetes
 
 import (
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -198,7 +200,8 @@ func ignoredUpdate(old, cur any) bool {
 func statusOnly(old, cur any) bool {
 	switch cur.(type) {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
-		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute:
+		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute,
+		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy:
 	default:
 		return false
 	}
@@ -235,6 +238,8 @@ func (p *Provider) snapshot() *objects.Set {
 		GRPCRoutes:        stored[*gwapiv1.GRPCRoute](p.stores),
 		ReferenceGrants:   referenceGrants(p.stores),
 		Namespaces:        stored[*corev1.Namespace](p.stores),
+		ExtAuthPolicies:   stored[*gatewayv1alpha1.ExtAuthPolicy](p.stores),
+		ExtProcPolicies:   stored[*gatewayv1alpha1.ExtProcPolicy](p.stores),
 	}
 	set.Sort()
 	return set
