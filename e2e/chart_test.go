@@ -187,6 +187,8 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/gateways", false}, // status only
 		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/referencegrants", true},
 		{cpSA, "", "watch", "namespaces", true},
+		{cpSA, "team-a", "watch", "gateway.portcullis.dev/extauthpolicies", true},
+		{cpSA, "team-a", "update", "gateway.portcullis.dev/extprocpolicies/status", true},
 	} {
 		if got := allowed(ctx, t, api, c.user, c.namespace, c.verb, c.resource); got != c.want {
 			t.Errorf("%s may %s %s in %s: %v, want %v", c.user, c.verb, c.resource, c.namespace, got, c.want)
