@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
@@ -284,7 +285,10 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 					return err
 				}
 				cfg.Provider = p
-				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log}
+				// The controller name of the configuration at the start: the
+				// route parents and policy ancestors naming it are ours.
+				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log,
+					GatewayController: gwapiv1.GatewayController(opts.Builder.GatewayControllerName)}
 			default:
 				return fmt.Errorf("unknown provider %q: use file or kubernetes", provider)
 			}

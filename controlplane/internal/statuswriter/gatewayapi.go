@@ -12,11 +12,12 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 )
 
 // DefaultGatewayController is the Gateway API controller name of a control
 // plane whose configuration names none (gateway.controllerName's default).
-const DefaultGatewayController gwapiv1.GatewayController = "portcullis.dev/gateway-controller"
+const DefaultGatewayController gwapiv1.GatewayController = config.DefaultGatewayControllerName
 
 // The Gateway API's rules for writing status, which the merges below keep:
 // a controller changes only what it owns (conditions of the types it sets,
