@@ -90,6 +90,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/portcullis/portcullis/extprocserver v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	sigs.k8s.io/gateway-api v1.6.3
 )
 
 replace github.com/portcullis/portcullis/extprocserver => ../extprocserver
