@@ -69,9 +69,17 @@ func StartComponents(t testing.TB) *Components {
 // StartEnvoyAndControlPlane runs portcullis serve with the given provider
 // arguments, and Envoy bootstrapped from it.
 func StartEnvoyAndControlPlane(t testing.TB, providerArgs ...string) (httpAddr, httpsAddr, adminAddr string) {
-	portcullis := BuildBinary(t, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
 	httpAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	httpsAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	return httpAddr, httpsAddr, StartEnvoyAndControlPlaneAt(t, httpAddr, httpsAddr, providerArgs...)
+}
+
+// StartEnvoyAndControlPlaneAt is StartEnvoyAndControlPlane with Envoy's
+// shared HTTP and HTTPS listeners on the given addresses (e.g. the ports
+// Gateway listeners on 80 and 443 are served on); it returns the control
+// plane's admin address.
+func StartEnvoyAndControlPlaneAt(t testing.TB, httpAddr, httpsAddr string, providerArgs ...string) (adminAddr string) {
+	portcullis := BuildBinary(t, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
 	xds := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	adminAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	args := append([]string{"serve", "--xds-address", xds, "--admin-address", adminAddr,
@@ -86,7 +94,7 @@ func StartEnvoyAndControlPlane(t testing.TB, providerArgs ...string) (httpAddr, 
 		t.Fatalf("portcullis bootstrap: %v\n%s", err, out)
 	}
 	StartEnvoy(t, bootstrap)
-	return httpAddr, httpsAddr, adminAddr
+	return adminAddr
 }
 
 // StartOnAPIServer runs portcullis serve with the kubernetes provider on
