@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/e2e/harness"
 )
 
@@ -376,7 +377,8 @@ func TestGatewayAPI(t *testing.T) {
 	remote := harness.StartEcho(t, "remote") // in gwBackendsNS
 	grpcA, grpcAAddr := harness.StartGRPCEcho(t, "grpc-a")
 	grpcBAddr := startGRPCEchoProcess(t, "grpc-b")
-	extraPort := harness.FreePort(t) // a Gateway listener on its own Envoy listener
+	extraPort := harness.FreePort(t)    // a Gateway listener on its own Envoy listener
+	conflictPort := harness.FreePort(t) // two listeners of different protocols
 
 	objs := namespaces(gwNS, gwBackendsNS)
 	for _, e := range echoes {
@@ -397,6 +399,16 @@ func TestGatewayAPI(t *testing.T) {
 		gateway(gwNS, "foreign", "other", httpListener("http", 80, "")),
 		// Ours, with a listener whose certificate does not exist.
 		gateway(gwNS, "broken-tls", "portcullis", httpsListener("https", 443, "broken.example.com", "no-such-secret")),
+		// Conflicts: a host an HTTPProxy serves on the shared HTTP
+		// listener; HTTP and HTTPS on one port.
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "proxy"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "proxy.example.com"},
+			Routes:      []contourv1.Route{{Services: []contourv1.Service{{Name: "default", Port: 80}}}}}},
+		gateway(gwNS, "conflicts", "portcullis",
+			httpListener("proxy-host", 80, "proxy.example.com"),
+			httpListener("plain", conflictPort, "")),
+		gateway(gwNS, "conflicts-tls", "portcullis", httpsListener("tls", conflictPort, "secure.example.com", "gw-tls")),
+		httpRoute(gwNS, "proxy-claim", parentRef("conflicts", "proxy-host"), nil, rule("exact")),
 	)
 	objs = append(objs, gatewayRoutes()...)
 	objs = append(objs, grpcRoutes()...)
@@ -681,6 +693,52 @@ func TestGatewayAPI(t *testing.T) {
 		}
 		if a, err := do(http1, "GET", "http://foreign.example.com/"); err != nil || a.status != http.StatusNotFound {
 			t.Errorf("foreign.example.com, on a Gateway not ours: %v (%v), want 404", a, err)
+		}
+	})
+
+	t.Run("listener conflicts: a host an HTTPProxy serves, two protocols on one port", func(t *testing.T) {
+		conflicted := func(reason gwapiv1.ListenerConditionReason) cond {
+			return cond{"Conflicted", metav1.ConditionTrue, string(reason)}
+		}
+		for _, c := range []struct {
+			gateway, listener string
+			want              cond
+		}{
+			{"conflicts", "proxy-host", conflicted(gwapiv1.ListenerReasonHostnameConflict)},
+			{"conflicts", "plain", conflicted(gwapiv1.ListenerReasonProtocolConflict)},
+			{"conflicts-tls", "tls", conflicted(gwapiv1.ListenerReasonProtocolConflict)},
+		} {
+			gw := &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: c.gateway}}
+			g.eventuallyObject(t, gw, func() error {
+				l, err := listenerStatus(gw, c.listener)
+				if err != nil {
+					return err
+				}
+				if err := checkConds(l.Conditions, gw.Generation, c.want); err != nil {
+					return fmt.Errorf("listener %s: %w", c.listener, err)
+				}
+				if p := findCond(l.Conditions, "Programmed"); p == nil || p.Status != metav1.ConditionFalse {
+					return fmt.Errorf("listener %s: Programmed %+v, want False", c.listener, p)
+				}
+				return nil
+			})
+		}
+		// The gw Gateway's listeners are not in conflict.
+		gw := &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "gw"}}
+		g.eventuallyObject(t, gw, func() error {
+			l, err := listenerStatus(gw, "http")
+			if err != nil {
+				return err
+			}
+			return checkConds(l.Conditions, gw.Generation, cond{"Conflicted", metav1.ConditionFalse, string(gwapiv1.ListenerReasonNoConflicts)})
+		})
+		// The HTTPProxy keeps its host: the route on the conflicted
+		// listener does not take it.
+		g.eventuallyProxy(t, gwNS, "proxy", want{status: metav1.ConditionTrue, reason: "Valid"})
+		eventuallyServed(t, http1, "default", "GET", "http://proxy.example.com/exact")
+		// Neither protocol is served on the contested port.
+		if a, err := do(harness.HTTPClient(fmt.Sprintf("127.0.0.1:%d", conflictPort)), "GET", "http://any.example.com/"); err == nil {
+			t.Errorf("port %d, claimed by HTTP and HTTPS listeners, answered %v; want nothing listening", conflictPort, a)
 		}
 	})
 
