@@ -1,7 +1,7 @@
 // Package harness starts the real components of a Portcullis deployment on
 // loopback for end-to-end tests: the Kubernetes API server and etcd (envtest),
-// our own binaries (`portcullis`, `authserver`, ...), Envoy, and an in-process
-// echo upstream. It also makes the certificates, manifests and HTTP clients a
+// our own binaries (`portcullis`, `authserver`, ...), Envoy, and in-process
+// echo upstreams (HTTP, and gRPC: [GRPCEcho]). It also makes the certificates, manifests and HTTP clients a
 // scenario needs.
 //
 // Everything binds to 127.0.0.1 on free ports and is stopped by t.Cleanup.
