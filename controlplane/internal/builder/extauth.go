@@ -81,35 +81,64 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 	if reason, msg := authorizationRefProblem(p.Spec.VirtualHost, secure); reason != "" {
 		return fail(reason, msg)
 	}
-	ref := a.ExtensionServiceRef
-	if ref.Namespace == "" {
-		ref.Namespace = p.Namespace
-	}
-	ext, reason, msg := b.r.extension(ref.Namespace, ref.Name)
-	if ext == nil {
-		return fail(reason, "Spec.VirtualHost.Authorization.ExtensionRef "+msg)
-	}
-	out, err := extAuth(a, ext)
-	if err != nil {
-		return fail(status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("Spec.VirtualHost.Authorization.ResponseTimeout is invalid: %v", err))
+	const where = "Spec.VirtualHost.Authorization"
+	out, reason, msg := authServer(b.r, a, p.Namespace, authFields{ref: where + ".ExtensionRef", timeout: where + ".ResponseTimeout"})
+	if out == nil {
+		return fail(reason, msg)
 	}
 	out.Origins = ir.Origins{proxyRef(p.Namespace, p.Name)}
 	return out
 }
 
+// authFields name an authorization server's fields in messages (an
+// HTTPProxy's and a policy's spell them differently).
+type authFields struct{ ref, timeout string }
+
+// authServer resolves an authorization server, for an HTTPProxy's
+// authorization as for an ExtAuthPolicy: its extensionRef's version and
+// kind, its ExtensionService (in defaultNamespace when the ref names
+// none), which must exist and be valid, and its settings (extAuth). nil,
+// with the reason and message, when it cannot be used.
+func authServer(r *Resolver, a *contourv1.AuthorizationServer, defaultNamespace string, f authFields) (out *ir.ExtAuth, reason, message string) {
+	ref := a.ExtensionServiceRef
+	if reason, msg := extensionRefProblem(ref, f.ref); reason != "" {
+		return nil, reason, msg
+	}
+	if ref.Namespace == "" {
+		ref.Namespace = defaultNamespace
+	}
+	ext, reason, msg := r.extension(ref.Namespace, ref.Name)
+	if ext == nil {
+		return nil, reason, f.ref + " " + msg
+	}
+	out, err := extAuth(a, ext)
+	if err != nil {
+		return nil, status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("%s is invalid: %v", f.timeout, err)
+	}
+	return out, "", ""
+}
+
 // authorizationRefProblem says why a host may not have authorization of
 // its own, or which extensionRef it cannot name ("" when it may).
 func authorizationRefProblem(vh *contourv1.VirtualHost, secure bool) (reason, message string) {
-	ref := vh.Authorization.ExtensionServiceRef
 	switch {
 	case !secure:
 		return status.ReasonAuthNotPermitted, "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization of its own is only supported on HTTPS virtual hosts (HTTP virtual hosts use the global authorization of the configuration file, globalExtAuth)"
 	case vh.TLS.EnableFallbackCertificate:
 		return status.ReasonAuthIncompatibleWithFallback, "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts"
+	}
+	return extensionRefProblem(vh.Authorization.ExtensionServiceRef, "Spec.VirtualHost.Authorization.ExtensionRef")
+}
+
+// extensionRefProblem says why an authorization server's extensionRef
+// names something other than an ExtensionService ("" when it does not);
+// where names the field.
+func extensionRefProblem(ref contourv1.ExtensionServiceReference, where string) (reason, message string) {
+	switch {
 	case ref.APIVersion != "" && ref.APIVersion != v1alpha1.GroupVersion.String():
-		return status.ReasonAuthBadResourceVersion, fmt.Sprintf("Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported resource version %q: use %q", ref.APIVersion, v1alpha1.GroupVersion.String())
+		return status.ReasonAuthBadResourceVersion, fmt.Sprintf("%s specifies an unsupported resource version %q: use %q", where, ref.APIVersion, v1alpha1.GroupVersion.String())
 	case ref.Kind != "" && ref.Kind != KindExtensionService:
-		return status.ReasonAuthBadResourceKind, fmt.Sprintf("Spec.VirtualHost.Authorization.ExtensionRef specifies an unsupported kind %q: use %q", ref.Kind, KindExtensionService)
+		return status.ReasonAuthBadResourceKind, fmt.Sprintf("%s specifies an unsupported kind %q: use %q", where, ref.Kind, KindExtensionService)
 	}
 	return "", ""
 }
