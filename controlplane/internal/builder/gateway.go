@@ -30,7 +30,9 @@ import (
 //     ReferenceGrants;
 //   - gatewayhosts.go, gatewayprecedence.go: the attached routes onto
 //     Envoy listeners and virtual hosts, in the spec's precedence;
-//   - gatewayconditions.go: the findings, rendered as the API's conditions.
+//   - gatewayconditions.go: the findings, rendered as the API's conditions;
+//   - gateway_policy*.go: ExtAuthPolicies and ExtProcPolicies, their
+//     precedence, their effect on the routes and their status.
 //
 // The stage runs after the HTTPProxy roots (it must see the hosts they
 // keep), in one pass, without a Memo. An invalid listener or route never
@@ -53,14 +55,17 @@ type gatewayStage struct {
 	// attachments are the attached routes' IR routes with their listener
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
+	// authPolicies and procPolicies are the ExtAuthPolicies and
+	// ExtProcPolicies with their precedence (gateway_policy*.go).
+	authPolicies, procPolicies policySet
 }
 
 // buildGatewayAPI is the Gateway API stage: it adds the Gateway API's
 // virtual hosts, listeners, clusters and secrets to m, and the statuses of
 // its objects to b.
 func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged) {
-	if len(snap.in.GatewayClasses) == 0 {
-		return // nothing can be ours
+	if len(snap.in.GatewayClasses) == 0 && len(snap.in.ExtAuthPolicies) == 0 && len(snap.in.ExtProcPolicies) == 0 {
+		return // nothing can be ours (policies are: they say what they found)
 	}
 	out := newOutput()
 	g := &gatewayStage{
@@ -88,10 +93,12 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged) {
 	for _, r := range snap.in.GRPCRoutes {
 		g.buildGRPCRoute(r)
 	}
+	g.buildPolicies()
 	g.placeRoutes(m)
 	for _, x := range g.gateways {
 		g.gatewayStatus(x)
 	}
+	g.policyStatuses()
 	for ref, o := range out.status {
 		b.out.status[ref] = o
 	}

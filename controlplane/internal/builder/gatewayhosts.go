@@ -62,8 +62,9 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			h = &gwHost{listener: a.listener}
 			hosts[k] = h
 		}
-		h.routes = append(h.routes, a.routes...)
-		h.origins = append(h.origins, a.origin)
+		routes, policies := g.withPolicies(a.listener, a.routes)
+		h.routes = append(h.routes, routes...)
+		h.origins = append(append(h.origins, a.origin), policies...)
 	}
 	keys := make([]hostKey, 0, len(hosts))
 	for k := range hosts {
@@ -80,6 +81,7 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		if l.tls {
 			global := g.r.global()
 			secure = &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.auth, ExtProc: global.proc}
+			hoistHostFilters(secure)
 			g.out.secretUses.add(l.secret, gw)
 		}
 		switch {

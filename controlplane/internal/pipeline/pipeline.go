@@ -103,6 +103,13 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 	for _, r := range in.GRPCRoutes {
 		routes[objects.Ref{Kind: objects.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}] = r.Status.RouteStatus
 	}
+	policies := map[objects.Ref]gwapiv1.PolicyStatus{}
+	for _, p := range in.ExtAuthPolicies {
+		policies[objects.Ref{Kind: objects.KindExtAuthPolicy, Namespace: p.Namespace, Name: p.Name}] = p.Status
+	}
+	for _, p := range in.ExtProcPolicies {
+		policies[objects.Ref{Kind: objects.KindExtProcPolicy, Namespace: p.Namespace, Name: p.Name}] = p.Status
+	}
 
 	out := make([]statuswriter.Update, 0, len(objs))
 	for _, o := range objs {
@@ -128,6 +135,12 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 			u.HTTPRoute = &gwapiv1.HTTPRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
 		case objects.KindGRPCRoute:
 			u.GRPCRoute = &gwapiv1.GRPCRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
+		case objects.KindExtAuthPolicy:
+			st := status.Policy(o, policies[o.Ref], now)
+			u.ExtAuthPolicy = &st
+		case objects.KindExtProcPolicy:
+			st := status.Policy(o, policies[o.Ref], now)
+			u.ExtProcPolicy = &st
 		}
 		out = append(out, u)
 	}

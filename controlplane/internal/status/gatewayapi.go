@@ -26,6 +26,9 @@ type GatewayAPI struct {
 	// Parents of an HTTPRoute or GRPCRoute: one per parentRef naming a
 	// Gateway of ours (the others' controllers write theirs).
 	Parents []gwapiv1.RouteParentStatus
+	// Ancestors of an ExtAuthPolicy or ExtProcPolicy: one per distinct
+	// targetRef, with its Accepted condition.
+	Ancestors []gwapiv1.PolicyAncestorStatus
 }
 
 // same reports whether two findings give the same status. Gateway API
@@ -126,6 +129,35 @@ func Route(o *Object, prev gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteSt
 		}
 		p.Conditions = withTimes(conds, prevConds, now)
 		out.Parents = append(out.Parents, p)
+	}
+	return out
+}
+
+// Policy computes the status of an ExtAuthPolicy or ExtProcPolicy: one
+// ancestor per target. A rejection by Envoy of what the policy made is
+// said in each ancestor's Accepted condition, as for routes.
+func Policy(o *Object, prev gwapiv1.PolicyStatus, now metav1.Time) gwapiv1.PolicyStatus {
+	g := o.gatewayAPI()
+	rejected := envoyRejected(o)
+	out := gwapiv1.PolicyStatus{Ancestors: []gwapiv1.PolicyAncestorStatus{}}
+	for _, a := range g.Ancestors {
+		var prevConds []metav1.Condition
+		for _, q := range prev.Ancestors {
+			if q.ControllerName == a.ControllerName && reflect.DeepEqual(q.AncestorRef, a.AncestorRef) {
+				prevConds = q.Conditions
+			}
+		}
+		conds := a.Conditions
+		if rejected != "" {
+			conds = append([]metav1.Condition(nil), conds...)
+			for i := range conds {
+				if conds[i].Type == string(gwapiv1.PolicyConditionAccepted) && conds[i].Status == metav1.ConditionTrue {
+					conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, ReasonRejectedByEnvoy, rejected
+				}
+			}
+		}
+		a.Conditions = withTimes(conds, prevConds, now)
+		out.Ancestors = append(out.Ancestors, a)
 	}
 	return out
 }

@@ -1,0 +1,176 @@
+package builder
+
+import (
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// gwPolicy is one ExtAuthPolicy or ExtProcPolicy, checked on its own:
+// what it does to the routes it wins on.
+type gwPolicy struct {
+	ref objects.Ref
+	obj metav1.Object
+	st  *status.Object
+	// targetRefs as written (status.ancestors has one entry per distinct
+	// one); targets are those of a kind it may name, for the index.
+	targetRefs []gwapiv1.LocalPolicyTargetReferenceWithSectionName
+	targets    []policyTarget
+	// invalid says why the policy cannot be applied: the routes it wins
+	// on fail closed (they answer 500), never served more openly than it
+	// asks.
+	invalid findings
+	// disabled: the opt-out (disabled: true, or an ExtAuthPolicy's
+	// authPolicy.disabled): no authorization (processing) on its routes,
+	// the global one included.
+	disabled bool
+	// auth and authContext are an ExtAuthPolicy's server and context;
+	// proc an ExtProcPolicy's processor. Their Origins are the policy.
+	auth        *ir.ExtAuth
+	authContext map[string]string
+	proc        *ir.ExtProc
+}
+
+// policySet is the policies of one kind with their index.
+type policySet struct {
+	policies []*gwPolicy
+	index    policyIndex
+}
+
+func newPolicySet(ps []*gwPolicy) policySet {
+	cs := make([]policyCandidate, len(ps))
+	for i, p := range ps {
+		cs[i] = policyCandidate{obj: p.obj, targets: p.targets}
+	}
+	return policySet{policies: ps, index: newPolicyIndex(cs)}
+}
+
+// forRoute is the policy that applies at at; nil for none.
+func (s policySet) forRoute(at routeAt) *gwPolicy {
+	if i, ok := s.index.forRoute(at); ok {
+		return s.policies[i]
+	}
+	return nil
+}
+
+// newGWPolicy starts the checks of a policy: its decoding and its
+// targetRefs (the CRD's rules, which objects read from files did not go
+// through).
+func (g *gatewayStage) newGWPolicy(kind string, obj metav1.Object, refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName) *gwPolicy {
+	st, complaints := g.gatewayAPIStatus(kind, obj.GetNamespace(), obj.GetName(), obj.GetGeneration())
+	p := &gwPolicy{ref: st.Ref, obj: obj, st: st, targetRefs: refs, invalid: decodeFindings(complaints)}
+	p.targets, p.invalid = policyTargets(obj.GetNamespace(), refs, p.invalid)
+	return p
+}
+
+// policyTargets are the targets of targetRefs a policy may name, with the
+// CRD's complaints about the others added to invalid.
+func policyTargets(namespace string, refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName, invalid findings) ([]policyTarget, findings) {
+	var out []policyTarget
+	whole, sections := map[policyTarget]bool{}, map[policyTarget]bool{}
+	for i, r := range refs {
+		if r.Group != gatewayGroup || (r.Kind != kindGateway && r.Kind != kindHTTPRoute && r.Kind != kindGRPCRoute) {
+			invalid.add(string(gwapiv1.PolicyReasonInvalid), "spec.targetRefs[%d]: targetRefs may name only a Gateway, an HTTPRoute or a GRPCRoute of group gateway.networking.k8s.io", i)
+			continue
+		}
+		t := policyTarget{kind: r.Kind, namespace: namespace, name: string(r.Name), section: string(ptrValue(r.SectionName))}
+		object := policyTarget{kind: t.kind, namespace: namespace, name: t.name}
+		switch {
+		case slices.Contains(out, t):
+			invalid.add(string(gwapiv1.PolicyReasonInvalid), "spec.targetRefs[%d]: sectionName must be unique when targetRefs includes 2 or more references to the same target", i)
+			continue
+		case t.section == "" && sections[object], t.section != "" && whole[object]:
+			invalid.add(string(gwapiv1.PolicyReasonInvalid), "spec.targetRefs[%d]: sectionName must be specified when targetRefs includes 2 or more references to the same target", i)
+		}
+		if t.section == "" {
+			whole[object] = true
+		} else {
+			sections[object] = true
+		}
+		out = append(out, t)
+	}
+	return out, invalid
+}
+
+// extAuthPolicy checks one ExtAuthPolicy: its server with the rules of an
+// HTTPProxy's authorization (authServer), or its opt-out, which stands
+// alone (the CRD's rules).
+func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolicy {
+	p := g.newGWPolicy(objects.KindExtAuthPolicy, in, in.Spec.TargetRefs)
+	s := &in.Spec
+	switch {
+	case s.Disabled:
+		if s.ExtensionServiceRef != nil || s.ResponseTimeout != "" || s.FailOpen || s.WithRequestBody != nil || s.AuthPolicy != nil {
+			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "disabled: true switches authorization off and takes no extensionRef, responseTimeout, failOpen, withRequestBody or authPolicy")
+		}
+		p.disabled = true
+	case s.ExtensionServiceRef == nil || s.ExtensionServiceRef.Name == "":
+		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "extensionRef is required unless disabled is true")
+	default:
+		a := s.AuthorizationServer()
+		auth, _, msg := authServer(g.r, a, in.Namespace, authFields{ref: "spec.extensionRef", timeout: "spec.responseTimeout"})
+		if auth == nil {
+			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s", msg)
+			break
+		}
+		auth.Origins = ir.Origins{p.ref}
+		p.auth = auth
+		if ap := a.AuthPolicy; ap != nil {
+			p.disabled, p.authContext = ap.Disabled, ap.Context
+		}
+	}
+	return p
+}
+
+// extProcPolicy checks one ExtProcPolicy: its processor with the rules of
+// an HTTPProxy's virtualhost.extProc.processor, or its opt-out, which
+// stands alone.
+func (g *gatewayStage) extProcPolicy(in *gatewayv1alpha1.ExtProcPolicy) *gwPolicy {
+	p := g.newGWPolicy(objects.KindExtProcPolicy, in, in.Spec.TargetRefs)
+	s := &in.Spec
+	const where = "spec.processor"
+	switch {
+	case s.Disabled:
+		if s.Processor != nil {
+			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "disabled: true switches processing off and takes no processor")
+		}
+		p.disabled = true
+	case s.Processor == nil:
+		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "processor is required unless disabled is true")
+	default:
+		if errs := apicheck.CheckExtProc(s.Processor, where, true); len(errs) > 0 {
+			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s", strings.Join(errs, "; "))
+			break
+		}
+		proc, problem := extProc(g.r, s.Processor, in.Namespace, where)
+		if problem != "" {
+			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s.grpcService.extensionRef: %s", where, problem)
+			break
+		}
+		proc.Origins = ir.Origins{p.ref}
+		p.proc = proc
+	}
+	return p
+}
+
+// buildPolicies checks every policy and indexes each kind's.
+func (g *gatewayStage) buildPolicies() {
+	auth := make([]*gwPolicy, len(g.r.snap.in.ExtAuthPolicies))
+	for i, p := range g.r.snap.in.ExtAuthPolicies {
+		auth[i] = g.extAuthPolicy(p)
+	}
+	proc := make([]*gwPolicy, len(g.r.snap.in.ExtProcPolicies))
+	for i, p := range g.r.snap.in.ExtProcPolicies {
+		proc[i] = g.extProcPolicy(p)
+	}
+	g.authPolicies, g.procPolicies = newPolicySet(auth), newPolicySet(proc)
+}
