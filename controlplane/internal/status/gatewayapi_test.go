@@ -60,3 +60,43 @@ func TestGatewayAPIStatus(t *testing.T) {
 		t.Error("Same must compare the Gateway API findings")
 	}
 }
+
+// A policy's ancestors keep their conditions' lastTransitionTime while
+// unchanged (matched by ancestorRef and controller), move it on a change,
+// and Envoy's rejection turns an Accepted ancestor False.
+func TestPolicyStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	kind := gwapiv1.Kind("Gateway")
+	web, api := gwapiv1.ParentReference{Kind: &kind, Name: "web"}, gwapiv1.ParentReference{Kind: &kind, Name: "api"}
+	accepted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 1}
+	conflicted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "Conflicted", ObservedGeneration: 1}
+	policy := &Object{Ref: objects.Ref{Kind: objects.KindExtAuthPolicy, Namespace: "ns", Name: "p"}, GatewayAPI: &GatewayAPI{
+		Ancestors: []gwapiv1.PolicyAncestorStatus{
+			{AncestorRef: web, ControllerName: "c", Conditions: []metav1.Condition{accepted}},
+			{AncestorRef: api, ControllerName: "c", Conditions: []metav1.Condition{conflicted}},
+		},
+	}}
+	prev := gwapiv1.PolicyStatus{Ancestors: []gwapiv1.PolicyAncestorStatus{
+		{AncestorRef: web, ControllerName: "other", Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, LastTransitionTime: t1}}},
+		{AncestorRef: web, ControllerName: "c", Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, LastTransitionTime: t0}}},
+		{AncestorRef: api, ControllerName: "c", Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, LastTransitionTime: t0}}},
+	}}
+	got := Policy(policy, prev, t1)
+	if len(got.Ancestors) != 2 || got.Ancestors[0].Conditions[0].LastTransitionTime != t0 || got.Ancestors[1].Conditions[0].LastTransitionTime != t1 {
+		t.Errorf("policy status = %+v", got)
+	}
+	rejected := Policy(policy.WithErrors(Problem{Type: TypeEnvoyRejected, Reason: ReasonRejectedByEnvoy, Message: "no"}), got, t1)
+	if c := rejected.Ancestors[0].Conditions[0]; c.Status != metav1.ConditionFalse || c.Reason != ReasonRejectedByEnvoy || c.Message != "no" {
+		t.Errorf("rejected ancestor = %+v", c)
+	}
+	if c := rejected.Ancestors[1].Conditions[0]; c.Reason != "Conflicted" {
+		t.Errorf("a Conflicted ancestor keeps its reason under a rejection: %+v", c)
+	}
+	if policy.GatewayAPI.Ancestors[0].Conditions[0].Status != metav1.ConditionTrue {
+		t.Error("rendering modified the findings")
+	}
+	if empty := Policy(&Object{Ref: policy.Ref}, gwapiv1.PolicyStatus{}, t0); empty.Ancestors == nil {
+		t.Error("ancestors must be an empty list, not null (a required field)")
+	}
+}
