@@ -40,6 +40,10 @@ func TestIndexObjects(t *testing.T) {
 	merged := runFiles(t, "testdata/common", "testdata/tls-secrets/in.yaml")
 	_, extproc := runPipeline(t, "testdata/global-ext-proc-rules")
 	ep := func(name string) string { return proxy("extproc-test", name) }
+	_, policies := runPipeline(t, "testdata/gateway-policies-attachment")
+	policy := func(name string) string {
+		return objects.Ref{Kind: objects.KindExtAuthPolicy, Namespace: "default", Name: name}.String()
+	}
 	tests := []struct {
 		name    string
 		res     *pipeline.Result
@@ -65,6 +69,12 @@ func TestIndexObjects(t *testing.T) {
 			want: []string{ep("tls-own"), ep("tls-long"), ep("tls-infinite")}, none: []string{ep("fallback")}},
 		{name: "a route's processor cluster: the proxy whose route overrides it", res: extproc, typeURL: resourcev3.ClusterType, names: []string{"extension/extproc-test/extproc-extsvc3"},
 			want: []string{ep("http-inherit")}, none: []string{ep("tls-own")}},
+		{name: "a Gateway host's routes: the policies applied to them", res: policies, typeURL: resourcev3.RouteType, names: []string{translator.HTTPRouteConfigName}, message: "virtual host shop.example.com: bad",
+			want: []string{policy("shop-auth"), policy("shop-health-off")}, none: []string{policy("listener-auth"), policy("shop-health-younger")}},
+		{name: "a TLS Gateway host's listener: the policy of its HCM's filter", res: policies, typeURL: resourcev3.ListenerType, names: []string{translator.HTTPSListenerName}, message: "secure.example.com: bad",
+			want: []string{policy("gateway-auth")}, none: []string{policy("shop-auth")}},
+		{name: "a policy's server cluster: the policies using it", res: policies, typeURL: resourcev3.ClusterType, names: []string{"extension/projectcontour-auth/policy-auth"},
+			want: []string{policy("gateway-auth"), policy("shop-auth"), extension("projectcontour-auth", "policy-auth")}, none: []string{policy("shop-health-younger")}},
 		{name: "endpoints: as their cluster", res: extproc, typeURL: resourcev3.EndpointType, names: []string{"extension/extproc-test/extproc-extsvc3"},
 			want: []string{ep("http-inherit")}},
 	}
