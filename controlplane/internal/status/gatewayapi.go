@@ -92,13 +92,20 @@ func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 // programmedUnless turns a Programmed condition False when Envoy rejected
 // the configuration (rejected is its message).
 func programmedUnless(cs []metav1.Condition, rejected string) []metav1.Condition {
+	return falseIfRejected(cs, string(gwapiv1.GatewayConditionProgrammed), string(gwapiv1.GatewayReasonInvalid), rejected)
+}
+
+// falseIfRejected turns the True condition of type typ False, with reason,
+// when Envoy rejected the configuration (rejected is its message). A
+// condition already False keeps its own reason. cs is never modified.
+func falseIfRejected(cs []metav1.Condition, typ, reason, rejected string) []metav1.Condition {
 	if rejected == "" {
 		return cs
 	}
 	out := append([]metav1.Condition(nil), cs...)
 	for i := range out {
-		if out[i].Type == string(gwapiv1.GatewayConditionProgrammed) && out[i].Status == metav1.ConditionTrue {
-			out[i].Status, out[i].Reason, out[i].Message = metav1.ConditionFalse, string(gwapiv1.GatewayReasonInvalid), rejected
+		if out[i].Type == typ && out[i].Status == metav1.ConditionTrue {
+			out[i].Status, out[i].Reason, out[i].Message = metav1.ConditionFalse, reason, rejected
 		}
 	}
 	return out
@@ -118,15 +125,7 @@ func Route(o *Object, prev gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteSt
 				prevConds = q.Conditions
 			}
 		}
-		conds := p.Conditions
-		if rejected != "" {
-			conds = append([]metav1.Condition(nil), conds...)
-			for i := range conds {
-				if conds[i].Type == string(gwapiv1.RouteConditionAccepted) {
-					conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, ReasonRejectedByEnvoy, rejected
-				}
-			}
-		}
+		conds := falseIfRejected(p.Conditions, string(gwapiv1.RouteConditionAccepted), ReasonRejectedByEnvoy, rejected)
 		p.Conditions = withTimes(conds, prevConds, now)
 		out.Parents = append(out.Parents, p)
 	}
@@ -147,15 +146,7 @@ func Policy(o *Object, prev gwapiv1.PolicyStatus, now metav1.Time) gwapiv1.Polic
 				prevConds = q.Conditions
 			}
 		}
-		conds := a.Conditions
-		if rejected != "" {
-			conds = append([]metav1.Condition(nil), conds...)
-			for i := range conds {
-				if conds[i].Type == string(gwapiv1.PolicyConditionAccepted) && conds[i].Status == metav1.ConditionTrue {
-					conds[i].Status, conds[i].Reason, conds[i].Message = metav1.ConditionFalse, ReasonRejectedByEnvoy, rejected
-				}
-			}
-		}
+		conds := falseIfRejected(a.Conditions, string(gwapiv1.PolicyConditionAccepted), ReasonRejectedByEnvoy, rejected)
 		a.Conditions = withTimes(conds, prevConds, now)
 		out.Ancestors = append(out.Ancestors, a)
 	}
