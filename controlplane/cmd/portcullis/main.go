@@ -114,8 +114,7 @@ func (f *buildFlags) options() (pipeline.Options, error) {
 
 // withConfig applies a configuration file to the options.
 func withConfig(o pipeline.Options, c *config.Config) pipeline.Options {
-	o.Builder.GlobalExtAuth, o.Builder.GlobalExtProc, o.Builder.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
-	o.Builder.GatewayControllerName = c.Gateway.Controller()
+	o.Builder = o.Builder.WithConfig(c)
 	return o
 }
 

@@ -67,6 +67,18 @@ type Options struct {
 	// them): a Gateway listener served on one of them adds its hosts to
 	// that listener instead of getting its own. 0: no such listener.
 	EnvoyHTTPPort, EnvoyHTTPSPort uint32
+	// GatewayAddresses and GatewayEnvoyService ("namespace/name") give
+	// every Gateway's status.addresses (config.Gateway).
+	GatewayAddresses    []string
+	GatewayEnvoyService string
+}
+
+// WithConfig returns o with the settings of the configuration file.
+func (o Options) WithConfig(c *config.Config) Options {
+	o.GlobalExtAuth, o.GlobalExtProc, o.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
+	o.GatewayControllerName = c.Gateway.Controller()
+	o.GatewayAddresses, o.GatewayEnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
+	return o
 }
 
 // Result is the output of one build.

@@ -55,6 +55,9 @@ type gatewayStage struct {
 	// attachments are the attached routes' IR routes with their listener
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
+	// addresses are where clients reach Envoy, for every Gateway's status
+	// (gatewayaddresses.go).
+	addresses []gwapiv1.GatewayStatusAddress
 	// authPolicies and procPolicies are the ExtAuthPolicies and
 	// ExtProcPolicies with their precedence (gateway_policy*.go).
 	authPolicies, procPolicies policySet
@@ -74,6 +77,7 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged) {
 		byName:          map[types.NamespacedName]*gwGateway{},
 		grants:          newGrantIndex(snap.in.ReferenceGrants),
 		namespaceLabels: map[string]map[string]string{},
+		addresses:       gatewayAddresses(snap),
 	}
 	for _, ns := range snap.in.Namespaces {
 		g.namespaceLabels[ns.Name] = ns.Labels

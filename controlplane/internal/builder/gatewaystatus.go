@@ -67,4 +67,5 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 		programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, accepted.Message, gen)
 	}
 	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
+	x.st.GatewayAPI.Addresses = g.addresses
 }

@@ -12,12 +12,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -46,6 +48,13 @@ type Gateway struct {
 	// ControllerName is the spec.controllerName of the GatewayClasses
 	// this control plane serves (DefaultGatewayControllerName when empty).
 	ControllerName string `json:"controllerName,omitempty"`
+	// Addresses are where clients reach Envoy (IP addresses or host
+	// names), reported in every Gateway's status.addresses.
+	Addresses []string `json:"addresses,omitempty"`
+	// EnvoyService ("namespace/name") is the Service in front of Envoy:
+	// its load balancer's addresses (else its cluster IPs) are reported in
+	// every Gateway's status.addresses too.
+	EnvoyService string `json:"envoyService,omitempty"`
 }
 
 // DefaultGatewayControllerName is the controller name of the GatewayClasses
@@ -271,6 +280,16 @@ func (c *Config) validate() []string {
 	}
 	if n := c.Gateway.ControllerName; n != "" && (len(n) > 253 || !controllerNamePattern.MatchString(n)) {
 		add("gateway.controllerName", "must be a domain-prefixed path such as %s (at most 253 characters), got %q", DefaultGatewayControllerName, n)
+	}
+	for i, a := range c.Gateway.Addresses {
+		if net.ParseIP(a) == nil && len(validation.IsDNS1123Subdomain(a)) > 0 {
+			add(fmt.Sprintf("gateway.addresses[%d]", i), "must be an IP address or a host name, got %q", a)
+		}
+	}
+	if s := c.Gateway.EnvoyService; s != "" {
+		if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			add("gateway.envoyService", "must be namespace/name, got %q", s)
+		}
 	}
 	if p := c.GlobalExtProc; p != nil {
 		errs = append(errs, apicheck.CheckExtProc(p.Processor, "globalExtProc.processor", true)...)

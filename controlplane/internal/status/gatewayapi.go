@@ -23,6 +23,8 @@ type GatewayAPI struct {
 	SupportedFeatures []gwapiv1.SupportedFeature
 	// Listeners of a Gateway, in spec order.
 	Listeners []gwapiv1.ListenerStatus
+	// Addresses of a Gateway: where clients reach Envoy.
+	Addresses []gwapiv1.GatewayStatusAddress
 	// Parents of an HTTPRoute or GRPCRoute: one per parentRef naming a
 	// Gateway of ours (the others' controllers write theirs).
 	Parents []gwapiv1.RouteParentStatus
@@ -75,7 +77,7 @@ func GatewayClass(o *Object, prev gwapiv1.GatewayClassStatus, now metav1.Time) g
 func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
 	g := o.gatewayAPI()
 	rejected := envoyRejected(o)
-	out := gwapiv1.GatewayStatus{Conditions: withTimes(programmedUnless(g.Conditions, rejected), prev.Conditions, now)}
+	out := gwapiv1.GatewayStatus{Conditions: withTimes(programmedUnless(g.Conditions, rejected), prev.Conditions, now), Addresses: g.Addresses}
 	for _, l := range g.Listeners {
 		var prevConds []metav1.Condition
 		for _, p := range prev.Listeners {

@@ -104,7 +104,6 @@ func Options(dir string) (pipeline.Options, error) {
 	if err != nil {
 		return opts, err
 	}
-	opts.Builder.GlobalExtAuth, opts.Builder.GlobalExtProc, opts.Builder.Limits = cfg.GlobalExtAuth, cfg.GlobalExtProc, cfg.Limits
-	opts.Builder.GatewayControllerName = cfg.Gateway.ControllerName
+	opts.Builder = opts.Builder.WithConfig(cfg)
 	return opts, nil
 }
