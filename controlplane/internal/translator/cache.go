@@ -14,9 +14,11 @@ import (
 // the routes of each virtual host of the shared route configurations. At
 // scale a change touches one host, and translating the other thousands
 // again is most of the translation. A TLS host is reused when its IR is the
-// same pointer as, or deeply equal to, the one it was translated from; a
-// shared configuration's virtual host only when it is the same pointer (a
-// model is never modified once built). So the output is the same as
+// same pointer as, or deeply equal to, the one it was translated from, and
+// so is a shared configuration's virtual host (the same pointer is the
+// same host without comparing: a model is never modified once built; the
+// Gateway API stage builds its hosts anew each time, equal when
+// unchanged). So the output is the same as
 // without the cache. The resources it returns are shared between
 // translations: nothing may modify them. The Gateway listeners of ports
 // of their own (ir.Model.Listeners) are translated afresh each time
@@ -30,6 +32,9 @@ type Cache struct {
 	// to the next build as the same pointers. next collects those of the
 	// translation in progress.
 	vhosts, next map[*ir.VirtualHost]vhostRoutes
+	// named and nextNamed index vhosts and next by FQDN, to find the
+	// previous translation of a host built anew.
+	named, nextNamed map[string]*ir.VirtualHost
 	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
@@ -47,7 +52,8 @@ type cachedHost struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[*ir.VirtualHost]vhostRoutes{}, next: map[*ir.VirtualHost]vhostRoutes{}}
+	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[*ir.VirtualHost]vhostRoutes{}, next: map[*ir.VirtualHost]vhostRoutes{},
+		named: map[string]*ir.VirtualHost{}, nextNamed: map[string]*ir.VirtualHost{}}
 }
 
 // vhostRoutes returns the cached routes of vh for an HCM with these
@@ -57,6 +63,11 @@ func (c *Cache) vhostRoutes(vh *ir.VirtualHost, rs routeSettings) (vhostRoutes, 
 		return vhostRoutes{}, false
 	}
 	t, ok := c.vhosts[vh]
+	if !ok {
+		if old := c.named[vh.FQDN]; old != nil && reflect.DeepEqual(*old, *vh) {
+			t, ok = c.vhosts[old]
+		}
+	}
 	return t, ok && t.settings == rs
 }
 
@@ -68,6 +79,7 @@ func (c *Cache) keepVHostRoutes(vhs []*ir.VirtualHost, routes []vhostRoutes) {
 	}
 	for i, vh := range vhs {
 		c.next[vh] = routes[i]
+		c.nextNamed[vh.FQDN] = vh
 	}
 }
 
@@ -78,6 +90,7 @@ func (c *Cache) commitVHosts() {
 		return
 	}
 	c.vhosts, c.next = c.next, map[*ir.VirtualHost]vhostRoutes{}
+	c.named, c.nextNamed = c.nextNamed, map[string]*ir.VirtualHost{}
 }
 
 // lookup returns the cached translation of vh, if its IR is unchanged.

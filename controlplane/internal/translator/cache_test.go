@@ -169,6 +169,16 @@ func TestCacheSharedRouteConfigVirtualHosts(t *testing.T) {
 			hosts[0] = vhost("a.example.com", "/", "/new")
 			m.Insecure[0] = hosts[0]
 		}, reused: false},
+		{name: "a built anew, equal (as the Gateway API stage builds its hosts)", change: func(m *ir.Model) {
+			m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
+			hosts[0] = vhost("a.example.com", "/", "/new")
+			m.Insecure[0] = hosts[0]
+		}, reused: true},
+		{name: "a built anew, different", change: func(m *ir.Model) {
+			m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
+			hosts[0] = vhost("a.example.com", "/", "/newer")
+			m.Insecure[0] = hosts[0]
+		}, reused: false},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			model := func() *ir.Model {
