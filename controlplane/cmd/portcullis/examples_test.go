@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,10 @@ func TestExamplesAreValid(t *testing.T) {
 		{"htpasswd", []string{"-f", ex + "htpasswd/resources"},
 			[]string{"htpasswd.portcullis.dev/realm"}},
 		{"oidc", []string{"-f", ex + "oidc/resources"}, []string{"envoy.filters.http.ext_authz"}},
+		{"gateway-api/basic", []string{"-f", ex + "gateway-api/basic"},
+			[]string{"gateway.example.com", "key: X-Route", `substitution: /new\1`, "attachedRoutes: 1"}},
+		{"gateway-api/policies", []string{"-f", ex + "gateway-api/policies"},
+			[]string{"echo.example.com", "public.example.com", "envoy.filters.http.ext_authz", "htpasswd.portcullis.dev/realm", "kind: ExtAuthPolicy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, err := run(append([]string{"translate", "--strict"}, tc.args...)...)
@@ -44,24 +49,22 @@ func TestExamplesAreValid(t *testing.T) {
 }
 
 // TestEveryExampleFolderTranslates runs what a newcomer runs first,
-// `portcullis translate -f examples/<folder>/`, on every folder: it
-// succeeds strictly (every resource valid, no warnings), and the files that
-// are not resources (servers' configuration files) are skipped with a note
-// naming them.
+// `portcullis translate -f examples/<folder>/`, on every folder (and on
+// every folder of a folder that holds only folders, such as
+// examples/gateway-api/): it succeeds strictly (every resource valid, no
+// warnings), and the files that are not resources (servers' configuration
+// files) are skipped with a note naming them.
 func TestEveryExampleFolderTranslates(t *testing.T) {
 	const ex = "../../../examples/"
-	entries, err := os.ReadDir(ex)
+	names, err := exampleFolders(ex, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	folders := 0
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
+	for _, name := range names {
 		folders++
-		t.Run(e.Name(), func(t *testing.T) {
-			out, errOut, err := run("translate", "--strict", "-f", ex+e.Name()+"/")
+		t.Run(name, func(t *testing.T) {
+			out, errOut, err := run("translate", "--strict", "-f", ex+name+"/")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, errOut)
 			}
@@ -75,9 +78,40 @@ func TestEveryExampleFolderTranslates(t *testing.T) {
 			}
 		})
 	}
-	if folders < 7 {
-		t.Fatalf("found %d example folders, want at least 7", folders)
+	if folders < 9 {
+		t.Fatalf("found %d example folders, want at least 9", folders)
 	}
+}
+
+// exampleFolders are the folders under root/dir that are examples: those
+// with files of their own; a folder with only folders is a group of
+// examples, each of its folders one.
+func exampleFolders(root, dir string) ([]string, error) {
+	entries, err := os.ReadDir(root + dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := dir + e.Name()
+		sub, err := os.ReadDir(root + name)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(sub, func(f os.DirEntry) bool { return !f.IsDir() }) {
+			out = append(out, name)
+			continue
+		}
+		group, err := exampleFolders(root, name+"/")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, group...)
+	}
+	return out, nil
 }
 
 // run runs the portcullis command line with args, as a user would.
