@@ -1,18 +1,22 @@
-// Package controlplane benchmarks the control plane at scale (issue 6): N
-// root HTTPProxies, each with TLS, authorization, 5 routes and one
-// include, for N = 100, 1,000 and 10,000. It measures the full translate
-// (build + translate, in a `portcullis translate` child process, median of
-// three runs), that process's peak RSS, and, against the real API server
-// and the real Envoy, the initial sync (until Envoy serves every host and
-// until every status is written) and the time from applying one HTTPProxy
-// change to Envoy serving it, while the first statuses are written (busy)
-// and after (at rest).
+// Package controlplane benchmarks the control plane at scale (issue 6), in
+// two cases (workloads) for N = 100, 1,000 and 10,000: N root HTTPProxies,
+// each with TLS, authorization, 5 routes and one include; and one Gateway
+// (HTTP and HTTPS listeners) with N HTTPRoutes of their own hostname and 5
+// rules. For each it measures the full translate (build + translate, in a
+// `portcullis translate` child process, median of three runs), that
+// process's peak RSS, and, against the real API server and the real Envoy
+// (a stack of its own per case), the initial sync (until Envoy serves every
+// host and until every status is written), the time from applying one
+// change (an HTTPProxy or an HTTPRoute with one more route) to Envoy
+// serving it, while the first statuses are written (busy) and after (at
+// rest), and the peak RSS of `portcullis serve`.
 package controlplane
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -61,10 +65,62 @@ const (
 	changeRuns      = 5
 )
 
+// A workload is one case of the benchmark: the objects of N hosts, and
+// the change measured on one of them.
+type workload struct {
+	name     string // the case column, and the sub-benchmark's name
+	describe string // the case, for the table's heading
+	// shared are the objects every host uses, created first.
+	shared func(cert *harness.KeyPair) []client.Object
+	// objects are host i's objects.
+	objects func(i int) []client.Object
+	// statuses is how many objects of the shared ones and n hosts'
+	// portcullis reports a status for (`translate --stats`).
+	statuses func(n int) int
+	host     func(i int) string
+	// probe is a path of every host that Envoy answers with a 301 on the
+	// HTTP listener (the initial sync waits for it on the last host).
+	probe string
+	// changed is host i's object with one more route, for path, which Envoy
+	// answers with a 301 on the HTTP listener.
+	changed func(i int, path string) client.Object
+	// gatewayAPI: the stack's API server has the Gateway API's CRDs, and
+	// Envoy's shared listeners are on 8080 and 8443, the Envoy ports of
+	// Gateway listeners on 80 and 443.
+	gatewayAPI bool
+}
+
+var workloads = []workload{
+	{
+		name: "HTTPProxy", describe: fmt.Sprintf("N roots (TLS, authorization, %d routes, 1 include each), shared Secret and %d Services", routes, services),
+		shared: shared, objects: func(i int) []client.Object { return []client.Object{root(i), child(i)} },
+		statuses: func(n int) int { return 2*n + 1 }, // and the ExtensionService
+		host:     host, probe: "/r0", changed: func(i int, path string) client.Object { return root(i, path) },
+	},
+	{
+		name: "Gateway API", describe: fmt.Sprintf("1 Gateway (HTTP 80, HTTPS 443, shared Secret), N HTTPRoutes (own hostname, %d rules to Services and 1 redirect each), shared Secret and %d Services", routes, services),
+		shared: gatewayShared, objects: func(i int) []client.Object { return []client.Object{httpRoute(i)} },
+		statuses: func(n int) int { return n + 3 }, // and the GatewayClass, the Gateway, the ExtensionService
+		host:     gatewayHost, probe: redirectPath, changed: func(i int, path string) client.Object { return httpRoute(i, path) },
+		gatewayAPI: true,
+	},
+}
+
+// hostObjects are the objects of hosts [from, to) of w.
+func (w workload) hostObjects(from, to int) []client.Object {
+	var out []client.Object
+	for i := from; i < to; i++ {
+		out = append(out, w.objects(i)...)
+	}
+	return out
+}
+
 type row struct {
 	n                 int
+	objects           int // the hosts' objects (HTTPProxies, HTTPRoutes)
 	pipeline, cliWall time.Duration
 	rss               int64
+	serveRSS          int64         // peak RSS of portcullis serve, after the changes at rest
 	initial           time.Duration // all objects created -> Envoy serves the last host
 	statusSync        time.Duration // all objects created -> every status written
 	busy, steady      changes       // changes while the first statuses are written, and after
@@ -78,19 +134,32 @@ type changes struct {
 	applied              time.Duration // median, the change -> Envoy finished loading the route configuration
 }
 
-// BenchmarkControlPlaneScale runs each scale once (b.N is ignored) and
-// prints a table with the targets.
+// BenchmarkControlPlaneScale runs each case at each scale once (b.N is
+// ignored), one case after the other (each a sub-benchmark, whose stack is
+// stopped before the next starts), and prints one table of all with the
+// targets.
 func BenchmarkControlPlaneScale(b *testing.B) {
 	portcullis := harness.BuildBinary(b, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
 	cert := harness.NewCA(b, "bench").Issue(b, "*.bench.example.com")
+	results := map[string]map[int]*row{}
+	for _, w := range workloads {
+		b.Run(strings.ReplaceAll(w.name, " ", ""), func(b *testing.B) {
+			results[w.name] = runWorkload(b, portcullis, cert, w)
+		})
+	}
+	fmt.Print("\n" + table(results))
+}
+
+// runWorkload measures one case at every scale.
+func runWorkload(b *testing.B, portcullis string, cert *harness.KeyPair, w workload) map[int]*row {
 	rows := map[int]*row{}
 	for _, n := range scales {
-		r := &row{n: n}
+		r := &row{n: n, objects: len(w.hostObjects(0, n))}
 		rows[n] = r
-		dir := writeSet(b, n, cert)
+		dir := writeSet(b, w, n, cert)
 		var runs []translateRun
 		for i := 0; i < translateRuns; i++ {
-			runs = append(runs, runTranslate(b, portcullis, dir, 2*n+1))
+			runs = append(runs, runTranslate(b, portcullis, dir, w.statuses(n)))
 		}
 		var pipes, walls []time.Duration
 		for _, t := range runs {
@@ -99,29 +168,29 @@ func BenchmarkControlPlaneScale(b *testing.B) {
 		}
 		r.pipeline, r.cliWall = loadgen.Median(pipes), loadgen.Median(walls)
 		os.RemoveAll(dir)
-		b.Logf("translate N=%d: pipeline %v, CLI %v, peak RSS %d MiB", n, r.pipeline, r.cliWall, r.rss>>20)
+		b.Logf("%s translate N=%d: pipeline %v, CLI %v, peak RSS %d MiB", w.name, n, r.pipeline, r.cliWall, r.rss>>20)
 	}
 
-	k := startStack(b, portcullis)
+	k := startStack(b, portcullis, w.gatewayAPI)
 	ctx := context.Background()
-	if err := k.api.Apply(ctx, shared(cert)...); err != nil {
+	if err := k.api.Apply(ctx, w.shared(cert)...); err != nil {
 		b.Fatal(err)
 	}
 	created := 0
 	for _, n := range scales {
 		r := rows[n]
 		start := time.Now()
-		createConcurrently(b, k.api.Client, proxies(n)[2*created:])
+		createConcurrently(b, k.api.Client, w.hostObjects(created, n))
 		created = n
-		b.Logf("N=%d: created %d HTTPProxies in %v", n, 2*n, time.Since(start).Round(time.Millisecond))
+		b.Logf("%s N=%d: created %d objects in %v", w.name, n, r.objects, time.Since(start).Round(time.Millisecond))
 		start = time.Now()
-		waitServed(b, k.httpAddr, host(n-1), "/r0", 10*time.Minute)
+		waitServed(b, k.httpAddr, w.host(n-1), w.probe, 10*time.Minute)
 		r.initial = time.Since(start)
 
 		// Right after a first sync portcullis writes the status of every
 		// new object, and the API server is busy with it: changes then are
 		// measured, but the target is for a control plane at rest.
-		r.busy = measureChanges(b, k, n, "busy")
+		r.busy = measureChanges(b, k, w, n, "busy")
 		if last := waitStatusesWritten(b, k.admin, 10*time.Minute); !last.IsZero() {
 			r.statusSync = last.Sub(start)
 		}
@@ -131,17 +200,45 @@ func BenchmarkControlPlaneScale(b *testing.B) {
 			// (they take less than its 5 s).
 			go func() {
 				defer close(profiled)
-				saveProfile(b, "http://"+k.admin+"/debug/pprof/profile?seconds=5", prof)
+				saveProfile(b, "http://"+k.admin+"/debug/pprof/profile?seconds=5", profilePath(prof, w))
 			}()
 		} else {
 			close(profiled)
 		}
-		r.steady = measureChanges(b, k, n, "steady")
+		r.steady = measureChanges(b, k, w, n, "steady")
 		<-profiled
-		b.Logf("N=%d: Envoy serving all after %v, statuses written after %v; changes busy %v, steady %v", n,
-			r.initial.Round(time.Millisecond), r.statusSync.Round(time.Millisecond), r.busy, r.steady)
+		r.serveRSS = peakRSS(k.portcullis.Pid())
+		b.Logf("%s N=%d: Envoy serving all after %v, statuses written after %v; changes busy %v, steady %v; serve peak RSS %d MiB", w.name, n,
+			r.initial.Round(time.Millisecond), r.statusSync.Round(time.Millisecond), r.busy, r.steady, r.serveRSS>>20)
 	}
-	fmt.Print("\n" + table(rows))
+	return rows
+}
+
+// profilePath is where the CPU profile of w is saved: PORTCULLIS_BENCH_PROFILE
+// for the HTTPProxy case, with the case's name before its extension for the
+// others (cpu.pprof, cpu-gatewayapi.pprof).
+func profilePath(prof string, w workload) string {
+	if !w.gatewayAPI {
+		return prof
+	}
+	ext := filepath.Ext(prof)
+	return strings.TrimSuffix(prof, ext) + "-gatewayapi" + ext
+}
+
+// peakRSS is the peak resident set of process pid (VmHWM), 0 when it
+// cannot be read.
+func peakRSS(pid int) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // quietBefore is the pause before each change: longer than portcullis's
@@ -150,8 +247,8 @@ func BenchmarkControlPlaneScale(b *testing.B) {
 const quietBefore = 300 * time.Millisecond
 
 // measureChanges applies changeRuns changes, one at a time, each to a
-// different root, and times each until Envoy serves it.
-func measureChanges(b *testing.B, k *stack, n int, phase string) changes {
+// different host of w, and times each until Envoy serves it.
+func measureChanges(b *testing.B, k *stack, w workload, n int, phase string) changes {
 	var all, builds, applies []time.Duration
 	for c := 0; c < changeRuns; c++ {
 		time.Sleep(quietBefore)
@@ -162,12 +259,12 @@ func measureChanges(b *testing.B, k *stack, n int, phase string) changes {
 			b.Fatalf("cannot read portcullis_translate_seconds_count at %s/metrics", k.admin)
 		}
 		start := time.Now()
-		if err := k.api.Apply(context.Background(), root(i, path)); err != nil {
+		if err := k.api.Apply(context.Background(), w.changed(i, path)); err != nil {
 			b.Fatal(err)
 		}
 		built := make(chan time.Duration, 1)
 		go func() { built <- waitBuild(k.admin, before, start) }()
-		waitServed(b, k.httpAddr, host(i), path, time.Minute)
+		waitServed(b, k.httpAddr, w.host(i), path, time.Minute)
 		all = append(all, time.Since(start))
 		builds = append(builds, <-built)
 		applies = append(applies, rdsReloaded(k.envoy).Sub(start))
@@ -199,6 +296,7 @@ func waitStatusesWritten(b *testing.B, admin string, timeout time.Duration) time
 type stack struct {
 	api             *harness.APIServer
 	envoy           *harness.Envoy
+	portcullis      *harness.Process
 	httpAddr, admin string
 }
 
@@ -271,19 +369,50 @@ func saveProfile(b *testing.B, url, path string) {
 	}
 }
 
-// startStack runs the API server, portcullis in kubernetes mode and Envoy.
-func startStack(b *testing.B, portcullis string) *stack {
-	api := harness.StartAPIServer(b, harness.CRDDir(b))
+// startStack runs the API server, portcullis in kubernetes mode and Envoy;
+// with gatewayAPI, the API server has the Gateway API's CRDs too and
+// Envoy's shared listeners are on ports 8080 and 8443.
+func startStack(b *testing.B, portcullis string, gatewayAPI bool) *stack {
 	free := func() string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(b)) }
-	httpAddr, httpsAddr, xds, admin := free(), free(), free(), free()
-	harness.StartProcess(b, "portcullis", portcullis, "serve", "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
+	crds, httpAddr, httpsAddr := []string{harness.CRDDir(b)}, free(), free()
+	if gatewayAPI {
+		crds = harness.CRDDirs(b)
+		httpAddr, httpsAddr = gatewayListenerAddrs(b)
+	}
+	api := harness.StartAPIServer(b, crds...)
+	xds, admin := free(), free()
+	p := harness.StartProcess(b, "portcullis", portcullis, "serve", "--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
 		"--xds-address", xds, "--admin-address", admin, "--envoy-http-address", httpAddr, "--envoy-https-address", httpsAddr)
 	bootstrap := filepath.Join(b.TempDir(), "envoy.json")
 	if out, err := execOutput(portcullis, "bootstrap", "--xds-address", xds, "--envoy-admin-address", free(), "-o", bootstrap); err != nil {
 		b.Fatalf("portcullis bootstrap: %v\n%s", err, out)
 	}
 	envoy := harness.StartEnvoy(b, bootstrap)
-	return &stack{api: api, envoy: envoy, httpAddr: httpAddr, admin: admin}
+	return &stack{api: api, envoy: envoy, portcullis: p, httpAddr: httpAddr, admin: admin}
+}
+
+// gatewayListenerAddrs are addresses for Envoy's shared HTTP and HTTPS
+// listeners on ports 8080 and 8443, where Gateway listeners on 80 and 443
+// are served: on the first loopback address 127.0.0.N with both ports free
+// (other tests may hold them on 127.0.0.1).
+func gatewayListenerAddrs(b *testing.B) (httpAddr, httpsAddr string) {
+	for n := 2; n < 255; n++ {
+		httpAddr, httpsAddr = fmt.Sprintf("127.0.0.%d:8080", n), fmt.Sprintf("127.0.0.%d:8443", n)
+		if portFree(httpAddr) && portFree(httpsAddr) {
+			return httpAddr, httpsAddr
+		}
+	}
+	b.Fatal("no loopback address with ports 8080 and 8443 free")
+	return "", ""
+}
+
+func portFree(addr string) bool {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // createConcurrently creates objects with several workers: one at a time,
@@ -343,40 +472,59 @@ func waitServed(b *testing.B, addr, host, path string, timeout time.Duration) {
 	b.Fatalf("http://%s%s not served within %v (last: %s)", host, path, timeout, last)
 }
 
-func table(rows map[int]*row) string {
+func table(results map[string]map[int]*row) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Control plane at scale: N roots (TLS, authorization, %d routes, 1 include each), shared Secret and %d Services\n", routes, services)
-	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "N\tHTTPProxies\ttranslate (pipeline)\ttranslate CLI wall\tpeak RSS\tinitial sync to Envoy\tall statuses written\t")
-	for _, n := range scales {
-		r := rows[n]
-		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%d MiB\t%s\t%s\t\n", n, 2*n, loadgen.Ms(r.pipeline), loadgen.Ms(r.cliWall), r.rss>>20,
-			loadgen.Ms(r.initial), loadgen.Ms(r.statusSync))
+	fmt.Fprintln(&sb, "Control plane at scale, one stack per case:")
+	for _, w := range workloads {
+		fmt.Fprintf(&sb, "  %s: %s\n", w.name, w.describe)
 	}
-	w.Flush()
-	fmt.Fprintf(&sb, "\nOne HTTPProxy change to Envoy serving it (%d changes each; busy: while the first statuses are still written; at rest: after)\n", changeRuns)
-	w = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "N\twhen\tportcullis rebuilt (median)\tEnvoy loaded (median)\tchange to Envoy (median)\tmin\tmax\t")
+	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "N\tcase\tobjects\ttranslate (pipeline)\ttranslate CLI wall\tpeak RSS\tinitial sync to Envoy\tall statuses written\tserve peak RSS\t")
 	for _, n := range scales {
-		for _, c := range []struct {
-			when string
-			c    changes
-		}{{"busy", rows[n].busy}, {"at rest", rows[n].steady}} {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, c.when, loadgen.Ms(c.c.built), loadgen.Ms(c.c.applied),
-				loadgen.Ms(c.c.change), loadgen.Ms(c.c.changeMin), loadgen.Ms(c.c.changeMax))
+		for _, wl := range workloads {
+			if r := results[wl.name][n]; r != nil {
+				fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%d MiB\t%s\t%s\t%d MiB\t\n", n, wl.name, r.objects, loadgen.Ms(r.pipeline), loadgen.Ms(r.cliWall), r.rss>>20,
+					loadgen.Ms(r.initial), loadgen.Ms(r.statusSync), r.serveRSS>>20)
+			}
 		}
 	}
 	w.Flush()
-	big := rows[scales[len(scales)-1]]
+	fmt.Fprintf(&sb, "\nOne change (an HTTPProxy, an HTTPRoute: one more route) to Envoy serving it (%d changes each; busy: while the first statuses are still written; at rest: after)\n", changeRuns)
+	w = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "N\tcase\twhen\tportcullis rebuilt (median)\tEnvoy loaded (median)\tchange to Envoy (median)\tmin\tmax\t")
+	for _, n := range scales {
+		for _, wl := range workloads {
+			r := results[wl.name][n]
+			if r == nil {
+				continue
+			}
+			for _, c := range []struct {
+				when string
+				c    changes
+			}{{"busy", r.busy}, {"at rest", r.steady}} {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, wl.name, c.when, loadgen.Ms(c.c.built), loadgen.Ms(c.c.applied),
+					loadgen.Ms(c.c.change), loadgen.Ms(c.c.changeMin), loadgen.Ms(c.c.changeMax))
+			}
+		}
+	}
+	w.Flush()
 	verdict := func(ok bool) string {
 		if ok {
 			return "PASS"
 		}
 		return "MISS"
 	}
-	fmt.Fprintf(&sb, "targets at N=%d:\n", big.n)
-	fmt.Fprintf(&sb, "  %s full translate %s < %s (median of %d `portcullis translate` runs, build + translate)\n", verdict(big.pipeline < targetTranslate), loadgen.Ms(big.pipeline), targetTranslate, translateRuns)
-	fmt.Fprintf(&sb, "  %s peak RSS %d MiB < %d MiB (rusage of the translate process, reading and rendering included)\n", verdict(big.rss < targetRSS), big.rss>>20, targetRSS>>20)
-	fmt.Fprintf(&sb, "  %s change to Envoy %s < %s (at rest, median of %d: API server update -> portcullis -> ADS -> Envoy answers the new route)\n", verdict(big.steady.change < targetChange), loadgen.Ms(big.steady.change), targetChange, changeRuns)
+	n := scales[len(scales)-1]
+	fmt.Fprintf(&sb, "targets at N=%d:\n", n)
+	for _, wl := range workloads {
+		big := results[wl.name][n]
+		if big == nil {
+			fmt.Fprintf(&sb, "  MISS %s: not measured (the case failed)\n", wl.name)
+			continue
+		}
+		fmt.Fprintf(&sb, "  %s %s: full translate %s < %s (median of %d `portcullis translate` runs, build + translate)\n", verdict(big.pipeline < targetTranslate), wl.name, loadgen.Ms(big.pipeline), targetTranslate, translateRuns)
+		fmt.Fprintf(&sb, "  %s %s: peak RSS %d MiB < %d MiB (rusage of the translate process, reading and rendering included)\n", verdict(big.rss < targetRSS), wl.name, big.rss>>20, targetRSS>>20)
+		fmt.Fprintf(&sb, "  %s %s: change to Envoy %s < %s (at rest, median of %d: API server update -> portcullis -> ADS -> Envoy answers the new route)\n", verdict(big.steady.change < targetChange), wl.name, loadgen.Ms(big.steady.change), targetChange, changeRuns)
+	}
 	return sb.String()
 }

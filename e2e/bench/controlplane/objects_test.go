@@ -105,12 +105,3 @@ func child(i int) *contourv1.HTTPProxy {
 		}}},
 	}
 }
-
-// proxies are the 2n HTTPProxies of n roots.
-func proxies(n int) []client.Object {
-	out := make([]client.Object, 0, 2*n)
-	for i := 0; i < n; i++ {
-		out = append(out, root(i), child(i))
-	}
-	return out
-}

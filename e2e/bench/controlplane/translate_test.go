@@ -48,13 +48,13 @@ func runTranslate(t testing.TB, portcullis, dir string, wantObjects int) transla
 	return translateRun{pipeline: d, wall: wall, maxRSS: ru.Maxrss * 1024, stats: m[0]}
 }
 
-// writeSet writes the objects of n roots as YAML files for the file
+// writeSet writes the objects of n hosts of w as YAML files for the file
 // provider and translate.
-func writeSet(t testing.TB, n int, cert *harness.KeyPair) string {
+func writeSet(t testing.TB, w workload, n int, cert *harness.KeyPair) string {
 	t.Helper()
 	dir := t.TempDir()
-	harness.WriteYAML(t, dir, "shared.yaml", shared(cert)...)
-	harness.WriteYAML(t, dir, "proxies.yaml", proxies(n)...)
+	harness.WriteYAML(t, dir, "shared.yaml", w.shared(cert)...)
+	harness.WriteYAML(t, dir, "hosts.yaml", w.hostObjects(0, n)...)
 	return dir
 }
 
