@@ -62,7 +62,7 @@ test-e2e: tools
 bench: tools
 	@hack/bench.sh
 
-## demo: the standalone stack on examples/quickstart (DEMO_ONESHOT=1 to exit after the printout)
+## demo: the standalone stack on examples/quickstart and examples/gateway-api/basic (DEMO_ONESHOT=1 to exit after the printout)
 demo:
 	@hack/install-tools.sh envoy
 	@hack/demo.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make demo: the standalone stack on examples/quickstart — the control plane
-# (file provider), a real Envoy, the auth server and an echo upstream, all on
-# 127.0.0.1. Sends a few requests, prints each with its result, then keeps
-# serving until Ctrl-C (or exits at once with DEMO_ONESHOT=1).
+# make demo: the standalone stack on examples/quickstart and
+# examples/gateway-api/basic — the control plane (file provider), a real Envoy,
+# the auth server and an echo upstream, all on 127.0.0.1. Sends a few
+# requests, prints each with its result, then keeps serving until Ctrl-C (or
+# exits at once with DEMO_ONESHOT=1).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,15 @@ go build -o "$BIN/portcullis" ./controlplane/cmd/portcullis
 go build -o "$BIN/authserver" ./authserver/cmd/authserver
 go build -o "$BIN/echoserver" ./e2e/cmd/echoserver
 
+# The Gateway API example, with its listener's port 80 set to the demo's HTTP
+# port: Gateway listeners join the shared HTTP listener of their Envoy port
+# (80 would be 8080, the default one).
+GATEWAY="$RUN/gateway-api"
+rm -rf "$GATEWAY" && mkdir -p "$GATEWAY"
+cp examples/gateway-api/basic/*.yaml "$GATEWAY/"
+sed -i "s/^    port: 80\$/    port: $HTTP/" "$GATEWAY/gateway.yaml"
+grep -q "^    port: $HTTP\$" "$GATEWAY/gateway.yaml" || { echo "could not set the port of $GATEWAY/gateway.yaml" >&2; exit 1; }
+
 pids=()
 cleanup() {
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -46,14 +56,15 @@ start() { # name command...
 echo "==> starting the echo upstream, the auth server, the control plane and Envoy (logs in .tools/demo/)"
 start echoserver "$BIN/echoserver" --address "127.0.0.1:$ECHO"
 start authserver "$BIN/authserver" testserver --address "127.0.0.1:$AUTH" --metrics-address "127.0.0.1:$AUTH_METRICS"
-start portcullis "$BIN/portcullis" serve -f examples/quickstart \
+start portcullis "$BIN/portcullis" serve -f examples/quickstart -f "$GATEWAY" \
 	--xds-address "127.0.0.1:$XDS" --admin-address "127.0.0.1:$ADMIN" \
 	--envoy-http-address "127.0.0.1:$HTTP" --envoy-https-address "127.0.0.1:$HTTPS" --https-redirect-port "$HTTPS"
 "$BIN/portcullis" bootstrap --xds-address "127.0.0.1:$XDS" --envoy-admin-address "127.0.0.1:$ENVOY_ADMIN" -o "$RUN/envoy.json"
 start envoy "$ENVOY" -c "$RUN/envoy.json" --disable-hot-restart --log-level warn
 
 CURL=(curl -sS --max-time 5 --cacert examples/quickstart/ca.crt
-	--resolve "echo.example.com:$HTTPS:127.0.0.1" --resolve "echo.example.com:$HTTP:127.0.0.1")
+	--resolve "echo.example.com:$HTTPS:127.0.0.1" --resolve "echo.example.com:$HTTP:127.0.0.1"
+	--resolve "gateway.example.com:$HTTP:127.0.0.1")
 
 # Wait until Envoy serves the public route (configuration arrived over xDS).
 for i in $(seq 1 100); do
@@ -83,7 +94,9 @@ show() {
 import json, sys
 r = json.load(open(sys.argv[1]))
 auth = {k: v for k, v in r["headers"].items() if k.lower().startswith("auth-")}
-print("    upstream saw path %s, auth headers: %s" % (r["path"], json.dumps(auth) if auth else "none"))
+route = {k: v for k, v in r["headers"].items() if k.lower() == "x-route"}
+print("    upstream saw path %s, auth headers: %s%s" % (r["path"], json.dumps(auth) if auth else "none",
+    ", set by the route: %s" % json.dumps(route) if route else ""))
 PY
 	else
 		printf '    body: %s\n' "$(head -c 200 "$RUN/body")"
@@ -100,6 +113,11 @@ if ! grep -qi "^location: https://echo.example.com:$HTTPS/hello" "$RUN/headers";
 	echo "    (EXPECTED the redirect to https://echo.example.com:$HTTPS/hello, the HTTPS listener)"
 	failures=$((failures + 1))
 fi
+show "the Gateway API: an HTTPRoute of examples/gateway-api/basic on the shared HTTP listener, which sets X-Route" 200 "http://gateway.example.com:$HTTP/api/hello"
+if ! grep -q 'gateway-api-example' "$RUN/body"; then
+	echo "    (EXPECTED the upstream to see X-Route: gateway-api-example, set by the HTTPRoute)"
+	failures=$((failures + 1))
+fi
 
 echo
 echo "==> status of the resources (GET http://127.0.0.1:$ADMIN/status):"
@@ -107,8 +125,14 @@ curl -sS "http://127.0.0.1:$ADMIN/status" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 for o in d["objects"]:
-    c = [c for c in o["status"]["conditions"] if c["type"] == "Valid"][0]
-    print("    %s %s/%s: Valid=%s (%s)" % (o["kind"], o["namespace"], o["name"], c["status"], c["message"]))
+    st = o.get("status") or {}
+    # HTTPProxies and ExtensionServices: Valid; the Gateway API kinds:
+    # Accepted (a route has it per parent Gateway).
+    conds = st.get("conditions") or [c for p in st.get("parents") or [] for c in p.get("conditions") or []]
+    kind = "Valid" if any(c["type"] == "Valid" for c in conds) else "Accepted"
+    c = [c for c in conds if c["type"] == kind][0]
+    name = "%s/%s" % (o["namespace"], o["name"]) if o.get("namespace") else o["name"]
+    print("    %s %s: %s=%s (%s)" % (o["kind"], name, kind, c["status"], c["message"]))
 print("    Envoy acknowledged: %s" % ", ".join(sorted(t.rsplit(".", 1)[-1] for t in d["envoy"]["acked"])))
 '
 
@@ -126,8 +150,9 @@ cat <<EOF
 ==> try it yourself (Ctrl-C to stop):
     curl --cacert examples/quickstart/ca.crt --resolve echo.example.com:$HTTPS:127.0.0.1 https://echo.example.com:$HTTPS/hello
     curl --cacert examples/quickstart/ca.crt --resolve echo.example.com:$HTTPS:127.0.0.1 https://echo.example.com:$HTTPS/deny
+    curl --resolve gateway.example.com:$HTTP:127.0.0.1 http://gateway.example.com:$HTTP/api/hello   # the Gateway API example
     curl http://127.0.0.1:$ADMIN/status              # status of every resource
     $BIN/portcullis translate -f examples/quickstart   # the same pipeline, offline
-    Edit examples/quickstart/*.yaml: changes reach Envoy within a second.
+    Edit examples/quickstart/*.yaml or $GATEWAY/*.yaml: changes reach Envoy within a second.
 EOF
 wait
