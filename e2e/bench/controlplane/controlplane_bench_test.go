@@ -519,7 +519,7 @@ func table(results map[string]map[int]*row) string {
 	for _, wl := range workloads {
 		big := results[wl.name][n]
 		if big == nil {
-			fmt.Fprintf(&sb, "  MISS %s: not measured (the case failed)\n", wl.name)
+			fmt.Fprintf(&sb, "  %s: not measured (not run, or failed)\n", wl.name)
 			continue
 		}
 		fmt.Fprintf(&sb, "  %s %s: full translate %s < %s (median of %d `portcullis translate` runs, build + translate)\n", verdict(big.pipeline < targetTranslate), wl.name, loadgen.Ms(big.pipeline), targetTranslate, translateRuns)
