@@ -127,7 +127,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	}
 	uses := memo.keep(results)
 	b.markOrphans(snap)
-	buildGatewayAPI(snap, model, b)
+	buildGatewayAPI(snap, model, b, memo)
 	b.finish(model, uses)
 
 	res := &Result{Model: model}

@@ -55,6 +55,8 @@ type gatewayStage struct {
 	// attachments are the attached routes' IR routes with their listener
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
+	// memo keeps the routes' rules between builds (nil for none).
+	memo *Memo
 	// addresses are where clients reach Envoy, for every Gateway's status
 	// (gatewayaddresses.go).
 	addresses []gwapiv1.GatewayStatusAddress
@@ -66,7 +68,7 @@ type gatewayStage struct {
 // buildGatewayAPI is the Gateway API stage: it adds the Gateway API's
 // virtual hosts, listeners, clusters and secrets to m, and the statuses of
 // its objects to b.
-func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged) {
+func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) {
 	if len(snap.in.GatewayClasses) == 0 && len(snap.in.ExtAuthPolicies) == 0 && len(snap.in.ExtProcPolicies) == 0 {
 		return // nothing can be ours (policies are: they say what they found)
 	}
@@ -78,7 +80,10 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged) {
 		grants:          newGrantIndex(snap.in.ReferenceGrants),
 		namespaceLabels: map[string]map[string]string{},
 		addresses:       gatewayAddresses(snap),
+		memo:            memo,
 	}
+	memo.startGateway(snap)
+	defer memo.finishGateway()
 	for _, ns := range snap.in.Namespaces {
 		g.namespaceLabels[ns.Name] = ns.Labels
 	}

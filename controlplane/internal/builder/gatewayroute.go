@@ -43,7 +43,7 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 	served := len(b.accepted) == 0
 	var routes []gwIRRoute
 	if served {
-		routes = rules(b)
+		routes = g.memo.rules(b, rules)
 	}
 	attached := false
 	for _, p := range parents {

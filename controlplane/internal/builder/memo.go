@@ -32,6 +32,8 @@ type Memo struct {
 	// clusters and secrets hold the origins of the roots' clusters and
 	// secrets: who uses them.
 	clusters, secrets originsMap
+	// gateway keeps the Gateway API routes' rules (gatewaymemo.go).
+	gateway gatewayMemo
 	// Hits and Misses count the roots of the last build.
 	Hits, Misses int
 }
@@ -81,6 +83,7 @@ func (m *Memo) start(s *snapshot) {
 	g := globalInputsOf(s)
 	if !m.global.equal(&g) {
 		m.roots, m.clusters, m.secrets = map[types.NamespacedName]*rootResult{}, originsMap{}, originsMap{}
+		m.gateway.rules = nil
 	}
 	m.global = g
 	m.Hits, m.Misses = 0, 0

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -43,6 +44,7 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 			// The host name contest's own changes, from their own source:
 			// mutate's sequences stay as they were.
 			crng := rand.New(rand.NewPCG(2, uint64(len(dir))))
+			grng := rand.New(rand.NewPCG(3, uint64(len(dir))))
 			cache := pipeline.NewCache()
 			reused := 0
 			// The previous result, rendered again at each step: a later
@@ -57,6 +59,11 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 					if crng.IntN(4) == 0 {
 						var also string
 						set, also = contest(crng, set)
+						what += ", " + also
+					}
+					if len(set.HTTPRoutes)+len(set.GRPCRoutes) > 0 && grng.IntN(2) == 0 {
+						var also string
+						set, also = mutateGatewayAPI(grng, set)
 						what += ", " + also
 					}
 				}
@@ -115,6 +122,46 @@ func renderFresh(t *testing.T, set *objects.Set, r *pipeline.Result, opts pipeli
 // decides who keeps a contested host name: created again (a new UID), or
 // restored from a backup (the same UID and generation, which only the
 // contest tells apart).
+// mutateGatewayAPI changes an HTTPRoute (touches it, points a backend at
+// another Service, changes a match, deletes it) or drops a ReferenceGrant:
+// the Memo keeps routes' rules across builds.
+func mutateGatewayAPI(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
+	out := *in
+	out.HTTPRoutes = slices.Clone(in.HTTPRoutes)
+	out.ReferenceGrants = slices.Clone(in.ReferenceGrants)
+	if len(out.ReferenceGrants) > 0 && rng.IntN(5) == 0 {
+		i := rng.IntN(len(out.ReferenceGrants))
+		name := out.ReferenceGrants[i].Name
+		out.ReferenceGrants = slices.Delete(out.ReferenceGrants, i, i+1)
+		return &out, "delete ReferenceGrant " + name
+	}
+	if len(out.HTTPRoutes) == 0 {
+		return &out, "no HTTPRoute to change"
+	}
+	i := rng.IntN(len(out.HTTPRoutes))
+	r := out.HTTPRoutes[i].DeepCopy()
+	switch rng.IntN(4) {
+	case 0:
+		out.HTTPRoutes[i] = r
+		return &out, "touch HTTPRoute " + r.Name
+	case 1:
+		out.HTTPRoutes = slices.Delete(out.HTTPRoutes, i, i+1)
+		return &out, "delete HTTPRoute " + r.Name
+	case 2:
+		if len(r.Spec.Rules) > 0 && len(r.Spec.Rules[0].BackendRefs) > 0 && len(out.Services) > 0 {
+			r.Spec.Rules[0].BackendRefs[0].Name = gwapiv1.ObjectName(out.Services[rng.IntN(len(out.Services))].Name)
+		}
+	case 3:
+		if len(r.Spec.Rules) > 0 {
+			path := fmt.Sprintf("/changed%d", rng.IntN(3))
+			r.Spec.Rules[0].Matches = []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Value: &path}}}
+		}
+	}
+	r.Generation++
+	out.HTTPRoutes[i] = r
+	return &out, "edit HTTPRoute " + r.Name
+}
+
 func contest(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 	out := *in
 	out.HTTPProxies = slices.Clone(in.HTTPProxies)
