@@ -124,6 +124,12 @@ func grpcMatch(m gwapiv1.GRPCRouteMatch) (ir.Route, error) {
 		default:
 			return x, fmt.Errorf("method match type %q is not supported", typ)
 		}
+		if x.PathKind == ir.PathRegex {
+			// The expression Envoy runs, whole.
+			if err := regexValid(x.Path); err != nil {
+				return x, fmt.Errorf("method: %w", err)
+			}
+		}
 	}
 	seen := map[string]bool{}
 	for i, h := range m.Headers {

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -206,7 +209,9 @@ func valueMatch(typ, name, value string) (nameValueMatch, error) {
 }
 
 // regexValid checks a regular expression Envoy will run (RE2, which Go's
-// regexp implements).
+// regexp implements), and that Envoy takes it: one it refuses makes it
+// reject the whole route configuration, every host of the listener with
+// it (docs/gateway-api.md).
 func regexValid(re string) error {
 	if err := noControlBytes(re); err != nil {
 		return fmt.Errorf("regular expression %w", err)
@@ -214,7 +219,94 @@ func regexValid(re string) error {
 	if _, err := regexp.Compile(re); err != nil {
 		return fmt.Errorf("invalid regular expression: %v", err)
 	}
+	parsed, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return fmt.Errorf("invalid regular expression: %v", err)
+	}
+	if n := regexProgramSize(parsed) + regexProgramOverhead; n > envoyRegexMaxProgramSize {
+		return fmt.Errorf("regular expression %q is too large for Envoy: its RE2 program may have %d instructions, more than %d (write a shorter one, or several matches)", re, n, envoyRegexMaxProgramSize)
+	}
 	return nil
+}
+
+// envoyRegexMaxProgramSize is the largest RE2 program Envoy accepts (its
+// runtime key re2.max_program_size.error_level, 100 by default);
+// regexProgramOverhead the instructions every program has besides its
+// expression's.
+const (
+	envoyRegexMaxProgramSize = 100
+	regexProgramOverhead     = 4
+)
+
+// regexProgramSize estimates from above the instructions of the RE2
+// program of re, as Envoy counts them (RE2's compiler is not Go's: Go's
+// program sizes are not RE2's). A byte of a literal or a range of a class
+// is one instruction; a class's range beyond Latin-1 is counted as two per
+// UTF-8 byte, which is more than RE2 takes; repetitions are copies, as RE2
+// compiles them. The result saturates, so that nested repetitions cannot
+// overflow it.
+func regexProgramSize(re *syntax.Regexp) int {
+	const ceiling = 1 << 20
+	sum := func(n ...int) int {
+		t := 0
+		for _, v := range n {
+			t = min(t+v, ceiling)
+		}
+		return t
+	}
+	times := func(n, k int) int {
+		if k > 0 && n > ceiling/k {
+			return ceiling
+		}
+		return n * k
+	}
+	subs := func() int {
+		t := 0
+		for _, s := range re.Sub {
+			t = sum(t, regexProgramSize(s))
+		}
+		return t
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		n := 0
+		for _, r := range re.Rune {
+			n += max(utf8.RuneLen(r), 1)
+		}
+		return n
+	case syntax.OpCharClass:
+		n := 0
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			switch {
+			case hi < 0x100, lo < 0x100 && hi == unicode.MaxRune:
+				n++
+			default:
+				n += 2 * max(utf8.RuneLen(hi), 1)
+			}
+		}
+		return max(n, 1)
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 2
+	case syntax.OpCapture:
+		return sum(2, subs())
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+		return sum(1, subs())
+	case syntax.OpRepeat:
+		sub := subs()
+		if re.Max < 0 {
+			// x{n,} is n copies and a star.
+			return sum(times(sub, re.Min), sub, 1)
+		}
+		// x{n,m} is m copies, m-n of them optional.
+		return sum(times(sub, re.Max), re.Max-re.Min)
+	case syntax.OpConcat:
+		return subs()
+	case syntax.OpAlternate:
+		return sum(subs(), len(re.Sub)-1)
+	}
+	// The empty-width assertions, an empty or impossible match.
+	return 1
 }
 
 // durationPattern is the Gateway API's duration format (GEP-2257).
