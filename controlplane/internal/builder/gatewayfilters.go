@@ -29,6 +29,10 @@ func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.R
 			continue
 		}
 		seen[f.Type] = true
+		if err := filterFieldsMatchType(f); err != nil {
+			unsupported(string(gwapiv1.RouteReasonUnsupportedValue), "%v", err)
+			continue
+		}
 		var err error
 		switch f.Type {
 		case gwapiv1.HTTPRouteFilterRequestHeaderModifier:
@@ -63,6 +67,32 @@ func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.R
 }
 
 var errFilterConfig = errors.New("the filter's configuration (the field named as its type) is missing")
+
+// filterFieldsMatchType refuses a filter that sets the configuration of
+// another type than its own: the API server refuses it, but objects read
+// from files did not go through it, and the other field would be ignored
+// (an externalAuth or a urlRewrite the owner wrote, not applied).
+func filterFieldsMatchType(f gwapiv1.HTTPRouteFilter) error {
+	for _, c := range []struct {
+		typ   gwapiv1.HTTPRouteFilterType
+		field string
+		set   bool
+	}{
+		{gwapiv1.HTTPRouteFilterRequestHeaderModifier, "requestHeaderModifier", f.RequestHeaderModifier != nil},
+		{gwapiv1.HTTPRouteFilterResponseHeaderModifier, "responseHeaderModifier", f.ResponseHeaderModifier != nil},
+		{gwapiv1.HTTPRouteFilterRequestMirror, "requestMirror", f.RequestMirror != nil},
+		{gwapiv1.HTTPRouteFilterRequestRedirect, "requestRedirect", f.RequestRedirect != nil},
+		{gwapiv1.HTTPRouteFilterURLRewrite, "urlRewrite", f.URLRewrite != nil},
+		{gwapiv1.HTTPRouteFilterCORS, "cors", f.CORS != nil},
+		{gwapiv1.HTTPRouteFilterExternalAuth, "externalAuth", f.ExternalAuth != nil},
+		{gwapiv1.HTTPRouteFilterExtensionRef, "extensionRef", f.ExtensionRef != nil},
+	} {
+		if c.set && c.typ != f.Type {
+			return fmt.Errorf("a filter of type %s must not set %s (the configuration of type %s)", f.Type, c.field, c.typ)
+		}
+	}
+	return nil
+}
 
 // mergeHeaderFilter adds a header modifier to a headers policy (created
 // when nil), checked as an HTTPProxy's headers policy is (headers.go).
@@ -204,6 +234,9 @@ func (b *routeBuild) mirror(f *gwapiv1.HTTPRequestMirrorFilter, where string, x 
 	}
 	percent := 100.0
 	switch {
+	case f.Percent != nil && f.Fraction != nil:
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: percent and fraction cannot both be set: the mirror is left out", where)
+		return
 	case f.Percent != nil:
 		percent = float64(*f.Percent)
 	case f.Fraction != nil:
@@ -231,6 +264,11 @@ func (b *routeBuild) mirror(f *gwapiv1.HTTPRequestMirrorFilter, where string, x 
 func (b *routeBuild) backendFilters(fs []gwapiv1.HTTPRouteFilter, where string) (req, resp *ir.HeadersPolicy, ok bool) {
 	ok = true
 	for i, f := range fs {
+		if err := filterFieldsMatchType(f); err != nil {
+			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s[%d]: %v: the backend answers 500", where, i, err)
+			ok = false
+			continue
+		}
 		var err error
 		switch f.Type {
 		case gwapiv1.HTTPRouteFilterRequestHeaderModifier:
