@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -115,6 +117,7 @@ func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolic
 		p.disabled = true
 	case s.ExtensionServiceRef == nil || s.ExtensionServiceRef.Name == "":
 		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "extensionRef is required unless disabled is true")
+	case !g.policyMayUse(objects.KindExtAuthPolicy, in.Namespace, *s.ExtensionServiceRef, "spec.extensionRef", &p.invalid):
 	default:
 		a := s.AuthorizationServer()
 		auth, _, msg := authServer(g.r, a, in.Namespace, authFields{ref: "spec.extensionRef", timeout: "spec.responseTimeout"})
@@ -151,6 +154,9 @@ func (g *gatewayStage) extProcPolicy(in *gatewayv1alpha1.ExtProcPolicy) *gwPolic
 			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s", strings.Join(errs, "; "))
 			break
 		}
+		if gs := s.Processor.GRPCService; gs != nil && !g.policyMayUse(objects.KindExtProcPolicy, in.Namespace, gs.ExtensionServiceRef, where+".grpcService.extensionRef", &p.invalid) {
+			break
+		}
 		proc, problem := extProc(g.r, s.Processor, in.Namespace, where)
 		if problem != "" {
 			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s.grpcService.extensionRef: %s", where, problem)
@@ -160,6 +166,21 @@ func (g *gatewayStage) extProcPolicy(in *gatewayv1alpha1.ExtProcPolicy) *gwPolic
 		p.proc = proc
 	}
 	return p
+}
+
+// policyMayUse reports whether a policy of kind in namespace may use the
+// ExtensionService ref names: one of its own namespace, or of another
+// whose ReferenceGrant allows the policy's kind and namespace (as for a
+// route's backends), so that an ExtensionService's owner chooses whose
+// authorization server or processor it is (a processor may add
+// credentials to the requests it sees). When not, invalid says why.
+func (g *gatewayStage) policyMayUse(kind, namespace string, ref contourv1.ExtensionServiceReference, where string, invalid *findings) bool {
+	ns := cmp.Or(ref.Namespace, namespace)
+	if ns == namespace || g.grants.permits(gatewayv1alpha1.GroupName, gwapiv1.Kind(kind), namespace, contourGroup, kindExtensionService, nn(ns, ref.Name)) {
+		return true
+	}
+	invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s: ExtensionService %s/%s is in another namespace and no ReferenceGrant there allows the %s objects of namespace %s to use it", where, ns, ref.Name, kind, namespace)
+	return false
 }
 
 // buildPolicies checks every policy and indexes each kind's.
