@@ -4,9 +4,15 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // attachment is a route's IR routes served through one ready listener for
@@ -16,6 +22,16 @@ type attachment struct {
 	host     string
 	routes   []gwIRRoute
 	origin   objects.Ref
+	// parent is the route's status for the parentRef it is attached
+	// through (its Accepted says when a host is not served there).
+	parent routeParent
+}
+
+// routeParent is one entry of a route's status.parents, by index (the
+// list grows while the route's parents are resolved).
+type routeParent struct {
+	st    *status.GatewayAPI
+	index int
 }
 
 // hostKey is one virtual host of one Envoy port.
@@ -51,10 +67,28 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		}
 	}
 	proxies := proxyHosts(m)
+	// A host name served through listeners of several Gateways on one
+	// port is the oldest Gateway's, as an FQDN is the oldest HTTPProxy's:
+	// another namespace's Gateway cannot take it over with a more
+	// specific listener. Within that Gateway, the listener that matches
+	// it most specifically serves it.
+	owner := map[hostKey]*gwGateway{}
+	for _, a := range g.attachments {
+		k := hostKey{a.listener.envoyPort, a.host}
+		if o := owner[k]; o == nil || olderClaim(a.listener.gw.gw, o.gw) < 0 {
+			owner[k] = a.listener.gw
+		}
+	}
 	hosts := map[hostKey]*gwHost{}
 	for _, a := range g.attachments {
 		k := hostKey{a.listener.envoyPort, a.host}
-		if bestListener(ready[k.port], k.host) != a.listener || proxies.taken(opts, k.port, k.host) {
+		if o := owner[k]; o != a.listener.gw {
+			if !proxies.taken(opts, k.port, k.host) {
+				notServed(a, "host %q on port %d is served through the older Gateway %s/%s, which keeps it: it is not served through Gateway %s/%s", k.host, a.listener.spec.Port, o.gw.Namespace, o.gw.Name, a.listener.gw.gw.Namespace, a.listener.gw.gw.Name)
+			}
+			continue
+		}
+		if bestListener(ownListeners(ready[k.port], owner[k]), k.host) != a.listener || proxies.taken(opts, k.port, k.host) {
 			continue
 		}
 		h := hosts[k]
@@ -105,6 +139,38 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			} else {
 				il.Insecure = append(il.Insecure, &vh)
 			}
+		}
+	}
+}
+
+// ownListeners are the listeners of ls that are gw's.
+func ownListeners(ls []*gwListener, gw *gwGateway) []*gwListener {
+	var out []*gwListener
+	for _, l := range ls {
+		if l.gw == gw {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// notServed says in a route's Accepted condition (for the parent it is
+// attached through) that a host of it is not served there.
+func notServed(a attachment, format string, args ...any) {
+	if a.parent.st == nil {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	parent := &a.parent.st.Parents[a.parent.index]
+	for i := range parent.Conditions {
+		c := &parent.Conditions[i]
+		if c.Type != string(gwapiv1.RouteConditionAccepted) {
+			continue
+		}
+		if c.Status == metav1.ConditionTrue {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(gwapiv1.ListenerReasonHostnameConflict), msg
+		} else if !strings.Contains(c.Message, msg) {
+			c.Message += "; " + msg
 		}
 	}
 }

@@ -51,12 +51,13 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 		if !served || len(p.problems) > 0 {
 			continue
 		}
+		parent := routeParent{st.GatewayAPI, len(st.GatewayAPI.Parents) - 1}
 		for i, l := range p.listeners {
 			if !l.ready() {
 				continue
 			}
 			for _, h := range p.hosts[i] {
-				g.attachments = append(g.attachments, attachment{listener: l, host: h, routes: routes, origin: rt.ref})
+				g.attachments = append(g.attachments, attachment{listener: l, host: h, routes: routes, origin: rt.ref, parent: parent})
 				attached = true
 			}
 		}
