@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -68,9 +69,21 @@ func (routeExtProcFilter) needed(h hcmSettings) bool { return len(h.routeProc) >
 func (routeExtProcFilter) httpFilters(h hcmSettings) []*hcmv3.HttpFilter {
 	out := make([]*hcmv3.HttpFilter, len(h.routeProc))
 	for i, p := range h.routeProc {
-		out[i] = disabledByDefault(typedHTTPFilter(p.name, extProc(p.cfg)))
+		out[i] = disabledByDefault(typedHTTPFilter(p.name, routeExtProc(p.cfg)))
 	}
 	return out
+}
+
+// routeExtProc is the configuration of a processor routes name: it may
+// not route the request again (its clear_route_cache is ignored). It runs
+// after every authorization, and the other routes of its HCM (other
+// hosts' on a shared listener, other namespaces' routes on a host they
+// share) have authorizations of their own, which a request moved onto
+// them would skip (docs/design/security.md).
+func routeExtProc(p *ir.ExtProc) *extprocv3.ExternalProcessor {
+	cfg := extProc(p)
+	cfg.RouteCacheAction = extprocv3.ExternalProcessor_RETAIN
+	return cfg
 }
 
 // perRoute enables the route's processor as it is: an empty config in a
@@ -92,7 +105,7 @@ func routeAuthName(a *ir.ExtAuth) string {
 }
 
 func routeProcName(p *ir.ExtProc) string {
-	return instanceName(ExtProcFilterName, p.Cluster, extProc(p))
+	return instanceName(ExtProcFilterName, p.Cluster, routeExtProc(p))
 }
 
 // instanceName is filter/cluster/hash, the hash of the deterministic

@@ -145,3 +145,34 @@ func hcmFilters(t *testing.T, hcm *hcmv3.HttpConnectionManager) []string {
 	}
 	return out
 }
+
+// A processor that only some routes of an HCM name must not route the
+// request again: it runs after every authorization, and the HCM's other
+// routes (other hosts' on a shared listener, other tenants' on a host
+// routes of several namespaces share) have authorizations of their own
+// that would then be skipped. The HCM's own processor, which every route
+// of it has, keeps Envoy's default.
+func TestRouteProcessorCannotRouteAgain(t *testing.T) {
+	proc := &ir.ExtProc{Cluster: "extension/proc/processor"}
+	vh := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: "s.example.com", Routes: []*ir.Route{
+		{Path: "/tenant", Processor: proc, AuthDisabled: true},
+		{Path: "/admin", Auth: &ir.ExtAuth{Cluster: "extension/auth/authz"}},
+	}}, Secret: "default/tls", ExtProc: &ir.ExtProc{Cluster: "extension/proc/host"}}
+	_, chain := secureHost(secureHostsPrefix, vh)
+	for _, f := range hcmOf(t, chain.Filters[0]).HttpFilters {
+		if !strings.HasPrefix(f.Name, ExtProcFilterName) {
+			continue
+		}
+		var cfg extprocv3.ExternalProcessor
+		if err := f.GetTypedConfig().UnmarshalTo(&cfg); err != nil {
+			t.Fatal(err)
+		}
+		want := extprocv3.ExternalProcessor_DEFAULT
+		if f.Name != ExtProcFilterName {
+			want = extprocv3.ExternalProcessor_RETAIN
+		}
+		if cfg.RouteCacheAction != want || cfg.DisableClearRouteCache {
+			t.Errorf("%s: route_cache_action %v, want %v", f.Name, cfg.RouteCacheAction, want)
+		}
+	}
+}
