@@ -36,9 +36,11 @@ func main() {
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "portcullis",
-		Short: "The Portcullis control plane: HTTPProxy resources in, Envoy configuration with external authorization out",
+		Short: "The Portcullis control plane: HTTPProxy and Gateway API resources in, Envoy configuration with external authorization out",
 		Long: `portcullis reads HTTPProxy, ExtensionService and TLSCertificateDelegation
-resources (the projectcontour.io API) from Kubernetes or from YAML files,
+resources (the projectcontour.io API) and the Gateway API (GatewayClass,
+Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, with ExtAuthPolicy and
+ExtProcPolicy) from Kubernetes or from YAML files,
 validates them, and serves the resulting Envoy configuration over xDS: HTTP and
 HTTPS listeners, routes, clusters, and Envoy's ext_authz and ext_proc filters
 wherever a virtual host (or the --config file, globally) asks for external
@@ -48,6 +50,7 @@ it is valid and, if not, what is wrong and where.
 Typical use:
   portcullis translate -f examples/quickstart/        # lint: status + Envoy config, no servers
   portcullis serve -f examples/quickstart/            # serve xDS from YAML files
+  portcullis translate -f examples/gateway-api/basic/ # the same for Gateway API resources
   portcullis serve --provider kubernetes              # serve xDS from a cluster
   portcullis bootstrap --xds-address 127.0.0.1:8001   # the Envoy bootstrap to start Envoy with`,
 		SilenceUsage: true,
@@ -148,12 +151,14 @@ func newTranslateCommand() *cobra.Command {
 		Long: `translate runs the same pipeline as serve on YAML files (directories are read
 recursively) and prints one document:
 
-  status: the status portcullis would write on each HTTPProxy, ExtensionService
-          and TLSCertificateDelegation (Valid condition, errors, warnings)
+  status: the status portcullis would write on each object it reads: the
+          Valid condition of HTTPProxies, ExtensionServices and
+          TLSCertificateDelegations (errors, warnings); the Gateway API's
+          conditions, listeners, route parents and policy ancestors
   xds:    listeners, routes, clusters, endpoints and secrets as Envoy receives
           them (protojson with @type; private keys redacted)
 
-Documents of other kinds (Deployments, Namespaces...) are ignored. Use it to
+Documents of other kinds (Deployments, ConfigMaps...) are ignored. Use it to
 check resources before applying them, or to see why a route does what it does.
 With --config, the configuration file (global authorization and processing,
 docs/configuration.md) is read and checked as serve would.`,
