@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
@@ -37,6 +38,7 @@ func init() {
 	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(gwapiv1.Install(Scheme))
 	utilruntime.Must(gwapiv1beta1.Install(Scheme))
+	utilruntime.Must(gwapiv1alpha3.Install(Scheme))
 	utilruntime.Must(gatewayv1alpha1.AddToScheme(Scheme))
 }
 
@@ -217,6 +219,7 @@ func readKind(obj runtime.Object) bool {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
 		*corev1.Secret, *corev1.Service, *discoveryv1.EndpointSlice, *corev1.Namespace,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute, *gwapiv1.ReferenceGrant,
+		*gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy,
 		*gwapiv1beta1.GatewayClass, *gwapiv1beta1.Gateway, *gwapiv1beta1.HTTPRoute, *gwapiv1beta1.ReferenceGrant,
 		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy:
 		return true
@@ -259,6 +262,8 @@ func (s *Set) add(obj runtime.Object) {
 		s.GRPCRoutes = append(s.GRPCRoutes, o)
 	case *gwapiv1.ReferenceGrant:
 		s.ReferenceGrants = append(s.ReferenceGrants, o)
+	case *gwapiv1.BackendTLSPolicy:
+		s.BackendTLSPolicies = append(s.BackendTLSPolicies, o)
 	case *gatewayv1alpha1.ExtAuthPolicy:
 		s.ExtAuthPolicies = append(s.ExtAuthPolicies, o)
 	case *gatewayv1alpha1.ExtProcPolicy:
@@ -275,8 +280,9 @@ func clusterScoped(obj runtime.Object) bool {
 }
 
 // fromV1beta1 returns the v1 equivalent of a Gateway API v1beta1 object
-// (whose spec and status types are the v1 ones), and other objects as they
-// are.
+// (whose spec and status types are the v1 ones), or of a v1alpha3
+// BackendTLSPolicy (the v1 type under another name), and other objects as
+// they are.
 func fromV1beta1(obj runtime.Object) runtime.Object {
 	v1 := gwapiv1.SchemeGroupVersion.String()
 	switch o := obj.(type) {
@@ -288,6 +294,8 @@ func fromV1beta1(obj runtime.Object) runtime.Object {
 		return &gwapiv1.HTTPRoute{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}
 	case *gwapiv1beta1.ReferenceGrant:
 		return &gwapiv1.ReferenceGrant{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec}
+	case *gwapiv1alpha3.BackendTLSPolicy:
+		return &gwapiv1.BackendTLSPolicy{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}
 	}
 	return obj
 }

@@ -299,3 +299,44 @@ metadata: {name: future}
 		}
 	}
 }
+
+// BackendTLSPolicies are read (v1alpha3 as v1), with their namespace
+// defaulted, so that the builder can fail the backends they target closed.
+func TestDecodeBackendTLSPolicies(t *testing.T) {
+	in := `
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: b}
+spec:
+  targetRefs: [{group: "", kind: Service, name: echo, sectionName: https}]
+  validation: {hostname: echo.example.com, wellKnownCACertificates: System}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha3
+kind: BackendTLSPolicy
+metadata: {name: a, namespace: team}
+spec:
+  targetRefs: [{group: "", kind: Service, name: api}]
+  validation: {hostname: api.example.com, wellKnownCACertificates: System}
+`
+	var s Set
+	skipped, err := s.Decode(strings.NewReader(in), "btls.yaml")
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("skipped %+v, err %v", skipped, err)
+	}
+	s.Sort()
+	var got []string
+	for _, p := range s.BackendTLSPolicies {
+		section := ""
+		if sn := p.Spec.TargetRefs[0].SectionName; sn != nil {
+			section = "#" + string(*sn)
+		}
+		got = append(got, fmt.Sprintf("%s %s/%s %s/%s%s", p.APIVersion, p.Namespace, p.Name, p.Spec.TargetRefs[0].Kind, p.Spec.TargetRefs[0].Name, section))
+	}
+	want := "[gateway.networking.k8s.io/v1 default/b Service/echo#https gateway.networking.k8s.io/v1 team/a Service/api]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("BackendTLSPolicies = %v, want %v", got, want)
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %v", s.Warnings)
+	}
+}

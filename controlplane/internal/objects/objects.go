@@ -33,6 +33,11 @@ type Set struct {
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
+	// BackendTLSPolicies are read so that the backends they target fail
+	// closed (v1alpha3 objects are read as v1): Portcullis does not
+	// implement them, and must not speak plaintext to a Service whose
+	// owner asked for TLS.
+	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
 	// Portcullis's Gateway API policies (gateway.portcullis.dev).
 	ExtAuthPolicies []*gatewayv1alpha1.ExtAuthPolicy
 	ExtProcPolicies []*gatewayv1alpha1.ExtProcPolicy
@@ -66,6 +71,7 @@ const (
 	KindHTTPRoute                = "HTTPRoute"
 	KindGRPCRoute                = "GRPCRoute"
 	KindReferenceGrant           = "ReferenceGrant"
+	KindBackendTLSPolicy         = "BackendTLSPolicy"
 	KindExtAuthPolicy            = "ExtAuthPolicy"
 	KindExtProcPolicy            = "ExtProcPolicy"
 )
@@ -83,6 +89,7 @@ func (s *Set) Add(o *Set) {
 	s.HTTPRoutes = append(s.HTTPRoutes, o.HTTPRoutes...)
 	s.GRPCRoutes = append(s.GRPCRoutes, o.GRPCRoutes...)
 	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
+	s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.BackendTLSPolicies...)
 	s.ExtAuthPolicies = append(s.ExtAuthPolicies, o.ExtAuthPolicies...)
 	s.ExtProcPolicies = append(s.ExtProcPolicies, o.ExtProcPolicies...)
 	s.Namespaces = append(s.Namespaces, o.Namespaces...)
@@ -108,6 +115,7 @@ func (s *Set) Sort() {
 	sortObjects(s.HTTPRoutes)
 	sortObjects(s.GRPCRoutes)
 	sortObjects(s.ReferenceGrants)
+	sortObjects(s.BackendTLSPolicies)
 	sortObjects(s.ExtAuthPolicies)
 	sortObjects(s.ExtProcPolicies)
 	sortObjects(s.Namespaces)
