@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
@@ -46,6 +47,7 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(gwapiv1.Install(s))
 	utilruntime.Must(gwapiv1beta1.Install(s))
+	utilruntime.Must(gwapiv1alpha3.Install(s))
 	utilruntime.Must(gatewayv1alpha1.AddToScheme(s))
 	return s
 }

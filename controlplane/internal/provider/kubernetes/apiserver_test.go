@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
@@ -126,10 +127,10 @@ func TestGatewayAPIInstalledLater(t *testing.T) {
 	}
 	create(t, api.Client, gatewayObjects()...)
 	r.await(t, "Gateway API objects after the CRDs were installed", func(s *objects.Set) error {
-		got := fmt.Sprintf("%d %d %d %d %d %d %d %s", len(s.GatewayClasses), len(s.Gateways), len(s.HTTPRoutes), len(s.GRPCRoutes), len(s.ReferenceGrants),
-			len(s.ExtAuthPolicies), len(s.ExtProcPolicies), namespaceLabel(s, "team-a"))
-		if want := "1 1 1 1 1 1 1 yes"; got != want {
-			return fmt.Errorf("classes, gateways, HTTPRoutes, GRPCRoutes, grants, ExtAuthPolicies, ExtProcPolicies, labelled namespace = %s, want %s", got, want)
+		got := fmt.Sprintf("%d %d %d %d %d %d %d %d %s", len(s.GatewayClasses), len(s.Gateways), len(s.HTTPRoutes), len(s.GRPCRoutes), len(s.ReferenceGrants),
+			len(s.BackendTLSPolicies), len(s.ExtAuthPolicies), len(s.ExtProcPolicies), namespaceLabel(s, "team-a"))
+		if want := "1 1 1 1 1 1 1 1 yes"; got != want {
+			return fmt.Errorf("classes, gateways, HTTPRoutes, GRPCRoutes, grants, BackendTLSPolicies, ExtAuthPolicies, ExtProcPolicies, labelled namespace = %s, want %s", got, want)
 		}
 		return nil
 	})
@@ -174,7 +175,7 @@ func TestReferenceGrantV1beta1(t *testing.T) {
 			t.Fatal(err)
 		}
 		if f == "referencegrants" {
-			b = onlyV1beta1(t, b)
+			b = onlyVersion(t, b, "v1beta1")
 		}
 		if err := os.WriteFile(filepath.Join(dir, f+".yaml"), b, 0o600); err != nil {
 			t.Fatal(err)
@@ -196,6 +197,47 @@ func TestReferenceGrantV1beta1(t *testing.T) {
 		return nil
 	})
 }
+
+// Where the API server serves BackendTLSPolicy only as v1alpha3 (older
+// experimental CRDs), the provider reads that version, as v1 objects: the
+// backends they target must fail closed whichever version is served.
+func TestBackendTLSPolicyV1alpha3(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants", "backendtlspolicies"} {
+		b, err := os.ReadFile(filepath.Join(testapiserver.GatewayAPICRDDir(t), "gateway.networking.k8s.io_"+f+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "backendtlspolicies" {
+			b = onlyVersion(t, b, "v1alpha3")
+		}
+		if err := os.WriteFile(filepath.Join(dir, f+".yaml"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := testapiserver.Start(t, testapiserver.CRDDir(t), dir)
+	create(t, api.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, &gwapiv1alpha3.BackendTLSPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "old"},
+		Spec:       backendTLSPolicySpec("echo"),
+	})
+	r := startProvider(t, api.Config)
+	r.await(t, "a v1alpha3 BackendTLSPolicy", func(s *objects.Set) error {
+		if len(s.BackendTLSPolicies) != 1 || s.BackendTLSPolicies[0].Name != "old" || s.BackendTLSPolicies[0].Spec.TargetRefs[0].Name != "echo" {
+			return fmt.Errorf("BackendTLSPolicies %v", s.BackendTLSPolicies)
+		}
+		return nil
+	})
+}
+
+func backendTLSPolicySpec(service string) gwapiv1.BackendTLSPolicySpec {
+	return gwapiv1.BackendTLSPolicySpec{
+		TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+			Group: "", Kind: "Service", Name: gwapiv1.ObjectName(service)}}},
+		Validation: gwapiv1.BackendTLSPolicyValidation{Hostname: "echo.example.com", WellKnownCACertificates: ptr(gwapiv1.WellKnownCACertificatesSystem)},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // A control plane whose RBAC predates the Gateway API serves HTTPProxies
 // and says what it may not read; granted access, it watches the Gateway
@@ -224,7 +266,7 @@ func TestGatewayAPIForbidden(t *testing.T) {
 		t.Errorf("no log of the missing access:\n%s", r.logs.String())
 	}
 	grant(t, api.Client, "gateway", user, []rbacv1.PolicyRule{
-		{APIGroups: []string{gwapiv1.GroupName}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{gwapiv1.GroupName}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants", "backendtlspolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{gatewayv1alpha1.GroupVersion.Group}, Resources: []string{"extauthpolicies", "extprocpolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 	})
@@ -254,6 +296,7 @@ func gatewayObjects() []client.Object {
 			From: []gwapiv1.ReferenceGrantFrom{{Group: gwapiv1.GroupName, Kind: "HTTPRoute", Namespace: "default"}},
 			To:   []gwapiv1.ReferenceGrantTo{{Kind: "Service"}},
 		}},
+		&gwapiv1.BackendTLSPolicy{ObjectMeta: meta("tls"), Spec: backendTLSPolicySpec("echo")},
 		&gatewayv1alpha1.ExtAuthPolicy{ObjectMeta: meta("no-auth"), Spec: gatewayv1alpha1.ExtAuthPolicySpec{TargetRefs: target, Disabled: true}},
 		&gatewayv1alpha1.ExtProcPolicy{ObjectMeta: meta("no-proc"), Spec: gatewayv1alpha1.ExtProcPolicySpec{TargetRefs: target, Disabled: true}},
 	}
@@ -268,15 +311,16 @@ func namespaceLabel(s *objects.Set, name string) string {
 	return "(no namespace)"
 }
 
-// onlyV1beta1 returns a CRD with its v1 version no longer served.
-func onlyV1beta1(t *testing.T, b []byte) []byte {
+// onlyVersion returns a CRD with only version served (and stored).
+func onlyVersion(t *testing.T, b []byte, version string) []byte {
 	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.Unmarshal(b, &crd); err != nil {
 		t.Fatal(err)
 	}
 	for i := range crd.Spec.Versions {
-		crd.Spec.Versions[i].Served = crd.Spec.Versions[i].Name == "v1beta1"
+		crd.Spec.Versions[i].Served = crd.Spec.Versions[i].Name == version
+		crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
 	}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {

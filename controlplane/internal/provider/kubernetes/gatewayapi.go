@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
@@ -44,6 +45,10 @@ func gatewayKinds() []gatewayKind {
 		{"grpcroutes", []client.Object{&gwapiv1.GRPCRoute{}}},
 		// The standard CRDs serve v1 and v1beta1; older ones only v1beta1.
 		{"referencegrants", []client.Object{&gwapiv1.ReferenceGrant{}, &gwapiv1beta1.ReferenceGrant{}}},
+		// Not implemented: read so that the backends they target fail
+		// closed. The standard CRDs serve v1; older experimental ones
+		// only v1alpha3.
+		{"backendtlspolicies", []client.Object{&gwapiv1.BackendTLSPolicy{}, &gwapiv1alpha3.BackendTLSPolicy{}}},
 		// Our policies: their CRDs are in apis/crds, but a cluster upgraded
 		// from a version without them may not have them yet.
 		{"extauthpolicies", []client.Object{&gatewayv1alpha1.ExtAuthPolicy{}}},
@@ -241,4 +246,15 @@ func referenceGrants(stores map[reflect.Type]toolscache.Store) []*gwapiv1.Refere
 		grants = append(grants, (*gwapiv1.ReferenceGrant)(g))
 	}
 	return grants
+}
+
+// backendTLSPolicies are the BackendTLSPolicies of the version watched (a
+// v1alpha3 one is the v1 type under another name, converted as
+// referenceGrants converts).
+func backendTLSPolicies(stores map[reflect.Type]toolscache.Store) []*gwapiv1.BackendTLSPolicy {
+	policies := stored[*gwapiv1.BackendTLSPolicy](stores)
+	for _, p := range stored[*gwapiv1alpha3.BackendTLSPolicy](stores) {
+		policies = append(policies, (*gwapiv1.BackendTLSPolicy)(p))
+	}
+	return policies
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -196,12 +197,15 @@ func ignoredUpdate(old, cur any) bool {
 }
 
 // statusOnly reports an update of a kind we write the status of that
-// changed nothing but its status (typically our own status write).
+// changed nothing but its status (typically our own status write), or of
+// a BackendTLSPolicy (whose status other implementations write; the build
+// reads its spec only).
 func statusOnly(old, cur any) bool {
 	switch cur.(type) {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute,
-		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy:
+		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy,
+		*gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy:
 	default:
 		return false
 	}
@@ -226,20 +230,21 @@ func sameNamespaceLabels(old, cur any) bool {
 // (builder.Memo); the pipeline never modifies its input.
 func (p *Provider) snapshot() *objects.Set {
 	set := &objects.Set{
-		HTTPProxies:       stored[*contourv1.HTTPProxy](p.stores),
-		ExtensionServices: stored[*v1alpha1.ExtensionService](p.stores),
-		Delegations:       stored[*contourv1.TLSCertificateDelegation](p.stores),
-		Secrets:           stored[*corev1.Secret](p.stores),
-		Services:          stored[*corev1.Service](p.stores),
-		EndpointSlices:    stored[*discoveryv1.EndpointSlice](p.stores),
-		GatewayClasses:    stored[*gwapiv1.GatewayClass](p.stores),
-		Gateways:          stored[*gwapiv1.Gateway](p.stores),
-		HTTPRoutes:        stored[*gwapiv1.HTTPRoute](p.stores),
-		GRPCRoutes:        stored[*gwapiv1.GRPCRoute](p.stores),
-		ReferenceGrants:   referenceGrants(p.stores),
-		Namespaces:        stored[*corev1.Namespace](p.stores),
-		ExtAuthPolicies:   stored[*gatewayv1alpha1.ExtAuthPolicy](p.stores),
-		ExtProcPolicies:   stored[*gatewayv1alpha1.ExtProcPolicy](p.stores),
+		HTTPProxies:        stored[*contourv1.HTTPProxy](p.stores),
+		ExtensionServices:  stored[*v1alpha1.ExtensionService](p.stores),
+		Delegations:        stored[*contourv1.TLSCertificateDelegation](p.stores),
+		Secrets:            stored[*corev1.Secret](p.stores),
+		Services:           stored[*corev1.Service](p.stores),
+		EndpointSlices:     stored[*discoveryv1.EndpointSlice](p.stores),
+		GatewayClasses:     stored[*gwapiv1.GatewayClass](p.stores),
+		Gateways:           stored[*gwapiv1.Gateway](p.stores),
+		HTTPRoutes:         stored[*gwapiv1.HTTPRoute](p.stores),
+		GRPCRoutes:         stored[*gwapiv1.GRPCRoute](p.stores),
+		ReferenceGrants:    referenceGrants(p.stores),
+		BackendTLSPolicies: backendTLSPolicies(p.stores),
+		Namespaces:         stored[*corev1.Namespace](p.stores),
+		ExtAuthPolicies:    stored[*gatewayv1alpha1.ExtAuthPolicy](p.stores),
+		ExtProcPolicies:    stored[*gatewayv1alpha1.ExtProcPolicy](p.stores),
 	}
 	set.Sort()
 	return set

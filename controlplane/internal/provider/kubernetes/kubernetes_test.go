@@ -45,6 +45,13 @@ func TestIgnoredUpdate(t *testing.T) {
 		}
 		return g
 	}
+	btls := func(gen int64, accepted bool) *gwapiv1.BackendTLSPolicy {
+		p := &gwapiv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Generation: gen, UID: "b"}}
+		if accepted {
+			p.Status.Ancestors = []gwapiv1.PolicyAncestorStatus{{ControllerName: "example.com/other"}}
+		}
+		return p
+	}
 	ns := func(labels, annotations map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{UID: "n", Labels: labels, Annotations: annotations}}
 	}
@@ -55,6 +62,8 @@ func TestIgnoredUpdate(t *testing.T) {
 	}{
 		{"Gateway status write", gw(1, false), gw(1, true), true},
 		{"Gateway spec change", gw(1, true), gw(2, true), false},
+		{"BackendTLSPolicy status write (another implementation's)", btls(1, false), btls(1, true), true},
+		{"BackendTLSPolicy spec change", btls(1, true), btls(2, true), false},
 		{"Namespace annotation", ns(map[string]string{"a": "1"}, nil), ns(map[string]string{"a": "1"}, map[string]string{"b": "2"}), true},
 		{"Namespace label", ns(map[string]string{"a": "1"}, nil), ns(map[string]string{"a": "2"}, nil), false},
 	} {
