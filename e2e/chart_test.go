@@ -186,6 +186,8 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/grpcroutes/status", true},
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/gateways", false}, // status only
 		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/referencegrants", true},
+		{cpSA, "team-a", "list", "gateway.networking.k8s.io/backendtlspolicies", true},
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/backendtlspolicies/status", false}, // read only
 		{cpSA, "", "watch", "namespaces", true},
 		{cpSA, "team-a", "watch", "gateway.portcullis.dev/extauthpolicies", true},
 		{cpSA, "team-a", "update", "gateway.portcullis.dev/extprocpolicies/status", true},
