@@ -49,6 +49,9 @@ type gatewayStage struct {
 	gateways []*gwGateway
 	byName   map[types.NamespacedName]*gwGateway
 	grants   grantIndex
+	// backendTLS are the BackendTLSPolicies by the Service they target
+	// (gatewaybackendtls.go).
+	backendTLS backendTLSIndex
 	// namespaceLabels are the labels of each Namespace, for allowedRoutes
 	// selectors.
 	namespaceLabels map[string]map[string]string
@@ -78,6 +81,7 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) {
 		controller:      cmp.Or(snap.opts.GatewayControllerName, config.DefaultGatewayControllerName),
 		byName:          map[types.NamespacedName]*gwGateway{},
 		grants:          newGrantIndex(snap.in.ReferenceGrants),
+		backendTLS:      newBackendTLSIndex(snap.in.BackendTLSPolicies),
 		namespaceLabels: map[string]map[string]string{},
 		addresses:       gatewayAddresses(snap),
 		memo:            memo,

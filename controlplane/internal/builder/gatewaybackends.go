@@ -71,7 +71,8 @@ func (b *routeBuild) weightedBackends(refs []weightedRef, where string) ([]ir.We
 // projectcontour.io ExtensionService) into the name of its cluster,
 // shared with HTTPProxies' routes to the same Service port; "" when it
 // cannot be used, with the reason in ResolvedRefs. Another namespace's
-// backend needs a ReferenceGrant there.
+// backend needs a ReferenceGrant there. A Service port a BackendTLSPolicy
+// targets cannot be used: it would get plaintext.
 func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where string) string {
 	group, kind := orDefault(ref.Group, ""), orDefault(ref.Kind, kindService)
 	ns := string(orDefault(ref.Namespace, gwapiv1.Namespace(b.rt.ref.Namespace)))
@@ -102,6 +103,9 @@ func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where st
 	be, err := b.r.backend(key, int(*ref.Port))
 	if err != nil {
 		return fail(gwapiv1.RouteReasonBackendNotFound, "%v", err)
+	}
+	if policies := b.backendTLS.targeting(key, be.port.Name); policies != "" {
+		return fail(gwapiv1.RouteReasonUnsupportedProtocol, "Service %s port %d is targeted by BackendTLSPolicy %s, which is not supported (no TLS to backends): it is not used rather than sent plaintext", key, *ref.Port, policies)
 	}
 	protocol := ir.HTTP1
 	if b.grpc || ptrValue(be.port.AppProtocol) == "kubernetes.io/h2c" {

@@ -12,7 +12,8 @@ import (
 // gatewayRules is what building one route's rules gave: its IR routes and
 // findings, what it resolved, and what it read. The rules of a route are
 // a function of the route, of what they look up (Services, endpoints,
-// recorded), of the ReferenceGrants and of the global inputs; not of its
+// recorded), of the ReferenceGrants, of the BackendTLSPolicies and of the
+// global inputs; not of its
 // Gateways, which attachment and placement (not memoized) decide on. At
 // scale a change touches one HTTPRoute, and building the rules of the
 // other thousands again was most of a rebuild.
@@ -27,22 +28,27 @@ type gatewayRules struct {
 // gatewayMemo keeps the rules of each route from one build to the next
 // (in Memo; the rules never see it).
 type gatewayMemo struct {
-	grants []*gwapiv1.ReferenceGrant
-	rules  map[objects.Ref]*gatewayRules
-	next   map[objects.Ref]*gatewayRules
+	grants     []*gwapiv1.ReferenceGrant
+	backendTLS []*gwapiv1.BackendTLSPolicy
+	rules      map[objects.Ref]*gatewayRules
+	next       map[objects.Ref]*gatewayRules
 }
 
 // startGateway begins the Gateway API stage of a build: the previous
-// build's rules hold only if the ReferenceGrants are the same (start has
-// already dropped them if the global inputs changed).
+// build's rules hold only if the ReferenceGrants and the
+// BackendTLSPolicies are the same (start has already dropped them if the
+// global inputs changed). Either kind changes seldom; a change builds
+// every route's rules again.
 func (m *Memo) startGateway(s *snapshot) {
 	if m == nil {
 		return
 	}
-	if !slices.EqualFunc(m.gateway.grants, s.in.ReferenceGrants, sameObject) {
+	if !slices.EqualFunc(m.gateway.grants, s.in.ReferenceGrants, sameObject) ||
+		!slices.EqualFunc(m.gateway.backendTLS, s.in.BackendTLSPolicies, sameObject) {
 		m.gateway.rules = nil
 	}
 	m.gateway.grants = slices.Clone(s.in.ReferenceGrants)
+	m.gateway.backendTLS = slices.Clone(s.in.BackendTLSPolicies)
 	m.gateway.next = map[objects.Ref]*gatewayRules{}
 }
 

@@ -13,8 +13,9 @@ import (
 // when the route is served (a route attached nowhere adds no cluster).
 type routeBuild struct {
 	stage
-	grants grantIndex
-	rt     *gwRoute
+	grants     grantIndex
+	backendTLS backendTLSIndex
+	rt         *gwRoute
 	// grpc: the route is a GRPCRoute (its backends speak h2c).
 	grpc bool
 	// accepted and refs are the findings of the route's Accepted and
@@ -34,7 +35,7 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 	}
 	st, complaints := g.gatewayAPIStatus(rt.ref.Kind, rt.ref.Namespace, rt.ref.Name, rt.obj.GetGeneration())
 	out := newOutput()
-	b := &routeBuild{stage: stage{r: g.r, out: &out}, grants: g.grants, rt: rt, grpc: rt.kind == kindGRPCRoute, accepted: decodeFindings(complaints)}
+	b := &routeBuild{stage: stage{r: g.r, out: &out}, grants: g.grants, backendTLS: g.backendTLS, rt: rt, grpc: rt.kind == kindGRPCRoute, accepted: decodeFindings(complaints)}
 	for i, h := range rt.hostnames {
 		if err := gatewayHostnameValid(string(h)); err != nil {
 			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.hostnames[%d]: %v", i, err)

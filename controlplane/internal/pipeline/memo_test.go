@@ -123,17 +123,38 @@ func renderFresh(t *testing.T, set *objects.Set, r *pipeline.Result, opts pipeli
 // restored from a backup (the same UID and generation, which only the
 // contest tells apart).
 // mutateGatewayAPI changes an HTTPRoute (touches it, points a backend at
-// another Service, changes a match, deletes it) or drops a ReferenceGrant:
-// the Memo keeps routes' rules across builds.
+// another Service, changes a match, deletes it), drops a ReferenceGrant,
+// or adds or drops a BackendTLSPolicy on a Service (whose backends then
+// fail closed): the Memo keeps routes' rules across builds.
 func mutateGatewayAPI(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 	out := *in
 	out.HTTPRoutes = slices.Clone(in.HTTPRoutes)
 	out.ReferenceGrants = slices.Clone(in.ReferenceGrants)
+	out.BackendTLSPolicies = slices.Clone(in.BackendTLSPolicies)
 	if len(out.ReferenceGrants) > 0 && rng.IntN(5) == 0 {
 		i := rng.IntN(len(out.ReferenceGrants))
 		name := out.ReferenceGrants[i].Name
 		out.ReferenceGrants = slices.Delete(out.ReferenceGrants, i, i+1)
 		return &out, "delete ReferenceGrant " + name
+	}
+	if len(out.Services) > 0 && rng.IntN(5) == 0 {
+		svc := out.Services[rng.IntN(len(out.Services))]
+		name := "memo-" + svc.Name
+		if i := slices.IndexFunc(out.BackendTLSPolicies, func(p *gwapiv1.BackendTLSPolicy) bool {
+			return p.Namespace == svc.Namespace && p.Name == name
+		}); i >= 0 {
+			out.BackendTLSPolicies = slices.Delete(out.BackendTLSPolicies, i, i+1)
+			return &out, "delete BackendTLSPolicy " + name
+		}
+		out.BackendTLSPolicies = append(out.BackendTLSPolicies, &gwapiv1.BackendTLSPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: name},
+			Spec: gwapiv1.BackendTLSPolicySpec{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{
+				LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{Kind: "Service", Name: gwapiv1.ObjectName(svc.Name)}}}},
+		})
+		slices.SortStableFunc(out.BackendTLSPolicies, func(a, b *gwapiv1.BackendTLSPolicy) int {
+			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+		return &out, "add BackendTLSPolicy " + name
 	}
 	if len(out.HTTPRoutes) == 0 {
 		return &out, "no HTTPRoute to change"
