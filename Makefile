@@ -6,7 +6,7 @@ SHELL := /bin/bash
 ROOT := $(abspath .)
 TOOLS := $(ROOT)/.tools
 BIN := $(ROOT)/bin
-MODULES := apis serverkit controlplane authserver extprocserver e2e
+MODULES := apis serverkit controlplane authserver extprocserver extension e2e
 export KUBEBUILDER_ASSETS := $(TOOLS)/bin
 export PORTCULLIS_TOOLS := $(TOOLS)
 GOTEST_FLAGS ?=
@@ -23,15 +23,16 @@ all: build
 help:
 	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  make %-10s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
 
-## tools: install Envoy, kube-apiserver, etcd, controller-gen, oidc-provider, helm (.tools/) and Chromium (10-15 min the first time)
+## tools: install Envoy, kube-apiserver, etcd, controller-gen, protoc-gen-go(-grpc), oidc-provider, helm (.tools/) and Chromium (10-15 min the first time)
 tools:
 	@hack/install-tools.sh all
 
-## generate: regenerate deepcopy code and CRD manifests, copy the Gateway API CRDs into the chart (committed)
+## generate: regenerate deepcopy code and CRD manifests, copy the Gateway API CRDs into the chart, generate the extension contract's Go code (committed)
 generate:
-	@hack/install-tools.sh controller-gen
+	@hack/install-tools.sh controller-gen protoc-gen
 	@hack/generate.sh
 	@hack/gateway-api-crds.sh
+	@hack/generate-extension.sh
 
 ## build: build the binaries into bin/
 build:

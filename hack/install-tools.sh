@@ -9,6 +9,9 @@
 #   controller-gen go install sigs.k8s.io/controller-tools/cmd/controller-gen
 #   oidc-provider  npm package, used by the OIDC tests (hack/tools/oidc-provider)
 #   helm           go install helm.sh/helm/v3/cmd/helm (chart lint and render tests)
+#   protoc-gen     go install protoc-gen-go and protoc-gen-go-grpc, the plugins
+#                  extension/hack/protogen runs (make generate, and the test
+#                  that the committed extension/api code is current)
 #   chromium       Debian packages chromium and libnss3-tools (certutil), for the
 #                  browser tests; installed with apt-get when run as root, not
 #                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
@@ -17,7 +20,7 @@
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|oidc-provider|helm|chromium|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|chromium|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +36,10 @@ ETCD_VERSION=v3.6.16         # also in hack/tools/etcd/go.mod
 CONTROLLER_GEN_VERSION=v0.23.0
 HELM_VERSION=v3.22.0
 HELM_BUILD=2                 # bump when the way helm is built changes
+# protoc-gen-go is google.golang.org/protobuf's: keep it at the version the
+# extension module's go.mod requires, whose runtime the generated code needs.
+PROTOC_GEN_GO_VERSION=v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION=v1.6.2
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -71,6 +78,19 @@ install_controller_gen() {
 	log "building controller-gen $CONTROLLER_GEN_VERSION (about 30 s)"
 	GOWORK=off GOBIN="$BIN" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 	stamp controller-gen "$CONTROLLER_GEN_VERSION"
+}
+
+install_protoc_gen() {
+	if ! { stamp_ok protoc-gen-go "$PROTOC_GEN_GO_VERSION" && [ -x "$BIN/protoc-gen-go" ]; }; then
+		log "building protoc-gen-go $PROTOC_GEN_GO_VERSION (a few seconds)"
+		GOWORK=off GOBIN="$BIN" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+		stamp protoc-gen-go "$PROTOC_GEN_GO_VERSION"
+	fi
+	if ! { stamp_ok protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION" && [ -x "$BIN/protoc-gen-go-grpc" ]; }; then
+		log "building protoc-gen-go-grpc $PROTOC_GEN_GO_GRPC_VERSION (a few seconds)"
+		GOWORK=off GOBIN="$BIN" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
+		stamp protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION"
+	fi
 }
 
 install_helm() {
@@ -135,15 +155,16 @@ for t in "${targets[@]}"; do
 	envoy) install_envoy ;;
 	kube) install_kube ;;
 	controller-gen) install_controller_gen ;;
+	protoc-gen) install_protoc_gen ;;
 	oidc-provider) install_oidc_provider ;;
 	helm) install_helm ;;
 	chromium) install_chromium ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
-			log "first run: installing Envoy, controller-gen, kube-apiserver and etcd, oidc-provider and helm into .tools/, and Chromium;" \
+			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider and helm into .tools/, and Chromium;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_kube; install_oidc_provider; install_helm; install_chromium ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_chromium ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done

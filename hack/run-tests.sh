@@ -8,7 +8,7 @@ cd "$ROOT"
 export PORTCULLIS_TOOLS="$ROOT/.tools" KUBEBUILDER_ASSETS="$ROOT/.tools/bin"
 
 status=0
-for m in apis serverkit controlplane authserver extprocserver e2e; do
+for m in apis serverkit controlplane authserver extprocserver extension e2e; do
 	echo "==> go test ./... in $m"
 	(cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || status=1
 done
