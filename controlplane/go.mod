@@ -6,6 +6,7 @@ require (
 	github.com/envoyproxy/go-control-plane v0.14.0
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/portcullis/portcullis/apis v0.0.0
+	github.com/portcullis/portcullis/extension v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
@@ -86,3 +87,5 @@ require (
 replace github.com/portcullis/portcullis/apis => ../apis
 
 replace github.com/portcullis/portcullis/serverkit => ../serverkit
+
+replace github.com/portcullis/portcullis/extension => ../extension

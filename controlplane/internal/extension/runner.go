@@ -1,0 +1,649 @@
+package extension
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+	"github.com/portcullis/portcullis/extension/api/v1alpha1"
+)
+
+// RouteKey names one Envoy route of a translation: its route
+// configuration, its virtual host, and its position among the virtual
+// host's routes as the translator made them (Envoy routes have no names).
+type RouteKey struct {
+	RouteConfiguration string
+	VirtualHost        string
+	Route              int
+}
+
+// RouteExtension is what a route's rule references of the extension.
+type RouteExtension struct {
+	// Context is the route's origin, sent as it is.
+	Context *v1alpha1.RouteContext
+	// Resources are the referenced objects, each as the JSON the API
+	// server serves, in the order the rule references them. At least one.
+	Resources [][]byte
+}
+
+// ExtensionRefs are the routes whose rules reference resources of the
+// extension: PostRouteModify is called for each. The caller (which knows
+// the IR) says which; a key that names no route is ignored.
+type ExtensionRefs map[RouteKey]RouteExtension
+
+// Outcome is how one hook call ended, as the metric's label says.
+type Outcome string
+
+const (
+	OutcomeOK      Outcome = "ok"      // called; a valid answer
+	OutcomeCached  Outcome = "cached"  // not called: the same request's last answer, still valid
+	OutcomeError   Outcome = "error"   // the call failed (a gRPC status other than OK and DeadlineExceeded)
+	OutcomeTimeout Outcome = "timeout" // the call's deadline, or the phase budget, passed
+	OutcomeInvalid Outcome = "invalid" // an answer that failed validation
+)
+
+// Outcomes are every outcome.
+var Outcomes = []Outcome{OutcomeOK, OutcomeCached, OutcomeError, OutcomeTimeout, OutcomeInvalid}
+
+// Failure is one failed hook call, for the ExtensionError condition of the
+// objects it concerns.
+type Failure struct {
+	Hook Hook
+	// Resource names what the call was about (or, for an invalid answer to
+	// PostTranslateModify, the resource that made it invalid), e.g.
+	// `virtual host "a.example.com" of RouteConfiguration "ingress_http"`.
+	Resource string
+	// Outcome is OutcomeError, OutcomeTimeout or OutcomeInvalid.
+	Outcome Outcome
+	// Code is the call's gRPC status code: OK for an invalid answer to a
+	// call that succeeded.
+	Code codes.Code
+	// Message is the status's message, or what is wrong with the answer.
+	Message string
+	// Origins are the objects the resource came from (translator.Index),
+	// sorted; empty for the configuration as a whole (PostTranslateInsert).
+	Origins ir.Origins
+}
+
+func (f Failure) Error() string {
+	return fmt.Sprintf("extension hook %s failed (%s, %s) for %s: %s", f.Hook, f.Outcome, f.Code, f.Resource, f.Message)
+}
+
+// Runner calls an extension's hooks on the translator's output. Apply is
+// for one goroutine at a time (it keeps the answers of the last call).
+type Runner struct {
+	reg      Registration
+	client   v1alpha1.ExtensionServerClient
+	callOpts []grpc.CallOption
+	calls    *prometheus.CounterVec
+	// cache holds the valid answers of the last Apply, by request.
+	cache map[cacheKey]proto.Message
+}
+
+// cacheKey is a hook and the hash of its deterministic request.
+type cacheKey struct {
+	hook Hook
+	sum  [sha256.Size]byte
+}
+
+// NewRunner returns a runner of the registration's hooks over conn (see
+// Dial). The registration must validate.
+func NewRunner(reg Registration, conn grpc.ClientConnInterface) (*Runner, error) {
+	if err := reg.Validate(); err != nil {
+		return nil, err
+	}
+	reg = reg.withDefaults()
+	r := &Runner{
+		reg:      reg,
+		client:   v1alpha1.NewExtensionServerClient(conn),
+		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(reg.MaxMessageSize), grpc.MaxCallSendMsgSize(reg.MaxMessageSize)},
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_extension_hook_calls_total",
+			Help: "Extension hook calls, by hook and outcome (ok, cached: the last answer reused, error, timeout, invalid: the answer failed validation).",
+		}, []string{"hook", "outcome"}),
+		cache: map[cacheKey]proto.Message{},
+	}
+	// Every series exists from the start, at zero, for rate() and absent().
+	for _, h := range reg.Hooks {
+		for _, o := range Outcomes {
+			r.calls.WithLabelValues(string(h), string(o))
+		}
+	}
+	return r, nil
+}
+
+// Collector is the runner's metric, for the control plane's registry.
+func (r *Runner) Collector() prometheus.Collector { return r.calls }
+
+// Registration is the runner's registration, defaults filled in.
+func (r *Runner) Registration() Registration { return r.reg }
+
+// Apply runs the subscribed hooks on res, in this order:
+// PostTranslateInsert (its request is empty, so its place is invisible to
+// the extension; first, so that every other answer is checked against the
+// clusters it adds), PostRouteModify for each route of refs,
+// PostVirtualHostModify for every virtual host (with its routes as
+// PostRouteModify left them, as the contract says),
+// PostHTTPListenerModify for every listener with an HTTP connection
+// manager, then PostTranslateModify. Calls run concurrently within
+// MaxConcurrency, each within Timeout and all within PhaseBudget.
+//
+// res is never modified: the Resources returned share its unchanged
+// messages (and the answers, which later Applys may reuse), so neither
+// may be modified either. Its Index is res's: resources the extension
+// added have no origins.
+//
+// Every failed call is a Failure. Under FailOpen the failed hook's change
+// is skipped (its input kept) and the rest applies. Under FailClosed any
+// failure makes the returned Resources nil: do not publish, keep the last
+// good configuration (every hook still runs, so that every failure is
+// reported).
+func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs ExtensionRefs) (*translator.Resources, []Failure) {
+	ctx, cancel := context.WithTimeout(ctx, r.reg.PhaseBudget)
+	defer cancel()
+	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), used: map[cacheKey]proto.Message{}, index: res.Index}
+	out := &translator.Resources{
+		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
+		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
+	}
+	ru.ours = newNames(res)
+	ru.dangling = danglingClusters(res.Routes, ru.ours.clusters)
+	ru.known = ru.ours.clusters
+
+	if r.reg.Subscribed(HookPostTranslateInsert) {
+		ru.insert(out)
+	}
+	routes := map[RouteKey]*routev3.Route{}
+	if r.reg.Subscribed(HookPostRouteModify) && len(refs) > 0 {
+		routes = ru.modifyRoutes(res, refs)
+	}
+	if r.reg.Subscribed(HookPostVirtualHostModify) || len(routes) > 0 {
+		out.Routes = ru.modifyVirtualHosts(out.Routes, routes)
+	}
+	if r.reg.Subscribed(HookPostHTTPListenerModify) {
+		out.Listeners = ru.modifyListeners(out.Listeners, out.Routes)
+	}
+	if r.reg.Subscribed(HookPostTranslateModify) {
+		ru.modifyAll(out)
+	}
+
+	r.cache = ru.used // drop the answers this run did not use
+	failures := ru.failures
+	sort.SliceStable(failures, func(i, j int) bool {
+		a, b := failures[i], failures[j]
+		if a.Hook != b.Hook {
+			return a.Hook < b.Hook
+		}
+		return a.Resource < b.Resource
+	})
+	if len(failures) > 0 && r.reg.FailurePolicy == FailClosed {
+		return nil, failures
+	}
+	return out, failures
+}
+
+// run is the state of one Apply.
+type run struct {
+	r     *Runner
+	ctx   context.Context // the phase budget
+	sem   chan struct{}
+	index *translator.Index
+	// ours are the names of the translator's resources; known the
+	// clusters routes may use (ours and those PostTranslateInsert
+	// added); dangling the clusters the translator's routes already
+	// referenced without a cluster (not the extension's doing).
+	ours     names
+	known    map[string]bool
+	dangling map[string]bool
+
+	mu       sync.Mutex
+	used     map[cacheKey]proto.Message
+	failures []Failure
+}
+
+// subject is what a call is about, for its Failure.
+type subject struct {
+	resource string
+	typeURL  string // with names, to find the origins in the index
+	names    []string
+	message  string // narrows the origins of a listener or route configuration to a virtual host
+	origins  ir.Origins
+}
+
+func (s subject) originsIn(x *translator.Index) ir.Origins {
+	if s.origins != nil || s.typeURL == "" {
+		return s.origins
+	}
+	return x.Objects(s.typeURL, s.names, s.message)
+}
+
+// invalid is what is wrong with an answer, and about which resource when
+// it is not the call's (PostTranslateModify).
+type invalid struct {
+	about *subject
+	msg   string
+}
+
+func (e *invalid) Error() string { return e.msg }
+
+func invalidf(format string, args ...any) error { return &invalid{msg: fmt.Sprintf(format, args...)} }
+
+// call calls hook with req, or reuses the last valid answer to the same
+// request, and checks the answer. It reports a failure and returns false
+// when the call failed or the answer is invalid.
+func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
+	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), check func(Resp) error) (Resp, bool) {
+	var zero Resp
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		ru.fail(hook, about, OutcomeError, codes.Internal, "marshal the request: "+err.Error())
+		return zero, false
+	}
+	key := cacheKey{hook: hook, sum: sha256.Sum256(b)}
+	ru.mu.Lock()
+	cached, ok := ru.used[key]
+	if !ok {
+		cached, ok = ru.r.cache[key]
+	}
+	ru.mu.Unlock()
+	var resp Resp
+	outcome := OutcomeCached
+	if ok {
+		resp = cached.(Resp)
+	} else {
+		outcome = OutcomeOK
+		select {
+		case ru.sem <- struct{}{}:
+		case <-ru.ctx.Done():
+			ru.fail(hook, about, OutcomeTimeout, codes.DeadlineExceeded, fmt.Sprintf("not called: the phase budget (%v) of the extension's calls ran out", ru.r.reg.PhaseBudget))
+			return zero, false
+		}
+		cctx, cancel := context.WithTimeout(ru.ctx, ru.r.reg.Timeout)
+		resp, err = rpc(cctx, req, ru.r.callOpts...)
+		cancel()
+		<-ru.sem
+		if err != nil {
+			st := status.Convert(err)
+			o, msg := OutcomeError, st.Message()
+			if st.Code() == codes.DeadlineExceeded {
+				o = OutcomeTimeout
+				if ru.ctx.Err() != nil {
+					msg = fmt.Sprintf("the phase budget (%v) of the extension's calls ran out: %s", ru.r.reg.PhaseBudget, msg)
+				} else {
+					msg = fmt.Sprintf("no answer within the timeout (%v): %s", ru.r.reg.Timeout, msg)
+				}
+			}
+			ru.fail(hook, about, o, st.Code(), msg)
+			return zero, false
+		}
+	}
+	// Cached answers are checked again: what they are checked against
+	// (the clusters that exist) may have changed.
+	if err := check(resp); err != nil {
+		var inv *invalid
+		if errors.As(err, &inv) && inv.about != nil {
+			about = *inv.about
+		}
+		ru.fail(hook, about, OutcomeInvalid, codes.OK, "invalid answer: "+err.Error())
+		return zero, false
+	}
+	ru.mu.Lock()
+	ru.used[key] = resp
+	ru.mu.Unlock()
+	ru.r.calls.WithLabelValues(string(hook), string(outcome)).Inc()
+	return resp, true
+}
+
+func (ru *run) fail(hook Hook, about subject, o Outcome, code codes.Code, msg string) {
+	ru.r.calls.WithLabelValues(string(hook), string(o)).Inc()
+	f := Failure{Hook: hook, Resource: about.resource, Outcome: o, Code: code, Message: msg, Origins: about.originsIn(ru.index)}
+	ru.mu.Lock()
+	ru.failures = append(ru.failures, f)
+	ru.mu.Unlock()
+}
+
+// each calls f(i) for every i in [0, n) on up to MaxConcurrency
+// goroutines (call also bounds the calls in flight: cached answers need
+// no slot).
+func (ru *run) each(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(ru.r.reg.MaxConcurrency, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// insert runs PostTranslateInsert and adds its clusters and secrets.
+func (ru *run) insert(out *translator.Resources) {
+	about := subject{resource: "the configuration (clusters and secrets to add)"}
+	resp, ok := call(ru, HookPostTranslateInsert, about, &v1alpha1.PostTranslateInsertRequest{}, ru.r.client.PostTranslateInsert,
+		func(resp *v1alpha1.PostTranslateInsertResponse) error {
+			if err := checkAdded("cluster", resp.GetClusters(), ru.ours.clusters); err != nil {
+				return err
+			}
+			return checkAdded("secret", resp.GetSecrets(), ru.ours.secrets)
+		})
+	if !ok || len(resp.GetClusters())+len(resp.GetSecrets()) == 0 {
+		return
+	}
+	known := make(map[string]bool, len(ru.known)+len(resp.GetClusters()))
+	for n := range ru.known {
+		known[n] = true
+	}
+	out.Clusters = appendSorted(out.Clusters, resp.GetClusters())
+	for _, c := range resp.GetClusters() {
+		known[c.GetName()] = true
+	}
+	ru.known = known
+	out.Secrets = appendSorted(out.Secrets, resp.GetSecrets())
+}
+
+// checkAdded checks resources an extension adds: valid, named, unique, and
+// not named as one of ours.
+func checkAdded[M interface {
+	proto.Message
+	GetName() string
+}](kind string, ms []M, ours map[string]bool) error {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		n := m.GetName()
+		switch {
+		case n == "":
+			return invalidf("a %s without a name", kind)
+		case ours[n]:
+			return invalidf("%s %q is the name of one of Portcullis's (an extension adds its own; it replaces ours only through PostTranslateModify)", kind, n)
+		case seen[n]:
+			return invalidf("two %ss named %q", kind, n)
+		}
+		seen[n] = true
+		if err := validate(m); err != nil {
+			return invalidf("%s %q: %v", kind, n, err)
+		}
+	}
+	return nil
+}
+
+// appendSorted returns a new list of ms and add, sorted by name.
+func appendSorted[M proto.Message](ms []proto.Message, add []M) []proto.Message {
+	out := make([]proto.Message, 0, len(ms)+len(add))
+	out = append(out, ms...)
+	for _, m := range add {
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return translator.ResourceName(out[i]) < translator.ResourceName(out[j]) })
+	return out
+}
+
+// modifyRoutes runs PostRouteModify for each route of refs and returns the
+// routes it changed.
+func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[RouteKey]*routev3.Route {
+	keys := make([]RouteKey, 0, len(refs))
+	for k := range refs {
+		if findRoute(res.Routes, k) != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.RouteConfiguration != b.RouteConfiguration {
+			return a.RouteConfiguration < b.RouteConfiguration
+		}
+		if a.VirtualHost != b.VirtualHost {
+			return a.VirtualHost < b.VirtualHost
+		}
+		return a.Route < b.Route
+	})
+	changed := make([]*routev3.Route, len(keys))
+	ru.each(len(keys), func(i int) {
+		k := keys[i]
+		in := findRoute(res.Routes, k)
+		ext := refs[k]
+		req := &v1alpha1.PostRouteModifyRequest{Route: in, Context: ext.Context}
+		for _, b := range ext.Resources {
+			req.ExtensionResources = append(req.ExtensionResources, &v1alpha1.ExtensionResource{UnstructuredJson: b})
+		}
+		about := subject{
+			resource: fmt.Sprintf("route %d of virtual host %q of RouteConfiguration %q", k.Route, k.VirtualHost, k.RouteConfiguration),
+			typeURL:  resourcev3.RouteType, names: []string{k.RouteConfiguration}, message: k.VirtualHost,
+		}
+		if c := ext.Context; c != nil && c.GetRouteName() != "" {
+			about.origins = ir.NewOrigins(objects.Ref{Kind: c.GetRouteKind(), Namespace: c.GetRouteNamespace(), Name: c.GetRouteName()})
+		}
+		resp, ok := call(ru, HookPostRouteModify, about, req, ru.r.client.PostRouteModify,
+			func(resp *v1alpha1.PostRouteModifyResponse) error {
+				out := resp.GetRoute()
+				if out == nil {
+					return invalidf("no route (a route is dropped through PostVirtualHostModify)")
+				}
+				return ru.checkRoute(in, out)
+			})
+		if ok {
+			changed[i] = resp.GetRoute()
+		}
+	})
+	out := map[RouteKey]*routev3.Route{}
+	for i, k := range keys {
+		if changed[i] != nil {
+			out[k] = changed[i]
+		}
+	}
+	return out
+}
+
+// findRoute returns the route k names in rcs, or nil.
+func findRoute(rcs []proto.Message, k RouteKey) *routev3.Route {
+	for _, m := range rcs {
+		rc, ok := m.(*routev3.RouteConfiguration)
+		if !ok || rc.GetName() != k.RouteConfiguration {
+			continue
+		}
+		for _, vh := range rc.GetVirtualHosts() {
+			if vh.GetName() == k.VirtualHost && k.Route >= 0 && k.Route < len(vh.GetRoutes()) {
+				return vh.GetRoutes()[k.Route]
+			}
+		}
+	}
+	return nil
+}
+
+// modifyVirtualHosts puts the changed routes in their virtual hosts and
+// runs PostVirtualHostModify (when subscribed) on every virtual host; it
+// returns the route configurations, new where one changed.
+func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*routev3.Route) []proto.Message {
+	type item struct {
+		rc, vh int
+		in     *routev3.VirtualHost
+		out    *routev3.VirtualHost // nil: dropped
+	}
+	var items []*item
+	for i, m := range rcs {
+		rc, ok := m.(*routev3.RouteConfiguration)
+		if !ok {
+			continue
+		}
+		for j, vh := range rc.GetVirtualHosts() {
+			in := vh
+			for ri := range vh.GetRoutes() {
+				if r, ok := routes[RouteKey{rc.GetName(), vh.GetName(), ri}]; ok {
+					if in == vh {
+						in = shallowClone(vh)
+						in.Routes = append([]*routev3.Route(nil), vh.GetRoutes()...)
+					}
+					in.Routes[ri] = r
+				}
+			}
+			items = append(items, &item{rc: i, vh: j, in: in, out: in})
+		}
+	}
+	if ru.r.reg.Subscribed(HookPostVirtualHostModify) {
+		ru.each(len(items), func(i int) {
+			it := items[i]
+			rcName := translator.ResourceName(rcs[it.rc])
+			about := subject{
+				resource: fmt.Sprintf("virtual host %q of RouteConfiguration %q", it.in.GetName(), rcName),
+				typeURL:  resourcev3.RouteType, names: []string{rcName}, message: it.in.GetName(),
+			}
+			req := &v1alpha1.PostVirtualHostModifyRequest{
+				VirtualHost: it.in,
+				Context:     &v1alpha1.VirtualHostContext{Origins: objectRefs(about.originsIn(ru.index))},
+			}
+			resp, ok := call(ru, HookPostVirtualHostModify, about, req, ru.r.client.PostVirtualHostModify,
+				func(resp *v1alpha1.PostVirtualHostModifyResponse) error {
+					if resp.GetVirtualHost() == nil {
+						return nil // dropped
+					}
+					return ru.checkVirtualHost(it.in, resp.GetVirtualHost())
+				})
+			if ok {
+				it.out = resp.GetVirtualHost()
+			}
+		})
+	}
+	out := append([]proto.Message(nil), rcs...)
+	for len(items) > 0 {
+		// The items of one route configuration are consecutive.
+		n := 1
+		for n < len(items) && items[n].rc == items[0].rc {
+			n++
+		}
+		of := items[:n]
+		items = items[n:]
+		orig := rcs[of[0].rc].(*routev3.RouteConfiguration)
+		same := true
+		for _, it := range of {
+			same = same && it.out == orig.GetVirtualHosts()[it.vh]
+		}
+		if same {
+			continue
+		}
+		rc := shallowClone(orig)
+		rc.VirtualHosts = make([]*routev3.VirtualHost, 0, len(of))
+		for _, it := range of {
+			if it.out != nil {
+				rc.VirtualHosts = append(rc.VirtualHosts, it.out)
+			}
+		}
+		out[of[0].rc] = rc
+	}
+	return out
+}
+
+// modifyListeners runs PostHTTPListenerModify on every listener with an
+// HTTP connection manager; rcs are the route configurations its HCMs may
+// use.
+func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
+	rcNames := namesOf(rcs)
+	outs := make([]proto.Message, len(ls))
+	keep := make([]bool, len(ls))
+	ru.each(len(ls), func(i int) {
+		outs[i], keep[i] = ls[i], true
+		in, ok := ls[i].(*listenerv3.Listener)
+		if !ok || !hasHCM(in) {
+			return
+		}
+		about := subject{resource: fmt.Sprintf("Listener %q", in.GetName()), typeURL: resourcev3.ListenerType, names: []string{in.GetName()}}
+		var gateways ir.Origins
+		for _, o := range about.originsIn(ru.index) {
+			if o.Kind == objects.KindGateway {
+				gateways = append(gateways, o)
+			}
+		}
+		req := &v1alpha1.PostHTTPListenerModifyRequest{Listener: in, Context: &v1alpha1.HTTPListenerContext{Origins: objectRefs(gateways)}}
+		resp, ok := call(ru, HookPostHTTPListenerModify, about, req, ru.r.client.PostHTTPListenerModify,
+			func(resp *v1alpha1.PostHTTPListenerModifyResponse) error {
+				if resp.GetListener() == nil {
+					return nil // dropped
+				}
+				return checkListener(in, resp.GetListener(), rcNames)
+			})
+		if ok {
+			if l := resp.GetListener(); l != nil {
+				outs[i] = l
+			} else {
+				keep[i] = false
+			}
+		}
+	})
+	out := make([]proto.Message, 0, len(ls))
+	for i, m := range outs {
+		if keep[i] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// modifyAll runs PostTranslateModify on the whole configuration.
+func (ru *run) modifyAll(out *translator.Resources) {
+	req := &v1alpha1.PostTranslateModifyRequest{
+		Clusters:            typed[*clusterv3.Cluster](out.Clusters),
+		Secrets:             typed[*tlsv3.Secret](out.Secrets),
+		Listeners:           typed[*listenerv3.Listener](out.Listeners),
+		RouteConfigurations: typed[*routev3.RouteConfiguration](out.Routes),
+	}
+	about := subject{resource: "the configuration (every cluster, secret, listener and route configuration)"}
+	resp, ok := call(ru, HookPostTranslateModify, about, req, ru.r.client.PostTranslateModify,
+		func(resp *v1alpha1.PostTranslateModifyResponse) error { return ru.checkAll(req, resp) })
+	if !ok {
+		return
+	}
+	out.Clusters = appendSorted(nil, resp.GetClusters())
+	out.Secrets = appendSorted(nil, resp.GetSecrets())
+	out.Listeners = appendSorted(nil, resp.GetListeners())
+	out.Routes = appendSorted(nil, resp.GetRouteConfigurations())
+	// Endpoints go with their clusters.
+	clusters := namesOf(out.Clusters)
+	var eps []proto.Message
+	for _, e := range out.Endpoints {
+		if clusters[translator.ResourceName(e)] {
+			eps = append(eps, e)
+		}
+	}
+	out.Endpoints = eps
+}
+
+// typed returns the messages of type M of ms.
+func typed[M proto.Message](ms []proto.Message) []M {
+	out := make([]M, 0, len(ms))
+	for _, m := range ms {
+		if t, ok := m.(M); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// objectRefs converts origins to the contract's ObjectRefs.
+func objectRefs(o ir.Origins) []*v1alpha1.ObjectRef {
+	if len(o) == 0 {
+		return nil
+	}
+	out := make([]*v1alpha1.ObjectRef, len(o))
+	for i, r := range o {
+		out[i] = &v1alpha1.ObjectRef{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	}
+	return out
+}
