@@ -1,0 +1,58 @@
+package extension
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// fixtureYAML has two plaintext virtual hosts with different routes (so
+// that the translator does not merge them) on one Service.
+const fixtureYAML = `
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: default}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: echo-1
+  namespace: default
+  labels: {kubernetes.io/service-name: echo}
+addressType: IPv4
+ports: [{name: http, port: 80}]
+endpoints: [{addresses: ["10.0.2.1"]}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: a, namespace: default}
+spec:
+  virtualhost: {fqdn: a.example.com}
+  routes:
+  - conditions: [{prefix: /a}]
+    services: [{name: echo, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: b, namespace: default}
+spec:
+  virtualhost: {fqdn: b.example.com}
+  routes:
+  - conditions: [{prefix: /b}]
+    services: [{name: echo, port: 80}]
+`
+
+// translate runs the pipeline on YAML objects.
+func translate(t *testing.T, in string) *translator.Resources {
+	t.Helper()
+	var s objects.Set
+	if _, err := s.Decode(strings.NewReader(in), "fixture"); err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Run(&s, pipeline.Options{Translator: translator.DefaultOptions()}).Resources
+}
