@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -276,6 +277,12 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 			ru.fail(hook, about, OutcomeTimeout, codes.DeadlineExceeded, fmt.Sprintf("not called: the phase budget (%v) of the extension's calls ran out", ru.r.reg.PhaseBudget))
 			return zero, false
 		}
+		// A call whose own deadline is past the budget's is cut by the
+		// budget: its failure says so.
+		budgetCut := false
+		if d, ok := ru.ctx.Deadline(); ok && time.Until(d) <= ru.r.reg.Timeout {
+			budgetCut = true
+		}
 		cctx, cancel := context.WithTimeout(ru.ctx, ru.r.reg.Timeout)
 		resp, err = rpc(cctx, req, ru.r.callOpts...)
 		cancel()
@@ -285,7 +292,7 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 			o, msg := OutcomeError, st.Message()
 			if st.Code() == codes.DeadlineExceeded {
 				o = OutcomeTimeout
-				if ru.ctx.Err() != nil {
+				if budgetCut {
 					msg = fmt.Sprintf("the phase budget (%v) of the extension's calls ran out: %s", ru.r.reg.PhaseBudget, msg)
 				} else {
 					msg = fmt.Sprintf("no answer within the timeout (%v): %s", ru.r.reg.Timeout, msg)

@@ -546,13 +546,21 @@ func TestPhaseBudget(t *testing.T) {
 	// budget stops the rest.
 	hang := make(chan struct{})
 	t.Cleanup(func() { close(hang) })
-	addr, _ := serve(t, &sdk.Server{VirtualHostModify: func(ctx context.Context, req *v1alpha1.PostVirtualHostModifyRequest) (*v1alpha1.PostVirtualHostModifyResponse, error) {
+	wait := func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-hang:
 		}
-		return nil, ctx.Err()
-	}})
+		return ctx.Err()
+	}
+	addr, _ := serve(t, &sdk.Server{
+		VirtualHostModify: func(ctx context.Context, _ *v1alpha1.PostVirtualHostModifyRequest) (*v1alpha1.PostVirtualHostModifyResponse, error) {
+			return nil, wait(ctx)
+		},
+		HTTPListenerModify: func(ctx context.Context, _ *v1alpha1.PostHTTPListenerModifyRequest) (*v1alpha1.PostHTTPListenerModifyResponse, error) {
+			return nil, wait(ctx)
+		},
+	})
 	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify, HookPostHTTPListenerModify},
 		Timeout: 300 * time.Millisecond, PhaseBudget: 400 * time.Millisecond, MaxConcurrency: 1, FailurePolicy: FailOpen})
 	start := time.Now()
