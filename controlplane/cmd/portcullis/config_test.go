@@ -49,3 +49,34 @@ func TestTranslateConfig(t *testing.T) {
 		})
 	}
 }
+
+// An invalid extension section stops translate --config and serve at
+// start, with every problem naming its field.
+func TestExtensionConfigErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "ext.yaml")
+	if err := os.WriteFile(bad, []byte("extension:\n  hooks: [PostRouteModify, PreRouteModify]\n  failurePolicy: closed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--config: " + bad + ": ", "extension.address: required", `extension.hooks: unknown hook "PreRouteModify"`,
+		`extension.failurePolicy: "closed" is neither Closed nor Open`}
+	const example = "../../../examples/quickstart/"
+	for _, args := range [][]string{
+		{"translate", "--config", bad, "-f", example},
+		{"serve", "--config", bad, "-f", example, "--xds-address", "127.0.0.1:0", "--admin-address", ""},
+	} {
+		_, _, err := run(args...)
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error = %v, want it to contain %q", args[0], err, w)
+			}
+		}
+	}
+	// A valid one: translate checks it and does not call the extension.
+	good := filepath.Join(t.TempDir(), "ext.yaml")
+	if err := os.WriteFile(good, []byte("extension: {address: 127.0.0.1:1, hooks: [PostVirtualHostModify]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := run("translate", "--config", good, "-f", example); err != nil {
+		t.Errorf("translate with a valid extension section: %v\n%s", err, errOut)
+	}
+}

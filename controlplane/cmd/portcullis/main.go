@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/extension"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
@@ -81,38 +83,52 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.fallbackCert, "fallback-certificate", "", "Secret (namespace/name) served to TLS clients without SNI by virtual hosts that enable it")
 	fs.BoolVar(&f.externalName, "enable-external-name-services", false, "let routes and ExtensionServices use ExternalName Services (traffic goes to their DNS name)")
 	fs.BoolVar(&f.loopbackNames, "allow-loopback-external-names", false, "also allow ExternalNames that name this host (localhost, 127.0.0.0/8): they can reach Envoy's admin interface; tests and local development only")
-	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc), include limits, the Gateway API controller name (gateway); see docs/configuration.md. serve reloads it when it changes")
+	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc), include limits, the Gateway API controller name (gateway), the extension server (extension: serve calls its hooks; translate only checks it); see docs/configuration.md. serve reloads it when it changes (the extension section takes a restart)")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
 	fs.Uint32Var(&f.redirectPort, "https-redirect-port", 443, "the port clients reach the HTTPS listener on (through a Service or load balancer, or Envoy's own port when they reach Envoy directly): HTTP to HTTPS redirects send them there")
 }
 
-func (f *buildFlags) options() (pipeline.Options, error) {
+// options are the pipeline's options, and the configuration file's
+// extension (nil when it has none), checked as the hook runner will use it.
+func (f *buildFlags) options() (pipeline.Options, *config.Config, *extension.Registration, error) {
+	o, cfg, err := f.pipelineOptions()
+	if err != nil || cfg.Extension == nil {
+		return o, cfg, nil, err
+	}
+	reg, err := extension.FromConfig(cfg.Extension)
+	if err != nil {
+		return o, cfg, nil, fmt.Errorf("--config: %s: %w", f.configFile, err)
+	}
+	return o, cfg, &reg, nil
+}
+
+func (f *buildFlags) pipelineOptions() (pipeline.Options, *config.Config, error) {
 	o := pipeline.Options{}
 	o.Builder.RootNamespaces = f.rootNamespaces
 	o.Builder.IngressClassName = f.ingressClass
 	if f.fallbackCert != "" && !strings.Contains(f.fallbackCert, "/") {
-		return o, fmt.Errorf("--fallback-certificate must be namespace/name, got %q", f.fallbackCert)
+		return o, nil, fmt.Errorf("--fallback-certificate must be namespace/name, got %q", f.fallbackCert)
 	}
 	o.Builder.FallbackCertificate = f.fallbackCert
 	o.Builder.ExternalNameServices = f.externalName
 	o.Builder.LoopbackExternalNames = f.loopbackNames
 	var err error
 	if o.Translator.HTTPAddress, o.Translator.HTTPPort, err = bootstrap.SplitHostPort(f.httpAddress); err != nil {
-		return o, fmt.Errorf("--envoy-http-address: %w", err)
+		return o, nil, fmt.Errorf("--envoy-http-address: %w", err)
 	}
 	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = bootstrap.SplitHostPort(f.httpsAddress); err != nil {
-		return o, fmt.Errorf("--envoy-https-address: %w", err)
+		return o, nil, fmt.Errorf("--envoy-https-address: %w", err)
 	}
 	if f.redirectPort == 0 || f.redirectPort > 65535 {
-		return o, fmt.Errorf("--https-redirect-port: %d is not a port", f.redirectPort)
+		return o, nil, fmt.Errorf("--https-redirect-port: %d is not a port", f.redirectPort)
 	}
 	o.Translator.HTTPSRedirectPort = f.redirectPort
 	cfg, err := config.Load(f.configFile)
 	if err != nil {
-		return o, fmt.Errorf("--config: %w", err)
+		return o, nil, fmt.Errorf("--config: %w", err)
 	}
-	return withConfig(o, cfg), nil
+	return withConfig(o, cfg), cfg, nil
 }
 
 // withConfig applies a configuration file to the options.
@@ -127,12 +143,18 @@ type configWatcher struct {
 	base     pipeline.Options
 	interval time.Duration
 	log      *slog.Logger
+	// extension is the file's extension section at startup: a change
+	// takes a restart.
+	extension *config.Extension
 }
 
 func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
 	// Start from the file as it was read at startup.
 	first, _ := os.ReadFile(w.path)
 	config.Watch(ctx, w.path, w.interval, w.log, first, func(c *config.Config) {
+		if !reflect.DeepEqual(c.Extension, w.extension) {
+			w.log.Warn("the extension section of the configuration file changed: it takes a restart, the extension registered at startup stays in use", "file", w.path)
+		}
 		update(withConfig(w.base, c))
 	})
 }
@@ -169,7 +191,7 @@ docs/configuration.md) is read and checked as serve would.`,
 			if len(paths) == 0 {
 				return fmt.Errorf("no input: give files or directories with -f")
 			}
-			opts, err := bf.options()
+			opts, _, _, err := bf.options()
 			if err != nil {
 				return err
 			}
@@ -246,7 +268,9 @@ Providers:
 Configuration file (--config, docs/configuration.md): global external
 authorization (globalExtAuth) and processing (globalExtProc). It is checked
 every --poll-interval and applied when it changes; an invalid version is
-logged and the last good one stays in force.
+logged and the last good one stays in force. Its extension section (an
+extension server whose hooks every rebuild calls before publishing) is
+read at startup only: changing it takes a restart.
 
 Admin endpoint (--admin-address; no authentication, keep it on loopback):
   /healthz /readyz   liveness, and readiness once a configuration is built
@@ -259,13 +283,13 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 			if err != nil {
 				return err
 			}
-			opts, err := bf.options()
+			opts, fileCfg, ext, err := bf.options()
 			if err != nil {
 				return err
 			}
-			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log}
+			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log, Extension: ext}
 			if bf.configFile != "" {
-				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log}
+				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extension: fileCfg.Extension}
 			}
 			switch provider {
 			case "file":

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -41,6 +42,66 @@ type Config struct {
 	Limits Limits `json:"limits,omitempty"`
 	// Gateway configures the Gateway API front door.
 	Gateway Gateway `json:"gateway,omitempty"`
+	// Extension is the extension server whose hooks serve calls on every
+	// rebuild (docs/design/extension-server-hooks.md), checked and turned
+	// into the runner's registration by extension.FromConfig (this
+	// package cannot import the runner: the builder imports this one).
+	// Read at startup: changing it takes a restart.
+	Extension *Extension `json:"extension,omitempty"`
+}
+
+// Extension registers the extension server: extension.Registration as the
+// file spells it (durations as strings such as "1s", hooks by name).
+type Extension struct {
+	// Address is the extension's gRPC target, host:port.
+	Address string `json:"address"`
+	// TLS, when set, connects over TLS; without it, plaintext.
+	TLS *ExtensionTLS `json:"tls,omitempty"`
+	// Hooks are the hooks the extension answers (extension.Hooks).
+	Hooks []string `json:"hooks"`
+	// Timeout is the deadline of each call (default 1s).
+	Timeout string `json:"timeout,omitempty"`
+	// FailurePolicy is Closed (the default) or Open.
+	FailurePolicy string `json:"failurePolicy,omitempty"`
+	// MaxMessageSize bounds a request and an answer, in bytes (default
+	// 64 MiB).
+	MaxMessageSize int `json:"maxMessageSize,omitempty"`
+	// PhaseBudget bounds all the calls of one rebuild (default 10s); at
+	// least Timeout.
+	PhaseBudget string `json:"phaseBudget,omitempty"`
+	// MaxConcurrency bounds the calls in flight at once (default 8).
+	MaxConcurrency int `json:"maxConcurrency,omitempty"`
+}
+
+// ExtensionTLS is how the control plane connects to the extension over
+// TLS.
+type ExtensionTLS struct {
+	// CAFile is a PEM bundle of the CAs of the extension's certificate
+	// (default: the system's roots).
+	CAFile string `json:"caFile,omitempty"`
+	// CertFile and KeyFile are the control plane's client certificate and
+	// key (PEM), both or neither.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	// ServerName is the name the extension's certificate must have
+	// (default: the host of address).
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// Durations are the extension's timeout and phase budget (0 when unset),
+// and what is wrong with them, each naming its field.
+func (e *Extension) Durations() (timeout, phaseBudget time.Duration, errs []string) {
+	parse := func(field, v string) time.Duration {
+		if v == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: must be a duration such as 1s or 500ms, got %q", field, v))
+		}
+		return d
+	}
+	return parse("extension.timeout", e.Timeout), parse("extension.phaseBudget", e.PhaseBudget), errs
 }
 
 // Gateway configures the Gateway API front door.
@@ -165,7 +226,7 @@ func Parse(b []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v", source, err)
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway)", source)
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway, extension)", source)
 	}
 	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
@@ -299,6 +360,12 @@ func (c *Config) validate() []string {
 		if !p.Disabled && p.Processor == nil {
 			add("globalExtProc", "set processor (or disabled: true)")
 		}
+	}
+	// The rest of the extension section is checked with the hook
+	// runner's own rules (extension.FromConfig) where it is used.
+	if e := c.Extension; e != nil {
+		_, _, derrs := e.Durations()
+		errs = append(errs, derrs...)
 	}
 	return errs
 }

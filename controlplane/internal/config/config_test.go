@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseSpecSample(t *testing.T) {
@@ -70,7 +71,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: gateway, globalExtAuth, globalExtProc, limits)`},
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extension, gateway, globalExtAuth, globalExtProc, limits)`},
 		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService)`},
 		{"gateway address neither IP nor host name", "gateway: {addresses: [10.0.0.1, 'not an address']}", `gateway.addresses[1]: must be an IP address or a host name, got "not an address"`},
 		{"envoy service without namespace", "gateway: {envoyService: envoy}", `gateway.envoyService: must be namespace/name, got "envoy"`},
@@ -179,5 +180,71 @@ func FuzzParse(f *testing.F) {
 func TestConfigTimeoutInfinite(t *testing.T) {
 	if _, err := Parse([]byte("globalExtAuth: {extensionService: a/b, responseTimeout: infinite}\n"), "c.yaml"); err != nil {
 		t.Errorf("responseTimeout: infinite refused: %v", err)
+	}
+}
+
+// The extension section as docs/configuration.md shows it, every field set,
+// decodes as written (extension.FromConfig checks the rest).
+func TestExtension(t *testing.T) {
+	c, err := Parse([]byte(`
+extension:
+  address: 127.0.0.1:9443
+  tls:
+    caFile: /etc/portcullis/extension/ca.crt
+    certFile: /etc/portcullis/extension/tls.crt
+    keyFile: /etc/portcullis/extension/tls.key
+    serverName: extension.vendor.svc
+  hooks: [PostVirtualHostModify, PostHTTPListenerModify, PostTranslateInsert]
+  timeout: 500ms
+  failurePolicy: Open
+  maxMessageSize: 16777216
+  phaseBudget: 5s
+  maxConcurrency: 4
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Extension
+	want := Extension{Address: "127.0.0.1:9443",
+		TLS: &ExtensionTLS{CAFile: "/etc/portcullis/extension/ca.crt", CertFile: "/etc/portcullis/extension/tls.crt",
+			KeyFile: "/etc/portcullis/extension/tls.key", ServerName: "extension.vendor.svc"},
+		Hooks:   []string{"PostVirtualHostModify", "PostHTTPListenerModify", "PostTranslateInsert"},
+		Timeout: "500ms", FailurePolicy: "Open", MaxMessageSize: 16 << 20, PhaseBudget: "5s", MaxConcurrency: 4}
+	if e == nil || e.Address != want.Address || *e.TLS != *want.TLS || strings.Join(e.Hooks, ",") != strings.Join(want.Hooks, ",") ||
+		e.Timeout != want.Timeout || e.FailurePolicy != want.FailurePolicy || e.MaxMessageSize != want.MaxMessageSize ||
+		e.PhaseBudget != want.PhaseBudget || e.MaxConcurrency != want.MaxConcurrency {
+		t.Fatalf("extension = %+v, want %+v", e, want)
+	}
+	timeout, budget, errs := e.Durations()
+	if timeout != 500*time.Millisecond || budget != 5*time.Second || errs != nil {
+		t.Errorf("durations = %v, %v, %v; want 500ms, 5s", timeout, budget, errs)
+	}
+	if c, err := Parse([]byte("{}"), "c.yaml"); err != nil || c.Extension != nil {
+		t.Errorf("no extension section: %+v, %v; want no extension", c, err)
+	}
+}
+
+// The extension section is decoded strictly, like the rest.
+func TestExtensionErrors(t *testing.T) {
+	const ok = "address: ext:9443, hooks: [PostTranslateModify]"
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"unknown field", "extension: {" + ok + ", failOpen: true}", []string{"c.yaml: extension.failOpen: unknown field (known fields: address, failurePolicy, hooks, maxConcurrency, maxMessageSize, phaseBudget, timeout, tls)"}},
+		{"unknown tls field", "extension: {" + ok + ", tls: {ca: x}}", []string{"extension.tls.ca: unknown field (known fields: caFile, certFile, keyFile, serverName)"}},
+		{"hooks not a list", "extension: {address: ext:9443, hooks: PostRouteModify}", []string{"extension.hooks: must be of type"}},
+		{"size not a number", "extension: {" + ok + ", maxMessageSize: big}", []string{"extension.maxMessageSize: must be of type integer, got string"}},
+		{"bad durations", "extension: {" + ok + ", timeout: 1 second, phaseBudget: soon}",
+			[]string{`extension.timeout: must be a duration such as 1s or 500ms, got "1 second"`, `extension.phaseBudget: must be a duration such as 1s or 500ms, got "soon"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in), "c.yaml")
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error = %v, want it to contain %q", err, w)
+				}
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/portcullis/portcullis/controlplane/internal/extension"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -45,6 +46,10 @@ type Config struct {
 	// Options, when set, delivers new pipeline options (the configuration
 	// file changed); each one triggers a rebuild of the last snapshot.
 	Options OptionsSource
+	// Extension, when set, is the extension server whose hooks every
+	// rebuild calls on the pipeline's output before publishing it
+	// (docs/design/extension-server-hooks.md).
+	Extension *extension.Registration
 }
 
 // OptionsSource delivers new pipeline options until ctx ends.
@@ -56,6 +61,10 @@ type OptionsSource interface {
 type Server struct {
 	cfg Config
 	xds *xdsserver.Server
+	// ext calls the extension's hooks; nil without an extension.
+	ext *extension.Runner
+	// close releases the extension's connection; nil without one.
+	close func() error
 	// envoyChanged signals that what Envoy rejects changed: statuses must
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
@@ -68,11 +77,17 @@ type Server struct {
 	version  string
 	ready    bool
 	buildErr string
-	// The last published build (its resources' Index attributes
-	// rejections) and the statuses written.
+	// The last build and the statuses written. lastRes's Resources are
+	// those published (their Index attributes Envoy's rejections): the
+	// build's own, as the extension changed them, or, when the extension
+	// failed under failurePolicy Closed, the last ones published before
+	// (nil when none was).
 	lastSet  *objects.Set
 	lastRes  *pipeline.Result
 	statuses []statuswriter.Update
+	// extProblems are the ExtensionError problems of the last build, by
+	// object: errors under failurePolicy Closed, warnings under Open.
+	extProblems map[objects.Ref][]status.Problem
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
@@ -82,10 +97,39 @@ type Server struct {
 	cache *pipeline.Cache
 }
 
-// Run serves until ctx ends.
-func Run(ctx context.Context, cfg Config) error {
+// newServer returns a server of cfg, connected (lazily) to its extension.
+// It serves nothing yet; close stops what it started.
+func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
 		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
+	if cfg.Extension != nil {
+		conn, err := extension.Dial(*cfg.Extension)
+		if err != nil {
+			return nil, err
+		}
+		s.ext, err = extension.NewRunner(*cfg.Extension, conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		s.close = conn.Close
+		s.metrics.registry.MustRegister(s.ext.Collector())
+		reg := s.ext.Registration()
+		cfg.Log.Info("extension server registered", "address", reg.Address, "hooks", reg.Hooks, "failurePolicy", reg.FailurePolicy,
+			"timeout", reg.Timeout, "phaseBudget", reg.PhaseBudget)
+	}
+	return s, nil
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := newServer(cfg)
+	if err != nil {
+		return err
+	}
+	if s.close != nil {
+		defer s.close()
+	}
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -210,6 +254,27 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 	s.metrics.translate.Observe(built.Seconds())
 	s.metrics.rootsReused.Add(float64(s.cache.Build.Hits))
 	s.metrics.rootsBuilt.Add(float64(s.cache.Build.Misses))
+	out, extProblems := s.applyExtension(ctx, res)
+	if out == nil {
+		// The extension failed under failurePolicy Closed: Envoy keeps
+		// the last published configuration, the objects get their
+		// statuses (with the failures).
+		s.mu.Lock()
+		kept := &pipeline.Result{Build: res.Build}
+		if s.lastRes != nil {
+			kept.Resources = s.lastRes.Resources
+		}
+		s.lastSet, s.lastRes, s.extProblems = set, kept, extProblems
+		s.buildErr = "extension hooks failed (failurePolicy Closed): the last published configuration stays in force"
+		version := s.version
+		s.mu.Unlock()
+		s.cfg.Log.Error("extension hooks failed (failurePolicy Closed): keeping the last published configuration", "version", version,
+			"objects", len(res.Build.Status), "took", time.Since(start).Round(time.Microsecond))
+		s.reportGlobal(res.Build.Unavailable)
+		s.publishStatus(ctx)
+		return
+	}
+	res = out
 	version, err := s.xds.Update(ctx, res.Resources)
 	s.mu.Lock()
 	if err != nil {
@@ -219,7 +284,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 		return
 	}
 	s.version, s.ready, s.buildErr = version, true, ""
-	s.lastSet, s.lastRes = set, res
+	s.lastSet, s.lastRes, s.extProblems = set, res, extProblems
 	s.mu.Unlock()
 	invalid := 0
 	for _, o := range res.Build.Status {
@@ -239,13 +304,17 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 // currently rejects, and hands them to the status writer.
 func (s *Server) publishStatus(ctx context.Context) {
 	s.mu.Lock()
-	set, res := s.lastSet, s.lastRes
+	set, res, extProblems := s.lastSet, s.lastRes, s.extProblems
 	s.mu.Unlock()
 	if res == nil {
 		return
 	}
-	idx := res.Resources.Index
+	var idx *pipeline.Index
+	if res.Resources != nil {
+		idx = res.Resources.Index
+	}
 	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections())
+	objs = withExtensionProblems(objs, extProblems, s.ext != nil && s.ext.Registration().FailurePolicy == extension.FailClosed)
 	for _, r := range unattributed {
 		if !idx.Served(r.TypeURL, r.Resources) {
 			// Rejected before its objects were deleted: Envoy's answer to
@@ -360,7 +429,7 @@ func (s *Server) adminHandler() http.Handler {
 		s.mu.Lock()
 		set, res, st := s.lastSet, s.lastRes, s.statuses
 		s.mu.Unlock()
-		if res == nil {
+		if res == nil || res.Resources == nil {
 			writeJSON(w, nil)
 			return
 		}

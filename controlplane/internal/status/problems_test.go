@@ -6,7 +6,8 @@ import (
 )
 
 // A problem is recorded once, whether the list is short (searched) or
-// long (indexed), and WithErrors never changes the object it copies.
+// long (indexed), and WithErrors and WithWarnings never change the object
+// they copy.
 func TestProblemsRecordedOnce(t *testing.T) {
 	for _, n := range []int{1, indexAt - 1, indexAt, indexAt + 1, 10 * indexAt} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -23,6 +24,11 @@ func TestProblemsRecordedOnce(t *testing.T) {
 			cp := o.WithErrors(Problem{"T", "R", "0"}, Problem{"T", "R", "new"})
 			if len(cp.Errors) != n+1 || len(o.Errors) != n {
 				t.Errorf("WithErrors: copy has %d errors (want %d), original %d (want %d)", len(cp.Errors), n+1, len(o.Errors), n)
+			}
+			wcp := o.WithWarnings(Problem{"T", "R", "0"}, Problem{"T", "R", "new"})
+			if len(wcp.Warnings) != n+1 || len(o.Warnings) != n || len(wcp.Errors) != n {
+				t.Errorf("WithWarnings: copy has %d warnings (want %d) and %d errors (want %d), original %d warnings (want %d)",
+					len(wcp.Warnings), n+1, len(wcp.Errors), n, len(o.Warnings), n)
 			}
 			o.AddError("T", "R", "later")
 			if len(o.Errors) != n+1 || len(cp.Errors) != n+1 {

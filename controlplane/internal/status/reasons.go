@@ -102,3 +102,14 @@ const (
 	TypeEnvoyRejected     = "EnvoyRejected"
 	ReasonRejectedByEnvoy = "RejectedByEnvoy"
 )
+
+// A failed call of the extension server's hooks (internal/extension), a
+// sub-condition of the objects the resource it concerned came from: an
+// error under the registration's failurePolicy Closed (the last good
+// configuration stays published), a warning under Open (the resource is
+// served without the hook's change). Recomputed on every rebuild: it goes
+// with the next good call.
+const (
+	TypeExtensionError        = "ExtensionError"
+	ReasonExtensionHookFailed = "ExtensionHookFailed"
+)

@@ -70,6 +70,17 @@ func (o *Object) WithErrors(ps ...Problem) *Object {
 	return &cp
 }
 
+// WithWarnings returns a copy of o with more warnings, as WithErrors does
+// with errors.
+func (o *Object) WithWarnings(ps ...Problem) *Object {
+	cp := *o
+	cp.Warnings, cp.seenWarnings = append([]Problem(nil), o.Warnings...), nil
+	for _, p := range ps {
+		cp.Warnings = addProblem(cp.Warnings, &cp.seenWarnings, p)
+	}
+	return &cp
+}
+
 // Valid reports whether the object has no errors.
 func (o *Object) Valid() bool { return len(o.Errors) == 0 && !o.Orphaned }
 
