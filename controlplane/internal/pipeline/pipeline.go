@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -17,6 +18,7 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
@@ -76,40 +78,17 @@ func RunCached(in *objects.Set, opts Options, c *Cache) *Result {
 // and the time to use for transitions.
 func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statuswriter.Update {
 	// The current status of each object, so transitions keep their times.
-	proxies := map[objects.Ref]contourv1.HTTPProxyStatus{}
-	for _, p := range in.HTTPProxies {
-		proxies[objects.Ref{Kind: objects.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}] = p.Status
-	}
-	extensions := map[objects.Ref]v1alpha1.ExtensionServiceStatus{}
-	for _, e := range in.ExtensionServices {
-		extensions[objects.Ref{Kind: objects.KindExtensionService, Namespace: e.Namespace, Name: e.Name}] = e.Status
-	}
-	delegations := map[objects.Ref]contourv1.TLSCertificateDelegationStatus{}
-	for _, d := range in.Delegations {
-		delegations[objects.Ref{Kind: objects.KindTLSCertificateDelegation, Namespace: d.Namespace, Name: d.Name}] = d.Status
-	}
-	classes := map[objects.Ref]gwapiv1.GatewayClassStatus{}
-	for _, c := range in.GatewayClasses {
-		classes[objects.Ref{Kind: objects.KindGatewayClass, Name: c.Name}] = c.Status
-	}
-	gateways := map[objects.Ref]gwapiv1.GatewayStatus{}
-	for _, g := range in.Gateways {
-		gateways[objects.Ref{Kind: objects.KindGateway, Namespace: g.Namespace, Name: g.Name}] = g.Status
-	}
-	routes := map[objects.Ref]gwapiv1.RouteStatus{}
-	for _, r := range in.HTTPRoutes {
-		routes[objects.Ref{Kind: objects.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = r.Status.RouteStatus
-	}
-	for _, r := range in.GRPCRoutes {
-		routes[objects.Ref{Kind: objects.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}] = r.Status.RouteStatus
-	}
-	policies := map[objects.Ref]gwapiv1.PolicyStatus{}
-	for _, p := range in.ExtAuthPolicies {
-		policies[objects.Ref{Kind: objects.KindExtAuthPolicy, Namespace: p.Namespace, Name: p.Name}] = p.Status
-	}
-	for _, p := range in.ExtProcPolicies {
-		policies[objects.Ref{Kind: objects.KindExtProcPolicy, Namespace: p.Namespace, Name: p.Name}] = p.Status
-	}
+	proxies := currentStatus(objects.KindHTTPProxy, in.HTTPProxies, func(p *contourv1.HTTPProxy) contourv1.HTTPProxyStatus { return p.Status })
+	extensions := currentStatus(objects.KindExtensionService, in.ExtensionServices,
+		func(e *v1alpha1.ExtensionService) v1alpha1.ExtensionServiceStatus { return e.Status })
+	delegations := currentStatus(objects.KindTLSCertificateDelegation, in.Delegations,
+		func(d *contourv1.TLSCertificateDelegation) contourv1.TLSCertificateDelegationStatus { return d.Status })
+	classes := currentStatus(objects.KindGatewayClass, in.GatewayClasses, func(c *gwapiv1.GatewayClass) gwapiv1.GatewayClassStatus { return c.Status })
+	gateways := currentStatus(objects.KindGateway, in.Gateways, func(g *gwapiv1.Gateway) gwapiv1.GatewayStatus { return g.Status })
+	routes := currentStatus(objects.KindHTTPRoute, in.HTTPRoutes, func(r *gwapiv1.HTTPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus })
+	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	policies := currentStatus(objects.KindExtAuthPolicy, in.ExtAuthPolicies, func(p *gatewayv1alpha1.ExtAuthPolicy) gwapiv1.PolicyStatus { return p.Status })
+	maps.Copy(policies, currentStatus(objects.KindExtProcPolicy, in.ExtProcPolicies, func(p *gatewayv1alpha1.ExtProcPolicy) gwapiv1.PolicyStatus { return p.Status }))
 
 	out := make([]statuswriter.Update, 0, len(objs))
 	for _, o := range objs {
@@ -223,4 +202,16 @@ func (d *Document) Encode(format string) ([]byte, error) {
 		return yaml.JSONToYAML(j)
 	}
 	return nil, fmt.Errorf("unknown output format %q: use json or yaml", format)
+}
+
+// currentStatus maps each object of one kind to its current status.
+func currentStatus[T interface {
+	GetNamespace() string
+	GetName() string
+}, S any](kind string, objs []T, status func(T) S) map[objects.Ref]S {
+	m := make(map[objects.Ref]S, len(objs))
+	for _, o := range objs {
+		m[objects.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = status(o)
+	}
+	return m
 }
