@@ -35,17 +35,8 @@ func TestEnvoyValidatesGoldens(t *testing.T) {
 	}
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			res := resources(t, dir)
-			if namesMissingCluster(t, dir) {
-				for _, m := range res.Routes {
-					m.(*routev3.RouteConfiguration).ValidateClusters = wrapperspb.Bool(false)
-				}
-			}
-			b, err := staticBootstrap(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out, err := envoyValidate(t, envoy, b); err != nil {
+			res := run(t, dir)
+			if out, err := validateResources(t, envoy, res.Resources, namesMissingCluster(res.Build.Model)); err != nil {
 				t.Fatalf("Envoy rejects the configuration of %s: %v\n%s", dir, err, out)
 			}
 		})
@@ -57,7 +48,7 @@ func TestEnvoyValidatesGoldens(t *testing.T) {
 // clusters that do not exist).
 func TestEnvoyValidateCanFail(t *testing.T) {
 	envoy := envoyBinary(t)
-	b, err := staticBootstrap(resources(t, filepath.Join(testdata, "global-ext-auth-rules")))
+	b, err := staticBootstrap(run(t, filepath.Join(testdata, "global-ext-auth-rules")).Resources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +62,9 @@ func TestEnvoyValidateCanFail(t *testing.T) {
 	}
 }
 
-// resources runs one golden case through the pipeline. Only cases whose
-// input loads are validated (goldencase.Runnable), so a load error fails.
-func resources(t *testing.T, dir string) *translator.Resources {
+// run runs one golden case through the pipeline. Only cases whose input
+// loads are validated (goldencase.Runnable), so a load error fails.
+func run(t *testing.T, dir string) *pipeline.Result {
 	t.Helper()
 	opts, err := goldencase.Options(dir)
 	if err != nil {
@@ -83,30 +74,40 @@ func resources(t *testing.T, dir string) *translator.Resources {
 	if err != nil {
 		t.Fatalf("the input of %s does not load: %v", dir, err)
 	}
-	return pipeline.Run(set, opts).Resources
+	return pipeline.Run(set, opts)
 }
 
-// namesMissingCluster reports whether a case's model has a route whose
-// weighted clusters name a cluster the model does not have.
-func namesMissingCluster(t *testing.T, dir string) bool {
+// validateResources has Envoy validate res in a static bootstrap; with
+// missingClusters (routes name a cluster on purpose: an invalid backend,
+// answered 500) the route configurations are loaded as RDS loads them,
+// without checking route clusters.
+func validateResources(t *testing.T, envoy string, res *translator.Resources, missingClusters bool) ([]byte, error) {
 	t.Helper()
-	opts, err := goldencase.Options(dir)
+	if missingClusters {
+		for _, m := range res.Routes {
+			m.(*routev3.RouteConfiguration).ValidateClusters = wrapperspb.Bool(false)
+		}
+	}
+	b, err := staticBootstrap(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := goldencase.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := pipeline.Run(set, opts).Build.Model
+	return envoyValidate(t, envoy, b)
+}
+
+// namesMissingCluster reports whether a model has a route whose weighted
+// clusters name a cluster the model does not have.
+func namesMissingCluster(m *ir.Model) bool {
 	clusters := map[string]bool{}
 	for _, c := range m.Clusters {
 		clusters[c.Name] = true
 	}
-	var hosts []*ir.VirtualHost
-	hosts = append(hosts, m.Insecure...)
+	hosts := append([]*ir.VirtualHost(nil), m.Insecure...)
 	for _, s := range m.Secure {
 		hosts = append(hosts, &s.VirtualHost)
+	}
+	if m.Fallback != nil {
+		hosts = append(hosts, m.Fallback.VirtualHosts...)
 	}
 	for _, l := range m.Listeners {
 		hosts = append(hosts, l.Insecure...)

@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"google.golang.org/protobuf/types/known/wrapperspb"
-
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -35,16 +32,7 @@ func TestEnvoyValidatesTranslatorFeatures(t *testing.T) {
 	envoy := envoyBinary(t)
 	for _, invalidBackend := range []bool{false, true} {
 		res := translator.Translate(featureModel(t, invalidBackend), translator.DefaultOptions())
-		if invalidBackend {
-			for _, m := range res.Routes {
-				m.(*routev3.RouteConfiguration).ValidateClusters = wrapperspb.Bool(false)
-			}
-		}
-		b, err := staticBootstrap(res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, err := envoyValidate(t, envoy, b); err != nil {
+		if out, err := validateResources(t, envoy, res, invalidBackend); err != nil {
 			t.Fatalf("Envoy rejects the translation (invalid backend: %v): %v\n%s", invalidBackend, err, out)
 		}
 	}
