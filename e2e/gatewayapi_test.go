@@ -326,27 +326,29 @@ func routeParent(parents []gwapiv1.RouteParentStatus, gw, section string) (*gwap
 func (g *gatewayStack) eventuallyHTTPRoute(t *testing.T, namespace, name, gw, section string, want ...cond) *gwapiv1.HTTPRoute {
 	t.Helper()
 	r := &gwapiv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	g.eventuallyObject(t, r, func() error {
-		p, err := routeParent(r.Status.Parents, gw, section)
-		if err != nil {
-			return err
-		}
-		return checkConds(p.Conditions, r.Generation, want...)
-	})
+	g.eventuallyRouteParent(t, r, &r.Status.RouteStatus, gw, section, want...)
 	return r
 }
 
+// eventuallyGRPCRoute is eventuallyHTTPRoute for a GRPCRoute.
 func (g *gatewayStack) eventuallyGRPCRoute(t *testing.T, namespace, name, gw, section string, want ...cond) *gwapiv1.GRPCRoute {
 	t.Helper()
 	r := &gwapiv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	g.eventuallyRouteParent(t, r, &r.Status.RouteStatus, gw, section, want...)
+	return r
+}
+
+// eventuallyRouteParent waits until r's parent status (st, read into r)
+// for gw and section has the wanted conditions, at r's generation.
+func (g *gatewayStack) eventuallyRouteParent(t *testing.T, r client.Object, st *gwapiv1.RouteStatus, gw, section string, want ...cond) {
+	t.Helper()
 	g.eventuallyObject(t, r, func() error {
-		p, err := routeParent(r.Status.Parents, gw, section)
+		p, err := routeParent(st.Parents, gw, section)
 		if err != nil {
 			return err
 		}
-		return checkConds(p.Conditions, r.Generation, want...)
+		return checkConds(p.Conditions, r.GetGeneration(), want...)
 	})
-	return r
 }
 
 // listenerStatus is a Gateway listener's status.
