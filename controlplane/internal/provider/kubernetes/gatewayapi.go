@@ -140,10 +140,14 @@ func (p *Provider) startGatewayKind(ctx context.Context, group, resource, gv str
 }
 
 // servedGatewayResources returns the resources the API server serves in
-// each group version of gatewayKinds.
+// each group version of the gatewayKinds not watched yet: a poll asks
+// discovery only about what it may still start.
 func (p *Provider) servedGatewayResources() (map[schema.GroupVersion]map[string]bool, error) {
 	out := map[schema.GroupVersion]map[string]bool{}
 	for _, k := range gatewayKinds() {
+		if _, ok := p.gateway.watched[k.resource]; ok {
+			continue
+		}
 		for _, obj := range k.versions {
 			gvk, err := apiutil.GVKForObject(obj, objects.Scheme)
 			if err != nil {

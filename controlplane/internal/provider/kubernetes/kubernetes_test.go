@@ -1,12 +1,15 @@
 package kubernetes
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 )
 
@@ -70,5 +73,46 @@ func TestIgnoredUpdate(t *testing.T) {
 		if got := ignoredUpdate(tt.old, tt.cur); got != tt.want {
 			t.Errorf("%s: ignoredUpdate = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// askedDiscovery records the group versions discovery was asked about and
+// serves none of them.
+type askedDiscovery struct {
+	discovery.DiscoveryInterface
+	asked []string
+}
+
+func (d *askedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.asked = append(d.asked, gv)
+	return &metav1.APIResourceList{GroupVersion: gv}, nil
+}
+
+// A poll asks discovery only about the group versions of kinds not watched
+// yet: once the Gateway API is watched, a cluster without our policies'
+// CRDs costs one discovery request per poll, not four.
+func TestServedGatewayResourcesSkipsWatched(t *testing.T) {
+	d := &askedDiscovery{}
+	p := &Provider{discovery: d, gateway: gatewayState{watched: map[string]string{}}}
+	for _, k := range gatewayKinds() {
+		if k.resource != "extauthpolicies" && k.resource != "extprocpolicies" {
+			p.gateway.watched[k.resource] = "watched"
+		}
+	}
+	if _, err := p.servedGatewayResources(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{gatewayv1alpha1.GroupVersion.String()}; !slices.Equal(d.asked, want) {
+		t.Errorf("asked discovery about %v, want %v", d.asked, want)
+	}
+
+	// Nothing watched: every group version of gatewayKinds, once each.
+	d.asked, p.gateway.watched = nil, map[string]string{}
+	if _, err := p.servedGatewayResources(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{gwapiv1.GroupVersion.String(), "gateway.networking.k8s.io/v1beta1", "gateway.networking.k8s.io/v1alpha3", gatewayv1alpha1.GroupVersion.String()}
+	if !slices.Equal(d.asked, want) {
+		t.Errorf("asked discovery about %v, want %v", d.asked, want)
 	}
 }
