@@ -56,6 +56,16 @@ func TestGatewayAPIStatus(t *testing.T) {
 	if len(got.Parents) != 1 || got.Parents[0].Conditions[0].LastTransitionTime != t0 {
 		t.Errorf("route status = %+v", got)
 	}
+	rejectedRoute := Route(route.WithErrors(Problem{Type: TypeEnvoyRejected, Reason: ReasonRejectedByEnvoy, Message: "no"}), got, t1)
+	if c := rejectedRoute.Parents[0].Conditions[0]; c.Status != metav1.ConditionFalse || c.Reason != ReasonRejectedByEnvoy || c.Message != "no" || c.LastTransitionTime != t1 {
+		t.Errorf("rejected route parent = %+v", c)
+	}
+	if route.GatewayAPI.Parents[0].Conditions[0].Status != metav1.ConditionTrue {
+		t.Error("rendering a route modified the findings")
+	}
+	if empty := Route(&Object{Ref: route.Ref}, gwapiv1.RouteStatus{}, t0); empty.Parents == nil {
+		t.Error("parents must be an empty list, not null (a required field)")
+	}
 	if !route.Same(route.WithErrors()) || route.Same(&Object{Ref: route.Ref}) {
 		t.Error("Same must compare the Gateway API findings")
 	}
