@@ -31,16 +31,16 @@ import (
 // Scheme knows every kind the control plane reads.
 var Scheme = runtime.NewScheme()
 
-func init() {
-	utilruntime.Must(corev1.AddToScheme(Scheme))
-	utilruntime.Must(discoveryv1.AddToScheme(Scheme))
-	utilruntime.Must(contourv1.AddToScheme(Scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(Scheme))
-	utilruntime.Must(gwapiv1.Install(Scheme))
-	utilruntime.Must(gwapiv1beta1.Install(Scheme))
-	utilruntime.Must(gwapiv1alpha3.Install(Scheme))
-	utilruntime.Must(gatewayv1alpha1.AddToScheme(Scheme))
-}
+// AddToScheme adds every kind the control plane reads to a scheme (the
+// tests' API server clients add them to theirs).
+var AddToScheme = schemeBuilder.AddToScheme
+
+var schemeBuilder = runtime.NewSchemeBuilder(
+	corev1.AddToScheme, discoveryv1.AddToScheme, contourv1.AddToScheme, v1alpha1.AddToScheme,
+	gwapiv1.Install, gwapiv1beta1.Install, gwapiv1alpha3.Install, gatewayv1alpha1.AddToScheme,
+)
+
+func init() { utilruntime.Must(AddToScheme(Scheme)) }
 
 var strictCodecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
 

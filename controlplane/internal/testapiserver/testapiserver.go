@@ -20,13 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
-	gwapiv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
-	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
-	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
-	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
 // APIServer is a running API server with an admin client.
@@ -43,12 +38,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(contourv1.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(gwapiv1.Install(s))
-	utilruntime.Must(gwapiv1beta1.Install(s))
-	utilruntime.Must(gwapiv1alpha3.Install(s))
-	utilruntime.Must(gatewayv1alpha1.AddToScheme(s))
+	utilruntime.Must(objects.AddToScheme(s))
 	return s
 }
 
