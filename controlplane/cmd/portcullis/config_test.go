@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 )
 
 // TestTranslateConfig runs `portcullis translate --config` as a user would.
@@ -78,5 +83,40 @@ func TestExtensionConfigErrors(t *testing.T) {
 	}
 	if _, errOut, err := run("translate", "--config", good, "-f", example); err != nil {
 		t.Errorf("translate with a valid extension section: %v\n%s", err, errOut)
+	}
+}
+
+// TestConfigReloadKeepsTheControllerName: the status writer keeps the
+// controller name it started with, so a reload that changes it must not
+// hand the builder another one (route parents would be written twice).
+func TestConfigReloadKeepsTheControllerName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "portcullis.yaml")
+	if err := os.WriteFile(path, []byte("gateway: {controllerName: example.com/first}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := configWatcher{path: path, interval: 10 * time.Millisecond, log: slog.New(slog.DiscardHandler), controller: "example.com/first"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan pipeline.Options, 1)
+	go w.Run(ctx, func(o pipeline.Options) {
+		select {
+		case got <- o:
+		default:
+		}
+	})
+	time.Sleep(50 * time.Millisecond)
+	if err := os.WriteFile(path, []byte("gateway: {controllerName: example.com/second}\nlimits: {maxIncludeDepth: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-got:
+		if o.Builder.GatewayControllerName != "example.com/first" {
+			t.Errorf("controller name after the reload: %q, want the startup one", o.Builder.GatewayControllerName)
+		}
+		if o.Builder.Limits.MaxIncludeDepth != 3 {
+			t.Errorf("the rest of the reload was not applied: limits %+v", o.Builder.Limits)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reload")
 	}
 }

@@ -146,6 +146,10 @@ type configWatcher struct {
 	// extension is the file's extension section at startup: a change
 	// takes a restart.
 	extension *config.Extension
+	// controller is the Gateway API controller name at startup: the
+	// status writer keeps it (our route parents and policy ancestors are
+	// those naming it), so a change takes a restart too.
+	controller string
 }
 
 func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
@@ -155,7 +159,12 @@ func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
 		if !reflect.DeepEqual(c.Extension, w.extension) {
 			w.log.Warn("the extension section of the configuration file changed: it takes a restart, the extension registered at startup stays in use", "file", w.path)
 		}
-		update(withConfig(w.base, c))
+		o := withConfig(w.base, c)
+		if n := c.Gateway.Controller(); n != w.controller {
+			w.log.Warn("gateway.controllerName changed in the configuration file: it takes a restart, the name in use at startup stays", "file", w.path, "inUse", w.controller, "new", n)
+			o.Builder.GatewayControllerName = w.controller
+		}
+		update(o)
 	})
 }
 
@@ -289,7 +298,8 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 			}
 			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log, Extension: ext}
 			if bf.configFile != "" {
-				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extension: fileCfg.Extension}
+				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extension: fileCfg.Extension,
+					controller: opts.Builder.GatewayControllerName}
 			}
 			switch provider {
 			case "file":
