@@ -21,27 +21,13 @@ func (g *gatewayStage) buildGRPCRoute(r *gwapiv1.GRPCRoute) {
 	g.buildRoute(rt, func(b *routeBuild) []gwIRRoute { return b.grpcRules(r) })
 }
 
+// grpcRules builds the IR routes of a GRPCRoute (ruleRoutes).
 func (b *routeBuild) grpcRules(r *gwapiv1.GRPCRoute) []gwIRRoute {
 	var out []gwIRRoute
 	for i, rule := range r.Spec.Rules {
 		where := ruleWhere(i, rule.Name)
 		action, ok := b.grpcAction(rule, where)
-		matches := rule.Matches
-		if len(matches) == 0 {
-			matches = []gwapiv1.GRPCRouteMatch{{}}
-		}
-		for j, m := range matches {
-			match, err := grpcMatch(m)
-			if err != nil {
-				b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
-				continue
-			}
-			x := withMatch(action, match)
-			if !ok {
-				x = failClosed(x)
-			}
-			out = append(out, gwIRRoute{route: &x, obj: r, kind: kindGRPCRoute, rule: i, match: j})
-		}
+		out = append(out, ruleRoutes(b, i, where, action, ok, rule.Matches, grpcMatch)...)
 	}
 	return out
 }

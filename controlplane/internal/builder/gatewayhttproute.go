@@ -28,35 +28,13 @@ func (g *gatewayStage) buildHTTPRoute(r *gwapiv1.HTTPRoute) {
 	g.buildRoute(rt, func(b *routeBuild) []gwIRRoute { return b.httpRules(r) })
 }
 
-// httpRules builds the IR routes of an HTTPRoute: one per match of each
-// rule (a rule without matches matches every request). A rule whose
-// action cannot be honoured answers 500; a match that cannot be built
-// is left out (it cannot even answer 500), with the reason in Accepted.
+// httpRules builds the IR routes of an HTTPRoute (ruleRoutes).
 func (b *routeBuild) httpRules(r *gwapiv1.HTTPRoute) []gwIRRoute {
 	var out []gwIRRoute
 	for i, rule := range r.Spec.Rules {
 		where := ruleWhere(i, rule.Name)
 		action, ok := b.httpAction(rule, where)
-		matches := rule.Matches
-		if len(matches) == 0 {
-			matches = []gwapiv1.HTTPRouteMatch{{}}
-		}
-		for j, m := range matches {
-			match, err := httpMatch(m)
-			if err != nil {
-				b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
-				continue
-			}
-			x := withMatch(action, match)
-			if ok && needsPrefixMatch(x) && x.PathKind != ir.PathPrefix {
-				b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: ReplacePrefixMatch needs a PathPrefix match: it answers 500", where, j)
-				x = failClosed(x)
-			}
-			if !ok {
-				x = failClosed(x)
-			}
-			out = append(out, gwIRRoute{route: &x, obj: r, kind: kindHTTPRoute, rule: i, match: j})
-		}
+		out = append(out, ruleRoutes(b, i, where, action, ok, rule.Matches, httpMatch)...)
 	}
 	return out
 }

@@ -101,6 +101,35 @@ func failClosed(x ir.Route) ir.Route {
 	}
 }
 
+// ruleRoutes are the IR routes of rule i of the route being built, of
+// either kind: its action under each of its matches (a rule without
+// matches matches every request). A rule whose action cannot be honoured
+// (ok false) answers 500; a match that cannot be built is left out (it
+// cannot even answer 500), with the reason in Accepted.
+func ruleRoutes[M any](b *routeBuild, i int, where string, action ir.Route, ok bool, matches []M, match func(M) (ir.Route, error)) []gwIRRoute {
+	if len(matches) == 0 {
+		matches = make([]M, 1)
+	}
+	out := make([]gwIRRoute, 0, len(matches))
+	for j, m := range matches {
+		mx, err := match(m)
+		if err != nil {
+			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
+			continue
+		}
+		x := withMatch(action, mx)
+		if ok && needsPrefixMatch(x) && x.PathKind != ir.PathPrefix {
+			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: ReplacePrefixMatch needs a PathPrefix match: it answers 500", where, j)
+			x = failClosed(x)
+		}
+		if !ok {
+			x = failClosed(x)
+		}
+		out = append(out, gwIRRoute{route: &x, obj: b.rt.obj, kind: b.rt.kind, rule: i, match: j})
+	}
+	return out
+}
+
 // withMatch is action (a rule's) under one of its matches.
 func withMatch(action, match ir.Route) ir.Route {
 	action.PathKind, action.Path, action.Headers, action.QueryParams = match.PathKind, match.Path, match.Headers, match.QueryParams
