@@ -58,11 +58,17 @@ type gwHost struct {
 // certificate. A host an HTTPProxy keeps on a shared listener stays its.
 func (g *gatewayStage) placeRoutes(m *ir.Model) {
 	opts := g.r.opts()
-	ready := map[uint32][]*gwListener{}
+	// ready are each Gateway's ready listeners, per Envoy port.
+	type portGateway struct {
+		port uint32
+		gw   *gwGateway
+	}
+	ready := map[portGateway][]*gwListener{}
 	for _, x := range g.gateways {
 		for _, l := range x.listeners {
 			if l.ready() {
-				ready[l.envoyPort] = append(ready[l.envoyPort], l)
+				k := portGateway{l.envoyPort, x}
+				ready[k] = append(ready[k], l)
 			}
 		}
 	}
@@ -79,16 +85,25 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			owner[k] = a.listener.gw
 		}
 	}
+	// best is the listener that serves each host (decided once per host,
+	// not per attachment).
+	best := map[hostKey]*gwListener{}
 	hosts := map[hostKey]*gwHost{}
 	for _, a := range g.attachments {
 		k := hostKey{a.listener.envoyPort, a.host}
-		if o := owner[k]; o != a.listener.gw {
+		o := owner[k]
+		if o != a.listener.gw {
 			if !proxies.taken(opts, k.port, k.host) {
 				notServed(a, "host %q on port %d is served through the older Gateway %s/%s, which keeps it: it is not served through Gateway %s/%s", k.host, a.listener.spec.Port, o.gw.Namespace, o.gw.Name, a.listener.gw.gw.Namespace, a.listener.gw.gw.Name)
 			}
 			continue
 		}
-		if bestListener(ownListeners(ready[k.port], owner[k]), k.host) != a.listener || proxies.taken(opts, k.port, k.host) {
+		l, decided := best[k]
+		if !decided {
+			l = bestListener(ready[portGateway{k.port, o}], k.host)
+			best[k] = l
+		}
+		if l != a.listener || proxies.taken(opts, k.port, k.host) {
 			continue
 		}
 		h := hosts[k]
@@ -141,17 +156,6 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			}
 		}
 	}
-}
-
-// ownListeners are the listeners of ls that are gw's.
-func ownListeners(ls []*gwListener, gw *gwGateway) []*gwListener {
-	var out []*gwListener
-	for _, l := range ls {
-		if l.gw == gw {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // notServed says in a route's Accepted condition (for the parent it is
