@@ -49,9 +49,7 @@ func needsPrefixMatch(x ir.Route) bool {
 // honoured.
 func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Route, bool) {
 	x := b.newRoute()
-	filters := make([]gwapiv1.HTTPRouteFilter, len(rule.Filters))
-	copy(filters, rule.Filters)
-	ok := b.filters(filters, where+".filters", &x)
+	ok := b.filters(rule.Filters, where+".filters", &x)
 	if t := rule.Timeouts; t != nil {
 		req, backend, err := gatewayTimeouts(t)
 		if err != nil {
