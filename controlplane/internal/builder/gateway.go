@@ -35,7 +35,8 @@ import (
 //     precedence, their effect on the routes and their status.
 //
 // The stage runs after the HTTPProxy roots (it must see the hosts they
-// keep), in one pass, without a Memo. An invalid listener or route never
+// keep), in one pass; the routes' rules are kept between builds by the Memo
+// (gatewaymemo.go). An invalid listener or route never
 // affects another: it is left out, and its status says why.
 
 // gatewayStage is the state of the Gateway API stage of one build.
