@@ -93,6 +93,14 @@ func (g *gatewayStage) buildGateway(gw *gwapiv1.Gateway, classAccepted bool) *gw
 		// unchecked: refused rather than ignored.
 		x.problems.add(status.ReasonUnsupportedField, "spec.tls (backend client certificates, frontend client validation) is not supported")
 	}
+	if al := spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwapiv1.NamespacesFromNone {
+		// ListenerSets are not read: listeners they add would be
+		// missing without a word.
+		x.problems.add(status.ReasonUnsupportedField, "spec.allowedListeners (ListenerSets) is not supported")
+	}
+	if spec.DefaultScope != "" {
+		x.problems.add(status.ReasonUnsupportedField, "spec.defaultScope (default Gateways) is not supported")
+	}
 	if len(spec.Listeners) == 0 {
 		x.problems.add(string(gwapiv1.GatewayReasonListenersNotValid), "spec.listeners must list at least one listener")
 	}
