@@ -14,6 +14,9 @@ import (
 // policyStatuses renders every policy's status.ancestors: one entry per
 // distinct targetRef, whose Accepted condition says what happened there.
 func (g *gatewayStage) policyStatuses() {
+	if len(g.authPolicies.policies)+len(g.procPolicies.policies) == 0 {
+		return // nothing to render: do not index every route on each build
+	}
 	known := g.knownTargets()
 	for _, set := range []policySet{g.authPolicies, g.procPolicies} {
 		for i, p := range set.policies {
@@ -90,20 +93,21 @@ func (g *gatewayStage) knownTargets() knownTargets {
 		k.gateways[objects.Ref{Kind: objects.KindGateway, Namespace: gw.Namespace, Name: gw.Name}] = true
 	}
 	for _, r := range g.r.snap.in.HTTPRoutes {
-		ref := objects.Ref{Kind: objects.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}
-		k.rules[ref] = []string{}
-		for _, rule := range r.Spec.Rules {
-			k.rules[ref] = append(k.rules[ref], string(ptrValue(rule.Name)))
-		}
+		k.rules[objects.Ref{Kind: objects.KindHTTPRoute, Namespace: r.Namespace, Name: r.Name}] = ruleNames(r.Spec.Rules, func(x gwapiv1.HTTPRouteRule) *gwapiv1.SectionName { return x.Name })
 	}
 	for _, r := range g.r.snap.in.GRPCRoutes {
-		ref := objects.Ref{Kind: objects.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}
-		k.rules[ref] = []string{}
-		for _, rule := range r.Spec.Rules {
-			k.rules[ref] = append(k.rules[ref], string(ptrValue(rule.Name)))
-		}
+		k.rules[objects.Ref{Kind: objects.KindGRPCRoute, Namespace: r.Namespace, Name: r.Name}] = ruleNames(r.Spec.Rules, func(x gwapiv1.GRPCRouteRule) *gwapiv1.SectionName { return x.Name })
 	}
 	return k
+}
+
+// ruleNames are the names of a route's rules ("" for an unnamed one).
+func ruleNames[R any](rules []R, name func(R) *gwapiv1.SectionName) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = string(ptrValue(name(r)))
+	}
+	return out
 }
 
 // missing says why t is not a target of ours ("" when it is).
