@@ -2,7 +2,6 @@ package extension
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/sdk"
+	"github.com/portcullis/portcullis/extension/sdk/sdktest"
 )
 
 // calls counts the calls an extension received, by hook.
@@ -40,10 +40,6 @@ func (c *calls) total() int {
 // it returns the address and the calls it receives.
 func serve(t *testing.T, ext *sdk.Server, opts ...grpc.ServerOption) (string, *calls) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &calls{n: map[Hook]int{}}
 	count := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		c.mu.Lock()
@@ -51,16 +47,7 @@ func serve(t *testing.T, ext *sdk.Server, opts ...grpc.ServerOption) (string, *c
 		c.mu.Unlock()
 		return handler(ctx, req)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- sdk.Serve(ctx, lis, ext, append(opts, grpc.ChainUnaryInterceptor(count))...) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("sdk.Serve: %v", err)
-		}
-	})
-	return lis.Addr().String(), c
+	return sdktest.Listen(t, ext, append(opts, grpc.ChainUnaryInterceptor(count))...), c
 }
 
 // newRunner dials reg's extension and returns its runner.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
+	"github.com/portcullis/portcullis/extension/sdk/sdktest"
 )
 
 // extensionObjects are two HTTPProxies, each its own virtual host; prefixA
@@ -71,11 +71,7 @@ var (
 // Unavailable while failing is set.
 func headerExtension(t *testing.T, failing *atomic.Bool) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ext := &sdk.Server{
+	return sdktest.Listen(t, &sdk.Server{
 		VirtualHostModify: func(_ context.Context, req *v1alpha1.PostVirtualHostModifyRequest) (*v1alpha1.PostVirtualHostModifyResponse, error) {
 			if failing.Load() {
 				return nil, grpcstatus.Error(codes.Unavailable, "backend down")
@@ -85,17 +81,7 @@ func headerExtension(t *testing.T, failing *atomic.Bool) string {
 				Header: &corev3.HeaderValue{Key: "x-ext", Value: "added"}})
 			return &v1alpha1.PostVirtualHostModifyResponse{VirtualHost: vh}, nil
 		},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- sdk.Serve(ctx, lis, ext) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("sdk.Serve: %v", err)
-		}
 	})
-	return lis.Addr().String()
 }
 
 // extensionServer is a Server (not serving) with the extension at addr.

@@ -1,6 +1,6 @@
 // Package sdktest serves an extension in-process, on an in-memory
-// connection, with sdk.Serve, so an extension's tests call its hooks
-// through gRPC as Portcullis does.
+// connection or a loopback port, with sdk.Serve, so an extension's tests
+// call its hooks through gRPC as Portcullis does.
 package sdktest
 
 import (
@@ -27,24 +27,42 @@ func Serve(t testing.TB, srv v1alpha1.ExtensionServerServer) v1alpha1.ExtensionS
 func Conn(t testing.TB, srv v1alpha1.ExtensionServerServer) *grpc.ClientConn {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- sdk.Serve(ctx, lis, srv) }()
+	serve(t, lis, srv)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	// Cleanups run last-registered first: the connection closes, then the
 	// server stops.
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// Listen serves srv on a loopback TCP port, with opts, until the test ends
+// and returns its address, for code under test that dials the extension
+// itself.
+func Listen(t testing.TB, srv v1alpha1.ExtensionServerServer, opts ...grpc.ServerOption) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, lis, srv, opts...)
+	return lis.Addr().String()
+}
+
+// serve serves srv on lis with sdk.Serve until the test ends, and fails the
+// test if serving fails.
+func serve(t testing.TB, lis net.Listener, srv v1alpha1.ExtensionServerServer, opts ...grpc.ServerOption) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sdk.Serve(ctx, lis, srv, opts...) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("sdk.Serve: %v", err)
 		}
 	})
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }
