@@ -225,15 +225,18 @@ type subject struct {
 	resource string
 	typeURL  string // with names, to find the origins in the index
 	names    []string
-	message  string // narrows the origins of a listener or route configuration to a virtual host
+	vhost    string // narrows the origins of a route configuration (names[0]) to one of its virtual hosts
 	origins  ir.Origins
 }
 
 func (s subject) originsIn(x *translator.Index) ir.Origins {
-	if s.origins != nil || s.typeURL == "" {
+	switch {
+	case s.origins != nil || s.typeURL == "":
 		return s.origins
+	case s.vhost != "":
+		return x.VirtualHostObjects(s.typeURL, s.names[0], s.vhost)
 	}
-	return x.Objects(s.typeURL, s.names, s.message)
+	return x.Objects(s.typeURL, s.names, "")
 }
 
 // invalid is what is wrong with an answer, and about which resource when
@@ -434,7 +437,7 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[R
 		}
 		about := subject{
 			resource: fmt.Sprintf("route %d of virtual host %q of RouteConfiguration %q", k.Route, k.VirtualHost, k.RouteConfiguration),
-			typeURL:  resourcev3.RouteType, names: []string{k.RouteConfiguration}, message: k.VirtualHost,
+			typeURL:  resourcev3.RouteType, names: []string{k.RouteConfiguration}, vhost: k.VirtualHost,
 		}
 		if c := ext.Context; c != nil && c.GetRouteName() != "" {
 			about.origins = ir.NewOrigins(objects.Ref{Kind: c.GetRouteKind(), Namespace: c.GetRouteNamespace(), Name: c.GetRouteName()})
@@ -511,7 +514,7 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 			rcName := translator.ResourceName(rcs[it.rc])
 			about := subject{
 				resource: fmt.Sprintf("virtual host %q of RouteConfiguration %q", it.in.GetName(), rcName),
-				typeURL:  resourcev3.RouteType, names: []string{rcName}, message: it.in.GetName(),
+				typeURL:  resourcev3.RouteType, names: []string{rcName}, vhost: it.in.GetName(),
 			}
 			req := &v1alpha1.PostVirtualHostModifyRequest{
 				VirtualHost: it.in,

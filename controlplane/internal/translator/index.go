@@ -2,6 +2,7 @@ package translator
 
 import (
 	"strings"
+	"sync"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
@@ -12,7 +13,9 @@ import (
 // objects it came from, as the IR says: so that what Envoy says about a
 // resource (a rejection) can be reported on them. It is built with the
 // resources, from the IR they are made of: nothing is read back from
-// resource names. Never modified once built; nil is empty.
+// resource names. Never modified once built (but for the lookup tables
+// VirtualHostObjects makes, once, on first use), safe for concurrent use;
+// nil is empty.
 type Index struct {
 	byType map[string]map[string]*indexEntry
 }
@@ -23,6 +26,11 @@ type Index struct {
 type indexEntry struct {
 	origins ir.Origins
 	hosts   []hostOrigins
+
+	// vhosts are the origins of each Envoy virtual host, by name, made
+	// by VirtualHostObjects on its first call on the resource.
+	vhostsOnce sync.Once
+	vhosts     map[string]ir.Origins
 }
 
 // hostOrigins are the origins of one IR virtual host in a listener or
@@ -100,4 +108,35 @@ func (x *Index) Objects(typeURL string, names []string, message string) ir.Origi
 		}
 	}
 	return ir.NewOrigins(out...)
+}
+
+// VirtualHostObjects returns the objects behind one Envoy virtual host, by
+// its exact name, of the named listener or route configuration: the
+// resource's own and those of the hosts the virtual host serves (several
+// when identical hosts were merged), sorted. Unlike Objects, which looks
+// for host names in a free-form message, no host is blamed because its
+// name is part of another's (example.com in a.example.com), and a lookup
+// takes constant time, not one pass over the resource's hosts. A name the
+// resource has no virtual host of blames all its hosts, as Objects does.
+func (x *Index) VirtualHostObjects(typeURL, name, vhost string) ir.Origins {
+	if x == nil {
+		return nil
+	}
+	e := x.byType[typeURL][name]
+	if e == nil {
+		return nil
+	}
+	e.vhostsOnce.Do(func() {
+		e.vhosts = make(map[string]ir.Origins, len(e.hosts))
+		for _, h := range e.hosts {
+			e.vhosts[h.vhost] = append(e.vhosts[h.vhost], h.origins...)
+		}
+		for v, o := range e.vhosts {
+			e.vhosts[v] = ir.NewOrigins(append(o, e.origins...)...)
+		}
+	})
+	if o, ok := e.vhosts[vhost]; ok {
+		return o
+	}
+	return x.Objects(typeURL, []string{name}, "")
 }
