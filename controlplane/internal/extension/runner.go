@@ -410,9 +410,10 @@ func appendSorted[M proto.Message](ms []proto.Message, add []M) []proto.Message 
 // modifyRoutes runs PostRouteModify for each route of refs and returns the
 // routes it changed.
 func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[RouteKey]*routev3.Route {
+	vhosts := vhostsByName(res.Routes)
 	keys := make([]RouteKey, 0, len(refs))
 	for k := range refs {
-		if findRoute(res.Routes, k) != nil {
+		if findRoute(vhosts, k) != nil {
 			keys = append(keys, k)
 		}
 	}
@@ -429,7 +430,7 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[R
 	changed := make([]*routev3.Route, len(keys))
 	ru.each(len(keys), func(i int) {
 		k := keys[i]
-		in := findRoute(res.Routes, k)
+		in := findRoute(vhosts, k)
 		ext := refs[k]
 		req := &v1alpha1.PostRouteModifyRequest{Route: in, Context: ext.Context}
 		for _, b := range ext.Resources {
@@ -463,20 +464,35 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[R
 	return out
 }
 
-// findRoute returns the route k names in rcs, or nil.
-func findRoute(rcs []proto.Message, k RouteKey) *routev3.Route {
+// vhostKey names a virtual host of a route configuration.
+type vhostKey struct{ routeConfiguration, virtualHost string }
+
+// vhostsByName are the virtual hosts of rcs (the first of a name), so that
+// each route is found without a pass over every route configuration.
+func vhostsByName(rcs []proto.Message) map[vhostKey]*routev3.VirtualHost {
+	out := map[vhostKey]*routev3.VirtualHost{}
 	for _, m := range rcs {
 		rc, ok := m.(*routev3.RouteConfiguration)
-		if !ok || rc.GetName() != k.RouteConfiguration {
+		if !ok {
 			continue
 		}
 		for _, vh := range rc.GetVirtualHosts() {
-			if vh.GetName() == k.VirtualHost && k.Route >= 0 && k.Route < len(vh.GetRoutes()) {
-				return vh.GetRoutes()[k.Route]
+			k := vhostKey{rc.GetName(), vh.GetName()}
+			if _, dup := out[k]; !dup {
+				out[k] = vh
 			}
 		}
 	}
-	return nil
+	return out
+}
+
+// findRoute returns the route k names, or nil.
+func findRoute(vhosts map[vhostKey]*routev3.VirtualHost, k RouteKey) *routev3.Route {
+	routes := vhosts[vhostKey{k.RouteConfiguration, k.VirtualHost}].GetRoutes()
+	if k.Route < 0 || k.Route >= len(routes) {
+		return nil
+	}
+	return routes[k.Route]
 }
 
 // modifyVirtualHosts puts the changed routes in their virtual hosts and
