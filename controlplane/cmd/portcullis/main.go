@@ -90,17 +90,18 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 }
 
 // options are the pipeline's options, and the configuration file's
-// extension (nil when it has none), checked as the hook runner will use it.
-func (f *buildFlags) options() (pipeline.Options, *config.Config, *extension.Registration, error) {
+// extensions (none when it has none), checked as the hook runners will use
+// them.
+func (f *buildFlags) options() (pipeline.Options, *config.Config, []extension.Registration, error) {
 	o, cfg, err := f.pipelineOptions()
-	if err != nil || cfg.Extension == nil {
+	if err != nil || len(cfg.Extensions) == 0 {
 		return o, cfg, nil, err
 	}
-	reg, err := extension.FromConfig(cfg.Extension)
+	regs, err := extension.FromConfig(cfg)
 	if err != nil {
 		return o, cfg, nil, fmt.Errorf("--config: %s: %w", f.configFile, err)
 	}
-	return o, cfg, &reg, nil
+	return o, cfg, regs, nil
 }
 
 func (f *buildFlags) pipelineOptions() (pipeline.Options, *config.Config, error) {
@@ -143,9 +144,9 @@ type configWatcher struct {
 	base     pipeline.Options
 	interval time.Duration
 	log      *slog.Logger
-	// extension is the file's extension section at startup: a change
+	// extensions is the file's extensions section at startup: a change
 	// takes a restart.
-	extension *config.Extension
+	extensions []config.Extension
 	// controller is the Gateway API controller name at startup: the
 	// status writer keeps it (our route parents and policy ancestors are
 	// those naming it), so a change takes a restart too.
@@ -156,8 +157,8 @@ func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
 	// Start from the file as it was read at startup.
 	first, _ := os.ReadFile(w.path)
 	config.Watch(ctx, w.path, w.interval, w.log, first, func(c *config.Config) {
-		if !reflect.DeepEqual(c.Extension, w.extension) {
-			w.log.Warn("the extension section of the configuration file changed: it takes a restart, the extension registered at startup stays in use", "file", w.path)
+		if !reflect.DeepEqual(c.Extensions, w.extensions) {
+			w.log.Warn("the extensions section of the configuration file changed: it takes a restart, the extensions registered at startup stay in use", "file", w.path)
 		}
 		o := withConfig(w.base, c)
 		if n := c.Gateway.Controller(); n != w.controller {
@@ -292,13 +293,13 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 			if err != nil {
 				return err
 			}
-			opts, fileCfg, ext, err := bf.options()
+			opts, fileCfg, exts, err := bf.options()
 			if err != nil {
 				return err
 			}
-			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log, Extension: ext}
+			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log, Extensions: exts}
 			if bf.configFile != "" {
-				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extension: fileCfg.Extension,
+				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extensions: fileCfg.Extensions,
 					controller: opts.Builder.GatewayControllerName}
 			}
 			switch provider {

@@ -71,6 +71,8 @@ type Options struct {
 	// every Gateway's status.addresses (config.Gateway).
 	GatewayAddresses    []string
 	GatewayEnvoyService string
+	// Extensions are the kinds the extension servers registered.
+	Extensions ExtensionKinds
 }
 
 // WithConfig returns o with the settings of the configuration file.
@@ -78,6 +80,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 	o.GlobalExtAuth, o.GlobalExtProc, o.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.GatewayAddresses, o.GatewayEnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
+	o.Extensions = extensionKindsOf(c)
 	return o
 }
 

@@ -46,12 +46,7 @@ func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.R
 		case gwapiv1.HTTPRouteFilterRequestMirror:
 			b.mirror(f.RequestMirror, where, x)
 		case gwapiv1.HTTPRouteFilterExtensionRef:
-			ref := f.ExtensionRef
-			if ref == nil {
-				ref = &gwapiv1.LocalObjectReference{}
-			}
-			b.refs.add(string(gwapiv1.RouteReasonInvalidKind), "%s: ExtensionRef %s/%s %q: no extension of this kind is registered: the rule answers 500", where, ref.Group, ref.Kind, ref.Name)
-			ok = false
+			ok = b.extensionRef(f.ExtensionRef, where, x) && ok
 		default:
 			err = fmt.Errorf("filter type %q is not supported", f.Type)
 		}

@@ -27,7 +27,7 @@ func (b *routeBuild) grpcRules(r *gwapiv1.GRPCRoute) []gwIRRoute {
 	for i, rule := range r.Spec.Rules {
 		where := ruleWhere(i, rule.Name)
 		action, ok := b.grpcAction(rule, where)
-		out = append(out, ruleRoutes(b, i, where, action, ok, rule.Matches, grpcMatch)...)
+		out = append(out, ruleRoutes(b, i, rule.Name, where, action, ok, rule.Matches, grpcMatch)...)
 	}
 	return out
 }

@@ -34,7 +34,7 @@ func (b *routeBuild) httpRules(r *gwapiv1.HTTPRoute) []gwIRRoute {
 	for i, rule := range r.Spec.Rules {
 		where := ruleWhere(i, rule.Name)
 		action, ok := b.httpAction(rule, where)
-		out = append(out, ruleRoutes(b, i, where, action, ok, rule.Matches, httpMatch)...)
+		out = append(out, ruleRoutes(b, i, rule.Name, where, action, ok, rule.Matches, httpMatch)...)
 	}
 	return out
 }

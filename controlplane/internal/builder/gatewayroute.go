@@ -106,7 +106,7 @@ func failClosed(x ir.Route) ir.Route {
 // matches matches every request). A rule whose action cannot be honoured
 // (ok false) answers 500; a match that cannot be built is left out (it
 // cannot even answer 500), with the reason in Accepted.
-func ruleRoutes[M any](b *routeBuild, i int, where string, action ir.Route, ok bool, matches []M, match func(M) (ir.Route, error)) []gwIRRoute {
+func ruleRoutes[M any](b *routeBuild, i int, ruleName *gwapiv1.SectionName, where string, action ir.Route, ok bool, matches []M, match func(M) (ir.Route, error)) []gwIRRoute {
 	if len(matches) == 0 {
 		matches = make([]M, 1)
 	}
@@ -125,6 +125,7 @@ func ruleRoutes[M any](b *routeBuild, i int, where string, action ir.Route, ok b
 		if !ok {
 			x = failClosed(x)
 		}
+		withExtensionContext(b, &x, i, j, ruleName)
 		out = append(out, gwIRRoute{route: &x, obj: b.rt.obj, kind: b.rt.kind, rule: i, match: j})
 	}
 	return out

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"reflect"
 	"slices"
 	"sort"
@@ -161,7 +162,8 @@ func (rd *reads) same(s *snapshot) bool {
 		sameDeps(rd.services, s.services, equal[*corev1.Service]) &&
 		sameDeps(rd.slices, s.slices, slices.Equal[[]*discoveryv1.EndpointSlice]) &&
 		sameDeps(rd.secrets, s.secrets, equal[*corev1.Secret]) &&
-		!slices.ContainsFunc(rd.warnings, func(d warningDep) bool { return !slices.Equal(s.in.Warnings[d.ref], d.got) })
+		!slices.ContainsFunc(rd.warnings, func(d warningDep) bool { return !slices.Equal(s.in.Warnings[d.ref], d.got) }) &&
+		!slices.ContainsFunc(rd.extObjects, func(d dep2[extKey, *unstructured.Unstructured]) bool { return !sameObject(s.extObjects[d.key], d.got) })
 }
 
 // sameDeps reports whether every lookup in deps answers the same in now.

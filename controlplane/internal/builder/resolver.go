@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,6 +33,14 @@ type reads struct {
 	secrets  []dep[*corev1.Secret]
 	// warnings are the parse warnings of the objects it has findings on.
 	warnings []warningDep
+	// extObjects are the objects of the extensions' kinds it read.
+	extObjects []dep2[extKey, *unstructured.Unstructured]
+}
+
+// dep2 is one lookup by another key than a namespaced name.
+type dep2[K comparable, T any] struct {
+	key K
+	got T
 }
 
 // dep is one lookup: its key and what it returned.
@@ -75,6 +84,15 @@ func (r *Resolver) secret(k types.NamespacedName) *corev1.Secret {
 		r.reads.secrets = append(r.reads.secrets, dep[*corev1.Secret]{k, s})
 	}
 	return s
+}
+
+// extensionObject finds an object of an extension's kind.
+func (r *Resolver) extensionObject(k extKey) *unstructured.Unstructured {
+	u := r.snap.extObjects[k]
+	if r.reads != nil {
+		r.reads.extObjects = append(r.reads.extObjects, dep2[extKey, *unstructured.Unstructured]{k, u})
+	}
+	return u
 }
 
 // warnings returns the strict decoder's complaints about an object.

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"slices"
 	"strings"
 
@@ -39,6 +40,8 @@ type snapshot struct {
 	// often share one certificate and a few Services.
 	tlsCache map[types.NamespacedName]parsedSecret
 	clusters map[string]*ir.Cluster
+	// extObjects are the objects of the extensions' kinds.
+	extObjects map[extKey]*unstructured.Unstructured
 }
 
 func newSnapshot(in *objects.Set, opts Options) *snapshot {
@@ -70,6 +73,7 @@ func newSnapshot(in *objects.Set, opts Options) *snapshot {
 			s.proxies[nn(p.Namespace, p.Name)] = p
 		}
 	}
+	s.indexExtensions()
 	return s
 }
 

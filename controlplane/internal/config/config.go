@@ -42,17 +42,20 @@ type Config struct {
 	Limits Limits `json:"limits,omitempty"`
 	// Gateway configures the Gateway API front door.
 	Gateway Gateway `json:"gateway,omitempty"`
-	// Extension is the extension server whose hooks serve calls on every
-	// rebuild (docs/design/extension-server-hooks.md), checked and turned
-	// into the runner's registration by extension.FromConfig (this
-	// package cannot import the runner: the builder imports this one).
-	// Read at startup: changing it takes a restart.
-	Extension *Extension `json:"extension,omitempty"`
+	// Extensions are the extension servers whose hooks serve calls on
+	// every rebuild (docs/extensions.md), in the order their hooks chain,
+	// checked and turned into the runners' registrations by
+	// extension.FromConfig (this package cannot import the runner: the
+	// builder imports this one). Read at startup: changing them takes a
+	// restart.
+	Extensions []Extension `json:"extensions,omitempty"`
 }
 
 // Extension registers the extension server: extension.Registration as the
 // file spells it (durations as strings such as "1s", hooks by name).
 type Extension struct {
+	// Name names the extension in logs, metrics and conditions; unique.
+	Name string `json:"name"`
 	// Address is the extension's gRPC target, host:port.
 	Address string `json:"address"`
 	// TLS, when set, connects over TLS; without it, plaintext.
@@ -71,6 +74,38 @@ type Extension struct {
 	PhaseBudget string `json:"phaseBudget,omitempty"`
 	// MaxConcurrency bounds the calls in flight at once (default 8).
 	MaxConcurrency int `json:"maxConcurrency,omitempty"`
+	// Resources are the kinds HTTPRoute rules reference with an
+	// ExtensionRef filter: their routes go through PostRouteModify.
+	Resources []GroupVersionKind `json:"resources,omitempty"`
+	// BackendResources are the kinds HTTPRoute rules reference as a
+	// backendRef: their clusters go through PostClusterModify.
+	BackendResources []GroupVersionKind `json:"backendResources,omitempty"`
+	// PolicyResources are the kinds that attach to Gateways and routes
+	// with spec.targetRefs: PostRouteModify receives those targeting a
+	// route.
+	PolicyResources []GroupVersionKind `json:"policyResources,omitempty"`
+}
+
+// GroupVersionKind names a kind an extension owns; the version is the one
+// the control plane watches.
+type GroupVersionKind struct {
+	Group   string `json:"group"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+}
+
+func (g GroupVersionKind) String() string { return g.Group + "/" + g.Version + ", Kind=" + g.Kind }
+
+// ExtensionKinds are every kind of every extension, in order (duplicates
+// are the registration's error, not removed here).
+func (c *Config) ExtensionKinds() []GroupVersionKind {
+	var out []GroupVersionKind
+	for _, e := range c.Extensions {
+		out = append(out, e.Resources...)
+		out = append(out, e.BackendResources...)
+		out = append(out, e.PolicyResources...)
+	}
+	return out
 }
 
 // ExtensionTLS is how the control plane connects to the extension over
@@ -90,7 +125,8 @@ type ExtensionTLS struct {
 
 // Durations are the extension's timeout and phase budget (0 when unset),
 // and what is wrong with them, each naming its field.
-func (e *Extension) Durations() (timeout, phaseBudget time.Duration, errs []string) {
+// where is the field path of the extension's fields (extensions[i]).
+func (e *Extension) Durations(where string) (timeout, phaseBudget time.Duration, errs []string) {
 	parse := func(field, v string) time.Duration {
 		if v == "" {
 			return 0
@@ -101,7 +137,7 @@ func (e *Extension) Durations() (timeout, phaseBudget time.Duration, errs []stri
 		}
 		return d
 	}
-	return parse("extension.timeout", e.Timeout), parse("extension.phaseBudget", e.PhaseBudget), errs
+	return parse(where+".timeout", e.Timeout), parse(where+".phaseBudget", e.PhaseBudget), errs
 }
 
 // Gateway configures the Gateway API front door.
@@ -226,22 +262,37 @@ func Parse(b []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v", source, err)
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway, extension)", source)
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway, extensions)", source)
 	}
 	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
 	}
-	if err := json.Unmarshal(j, c); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s: %s: must be of type %s, got %s", source, te.Field, typeName(te.Type), te.Value)
+	// The elements of extensions first, one by one: json's type errors
+	// do not say which element.
+	if exts, ok := generic.(map[string]any)["extensions"].([]any); ok {
+		for i, e := range exts {
+			b, _ := json.Marshal(e)
+			if err := json.Unmarshal(b, &Extension{}); err != nil {
+				return nil, typeError(source, fmt.Sprintf("extensions[%d].", i), err)
+			}
 		}
-		return nil, fmt.Errorf("%s: %v", source, err)
+	}
+	if err := json.Unmarshal(j, c); err != nil {
+		return nil, typeError(source, "", err)
 	}
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// typeError is a decoding error naming its field, below prefix.
+func typeError(source, prefix string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s: %s%s: must be of type %s, got %s", source, prefix, te.Field, typeName(te.Type), te.Value)
+	}
+	return fmt.Errorf("%s: %s%v", source, prefix, err)
 }
 
 func typeName(t reflect.Type) string {
@@ -263,6 +314,13 @@ func typeName(t reflect.Type) string {
 func unknownFields(v any, t reflect.Type, path string) []string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if l, ok := v.([]any); ok && t.Kind() == reflect.Slice {
+		var out []string
+		for i, e := range l {
+			out = append(out, unknownFields(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return out
 	}
 	m, ok := v.(map[string]any)
 	if !ok || t.Kind() != reflect.Struct {
@@ -363,8 +421,8 @@ func (c *Config) validate() []string {
 	}
 	// The rest of the extension section is checked with the hook
 	// runner's own rules (extension.FromConfig) where it is used.
-	if e := c.Extension; e != nil {
-		_, _, derrs := e.Durations()
+	for i := range c.Extensions {
+		_, _, derrs := c.Extensions[i].Durations(fmt.Sprintf("extensions[%d]", i))
 		errs = append(errs, derrs...)
 	}
 	return errs

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extension, gateway, globalExtAuth, globalExtProc, limits)`},
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extensions, gateway, globalExtAuth, globalExtProc, limits)`},
 		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService)`},
 		{"gateway address neither IP nor host name", "gateway: {addresses: [10.0.0.1, 'not an address']}", `gateway.addresses[1]: must be an IP address or a host name, got "not an address"`},
 		{"envoy service without namespace", "gateway: {envoyService: envoy}", `gateway.envoyService: must be namespace/name, got "envoy"`},
@@ -183,11 +184,12 @@ func TestConfigTimeoutInfinite(t *testing.T) {
 	}
 }
 
-// The extension section as docs/configuration.md shows it, every field set,
-// decodes as written (extension.FromConfig checks the rest).
-func TestExtension(t *testing.T) {
+// The extensions section as docs/configuration.md shows it, every field
+// set, decodes as written (extension.FromConfig checks the rest).
+func TestExtensions(t *testing.T) {
 	c, err := Parse([]byte(`
-extension:
+extensions:
+- name: vendor
   address: 127.0.0.1:9443
   tls:
     caFile: /etc/portcullis/extension/ca.crt
@@ -200,43 +202,62 @@ extension:
   maxMessageSize: 16777216
   phaseBudget: 5s
   maxConcurrency: 4
+  resources:
+  - {group: examples.portcullis.dev, version: v1alpha1, kind: BasicAuthFilter}
+  backendResources:
+  - {group: examples.portcullis.dev, version: v1alpha1, kind: S3Bucket}
+  policyResources:
+  - {group: examples.portcullis.dev, version: v1alpha1, kind: RateLimitPolicy}
+- name: second
+  address: 127.0.0.1:9444
+  hooks: [PostRouteModify]
 `), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := c.Extension
-	want := Extension{Address: "127.0.0.1:9443",
+	if len(c.Extensions) != 2 || c.Extensions[1].Name != "second" {
+		t.Fatalf("extensions = %+v, want two, in order", c.Extensions)
+	}
+	e := &c.Extensions[0]
+	want := Extension{Name: "vendor", Address: "127.0.0.1:9443",
 		TLS: &ExtensionTLS{CAFile: "/etc/portcullis/extension/ca.crt", CertFile: "/etc/portcullis/extension/tls.crt",
 			KeyFile: "/etc/portcullis/extension/tls.key", ServerName: "extension.vendor.svc"},
 		Hooks:   []string{"PostVirtualHostModify", "PostHTTPListenerModify", "PostTranslateInsert"},
-		Timeout: "500ms", FailurePolicy: "Open", MaxMessageSize: 16 << 20, PhaseBudget: "5s", MaxConcurrency: 4}
-	if e == nil || e.Address != want.Address || *e.TLS != *want.TLS || strings.Join(e.Hooks, ",") != strings.Join(want.Hooks, ",") ||
-		e.Timeout != want.Timeout || e.FailurePolicy != want.FailurePolicy || e.MaxMessageSize != want.MaxMessageSize ||
-		e.PhaseBudget != want.PhaseBudget || e.MaxConcurrency != want.MaxConcurrency {
-		t.Fatalf("extension = %+v, want %+v", e, want)
+		Timeout: "500ms", FailurePolicy: "Open", MaxMessageSize: 16 << 20, PhaseBudget: "5s", MaxConcurrency: 4,
+		Resources:        []GroupVersionKind{{"examples.portcullis.dev", "v1alpha1", "BasicAuthFilter"}},
+		BackendResources: []GroupVersionKind{{"examples.portcullis.dev", "v1alpha1", "S3Bucket"}},
+		PolicyResources:  []GroupVersionKind{{"examples.portcullis.dev", "v1alpha1", "RateLimitPolicy"}},
 	}
-	timeout, budget, errs := e.Durations()
+	if !reflect.DeepEqual(*e, want) {
+		t.Fatalf("extension = %+v, want %+v", *e, want)
+	}
+	if got := c.ExtensionKinds(); len(got) != 3 || got[0].Kind != "BasicAuthFilter" || got[2].Kind != "RateLimitPolicy" {
+		t.Errorf("ExtensionKinds = %v, want the three kinds in order", got)
+	}
+	timeout, budget, errs := e.Durations("extensions[0]")
 	if timeout != 500*time.Millisecond || budget != 5*time.Second || errs != nil {
 		t.Errorf("durations = %v, %v, %v; want 500ms, 5s", timeout, budget, errs)
 	}
-	if c, err := Parse([]byte("{}"), "c.yaml"); err != nil || c.Extension != nil {
-		t.Errorf("no extension section: %+v, %v; want no extension", c, err)
+	if c, err := Parse([]byte("{}"), "c.yaml"); err != nil || c.Extensions != nil {
+		t.Errorf("no extensions section: %+v, %v; want no extension", c, err)
 	}
 }
 
-// The extension section is decoded strictly, like the rest.
+// The extensions section is decoded strictly, like the rest.
 func TestExtensionErrors(t *testing.T) {
-	const ok = "address: ext:9443, hooks: [PostTranslateModify]"
+	const ok = "name: x, address: ext:9443, hooks: [PostTranslateModify]"
 	for _, tc := range []struct {
 		name, in string
 		want     []string
 	}{
-		{"unknown field", "extension: {" + ok + ", failOpen: true}", []string{"c.yaml: extension.failOpen: unknown field (known fields: address, failurePolicy, hooks, maxConcurrency, maxMessageSize, phaseBudget, timeout, tls)"}},
-		{"unknown tls field", "extension: {" + ok + ", tls: {ca: x}}", []string{"extension.tls.ca: unknown field (known fields: caFile, certFile, keyFile, serverName)"}},
-		{"hooks not a list", "extension: {address: ext:9443, hooks: PostRouteModify}", []string{"extension.hooks: must be of type"}},
-		{"size not a number", "extension: {" + ok + ", maxMessageSize: big}", []string{"extension.maxMessageSize: must be of type integer, got string"}},
-		{"bad durations", "extension: {" + ok + ", timeout: 1 second, phaseBudget: soon}",
-			[]string{`extension.timeout: must be a duration such as 1s or 500ms, got "1 second"`, `extension.phaseBudget: must be a duration such as 1s or 500ms, got "soon"`}},
+		{"unknown field", "extensions: [{" + ok + ", failOpen: true}]", []string{"c.yaml: extensions[0].failOpen: unknown field (known fields: address, backendResources, failurePolicy, hooks, maxConcurrency, maxMessageSize, name, phaseBudget, policyResources, resources, timeout, tls)"}},
+		{"the singular section is gone", "extension: {" + ok + "}", []string{"c.yaml: extension: unknown field"}},
+		{"unknown tls field", "extensions: [{" + ok + ", tls: {ca: x}}]", []string{"extensions[0].tls.ca: unknown field (known fields: caFile, certFile, keyFile, serverName)"}},
+		{"unknown kind field", "extensions: [{" + ok + ", resources: [{group: a, version: v1, kind: K, plural: ks}]}]", []string{"extensions[0].resources[0].plural: unknown field (known fields: group, kind, version)"}},
+		{"hooks not a list", "extensions: [{address: ext:9443, hooks: PostRouteModify}]", []string{"extensions[0].hooks: must be of type"}},
+		{"size not a number", "extensions: [{" + ok + ", maxMessageSize: big}]", []string{"extensions[0].maxMessageSize: must be of type integer, got string"}},
+		{"bad durations", "extensions: [{" + ok + "}, {" + ok + ", timeout: 1 second, phaseBudget: soon}]",
+			[]string{`extensions[1].timeout: must be a duration such as 1s or 500ms, got "1 second"`, `extensions[1].phaseBudget: must be a duration such as 1s or 500ms, got "soon"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.in), "c.yaml")

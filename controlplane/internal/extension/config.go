@@ -2,48 +2,78 @@ package extension
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 )
 
-// FromConfig is the Registration of the configuration file's extension
-// section, validated: every problem at once, each naming its field
-// (extension.address, extension.hooks...).
-func FromConfig(c *config.Extension) (Registration, error) {
-	timeout, budget, errs := c.Durations()
-	if len(errs) > 0 {
-		// Their zeros would only be compared again.
-		return Registration{}, errors.New(strings.Join(errs, "; "))
+// FromConfig are the registrations of the configuration file's extensions
+// section, in order, validated together (ValidateAll): every problem at
+// once, each naming its field (extensions[0].address...).
+func FromConfig(c *config.Config) ([]Registration, error) {
+	var regs []Registration
+	var msgs []string
+	for i := range c.Extensions {
+		e := &c.Extensions[i]
+		where := fmt.Sprintf("extensions[%d]", i)
+		timeout, budget, errs := e.Durations(where)
+		msgs = append(msgs, errs...)
+		r := Registration{
+			Name:             e.Name,
+			Where:            where,
+			Address:          e.Address,
+			Timeout:          timeout,
+			FailurePolicy:    FailurePolicy(e.FailurePolicy),
+			MaxMessageSize:   e.MaxMessageSize,
+			PhaseBudget:      budget,
+			MaxConcurrency:   e.MaxConcurrency,
+			Resources:        gvks(e.Resources),
+			BackendResources: gvks(e.BackendResources),
+			PolicyResources:  gvks(e.PolicyResources),
+		}
+		if t := e.TLS; t != nil {
+			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
+		}
+		for _, h := range e.Hooks {
+			r.Hooks = append(r.Hooks, Hook(h))
+		}
+		if len(errs) > 0 {
+			// Its zero durations would only be compared again.
+			continue
+		}
+		regs = append(regs, r)
 	}
-	r := Registration{
-		Address:        c.Address,
-		Timeout:        timeout,
-		FailurePolicy:  FailurePolicy(c.FailurePolicy),
-		MaxMessageSize: c.MaxMessageSize,
-		PhaseBudget:    budget,
-		MaxConcurrency: c.MaxConcurrency,
-	}
-	if t := c.TLS; t != nil {
-		r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
-	}
-	for _, h := range c.Hooks {
-		r.Hooks = append(r.Hooks, Hook(h))
-	}
-	if err := r.Validate(); err != nil {
-		var msgs []string
-		for _, e := range unjoin(err) {
+	if err := ValidateAll(regs); err != nil {
+		for _, e := range flatten(err) {
 			msgs = append(msgs, e.Error())
 		}
-		return Registration{}, errors.New(strings.Join(msgs, "; "))
 	}
-	return r, nil
+	if len(msgs) > 0 {
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	return regs, nil
 }
 
-// unjoin is the errors of an errors.Join.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+func gvks(in []config.GroupVersionKind) []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, len(in))
+	for i, k := range in {
+		out[i] = schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
 	}
-	return []error{err}
+	return out
+}
+
+// flatten is the errors of nested errors.Joins.
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }

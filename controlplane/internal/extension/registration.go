@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Hook names one hook of the contract, as its RPC is named.
@@ -76,6 +77,12 @@ type TLS struct {
 // Registration is the extension of the configuration file: where it is,
 // which hooks it answers and how it is called.
 type Registration struct {
+	// Name names the extension in logs, metrics and conditions: unique
+	// among the registrations.
+	Name string
+	// Where is where the registration was written, for its errors (e.g.
+	// "extensions[0]"); empty: "extension".
+	Where string
 	// Address is the extension's gRPC target (host:port, or any target
 	// grpc.NewClient accepts).
 	Address string
@@ -99,7 +106,28 @@ type Registration struct {
 	// MaxConcurrency bounds the calls in flight at once; 0 is
 	// DefaultMaxConcurrency.
 	MaxConcurrency int
+	// Resources are the kinds HTTPRoute rules reference with ExtensionRef
+	// filters (sent to PostRouteModify); BackendResources those they
+	// reference as backends (PostClusterModify); PolicyResources those
+	// that attach with spec.targetRefs (sent to PostRouteModify with the
+	// routes they target). The version is the one watched; a kind is
+	// known by group and kind.
+	Resources, BackendResources, PolicyResources []schema.GroupVersionKind
 }
+
+// Kinds are the registration's kinds, all three lists.
+func (r *Registration) Kinds() []schema.GroupVersionKind {
+	return slices.Concat(r.Resources, r.BackendResources, r.PolicyResources)
+}
+
+// Owns reports whether gk is one of the registration's kinds.
+func (r *Registration) Owns(gk schema.GroupKind) bool {
+	return slices.ContainsFunc(r.Kinds(), func(k schema.GroupVersionKind) bool { return k.GroupKind() == gk })
+}
+
+// ourGroups are the API groups Portcullis reads itself: no extension may
+// own one of their kinds.
+var ourGroups = []string{"", "projectcontour.io", "gateway.networking.k8s.io", "gateway.portcullis.dev", "discovery.k8s.io"}
 
 // Subscribed reports whether the extension answers h.
 func (r *Registration) Subscribed(h Hook) bool { return slices.Contains(r.Hooks, h) }
@@ -108,47 +136,128 @@ func (r *Registration) Subscribed(h Hook) bool { return slices.Contains(r.Hooks,
 // once, each naming its field; nil when it is usable.
 func (r *Registration) Validate() error {
 	var errs []error
+	w := r.where()
+	if r.Name == "" {
+		errs = append(errs, fmt.Errorf("%s.name: required (names the extension in logs, metrics and conditions)", w))
+	}
 	if r.Address == "" {
-		errs = append(errs, errors.New("extension.address: required (host:port of the extension's gRPC server)"))
+		errs = append(errs, fmt.Errorf("%s.address: required (host:port of the extension's gRPC server)", w))
 	}
 	if t := r.TLS; t != nil {
 		if (t.CertFile == "") != (t.KeyFile == "") {
-			errs = append(errs, errors.New("extension.tls: certFile and keyFile go together (the client certificate and its key)"))
+			errs = append(errs, fmt.Errorf("%s.tls: certFile and keyFile go together (the client certificate and its key)", w))
 		}
 	}
 	if len(r.Hooks) == 0 {
-		errs = append(errs, fmt.Errorf("extension.hooks: subscribe to at least one of %v", Hooks))
+		errs = append(errs, fmt.Errorf("%s.hooks: subscribe to at least one of %v", w, Hooks))
 	}
 	seen := map[Hook]bool{}
 	for _, h := range r.Hooks {
 		switch {
 		case !slices.Contains(Hooks, h):
-			errs = append(errs, fmt.Errorf("extension.hooks: unknown hook %q (one of %v)", h, Hooks))
+			errs = append(errs, fmt.Errorf("%s.hooks: unknown hook %q (one of %v)", w, h, Hooks))
 		case seen[h]:
-			errs = append(errs, fmt.Errorf("extension.hooks: %s listed twice", h))
+			errs = append(errs, fmt.Errorf("%s.hooks: %s listed twice", w, h))
 		}
 		seen[h] = true
 	}
 	if r.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("extension.timeout: %v is negative", r.Timeout))
+		errs = append(errs, fmt.Errorf("%s.timeout: %v is negative", w, r.Timeout))
 	}
 	switch r.FailurePolicy {
 	case "", FailClosed, FailOpen:
 	default:
-		errs = append(errs, fmt.Errorf("extension.failurePolicy: %q is neither Closed nor Open", r.FailurePolicy))
+		errs = append(errs, fmt.Errorf("%s.failurePolicy: %q is neither Closed nor Open", w, r.FailurePolicy))
 	}
 	if r.MaxMessageSize < 0 {
-		errs = append(errs, fmt.Errorf("extension.maxMessageSize: %d is negative", r.MaxMessageSize))
+		errs = append(errs, fmt.Errorf("%s.maxMessageSize: %d is negative", w, r.MaxMessageSize))
 	}
 	if r.MaxConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("extension.maxConcurrency: %d is negative", r.MaxConcurrency))
+		errs = append(errs, fmt.Errorf("%s.maxConcurrency: %d is negative", w, r.MaxConcurrency))
 	}
 	if r.PhaseBudget < 0 {
-		errs = append(errs, fmt.Errorf("extension.phaseBudget: %v is negative", r.PhaseBudget))
+		errs = append(errs, fmt.Errorf("%s.phaseBudget: %v is negative", w, r.PhaseBudget))
 	} else if d := r.withDefaults(); r.Timeout >= 0 && d.PhaseBudget < d.Timeout {
-		errs = append(errs, fmt.Errorf("extension.phaseBudget: %v is shorter than the timeout of one call (%v)", d.PhaseBudget, d.Timeout))
+		errs = append(errs, fmt.Errorf("%s.phaseBudget: %v is shorter than the timeout of one call (%v)", w, d.PhaseBudget, d.Timeout))
+	}
+	errs = append(errs, r.validateKinds(w)...)
+	return errors.Join(errs...)
+}
+
+// validateKinds checks the kinds, and that each kind reaches a hook the
+// extension answers and each kind-driven hook has kinds: a registration
+// whose hook is never called is a mistake to report, not to run silently.
+func (r *Registration) validateKinds(w string) []error {
+	var errs []error
+	seen := map[schema.GroupKind]bool{}
+	for _, l := range []struct {
+		field string
+		kinds []schema.GroupVersionKind
+	}{{"resources", r.Resources}, {"backendResources", r.BackendResources}, {"policyResources", r.PolicyResources}} {
+		for i, k := range l.kinds {
+			at := fmt.Sprintf("%s.%s[%d]", w, l.field, i)
+			switch {
+			case k.Kind == "" || k.Version == "":
+				errs = append(errs, fmt.Errorf("%s: group, version and kind are required, got %q", at, k.String()))
+			case slices.Contains(ourGroups, k.Group):
+				errs = append(errs, fmt.Errorf("%s: %s: the group %q is one Portcullis reads itself; an extension registers kinds of its own group", at, k.Kind, k.Group))
+			case seen[k.GroupKind()]:
+				errs = append(errs, fmt.Errorf("%s: %s listed twice", at, k.GroupKind()))
+			}
+			seen[k.GroupKind()] = true
+		}
+	}
+	routeKinds := len(r.Resources)+len(r.PolicyResources) > 0
+	switch {
+	case routeKinds && !r.Subscribed(HookPostRouteModify):
+		errs = append(errs, fmt.Errorf("%s.hooks: resources and policyResources are sent only to PostRouteModify: subscribe to it", w))
+	case !routeKinds && r.Subscribed(HookPostRouteModify):
+		errs = append(errs, fmt.Errorf("%s.resources: PostRouteModify is called only for routes that reference (or are targeted by) a kind of the extension: register one in resources or policyResources", w))
+	}
+	switch backends := len(r.BackendResources) > 0; {
+	case backends && !r.Subscribed(HookPostClusterModify):
+		errs = append(errs, fmt.Errorf("%s.hooks: backendResources are sent only to PostClusterModify: subscribe to it", w))
+	case !backends && r.Subscribed(HookPostClusterModify):
+		errs = append(errs, fmt.Errorf("%s.backendResources: PostClusterModify is called only for clusters of backends of a kind of the extension: register one", w))
+	}
+	return errs
+}
+
+// ValidateAll checks registrations meant to run together: each, and that
+// names and kinds are not shared (one kind, one owner).
+func ValidateAll(regs []Registration) error {
+	var errs []error
+	names := map[string]string{}
+	owners := map[schema.GroupKind]string{}
+	for i := range regs {
+		r := &regs[i]
+		if err := r.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		w := r.Where
+		if w == "" {
+			w = fmt.Sprintf("extensions[%d]", i)
+		}
+		if prev, ok := names[r.Name]; ok && r.Name != "" {
+			errs = append(errs, fmt.Errorf("%s.name: %q is also the name of %s", w, r.Name, prev))
+		}
+		names[r.Name] = w
+		for _, k := range r.Kinds() {
+			if prev, ok := owners[k.GroupKind()]; ok && prev != w {
+				errs = append(errs, fmt.Errorf("%s: %s is already registered by %s: a kind has one owner", w, k.GroupKind(), prev))
+				continue
+			}
+			owners[k.GroupKind()] = w
+		}
 	}
 	return errors.Join(errs...)
+}
+
+func (r *Registration) where() string {
+	if r.Where == "" {
+		return "extension"
+	}
+	return r.Where
 }
 
 // withDefaults returns r with its unset fields at their defaults.
@@ -182,7 +291,7 @@ func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	reg = reg.withDefaults()
 	creds := insecure.NewCredentials()
 	if reg.TLS != nil {
-		c, err := reg.TLS.config()
+		c, err := reg.TLS.config(reg.where())
 		if err != nil {
 			return nil, err
 		}
@@ -194,29 +303,29 @@ func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	}
 	conn, err := grpc.NewClient(reg.Address, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("extension.address %q: %w", reg.Address, err)
+		return nil, fmt.Errorf("%s.address %q: %w", reg.where(), reg.Address, err)
 	}
 	return conn, nil
 }
 
 // config reads the TLS files.
-func (t *TLS) config() (*tls.Config, error) {
+func (t *TLS) config(w string) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("extension.tls.caFile: %w", err)
+			return nil, fmt.Errorf("%s.tls.caFile: %w", w, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("extension.tls.caFile %s: no PEM certificate in it", t.CAFile)
+			return nil, fmt.Errorf("%s.tls.caFile %s: no PEM certificate in it", w, t.CAFile)
 		}
 		c.RootCAs = pool
 	}
 	if t.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("extension.tls.certFile/keyFile: %w", err)
+			return nil, fmt.Errorf("%s.tls.certFile/keyFile: %w", w, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -29,26 +30,19 @@ import (
 
 // RouteKey names one Envoy route of a translation: its route
 // configuration, its virtual host, and its position among the virtual
-// host's routes as the translator made them (Envoy routes have no names).
+// host's routes.
 type RouteKey struct {
 	RouteConfiguration string
 	VirtualHost        string
 	Route              int
 }
 
-// RouteExtension is what a route's rule references of the extension.
-type RouteExtension struct {
-	// Context is the route's origin, sent as it is.
-	Context *v1alpha1.RouteContext
-	// Resources are the referenced objects, each as the JSON the API
-	// server serves, in the order the rule references them. At least one.
-	Resources [][]byte
-}
-
-// ExtensionRefs are the routes whose rules reference resources of the
-// extension: PostRouteModify is called for each. The caller (which knows
-// the IR) says which; a key that names no route is ignored.
-type ExtensionRefs map[RouteKey]RouteExtension
+// ExtensionRefs are the routes that give the extensions something
+// (ir.Route.Extension), by the name of their Envoy route (ir.Route.Name).
+// PostRouteModify is called for each Envoy route of such a name, in every
+// virtual host that has one, when the extension owns one of its
+// resources; a name no route has is ignored.
+type ExtensionRefs map[string]*ir.RouteExtension
 
 // Outcome is how one hook call ended, as the metric's label says.
 type Outcome string
@@ -67,7 +61,10 @@ var Outcomes = []Outcome{OutcomeOK, OutcomeCached, OutcomeError, OutcomeTimeout,
 // Failure is one failed hook call, for the ExtensionError condition of the
 // objects it concerns.
 type Failure struct {
-	Hook Hook
+	// Extension is the registration's name; Policy its failure policy.
+	Extension string
+	Policy    FailurePolicy
+	Hook      Hook
 	// Resource names what the call was about (or, for an invalid answer to
 	// PostTranslateModify, the resource that made it invalid), e.g.
 	// `virtual host "a.example.com" of RouteConfiguration "ingress_http"`.
@@ -85,7 +82,7 @@ type Failure struct {
 }
 
 func (f Failure) Error() string {
-	return fmt.Sprintf("extension hook %s failed (%s, %s) for %s: %s", f.Hook, f.Outcome, f.Code, f.Resource, f.Message)
+	return fmt.Sprintf("extension %q: hook %s failed (%s, %s) for %s: %s", f.Extension, f.Hook, f.Outcome, f.Code, f.Resource, f.Message)
 }
 
 // Runner calls an extension's hooks on the translator's output. Apply is
@@ -94,7 +91,8 @@ type Runner struct {
 	reg      Registration
 	client   v1alpha1.ExtensionServerClient
 	callOpts []grpc.CallOption
-	calls    *prometheus.CounterVec
+	// calls is metric curried with the extension's name.
+	calls, metric *prometheus.CounterVec
 	// cache holds the valid answers of the last Apply, by request.
 	cache map[cacheKey]proto.Message
 }
@@ -116,23 +114,33 @@ func NewRunner(reg Registration, conn grpc.ClientConnInterface) (*Runner, error)
 		reg:      reg,
 		client:   v1alpha1.NewExtensionServerClient(conn),
 		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(reg.MaxMessageSize), grpc.MaxCallSendMsgSize(reg.MaxMessageSize)},
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "portcullis_extension_hook_calls_total",
-			Help: "Extension hook calls, by hook and outcome (ok, cached: the last answer reused, error, timeout, invalid: the answer failed validation).",
-		}, []string{"hook", "outcome"}),
-		cache: map[cacheKey]proto.Message{},
+		cache:    map[cacheKey]proto.Message{},
 	}
+	r.useMetric(newCallsMetric())
+	return r, nil
+}
+
+func newCallsMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "portcullis_extension_hook_calls_total",
+		Help: "Extension hook calls, by extension, hook and outcome (ok, cached: the last answer reused, error, timeout, invalid: the answer failed validation).",
+	}, []string{"extension", "hook", "outcome"})
+}
+
+// useMetric counts the runner's calls in vec (a Chain's runners share one).
+func (r *Runner) useMetric(vec *prometheus.CounterVec) {
+	r.metric = vec
+	r.calls = vec.MustCurryWith(prometheus.Labels{"extension": r.reg.Name})
 	// Every series exists from the start, at zero, for rate() and absent().
-	for _, h := range reg.Hooks {
+	for _, h := range r.reg.Hooks {
 		for _, o := range Outcomes {
 			r.calls.WithLabelValues(string(h), string(o))
 		}
 	}
-	return r, nil
 }
 
 // Collector is the runner's metric, for the control plane's registry.
-func (r *Runner) Collector() prometheus.Collector { return r.calls }
+func (r *Runner) Collector() prometheus.Collector { return r.metric }
 
 // Registration is the runner's registration, defaults filled in.
 func (r *Runner) Registration() Registration { return r.reg }
@@ -324,7 +332,7 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 
 func (ru *run) fail(hook Hook, about subject, o Outcome, code codes.Code, msg string) {
 	ru.r.calls.WithLabelValues(string(hook), string(o)).Inc()
-	f := Failure{Hook: hook, Resource: about.resource, Outcome: o, Code: code, Message: msg, Origins: about.originsIn(ru.index)}
+	f := Failure{Extension: ru.r.reg.Name, Policy: ru.r.reg.FailurePolicy, Hook: hook, Resource: about.resource, Outcome: o, Code: code, Message: msg, Origins: about.originsIn(ru.index)}
 	ru.mu.Lock()
 	ru.failures = append(ru.failures, f)
 	ru.mu.Unlock()
@@ -407,92 +415,85 @@ func appendSorted[M proto.Message](ms []proto.Message, add []M) []proto.Message 
 	return out
 }
 
-// modifyRoutes runs PostRouteModify for each route of refs and returns the
-// routes it changed.
+// modifyRoutes runs PostRouteModify for each route of refs that carries
+// a resource of the extension, and returns the routes it changed.
 func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[RouteKey]*routev3.Route {
-	vhosts := vhostsByName(res.Routes)
-	keys := make([]RouteKey, 0, len(refs))
-	for k := range refs {
-		if findRoute(vhosts, k) != nil {
-			keys = append(keys, k)
+	type item struct {
+		key RouteKey
+		in  *routev3.Route
+		req *v1alpha1.PostRouteModifyRequest
+	}
+	var items []item
+	for _, m := range res.Routes {
+		rc, ok := m.(*routev3.RouteConfiguration)
+		if !ok {
+			continue
+		}
+		for _, vh := range rc.GetVirtualHosts() {
+			for i, rt := range vh.GetRoutes() {
+				if rt.GetName() == "" {
+					continue
+				}
+				req := ru.routeRequest(rt, refs[rt.GetName()], vh)
+				if req != nil {
+					items = append(items, item{RouteKey{rc.GetName(), vh.GetName(), i}, rt, req})
+				}
+			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.RouteConfiguration != b.RouteConfiguration {
-			return a.RouteConfiguration < b.RouteConfiguration
-		}
-		if a.VirtualHost != b.VirtualHost {
-			return a.VirtualHost < b.VirtualHost
-		}
-		return a.Route < b.Route
-	})
-	changed := make([]*routev3.Route, len(keys))
-	ru.each(len(keys), func(i int) {
-		k := keys[i]
-		in := findRoute(vhosts, k)
-		ext := refs[k]
-		req := &v1alpha1.PostRouteModifyRequest{Route: in, Context: ext.Context}
-		for _, b := range ext.Resources {
-			req.ExtensionResources = append(req.ExtensionResources, &v1alpha1.ExtensionResource{UnstructuredJson: b})
-		}
+	changed := make([]*routev3.Route, len(items))
+	ru.each(len(items), func(i int) {
+		it := items[i]
+		k, c := it.key, it.req.GetContext()
 		about := subject{
-			resource: fmt.Sprintf("route %d of virtual host %q of RouteConfiguration %q", k.Route, k.VirtualHost, k.RouteConfiguration),
-			typeURL:  resourcev3.RouteType, names: []string{k.RouteConfiguration}, vhost: k.VirtualHost,
+			resource: fmt.Sprintf("route %q (%s %s/%s, rule %d) of virtual host %q of RouteConfiguration %q",
+				it.in.GetName(), c.GetRouteKind(), c.GetRouteNamespace(), c.GetRouteName(), c.GetRuleIndex(), k.VirtualHost, k.RouteConfiguration),
+			origins: ir.NewOrigins(objects.Ref{Kind: c.GetRouteKind(), Namespace: c.GetRouteNamespace(), Name: c.GetRouteName()}),
 		}
-		if c := ext.Context; c != nil && c.GetRouteName() != "" {
-			about.origins = ir.NewOrigins(objects.Ref{Kind: c.GetRouteKind(), Namespace: c.GetRouteNamespace(), Name: c.GetRouteName()})
-		}
-		resp, ok := call(ru, HookPostRouteModify, about, req, ru.r.client.PostRouteModify,
+		resp, ok := call(ru, HookPostRouteModify, about, it.req, ru.r.client.PostRouteModify,
 			func(resp *v1alpha1.PostRouteModifyResponse) error {
 				out := resp.GetRoute()
 				if out == nil {
 					return invalidf("no route (a route is dropped through PostVirtualHostModify)")
 				}
-				return ru.checkRoute(in, out)
+				return ru.checkRoute(it.in, out)
 			})
 		if ok {
 			changed[i] = resp.GetRoute()
 		}
 	})
 	out := map[RouteKey]*routev3.Route{}
-	for i, k := range keys {
+	for i, it := range items {
 		if changed[i] != nil {
-			out[k] = changed[i]
+			out[it.key] = changed[i]
 		}
 	}
 	return out
 }
 
-// vhostKey names a virtual host of a route configuration.
-type vhostKey struct{ routeConfiguration, virtualHost string }
-
-// vhostsByName are the virtual hosts of rcs (the first of a name), so that
-// each route is found without a pass over every route configuration.
-func vhostsByName(rcs []proto.Message) map[vhostKey]*routev3.VirtualHost {
-	out := map[vhostKey]*routev3.VirtualHost{}
-	for _, m := range rcs {
-		rc, ok := m.(*routev3.RouteConfiguration)
-		if !ok {
-			continue
-		}
-		for _, vh := range rc.GetVirtualHosts() {
-			k := vhostKey{rc.GetName(), vh.GetName()}
-			if _, dup := out[k]; !dup {
-				out[k] = vh
-			}
-		}
-	}
-	return out
-}
-
-// findRoute returns the route k names, or nil.
-func findRoute(vhosts map[vhostKey]*routev3.VirtualHost, k RouteKey) *routev3.Route {
-	routes := vhosts[vhostKey{k.RouteConfiguration, k.VirtualHost}].GetRoutes()
-	if k.Route < 0 || k.Route >= len(routes) {
+// routeRequest is the PostRouteModify request of route rt of virtual
+// host vh, or nil when ext holds no resource of the extension.
+func (ru *run) routeRequest(rt *routev3.Route, ext *ir.RouteExtension, vh *routev3.VirtualHost) *v1alpha1.PostRouteModifyRequest {
+	if ext == nil {
 		return nil
 	}
-	return routes[k.Route]
+	var rs []*v1alpha1.ExtensionResource
+	for _, x := range ext.Resources {
+		if ru.r.reg.Owns(schema.GroupKind{Group: x.Group, Kind: x.Kind}) {
+			rs = append(rs, &v1alpha1.ExtensionResource{UnstructuredJson: x.JSON})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return &v1alpha1.PostRouteModifyRequest{
+		Route: rt,
+		Context: &v1alpha1.RouteContext{
+			RouteKind: ext.Kind, RouteNamespace: ext.Namespace, RouteName: ext.Name,
+			Hostnames: vh.GetDomains(), RuleName: ext.RuleName, RuleIndex: uint32(ext.RuleIndex),
+		},
+		ExtensionResources: rs,
+	}
 }
 
 // modifyVirtualHosts puts the changed routes in their virtual hosts and

@@ -239,6 +239,36 @@ type Route struct {
 	Processor *ExtProc
 	// Origins: the HTTPProxy the route is written in.
 	Origins Origins
+
+	// Name names the Envoy route. Set only on routes with an Extension:
+	// the extension hooks find them by it.
+	Name string
+	// Extension, when set, is what the route's rule gives the extension
+	// servers (their PostRouteModify hook).
+	Extension *RouteExtension
+}
+
+// RouteExtension is what a route gives the extension servers: where it
+// came from and the objects of their kinds its rule references.
+type RouteExtension struct {
+	// Kind, Namespace and Name are the route's object (an HTTPRoute).
+	Kind, Namespace, Name string
+	// RuleName and RuleIndex are the rule's, in spec.rules.
+	RuleName  string
+	RuleIndex int
+	// Resources are the referenced objects, in the order the rule
+	// references them (ExtensionRef filters), then the policies that
+	// target the route.
+	Resources []ExtensionResource
+}
+
+// ExtensionResource is one object of a kind an extension registered.
+type ExtensionResource struct {
+	Group, Kind string
+	// JSON is the whole object as the API server serves it.
+	JSON []byte
+	// Policy: attached with targetRefs (not an ExtensionRef filter).
+	Policy bool
 }
 
 // Redirect is a redirect response. Empty fields keep the request's value.

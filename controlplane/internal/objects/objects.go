@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -44,6 +45,12 @@ type Set struct {
 	// Namespaces are read for their labels (Gateway listeners'
 	// allowedRoutes selectors).
 	Namespaces []*corev1.Namespace
+
+	// Extensions are the objects of the kinds the extension servers
+	// registered (config extensions[].resources, backendResources,
+	// policyResources), as the API server serves them: Portcullis does
+	// not interpret them, it hands them to the extension that owns them.
+	Extensions []*unstructured.Unstructured
 
 	// Warnings are the strict decoder's complaints about an object read from
 	// a file (an unknown or duplicate field), one per field. The builder
@@ -93,6 +100,7 @@ func (s *Set) Add(o *Set) {
 	s.ExtAuthPolicies = append(s.ExtAuthPolicies, o.ExtAuthPolicies...)
 	s.ExtProcPolicies = append(s.ExtProcPolicies, o.ExtProcPolicies...)
 	s.Namespaces = append(s.Namespaces, o.Namespaces...)
+	s.Extensions = append(s.Extensions, o.Extensions...)
 	for ref, ws := range o.Warnings {
 		if s.Warnings == nil {
 			s.Warnings = map[Ref][]string{}
@@ -119,6 +127,21 @@ func (s *Set) Sort() {
 	sortObjects(s.ExtAuthPolicies)
 	sortObjects(s.ExtProcPolicies)
 	sortObjects(s.Namespaces)
+	// Several kinds share the list: by group and kind first.
+	sort.SliceStable(s.Extensions, func(i, j int) bool {
+		a, b := s.Extensions[i].GroupVersionKind(), s.Extensions[j].GroupVersionKind()
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		x, y := s.Extensions[i], s.Extensions[j]
+		if x.GetNamespace() != y.GetNamespace() {
+			return x.GetNamespace() < y.GetNamespace()
+		}
+		return x.GetName() < y.GetName()
+	})
 }
 
 type namespacedName interface {

@@ -46,10 +46,10 @@ type Config struct {
 	// Options, when set, delivers new pipeline options (the configuration
 	// file changed); each one triggers a rebuild of the last snapshot.
 	Options OptionsSource
-	// Extension, when set, is the extension server whose hooks every
-	// rebuild calls on the pipeline's output before publishing it
-	// (docs/design/extension-server-hooks.md).
-	Extension *extension.Registration
+	// Extensions are the extension servers whose hooks every rebuild
+	// calls on the pipeline's output before publishing it, in order
+	// (docs/extensions.md).
+	Extensions []extension.Registration
 }
 
 // OptionsSource delivers new pipeline options until ctx ends.
@@ -61,10 +61,10 @@ type OptionsSource interface {
 type Server struct {
 	cfg Config
 	xds *xdsserver.Server
-	// ext calls the extension's hooks; nil without an extension.
-	ext *extension.Runner
-	// close releases the extension's connection; nil without one.
-	close func() error
+	// ext calls the extensions' hooks; nil without an extension.
+	ext *extension.Chain
+	// closers release the extensions' connections.
+	closers []func() error
 	// envoyChanged signals that what Envoy rejects changed: statuses must
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
@@ -87,7 +87,7 @@ type Server struct {
 	statuses []statuswriter.Update
 	// extProblems are the ExtensionError problems of the last build, by
 	// object: errors under failurePolicy Closed, warnings under Open.
-	extProblems map[objects.Ref][]status.Problem
+	extProblems map[objects.Ref][]extProblem
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
@@ -102,21 +102,32 @@ type Server struct {
 func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
 		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
-	if cfg.Extension != nil {
-		conn, err := extension.Dial(*cfg.Extension)
+	if len(cfg.Extensions) > 0 {
+		runners := make([]*extension.Runner, 0, len(cfg.Extensions))
+		for _, reg := range cfg.Extensions {
+			conn, err := extension.Dial(reg)
+			if err != nil {
+				s.closeExtensions()
+				return nil, err
+			}
+			s.closers = append(s.closers, conn.Close)
+			r, err := extension.NewRunner(reg, conn)
+			if err != nil {
+				s.closeExtensions()
+				return nil, err
+			}
+			runners = append(runners, r)
+			reg := r.Registration()
+			cfg.Log.Info("extension server registered", "name", reg.Name, "address", reg.Address, "hooks", reg.Hooks,
+				"kinds", reg.Kinds(), "failurePolicy", reg.FailurePolicy, "timeout", reg.Timeout, "phaseBudget", reg.PhaseBudget)
+		}
+		chain, err := extension.NewChain(runners...)
 		if err != nil {
+			s.closeExtensions()
 			return nil, err
 		}
-		s.ext, err = extension.NewRunner(*cfg.Extension, conn)
-		if err != nil {
-			conn.Close()
-			return nil, err
-		}
-		s.close = conn.Close
-		s.metrics.registry.MustRegister(s.ext.Collector())
-		reg := s.ext.Registration()
-		cfg.Log.Info("extension server registered", "address", reg.Address, "hooks", reg.Hooks, "failurePolicy", reg.FailurePolicy,
-			"timeout", reg.Timeout, "phaseBudget", reg.PhaseBudget)
+		s.ext = chain
+		s.metrics.registry.MustRegister(chain.Collector())
 	}
 	return s, nil
 }
@@ -127,9 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if s.close != nil {
-		defer s.close()
-	}
+	defer s.closeExtensions()
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -314,7 +323,7 @@ func (s *Server) publishStatus(ctx context.Context) {
 		idx = res.Resources.Index
 	}
 	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections())
-	objs = withExtensionProblems(objs, extProblems, s.ext != nil && s.ext.Registration().FailurePolicy == extension.FailClosed)
+	objs = withExtensionProblems(objs, extProblems)
 	for _, r := range unattributed {
 		if !idx.Served(r.TypeURL, r.Resources) {
 			// Rejected before its objects were deleted: Envoy's answer to

@@ -141,7 +141,7 @@ func domains(fqdn string) []string {
 }
 
 func route(r *ir.Route, rs routeSettings) *routev3.Route {
-	out := &routev3.Route{Match: routeMatch(r)}
+	out := &routev3.Route{Name: r.Name, Match: routeMatch(r)}
 	switch {
 	case r.HTTPSRedirect:
 		out.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(rs.redirectPort)}
