@@ -55,15 +55,15 @@ func TestTranslateConfig(t *testing.T) {
 	}
 }
 
-// An invalid extension section stops translate --config and serve at
+// An invalid extensions section stops translate --config and serve at
 // start, with every problem naming its field.
 func TestExtensionConfigErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "ext.yaml")
-	if err := os.WriteFile(bad, []byte("extension:\n  hooks: [PostRouteModify, PreRouteModify]\n  failurePolicy: closed\n"), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte("extensions:\n- hooks: [PostTranslateModify, PreRouteModify]\n  failurePolicy: closed\n- {name: b, address: b:1, hooks: [PostTranslateModify], resources: [{group: g, version: v1, kind: K}]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--config: " + bad + ": ", "extension.address: required", `extension.hooks: unknown hook "PreRouteModify"`,
-		`extension.failurePolicy: "closed" is neither Closed nor Open`}
+	want := []string{"--config: " + bad + ": ", "extensions[0].name: required", "extensions[0].address: required", `extensions[0].hooks: unknown hook "PreRouteModify"`,
+		`extensions[0].failurePolicy: "closed" is neither Closed nor Open`, "extensions[1].hooks: resources and policyResources are sent only to PostRouteModify"}
 	const example = "../../../examples/quickstart/"
 	for _, args := range [][]string{
 		{"translate", "--config", bad, "-f", example},
@@ -78,7 +78,7 @@ func TestExtensionConfigErrors(t *testing.T) {
 	}
 	// A valid one: translate checks it and does not call the extension.
 	good := filepath.Join(t.TempDir(), "ext.yaml")
-	if err := os.WriteFile(good, []byte("extension: {address: 127.0.0.1:1, hooks: [PostVirtualHostModify]}\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("extensions: [{name: a, address: 127.0.0.1:1, hooks: [PostVirtualHostModify]}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut, err := run("translate", "--config", good, "-f", example); err != nil {

@@ -58,6 +58,9 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 }
 
 func gvks(in []config.GroupVersionKind) []schema.GroupVersionKind {
+	if len(in) == 0 {
+		return nil
+	}
 	out := make([]schema.GroupVersionKind, len(in))
 	for i, k := range in {
 		out[i] = schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}

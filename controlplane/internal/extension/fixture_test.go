@@ -1,6 +1,8 @@
 package extension
 
 import (
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
 	"strings"
 	"testing"
 
@@ -47,12 +49,33 @@ spec:
     services: [{name: echo, port: 80}]
 `
 
-// translate runs the pipeline on YAML objects.
+// routeAName is the name translate gives the route of a.example.com.
+const routeAName = "route-a"
+
+// translate runs the pipeline on YAML objects, and names the first route
+// of a.example.com routeAName when there is one: HTTPProxy routes have no
+// names, the routes of HTTPRoute rules with extension resources do (the
+// hooks find them by it; their own test is the serve package's).
 func translate(t *testing.T, in string) *translator.Resources {
 	t.Helper()
 	var s objects.Set
 	if _, err := s.Decode(strings.NewReader(in), "fixture"); err != nil {
 		t.Fatal(err)
 	}
-	return pipeline.Run(&s, pipeline.Options{Translator: translator.DefaultOptions()}).Resources
+	res := pipeline.Run(&s, pipeline.Options{Translator: translator.DefaultOptions()}).Resources
+	for i, m := range res.Routes {
+		rc, ok := m.(*routev3.RouteConfiguration)
+		if !ok || rc.GetName() != translator.HTTPRouteConfigName {
+			continue
+		}
+		for j, vh := range rc.GetVirtualHosts() {
+			if vh.GetName() == "a.example.com" && len(vh.GetRoutes()) > 0 {
+				rc = proto.Clone(rc).(*routev3.RouteConfiguration)
+				rc.VirtualHosts[j].Routes[0].Name = routeAName
+				res.Routes[i] = rc
+				return res
+			}
+		}
+	}
+	return res
 }

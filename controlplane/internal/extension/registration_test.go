@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 )
 
 func TestRegistrationValidate(t *testing.T) {
-	ok := Registration{Address: "ext:9443", Hooks: []Hook{HookPostRouteModify}}
+	ok := Registration{Name: "ext", Address: "ext:9443", Hooks: []Hook{HookPostRouteModify}, Resources: []schema.GroupVersionKind{retryPolicy}}
 	tests := []struct {
 		name string
 		edit func(r *Registration)
@@ -31,7 +32,7 @@ func TestRegistrationValidate(t *testing.T) {
 	}{
 		{name: "minimal", edit: func(*Registration) {}},
 		{name: "everything", edit: func(r *Registration) {
-			*r = Registration{Address: "ext:9443", TLS: &TLS{CAFile: "ca.pem", CertFile: "c.pem", KeyFile: "k.pem", ServerName: "ext"},
+			*r = Registration{Name: "ext", Resources: []schema.GroupVersionKind{retryPolicy}, BackendResources: []schema.GroupVersionKind{bucket}, Address: "ext:9443", TLS: &TLS{CAFile: "ca.pem", CertFile: "c.pem", KeyFile: "k.pem", ServerName: "ext"},
 				Hooks: Hooks, Timeout: 2 * time.Second, FailurePolicy: FailOpen, MaxMessageSize: 1 << 20, PhaseBudget: 5 * time.Second, MaxConcurrency: 4}
 		}},
 		{name: "no address", edit: func(r *Registration) { r.Address = "" }, want: []string{"extension.address: required"}},
@@ -93,7 +94,7 @@ func TestDialTLS(t *testing.T) {
 	}
 	addr, calls := serve(t, &sdk.Server{HTTPListenerModify: listenerBuffer}, grpc.Creds(credentials.NewTLS(serverTLS)))
 
-	reg := Registration{Address: addr, Hooks: []Hook{HookPostHTTPListenerModify},
+	reg := Registration{Name: "ext", Address: addr, Hooks: []Hook{HookPostHTTPListenerModify},
 		TLS: &TLS{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "client.pem"), KeyFile: filepath.Join(dir, "client-key.pem"), ServerName: "ext.test"}}
 	r := newRunner(t, reg)
 	if out, failures := r.Apply(context.Background(), translate(t, fixtureYAML), nil); out == nil || len(failures) > 0 {

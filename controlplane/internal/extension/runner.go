@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -471,6 +472,19 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[R
 	return out
 }
 
+// hostnames are the host names a virtual host serves: its domains without
+// the "host:*" variants the translator adds (for clients that send a
+// port).
+func hostnames(vh *routev3.VirtualHost) []string {
+	out := make([]string, 0, len(vh.GetDomains()))
+	for _, d := range vh.GetDomains() {
+		if !strings.HasSuffix(d, ":*") {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // routeRequest is the PostRouteModify request of route rt of virtual
 // host vh, or nil when ext holds no resource of the extension.
 func (ru *run) routeRequest(rt *routev3.Route, ext *ir.RouteExtension, vh *routev3.VirtualHost) *v1alpha1.PostRouteModifyRequest {
@@ -490,7 +504,7 @@ func (ru *run) routeRequest(rt *routev3.Route, ext *ir.RouteExtension, vh *route
 		Route: rt,
 		Context: &v1alpha1.RouteContext{
 			RouteKind: ext.Kind, RouteNamespace: ext.Namespace, RouteName: ext.Name,
-			Hostnames: vh.GetDomains(), RuleName: ext.RuleName, RuleIndex: uint32(ext.RuleIndex),
+			Hostnames: hostnames(vh), RuleName: ext.RuleName, RuleIndex: uint32(ext.RuleIndex),
 		},
 		ExtensionResources: rs,
 	}

@@ -30,10 +30,13 @@ import (
 const ourCluster = "service/default/echo/80"
 
 var (
-	routeA = RouteKey{RouteConfiguration: translator.HTTPRouteConfigName, VirtualHost: "a.example.com", Route: 0}
-	refsA  = ExtensionRefs{routeA: {
-		Context:   &v1alpha1.RouteContext{RouteKind: "HTTPProxy", RouteNamespace: "default", RouteName: "a", Hostnames: []string{"a.example.com"}},
-		Resources: [][]byte{[]byte(`{"apiVersion":"example.vendor.io/v1","kind":"RetryPolicy","metadata":{"name":"retry","namespace":"default"},"spec":{"attempts":3}}`)},
+	// refsA gives the route translate names (the one route of
+	// a.example.com) a RetryPolicy, as the builder does for a rule with an
+	// ExtensionRef filter.
+	refsA = ExtensionRefs{routeAName: {
+		Kind: "HTTPProxy", Namespace: "default", Name: "a",
+		Resources: []ir.ExtensionResource{{Group: "example.vendor.io", Kind: "RetryPolicy",
+			JSON: []byte(`{"apiVersion":"example.vendor.io/v1","kind":"RetryPolicy","metadata":{"name":"retry","namespace":"default"},"spec":{"attempts":3}}`)}},
 	}}
 	proxyA = objects.Ref{Kind: objects.KindHTTPProxy, Namespace: "default", Name: "a"}
 )

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"sync"
 	"testing"
@@ -50,9 +51,27 @@ func serve(t *testing.T, ext *sdk.Server, opts ...grpc.ServerOption) (string, *c
 	return sdktest.Listen(t, ext, append(opts, grpc.ChainUnaryInterceptor(count))...), c
 }
 
-// newRunner dials reg's extension and returns its runner.
+// retryPolicy is the kind of the extension resource of the tests' routes;
+// bucket a backend kind.
+var (
+	retryPolicy = schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: "RetryPolicy"}
+	bucket      = schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: "Bucket"}
+)
+
+// newRunner dials reg's extension and returns its runner. A registration
+// without a name is named "test"; one subscribed to PostRouteModify
+// (PostClusterModify) without kinds gets RetryPolicy (Bucket).
 func newRunner(t *testing.T, reg Registration) *Runner {
 	t.Helper()
+	if reg.Name == "" {
+		reg.Name = "test"
+	}
+	if reg.Subscribed(HookPostRouteModify) && len(reg.Resources)+len(reg.PolicyResources) == 0 {
+		reg.Resources = []schema.GroupVersionKind{retryPolicy}
+	}
+	if reg.Subscribed(HookPostClusterModify) && len(reg.BackendResources) == 0 {
+		reg.BackendResources = []schema.GroupVersionKind{bucket}
+	}
 	conn, err := Dial(reg)
 	if err != nil {
 		t.Fatal(err)

@@ -90,13 +90,13 @@ func extensionServer(t *testing.T, addr string, policy extension.FailurePolicy) 
 	s, err := newServer(Config{
 		Pipeline: pipeline.Options{Translator: translator.DefaultOptions()},
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Extension: &extension.Registration{Address: addr, Hooks: []extension.Hook{extension.HookPostVirtualHostModify},
-			FailurePolicy: policy, Timeout: 5 * time.Second},
+		Extensions: []extension.Registration{{Name: "header", Address: addr, Hooks: []extension.Hook{extension.HookPostVirtualHostModify},
+			FailurePolicy: policy, Timeout: 5 * time.Second}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.close() })
+	t.Cleanup(s.closeExtensions)
 	return s
 }
 

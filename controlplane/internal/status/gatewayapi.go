@@ -66,6 +66,37 @@ func envoyRejected(o *Object) string {
 	return strings.Join(msgs, "; ")
 }
 
+// withExtensionError adds an ExtensionError condition (True) when an
+// extension hook failed on what o made (problems added after the build:
+// errors under failurePolicy Closed, warnings under Open), saying which;
+// cs unchanged otherwise. Without a failure there is no such condition, so
+// a recovered extension's is removed. cs is never modified.
+func withExtensionError(cs []metav1.Condition, o *Object, generation int64) []metav1.Condition {
+	var msgs []string
+	for _, l := range [][]Problem{o.Errors, o.Warnings} {
+		for _, p := range l {
+			if p.Type == TypeExtensionError {
+				msgs = append(msgs, p.Message)
+			}
+		}
+	}
+	if len(msgs) == 0 {
+		return cs
+	}
+	return append(append([]metav1.Condition(nil), cs...), metav1.Condition{
+		Type: TypeExtensionError, Status: metav1.ConditionTrue, Reason: ReasonExtensionHookFailed,
+		Message: strings.Join(msgs, "; "), ObservedGeneration: generation,
+	})
+}
+
+// generationOf is the observedGeneration of cs (all the same).
+func generationOf(cs []metav1.Condition) int64 {
+	if len(cs) == 0 {
+		return 0
+	}
+	return cs[0].ObservedGeneration
+}
+
 // GatewayClass computes a GatewayClass's status.
 func GatewayClass(o *Object, prev gwapiv1.GatewayClassStatus, now metav1.Time) gwapiv1.GatewayClassStatus {
 	g := o.gatewayAPI()
@@ -77,7 +108,8 @@ func GatewayClass(o *Object, prev gwapiv1.GatewayClassStatus, now metav1.Time) g
 func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
 	g := o.gatewayAPI()
 	rejected := envoyRejected(o)
-	out := gwapiv1.GatewayStatus{Conditions: withTimes(programmedUnless(g.Conditions, rejected), prev.Conditions, now), Addresses: g.Addresses}
+	conds := withExtensionError(programmedUnless(g.Conditions, rejected), o, generationOf(g.Conditions))
+	out := gwapiv1.GatewayStatus{Conditions: withTimes(conds, prev.Conditions, now), Addresses: g.Addresses}
 	for _, l := range g.Listeners {
 		var prevConds []metav1.Condition
 		for _, p := range prev.Listeners {
@@ -128,6 +160,7 @@ func Route(o *Object, prev gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteSt
 			}
 		}
 		conds := falseIfRejected(p.Conditions, string(gwapiv1.RouteConditionAccepted), ReasonRejectedByEnvoy, rejected)
+		conds = withExtensionError(conds, o, generationOf(p.Conditions))
 		p.Conditions = withTimes(conds, prevConds, now)
 		out.Parents = append(out.Parents, p)
 	}
