@@ -42,6 +42,7 @@ build:
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/extprocserver ./extprocserver/cmd/extprocserver
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/echoserver ./e2e/cmd/echoserver
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/checkload ./e2e/cmd/checkload
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/basicauth-extension ./extension/cmd/basicauth-extension
 
 ## vet: go vet every module
 vet:
