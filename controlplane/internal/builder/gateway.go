@@ -67,6 +67,8 @@ type gatewayStage struct {
 	// authPolicies and procPolicies are the ExtAuthPolicies and
 	// ExtProcPolicies with their precedence (gateway_policy*.go).
 	authPolicies, procPolicies policySet
+	// extPolicies are the extensions' policies, one set per kind.
+	extPolicies []policySet
 }
 
 // buildGatewayAPI is the Gateway API stage: it adds the Gateway API's

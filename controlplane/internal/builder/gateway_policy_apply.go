@@ -22,11 +22,16 @@ func (g *gatewayStage) withPolicies(l *gwListener, routes []gwIRRoute) ([]gwIRRo
 			routeKind: r.kind, namespace: r.obj.GetNamespace(), route: r.obj.GetName(), rule: ruleName(r),
 		}
 		auth, proc := g.authPolicies.forRoute(at), g.procPolicies.forRoute(at)
-		if auth == nil && proc == nil {
+		if auth == nil && proc == nil && len(g.extPolicies) == 0 {
 			continue
 		}
 		x := *r.route
-		invalid := false
+		extUsed, extOK := g.withExtensionPolicies(&x, r, at)
+		if auth == nil && proc == nil && len(extUsed) == 0 {
+			continue
+		}
+		used = append(used, extUsed...)
+		invalid := !extOK
 		for _, p := range []*gwPolicy{auth, proc} {
 			if p != nil {
 				used = append(used, p.ref)

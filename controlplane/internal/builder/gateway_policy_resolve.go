@@ -40,6 +40,8 @@ type gwPolicy struct {
 	auth        *ir.ExtAuth
 	authContext map[string]string
 	proc        *ir.ExtProc
+	// ext is an extension's policy, as its owner receives it.
+	ext *ir.ExtensionResource
 }
 
 // policySet is the policies of one kind with their index.
@@ -194,4 +196,5 @@ func (g *gatewayStage) buildPolicies() {
 		proc[i] = g.extProcPolicy(p)
 	}
 	g.authPolicies, g.procPolicies = newPolicySet(auth), newPolicySet(proc)
+	g.buildExtensionPolicies()
 }

@@ -14,11 +14,11 @@ import (
 // policyStatuses renders every policy's status.ancestors: one entry per
 // distinct targetRef, whose Accepted condition says what happened there.
 func (g *gatewayStage) policyStatuses() {
-	if len(g.authPolicies.policies)+len(g.procPolicies.policies) == 0 {
+	if len(g.authPolicies.policies)+len(g.procPolicies.policies)+len(g.extPolicies) == 0 {
 		return // nothing to render: do not index every route on each build
 	}
 	known := g.knownTargets()
-	for _, set := range []policySet{g.authPolicies, g.procPolicies} {
+	for _, set := range append([]policySet{g.authPolicies, g.procPolicies}, g.extPolicies...) {
 		for i, p := range set.policies {
 			for _, r := range p.targetRefs {
 				ancestor := ancestorRef(r)

@@ -5,6 +5,8 @@ import (
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
@@ -83,6 +85,11 @@ func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where st
 	}
 	switch {
 	case group == "" && kind == kindService, group == contourGroup && kind == kindExtensionService:
+	case b.r.opts().Extensions.Backends[schema.GroupKind{Group: string(group), Kind: string(kind)}]:
+		if ns != b.rt.ref.Namespace && !b.grants.permits(gatewayGroup, b.rt.kind, b.rt.ref.Namespace, group, kind, key) {
+			return fail(gwapiv1.RouteReasonRefNotPermitted, "%s %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", kind, key, b.rt.kind, b.rt.ref.Namespace)
+		}
+		return b.extensionBackend(schema.GroupKind{Group: string(group), Kind: string(kind)}, ns, string(ref.Name), where)
 	default:
 		return fail(gwapiv1.RouteReasonInvalidKind, "%s/%s is not a supported backend kind: use a Service or a projectcontour.io ExtensionService", group, kind)
 	}

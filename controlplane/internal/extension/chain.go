@@ -46,7 +46,7 @@ func (c *Chain) Collector() prometheus.Collector { return c.metric }
 // whose policy is Closed makes the result nil (keep the last good
 // configuration); the later extensions still run on the last output, so
 // that their failures are reported too.
-func (c *Chain) Apply(ctx context.Context, res *translator.Resources, refs ExtensionRefs) (*translator.Resources, []Failure) {
+func (c *Chain) Apply(ctx context.Context, res *translator.Resources, refs Refs) (*translator.Resources, []Failure) {
 	var all []Failure
 	closed := false
 	for _, r := range c.runners {
@@ -64,17 +64,18 @@ func (c *Chain) Apply(ctx context.Context, res *translator.Resources, refs Exten
 	return res, all
 }
 
-// RefsOf are the routes of m that give the extensions something,
-// by route name (ir.Route.Extension).
-func RefsOf(m *ir.Model) ExtensionRefs {
+// RefsOf are what the model m gives the extensions: its routes with
+// extension resources (by route name) and its clusters of extension
+// backends (by cluster name).
+func RefsOf(m *ir.Model) Refs {
+	refs := Refs{Routes: map[string]*ir.RouteExtension{}, Clusters: map[string]*ir.ExtensionResource{}}
 	if m == nil {
-		return nil
+		return refs
 	}
-	refs := ExtensionRefs{}
 	add := func(vh *ir.VirtualHost) {
 		for _, r := range vh.Routes {
 			if r.Extension != nil && r.Name != "" {
-				refs[r.Name] = r.Extension
+				refs.Routes[r.Name] = r.Extension
 			}
 		}
 	}
@@ -90,6 +91,11 @@ func RefsOf(m *ir.Model) ExtensionRefs {
 		}
 		for _, vh := range l.Secure {
 			add(&vh.VirtualHost)
+		}
+	}
+	for _, c := range m.Clusters {
+		if c.Extension != nil {
+			refs.Clusters[c.Name] = c.Extension
 		}
 	}
 	return refs

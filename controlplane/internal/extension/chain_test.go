@@ -74,8 +74,8 @@ func TestChain(t *testing.T) {
 	}
 
 	// A route referencing the second's kind goes to the second only.
-	refs := ExtensionRefs{routeAName: {Kind: "HTTPRoute", Namespace: "default", Name: "a",
-		Resources: []ir.ExtensionResource{{Group: "example.vendor.io", Kind: "Quota", JSON: []byte(`{"kind":"Quota"}`)}}}}
+	refs := Refs{Routes: map[string]*ir.RouteExtension{routeAName: {Kind: "HTTPRoute", Namespace: "default", Name: "a",
+		Resources: []ir.ExtensionResource{{Group: "example.vendor.io", Kind: "Quota", JSON: []byte(`{"kind":"Quota"}`)}}}}}
 	secondFails = true
 	out, failures = chain.Apply(context.Background(), translate(t, fixtureYAML), refs)
 	// The second's route call fails, and so does its call for

@@ -18,13 +18,14 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
 // Hook names one hook of the contract, as its RPC is named.
 type Hook string
 
-// The hooks. Runner.Apply runs all but HookPostClusterModify, which needs
-// the builder's clusters for extension backends (not there yet).
+// The hooks.
 const (
 	HookPostRouteModify        Hook = "PostRouteModify"
 	HookPostVirtualHostModify  Hook = "PostVirtualHostModify"
@@ -34,11 +35,10 @@ const (
 	HookPostClusterModify      Hook = "PostClusterModify"
 )
 
-// Hooks are every hook, in the order Apply runs them (PostClusterModify
-// aside).
+// Hooks are every hook, in the order Apply runs them.
 var Hooks = []Hook{
-	HookPostTranslateInsert, HookPostRouteModify, HookPostVirtualHostModify,
-	HookPostHTTPListenerModify, HookPostTranslateModify, HookPostClusterModify,
+	HookPostTranslateInsert, HookPostClusterModify, HookPostRouteModify, HookPostVirtualHostModify,
+	HookPostHTTPListenerModify, HookPostTranslateModify,
 }
 
 // FailurePolicy says what a failed hook does to the configuration.
@@ -129,6 +129,13 @@ func (r *Registration) Owns(gk schema.GroupKind) bool {
 // own one of their kinds.
 var ourGroups = []string{"", "projectcontour.io", "gateway.networking.k8s.io", "gateway.portcullis.dev", "discovery.k8s.io"}
 
+// ourKinds are the kinds of the objects Portcullis reports on.
+var ourKinds = []string{
+	objects.KindHTTPProxy, objects.KindExtensionService, objects.KindTLSCertificateDelegation, objects.KindGatewayClass,
+	objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindReferenceGrant, objects.KindBackendTLSPolicy,
+	objects.KindExtAuthPolicy, objects.KindExtProcPolicy,
+}
+
 // Subscribed reports whether the extension answers h.
 func (r *Registration) Subscribed(h Hook) bool { return slices.Contains(r.Hooks, h) }
 
@@ -201,6 +208,8 @@ func (r *Registration) validateKinds(w string) []error {
 				errs = append(errs, fmt.Errorf("%s: group, version and kind are required, got %q", at, k.String()))
 			case slices.Contains(ourGroups, k.Group):
 				errs = append(errs, fmt.Errorf("%s: %s: the group %q is one Portcullis reads itself; an extension registers kinds of its own group", at, k.Kind, k.Group))
+			case slices.Contains(ourKinds, k.Kind):
+				errs = append(errs, fmt.Errorf("%s: %s: a kind named as one of Portcullis's own (statuses and conditions name objects by kind): rename it", at, k.Kind))
 			case seen[k.GroupKind()]:
 				errs = append(errs, fmt.Errorf("%s: %s listed twice", at, k.GroupKind()))
 			}

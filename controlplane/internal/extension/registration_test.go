@@ -97,7 +97,7 @@ func TestDialTLS(t *testing.T) {
 	reg := Registration{Name: "ext", Address: addr, Hooks: []Hook{HookPostHTTPListenerModify},
 		TLS: &TLS{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "client.pem"), KeyFile: filepath.Join(dir, "client-key.pem"), ServerName: "ext.test"}}
 	r := newRunner(t, reg)
-	if out, failures := r.Apply(context.Background(), translate(t, fixtureYAML), nil); out == nil || len(failures) > 0 {
+	if out, failures := r.Apply(context.Background(), translate(t, fixtureYAML), Refs{}); out == nil || len(failures) > 0 {
 		t.Fatalf("over TLS: %v", failures)
 	}
 	if calls.get(HookPostHTTPListenerModify) != 1 {
@@ -106,7 +106,7 @@ func TestDialTLS(t *testing.T) {
 
 	// The wrong server name: the handshake fails, the hook fails.
 	reg.TLS.ServerName = "other.test"
-	if _, failures := newRunner(t, reg).Apply(context.Background(), translate(t, fixtureYAML), nil); len(failures) != 1 {
+	if _, failures := newRunner(t, reg).Apply(context.Background(), translate(t, fixtureYAML), Refs{}); len(failures) != 1 {
 		t.Errorf("wrong server name: failures %v", failures)
 	}
 

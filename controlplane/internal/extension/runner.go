@@ -38,12 +38,20 @@ type RouteKey struct {
 	Route              int
 }
 
-// ExtensionRefs are the routes that give the extensions something
-// (ir.Route.Extension), by the name of their Envoy route (ir.Route.Name).
-// PostRouteModify is called for each Envoy route of such a name, in every
-// virtual host that has one, when the extension owns one of its
-// resources; a name no route has is ignored.
-type ExtensionRefs map[string]*ir.RouteExtension
+// Refs are what a translation gives the extensions (RefsOf), by the
+// names of the Envoy resources made of it.
+type Refs struct {
+	// Routes give the extensions something (ir.Route.Extension), by the
+	// name of their Envoy route (ir.Route.Name). PostRouteModify is called
+	// for each Envoy route of such a name, in every virtual host that has
+	// one, when the extension owns one of its resources; a name no route
+	// has is ignored.
+	Routes map[string]*ir.RouteExtension
+	// Clusters stand for objects of the extensions' backend kinds
+	// (ir.Cluster.Extension), by cluster name: PostClusterModify is called
+	// for each of the owner's.
+	Clusters map[string]*ir.ExtensionResource
+}
 
 // Outcome is how one hook call ended, as the metric's label says.
 type Outcome string
@@ -149,7 +157,8 @@ func (r *Runner) Registration() Registration { return r.reg }
 // Apply runs the subscribed hooks on res, in this order:
 // PostTranslateInsert (its request is empty, so its place is invisible to
 // the extension; first, so that every other answer is checked against the
-// clusters it adds), PostRouteModify for each route of refs,
+// clusters it adds), PostClusterModify for each cluster of refs (an
+// extension backend), PostRouteModify for each route of refs,
 // PostVirtualHostModify for every virtual host (with its routes as
 // PostRouteModify left them, as the contract says),
 // PostHTTPListenerModify for every listener with an HTTP connection
@@ -166,7 +175,7 @@ func (r *Runner) Registration() Registration { return r.reg }
 // failure makes the returned Resources nil: do not publish, keep the last
 // good configuration (every hook still runs, so that every failure is
 // reported).
-func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs ExtensionRefs) (*translator.Resources, []Failure) {
+func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs) (*translator.Resources, []Failure) {
 	ctx, cancel := context.WithTimeout(ctx, r.reg.PhaseBudget)
 	defer cancel()
 	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), used: map[cacheKey]proto.Message{}, index: res.Index}
@@ -181,9 +190,12 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Exte
 	if r.reg.Subscribed(HookPostTranslateInsert) {
 		ru.insert(out)
 	}
+	if r.reg.Subscribed(HookPostClusterModify) && len(refs.Clusters) > 0 {
+		out.Clusters = ru.modifyClusters(out.Clusters, refs.Clusters)
+	}
 	routes := map[RouteKey]*routev3.Route{}
-	if r.reg.Subscribed(HookPostRouteModify) && len(refs) > 0 {
-		routes = ru.modifyRoutes(res, refs)
+	if r.reg.Subscribed(HookPostRouteModify) && len(refs.Routes) > 0 {
+		routes = ru.modifyRoutes(res, refs.Routes)
 	}
 	if r.reg.Subscribed(HookPostVirtualHostModify) || len(routes) > 0 {
 		out.Routes = ru.modifyVirtualHosts(out.Routes, routes)
@@ -418,7 +430,7 @@ func appendSorted[M proto.Message](ms []proto.Message, add []M) []proto.Message 
 
 // modifyRoutes runs PostRouteModify for each route of refs that carries
 // a resource of the extension, and returns the routes it changed.
-func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[RouteKey]*routev3.Route {
+func (ru *run) modifyRoutes(res *translator.Resources, refs map[string]*ir.RouteExtension) map[RouteKey]*routev3.Route {
 	type item struct {
 		key RouteKey
 		in  *routev3.Route
@@ -468,6 +480,61 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs ExtensionRefs) map[R
 		if changed[i] != nil {
 			out[it.key] = changed[i]
 		}
+	}
+	return out
+}
+
+// modifyClusters runs PostClusterModify on each cluster of refs whose
+// kind the extension owns, and returns the clusters, the changed ones
+// replaced (a new list when one changed).
+func (ru *run) modifyClusters(cs []proto.Message, refs map[string]*ir.ExtensionResource) []proto.Message {
+	var idx []int
+	for i, m := range cs {
+		if x := refs[translator.ResourceName(m)]; x != nil && ru.r.reg.Owns(schema.GroupKind{Group: x.Group, Kind: x.Kind}) {
+			idx = append(idx, i)
+		}
+	}
+	changed := make([]*clusterv3.Cluster, len(idx))
+	ru.each(len(idx), func(j int) {
+		in := cs[idx[j]].(*clusterv3.Cluster)
+		x := refs[in.GetName()]
+		about := subject{resource: fmt.Sprintf("Cluster %q (%s)", in.GetName(), schema.GroupKind{Group: x.Group, Kind: x.Kind}),
+			typeURL: resourcev3.ClusterType, names: []string{in.GetName()}}
+		req := &v1alpha1.PostClusterModifyRequest{
+			Cluster: in,
+			Backend: &v1alpha1.ExtensionResource{UnstructuredJson: x.JSON},
+			Context: &v1alpha1.ClusterContext{Origins: objectRefs(about.originsIn(ru.index))},
+		}
+		resp, ok := call(ru, HookPostClusterModify, about, req, ru.r.client.PostClusterModify,
+			func(resp *v1alpha1.PostClusterModifyResponse) error {
+				out := resp.GetCluster()
+				switch {
+				case out == nil:
+					return invalidf("no cluster (PostClusterModify completes the cluster; it cannot drop it)")
+				case out.GetName() != in.GetName():
+					return invalidf("the cluster's name changed from %q to %q", in.GetName(), out.GetName())
+				}
+				if err := validate(out); err != nil {
+					return invalidf("%v", err)
+				}
+				return nil
+			})
+		if ok {
+			changed[j] = resp.GetCluster()
+		}
+	})
+	var out []proto.Message
+	for j, i := range idx {
+		if changed[j] == nil {
+			continue
+		}
+		if out == nil {
+			out = append([]proto.Message(nil), cs...)
+		}
+		out[i] = changed[j]
+	}
+	if out == nil {
+		return cs
 	}
 	return out
 }

@@ -33,11 +33,11 @@ var (
 	// refsA gives the route translate names (the one route of
 	// a.example.com) a RetryPolicy, as the builder does for a rule with an
 	// ExtensionRef filter.
-	refsA = ExtensionRefs{routeAName: {
+	refsA = Refs{Routes: map[string]*ir.RouteExtension{routeAName: {
 		Kind: "HTTPProxy", Namespace: "default", Name: "a",
 		Resources: []ir.ExtensionResource{{Group: "example.vendor.io", Kind: "RetryPolicy",
 			JSON: []byte(`{"apiVersion":"example.vendor.io/v1","kind":"RetryPolicy","metadata":{"name":"retry","namespace":"default"},"spec":{"attempts":3}}`)}},
-	}}
+	}}}
 	proxyA = objects.Ref{Kind: objects.KindHTTPProxy, Namespace: "default", Name: "a"}
 )
 
@@ -436,7 +436,7 @@ func TestExtensionDown(t *testing.T) {
 			r := newRunner(t, Registration{Address: addr, FailurePolicy: policy, Hooks: []Hook{HookPostVirtualHostModify, HookPostHTTPListenerModify}})
 			in := translate(t, fixtureYAML)
 			start := time.Now()
-			out, failures := r.Apply(context.Background(), in, nil)
+			out, failures := r.Apply(context.Background(), in, Refs{})
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("Apply took %v", d)
 			}
@@ -472,11 +472,11 @@ func TestRecoveryOnTheNextGoodCall(t *testing.T) {
 	}})
 	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostHTTPListenerModify}})
 	in := translate(t, fixtureYAML)
-	if out, failures := r.Apply(context.Background(), in, nil); out != nil || len(failures) != 1 {
+	if out, failures := r.Apply(context.Background(), in, Refs{}); out != nil || len(failures) != 1 {
 		t.Fatalf("broken: %v %v", out, failures)
 	}
 	broken.Store(false)
-	out, failures := r.Apply(context.Background(), in, nil)
+	out, failures := r.Apply(context.Background(), in, Refs{})
 	if out == nil || len(failures) != 0 {
 		t.Fatalf("recovered: %v", failures)
 	}
@@ -567,7 +567,7 @@ func TestPhaseBudget(t *testing.T) {
 	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify, HookPostHTTPListenerModify},
 		Timeout: 300 * time.Millisecond, PhaseBudget: 400 * time.Millisecond, MaxConcurrency: 1, FailurePolicy: FailOpen})
 	start := time.Now()
-	out, failures := r.Apply(context.Background(), translate(t, fixtureYAML), nil)
+	out, failures := r.Apply(context.Background(), translate(t, fixtureYAML), Refs{})
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Apply took %v with a budget of 400ms", d)
 	}

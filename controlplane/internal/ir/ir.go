@@ -366,6 +366,10 @@ type Cluster struct {
 	// HealthCheck, when set, makes Envoy check the endpoints with gRPC
 	// health checks.
 	HealthCheck *HealthCheck
+	// Extension, when set, is the object of an extension's backend kind
+	// the cluster stands for: Portcullis does not know its endpoints (the
+	// cluster has none); the owner's PostClusterModify completes it.
+	Extension *ExtensionResource
 }
 
 // HealthCheck is an active gRPC health check (grpc.health.v1).

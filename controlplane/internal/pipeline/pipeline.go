@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"maps"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -89,6 +90,12 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
 	policies := currentStatus(objects.KindExtAuthPolicy, in.ExtAuthPolicies, func(p *gatewayv1alpha1.ExtAuthPolicy) gwapiv1.PolicyStatus { return p.Status })
 	maps.Copy(policies, currentStatus(objects.KindExtProcPolicy, in.ExtProcPolicies, func(p *gatewayv1alpha1.ExtProcPolicy) gwapiv1.PolicyStatus { return p.Status }))
+	// The extensions' objects: only their policies get a status (the
+	// builder reports on nothing else of theirs).
+	extObjects := make(map[objects.Ref]*unstructured.Unstructured, len(in.Extensions))
+	for _, u := range in.Extensions {
+		extObjects[objects.Ref{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}] = u
+	}
 
 	out := make([]statuswriter.Update, 0, len(objs))
 	for _, o := range objs {
@@ -120,6 +127,11 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindExtProcPolicy:
 			st := status.Policy(o, policies[o.Ref], now)
 			u.ExtProcPolicy = &st
+		default:
+			if x := extObjects[o.Ref]; x != nil {
+				st := status.Policy(o, statuswriter.ExtensionPolicyStatus(x), now)
+				u.ExtensionPolicy, u.ExtensionGVK = &st, x.GroupVersionKind()
+			}
 		}
 		out = append(out, u)
 	}

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
@@ -333,4 +335,184 @@ func hasHeaderKey(hs []*corev3.HeaderValueOption, k string) bool {
 		}
 	}
 	return false
+}
+
+// vendorObjects: an HTTPRoute whose first rule sends to a Bucket (an
+// extension backend) and whose second to a Service; Quota policies on
+// the route, on the Gateway, and on a route that does not exist.
+func vendorObjects(t *testing.T, bucketPort int64) *objects.Set {
+	t.Helper()
+	in := `
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: default}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: portcullis}
+spec: {controllerName: portcullis.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: web, namespace: default, generation: 1}
+spec:
+  gatewayClassName: portcullis
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app, namespace: default, generation: 1}
+spec:
+  parentRefs: [{name: web}]
+  hostnames: [app.example.com]
+  rules:
+  - name: assets
+    matches: [{path: {value: /assets}}]
+    backendRefs: [{group: example.vendor.io, kind: Bucket, name: assets}]
+  - name: open
+    backendRefs: [{name: echo, port: 80}]
+`
+	var s objects.Set
+	if _, err := s.Decode(strings.NewReader(in), "test"); err != nil {
+		t.Fatal(err)
+	}
+	obj := func(kind, name string, spec map[string]any) {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: kind})
+		u.SetNamespace("default")
+		u.SetName(name)
+		u.SetGeneration(1)
+		s.Extensions = append(s.Extensions, u)
+	}
+	target := func(kind, name string) map[string]any {
+		return map[string]any{"targetRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": kind, "name": name}}}
+	}
+	obj("Bucket", "assets", map[string]any{"port": bucketPort})
+	obj("Quota", "on-route", target("HTTPRoute", "app"))
+	obj("Quota", "on-gateway", target("Gateway", "web"))
+	obj("Quota", "on-nothing", target("HTTPRoute", "missing"))
+	s.Sort()
+	return &s
+}
+
+// vendorExtension: PostRouteModify tags each route with the names of the
+// Quotas it receives; PostClusterModify gives a Bucket's cluster an
+// endpoint on 127.0.0.1 at the Bucket's spec.port.
+func vendorExtension(t *testing.T) string {
+	return sdktest.Listen(t, &sdk.Server{
+		RouteModify: func(_ context.Context, req *v1alpha1.PostRouteModifyRequest) (*v1alpha1.PostRouteModifyResponse, error) {
+			rt := req.GetRoute()
+			for _, r := range req.GetExtensionResources() {
+				u, err := sdk.Unstructured(r)
+				if err != nil {
+					return nil, err
+				}
+				rt.ResponseHeadersToAdd = append(rt.ResponseHeadersToAdd, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-quota", Value: u.GetName()}})
+			}
+			return &v1alpha1.PostRouteModifyResponse{Route: rt}, nil
+		},
+		ClusterModify: func(_ context.Context, req *v1alpha1.PostClusterModifyRequest) (*v1alpha1.PostClusterModifyResponse, error) {
+			u, err := sdk.Unstructured(req.GetBackend())
+			if err != nil {
+				return nil, err
+			}
+			port, _, _ := unstructured.NestedInt64(u.Object, "spec", "port")
+			c := req.GetCluster()
+			c.LoadAssignment = &endpointv3.ClusterLoadAssignment{ClusterName: c.GetName(), Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+					Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+						Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)}}}}}}}},
+			}}}
+			return &v1alpha1.PostClusterModifyResponse{Cluster: c}, nil
+		},
+	})
+}
+
+// Extension policies attach with targetRefs (the most specific of a kind
+// wins on a route, as for ExtAuthPolicies) and reach the owner's
+// PostRouteModify; they get status.ancestors. A backendRef to an
+// extension's backend kind is a cluster without endpoints that the
+// owner's PostClusterModify completes.
+func TestExtensionPoliciesAndBackends(t *testing.T) {
+	c, err := config.Parse([]byte(fmt.Sprintf(`
+extensions:
+- name: vendor
+  address: %s
+  hooks: [PostRouteModify, PostClusterModify]
+  backendResources: [{group: example.vendor.io, version: v1, kind: Bucket}]
+  policyResources: [{group: example.vendor.io, version: v1, kind: Quota}]
+  timeout: 5s
+`, vendorExtension(t))), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs, err := extension.FromConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts.Builder = builder.Options{}.WithConfig(c)
+	s, err := newServer(Config{Pipeline: opts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Extensions: regs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.closeExtensions)
+
+	s.rebuild(t.Context(), vendorObjects(t, 9001))
+	for _, r := range appVHost(t, s).GetRoutes() {
+		var quotas []string
+		for _, h := range r.GetResponseHeadersToAdd() {
+			if h.GetHeader().GetKey() == "x-quota" {
+				quotas = append(quotas, h.GetHeader().GetValue())
+			}
+		}
+		if strings.Join(quotas, ",") != "on-route" {
+			t.Errorf("route %v got Quotas %v, want on-route (more specific than on-gateway)", r.GetMatch(), quotas)
+		}
+	}
+	_, res := published(s)
+	const bucket = "extension-backend/bucket/example.vendor.io/default/assets"
+	var found bool
+	for _, m := range res.Clusters {
+		if translator.ResourceName(m) != bucket {
+			continue
+		}
+		found = true
+		cl := m.(*clusterv3.Cluster)
+		ep := cl.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
+		if cl.GetType() != clusterv3.Cluster_STATIC || ep.GetPortValue() != 9001 {
+			t.Errorf("bucket cluster = %v, want STATIC with the extension's endpoint", cl)
+		}
+	}
+	for _, m := range res.Endpoints {
+		if translator.ResourceName(m) == bucket {
+			t.Error("an extension backend's cluster has an EDS resource: its endpoints are the extension's")
+		}
+	}
+	if !found {
+		t.Fatalf("no cluster %s", bucket)
+	}
+
+	accepted := map[string]string{}
+	for _, u := range s.statuses {
+		if u.ExtensionPolicy == nil {
+			continue
+		}
+		if u.ExtensionGVK.Kind != "Quota" || u.APIVersion() != "example.vendor.io/v1" {
+			t.Errorf("policy status of %v: GVK %v", u.Ref, u.ExtensionGVK)
+		}
+		for _, a := range u.ExtensionPolicy.Ancestors {
+			for _, c := range a.Conditions {
+				if c.Type == string(gwapiv1.PolicyConditionAccepted) {
+					accepted[u.Ref.Name] = string(c.Status) + "/" + c.Reason
+				}
+			}
+		}
+	}
+	want := map[string]string{"on-route": "True/Accepted", "on-gateway": "True/Accepted", "on-nothing": "False/TargetNotFound"}
+	if fmt.Sprint(accepted) != fmt.Sprint(want) {
+		t.Errorf("Quota ancestors' Accepted = %v, want %v", accepted, want)
+	}
 }

@@ -7,7 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -55,6 +58,8 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 	case u.ExtProcPolicy != nil:
 		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtProcPolicy{}, func(o *gatewayv1alpha1.ExtProcPolicy) *gwapiv1.PolicyStatus { return &o.Status },
 			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtProcPolicy, now) })
+	case u.ExtensionPolicy != nil:
+		return k.writeExtensionPolicy(ctx, key, u, now)
 	}
 	return nil
 }
@@ -216,4 +221,47 @@ func keepTimes(cur, want []metav1.Condition, now metav1.Time) []metav1.Condition
 		out[i] = w
 	}
 	return out
+}
+
+// writeExtensionPolicy writes status.ancestors of a policy of an
+// extension's kind, through the status subresource, as for our own
+// policies; the other fields of its status (the extension's) are kept.
+// The object is read from the API server: the informers' cache holds
+// only our own kinds.
+func (k *Kubernetes) writeExtensionPolicy(ctx context.Context, key types.NamespacedName, u Update, now metav1.Time) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(u.ExtensionGVK)
+		if err := k.Client.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		cur := ExtensionPolicyStatus(obj)
+		merged := k.mergePolicy(&cur, u.ExtensionPolicy, now)
+		if equality.Semantic.DeepEqual(cur, merged) {
+			return nil
+		}
+		ancestors, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&merged)
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(obj.Object, ancestors["ancestors"], "status", "ancestors"); err != nil {
+			return err
+		}
+		k.writes.Add(1)
+		return k.Client.Status().Update(ctx, obj)
+	})
+}
+
+// ExtensionPolicyStatus is status.ancestors of a policy of an extension's
+// kind (empty when it has none or they do not decode).
+func ExtensionPolicyStatus(obj *unstructured.Unstructured) gwapiv1.PolicyStatus {
+	var st gwapiv1.PolicyStatus
+	raw, found, err := unstructured.NestedSlice(obj.Object, "status", "ancestors")
+	if err != nil || !found {
+		return st
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"ancestors": raw}, &st); err != nil {
+		return gwapiv1.PolicyStatus{}
+	}
+	return st
 }

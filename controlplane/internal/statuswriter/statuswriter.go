@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
@@ -41,10 +42,18 @@ type Update struct {
 	// this controller, as for the Gateway API statuses above.
 	ExtAuthPolicy *gwapiv1.PolicyStatus
 	ExtProcPolicy *gwapiv1.PolicyStatus
+	// ExtensionPolicy is the status of a policy of a kind an extension
+	// registered (ExtensionGVK): its ancestors naming this controller.
+	// The rest of the object's status is the extension's and is kept.
+	ExtensionPolicy *gwapiv1.PolicyStatus
+	ExtensionGVK    schema.GroupVersionKind
 }
 
 // APIVersion is the API version of the object's kind.
 func (u Update) APIVersion() string {
+	if u.ExtensionPolicy != nil {
+		return u.ExtensionGVK.GroupVersion().String()
+	}
 	switch u.Ref.Kind {
 	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
@@ -77,6 +86,8 @@ func (u Update) Status() any {
 		return u.ExtAuthPolicy
 	case u.ExtProcPolicy != nil:
 		return u.ExtProcPolicy
+	case u.ExtensionPolicy != nil:
+		return u.ExtensionPolicy
 	}
 	return nil
 }

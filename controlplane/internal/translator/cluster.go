@@ -27,7 +27,13 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		ConnectTimeout: durationpb.New(timeout),
 		LbPolicy:       lbPolicy(c.LBPolicy),
 	}
-	if c.DNSName != "" {
+	switch {
+	case c.Extension != nil:
+		// An extension's backend: no endpoints until its
+		// PostClusterModify gives some (or another discovery type).
+		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
+	case c.DNSName != "":
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		// Most upstreams listen on IPv4; try it first, then IPv6.
 		out.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
@@ -37,7 +43,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 				LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(c.DNSName, c.DNSPort)},
 			}},
 		}
-	} else {
+	default:
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 		out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource(), ServiceName: c.Name}
 	}

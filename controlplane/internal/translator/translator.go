@@ -151,7 +151,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Clusters = append(r.Clusters, cluster(c))
 		e := &indexEntry{origins: c.Origins}
 		r.Index.add(resourcev3.ClusterType, c.Name, e)
-		if c.DNSName == "" {
+		if c.DNSName == "" && c.Extension == nil {
 			r.Endpoints = append(r.Endpoints, loadAssignment(c))
 			r.Index.add(resourcev3.EndpointType, c.Name, e)
 		}
