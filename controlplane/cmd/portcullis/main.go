@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
@@ -201,12 +202,12 @@ docs/configuration.md) is read and checked as serve would.`,
 			if len(paths) == 0 {
 				return fmt.Errorf("no input: give files or directories with -f")
 			}
-			opts, _, _, err := bf.options()
+			opts, fileCfg, _, err := bf.options()
 			if err != nil {
 				return err
 			}
 			start := time.Now()
-			set, skipped, err := file.Load(paths)
+			set, skipped, err := file.Load(paths, extensionKinds(fileCfg)...)
 			if err != nil {
 				return err
 			}
@@ -316,7 +317,7 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				if len(files) == 0 {
 					log.Warn("no YAML or JSON files in the given paths: serving an empty configuration until some appear", "paths", paths)
 				}
-				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log}
+				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log, extensionKinds: extensionKinds(fileCfg)}
 				cfg.Status = &statuswriter.Log{Log: log}
 			case "kubernetes":
 				p, err := kubernetes.New(kubeconfig, log)
@@ -353,11 +354,27 @@ type fileProvider struct {
 	paths    []string
 	interval time.Duration
 	log      *slog.Logger
+	// extensionKinds are the kinds the extension servers registered.
+	extensionKinds []schema.GroupVersionKind
 }
 
 func (p fileProvider) Run(ctx context.Context, update func(*objects.Set)) error {
-	file.Watch(ctx, p.paths, p.interval, p.log, update)
+	file.Watch(ctx, p.paths, p.interval, p.log, update, p.extensionKinds...)
 	return nil
+}
+
+// extensionKinds are the kinds the configuration file's extensions
+// registered, which the providers read into objects.Set.Extensions (none
+// without a configuration file).
+func extensionKinds(cfg *config.Config) []schema.GroupVersionKind {
+	if cfg == nil {
+		return nil
+	}
+	var out []schema.GroupVersionKind
+	for _, k := range cfg.ExtensionKinds() {
+		out = append(out, schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	return out
 }
 
 func newLogger(level string) (*slog.Logger, error) {

@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -63,7 +65,13 @@ type Skipped struct {
 // the builder does not serve it). A document that cannot be parsed at all is an error naming it.
 // Documents are decoded in parallel (tens of thousands of objects take
 // seconds to parse) and added in their order.
-func (s *Set) Decode(r io.Reader, source string) ([]Skipped, error) {
+//
+// extensionKinds are the kinds the extension servers registered (config
+// ExtensionKinds): their objects go to s.Extensions as they are, unchecked
+// (Portcullis does not know their schema), instead of being skipped. Files
+// do not say whether a kind is namespaced: a registered object without a
+// namespace gets DefaultNamespace, as a namespaced object would.
+func (s *Set) Decode(r io.Reader, source string, extensionKinds ...schema.GroupVersionKind) ([]Skipped, error) {
 	var docs [][]byte
 	reader := k8syaml.NewYAMLReader(bufio.NewReader(r))
 	var readErr error
@@ -78,8 +86,15 @@ func (s *Set) Decode(r io.Reader, source string) ([]Skipped, error) {
 		}
 		docs = append(docs, doc)
 	}
+	var registered map[schema.GroupVersionKind]bool
+	if len(extensionKinds) > 0 {
+		registered = make(map[schema.GroupVersionKind]bool, len(extensionKinds))
+		for _, k := range extensionKinds {
+			registered[k] = true
+		}
+	}
 	results := make([]decoded, len(docs))
-	parallel.For(len(docs), func(i int) { results[i] = decodeDocument(docs[i], fmt.Sprintf("%s:%d", source, i+1)) })
+	parallel.For(len(docs), func(i int) { results[i] = decodeDocument(docs[i], fmt.Sprintf("%s:%d", source, i+1), registered) })
 	var skipped []Skipped
 	for _, d := range results {
 		for _, o := range d.objects {
@@ -110,8 +125,8 @@ type decodedObject struct {
 }
 
 // decodeDocument decodes one YAML or JSON document. where names it in
-// messages.
-func decodeDocument(doc []byte, where string) (out decoded) {
+// messages; registered are the extensions' kinds.
+func decodeDocument(doc []byte, where string, registered map[schema.GroupVersionKind]bool) (out decoded) {
 	if len(bytes.TrimSpace(doc)) == 0 || isOnlyComments(doc) {
 		return out
 	}
@@ -152,7 +167,7 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 			return out
 		}
 		for j, item := range list.Items {
-			d := decodeDocument(item.Raw, fmt.Sprintf("%s[%d]", where, j))
+			d := decodeDocument(item.Raw, fmt.Sprintf("%s[%d]", where, j), registered)
 			out.objects = append(out.objects, d.objects...)
 			out.skipped = append(out.skipped, d.skipped...)
 			if d.err != nil {
@@ -161,6 +176,9 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 			}
 		}
 		return out
+	}
+	if gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind); registered[gvk] && !readGVK(gvk) {
+		return decodeExtension(doc, where, gvk)
 	}
 	obj, gvk, err := strictCodecs.UniversalDeserializer().Decode(doc, nil, nil)
 	var complaints []string
@@ -188,6 +206,36 @@ func decodeDocument(doc []byte, where string) (out decoded) {
 	}
 	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, complaints: complaints})
 	return out
+}
+
+// decodeExtension decodes an object of a kind an extension registered, as
+// unstructured: no field is checked but the name.
+func decodeExtension(doc []byte, where string, gvk schema.GroupVersionKind) (out decoded) {
+	// doc is JSON unless the strict conversion refused it (a duplicate
+	// key): the lenient one keeps the last value, as kubectl does.
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		out.err = fmt.Errorf("%s: %w", where, err)
+		return out
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		out.err = fmt.Errorf("%s: %s: %w", where, gvk.Kind, err)
+		return out
+	}
+	if u.GetName() == "" {
+		out.err = fmt.Errorf("%s: %s has no metadata.name: every object needs one (no API server generates names for files, so generateName does not work here)", where, gvk.Kind)
+		return out
+	}
+	out.objects = append(out.objects, decodedObject{obj: u, kind: gvk.Kind})
+	return out
+}
+
+// readGVK reports whether gvk is a kind the control plane reads itself
+// (an extension cannot take it over).
+func readGVK(gvk schema.GroupVersionKind) bool {
+	obj, err := Scheme.New(gvk)
+	return err == nil && readKind(obj)
 }
 
 // addDecoded files a decoded object in its list, with its complaints.
@@ -238,6 +286,8 @@ func (s *Set) add(obj runtime.Object) {
 		d.SetNamespace(DefaultNamespace)
 	}
 	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		s.Extensions = append(s.Extensions, o)
 	case *contourv1.HTTPProxy:
 		s.HTTPProxies = append(s.HTTPProxies, o)
 	case *v1alpha1.ExtensionService:

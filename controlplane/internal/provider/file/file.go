@@ -16,12 +16,17 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
-// Load reads every object in the given files and directories.
-func Load(paths []string) (*objects.Set, []objects.Skipped, error) {
-	set, skipped, _, err := newLoader().load(paths)
+// Load reads every object in the given files and directories. Objects of
+// extensionKinds (the kinds the extension servers registered) go to
+// Set.Extensions; objects of other kinds Portcullis does not read are
+// skipped.
+func Load(paths []string, extensionKinds ...schema.GroupVersionKind) (*objects.Set, []objects.Skipped, error) {
+	set, skipped, _, err := newLoader(extensionKinds).load(paths)
 	return set, skipped, err
 }
 
@@ -30,6 +35,8 @@ func Load(paths []string) (*objects.Set, []objects.Skipped, error) {
 // same pointers), which lets the builder reuse what it built from them.
 type loader struct {
 	files map[string]loadedFile
+	// extensionKinds are the kinds the extension servers registered.
+	extensionKinds []schema.GroupVersionKind
 }
 
 type loadedFile struct {
@@ -39,7 +46,9 @@ type loadedFile struct {
 	err     error
 }
 
-func newLoader() *loader { return &loader{files: map[string]loadedFile{}} }
+func newLoader(extensionKinds []schema.GroupVersionKind) *loader {
+	return &loader{files: map[string]loadedFile{}, extensionKinds: extensionKinds}
+}
 
 // load reads paths. changed reports whether any file changed, appeared or
 // went away since the last load; err is the first file's error, in order.
@@ -60,7 +69,7 @@ func (l *loader) load(paths []string) (set *objects.Set, skipped []objects.Skipp
 		if !ok || lf.sum != sum {
 			changed = true
 			lf = loadedFile{sum: sum, set: &objects.Set{}}
-			lf.skipped, lf.err = lf.set.Decode(bytes.NewReader(b), f)
+			lf.skipped, lf.err = lf.set.Decode(bytes.NewReader(b), f, l.extensionKinds...)
 		}
 		next[f] = lf
 		set.Add(lf.set)
@@ -126,8 +135,9 @@ func list(paths []string) ([]string, error) {
 // (checked every interval: polling is simple and sees ConfigMap symlink
 // swaps that file events miss), and calls update with each new set. A load
 // that fails is logged and skipped: the last good set stays in force.
-func Watch(ctx context.Context, paths []string, interval time.Duration, log *slog.Logger, update func(*objects.Set)) {
-	l := newLoader()
+// extensionKinds are as for Load.
+func Watch(ctx context.Context, paths []string, interval time.Duration, log *slog.Logger, update func(*objects.Set), extensionKinds ...schema.GroupVersionKind) {
+	l := newLoader(extensionKinds)
 	first := true
 	check := func() {
 		set, skipped, changed, err := l.load(paths)

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -66,7 +69,7 @@ func TestLoadReadsAFileNamedTwiceOnce(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.yaml")
 	write(t, a, proxyYAML("a", "a.example.com"))
-	l := newLoader()
+	l := newLoader(nil)
 	for i := range 2 {
 		set, _, _, err := l.load([]string{dir, a})
 		if err != nil {
@@ -84,7 +87,7 @@ func TestLoaderKeepsUnchangedFiles(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a.yaml"), proxyYAML("a", "a.example.com"))
 	write(t, filepath.Join(dir, "b.yaml"), proxyYAML("b", "b.example.com"))
-	l := newLoader()
+	l := newLoader(nil)
 	first, _, changed, err := l.load([]string{dir})
 	if err != nil || !changed {
 		t.Fatalf("first load: changed %v, %v", changed, err)
@@ -166,5 +169,51 @@ func TestWatch(t *testing.T) {
 	}
 	if got := names(next()); got != "a,b" {
 		t.Fatalf("after the fix %s, want a,b", got)
+	}
+}
+
+// Objects of the kinds the extension servers registered, in a folder with
+// the others, end up in the set (Load and Watch); other unknown kinds are
+// skipped.
+func TestLoadExtensionKinds(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), proxyYAML("a", "a.example.com"))
+	write(t, filepath.Join(dir, "filters", "auth.yaml"), "apiVersion: examples.portcullis.dev/v1alpha1\nkind: BasicAuthFilter\n"+
+		"metadata: {name: auth}\nspec: {realm: staff}\n---\napiVersion: examples.portcullis.dev/v1alpha1\nkind: Unregistered\nmetadata: {name: u}\n")
+	kind := schema.GroupVersionKind{Group: "examples.portcullis.dev", Version: "v1alpha1", Kind: "BasicAuthFilter"}
+	check := func(what string, s *objects.Set) {
+		t.Helper()
+		if names(s) != "a" || len(s.Extensions) != 1 {
+			t.Fatalf("%s: proxies %s, %d extension objects; want a and 1", what, names(s), len(s.Extensions))
+		}
+		u := s.Extensions[0]
+		if realm, _, _ := unstructured.NestedString(u.Object, "spec", "realm"); u.GetKind() != "BasicAuthFilter" || u.GetNamespace() != "default" || u.GetName() != "auth" || realm != "staff" {
+			t.Errorf("%s: got %s %s/%s realm %q", what, u.GetKind(), u.GetNamespace(), u.GetName(), realm)
+		}
+	}
+	set, skipped, err := Load([]string{dir}, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Load", set)
+	if len(skipped) != 1 || skipped[0].Kind != "examples.portcullis.dev/v1alpha1/Unregistered" {
+		t.Errorf("skipped %v, want the Unregistered object only", skipped)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sets := make(chan *objects.Set, 1)
+	go Watch(ctx, []string{dir}, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), func(s *objects.Set) { sets <- s }, kind)
+	select {
+	case s := <-sets:
+		check("Watch", s)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no update")
+	}
+
+	// Not registered: skipped.
+	set, _, err = Load([]string{dir})
+	if err != nil || len(set.Extensions) != 0 {
+		t.Errorf("without the registration: %d extension objects (%v), want none", len(set.Extensions), err)
 	}
 }
