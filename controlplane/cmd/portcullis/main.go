@@ -320,7 +320,7 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log, extensionKinds: extensionKinds(fileCfg)}
 				cfg.Status = &statuswriter.Log{Log: log}
 			case "kubernetes":
-				p, err := kubernetes.New(kubeconfig, log)
+				p, err := kubernetes.New(kubeconfig, log, extensionKinds(fileCfg)...)
 				if err != nil {
 					return err
 				}

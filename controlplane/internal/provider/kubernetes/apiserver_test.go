@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,15 +37,17 @@ type run struct {
 	logs    syncBuffer
 	mu      sync.Mutex
 	updates int
+	first   *objects.Set
 	last    *objects.Set
 }
 
 // startProvider runs a provider with cfg's credentials until the test ends,
-// looking for the Gateway API every 100 ms instead of 30 s.
-func startProvider(t *testing.T, cfg *rest.Config) *run {
+// looking for the Gateway API (and the extensionKinds) every 100 ms instead
+// of 30 s.
+func startProvider(t *testing.T, cfg *rest.Config, extensionKinds ...schema.GroupVersionKind) *run {
 	t.Helper()
 	r := &run{}
-	p, err := newProvider(cfg, slog.New(slog.NewTextHandler(&r.logs, nil)))
+	p, err := newProvider(cfg, slog.New(slog.NewTextHandler(&r.logs, nil)), extensionKinds...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +59,9 @@ func startProvider(t *testing.T, cfg *rest.Config) *run {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.updates++
+			if r.first == nil {
+				r.first = s
+			}
 			r.last = s
 		})
 	}()

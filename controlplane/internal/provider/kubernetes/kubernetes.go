@@ -3,7 +3,8 @@
 // Their status goes back through internal/statuswriter, with this
 // provider's cache and client. The Gateway API kinds and our policies are
 // optional: they are watched once the API server serves them
-// (gatewayapi.go).
+// (gatewayapi.go). So are the kinds the extension servers registered, read
+// as unstructured objects through dynamic informers (extensions.go).
 package kubernetes
 
 import (
@@ -16,7 +17,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -47,6 +51,11 @@ type Provider struct {
 	access    authorizationv1client.SelfSubjectAccessReviewsGetter
 	// gateway is what the provider knows of the Gateway API's kinds.
 	gateway gatewayState
+
+	// dynamic reads the kinds the extension servers registered, whose
+	// Go types we do not have (extensions.go).
+	dynamic dynamic.Interface
+	ext     extensionState
 }
 
 // Cache is the informers' cache, for reads that must not go to the API
@@ -57,16 +66,17 @@ func (p *Provider) Cache() client.Reader { return p.cache }
 func (p *Provider) Client() client.Client { return p.client }
 
 // New connects to the cluster of kubeconfig (empty: $KUBECONFIG, then the
-// in-cluster configuration).
-func New(kubeconfig string, log *slog.Logger) (*Provider, error) {
+// in-cluster configuration). extensionKinds are the kinds the extension
+// servers registered: their objects go to Set.Extensions.
+func New(kubeconfig string, log *slog.Logger, extensionKinds ...schema.GroupVersionKind) (*Provider, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	return newProvider(cfg, log)
+	return newProvider(cfg, log, extensionKinds...)
 }
 
-func newProvider(cfg *rest.Config, log *slog.Logger) (*Provider, error) {
+func newProvider(cfg *rest.Config, log *slog.Logger, extensionKinds ...schema.GroupVersionKind) (*Provider, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: objects.Scheme})
 	if err != nil {
 		return nil, err
@@ -83,7 +93,12 @@ func newProvider(cfg *rest.Config, log *slog.Logger) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{log: log, cache: c, client: cl, discovery: disco, access: access, gateway: gatewayState{interval: gatewayPollInterval}}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{log: log, cache: c, client: cl, discovery: disco, access: access, gateway: gatewayState{interval: gatewayPollInterval},
+		dynamic: dyn, ext: newExtensionState(extensionKinds)}, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -147,6 +162,8 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 		return fmt.Errorf("the informers did not sync: check access to the API server and the RBAC of portcullis")
 	}
 	p.log.Info("kubernetes informers synced")
+	// Synced before the first snapshot, which has their objects.
+	p.watchExtensions(ctx)
 	signal()
 	poll := time.NewTicker(p.gateway.interval)
 	defer poll.Stop()
@@ -162,11 +179,14 @@ func (p *Provider) Run(ctx context.Context, update func(*objects.Set)) error {
 			// CRDs installed (or RBAC granted) after the start: their
 			// informers start now, and their first objects signal a
 			// rebuild.
-			if p.gateway.complete() {
+			if p.gateway.complete() && p.ext.complete() {
 				poll.Stop()
 				continue
 			}
-			p.watchGatewayAPI(ctx)
+			if !p.gateway.complete() {
+				p.watchGatewayAPI(ctx)
+			}
+			p.watchExtensions(ctx)
 		}
 	}
 }
@@ -199,10 +219,13 @@ func ignoredUpdate(old, cur any) bool {
 // statusOnly reports an update of a kind we write the status of that
 // changed nothing but its status (typically our own status write), or of
 // a BackendTLSPolicy (whose status other implementations write; the build
-// reads its spec only).
+// reads its spec only), or of a kind an extension registered (the only
+// unstructured objects: their status is the extension's, or ours for
+// policies, and the build hands their spec to the extension).
 func statusOnly(old, cur any) bool {
 	switch cur.(type) {
-	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
+	case *unstructured.Unstructured,
+		*contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute,
 		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy,
 		*gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy:
@@ -245,6 +268,7 @@ func (p *Provider) snapshot() *objects.Set {
 		Namespaces:         stored[*corev1.Namespace](p.stores),
 		ExtAuthPolicies:    stored[*gatewayv1alpha1.ExtAuthPolicy](p.stores),
 		ExtProcPolicies:    stored[*gatewayv1alpha1.ExtProcPolicy](p.stores),
+		Extensions:         p.extensionObjects(),
 	}
 	set.Sort()
 	return set

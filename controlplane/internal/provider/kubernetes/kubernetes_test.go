@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -55,6 +56,13 @@ func TestIgnoredUpdate(t *testing.T) {
 		}
 		return p
 	}
+	ext := func(gen int64, phase string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": phase}}}
+		u.SetGroupVersionKind(basicAuthFilter)
+		u.SetUID("e")
+		u.SetGeneration(gen)
+		return u
+	}
 	ns := func(labels, annotations map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{UID: "n", Labels: labels, Annotations: annotations}}
 	}
@@ -67,6 +75,8 @@ func TestIgnoredUpdate(t *testing.T) {
 		{"Gateway spec change", gw(1, true), gw(2, true), false},
 		{"BackendTLSPolicy status write (another implementation's)", btls(1, false), btls(1, true), true},
 		{"BackendTLSPolicy spec change", btls(1, true), btls(2, true), false},
+		{"extension kind status write", ext(1, ""), ext(1, "Accepted"), true},
+		{"extension kind spec change", ext(1, "Accepted"), ext(2, "Accepted"), false},
 		{"Namespace annotation", ns(map[string]string{"a": "1"}, nil), ns(map[string]string{"a": "1"}, map[string]string{"b": "2"}), true},
 		{"Namespace label", ns(map[string]string{"a": "1"}, nil), ns(map[string]string{"a": "2"}, nil), false},
 	} {
