@@ -41,6 +41,9 @@ var chartValues = map[string][]string{
 		"--set", "controlPlane.config.globalExtAuth.extensionService=portcullis-system/t-portcullis-authserver",
 		"--set", "controlPlane.config.globalExtAuth.failOpen=false",
 		"--set", "gatewayAPI.gatewayClass.create=true",
+		// The kinds of an extension server.
+		"--set", "extensions.rbac[0].apiGroups={examples.portcullis.dev}",
+		"--set", "extensions.rbac[0].resources={basicauthfilters,authrealms}",
 		// As if the CRDs were installed (helm template cannot look).
 		"--api-versions", "gateway.networking.k8s.io/v1/GatewayClass",
 	},
@@ -191,6 +194,11 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "", "watch", "namespaces", true},
 		{cpSA, "team-a", "watch", "gateway.portcullis.dev/extauthpolicies", true},
 		{cpSA, "team-a", "update", "gateway.portcullis.dev/extprocpolicies/status", true},
+		{cpSA, "team-a", "watch", "examples.portcullis.dev/basicauthfilters", true},
+		{cpSA, "", "list", "examples.portcullis.dev/authrealms", true},
+		{cpSA, "team-a", "patch", "examples.portcullis.dev/basicauthfilters/status", true},
+		{cpSA, "team-a", "update", "examples.portcullis.dev/basicauthfilters", false}, // status only
+		{cpSA, "team-a", "list", "examples.portcullis.dev/otherfilters", false},       // not listed in the values
 	} {
 		if got := allowed(ctx, t, api, c.user, c.namespace, c.verb, c.resource); got != c.want {
 			t.Errorf("%s may %s %s in %s: %v, want %v", c.user, c.verb, c.resource, c.namespace, got, c.want)
