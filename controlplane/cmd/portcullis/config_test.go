@@ -120,3 +120,29 @@ func TestConfigReloadKeepsTheControllerName(t *testing.T) {
 		t.Fatal("no reload")
 	}
 }
+
+// translate --config reads the objects of the kinds the configuration's
+// extensions registered instead of skipping them; without the
+// configuration they are skipped.
+func TestTranslateReadsExtensionKinds(t *testing.T) {
+	dir := t.TempDir()
+	cfg, in := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "in.yaml")
+	if err := os.WriteFile(cfg, []byte("extensions:\n- name: basicauth\n  address: 127.0.0.1:18100\n  hooks: [PostRouteModify]\n"+
+		"  resources:\n  - {group: examples.portcullis.dev, version: v1alpha1, kind: BasicAuthFilter}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, []byte("apiVersion: examples.portcullis.dev/v1alpha1\nkind: BasicAuthFilter\nmetadata: {name: auth}\nspec: {realm: x}\n---\n"+
+		"apiVersion: examples.portcullis.dev/v1alpha1\nkind: Unregistered\nmetadata: {name: u}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := run("translate", "--config", cfg, "-f", in)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if strings.Contains(errOut, "BasicAuthFilter") || !strings.Contains(errOut, "Unregistered") {
+		t.Errorf("with the configuration, skipped:\n%s\nwant the Unregistered object only", errOut)
+	}
+	if _, errOut, err = run("translate", "-f", in); err != nil || !strings.Contains(errOut, "BasicAuthFilter): kind not read by portcullis") {
+		t.Errorf("without the configuration (%v), skipped:\n%s\nwant the BasicAuthFilter too", err, errOut)
+	}
+}
