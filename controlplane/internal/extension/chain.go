@@ -2,6 +2,12 @@ package extension
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,6 +21,11 @@ import (
 type Chain struct {
 	runners []*Runner
 	metric  *prometheus.CounterVec
+
+	// stages are the last Apply's input and each runner's output (nil
+	// when it failed under Closed), for Touched.
+	mu     sync.Mutex
+	stages []*translator.Resources
 }
 
 // NewChain chains runners (ValidateAll's rules: unique names, one owner
@@ -49,19 +60,89 @@ func (c *Chain) Collector() prometheus.Collector { return c.metric }
 func (c *Chain) Apply(ctx context.Context, res *translator.Resources, refs Refs) (*translator.Resources, []Failure) {
 	var all []Failure
 	closed := false
+	stages := []*translator.Resources{res}
 	for _, r := range c.runners {
 		out, failures := r.Apply(ctx, res, refs)
 		all = append(all, failures...)
+		stages = append(stages, out)
 		if out == nil {
 			closed = true
 			continue
 		}
 		res = out
 	}
+	c.mu.Lock()
+	c.stages = stages
+	c.mu.Unlock()
 	if closed {
 		return nil, all
 	}
 	return res, all
+}
+
+// Touched names the extensions whose hooks changed the resource of type
+// typeURL named name in the last Apply, with the subscribed hooks that can
+// change such a resource, e.g. `extension "auth" (PostHTTPListenerModify)`;
+// none when no extension changed it. For Envoy's rejections: an
+// extension's change is the first suspect. The comparison is made here,
+// on demand, so that Apply pays nothing for it.
+func (c *Chain) Touched(typeURL, name string) []string {
+	c.mu.Lock()
+	stages := c.stages
+	c.mu.Unlock()
+	var out []string
+	prev := find(stages, 0, typeURL, name)
+	for i, r := range c.runners {
+		if i+1 >= len(stages) || stages[i+1] == nil {
+			continue
+		}
+		cur := find(stages, i+1, typeURL, name)
+		if (prev == nil) != (cur == nil) || prev != nil && !proto.Equal(prev, cur) {
+			var hooks []string
+			for _, h := range hooksChanging[typeURL] {
+				if r.reg.Subscribed(h) {
+					hooks = append(hooks, string(h))
+				}
+			}
+			out = append(out, fmt.Sprintf("extension %q (%s)", r.reg.Name, strings.Join(hooks, ", ")))
+		}
+		prev = cur
+	}
+	return out
+}
+
+// hooksChanging are the hooks that can change a resource of each type.
+var hooksChanging = map[string][]Hook{
+	resourcev3.ClusterType:  {HookPostTranslateInsert, HookPostClusterModify, HookPostTranslateModify},
+	resourcev3.SecretType:   {HookPostTranslateInsert, HookPostTranslateModify},
+	resourcev3.ListenerType: {HookPostHTTPListenerModify, HookPostTranslateModify},
+	resourcev3.RouteType:    {HookPostRouteModify, HookPostVirtualHostModify, HookPostTranslateModify},
+}
+
+// find is the resource of stage i named name, or nil.
+func find(stages []*translator.Resources, i int, typeURL, name string) proto.Message {
+	if i >= len(stages) || stages[i] == nil {
+		return nil
+	}
+	var list []proto.Message
+	switch typeURL {
+	case resourcev3.ClusterType:
+		list = stages[i].Clusters
+	case resourcev3.SecretType:
+		list = stages[i].Secrets
+	case resourcev3.ListenerType:
+		list = stages[i].Listeners
+	case resourcev3.RouteType:
+		list = stages[i].Routes
+	case resourcev3.EndpointType:
+		list = stages[i].Endpoints
+	}
+	for _, m := range list {
+		if translator.ResourceName(m) == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // RefsOf are what the model m gives the extensions: its routes with

@@ -2,7 +2,10 @@ package extension
 
 import (
 	"context"
+	"strings"
 	"testing"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
@@ -10,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
 )
@@ -71,6 +75,17 @@ func TestChain(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(chain.metric.WithLabelValues("second", string(HookPostVirtualHostModify), string(OutcomeOK))); got != 2 {
 		t.Errorf("second's ok virtual host calls = %v, want 2", got)
+	}
+
+	// What Envoy would reject of it names the extensions that changed
+	// it; what they left alone, none.
+	got := chain.Touched(resourcev3.RouteType, translator.HTTPRouteConfigName)
+	want := []string{`extension "first" (PostRouteModify)`, `extension "second" (PostRouteModify, PostVirtualHostModify)`}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("Touched(ingress_http) = %v, want %v", got, want)
+	}
+	if got := chain.Touched(resourcev3.ClusterType, ourCluster); len(got) != 0 {
+		t.Errorf("Touched(%s) = %v, want none", ourCluster, got)
 	}
 
 	// A route referencing the second's kind goes to the second only.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,10 @@ const maxEnvoyMessage = 2000
 // EnvoyRejected error on every object a current rejection is attributed
 // to (by idx, the index of the build's resources), and the rejections that
 // no object can be blamed for. objs itself is not modified.
-func withEnvoyRejections(objs []*status.Object, idx *pipeline.Index, rejections []xdsserver.Rejection) ([]*status.Object, []xdsserver.Rejection) {
+//
+// touched, when not nil, names the extensions that changed a resource
+// (extension.Chain.Touched): a rejection of one says so.
+func withEnvoyRejections(objs []*status.Object, idx *pipeline.Index, rejections []xdsserver.Rejection, touched func(typeURL, name string) []string) ([]*status.Object, []xdsserver.Rejection) {
 	if len(rejections) == 0 || idx == nil {
 		return objs, rejections
 	}
@@ -35,7 +39,21 @@ func withEnvoyRejections(objs []*status.Object, idx *pipeline.Index, rejections 
 			unattributed = append(unattributed, r)
 			continue
 		}
-		p := status.Problem{Type: status.TypeEnvoyRejected, Reason: status.ReasonRejectedByEnvoy, Message: rejectionMessage(r)}
+		msg := rejectionMessage(r)
+		if touched != nil {
+			var by []string
+			for _, n := range r.Resources {
+				for _, t := range touched(r.TypeURL, n) {
+					if !slices.Contains(by, t) {
+						by = append(by, t)
+					}
+				}
+			}
+			if len(by) > 0 {
+				msg += "; changed by " + strings.Join(by, ", ")
+			}
+		}
+		p := status.Problem{Type: status.TypeEnvoyRejected, Reason: status.ReasonRejectedByEnvoy, Message: msg}
 		for _, ref := range refs {
 			problems[ref] = append(problems[ref], p)
 		}

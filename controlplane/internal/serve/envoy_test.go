@@ -37,7 +37,7 @@ func TestWithEnvoyRejections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, un := withEnvoyRejections(res.Build.Status, idx, []xdsserver.Rejection{tt.rejection})
+			objs, un := withEnvoyRejections(res.Build.Status, idx, []xdsserver.Rejection{tt.rejection}, nil)
 			if len(un) != tt.wantUnattributed {
 				t.Errorf("unattributed = %d, want %d", len(un), tt.wantUnattributed)
 			}
@@ -81,7 +81,7 @@ func TestChangedStatusesAndMerge(t *testing.T) {
 		t.Errorf("unchanged findings: %d statuses to write, want none", len(got))
 	}
 	rejected, _ := withEnvoyRejections(res.Build.Status, res.Resources.Index, []xdsserver.Rejection{{
-		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/default/auth"}, Message: "bad"}})
+		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/default/auth"}, Message: "bad"}}, nil)
 	if got := s.changedStatuses(rejected, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 3 {
 		t.Errorf("after a rejection: %d statuses to write, want 3 (the ExtensionService and its two HTTPProxies)", len(got))
 	}

@@ -322,7 +322,11 @@ func (s *Server) publishStatus(ctx context.Context) {
 	if res.Resources != nil {
 		idx = res.Resources.Index
 	}
-	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections())
+	var touched func(typeURL, name string) []string
+	if s.ext != nil {
+		touched = s.ext.Touched
+	}
+	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections(), touched)
 	objs = withExtensionProblems(objs, extProblems)
 	for _, r := range unattributed {
 		if !idx.Served(r.TypeURL, r.Resources) {
