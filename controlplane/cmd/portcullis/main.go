@@ -20,6 +20,7 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
@@ -84,7 +85,7 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.fallbackCert, "fallback-certificate", "", "Secret (namespace/name) served to TLS clients without SNI by virtual hosts that enable it")
 	fs.BoolVar(&f.externalName, "enable-external-name-services", false, "let routes and ExtensionServices use ExternalName Services (traffic goes to their DNS name)")
 	fs.BoolVar(&f.loopbackNames, "allow-loopback-external-names", false, "also allow ExternalNames that name this host (localhost, 127.0.0.0/8): they can reach Envoy's admin interface; tests and local development only")
-	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc), include limits, the Gateway API controller name (gateway), the extension server (extension: serve calls its hooks; translate only checks it); see docs/configuration.md. serve reloads it when it changes (the extension section takes a restart)")
+	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc), include limits, the Gateway API controller name (gateway), the extension servers (extensions: serve calls their hooks; translate only checks them, unless --show-extension-diff); see docs/configuration.md. serve reloads it when it changes (the extension section takes a restart)")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
 	fs.Uint32Var(&f.redirectPort, "https-redirect-port", 443, "the port clients reach the HTTPS listener on (through a Service or load balancer, or Envoy's own port when they reach Envoy directly): HTTP to HTTPS redirects send them there")
@@ -172,11 +173,12 @@ func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
 
 func newTranslateCommand() *cobra.Command {
 	var (
-		paths  []string
-		output string
-		strict bool
-		stats  bool
-		bf     buildFlags
+		paths   []string
+		output  string
+		strict  bool
+		stats   bool
+		extDiff bool
+		bf      buildFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "translate -f FILE_OR_DIR ...",
@@ -194,17 +196,35 @@ recursively) and prints one document:
 Documents of other kinds (Deployments, ConfigMaps...) are ignored. Use it to
 check resources before applying them, or to see why a route does what it does.
 With --config, the configuration file (global authorization and processing,
-docs/configuration.md) is read and checked as serve would.`,
+docs/configuration.md) is read and checked as serve would; its extension
+servers (extensions:) are checked but not called.
+
+--show-extension-diff (with --config registering extensions) calls them:
+translate connects to each registered extension server, runs its hooks once
+on the translation as serve would on a rebuild (in registration order, each
+on the previous one's output), and prints, instead of the document, what each
+extension changed: for every listener, route configuration (virtual host by
+virtual host), cluster, endpoint assignment and secret, a unified diff of its
+YAML before and after, the resources added (in full) and removed, and every
+failed hook call (hook, resource, outcome, gRPC code, message). It exits
+non-zero when a hook call failed, after printing the report.`,
 		Example: `  portcullis translate -f examples/quickstart/
   portcullis translate -f proxy.yaml -f extension.yaml -o json --strict
-  portcullis translate --config examples/global-external-authorization/portcullis.yaml -f examples/global-external-authorization/resources/`,
+  portcullis translate --config examples/global-external-authorization/portcullis.yaml -f examples/global-external-authorization/resources/
+  portcullis translate --config portcullis.yaml --show-extension-diff -f resources/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(paths) == 0 {
 				return fmt.Errorf("no input: give files or directories with -f")
 			}
-			opts, fileCfg, _, err := bf.options()
+			opts, fileCfg, regs, err := bf.options()
 			if err != nil {
 				return err
+			}
+			if extDiff && len(regs) == 0 {
+				if bf.configFile == "" {
+					return fmt.Errorf("--show-extension-diff: no extensions registered: give a --config file with an extensions: section")
+				}
+				return fmt.Errorf("--show-extension-diff: no extensions registered: --config %s has no extensions: section", bf.configFile)
 			}
 			start := time.Now()
 			set, skipped, err := file.Load(paths, extensionKinds(fileCfg)...)
@@ -217,6 +237,9 @@ docs/configuration.md) is read and checked as serve would.`,
 			loaded := time.Now()
 			res := pipeline.Run(set, opts)
 			built := time.Now()
+			if extDiff {
+				return showExtensionDiff(cmd, regs, res, strict)
+			}
 			doc, err := pipeline.NewDocument(set, res, metav1.Now())
 			if err != nil {
 				return err
@@ -245,9 +268,39 @@ docs/configuration.md) is read and checked as serve would.`,
 	cmd.Flags().StringArrayVarP(&paths, "filename", "f", nil, "YAML or JSON file, or directory of them (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit with an error when any resource is not valid")
+	cmd.Flags().BoolVar(&extDiff, "show-extension-diff", false, "call the extension servers the --config file registers, once, and print what each changed (unified diffs of the resources' YAML, resources added and removed, failed hook calls) instead of the document; exits non-zero when a hook call failed. Without it translate never calls extensions")
 	cmd.Flags().BoolVar(&stats, "stats", false, "print to standard error how long reading, the pipeline (build + translate) and rendering took")
 	bf.add(cmd.Flags())
 	return cmd
+}
+
+// showExtensionDiff runs the registered extensions' hooks once on res and
+// prints what each changed. It fails when a hook call failed (after
+// printing them all), or with strict when an object is not valid.
+func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, res *pipeline.Result, strict bool) error {
+	chain, closeConns, err := extension.Connect(regs)
+	if err != nil {
+		return err
+	}
+	defer closeConns()
+	rep, err := extdiff.Run(cmd.Context(), chain, res.Resources, extension.RefsOf(res.Build.Model))
+	if err != nil {
+		return err
+	}
+	if err := rep.Write(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if n := len(rep.Failures()); n > 0 {
+		return fmt.Errorf("--show-extension-diff: %d extension hook call(s) failed (listed above)", n)
+	}
+	if strict {
+		for _, o := range res.Build.Status {
+			if !o.Valid() {
+				return fmt.Errorf("%s is not valid", o.Ref)
+			}
+		}
+	}
+	return nil
 }
 
 func newServeCommand() *cobra.Command {
