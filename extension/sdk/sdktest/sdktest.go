@@ -1,6 +1,7 @@
 // Package sdktest serves an extension in-process, on an in-memory
 // connection or a loopback port, with sdk.Serve, so an extension's tests
-// call its hooks through gRPC as Portcullis does.
+// call its hooks through gRPC as Portcullis does; Run calls all of them in
+// Portcullis's order on a configuration and returns the result.
 package sdktest
 
 import (
