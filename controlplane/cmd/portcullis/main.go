@@ -339,7 +339,10 @@ read at startup only: changing it takes a restart.
 Admin endpoint (--admin-address; no authentication, keep it on loopback):
   /healthz /readyz   liveness, and readiness once a configuration is built
   /status            each resource's status, and what Envoy acknowledged or rejected
-  /config            the current Envoy configuration (private keys redacted)`,
+  /config            the current Envoy configuration (private keys redacted)
+  /extensions        what the extensions changed in the last build (unified
+                     diffs per listener, virtual host, cluster and secret;
+                     resources added and removed) and their failed hook calls`,
 		Example: `  portcullis serve -f examples/quickstart/ --envoy-http-address 127.0.0.1:8080 --envoy-https-address 127.0.0.1:8443
   portcullis serve --provider kubernetes --kubeconfig ~/.kube/config`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -276,10 +276,7 @@ func (r *Report) Write(w io.Writer) error {
 		}
 		fmt.Fprintf(&sb, "extension %q (%s; hooks %s; failurePolicy %s): %s, %s\n", reg.Name, reg.Address, strings.Join(hooks, ", "),
 			reg.FailurePolicy, plural(len(s.Changes), "change"), plural(len(s.Failures), "failure"))
-		for _, c := range s.Changes {
-			fmt.Fprintf(&sb, "  %s: %s\n", c.Op, c.Resource)
-			writeIndented(&sb, c.Text, "    ")
-		}
+		writeChanges(&sb, s.Changes)
 		for _, f := range s.Failures {
 			fmt.Fprintf(&sb, "  failed: hook %s for %s: %s (gRPC code %s): %s\n", f.Hook, f.Resource, f.Outcome, f.Code, f.Message)
 		}
@@ -292,6 +289,30 @@ func (r *Report) Write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// WriteChain prints what a whole chain did, for a run of
+// extension.Chain.Apply: its changes (nil when rejected), then its
+// failures, each naming its extension.
+func WriteChain(w io.Writer, changes []Change, failures []extension.Failure, rejected bool) error {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "extensions: %s, %s\n", plural(len(changes), "change"), plural(len(failures), "failure"))
+	writeChanges(&sb, changes)
+	for _, f := range failures {
+		fmt.Fprintf(&sb, "  failed: extension %q (failurePolicy %s) hook %s for %s: %s (gRPC code %s): %s\n", f.Extension, f.Policy, f.Hook, f.Resource, f.Outcome, f.Code, f.Message)
+	}
+	if rejected {
+		sb.WriteString("  an extension whose failurePolicy is Closed failed: this build was not published, the last good configuration stays\n")
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+func writeChanges(sb *strings.Builder, changes []Change) {
+	for _, c := range changes {
+		fmt.Fprintf(sb, "  %s: %s\n", c.Op, c.Resource)
+		writeIndented(sb, c.Text, "    ")
+	}
 }
 
 func writeIndented(sb *strings.Builder, text, indent string) {

@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"fmt"
+	"net/http"
 
+	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
@@ -28,6 +30,13 @@ func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pip
 		return res, nil
 	}
 	out, failures := s.ext.Apply(ctx, res.Resources, extension.RefsOf(res.Build.Model))
+	var after *pipeline.Result
+	if out != nil {
+		after = &pipeline.Result{Build: res.Build, Resources: out}
+	}
+	s.mu.Lock()
+	s.lastExt = &extRun{before: res, after: after, failures: failures}
+	s.mu.Unlock()
 	problems := map[objects.Ref][]extProblem{}
 	for _, f := range failures {
 		p := extProblem{problem: extensionProblem(f), closed: f.Policy == extension.FailClosed}
@@ -43,10 +52,7 @@ func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pip
 		log("extension hook failed", "extension", f.Extension, "hook", f.Hook, "resource", f.Resource, "outcome", f.Outcome,
 			"code", f.Code.String(), "error", f.Message, "failurePolicy", f.Policy, "objects", refs)
 	}
-	if out == nil {
-		return nil, problems
-	}
-	return &pipeline.Result{Build: res.Build, Resources: out}, problems
+	return after, problems
 }
 
 // extensionProblem is the ExtensionError of one failed hook call.
@@ -92,6 +98,45 @@ func withExtensionProblems(objs []*status.Object, problems map[objects.Ref][]ext
 		}
 	}
 	return out
+}
+
+// extRun is one run of the extensions: the build's resources before and
+// after (nil when a Closed extension failed), and the failures. The
+// resources are never modified (Runner.Apply): holding them is safe, and
+// costs little beyond the published ones, with which they share their
+// unchanged messages.
+type extRun struct {
+	before, after *pipeline.Result
+	failures      []extension.Failure
+}
+
+// serveExtensions serves, as text, what the extensions changed in the
+// last build (a unified diff of each listener, virtual host, cluster and
+// secret's YAML, resources added and removed) and their failures: the
+// same as `portcullis translate --show-extension-diff`, for the chain as a
+// whole. Computed on demand.
+func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
+	if s.ext == nil {
+		http.Error(w, "no extensions registered (the --config file's extensions: section)", http.StatusNotFound)
+		return
+	}
+	s.mu.Lock()
+	run := s.lastExt
+	s.mu.Unlock()
+	if run == nil {
+		http.Error(w, "no build yet", http.StatusServiceUnavailable)
+		return
+	}
+	var changes []extdiff.Change
+	if run.after != nil {
+		var err error
+		if changes, err = extdiff.Diff(run.before.Resources, run.after.Resources); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	extdiff.WriteChain(w, changes, run.failures, run.after == nil)
 }
 
 // closeExtensions releases the extensions' connections.

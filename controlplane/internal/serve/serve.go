@@ -88,6 +88,9 @@ type Server struct {
 	// extProblems are the ExtensionError problems of the last build, by
 	// object: errors under failurePolicy Closed, warnings under Open.
 	extProblems map[objects.Ref][]extProblem
+	// lastExt is the last run of the extensions (the admin endpoint's
+	// /extensions); nil without extensions or before the first build.
+	lastExt *extRun
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]*status.Object
@@ -456,6 +459,7 @@ func (s *Server) adminHandler() http.Handler {
 		doc.Status = st
 		writeJSON(w, doc)
 	})
+	mux.HandleFunc("GET /extensions", s.serveExtensions)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	// Profiles, for performance work at scale.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
