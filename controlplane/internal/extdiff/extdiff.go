@@ -85,7 +85,7 @@ func (r *Report) Rejected() bool {
 // (each on the previous one's output; a Closed failure's output is
 // skipped and the next extension runs on the last good one), diffing
 // each extension's output with its input.
-func Run(ctx context.Context, chain *extension.Chain, res *translator.Resources, refs extension.ExtensionRefs) (*Report, error) {
+func Run(ctx context.Context, chain *extension.Chain, res *translator.Resources, refs extension.Refs) (*Report, error) {
 	r := &Report{}
 	for _, ru := range chain.Runners() {
 		out, failures := ru.Apply(ctx, res, refs)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
@@ -33,8 +34,10 @@ var update = flag.Bool("update", false, "rewrite the golden requests of testdata
 
 // goldenObjects are an HTTPProxy with two routes, and a Gateway with an
 // HTTPRoute whose first rule references the RetryPolicy "retry" (a kind
-// the test's extension registers) and whose second rule references
-// nothing.
+// the test's extension registers), whose second rule references nothing
+// and whose third sends to the Bucket "assets" (an extension backend);
+// the Quota "limits" (an extension policy) targets the HTTPRoute's first
+// rule.
 const goldenObjects = `
 apiVersion: v1
 kind: Service
@@ -79,13 +82,12 @@ spec:
     backendRefs: [{name: echo, port: 80}]
   - matches: [{path: {value: /plain}}]
     backendRefs: [{name: echo, port: 80}]
+  - matches: [{path: {value: /assets}}]
+    backendRefs: [{group: example.vendor.io, kind: Bucket, name: assets}]
 `
 
-// goldenHooks are the hooks Runner.Apply calls, in its order. Not
-// PostClusterModify: Apply never calls it (registration.go: it needs the
-// builder's clusters for extension backends, which do not exist yet), so
-// there is no request to record. Add it here when Apply calls it.
-var goldenHooks = []Hook{HookPostTranslateInsert, HookPostRouteModify, HookPostVirtualHostModify, HookPostHTTPListenerModify, HookPostTranslateModify}
+// goldenHooks are the hooks, in the order Runner.Apply calls them.
+var goldenHooks = Hooks
 
 // TestHookRequestsGolden records every request of every hook an
 // extension receives for a small translation made by the real pipeline
@@ -116,6 +118,8 @@ extensions:
   address: %s
   hooks: [%s]
   resources: [{group: example.vendor.io, version: v1, kind: RetryPolicy}]
+  backendResources: [{group: example.vendor.io, version: v1, kind: Bucket}]
+  policyResources: [{group: example.vendor.io, version: v1, kind: Quota}]
   timeout: 10s
 `, addr, strings.Join(hooks, ", ")), "golden.yaml")
 	if err != nil {
@@ -143,11 +147,25 @@ extensions:
 		t.Fatal(err)
 	}
 	set.Extensions = append(set.Extensions, u)
+	for _, x := range []struct {
+		kind, name string
+		spec       map[string]any
+	}{
+		{"Bucket", "assets", map[string]any{"region": "eu"}},
+		{"Quota", "limits", map[string]any{"requestsPerSecond": int64(10), "targetRefs": []any{
+			map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "app", "sectionName": "retried"}}}},
+	} {
+		o := &unstructured.Unstructured{Object: map[string]any{"spec": x.spec}}
+		o.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: x.kind})
+		o.SetNamespace("default")
+		o.SetName(x.name)
+		set.Extensions = append(set.Extensions, o)
+	}
 	set.Sort()
 	res := pipeline.Run(&set, pipeline.Options{Builder: builder.Options{}.WithConfig(cfg), Translator: translator.DefaultOptions()})
 	refs := RefsOf(res.Build.Model)
-	if len(refs) == 0 {
-		t.Fatal("no route gives the extension anything: the HTTPRoute's ExtensionRef was not resolved")
+	if len(refs.Routes) == 0 || len(refs.Clusters) == 0 {
+		t.Fatalf("refs %+v: the HTTPRoute's ExtensionRef or its Bucket backend was not resolved", refs)
 	}
 	if _, failures := chain.Apply(t.Context(), res.Resources, refs); len(failures) > 0 {
 		t.Fatalf("failures: %v", failures)
