@@ -141,8 +141,8 @@ func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
 
 // closeExtensions releases the extensions' connections.
 func (s *Server) closeExtensions() {
-	for _, c := range s.closers {
-		c()
+	if s.closeConns != nil {
+		s.closeConns()
+		s.closeConns = nil
 	}
-	s.closers = nil
 }

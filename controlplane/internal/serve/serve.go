@@ -63,8 +63,8 @@ type Server struct {
 	xds *xdsserver.Server
 	// ext calls the extensions' hooks; nil without an extension.
 	ext *extension.Chain
-	// closers release the extensions' connections.
-	closers []func() error
+	// closeConns releases the extensions' connections; nil without any.
+	closeConns func()
 	// envoyChanged signals that what Envoy rejects changed: statuses must
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
@@ -106,31 +106,17 @@ func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
 		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
 	if len(cfg.Extensions) > 0 {
-		runners := make([]*extension.Runner, 0, len(cfg.Extensions))
-		for _, reg := range cfg.Extensions {
-			conn, err := extension.Dial(reg)
-			if err != nil {
-				s.closeExtensions()
-				return nil, err
-			}
-			s.closers = append(s.closers, conn.Close)
-			r, err := extension.NewRunner(reg, conn)
-			if err != nil {
-				s.closeExtensions()
-				return nil, err
-			}
-			runners = append(runners, r)
+		chain, closeConns, err := extension.Connect(cfg.Extensions)
+		if err != nil {
+			return nil, err
+		}
+		s.ext, s.closeConns = chain, closeConns
+		s.metrics.registry.MustRegister(chain.Collector())
+		for _, r := range chain.Runners() {
 			reg := r.Registration()
 			cfg.Log.Info("extension server registered", "name", reg.Name, "address", reg.Address, "hooks", reg.Hooks,
 				"kinds", reg.Kinds(), "failurePolicy", reg.FailurePolicy, "timeout", reg.Timeout, "phaseBudget", reg.PhaseBudget)
 		}
-		chain, err := extension.NewChain(runners...)
-		if err != nil {
-			s.closeExtensions()
-			return nil, err
-		}
-		s.ext = chain
-		s.metrics.registry.MustRegister(chain.Collector())
 	}
 	return s, nil
 }
