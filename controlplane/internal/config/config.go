@@ -56,8 +56,11 @@ type Config struct {
 type Extension struct {
 	// Name names the extension in logs, metrics and conditions; unique.
 	Name string `json:"name"`
-	// Address is the extension's gRPC target, host:port.
-	Address string `json:"address"`
+	// Address is the extension's gRPC target, host:port; or
+	Address string `json:"address,omitempty"`
+	// ExtensionService, "namespace/name", reaches the extension at the
+	// endpoints of that ExtensionService, followed as they change.
+	ExtensionService string `json:"extensionService,omitempty"`
 	// TLS, when set, connects over TLS; without it, plaintext.
 	TLS *ExtensionTLS `json:"tls,omitempty"`
 	// Hooks are the hooks the extension answers (extension.Hooks).

@@ -25,6 +25,7 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			Name:             e.Name,
 			Where:            where,
 			Address:          e.Address,
+			Service:          e.ExtensionService,
 			Timeout:          timeout,
 			FailurePolicy:    FailurePolicy(e.FailurePolicy),
 			MaxMessageSize:   e.MaxMessageSize,

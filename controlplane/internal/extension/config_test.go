@@ -41,6 +41,9 @@ extensions:
 - name: minimal
   address: ext:9443
   hooks: [PostTranslateModify]
+- name: in-cluster
+  extensionService: vendor/ext
+  hooks: [PostTranslateModify]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +66,8 @@ extensions:
 		// The least: a name, an address and a hook; the rest are the
 		// defaults.
 		Name: "minimal", Where: "extensions[1]", Address: "ext:9443", Hooks: []Hook{HookPostTranslateModify},
+	}, {
+		Name: "in-cluster", Where: "extensions[2]", Service: "vendor/ext", Hooks: []Hook{HookPostTranslateModify},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("registrations\n got %+v\nwant %+v", got, want)
@@ -102,6 +107,8 @@ func TestFromConfigErrors(t *testing.T) {
 			[]string{`extensions[0].resources[0]: HTTPRoute: the group "gateway.networking.k8s.io" is one Portcullis reads itself`}},
 		{"a kind listed twice", "extensions: [{name: x, address: a:1, hooks: [PostRouteModify], resources: [" + kind + "], policyResources: [" + kind + "]}]",
 			[]string{`extensions[0].policyResources[0]: RetryPolicy.example.vendor.io listed twice`}},
+		{"address and extensionService", "extensions: [{" + ok + ", extensionService: vendor/ext}]", []string{"extensions[0]: address and extensionService are exclusive"}},
+		{"extensionService without namespace", "extensions: [{name: x, extensionService: ext, hooks: [PostTranslateModify]}]", []string{`extensions[0].extensionService: must be namespace/name, got "ext"`}},
 		{"two extensions, one name", "extensions: [{" + ok + "}, {" + ok + "}]", []string{`extensions[1].name: "x" is also the name of extensions[0]`}},
 		{"two extensions, one kind", "extensions: [{name: a, address: a:1, hooks: [PostRouteModify], resources: [" + kind + "]}, {name: b, address: b:1, hooks: [PostRouteModify], resources: [" + kind + "]}]",
 			[]string{"extensions[1]: RetryPolicy.example.vendor.io is already registered by extensions[0]: a kind has one owner"}},

@@ -1,6 +1,11 @@
 package extension
 
-import "errors"
+import (
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/resolver/manual"
+)
 
 // Connect dials every registration (Dial: lazily, an extension that is
 // down fails the calls, not Connect) and chains their runners in order.
@@ -16,7 +21,18 @@ func Connect(regs []Registration) (chain *Chain, close func(), err error) {
 	}
 	runners := make([]*Runner, 0, len(regs))
 	for _, reg := range regs {
-		conn, err := Dial(reg)
+		if err := reg.Validate(); err != nil {
+			closeAll()
+			return nil, func() {}, err
+		}
+		var conn *grpc.ClientConn
+		var res *manual.Resolver
+		var err error
+		if reg.Service != "" {
+			conn, res, err = dialService(reg)
+		} else {
+			conn, err = Dial(reg)
+		}
 		if err != nil {
 			closeAll()
 			return nil, func() {}, err
@@ -27,6 +43,7 @@ func Connect(regs []Registration) (chain *Chain, close func(), err error) {
 			closeAll()
 			return nil, func() {}, err
 		}
+		r.endpoints = res
 		runners = append(runners, r)
 	}
 	chain, err = NewChain(runners...)

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver/manual"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -84,8 +86,12 @@ type Registration struct {
 	// "extensions[0]"); empty: "extension".
 	Where string
 	// Address is the extension's gRPC target (host:port, or any target
-	// grpc.NewClient accepts).
+	// grpc.NewClient accepts); or
 	Address string
+	// Service, "namespace/name", is an ExtensionService whose endpoints
+	// serve the extension: the caller feeds them (Runner.SetEndpoints)
+	// from each build, and calls go to them as they change.
+	Service string
 	// TLS, when set, is used to connect; nil connects in plaintext.
 	TLS *TLS
 	// Hooks are the hooks the extension subscribes to: a set (no
@@ -147,8 +153,13 @@ func (r *Registration) Validate() error {
 	if r.Name == "" {
 		errs = append(errs, fmt.Errorf("%s.name: required (names the extension in logs, metrics and conditions)", w))
 	}
-	if r.Address == "" {
-		errs = append(errs, fmt.Errorf("%s.address: required (host:port of the extension's gRPC server)", w))
+	switch ns, name, ok := strings.Cut(r.Service, "/"); {
+	case r.Address == "" && r.Service == "":
+		errs = append(errs, fmt.Errorf("%s.address: required (host:port of the extension's gRPC server), or extensionService (namespace/name of an ExtensionService)", w))
+	case r.Address != "" && r.Service != "":
+		errs = append(errs, fmt.Errorf("%s: address and extensionService are exclusive: give one", w))
+	case r.Service != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")):
+		errs = append(errs, fmt.Errorf("%s.extensionService: must be namespace/name, got %q", w, r.Service))
 	}
 	if t := r.TLS; t != nil {
 		if (t.CertFile == "") != (t.KeyFile == "") {
@@ -315,6 +326,22 @@ func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("%s.address %q: %w", reg.where(), reg.Address, err)
 	}
 	return conn, nil
+}
+
+// dialService is Dial for a registration reached through an
+// ExtensionService: a connection whose addresses the returned resolver
+// sets. Until it does, calls wait for them (within their deadline).
+func dialService(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, *manual.Resolver, error) {
+	r := manual.NewBuilderWithScheme("portcullis-extension")
+	// The address is only a name: the resolver gives the endpoints.
+	reg.Address = r.Scheme() + ":///" + reg.Service
+	svc := reg.Service
+	reg.Service = ""
+	conn, err := Dial(reg, append([]grpc.DialOption{grpc.WithResolvers(r)}, opts...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s.extensionService %q: %w", reg.where(), svc, err)
+	}
+	return conn, r, nil
 }
 
 // config reads the TLS files.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,6 +107,10 @@ type Runner struct {
 	calls, metric *prometheus.CounterVec
 	// cache holds the valid answers of the last Apply, by request.
 	cache map[cacheKey]proto.Message
+	// endpoints, for a registration reached through an ExtensionService,
+	// sets the connection's addresses (SetEndpoints); last what it set.
+	endpoints *manual.Resolver
+	last      []string
 }
 
 // cacheKey is a hook and the hash of its deterministic request.
@@ -150,6 +157,25 @@ func (r *Runner) useMetric(vec *prometheus.CounterVec) {
 
 // Collector is the runner's metric, for the control plane's registry.
 func (r *Runner) Collector() prometheus.Collector { return r.metric }
+
+// SetEndpoints gives a runner whose registration names an ExtensionService
+// the addresses (host:port) of its endpoints, from the build the hooks are
+// about to run on; a no-op for others, and when they did not change. No
+// endpoints make every call fail (Unavailable), under the failure policy.
+func (r *Runner) SetEndpoints(addrs []string) {
+	if r.endpoints == nil || slices.Equal(addrs, r.last) && r.last != nil {
+		return
+	}
+	r.last = slices.Clone(addrs)
+	if r.last == nil {
+		r.last = []string{}
+	}
+	st := resolver.State{}
+	for _, a := range addrs {
+		st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
+	}
+	r.endpoints.UpdateState(st)
+}
 
 // Registration is the runner's registration, defaults filled in.
 func (r *Runner) Registration() Registration { return r.reg }

@@ -9,12 +9,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,6 +27,7 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -45,6 +50,24 @@ type Result struct {
 // Index maps every resource of a result to the objects it came from
 // (Result.Resources.Index): serve attributes Envoy's rejections with it.
 type Index = translator.Index
+
+// ExtensionServiceEndpoints are the addresses (host:port) of the ready
+// endpoints of the ExtensionService namespace/name in r's model (every
+// valid ExtensionService has a cluster there); none when it is missing,
+// invalid or has none ready.
+func ExtensionServiceEndpoints(r *Result, namespace, name string) []string {
+	cs := r.Build.Model.Clusters
+	cname := builder.ExtensionClusterName(namespace, name)
+	i, found := slices.BinarySearchFunc(cs, cname, func(c *ir.Cluster, n string) int { return strings.Compare(c.Name, n) })
+	if !found {
+		return nil
+	}
+	var out []string
+	for _, e := range cs[i].Endpoints {
+		out = append(out, net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port))))
+	}
+	return out
+}
 
 // Run builds and translates one snapshot.
 func Run(in *objects.Set, opts Options) *Result { return RunCached(in, opts, nil) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
@@ -29,6 +30,7 @@ func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pip
 	if s.ext == nil {
 		return res, nil
 	}
+	s.setExtensionEndpoints(res)
 	out, failures := s.ext.Apply(ctx, res.Resources, extension.RefsOf(res.Build.Model))
 	var after *pipeline.Result
 	if out != nil {
@@ -137,6 +139,26 @@ func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	extdiff.WriteChain(w, changes, run.failures, run.after == nil)
+}
+
+// setExtensionEndpoints gives the extensions reached through an
+// ExtensionService its endpoints in res (those of its cluster: every valid
+// ExtensionService has one). A missing or invalid one has none: the calls
+// fail, under the extension's failure policy, and the log says why.
+func (s *Server) setExtensionEndpoints(res *pipeline.Result) {
+	for _, r := range s.ext.Runners() {
+		svc := r.Registration().Service
+		if svc == "" {
+			continue
+		}
+		ns, name, _ := strings.Cut(svc, "/")
+		addrs := pipeline.ExtensionServiceEndpoints(res, ns, name)
+		if len(addrs) == 0 {
+			s.cfg.Log.Warn("extension server unreachable: its ExtensionService is missing, invalid or has no ready endpoints",
+				"extension", r.Registration().Name, "extensionService", svc)
+		}
+		r.SetEndpoints(addrs)
+	}
 }
 
 // closeExtensions releases the extensions' connections.

@@ -273,3 +273,78 @@ func TestExtensionOpen(t *testing.T) {
 		}
 	}
 }
+
+// An extension registered by ExtensionService is called at the
+// ExtensionService's endpoints, followed as they change: without any,
+// its calls fail (an ExtensionError under its failure policy); back, it
+// heals.
+func TestExtensionThroughExtensionService(t *testing.T) {
+	var failing atomic.Bool
+	addr := headerExtension(t, &failing)
+	host, port, _ := strings.Cut(addr, ":")
+	objs := func(prefix string, endpoints bool) *objects.Set {
+		s := extensionObjects(t, prefix)
+		in := `
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: vendor}
+spec:
+  ports: [{name: grpc, port: 9000, targetPort: ` + port + `}]
+---
+apiVersion: projectcontour.io/v1alpha1
+kind: ExtensionService
+metadata: {name: ext, namespace: vendor}
+spec:
+  protocol: h2c
+  services: [{name: ext, port: 9000}]
+`
+		if endpoints {
+			in += `---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-1, namespace: vendor, labels: {kubernetes.io/service-name: ext}}
+addressType: IPv4
+ports: [{name: grpc, port: ` + port + `}]
+endpoints: [{addresses: ["` + host + `"]}]
+`
+		}
+		if _, err := s.Decode(strings.NewReader(in), "test"); err != nil {
+			t.Fatal(err)
+		}
+		s.Sort()
+		return s
+	}
+	s, err := newServer(Config{
+		Pipeline: pipeline.Options{Translator: translator.DefaultOptions()},
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Extensions: []extension.Registration{{Name: "header", Service: "vendor/ext", Hooks: []extension.Hook{extension.HookPostVirtualHostModify},
+			Timeout: 2 * time.Second}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.closeExtensions)
+	ctx := t.Context()
+
+	s.rebuild(ctx, objs("/a", true))
+	_, res := published(s)
+	if res == nil || !hasExtHeader(vhosts(t, res)["a.example.com"]) {
+		t.Fatal("not published through the ExtensionService's endpoint")
+	}
+
+	// The endpoints go: a changed virtual host cannot be sent.
+	s.rebuild(ctx, objs("/a2", false))
+	if errs, _ := extensionErrors(t, s, proxyA); len(errs) != 1 || !strings.Contains(errs[0].Message, "Unavailable") && !strings.Contains(errs[0].Message, "DeadlineExceeded") {
+		t.Fatalf("without endpoints: ExtensionError %v, want one (the call cannot be made)", errs)
+	}
+
+	// They come back: it heals.
+	s.rebuild(ctx, objs("/a2", true))
+	_, res = published(s)
+	if vh := vhosts(t, res)["a.example.com"]; !hasExtHeader(vh) || vh.GetRoutes()[0].GetMatch().GetPathSeparatedPrefix() != "/a2" {
+		t.Errorf("after the endpoints came back: %v", vh)
+	}
+	if errs, warns := extensionErrors(t, s, proxyA); len(errs)+len(warns) > 0 {
+		t.Errorf("ExtensionError after healing: %v %v", errs, warns)
+	}
+}
