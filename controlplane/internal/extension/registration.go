@@ -122,12 +122,12 @@ type Registration struct {
 }
 
 // Kinds are the registration's kinds, all three lists.
-func (r *Registration) Kinds() []schema.GroupVersionKind {
+func (r Registration) Kinds() []schema.GroupVersionKind {
 	return slices.Concat(r.Resources, r.BackendResources, r.PolicyResources)
 }
 
 // Owns reports whether gk is one of the registration's kinds.
-func (r *Registration) Owns(gk schema.GroupKind) bool {
+func (r Registration) Owns(gk schema.GroupKind) bool {
 	return slices.ContainsFunc(r.Kinds(), func(k schema.GroupVersionKind) bool { return k.GroupKind() == gk })
 }
 

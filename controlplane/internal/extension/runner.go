@@ -111,6 +111,8 @@ type Runner struct {
 	// sets the connection's addresses (SetEndpoints); last what it set.
 	endpoints *manual.Resolver
 	last      []string
+	// idle: the last Apply called none of the hooks (Idle).
+	idle bool
 }
 
 // cacheKey is a hook and the hash of its deterministic request.
@@ -177,6 +179,12 @@ func (r *Runner) SetEndpoints(addrs []string) {
 	r.endpoints.UpdateState(st)
 }
 
+// Idle reports whether the last Apply called none of the extension's
+// hooks (not even from the cache): e.g. it answers only PostRouteModify
+// and no route references its kinds. Registered but never called is
+// worth saying, not leaving silent.
+func (r *Runner) Idle() bool { return r.idle }
+
 // Registration is the runner's registration, defaults filled in.
 func (r *Runner) Registration() Registration { return r.reg }
 
@@ -234,6 +242,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	}
 
 	r.cache = ru.used // drop the answers this run did not use
+	r.idle = ru.n.Load() == 0
 	failures := ru.failures
 	sort.SliceStable(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
@@ -265,6 +274,8 @@ type run struct {
 	mu       sync.Mutex
 	used     map[cacheKey]proto.Message
 	failures []Failure
+	// n counts the hook calls (answered from the cache or not).
+	n atomic.Int64
 }
 
 // subject is what a call is about, for its Failure.
@@ -366,10 +377,12 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	ru.used[key] = resp
 	ru.mu.Unlock()
 	ru.r.calls.WithLabelValues(string(hook), string(outcome)).Inc()
+	ru.n.Add(1)
 	return resp, true
 }
 
 func (ru *run) fail(hook Hook, about subject, o Outcome, code codes.Code, msg string) {
+	ru.n.Add(1)
 	ru.r.calls.WithLabelValues(string(hook), string(o)).Inc()
 	f := Failure{Extension: ru.r.reg.Name, Policy: ru.r.reg.FailurePolicy, Hook: hook, Resource: about.resource, Outcome: o, Code: code, Message: msg, Origins: about.originsIn(ru.index)}
 	ru.mu.Lock()

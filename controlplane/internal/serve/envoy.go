@@ -93,6 +93,8 @@ type metrics struct {
 	// rootsReused and rootsBuilt count the root HTTPProxies of each build
 	// taken from the previous build (unchanged) and built again.
 	rootsReused, rootsBuilt prometheus.Counter
+	// extIdle is 1 for an extension the last rebuild did not call.
+	extIdle *prometheus.GaugeVec
 }
 
 // rejectionTypes are the resource types Envoy can reject, as typeLabel
@@ -122,13 +124,17 @@ func newMetrics(w statuswriter.Writer) *metrics {
 			Name: "portcullis_roots_built_total",
 			Help: "Root HTTPProxies a build built (new, changed, or something they read changed).",
 		}),
+		extIdle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "portcullis_extension_idle",
+			Help: "1 when the last rebuild called none of the extension's hooks (registered but unused: e.g. no route references its kinds), else 0.",
+		}, []string{"extension"}),
 	}
 	// Every series the docs name exists from the start, at zero, so that
 	// dashboards and alerts (rate, absent) work before the first NACK.
 	for _, t := range rejectionTypes {
 		m.rejections.WithLabelValues(t)
 	}
-	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt,
+	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt, m.extIdle,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c, ok := w.(statusCounter); ok {
 		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

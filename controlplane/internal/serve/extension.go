@@ -32,6 +32,7 @@ func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pip
 	}
 	s.setExtensionEndpoints(res)
 	out, failures := s.ext.Apply(ctx, res.Resources, extension.RefsOf(res.Build.Model))
+	s.reportIdleExtensions()
 	var after *pipeline.Result
 	if out != nil {
 		after = &pipeline.Result{Build: res.Build, Resources: out}
@@ -158,6 +159,30 @@ func (s *Server) setExtensionEndpoints(res *pipeline.Result) {
 				"extension", r.Registration().Name, "extensionService", svc)
 		}
 		r.SetEndpoints(addrs)
+	}
+}
+
+// reportIdleExtensions logs, when it changes, which extensions the last
+// rebuild did not call at all, and sets their idle gauge.
+func (s *Server) reportIdleExtensions() {
+	for _, r := range s.ext.Runners() {
+		name := r.Registration().Name
+		idle := r.Idle()
+		v := 0.0
+		if idle {
+			v = 1
+		}
+		s.metrics.extIdle.WithLabelValues(name).Set(v)
+		if was, seen := s.extIdle[name]; seen && was == idle {
+			continue
+		}
+		s.extIdle[name] = idle
+		if idle {
+			s.cfg.Log.Warn("extension registered but not called: no hook it answers had anything to do in this rebuild (e.g. no route references its kinds)",
+				"extension", name, "hooks", r.Registration().Hooks, "kinds", r.Registration().Kinds())
+		} else {
+			s.cfg.Log.Info("extension called", "extension", name)
+		}
 	}
 }
 

@@ -65,6 +65,9 @@ type Server struct {
 	ext *extension.Chain
 	// closeConns releases the extensions' connections; nil without any.
 	closeConns func()
+	// extIdle is whether each extension was idle in the last rebuild
+	// (reportIdleExtensions logs the changes).
+	extIdle map[string]bool
 	// envoyChanged signals that what Envoy rejects changed: statuses must
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
@@ -110,7 +113,7 @@ func newServer(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.ext, s.closeConns = chain, closeConns
+		s.ext, s.closeConns, s.extIdle = chain, closeConns, map[string]bool{}
 		s.metrics.registry.MustRegister(chain.Collector())
 		for _, r := range chain.Runners() {
 			reg := r.Registration()
