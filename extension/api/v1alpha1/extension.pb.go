@@ -152,24 +152,24 @@ func (x *ExtensionResource) GetUnstructuredJson() []byte {
 type RouteContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// route_kind is the kind of the object the route was built from:
-	// "HTTPProxy" or "HTTPRoute".
+	// "HTTPRoute" or "GRPCRoute" (HTTPProxy routes cannot reference
+	// extension resources).
 	RouteKind string `protobuf:"bytes,1,opt,name=route_kind,json=routeKind,proto3" json:"route_kind,omitempty"`
 	// route_name is the name of that object.
 	RouteName string `protobuf:"bytes,2,opt,name=route_name,json=routeName,proto3" json:"route_name,omitempty"`
 	// route_namespace is the namespace of that object.
 	RouteNamespace string `protobuf:"bytes,3,opt,name=route_namespace,json=routeNamespace,proto3" json:"route_namespace,omitempty"`
-	// hostnames of the virtual host the route belongs to (an HTTPProxy's
-	// FQDN; the hostnames an HTTPRoute is attached with). A wildcard host is
-	// sent as "*.example.com"; a route of the catch-all virtual host as "*".
+	// hostnames of the virtual host the route belongs to (the hostnames an
+	// HTTPRoute is attached with; virtual hosts with identical routes are
+	// merged, so there may be several). A wildcard host is sent as
+	// "*.example.com"; a route of the catch-all virtual host as "*".
 	Hostnames []string `protobuf:"bytes,4,rep,name=hostnames,proto3" json:"hostnames,omitempty"`
-	// rule_name is the name of the rule the route was built from: an
-	// HTTPRoute rule's name. Empty when the rule has none or for an
-	// HTTPProxy, whose routes have no names.
+	// rule_name is the name of the rule the route was built from; empty
+	// when the rule has none.
 	RuleName string `protobuf:"bytes,5,opt,name=rule_name,json=ruleName,proto3" json:"rule_name,omitempty"`
-	// rule_index is the index, from zero, of the rule in the object: in
-	// spec.rules of an HTTPRoute, in spec.routes of an HTTPProxy. One rule may
-	// give several Envoy routes (one per match); each is its own call with the
-	// same rule_index.
+	// rule_index is the index, from zero, of the rule in spec.rules. One
+	// rule may give several Envoy routes (one per match); each is its own
+	// call with the same rule_index.
 	RuleIndex     uint32 `protobuf:"varint,6,opt,name=rule_index,json=ruleIndex,proto3" json:"rule_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -250,12 +250,20 @@ func (x *RouteContext) GetRuleIndex() uint32 {
 // PostRouteModifyRequest is one Envoy route and what it was built from.
 type PostRouteModifyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// route is the route as Portcullis generated it. Always set.
+	// route is the route as Portcullis generated it. Always set. Its name
+	// says where it is: "<kind>/<namespace>/<name>/rule/<rule>/match/<match>"
+	// (kind lowercased), followed by "/via/<gateway namespace>/<gateway>/
+	// <listener>" when policies of the extension apply to it (a route
+	// attached through several listeners may get different ones).
 	Route *v3.Route `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
 	// context is the route's origin.
 	Context *RouteContext `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
-	// extension_resources are the resources of the extension the route's
-	// rule references, in the order the rule references them. At least one.
+	// extension_resources are the extension's objects that concern the
+	// route: those its rule references with ExtensionRef filters, in the
+	// order the rule references them, then, for each of the extension's
+	// policy kinds, the policy that applies to the route (the most specific
+	// of its targetRefs: rule, route, listener, Gateway; of two on one
+	// target, the older). At least one.
 	ExtensionResources []*ExtensionResource `protobuf:"bytes,3,rep,name=extension_resources,json=extensionResources,proto3" json:"extension_resources,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
