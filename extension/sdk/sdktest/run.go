@@ -33,6 +33,11 @@ type Config struct {
 	// Origins are the objects each virtual host (by name) and listener
 	// (by name) came from: their requests' context. Optional.
 	Origins map[string][]*v1alpha1.ObjectRef
+	// Backends are the clusters of backend references to the
+	// extension's backend kinds, by cluster name (a cluster of
+	// Clusters, which Portcullis makes without endpoints): the object
+	// each stands for. PostClusterModify is called for each.
+	Backends map[string]*v1alpha1.ExtensionResource
 }
 
 // RouteInput is a route that references resources of the extension.
@@ -72,8 +77,9 @@ func Resource(t testing.TB, obj any) *v1alpha1.ExtensionResource {
 
 // Run serves srv in-process (Serve) and calls its hooks on cfg through
 // gRPC, in Portcullis's order, each on the previous one's result:
-// PostTranslateInsert (its clusters and secrets added), PostRouteModify
-// for each route of cfg.Routes, PostVirtualHostModify for every virtual
+// PostTranslateInsert (its clusters and secrets added), PostClusterModify
+// for each cluster of cfg.Backends, PostRouteModify for each route of
+// cfg.Routes, PostVirtualHostModify for every virtual
 // host (an unset answer drops it), PostHTTPListenerModify for every
 // listener with an HTTP connection manager (an unset answer drops it),
 // then PostTranslateModify, whose answer replaces everything. It returns
@@ -113,6 +119,23 @@ func Run(t testing.TB, srv v1alpha1.ExtensionServerServer, cfg Config) *Result {
 	checkAdded(t, "secret", out.Secrets, ins.GetSecrets())
 	out.Clusters = append(out.Clusters, ins.GetClusters()...)
 	out.Secrets = append(out.Secrets, ins.GetSecrets()...)
+
+	// PostClusterModify, for each backend's cluster.
+	for i, cl := range out.Clusters {
+		backend, ok := cfg.Backends[cl.GetName()]
+		if !ok {
+			continue
+		}
+		resp, err := c.PostClusterModify(ctx, &v1alpha1.PostClusterModifyRequest{Cluster: cl, Backend: backend,
+			Context: &v1alpha1.ClusterContext{Origins: cfg.Origins[cl.GetName()]}})
+		if err != nil {
+			t.Fatalf("PostClusterModify of cluster %q: %v", cl.GetName(), err)
+		}
+		if resp.GetCluster() == nil || resp.GetCluster().GetName() != cl.GetName() {
+			t.Fatalf("PostClusterModify of cluster %q: answered %v; the cluster must be returned with its name", cl.GetName(), resp.GetCluster())
+		}
+		out.Clusters[i] = resp.GetCluster()
+	}
 
 	// PostRouteModify, for every route first, then PostVirtualHostModify
 	// with the routes as PostRouteModify left them.

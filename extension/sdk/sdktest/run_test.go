@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
@@ -66,5 +68,38 @@ func TestRun(t *testing.T) {
 	}
 	if vhs := out.RouteConfigurations[0].GetVirtualHosts(); len(vhs) != 1 || vhs[0].GetName() != "a.example.com" {
 		t.Errorf("virtual hosts after the hooks: %v", vhs)
+	}
+}
+
+// Run completes a backend's cluster with PostClusterModify, before the
+// route hooks, with the object it stands for.
+func TestRunBackends(t *testing.T) {
+	var got string
+	srv := &sdk.Server{
+		ClusterModify: func(_ context.Context, req *v1alpha1.PostClusterModifyRequest) (*v1alpha1.PostClusterModifyResponse, error) {
+			u, err := sdk.Unstructured(req.GetBackend())
+			if err != nil {
+				return nil, err
+			}
+			got = u.GetName()
+			c := req.GetCluster()
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+			c.LoadAssignment = &endpointv3.ClusterLoadAssignment{ClusterName: c.GetName()}
+			return &v1alpha1.PostClusterModifyResponse{Cluster: c}, nil
+		},
+	}
+	const name = "extension-backend/bucket/example.vendor.io/shop/assets"
+	out := sdktest.Run(t, srv, sdktest.Config{
+		Clusters: []*clusterv3.Cluster{{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}, {Name: "other"}},
+		Backends: map[string]*v1alpha1.ExtensionResource{name: sdktest.Resource(t, map[string]any{
+			"apiVersion": "example.vendor.io/v1", "kind": "Bucket", "metadata": map[string]any{"name": "assets", "namespace": "shop"}})},
+	})
+	if got != "assets" {
+		t.Errorf("PostClusterModify got backend %q, want assets", got)
+	}
+	for _, c := range out.Clusters {
+		if (c.GetName() == name) != (c.GetType() == clusterv3.Cluster_STRICT_DNS) {
+			t.Errorf("cluster %s: type %v", c.GetName(), c.GetType())
+		}
 	}
 }
