@@ -25,10 +25,11 @@ type extProblem struct {
 // returns the build with the resources to publish, or nil when an
 // extension whose failure policy is Closed failed (keep the last published
 // configuration), and the ExtensionError problems of the failures, by
-// object. Without extensions it returns res as it is.
-func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pipeline.Result, map[objects.Ref][]extProblem) {
+// object, and whether any hook call failed (also one with no object to
+// blame). Without extensions it returns res as it is.
+func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pipeline.Result, map[objects.Ref][]extProblem, bool) {
 	if s.ext == nil {
-		return res, nil
+		return res, nil, false
 	}
 	s.setExtensionEndpoints(res)
 	out, failures := s.ext.Apply(ctx, res.Resources, extension.RefsOf(res.Build.Model))
@@ -55,7 +56,7 @@ func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pip
 		log("extension hook failed", "extension", f.Extension, "hook", f.Hook, "resource", f.Resource, "outcome", f.Outcome,
 			"code", f.Code.String(), "error", f.Message, "failurePolicy", f.Policy, "objects", refs)
 	}
-	return after, problems
+	return after, problems, len(failures) > 0
 }
 
 // extensionProblem is the ExtensionError of one failed hook call.

@@ -348,3 +348,48 @@ endpoints: [{addresses: ["` + host + `"]}]
 		t.Errorf("ExtensionError after healing: %v %v", errs, warns)
 	}
 }
+
+// A build whose hooks failed is made again, without a change of the
+// objects: a recovered extension's change is published and its
+// ExtensionError goes (here under Open, where nothing else would bring
+// the extension's change back).
+func TestExtensionFailureIsRetried(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	s := extensionServer(t, headerExtension(t, &failing), extension.FailOpen)
+	updates := make(chan *objects.Set, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.loop(ctx, updates, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+	updates <- extensionObjects(t, "/a")
+
+	// state is whether virtual host a has the extension's header, and the
+	// number of objects with ExtensionError problems, as last published.
+	state := func() (bool, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.lastRes == nil {
+			return false, -1
+		}
+		return hasExtHeader(vhosts(t, s.lastRes.Resources)["a.example.com"]), len(s.extProblems)
+	}
+	wait := func(what string, cond func(header bool, problems int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			h, n := state()
+			if cond(h, n) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30s (header %v, objects with ExtensionError %d)", what, h, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait("published without the extension's change", func(h bool, n int) bool { return !h && n > 0 })
+	failing.Store(false)
+	wait("the extension's change published after it recovered, without an update",
+		func(h bool, n int) bool { return h && n == 0 })
+}

@@ -208,12 +208,21 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 	// and waits until a debounce has passed since that build, taking in
 	// what else arrives meanwhile. Builds are never closer than a debounce.
 	var lastBuild time.Time
+	// retry fires when a build whose extension hooks failed is to be made
+	// again (nil when none is due): nothing else would call the hooks
+	// again until the objects change, so a recovered extension would not
+	// be used (Closed: a stale configuration; Open: one without the
+	// extension's changes). The wait doubles, up to extensionRetryMax,
+	// while the hooks keep failing.
+	var retry <-chan time.Time
+	var retryWait time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case set = <-updates:
 		case s.cfg.Pipeline = <-options:
+		case <-retry:
 		case <-s.envoyChanged:
 			s.publishStatus(ctx)
 			continue
@@ -236,11 +245,23 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 			}
 		}
 		if set != nil {
-			s.rebuild(ctx, set)
+			if s.rebuild(ctx, set) {
+				retryWait = min(max(2*retryWait, extensionRetryMin), extensionRetryMax)
+				retry = time.After(retryWait)
+			} else {
+				retry, retryWait = nil, 0
+			}
 		}
 		lastBuild = time.Now()
 	}
 }
+
+// The first and the longest wait before a build whose extension hooks
+// failed is made again.
+const (
+	extensionRetryMin = time.Second
+	extensionRetryMax = 15 * time.Second
+)
 
 // debounceWait is how long a change that comes sinceBuild after the last
 // build waits before the next build.
@@ -248,14 +269,17 @@ func debounceWait(sinceBuild, debounce time.Duration) time.Duration {
 	return max(debounce-sinceBuild, 0)
 }
 
-func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
+// rebuild builds set, runs the extensions' hooks and publishes the
+// result. It reports whether a hook call failed (the build is to be made
+// again).
+func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool) {
 	start := time.Now()
 	res := pipeline.RunCached(set, s.cfg.Pipeline, s.cache)
 	built := time.Since(start)
 	s.metrics.translate.Observe(built.Seconds())
 	s.metrics.rootsReused.Add(float64(s.cache.Build.Hits))
 	s.metrics.rootsBuilt.Add(float64(s.cache.Build.Misses))
-	out, extProblems := s.applyExtension(ctx, res)
+	out, extProblems, extFailed := s.applyExtension(ctx, res)
 	if out == nil {
 		// The extension failed under failurePolicy Closed: Envoy keeps
 		// the last published configuration, the objects get their
@@ -299,6 +323,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) {
 		"hostsReused", s.cache.Translate.Hits, "hostsTranslated", s.cache.Translate.Misses)
 	s.reportGlobal(res.Build.Unavailable)
 	s.publishStatus(ctx)
+	return extFailed
 }
 
 // publishStatus computes the statuses of the last build, with what Envoy
