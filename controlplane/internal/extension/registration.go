@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/resolver/manual"
@@ -300,6 +301,10 @@ func (r Registration) withDefaults() Registration {
 	return r
 }
 
+// reconnectBackoff is how a connection to an extension that went away
+// retries: soon, and never more than 5 s apart.
+var reconnectBackoff = backoff.Config{BaseDelay: 200 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second}
+
 // Dial returns a connection to the registration's extension, with its TLS
 // settings and message size; opts come after those. The connection is
 // lazy (grpc.NewClient): an extension that is down fails the calls, not
@@ -319,6 +324,9 @@ func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	}
 	base := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
+		// gRPC's default reconnect backoff grows to 120 s: a recovered
+		// extension would wait that long for the next rebuild's retry.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(reg.MaxMessageSize), grpc.MaxCallSendMsgSize(reg.MaxMessageSize)),
 	}
 	conn, err := grpc.NewClient(reg.Address, append(base, opts...)...)
