@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -108,5 +109,37 @@ func TestPolicyStatus(t *testing.T) {
 	}
 	if empty := Policy(&Object{Ref: policy.Ref}, gwapiv1.PolicyStatus{}, t0); empty.Ancestors == nil {
 		t.Error("ancestors must be an empty list, not null (a required field)")
+	}
+}
+
+// An extension's failure (an error under Closed, a warning under Open) is
+// a condition ExtensionError of its own on a Gateway and on each route
+// parent, with the problems' messages; without one there is none.
+func TestExtensionErrorCondition(t *testing.T) {
+	accepted := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", ObservedGeneration: 4}
+	base := &Object{GatewayAPI: &GatewayAPI{
+		Conditions: []metav1.Condition{accepted},
+		Parents:    []gwapiv1.RouteParentStatus{{ParentRef: gwapiv1.ParentReference{Name: "gw"}, Conditions: []metav1.Condition{accepted}}},
+	}}
+	p := Problem{Type: TypeExtensionError, Reason: ReasonExtensionHookFailed, Message: `extension "x": hook PostRouteModify failed`}
+	now := metav1.Now()
+	for name, o := range map[string]*Object{"error (Closed)": base.WithErrors(p), "warning (Open)": base.WithWarnings(p)} {
+		t.Run(name, func(t *testing.T) {
+			for what, conds := range map[string][]metav1.Condition{
+				"gateway": Gateway(o, gwapiv1.GatewayStatus{}, now).Conditions,
+				"route":   Route(o, gwapiv1.RouteStatus{}, now).Parents[0].Conditions,
+			} {
+				c := meta.FindStatusCondition(conds, TypeExtensionError)
+				if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonExtensionHookFailed || c.Message != p.Message || c.ObservedGeneration != 4 {
+					t.Errorf("%s: ExtensionError = %+v", what, c)
+				}
+				if a := meta.FindStatusCondition(conds, "Accepted"); a == nil || a.Status != metav1.ConditionTrue {
+					t.Errorf("%s: Accepted = %+v, want it left alone", what, a)
+				}
+			}
+		})
+	}
+	if c := meta.FindStatusCondition(Route(base, gwapiv1.RouteStatus{}, now).Parents[0].Conditions, TypeExtensionError); c != nil {
+		t.Errorf("no failure, but ExtensionError = %+v", c)
 	}
 }
