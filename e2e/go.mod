@@ -13,11 +13,13 @@ require (
 )
 
 require (
+	cel.dev/expr v0.25.3 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
 
 require (
@@ -88,9 +90,12 @@ replace github.com/portcullis/portcullis/serverkit => ../serverkit
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/portcullis/portcullis/extension v0.0.0
 	github.com/portcullis/portcullis/extprocserver v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	sigs.k8s.io/gateway-api v1.6.3
 )
 
 replace github.com/portcullis/portcullis/extprocserver => ../extprocserver
+
+replace github.com/portcullis/portcullis/extension => ../extension
