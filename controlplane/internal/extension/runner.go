@@ -113,6 +113,17 @@ type Runner struct {
 	last      []string
 	// idle: the last Apply called none of the hooks (Idle).
 	idle bool
+	// keys are the cache keys of the last Apply's requests by identity
+	// (subject.identity), and same whether an answer of cache is its
+	// request's input unchanged (see passThrough).
+	keys map[identityKey]cacheKey
+	same map[proto.Message]bool
+}
+
+// identityKey is a hook and a request's identity (subject.identity).
+type identityKey struct {
+	hook Hook
+	id   any
 }
 
 // cacheKey is a hook and the hash of its deterministic request.
@@ -212,7 +223,8 @@ func (r *Runner) Registration() Registration { return r.reg }
 func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs) (*translator.Resources, []Failure) {
 	ctx, cancel := context.WithTimeout(ctx, r.reg.PhaseBudget)
 	defer cancel()
-	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), used: map[cacheKey]proto.Message{}, index: res.Index}
+	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), used: map[cacheKey]proto.Message{}, index: res.Index,
+		keys: map[identityKey]cacheKey{}, same: map[proto.Message]bool{}}
 	out := &translator.Resources{
 		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
@@ -243,6 +255,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 
 	r.cache = ru.used // drop the answers this run did not use
 	r.idle = ru.n.Load() == 0
+	r.keys, r.same = ru.keys, ru.same
 	failures := ru.failures
 	sort.SliceStable(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
@@ -273,6 +286,8 @@ type run struct {
 
 	mu       sync.Mutex
 	used     map[cacheKey]proto.Message
+	keys     map[identityKey]cacheKey
+	same     map[proto.Message]bool
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
@@ -285,6 +300,13 @@ type subject struct {
 	names    []string
 	vhost    string // narrows the origins of a route configuration (names[0]) to one of its virtual hosts
 	origins  ir.Origins
+	// identity, when not nil, stands for the whole request: a request of
+	// the same identity as one of the last Apply is the same request, and
+	// reuses its cache key without marshalling and hashing it again. It
+	// must hold the pointer of the (immutable) message the request
+	// carries, which keeps it from being reused for another message, and
+	// everything else of the request.
+	identity any
 }
 
 func (s subject) originsIn(x *translator.Index) ir.Origins {
@@ -314,19 +336,27 @@ func invalidf(format string, args ...any) error { return &invalid{msg: fmt.Sprin
 func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), check func(Resp) error) (Resp, bool) {
 	var zero Resp
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
-	if err != nil {
-		ru.fail(hook, about, OutcomeError, codes.Internal, "marshal the request: "+err.Error())
-		return zero, false
+	id := identityKey{hook, about.identity}
+	key, known := ru.r.keys[id]
+	if about.identity == nil || !known {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+		if err != nil {
+			ru.fail(hook, about, OutcomeError, codes.Internal, "marshal the request: "+err.Error())
+			return zero, false
+		}
+		key = cacheKey{hook: hook, sum: sha256.Sum256(b)}
 	}
-	key := cacheKey{hook: hook, sum: sha256.Sum256(b)}
 	ru.mu.Lock()
+	if about.identity != nil {
+		ru.keys[id] = key
+	}
 	cached, ok := ru.used[key]
 	if !ok {
 		cached, ok = ru.r.cache[key]
 	}
 	ru.mu.Unlock()
 	var resp Resp
+	var err error
 	outcome := OutcomeCached
 	if ok {
 		resp = cached.(Resp)
@@ -379,6 +409,31 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	ru.r.calls.WithLabelValues(string(hook), string(outcome)).Inc()
 	ru.n.Add(1)
 	return resp, true
+}
+
+// passThrough reports whether out, the resource of answer resp, is in
+// unchanged (proto.Equal). It is worked out once per answer: an answer is
+// only reused for the same request, whose input is the same. An answer
+// that passes its input through is not checked (the checks are of what
+// an extension changes; the translator's own output is not held against
+// it), and the caller keeps in, the translator's message, so that an
+// unchanged resource stays the same pointer from one rebuild to the next
+// (as it is without an extension: the xDS server's hashes and the route
+// configurations are then reused).
+func (ru *run) passThrough(resp, out, in proto.Message) bool {
+	ru.mu.Lock()
+	same, ok := ru.same[resp]
+	if !ok {
+		same, ok = ru.r.same[resp]
+	}
+	ru.mu.Unlock()
+	if !ok {
+		same = proto.Equal(out, in)
+	}
+	ru.mu.Lock()
+	ru.same[resp] = same
+	ru.mu.Unlock()
+	return same
 }
 
 func (ru *run) fail(hook Hook, about subject, o Outcome, code codes.Code, msg string) {
@@ -653,19 +708,29 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 				resource: fmt.Sprintf("virtual host %q of RouteConfiguration %q", it.in.GetName(), rcName),
 				typeURL:  resourcev3.RouteType, names: []string{rcName}, vhost: it.in.GetName(),
 			}
+			origins := objectRefs(about.originsIn(ru.index))
+			// The request is the virtual host (the translator's message,
+			// reused while its host is unchanged) and its origins.
+			about.identity = vhostIdentity{it.in, originsKey(origins)}
 			req := &v1alpha1.PostVirtualHostModifyRequest{
 				VirtualHost: it.in,
-				Context:     &v1alpha1.VirtualHostContext{Origins: objectRefs(about.originsIn(ru.index))},
+				Context:     &v1alpha1.VirtualHostContext{Origins: origins},
 			}
 			resp, ok := call(ru, HookPostVirtualHostModify, about, req, ru.r.client.PostVirtualHostModify,
 				func(resp *v1alpha1.PostVirtualHostModifyResponse) error {
 					if resp.GetVirtualHost() == nil {
 						return nil // dropped
 					}
+					if ru.passThrough(resp, resp.GetVirtualHost(), it.in) {
+						return nil
+					}
 					return ru.checkVirtualHost(it.in, resp.GetVirtualHost())
 				})
 			if ok {
 				it.out = resp.GetVirtualHost()
+				if it.out != nil && ru.passThrough(resp, it.out, it.in) {
+					it.out = it.in
+				}
 			}
 		})
 	}
@@ -698,6 +763,22 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 	return out
 }
 
+// vhostIdentity is the identity of a PostVirtualHostModify request: its
+// virtual host and its origins (originsKey).
+type vhostIdentity struct {
+	vh      *routev3.VirtualHost
+	origins string
+}
+
+// originsKey encodes object references as one comparable string.
+func originsKey(refs []*v1alpha1.ObjectRef) string {
+	var b strings.Builder
+	for _, r := range refs {
+		fmt.Fprintf(&b, "%q/%q/%q;", r.GetKind(), r.GetNamespace(), r.GetName())
+	}
+	return b.String()
+}
+
 // modifyListeners runs PostHTTPListenerModify on every listener with an
 // HTTP connection manager; rcs are the route configurations its HCMs may
 // use.
@@ -724,11 +805,16 @@ func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
 				if resp.GetListener() == nil {
 					return nil // dropped
 				}
+				if ru.passThrough(resp, resp.GetListener(), in) {
+					return nil
+				}
 				return checkListener(in, resp.GetListener(), rcNames)
 			})
 		if ok {
 			if l := resp.GetListener(); l != nil {
-				outs[i] = l
+				if !ru.passThrough(resp, l, in) {
+					outs[i] = l
+				}
 			} else {
 				keep[i] = false
 			}

@@ -1,0 +1,92 @@
+package extension
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+	"github.com/portcullis/portcullis/extension/sdk"
+)
+
+// A pass-through extension's output is the translator's own messages, so
+// that an unchanged resource stays the same pointer from one rebuild to
+// the next, as without an extension.
+func TestPassThroughKeepsTheInput(t *testing.T) {
+	addr, calls := serve(t, &sdk.Server{})
+	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify, HookPostHTTPListenerModify}})
+	in := translate(t, fixtureYAML)
+	for round := range 2 {
+		out, failures := r.Apply(context.Background(), in, Refs{})
+		if len(failures) > 0 {
+			t.Fatalf("round %d: %v", round, failures)
+		}
+		for i := range in.Routes {
+			if out.Routes[i] != in.Routes[i] {
+				t.Errorf("round %d: route configuration %s is not the input's", round, translator.ResourceName(in.Routes[i]))
+			}
+		}
+		for i := range in.Listeners {
+			if out.Listeners[i] != in.Listeners[i] {
+				t.Errorf("round %d: listener %s is not the input's", round, translator.ResourceName(in.Listeners[i]))
+			}
+		}
+	}
+	// The same messages again: answered from the cache (by identity).
+	if n := calls.get(HookPostVirtualHostModify); n != 2 {
+		t.Errorf("PostVirtualHostModify called %d times, want 2 (the first Apply's)", n)
+	}
+	if got := testutil.ToFloat64(r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached))); got != 2 {
+		t.Errorf("cached PostVirtualHostModify: %v, want 2", got)
+	}
+}
+
+// A request known by identity is never answered with the answer to
+// another: a virtual host that changed is a new message (the translator
+// never changes one it handed out), sent again, and its new answer is
+// used; an unchanged one keeps its answer.
+func TestIdentityNeverServesAStaleAnswer(t *testing.T) {
+	addr, calls := serve(t, &sdk.Server{VirtualHostModify: vhostHeader})
+	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify}})
+	apply := func(in *translator.Resources) *translator.Resources {
+		t.Helper()
+		out, failures := r.Apply(context.Background(), in, Refs{})
+		if len(failures) > 0 {
+			t.Fatal(failures)
+		}
+		return out
+	}
+	in := translate(t, fixtureYAML)
+	apply(in)
+	// The next translation reuses a.example.com's virtual host and has a
+	// new b.example.com.
+	changed := translate(t, strings.Replace(fixtureYAML, "prefix: /b}", "prefix: /bee}", 1))
+	next := &translator.Resources{Listeners: changed.Listeners, Clusters: changed.Clusters, Endpoints: changed.Endpoints, Secrets: changed.Secrets, Index: changed.Index}
+	for _, m := range changed.Routes {
+		rc := m.(*routev3.RouteConfiguration)
+		if rc.GetName() == translator.HTTPRouteConfigName {
+			rc = proto.Clone(rc).(*routev3.RouteConfiguration)
+			for i, vh := range rc.VirtualHosts {
+				if vh.GetName() == "a.example.com" {
+					rc.VirtualHosts[i] = vhost(in, "a.example.com")
+				}
+			}
+		}
+		next.Routes = append(next.Routes, rc)
+	}
+	out := apply(next)
+	if n := calls.get(HookPostVirtualHostModify); n != 3 {
+		t.Errorf("PostVirtualHostModify called %d times, want 3 (b.example.com again)", n)
+	}
+	b := vhost(out, "b.example.com")
+	if !hasHeader(b.GetRequestHeadersToAdd(), "vhost") || b.GetRoutes()[0].GetMatch().GetPathSeparatedPrefix() != "/bee" {
+		t.Errorf("b.example.com is not the answer to its new virtual host: %v", b)
+	}
+	if a := vhost(out, "a.example.com"); !hasHeader(a.GetRequestHeadersToAdd(), "vhost") || a.GetRoutes()[0].GetMatch().GetPathSeparatedPrefix() != "/a" {
+		t.Errorf("a.example.com is not its cached answer: %v", a)
+	}
+}
