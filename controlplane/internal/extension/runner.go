@@ -774,7 +774,13 @@ type vhostIdentity struct {
 func originsKey(refs []*v1alpha1.ObjectRef) string {
 	var b strings.Builder
 	for _, r := range refs {
-		fmt.Fprintf(&b, "%q/%q/%q;", r.GetKind(), r.GetNamespace(), r.GetName())
+		// NUL is in no kind or name.
+		b.WriteString(r.GetKind())
+		b.WriteByte(0)
+		b.WriteString(r.GetNamespace())
+		b.WriteByte(0)
+		b.WriteString(r.GetName())
+		b.WriteByte(0)
 	}
 	return b.String()
 }
