@@ -230,7 +230,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
 	}
 	ru.ours = newNames(res)
-	ru.dangling = danglingClusters(res.Routes, ru.ours.clusters)
+	ru.translated = res.Routes
 	ru.known = ru.ours.clusters
 
 	if r.reg.Subscribed(HookPostTranslateInsert) {
@@ -280,9 +280,13 @@ type run struct {
 	// clusters routes may use (ours and those PostTranslateInsert
 	// added); dangling the clusters the translator's routes already
 	// referenced without a cluster (not the extension's doing).
-	ours     names
-	known    map[string]bool
-	dangling map[string]bool
+	ours  names
+	known map[string]bool
+	// dangling is danglingClusters of translated (the input's route
+	// configurations), worked out when a check first needs it (danglingSet).
+	translated   []proto.Message
+	danglingOnce sync.Once
+	dangling     map[string]bool
 
 	mu       sync.Mutex
 	used     map[cacheKey]proto.Message

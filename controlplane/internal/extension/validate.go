@@ -97,6 +97,16 @@ func danglingClusters(rcs []proto.Message, clusters map[string]bool) map[string]
 	return out
 }
 
+// danglingSet are the clusters the translator's routes reference
+// without a cluster (danglingClusters of the Apply's input), worked out
+// once, when a check first needs them: going over every route of every
+// virtual host is not for every rebuild when the answers pass their input
+// through.
+func (ru *run) danglingSet() map[string]bool {
+	ru.danglingOnce.Do(func() { ru.dangling = danglingClusters(ru.translated, ru.ours.clusters) })
+	return ru.dangling
+}
+
 // checkClusters checks that the routes send to clusters that exist.
 func checkClusters(routes []*routev3.Route, known, dangling map[string]bool) error {
 	for i, r := range routes {
@@ -140,7 +150,7 @@ func (ru *run) checkRoute(in, out *routev3.Route) error {
 	if authzEntries(out.GetTypedPerFilterConfig()) != authzEntries(in.GetTypedPerFilterConfig()) {
 		return invalidf("the route's ext_authz settings (typed_per_filter_config %s*) changed: an extension may not remove or change them", translator.ExtAuthzFilterName)
 	}
-	return checkClusters([]*routev3.Route{out}, ru.known, ru.dangling)
+	return checkClusters([]*routev3.Route{out}, ru.known, ru.danglingSet())
 }
 
 // checkVirtualHost checks a PostVirtualHostModify answer.
@@ -157,7 +167,7 @@ func (ru *run) checkVirtualHost(in, out *routev3.VirtualHost) error {
 	if err := checkVirtualHostAuthz(in, out); err != nil {
 		return err
 	}
-	return checkClusters(out.GetRoutes(), ru.known, ru.dangling)
+	return checkClusters(out.GetRoutes(), ru.known, ru.danglingSet())
 }
 
 // checkVirtualHostAuthz checks that out keeps in's ext_authz settings:
@@ -332,7 +342,7 @@ func (ru *run) checkAll(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1
 			}
 		}
 		for _, vh := range rc.GetVirtualHosts() {
-			if err := checkClusters(vh.GetRoutes(), clusters, ru.dangling); err != nil {
+			if err := checkClusters(vh.GetRoutes(), clusters, ru.danglingSet()); err != nil {
 				return at(resourcev3.RouteType, "RouteConfiguration", rc.GetName(), fmt.Errorf("virtual host %q: %v", vh.GetName(), err))
 			}
 			// Each domain keeps the ext_authz settings of the virtual
