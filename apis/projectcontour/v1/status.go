@@ -11,20 +11,23 @@ const ValidConditionType = "Valid"
 // Types of the error and warning sub-conditions (DetailedCondition.Errors
 // and DetailedCondition.Warnings).
 const (
-	ConditionTypeRootNamespaceError       = "RootNamespaceError"
-	ConditionTypeVirtualHostError         = "VirtualHostError"
-	ConditionTypeTLSError                 = "TLSError"
-	ConditionTypeIncludeError             = "IncludeError"
-	ConditionTypeRouteError               = "RouteError"
-	ConditionTypeServiceError             = "ServiceError"
-	ConditionTypeAuthError                = "AuthError"
-	ConditionTypeExtProcError             = "ExtProcError"
-	ConditionTypePathConditionsError      = "PathConditionsError"
-	ConditionTypeHeaderConditionsError    = "HeaderConditionsError"
-	ConditionTypeHeadersPolicyError       = "HeadersPolicyError"
-	ConditionTypeOrphanedError            = "Orphaned"
-	ConditionTypeTLSFallbackError         = "TLSFallbackError"
-	ConditionTypeTLSClientValidationError = "TLSClientValidationError"
+	ConditionTypeRootNamespaceError    = "RootNamespaceError"
+	ConditionTypeVirtualHostError      = "VirtualHostError"
+	ConditionTypeTLSError              = "TLSError"
+	ConditionTypeIncludeError          = "IncludeError"
+	ConditionTypeRouteError            = "RouteError"
+	ConditionTypeServiceError          = "ServiceError"
+	ConditionTypeAuthError             = "AuthError"
+	ConditionTypeExtProcError          = "ExtProcError"
+	ConditionTypePathConditionsError   = "PathConditionsError"
+	ConditionTypeHeaderConditionsError = "HeaderConditionsError"
+	// ConditionTypeQueryParameterConditionsError: a queryParameter
+	// condition is invalid (as in Contour).
+	ConditionTypeQueryParameterConditionsError = "QueryParameterConditionsError"
+	ConditionTypeHeadersPolicyError            = "HeadersPolicyError"
+	ConditionTypeOrphanedError                 = "Orphaned"
+	ConditionTypeTLSFallbackError              = "TLSFallbackError"
+	ConditionTypeTLSClientValidationError      = "TLSClientValidationError"
 	// ConditionTypeDelegationError is a TLSCertificateDelegation's.
 	ConditionTypeDelegationError = "DelegationError"
 	// ConditionTypeSpecError: a field of the object itself is wrong

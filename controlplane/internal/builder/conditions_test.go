@@ -43,7 +43,7 @@ func TestMergeConditionsAppliesEveryField(t *testing.T) {
 			wantErr: "R: more than one prefix is not allowed in a condition block"},
 		{name: "a valid prefix does not hide an invalid header of the same entry",
 			conds:   []contourv1.MatchCondition{{Prefix: "/x", Header: &contourv1.HeaderMatchCondition{Name: "x-env"}}},
-			wantErr: `R: header condition on "x-env" must set exactly one of present, notpresent, contains, notcontains, exact, notexact`},
+			wantErr: `R: header condition on "x-env" must set exactly one of present, notpresent, contains, notcontains, exact, notexact, regex`},
 		{name: "an invalid prefix with a valid header",
 			conds:   []contourv1.MatchCondition{{Prefix: "x", Header: &contourv1.HeaderMatchCondition{Name: "x-env", Exact: "prod"}}},
 			wantErr: "R: prefix conditions must start with /, x was supplied"},

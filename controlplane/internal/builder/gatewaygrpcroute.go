@@ -128,7 +128,7 @@ func grpcMatch(m gwapiv1.GRPCRouteMatch) (ir.Route, error) {
 		if err != nil {
 			return x, fmt.Errorf("headers[%d]: %w", i, err)
 		}
-		x.Headers = append(x.Headers, ir.HeaderMatch(hm))
+		x.Headers = append(x.Headers, ir.HeaderMatch{Name: hm.Name, Kind: hm.Kind, Value: hm.Value})
 	}
 	return x, nil
 }

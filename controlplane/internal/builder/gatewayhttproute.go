@@ -125,7 +125,7 @@ func httpMatch(m gwapiv1.HTTPRouteMatch) (ir.Route, error) {
 		if err != nil {
 			return x, fmt.Errorf("headers[%d]: %w", i, err)
 		}
-		x.Headers = append(x.Headers, ir.HeaderMatch(hm))
+		x.Headers = append(x.Headers, ir.HeaderMatch{Name: hm.Name, Kind: hm.Kind, Value: hm.Value})
 	}
 	seen = map[string]bool{}
 	for i, q := range m.QueryParams {
@@ -137,7 +137,7 @@ func httpMatch(m gwapiv1.HTTPRouteMatch) (ir.Route, error) {
 		if err != nil {
 			return x, fmt.Errorf("queryParams[%d]: %w", i, err)
 		}
-		x.QueryParams = append(x.QueryParams, ir.QueryParamMatch(qm))
+		x.QueryParams = append(x.QueryParams, ir.QueryParamMatch{Name: qm.Name, Kind: qm.Kind, Value: qm.Value})
 	}
 	if m.Method != nil {
 		if !slices.Contains(httpMethods, *m.Method) {

@@ -47,6 +47,8 @@ func comparePrecedence(a, b gwIRRoute) int {
 	)
 }
 
+// pathRank orders path matches: exact, regex, prefix (HTTPProxy routes
+// too, as Contour orders them).
 func pathRank(k ir.PathMatchKind) int {
 	switch k {
 	case ir.PathExact:

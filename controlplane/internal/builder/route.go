@@ -44,6 +44,9 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 			errs.add(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, "%v", err)
 		}
 	}
+	if err := queryParamConditionsValid(rt.QueryParams); err != nil {
+		errs.add(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, "%v", err)
+	}
 	routeAuth(&rt, r, scope, errs)
 	rt.ExtProc = b.routeExtProc(p, r, scope.proc, errs.add)
 	b.warnGlobalUnavailable(rt.Route, scope, st)
@@ -64,8 +67,10 @@ func routeHeaders(rt *route, r contourv1.Route, errs *routeErrors) {
 	}
 }
 
-// irRoutes orders routes the way Envoy must try them: exact paths first,
-// then longer prefixes, then more header conditions; ties keep their order.
+// irRoutes orders routes the way Envoy must try them, as Contour does:
+// exact paths first, then regexes, then prefixes; longer paths first; then
+// more header conditions, then more query parameter conditions; ties keep
+// their order.
 // For the HTTP listener of a TLS host (insecure), routes that do not permit
 // insecure access become redirects to HTTPS.
 func irRoutes(routes []route, insecure bool) []*ir.Route {
@@ -79,17 +84,23 @@ func irRoutes(routes []route, insecure bool) []*ir.Route {
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		if a.PathKind != b.PathKind {
-			return a.PathKind == ir.PathExact
+		if ra, rb := pathRank(a.PathKind), pathRank(b.PathKind); ra != rb {
+			return ra < rb
 		}
 		if len(a.Path) != len(b.Path) {
 			return len(a.Path) > len(b.Path)
 		}
-		return len(a.Headers) > len(b.Headers)
+		if len(a.Headers) != len(b.Headers) {
+			return len(a.Headers) > len(b.Headers)
+		}
+		return len(a.QueryParams) > len(b.QueryParams)
 	})
 	return out
 }
 
+// irRedirect is the HTTPS redirect of a route, with the route's whole
+// match: a wider one would redirect requests another route serves over
+// plain HTTP (permitInsecure).
 func irRedirect(r ir.Route) ir.Route {
-	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, HTTPSRedirect: true, AuthDisabled: true, Origins: r.Origins}
+	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, Origins: r.Origins}
 }

@@ -62,6 +62,14 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 		if child == nil {
 			continue
 		}
+		if includePathRefused(inc) {
+			// An exact or regex path on an include is a refused field (p
+			// has the SpecError): the child is included, not orphaned, but
+			// not built under a match it would be blamed for.
+			b.res.visited[nn(child.Namespace, child.Name)] = true
+			b.proxyStatus(child)
+			continue
+		}
 		routes, ok := b.include(child, chain, cond, scope)
 		if !ok {
 			return nil, false
@@ -109,4 +117,10 @@ func chainString(chain []types.NamespacedName) string {
 		names[i] = k.String()
 	}
 	return strings.Join(names, " -> ")
+}
+
+// includePathRefused: the include has an exact or regex path condition,
+// refused on includes (internal/fields), which match a prefix.
+func includePathRefused(inc contourv1.Include) bool {
+	return slices.ContainsFunc(inc.Conditions, func(c contourv1.MatchCondition) bool { return c.Exact != "" || c.Regex != "" })
 }

@@ -4,9 +4,8 @@
 //
 // The Go types carry the whole upstream API so that the API server keeps
 // every field (a CRD prunes what its schema lacks). A field set but not
-// implemented must not be ignored: an IP allow list, a JWT policy or a
-// query-parameter condition ignored serves everyone what it was meant to
-// restrict. The builder refuses such an object (SpecError, reason
+// implemented must not be ignored: an IP allow list or a JWT policy
+// ignored serves everyone what it was meant to restrict. The builder refuses such an object (SpecError, reason
 // UnsupportedField), as it does any invalid one.
 //
 // One table (table.go) classifies every field path; a test walks the

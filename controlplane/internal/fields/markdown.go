@@ -25,7 +25,7 @@ field is implemented. A field that is not (**refused** below) is never
 ignored: an HTTPProxy, ExtensionService or TLSCertificateDelegation that sets
 one is not valid (` + "`Valid`" + ` is ` + "`False`" + ` with a ` + "`SpecError`" + ` of reason
 ` + "`UnsupportedField`" + ` naming the field, e.g.
-` + "`spec.routes[2].conditions[1].queryParameter`" + `) and is not served, like any
+` + "`spec.routes[2].retryPolicy`" + `) and is not served, like any
 invalid object: a root is not served at all, an included HTTPProxy
 contributes no routes (see [status.md](status.md)). An IP allow list or a
 JWT policy ignored would serve everyone what it was meant to restrict.

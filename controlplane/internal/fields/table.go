@@ -77,8 +77,9 @@ var table = map[string]entries{
 			"includes":           yes,
 			"includes.name":      yes,
 			"includes.namespace": yes,
-			// Contour refuses it too: an include matches a prefix of paths.
+			// Contour refuses them too: an include matches a prefix of paths.
 			"includes.conditions.exact": Refused("an exact path is not allowed in the conditions of an include, which match a prefix of the included routes' paths"),
+			"includes.conditions.regex": Refused("a regex path is not allowed in the conditions of an include, which match a prefix of the included routes' paths (the included routes can have regex conditions)"),
 
 			"ingressClassName": yes,
 
@@ -96,7 +97,7 @@ var table = map[string]entries{
 		tree("routes.services.requestHeadersPolicy", headersPolicy),
 		tree("routes.services.responseHeadersPolicy", headersPolicy),
 		tree("routes.extProcPolicy.overrides", extProc),
-		tree("includes.conditions", without(matchCondition, "exact")),
+		tree("includes.conditions", without(matchCondition, "exact", "regex")),
 	),
 
 	KindExtensionService: tree("spec", entries{
@@ -138,19 +139,27 @@ var matchCondition = entries{
 	"":                           yes,
 	"prefix":                     yes,
 	"exact":                      yes,
-	"regex":                      Refused("regex path conditions are not implemented: the route would match other paths"),
+	"regex":                      yes,
 	"header":                     yes,
 	"header.name":                yes,
 	"header.present":             yes,
 	"header.notpresent":          yes,
 	"header.contains":            yes,
 	"header.notcontains":         yes,
-	"header.ignoreCase":          Refused("case-insensitive header conditions are not implemented: the condition would match differently"),
+	"header.ignoreCase":          yes,
 	"header.exact":               yes,
 	"header.notexact":            yes,
-	"header.regex":               Refused("regex header conditions are not implemented: the condition would be dropped"),
-	"header.treatMissingAsEmpty": Refused("treating a missing header as empty is not implemented: the condition would match differently"),
-	"queryParameter":             Refused("query parameter conditions are not implemented: the route would match every query"),
+	"header.regex":               yes,
+	"header.treatMissingAsEmpty": yes,
+	"queryParameter":             yes,
+	"queryParameter.name":        yes,
+	"queryParameter.exact":       yes,
+	"queryParameter.prefix":      yes,
+	"queryParameter.suffix":      yes,
+	"queryParameter.regex":       yes,
+	"queryParameter.contains":    yes,
+	"queryParameter.ignoreCase":  yes,
+	"queryParameter.present":     yes,
 }
 
 var upstreamValidation = entries{

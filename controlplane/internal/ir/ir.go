@@ -184,14 +184,24 @@ type HeaderMatch struct {
 	// header ":method".
 	Kind  string
 	Value string
+	// IgnoreCase compares exact and contains values (and their
+	// negations) case-insensitively.
+	IgnoreCase bool
+	// TreatMissingAsEmpty matches an absent header as the empty value
+	// (a notexact or notcontains condition then matches it).
+	TreatMissingAsEmpty bool
 }
 
 // QueryParamMatch is one query parameter condition.
 type QueryParamMatch struct {
 	Name string
-	// Kind: "exact", "regex" (RE2, the whole value), "present".
+	// Kind: "exact", "prefix", "suffix", "contains", "regex" (RE2, the
+	// whole value), "present".
 	Kind  string
 	Value string
+	// IgnoreCase compares exact, prefix, suffix and contains values
+	// case-insensitively.
+	IgnoreCase bool
 }
 
 // Route is one Envoy route.
@@ -280,7 +290,7 @@ type Redirect struct {
 	Port uint32
 	// Path replaces the path, or its matched prefix when PathPrefix.
 	Path       *PathRewrite
-	StatusCode int // 301 or 302; 0 means 302
+	StatusCode int // 301, 302, 303, 307 or 308; 0 means 302
 }
 
 // PathRewrite replaces the whole path, or the prefix the route matched.

@@ -42,6 +42,24 @@ func TestRouteMatch(t *testing.T) {
 				{Name: "page", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: re(`[0-9]+`)}},
 				{Name: "debug", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}},
 			}}},
+		{"header ignoreCase and treatMissingAsEmpty",
+			ir.Route{Path: "/", Headers: []ir.HeaderMatch{
+				{Name: "x-team", Kind: "exact", Value: "Blue", IgnoreCase: true},
+				{Name: "x-env", Kind: "notcontains", Value: "prod", IgnoreCase: true, TreatMissingAsEmpty: true},
+			}},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, Headers: []*routev3.HeaderMatcher{
+				{Name: "x-team", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "Blue"}, IgnoreCase: true}}},
+				{Name: "x-env", InvertMatch: true, TreatMissingHeaderAsEmpty: true, HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "prod"}, IgnoreCase: true}}},
+			}}},
+		{"query parameters: prefix, suffix, contains, ignoring case",
+			ir.Route{Path: "/", QueryParams: []ir.QueryParamMatch{
+				{Name: "v", Kind: "prefix", Value: "2."}, {Name: "f", Kind: "suffix", Value: ".JSON", IgnoreCase: true}, {Name: "q", Kind: "contains", Value: "x"},
+			}},
+			&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}, QueryParameters: []*routev3.QueryParameterMatcher{
+				{Name: "v", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "2."}}}},
+				{Name: "f", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".JSON"}, IgnoreCase: true}}},
+				{Name: "q", QueryParameterMatchSpecifier: &routev3.QueryParameterMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "x"}}}},
+			}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := routeMatch(&tc.in); !proto.Equal(got, tc.want) {

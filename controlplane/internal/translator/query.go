@@ -15,7 +15,13 @@ func queryParamMatcher(q ir.QueryParamMatch) *routev3.QueryParameterMatcher {
 	case "present":
 		qm.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}
 	case "exact":
-		qm.QueryParameterMatchSpecifier = stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: q.Value}})
+		qm.QueryParameterMatchSpecifier = stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: q.Value}, IgnoreCase: q.IgnoreCase})
+	case "prefix":
+		qm.QueryParameterMatchSpecifier = stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: q.Value}, IgnoreCase: q.IgnoreCase})
+	case "suffix":
+		qm.QueryParameterMatchSpecifier = stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: q.Value}, IgnoreCase: q.IgnoreCase})
+	case "contains":
+		qm.QueryParameterMatchSpecifier = stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: q.Value}, IgnoreCase: q.IgnoreCase})
 	case "regex":
 		qm.QueryParameterMatchSpecifier = stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: regex(q.Value)}})
 	}

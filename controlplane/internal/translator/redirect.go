@@ -49,8 +49,15 @@ func defaultPort(scheme string) uint32 {
 }
 
 func redirectCode(status int) routev3.RedirectAction_RedirectResponseCode {
-	if status == 301 {
+	switch status {
+	case 301:
 		return routev3.RedirectAction_MOVED_PERMANENTLY
+	case 303:
+		return routev3.RedirectAction_SEE_OTHER
+	case 307:
+		return routev3.RedirectAction_TEMPORARY_REDIRECT
+	case 308:
+		return routev3.RedirectAction_PERMANENT_REDIRECT
 	}
 	return routev3.RedirectAction_FOUND
 }

@@ -216,14 +216,18 @@ func headerMatcher(h ir.HeaderMatch) *routev3.HeaderMatcher {
 		hm.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
 		hm.InvertMatch = true
 	case "exact", "notexact":
-		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: h.Value}})
+		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: h.Value}, IgnoreCase: h.IgnoreCase})
 		hm.InvertMatch = h.Kind == "notexact"
 	case "contains", "notcontains":
-		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: h.Value}})
+		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: h.Value}, IgnoreCase: h.IgnoreCase})
 		hm.InvertMatch = h.Kind == "notcontains"
 	case "regex":
 		hm.HeaderMatchSpecifier = str(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: regex(h.Value)}})
 	}
+	// An absent header then has the empty value: a negated match
+	// (invert_match) matches it, where otherwise an absent header fails
+	// every match but a negated present one.
+	hm.TreatMissingHeaderAsEmpty = h.TreatMissingAsEmpty
 	return hm
 }
 
