@@ -50,9 +50,17 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	routeAuth(&rt, r, scope, errs)
 	rt.ExtProc = b.routeExtProc(p, r, scope.proc, errs.add)
 	b.warnGlobalUnavailable(rt.Route, scope, st)
+	if answered(r) {
+		routeAnswer(&rt, r, errs)
+		if rt.DirectResponse != nil {
+			routeHeaders(&rt, r, errs)
+		}
+		return rt, !errs.invalid
+	}
 	rt.Clusters = b.routeServices(p, r.Services, errs)
 	routeHeaders(&rt, r, errs)
 	routeTimeouts(&rt, r.TimeoutPolicy, errs)
+	routePathRewrite(&rt, r, errs)
 	return rt, !errs.invalid
 }
 

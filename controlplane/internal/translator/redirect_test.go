@@ -20,6 +20,9 @@ func TestRedirect(t *testing.T) {
 	}{
 		{"nothing set: 302 to the same URL", ir.Redirect{}, &routev3.RedirectAction{ResponseCode: routev3.RedirectAction_FOUND}},
 		{"301", ir.Redirect{StatusCode: 301}, &routev3.RedirectAction{ResponseCode: routev3.RedirectAction_MOVED_PERMANENTLY}},
+		{"303", ir.Redirect{StatusCode: 303}, &routev3.RedirectAction{ResponseCode: routev3.RedirectAction_SEE_OTHER}},
+		{"307", ir.Redirect{StatusCode: 307}, &routev3.RedirectAction{ResponseCode: routev3.RedirectAction_TEMPORARY_REDIRECT}},
+		{"308", ir.Redirect{StatusCode: 308}, &routev3.RedirectAction{ResponseCode: routev3.RedirectAction_PERMANENT_REDIRECT}},
 		{"a new scheme without a port: no port_redirect (the request's port is stripped: the scheme's default)",
 			ir.Redirect{Scheme: "https"}, &routev3.RedirectAction{SchemeRewriteSpecifier: scheme("https"), ResponseCode: routev3.RedirectAction_FOUND}},
 		{"the scheme's default port is left out",
@@ -40,5 +43,15 @@ func TestRedirect(t *testing.T) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A direct response carries the route's response headers (Envoy adds them
+// to the responses it makes itself too).
+func TestDirectResponseHeaders(t *testing.T) {
+	r := route(&ir.Route{Path: "/", DirectResponse: &ir.DirectResponse{Status: 200, Body: "{}"},
+		ResponseHeaders: &ir.HeadersPolicy{Set: []ir.HeaderValue{{Name: "content-type", Value: "application/json"}}, Remove: []string{"server"}}}, routeSettings{})
+	if r.GetDirectResponse().GetStatus() != 200 || len(r.ResponseHeadersToAdd) != 1 || r.ResponseHeadersToAdd[0].Header.Key != "content-type" || len(r.ResponseHeadersToRemove) != 1 {
+		t.Errorf("got %v", r)
 	}
 }

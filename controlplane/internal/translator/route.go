@@ -149,6 +149,13 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, r.Path)}
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r.DirectResponse)}
+		// Envoy sets a route's response headers on its direct response
+		// too (an HTTPProxy's responseHeadersPolicy, a content type for
+		// the body, say).
+		if p := r.ResponseHeaders; p != nil {
+			out.ResponseHeadersToAdd = headerOptions(p)
+			out.ResponseHeadersToRemove = p.Remove
+		}
 	default:
 		out.Action = &routev3.Route_Route{Route: routeAction(r)}
 		if p := r.RequestHeaders; p != nil {
