@@ -82,7 +82,7 @@ func mergeConditions(parent route, conds []contourv1.MatchCondition, where strin
 	case regexes == 1:
 		re, err := regexUnder(parent.Path, regex)
 		if err != nil {
-			return pathErr("regex %v", err)
+			return pathErr("regex condition %q: %v", regex, err)
 		}
 		out.PathKind, out.Path = ir.PathRegex, re
 	}
@@ -98,7 +98,7 @@ func regexUnder(prefix, re string) (string, error) {
 	prefix = strings.TrimRight(prefix, "/")
 	if prefix != "" {
 		if !strings.HasPrefix(re, "/") {
-			return "", fmt.Errorf("%q must start with / under the prefix %q of the includes: it matches the rest of the path", re, prefix)
+			return "", fmt.Errorf("under the prefix %q of the includes, a regex must start with /: it matches the rest of the path", prefix)
 		}
 		// The group keeps an alternation after the prefix.
 		re = regexp.QuoteMeta(prefix) + "(?:" + re + ")"
