@@ -29,6 +29,11 @@ func (e *routeErrors) add(typ, reason, format string, args ...any) {
 	e.invalid = true
 }
 
+// warn adds a warning about the route, which stays valid.
+func (e *routeErrors) warn(typ, reason, format string, args ...any) {
+	e.st.AddWarning(typ, reason, e.where+": "+fmt.Sprintf(format, args...))
+}
+
 // buildRoute builds route i of p under the match and authorization
 // inherited from the includes; false when it is invalid.
 func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, parent route, scope authScope, st *status.Object) (route, bool) {
@@ -61,6 +66,8 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	routeHeaders(&rt, r, errs)
 	routeTimeouts(&rt, r.TimeoutPolicy, errs)
 	routePathRewrite(&rt, r, errs)
+	routeRetry(&rt, r.RetryPolicy, errs)
+	rt.Websocket = r.EnableWebsockets
 	return rt, !errs.invalid
 }
 

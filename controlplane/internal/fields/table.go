@@ -50,8 +50,8 @@ var table = map[string]entries{
 			"routes.extProcPolicy":          yes,
 			"routes.extProcPolicy.disabled": yes,
 
-			"routes.enableWebsockets":       Refused("WebSocket upgrades are not implemented"),
-			"routes.retryPolicy":            Refused("retries are not implemented"),
+			"routes.enableWebsockets":       yes,
+			"routes.retryPolicy":            yes,
 			"routes.healthCheckPolicy":      Refused("HTTP health checks of a route's services are not implemented"),
 			"routes.loadBalancerPolicy":     Refused("load balancer policies of routes are not implemented"),
 			"routes.cookieRewritePolicies":  Refused("cookie rewriting is not implemented"),
@@ -112,6 +112,7 @@ var table = map[string]entries{
 		tree("routes.services.responseHeadersPolicy", headersPolicy),
 		tree("routes.extProcPolicy.overrides", extProc),
 		tree("includes.conditions", without(matchCondition, "exact", "regex")),
+		routing, // table_routing.go
 	),
 
 	KindExtensionService: tree("spec", entries{

@@ -229,8 +229,14 @@ type Route struct {
 	// ResponseTimeout: nil for Envoy's default, 0 for no timeout.
 	ResponseTimeout *time.Duration
 	IdleTimeout     *time.Duration
-	// PerTryTimeout bounds each upstream attempt; nil for none.
+	// PerTryTimeout bounds each upstream attempt; nil for none. Unused
+	// when Retry is set (it has its own).
 	PerTryTimeout *time.Duration
+	// Retry retries failed requests; nil for no retries.
+	Retry *RetryPolicy
+	// Websocket allows WebSocket upgrades (Upgrade: websocket) on the
+	// route.
+	Websocket bool
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool
@@ -279,6 +285,19 @@ type ExtensionResource struct {
 	JSON []byte
 	// Policy: attached with targetRefs (not an ExtensionRef filter).
 	Policy bool
+}
+
+// RetryPolicy retries a route's failed requests.
+type RetryPolicy struct {
+	// RetryOn are Envoy's retry conditions (HTTP and gRPC ones), e.g.
+	// "5xx", "reset", "retriable-status-codes", "unavailable".
+	RetryOn []string
+	// NumRetries is the most retries of a request; 0 disables them.
+	NumRetries uint32
+	// PerTryTimeout bounds each attempt; nil (or 0) for none.
+	PerTryTimeout *time.Duration
+	// RetriableStatusCodes are retried under "retriable-status-codes".
+	RetriableStatusCodes []uint32
 }
 
 // Redirect is a redirect response. Empty fields keep the request's value.

@@ -70,6 +70,11 @@ const (
 	ReasonUnsupportedProtocol                   = "UnsupportedProtocol"
 	ReasonUpstreamValidationInvalid             = "UpstreamValidationInvalid"
 	ReasonWildCardNotAllowed                    = "WildCardNotAllowed"
+	ReasonInternalRedirectPolicyNotValid        = "InternalRedirectPolicyNotValid"
+	ReasonMirrorNotValid                        = "MirrorNotValid"
+	ReasonOnlyOneMirror                         = "OnlyOneMirror"
+	ReasonRetryPolicyNotValid                   = "RetryPolicyNotValid"
+	ReasonSlowStartPolicyNotValid               = "SlowStartPolicyNotValid"
 )
 
 // Reasons of the errors about an object's fields (type SpecError), for

@@ -274,10 +274,8 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	if r.IdleTimeout != nil {
 		a.IdleTimeout = durationpb.New(*r.IdleTimeout)
 	}
-	if r.PerTryTimeout != nil {
-		// No retry_on: a policy that never retries, only bounds the try.
-		a.RetryPolicy = &routev3.RetryPolicy{PerTryTimeout: durationpb.New(*r.PerTryTimeout)}
-	}
+	a.RetryPolicy = retryPolicy(r)
+	a.UpgradeConfigs = upgrades(r)
 	if p := r.PathRewrite; p != nil {
 		a.RegexRewrite = pathRewrite(p, r.Path)
 	}
