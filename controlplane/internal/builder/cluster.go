@@ -12,21 +12,49 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
+// clusterSettings are what a route sets on the clusters of its services
+// beyond the backend and protocol: each combination is a cluster of its
+// own, so that two routes with different settings never share one.
+type clusterSettings struct {
+	validation *ir.UpstreamValidation
+	lb         string
+	// idle is the idle timeout of upstream connections.
+	idle      *time.Duration
+	slowStart *ir.SlowStart
+}
+
+// key encodes the settings for the cluster's name; the settings that
+// names had before idle and slowStart encode as they did.
+func (s clusterSettings) key() string {
+	if s.validation == nil && s.lb == "" && s.idle == nil && s.slowStart == nil {
+		return ""
+	}
+	k := fmt.Sprintf("%v|%s|<nil>", s.validation, s.lb)
+	if s.idle != nil {
+		k += "|idle=" + s.idle.String()
+	}
+	if s.slowStart != nil {
+		k += fmt.Sprintf("|slowstart=%+v", *s.slowStart)
+	}
+	return k
+}
+
 // clusterFor adds (or reuses) the cluster of one resolved backend.
 // Clusters are shared by every route that resolves to the same Service
-// port with the same protocol and validation.
-func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, v *ir.UpstreamValidation, lb string, idle *time.Duration) *ir.Cluster {
+// port with the same protocol and settings.
+func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, cs clusterSettings) *ir.Cluster {
 	name := fmt.Sprintf("%s/%s/%s/%d", prefix, be.service.Namespace, be.service.Name, be.port.Port)
 	if protocol != ir.HTTP1 {
 		name += "/" + string(protocol)
 	}
-	if v != nil || lb != "" || idle != nil {
-		h := sha256.Sum256([]byte(fmt.Sprintf("%v|%s|%v", v, lb, idle)))
+	if k := cs.key(); k != "" {
+		h := sha256.Sum256([]byte(k))
 		name += "/" + hex.EncodeToString(h[:4])
 	}
 	c, ok := b.r.snap.clusters[name]
 	if !ok {
-		c = newCluster(name, []*backend{be}, []uint32{0}, protocol, v, lb, idle)
+		c = newCluster(name, []*backend{be}, []uint32{0}, protocol, cs.validation, cs.lb, cs.idle)
+		c.SlowStart = cs.slowStart
 		b.r.snap.clusters[name] = c
 	}
 	return b.out.addCluster(c)

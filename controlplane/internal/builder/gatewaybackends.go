@@ -118,7 +118,7 @@ func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where st
 	if b.grpc || ptrValue(be.port.AppProtocol) == "kubernetes.io/h2c" {
 		protocol = ir.H2C
 	}
-	c := b.clusterFor("service", be, protocol, nil, "", nil)
+	c := b.clusterFor("service", be, protocol, clusterSettings{})
 	b.out.clusterUses.add(c.Name, b.rt.ref)
 	return c.Name
 }

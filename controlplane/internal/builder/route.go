@@ -62,7 +62,8 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 		}
 		return rt, !errs.invalid
 	}
-	rt.Clusters = b.routeServices(p, r.Services, errs)
+	cs := clusterSettings{lb: routeLoadBalancer(&rt, r.LoadBalancerPolicy, errs), idle: idleConnection(r.TimeoutPolicy, errs)}
+	rt.Clusters = b.routeServices(p, r.Services, cs, errs)
 	routeHeaders(&rt, r, errs)
 	routeTimeouts(&rt, r.TimeoutPolicy, errs)
 	routePathRewrite(&rt, r, errs)

@@ -11,8 +11,9 @@ import (
 )
 
 // routeServices validates the services of one of p's routes and resolves
-// each into its cluster; invalid services are left out, with an error.
-func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1.Service, errs *routeErrors) []ir.WeightedCluster {
+// each into its cluster, with the route's settings cs; invalid services
+// are left out, with an error.
+func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1.Service, cs clusterSettings, errs *routeErrors) []ir.WeightedCluster {
 	if len(services) == 0 {
 		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry")
 	}
@@ -22,7 +23,7 @@ func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1
 	}
 	var out []ir.WeightedCluster
 	for j, s := range services {
-		if c, ok := b.routeService(p, j, s, errs); ok {
+		if c, ok := b.routeService(p, j, s, cs, errs); ok {
 			c.Weight = uint32(min(s.Weight, math.MaxUint32))
 			if allZero {
 				c.Weight = 1
@@ -51,9 +52,10 @@ func serviceWeights(services []contourv1.Service) (allZero bool, err error) {
 	return allZero, nil
 }
 
-// routeService resolves service j of a route of p into its cluster (the
-// weight is the caller's); false, with an error, when it is invalid.
-func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Service, errs *routeErrors) (ir.WeightedCluster, bool) {
+// routeService resolves service j of a route of p into its cluster, with
+// the route's settings cs (the weight is the caller's); false, with an
+// error, when it is invalid.
+func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Service, cs clusterSettings, errs *routeErrors) (ir.WeightedCluster, bool) {
 	where := fmt.Sprintf("Services[%d]", j)
 	fail := func(typ, reason, format string, args ...any) (ir.WeightedCluster, bool) {
 		errs.add(typ, reason, format, args...)
@@ -82,10 +84,14 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if err != nil {
 		return fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "%s.ResponseHeadersPolicy: %v", where, err)
 	}
+	if cs.slowStart, err = slowStart(s.SlowStartPolicy, cs.lb); err != nil {
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
+	}
 	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
 		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
 	}
-	c := b.clusterFor("service", be, protocol, uv, "", nil)
+	cs.validation = uv
+	c := b.clusterFor("service", be, protocol, cs)
 	b.out.clusterUses.add(c.Name, proxyRef(p.Namespace, p.Name))
 	if uv != nil {
 		b.out.secretUses.add(uv.CASecret, proxyRef(p.Namespace, p.Name))

@@ -44,3 +44,30 @@ func TestRouteTimeouts(t *testing.T) {
 }
 
 func durationOr0(d *time.Duration) time.Duration { return ptrValue(d) }
+
+func TestIdleConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      *contourv1.TimeoutPolicy
+		want    *time.Duration
+		wantErr bool
+	}{
+		{name: "none"},
+		{name: "unset", in: &contourv1.TimeoutPolicy{Response: "1s"}},
+		{name: "set", in: &contourv1.TimeoutPolicy{IdleConnection: "90s"}, want: new(90 * time.Second)},
+		{name: "infinity is none", in: &contourv1.TimeoutPolicy{IdleConnection: "infinity"}, want: new(time.Duration(0))},
+		{name: "bad", in: &contourv1.TimeoutPolicy{IdleConnection: "often"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &status.Object{}
+			errs := &routeErrors{st: st, where: "R"}
+			got := idleConnection(tc.in, errs)
+			if errs.invalid != tc.wantErr {
+				t.Fatalf("errors %+v, want some: %v", st.Errors, tc.wantErr)
+			}
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

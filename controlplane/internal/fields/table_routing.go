@@ -6,6 +6,9 @@ package fields
 // there).
 var routing = merge(
 	tree("routes.retryPolicy", retryPolicy),
+	tree("routes.loadBalancerPolicy", loadBalancerPolicy),
+	tree("routes.services.slowStartPolicy", slowStartPolicy),
+	entries{"routes.timeoutPolicy.idleConnection": yes},
 )
 
 var retryPolicy = entries{
@@ -13,4 +16,21 @@ var retryPolicy = entries{
 	"perTryTimeout":        yes,
 	"retryOn":              yes,
 	"retriableStatusCodes": yes,
+}
+
+var loadBalancerPolicy = entries{
+	"strategy":                                                    yes,
+	"requestHashPolicies":                                         yes,
+	"requestHashPolicies.terminal":                                yes,
+	"requestHashPolicies.headerHashOptions":                       yes,
+	"requestHashPolicies.headerHashOptions.headerName":            yes,
+	"requestHashPolicies.queryParameterHashOptions":               yes,
+	"requestHashPolicies.queryParameterHashOptions.parameterName": yes,
+	"requestHashPolicies.hashSourceIP":                            yes,
+}
+
+var slowStartPolicy = entries{
+	"window":           yes,
+	"aggression":       yes,
+	"minWeightPercent": yes,
 }

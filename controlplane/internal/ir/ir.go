@@ -220,6 +220,9 @@ type Route struct {
 	DirectResponse *DirectResponse
 	// PathRewrite changes the path sent upstream.
 	PathRewrite *PathRewrite
+	// HashPolicies choose the endpoint of RingHash clusters: the hash of
+	// the request attributes they name.
+	HashPolicies []HashPolicy
 	// Mirrors get a copy of each request (their answers are ignored).
 	Mirrors []Mirror
 
@@ -326,6 +329,25 @@ type DirectResponse struct {
 	Body   string
 }
 
+// HashPolicy is one request attribute hashed to choose an endpoint;
+// exactly one of Header, QueryParameter, SourceIP and Cookie is set.
+type HashPolicy struct {
+	Header         string
+	QueryParameter string
+	SourceIP       bool
+	// Cookie, when set, hashes the cookie; a request without it gets one
+	// (Path "/", a session cookie).
+	Cookie *HashCookie
+	// Terminal stops the hashing here when the attribute is present.
+	Terminal bool
+}
+
+// HashCookie is a cookie hashed, and set on requests that lack it.
+type HashCookie struct {
+	Name string
+	Path string
+}
+
 // Mirror sends a copy of requests to a cluster.
 type Mirror struct {
 	Cluster string
@@ -389,7 +411,12 @@ type Cluster struct {
 	// SNI sent to TLS upstreams.
 	SNI            string
 	ConnectTimeout time.Duration
-	LBPolicy       string // RoundRobin (default), WeightedLeastRequest, Random
+	// LBPolicy: RoundRobin (the default, also ""), WeightedLeastRequest,
+	// Random, or RingHash (consistent hashing of the routes' HashPolicies).
+	LBPolicy string
+	// SlowStart ramps up the traffic to new endpoints (RoundRobin and
+	// WeightedLeastRequest only); nil for none.
+	SlowStart *SlowStart
 	// IdleTimeout of upstream connections; nil for Envoy's default.
 	IdleTimeout *time.Duration
 	// HealthCheck, when set, makes Envoy check the endpoints with gRPC
@@ -399,6 +426,18 @@ type Cluster struct {
 	// the cluster stands for: Portcullis does not know its endpoints (the
 	// cluster has none); the owner's PostClusterModify completes it.
 	Extension *ExtensionResource
+}
+
+// LBRingHash is the LBPolicy of consistent hashing.
+const LBRingHash = "RingHash"
+
+// SlowStart ramps up the share of traffic of a new endpoint over Window:
+// from MinWeightPercent of its weight, along a curve shaped by Aggression
+// (1 is linear).
+type SlowStart struct {
+	Window           time.Duration
+	Aggression       float64
+	MinWeightPercent float64
 }
 
 // HealthCheck is an active gRPC health check (grpc.health.v1).

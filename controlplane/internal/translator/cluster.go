@@ -27,6 +27,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		ConnectTimeout: durationpb.New(timeout),
 		LbPolicy:       lbPolicy(c.LBPolicy),
 	}
+	slowStart(out, c)
 	switch {
 	case c.Extension != nil:
 		// An extension's backend: no endpoints until its
@@ -79,16 +80,6 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		}}
 	}
 	return out
-}
-
-func lbPolicy(s string) clusterv3.Cluster_LbPolicy {
-	switch s {
-	case "WeightedLeastRequest":
-		return clusterv3.Cluster_LEAST_REQUEST
-	case "Random":
-		return clusterv3.Cluster_RANDOM
-	}
-	return clusterv3.Cluster_ROUND_ROBIN
 }
 
 // loadAssignment groups endpoints by their backing Service, so that the

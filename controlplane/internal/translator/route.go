@@ -275,6 +275,7 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 		a.IdleTimeout = durationpb.New(*r.IdleTimeout)
 	}
 	a.RetryPolicy = retryPolicy(r)
+	a.HashPolicy = hashPolicies(r.HashPolicies)
 	a.UpgradeConfigs = upgrades(r)
 	if p := r.PathRewrite; p != nil {
 		a.RegexRewrite = pathRewrite(p, r.Path)
