@@ -21,12 +21,19 @@ type clusterSettings struct {
 	// idle is the idle timeout of upstream connections.
 	idle      *time.Duration
 	slowStart *ir.SlowStart
+	// healthCheck is the route's HTTP health check; healthPort the
+	// service's port for it (0: the port itself), resolved on the
+	// endpoints as healthPorts (by address) and dnsHealthPort.
+	healthCheck   *ir.HealthCheck
+	healthPort    int
+	healthPorts   map[string]uint32
+	dnsHealthPort uint32
 }
 
 // key encodes the settings for the cluster's name; the settings that
 // names had before idle and slowStart encode as they did.
 func (s clusterSettings) key() string {
-	if s.validation == nil && s.lb == "" && s.idle == nil && s.slowStart == nil {
+	if s.validation == nil && s.lb == "" && s.idle == nil && s.slowStart == nil && s.healthCheck == nil {
 		return ""
 	}
 	k := fmt.Sprintf("%v|%s|<nil>", s.validation, s.lb)
@@ -35,6 +42,9 @@ func (s clusterSettings) key() string {
 	}
 	if s.slowStart != nil {
 		k += fmt.Sprintf("|slowstart=%+v", *s.slowStart)
+	}
+	if hc := s.healthCheck; hc != nil {
+		k += fmt.Sprintf("|hc=%v,%v,%d,%d,%+v|healthport=%d", hc.Interval, hc.Timeout, hc.UnhealthyThreshold, hc.HealthyThreshold, ptrValue(hc.HTTP), s.healthPort)
 	}
 	return k
 }
@@ -55,6 +65,11 @@ func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, cs c
 	if !ok {
 		c = newCluster(name, []*backend{be}, []uint32{0}, protocol, cs.validation, cs.lb, cs.idle)
 		c.SlowStart = cs.slowStart
+		c.HealthCheck = cs.healthCheck
+		c.DNSHealthPort = cs.dnsHealthPort
+		for i := range c.Endpoints {
+			c.Endpoints[i].HealthPort = cs.healthPorts[c.Endpoints[i].Address]
+		}
 		b.r.snap.clusters[name] = c
 	}
 	return b.out.addCluster(c)

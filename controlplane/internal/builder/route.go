@@ -63,6 +63,10 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 		return rt, !errs.invalid
 	}
 	cs := clusterSettings{lb: routeLoadBalancer(&rt, r.LoadBalancerPolicy, errs), idle: idleConnection(r.TimeoutPolicy, errs)}
+	var err error
+	if cs.healthCheck, err = httpHealthCheck(r.HealthCheckPolicy); err != nil {
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidHealthCheckPolicy, "HealthCheckPolicy: %v", err)
+	}
 	rt.Clusters = b.routeServices(p, r.Services, cs, errs)
 	routeHeaders(&rt, r, errs)
 	routeTimeouts(&rt, r.TimeoutPolicy, errs)

@@ -87,6 +87,18 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if cs.slowStart, err = slowStart(s.SlowStartPolicy, cs.lb); err != nil {
 		return fail(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
 	}
+	if s.HealthPort != 0 && cs.healthCheck == nil {
+		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonInvalidHealthCheckPolicy, "%s: HealthPort is ignored: the route has no healthCheckPolicy", where)
+	}
+	if s.HealthPort != 0 && cs.healthCheck != nil && s.HealthPort != s.Port {
+		if s.HealthPort < 1 || s.HealthPort > 65535 {
+			return fail(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: healthPort must be in the range 1-65535", where, s.Name)
+		}
+		cs.healthPort = s.HealthPort
+		if cs.healthPorts, cs.dnsHealthPort, err = b.healthPorts(be, s.HealthPort); err != nil {
+			return fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: HealthPort of Service [%s:%d] is invalid: %v", where, s.Name, s.Port, err)
+		}
+	}
 	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
 		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
 	}

@@ -52,7 +52,7 @@ var table = map[string]entries{
 
 			"routes.enableWebsockets":       yes,
 			"routes.retryPolicy":            yes,
-			"routes.healthCheckPolicy":      Refused("HTTP health checks of a route's services are not implemented"),
+			"routes.healthCheckPolicy":      yes,
 			"routes.loadBalancerPolicy":     yes,
 			"routes.cookieRewritePolicies":  Refused("cookie rewriting is not implemented"),
 			"routes.rateLimitPolicy":        Refused("rate limiting is not implemented: requests would not be limited"),
@@ -83,7 +83,7 @@ var table = map[string]entries{
 			"routes.services.port":                  yes,
 			"routes.services.protocol":              yes,
 			"routes.services.weight":                yes,
-			"routes.services.healthPort":            Refused("health checks of a route's services are not implemented"),
+			"routes.services.healthPort":            yes,
 			"routes.services.mirror":                Refused("traffic mirroring is not implemented: the mirror would get the route's traffic as a normal backend"),
 			"routes.services.cookieRewritePolicies": Refused("cookie rewriting is not implemented"),
 			"routes.services.slowStartPolicy":       yes,

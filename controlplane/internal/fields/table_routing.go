@@ -8,6 +8,7 @@ var routing = merge(
 	tree("routes.retryPolicy", retryPolicy),
 	tree("routes.loadBalancerPolicy", loadBalancerPolicy),
 	tree("routes.services.slowStartPolicy", slowStartPolicy),
+	tree("routes.healthCheckPolicy", healthCheckPolicy),
 	entries{"routes.timeoutPolicy.idleConnection": yes},
 )
 
@@ -33,4 +34,16 @@ var slowStartPolicy = entries{
 	"window":           yes,
 	"aggression":       yes,
 	"minWeightPercent": yes,
+}
+
+var healthCheckPolicy = entries{
+	"path":                    yes,
+	"host":                    yes,
+	"intervalSeconds":         yes,
+	"timeoutSeconds":          yes,
+	"unhealthyThresholdCount": yes,
+	"healthyThresholdCount":   yes,
+	"expectedStatuses":        yes,
+	"expectedStatuses.start":  yes,
+	"expectedStatuses.end":    yes,
 }

@@ -406,6 +406,9 @@ type Cluster struct {
 	// DNSName, for ExternalName services, makes a STRICT_DNS cluster.
 	DNSName string
 	DNSPort uint32
+	// DNSHealthPort is the port health checks of DNSName use; 0 for
+	// DNSPort.
+	DNSHealthPort uint32
 	// Validation verifies the upstream's certificate (TLS protocols only).
 	Validation *UpstreamValidation
 	// SNI sent to TLS upstreams.
@@ -440,13 +443,31 @@ type SlowStart struct {
 	MinWeightPercent float64
 }
 
-// HealthCheck is an active gRPC health check (grpc.health.v1).
+// HealthCheck is an active health check: gRPC (grpc.health.v1), or HTTP
+// when HTTP is set.
 type HealthCheck struct {
+	// ServiceName is the gRPC service checked (gRPC checks only).
 	ServiceName string
+	// HTTP, when set, makes it an HTTP check (Authority unused).
+	HTTP *HTTPHealthCheck
 	// Authority is the :authority of the checks.
 	Authority                            string
 	Interval, Timeout                    time.Duration
 	UnhealthyThreshold, HealthyThreshold uint32
+}
+
+// HTTPHealthCheck is what an HTTP health check requests and expects.
+type HTTPHealthCheck struct {
+	Path string
+	// Host is the checks' :authority.
+	Host string
+	// ExpectedStatuses are the healthy statuses; only 200 when empty.
+	ExpectedStatuses []StatusRange
+}
+
+// StatusRange is the half-open range [Start, End) of HTTP statuses.
+type StatusRange struct {
+	Start, End int64
 }
 
 // Endpoint is one address of a cluster.
@@ -458,6 +479,8 @@ type Endpoint struct {
 	Weight uint32
 	// Group distinguishes the backing Services of a cluster.
 	Group string
+	// HealthPort is the port health checks use; 0 for Port.
+	HealthPort uint32
 }
 
 // UpstreamValidation verifies an upstream certificate.

@@ -41,7 +41,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
 			Endpoints: []*endpointv3.LocalityLbEndpoints{{
-				LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(c.DNSName, c.DNSPort)},
+				LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(c.DNSName, c.DNSPort, c.DNSHealthPort)},
 			}},
 		}
 	default:
@@ -67,18 +67,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 	if c.Protocol == ir.H2 || c.Protocol == ir.TLS {
 		out.TransportSocket = upstreamTLS(c)
 	}
-	if hc := c.HealthCheck; hc != nil {
-		out.HealthChecks = []*corev3.HealthCheck{{
-			Timeout:            durationpb.New(hc.Timeout),
-			Interval:           durationpb.New(hc.Interval),
-			UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
-			HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
-			HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{
-				ServiceName: hc.ServiceName,
-				Authority:   hc.Authority,
-			}},
-		}}
-	}
+	out.HealthChecks = healthChecks(c.HealthCheck)
 	return out
 }
 
@@ -98,7 +87,7 @@ func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 			groups[e.Group] = g
 			order = append(order, e.Group)
 		}
-		g.LbEndpoints = append(g.LbEndpoints, lbEndpoint(e.Address, e.Port))
+		g.LbEndpoints = append(g.LbEndpoints, lbEndpoint(e.Address, e.Port, e.HealthPort))
 	}
 	sort.Strings(order)
 	for _, k := range order {
@@ -107,8 +96,12 @@ func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	return cla
 }
 
-func lbEndpoint(addr string, port uint32) *endpointv3.LbEndpoint {
-	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-		Address: socketAddress(addr, port),
-	}}}
+// lbEndpoint is one endpoint; a healthPort other than 0 is the port its
+// health checks use.
+func lbEndpoint(addr string, port, healthPort uint32) *endpointv3.LbEndpoint {
+	ep := &endpointv3.Endpoint{Address: socketAddress(addr, port)}
+	if healthPort != 0 {
+		ep.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthPort}
+	}
+	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: ep}}
 }

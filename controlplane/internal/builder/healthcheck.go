@@ -1,0 +1,87 @@
+package builder
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// defaultHealthCheckHost is the Host of HTTP checks without one
+// (Contour's).
+const defaultHealthCheckHost = "contour-envoy-healthcheck"
+
+// httpHealthCheck validates a route's healthCheckPolicy, with Contour's
+// defaults (those of an ExtensionService's checks: every 5s, a 2s
+// timeout, unhealthy after 3 failures, healthy after 2 passes; Host
+// contour-envoy-healthcheck; status 200); nil for none.
+func httpHealthCheck(p *contourv1.HTTPHealthCheckPolicy) (*ir.HealthCheck, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if !strings.HasPrefix(p.Path, "/") {
+		return nil, fmt.Errorf("path %q must start with /", p.Path)
+	}
+	if strings.ContainsAny(p.Path, "\r\n\x00?#") || strings.ContainsAny(p.Host, "\r\n\x00/") {
+		return nil, fmt.Errorf("path %q or host %q holds a character not allowed there", p.Path, p.Host)
+	}
+	if p.IntervalSeconds < 0 || p.TimeoutSeconds < 0 {
+		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must not be negative")
+	}
+	if p.UnhealthyThresholdCount < 0 || p.HealthyThresholdCount < 0 || p.UnhealthyThresholdCount > math.MaxUint32 || p.HealthyThresholdCount > math.MaxUint32 {
+		return nil, fmt.Errorf("unhealthyThresholdCount and healthyThresholdCount must be in the range 0-%d", uint32(math.MaxUint32))
+	}
+	http := &ir.HTTPHealthCheck{Path: p.Path, Host: p.Host}
+	if http.Host == "" {
+		http.Host = defaultHealthCheckHost
+	}
+	for i, r := range p.ExpectedStatuses {
+		if r.Start < 100 || r.End > 600 || r.Start >= r.End {
+			return nil, fmt.Errorf("expectedStatuses[%d]: [%d, %d) is not a range of statuses within [100, 600)", i, r.Start, r.End)
+		}
+		http.ExpectedStatuses = append(http.ExpectedStatuses, ir.StatusRange{Start: r.Start, End: r.End})
+	}
+	hc := &ir.HealthCheck{
+		HTTP:     http,
+		Interval: defaultHealthInterval, Timeout: defaultHealthTimeout,
+		UnhealthyThreshold: defaultUnhealthyChecks, HealthyThreshold: defaultHealthyChecks,
+	}
+	if p.IntervalSeconds > 0 {
+		hc.Interval = time.Duration(min(p.IntervalSeconds, math.MaxInt32)) * time.Second
+	}
+	if p.TimeoutSeconds > 0 {
+		hc.Timeout = time.Duration(min(p.TimeoutSeconds, math.MaxInt32)) * time.Second
+	}
+	if p.UnhealthyThresholdCount > 0 {
+		hc.UnhealthyThreshold = uint32(p.UnhealthyThresholdCount)
+	}
+	if p.HealthyThresholdCount > 0 {
+		hc.HealthyThreshold = uint32(p.HealthyThresholdCount)
+	}
+	return hc, nil
+}
+
+// healthPorts resolves a service's healthPort (a port of the Service, as
+// port is) on the endpoints of its cluster: each endpoint address's port
+// for it, and the ExternalName destination's.
+func (b stage) healthPorts(be *backend, healthPort int) (map[string]uint32, uint32, error) {
+	hb, err := b.r.backend(nn(be.service.Namespace, be.service.Name), healthPort)
+	if err != nil {
+		return nil, 0, err
+	}
+	if hb.service.Spec.ExternalName != "" {
+		port := uint32(hb.port.Port)
+		if tp := hb.port.TargetPort.IntValue(); tp > 0 {
+			port = uint32(tp)
+		}
+		return nil, port, nil
+	}
+	ports := map[string]uint32{}
+	for _, ep := range hb.endpoints {
+		ports[ep.Address] = ep.Port
+	}
+	return ports, 0, nil
+}

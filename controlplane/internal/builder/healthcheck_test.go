@@ -1,0 +1,62 @@
+package builder
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+func TestHTTPHealthCheck(t *testing.T) {
+	defaults := func(h *ir.HTTPHealthCheck) *ir.HealthCheck {
+		return &ir.HealthCheck{HTTP: h, Interval: 5 * time.Second, Timeout: 2 * time.Second, UnhealthyThreshold: 3, HealthyThreshold: 2}
+	}
+	for _, tc := range []struct {
+		name    string
+		in      *contourv1.HTTPHealthCheckPolicy
+		want    *ir.HealthCheck
+		wantErr string
+	}{
+		{name: "none"},
+		{name: "defaults", in: &contourv1.HTTPHealthCheckPolicy{Path: "/healthz"}, want: defaults(&ir.HTTPHealthCheck{Path: "/healthz", Host: "contour-envoy-healthcheck"})},
+		{name: "everything", in: &contourv1.HTTPHealthCheckPolicy{Path: "/r", Host: "h", IntervalSeconds: 10, TimeoutSeconds: 20, UnhealthyThresholdCount: 1, HealthyThresholdCount: 7,
+			ExpectedStatuses: []contourv1.HTTPStatusRange{{Start: 200, End: 400}}},
+			want: &ir.HealthCheck{HTTP: &ir.HTTPHealthCheck{Path: "/r", Host: "h", ExpectedStatuses: []ir.StatusRange{{Start: 200, End: 400}}}, Interval: 10 * time.Second, Timeout: 20 * time.Second, UnhealthyThreshold: 1, HealthyThreshold: 7}},
+		{name: "relative path", in: &contourv1.HTTPHealthCheckPolicy{Path: "healthz"}, wantErr: "must start with /"},
+		{name: "query", in: &contourv1.HTTPHealthCheckPolicy{Path: "/h?x"}, wantErr: "not allowed"},
+		{name: "host", in: &contourv1.HTTPHealthCheckPolicy{Path: "/h", Host: "a\nb"}, wantErr: "not allowed"},
+		{name: "interval", in: &contourv1.HTTPHealthCheckPolicy{Path: "/h", TimeoutSeconds: -1}, wantErr: "negative"},
+		{name: "threshold", in: &contourv1.HTTPHealthCheckPolicy{Path: "/h", HealthyThresholdCount: -1}, wantErr: "healthyThresholdCount"},
+		{name: "empty range", in: &contourv1.HTTPHealthCheckPolicy{Path: "/h", ExpectedStatuses: []contourv1.HTTPStatusRange{{Start: 200, End: 200}}}, wantErr: "expectedStatuses[0]"},
+		{name: "range beyond 600", in: &contourv1.HTTPHealthCheckPolicy{Path: "/h", ExpectedStatuses: []contourv1.HTTPStatusRange{{Start: 200, End: 601}}}, wantErr: "expectedStatuses[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := httpHealthCheck(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClusterSettingsKeyHealthChecks(t *testing.T) {
+	hc := func(path string) *ir.HealthCheck { return &ir.HealthCheck{HTTP: &ir.HTTPHealthCheck{Path: path}, Interval: time.Second} }
+	a := clusterSettings{healthCheck: hc("/a")}.key()
+	if b := (clusterSettings{healthCheck: hc("/a")}).key(); a != b {
+		t.Errorf("equal checks, different keys: %q, %q", a, b)
+	}
+	for _, other := range []clusterSettings{{healthCheck: hc("/b")}, {healthCheck: hc("/a"), healthPort: 9000}, {}} {
+		if other.key() == a {
+			t.Errorf("%+v has the key of another check: %q", other, a)
+		}
+	}
+}
