@@ -67,7 +67,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	if cs.healthCheck, err = httpHealthCheck(r.HealthCheckPolicy); err != nil {
 		errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidHealthCheckPolicy, "HealthCheckPolicy: %v", err)
 	}
-	rt.Clusters = b.routeServices(p, r.Services, cs, errs)
+	rt.Clusters, rt.Mirrors = b.routeServices(p, r.Services, cs, errs)
 	routeHeaders(&rt, r, errs)
 	routeTimeouts(&rt, r.TimeoutPolicy, errs)
 	routePathRewrite(&rt, r, errs)

@@ -11,18 +11,37 @@ import (
 )
 
 // routeServices validates the services of one of p's routes and resolves
-// each into its cluster, with the route's settings cs; invalid services
-// are left out, with an error.
-func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1.Service, cs clusterSettings, errs *routeErrors) []ir.WeightedCluster {
-	if len(services) == 0 {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry")
+// each into its cluster, with the route's settings cs, and the mirror
+// (if any) into its mirror policy; invalid services are left out, with an
+// error.
+func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1.Service, cs clusterSettings, errs *routeErrors) ([]ir.WeightedCluster, []ir.Mirror) {
+	var backends []contourv1.Service
+	for _, s := range services {
+		if !s.Mirror {
+			backends = append(backends, s)
+		}
 	}
-	allZero, err := serviceWeights(services)
+	switch {
+	case len(services) == 0:
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry")
+	case len(backends) == 0:
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry that is not a mirror")
+	}
+	allZero, err := serviceWeights(backends)
 	if err != nil {
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "%v", err)
 	}
 	var out []ir.WeightedCluster
+	var mirrors []ir.Mirror
+	seenMirror := false
 	for j, s := range services {
+		if s.Mirror {
+			if m, ok := b.routeMirror(p, j, s, !seenMirror, cs, errs); ok {
+				mirrors = append(mirrors, m)
+			}
+			seenMirror = true
+			continue
+		}
 		if c, ok := b.routeService(p, j, s, cs, errs); ok {
 			c.Weight = uint32(min(s.Weight, math.MaxUint32))
 			if allZero {
@@ -31,7 +50,7 @@ func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1
 			out = append(out, c)
 		}
 	}
-	return out
+	return out, mirrors
 }
 
 // serviceWeights checks that the weights fit Envoy's total (it rejects the

@@ -84,7 +84,7 @@ var table = map[string]entries{
 			"routes.services.protocol":              yes,
 			"routes.services.weight":                yes,
 			"routes.services.healthPort":            yes,
-			"routes.services.mirror":                Refused("traffic mirroring is not implemented: the mirror would get the route's traffic as a normal backend"),
+			"routes.services.mirror":                yes,
 			"routes.services.cookieRewritePolicies": Refused("cookie rewriting is not implemented"),
 			"routes.services.slowStartPolicy":       yes,
 
