@@ -49,7 +49,9 @@ func TestHTTPHealthCheck(t *testing.T) {
 }
 
 func TestClusterSettingsKeyHealthChecks(t *testing.T) {
-	hc := func(path string) *ir.HealthCheck { return &ir.HealthCheck{HTTP: &ir.HTTPHealthCheck{Path: path}, Interval: time.Second} }
+	hc := func(path string) *ir.HealthCheck {
+		return &ir.HealthCheck{HTTP: &ir.HTTPHealthCheck{Path: path}, Interval: time.Second}
+	}
 	a := clusterSettings{healthCheck: hc("/a")}.key()
 	if b := (clusterSettings{healthCheck: hc("/a")}).key(); a != b {
 		t.Errorf("equal checks, different keys: %q, %q", a, b)

@@ -73,6 +73,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	routePathRewrite(&rt, r, errs)
 	routeRetry(&rt, r.RetryPolicy, errs)
 	rt.Websocket = r.EnableWebsockets
+	routeInternalRedirect(&rt, r.InternalRedirectPolicy, errs)
 	return rt, !errs.invalid
 }
 

@@ -56,7 +56,7 @@ var table = map[string]entries{
 			"routes.loadBalancerPolicy":     yes,
 			"routes.cookieRewritePolicies":  Refused("cookie rewriting is not implemented"),
 			"routes.rateLimitPolicy":        Refused("rate limiting is not implemented: requests would not be limited"),
-			"routes.internalRedirectPolicy": Refused("internal redirects are not implemented"),
+			"routes.internalRedirectPolicy": yes,
 			"routes.jwtVerificationPolicy":  Refused("JWT verification is not implemented: requests would reach the route unverified"),
 			"routes.ipAllowPolicy":          Refused("IP allow lists are not implemented: every client would be let in"),
 			"routes.ipDenyPolicy":           Refused("IP deny lists are not implemented: the denied clients would be let in"),

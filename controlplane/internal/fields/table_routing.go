@@ -9,6 +9,7 @@ var routing = merge(
 	tree("routes.loadBalancerPolicy", loadBalancerPolicy),
 	tree("routes.services.slowStartPolicy", slowStartPolicy),
 	tree("routes.healthCheckPolicy", healthCheckPolicy),
+	tree("routes.internalRedirectPolicy", internalRedirectPolicy),
 	entries{"routes.timeoutPolicy.idleConnection": yes},
 )
 
@@ -46,4 +47,11 @@ var healthCheckPolicy = entries{
 	"expectedStatuses":        yes,
 	"expectedStatuses.start":  yes,
 	"expectedStatuses.end":    yes,
+}
+
+var internalRedirectPolicy = entries{
+	"maxInternalRedirects":      yes,
+	"redirectResponseCodes":     yes,
+	"allowCrossSchemeRedirect":  yes,
+	"denyRepeatedRouteRedirect": yes,
 }

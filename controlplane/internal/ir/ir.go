@@ -240,6 +240,9 @@ type Route struct {
 	// Websocket allows WebSocket upgrades (Upgrade: websocket) on the
 	// route.
 	Websocket bool
+	// InternalRedirect, when set, makes Envoy follow the upstream's
+	// redirects itself.
+	InternalRedirect *InternalRedirect
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool
@@ -301,6 +304,21 @@ type RetryPolicy struct {
 	PerTryTimeout *time.Duration
 	// RetriableStatusCodes are retried under "retriable-status-codes".
 	RetriableStatusCodes []uint32
+}
+
+// InternalRedirect follows upstream redirects inside Envoy.
+type InternalRedirect struct {
+	// MaxRedirects is how many redirects a request may follow; nil for
+	// Envoy's default, 1.
+	MaxRedirects *uint32
+	// Codes are the statuses followed; 302 only when empty.
+	Codes []uint32
+	// CrossScheme: "Never" (or ""), "Always", or "SafeOnly" (an HTTPS
+	// request may go to HTTP or HTTPS, an HTTP one only to HTTP).
+	CrossScheme string
+	// DenyRepeatedRoute refuses a redirect to a route the request went
+	// through already.
+	DenyRepeatedRoute bool
 }
 
 // Redirect is a redirect response. Empty fields keep the request's value.

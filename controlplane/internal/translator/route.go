@@ -277,6 +277,7 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	a.RetryPolicy = retryPolicy(r)
 	a.HashPolicy = hashPolicies(r.HashPolicies)
 	a.UpgradeConfigs = upgrades(r)
+	a.InternalRedirectPolicy = internalRedirect(r.InternalRedirect)
 	if p := r.PathRewrite; p != nil {
 		a.RegexRewrite = pathRewrite(p, r.Path)
 	}
