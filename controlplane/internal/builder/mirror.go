@@ -12,7 +12,7 @@ import (
 // policy: the service gets a copy of the route's requests (all of them,
 // or weight percent when the weight is 1-100), whose answers are
 // discarded. As Contour, a route has at most one mirror (first says
-// whether this is the first); a mirror's headers policies would not apply
+// whether this is the first); a mirror's headers and cookie policies would not apply
 // (Envoy mirrors the request as the route sends it), so they are errors.
 func (b *rootBuilder) routeMirror(p *contourv1.HTTPProxy, j int, s contourv1.Service, first bool, cs clusterSettings, errs *routeErrors) (ir.Mirror, bool) {
 	where := fmt.Sprintf("Services[%d]", j)
@@ -25,8 +25,8 @@ func (b *rootBuilder) routeMirror(p *contourv1.HTTPProxy, j int, s contourv1.Ser
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonMirrorNotValid, "%s: the weight of a mirror is the percentage of requests mirrored: %d is not in the range 0-100 (0 mirrors all)", where, s.Weight)
 		ok = false
 	}
-	if s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil {
-		errs.add(contourv1.ConditionTypeServiceError, status.ReasonMirrorNotValid, "%s: a mirror has no requestHeadersPolicy or responseHeadersPolicy: it gets the request as the route sends it, and its response is discarded", where)
+	if s.RequestHeadersPolicy != nil || s.ResponseHeadersPolicy != nil || len(s.CookieRewritePolicies) > 0 {
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonMirrorNotValid, "%s: a mirror has no requestHeadersPolicy, responseHeadersPolicy or cookieRewritePolicies: it gets the request as the route sends it, and its response is discarded", where)
 		ok = false
 	}
 	if !ok {

@@ -68,6 +68,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 		errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidHealthCheckPolicy, "HealthCheckPolicy: %v", err)
 	}
 	rt.Clusters, rt.Mirrors = b.routeServices(p, r.Services, cs, errs)
+	routeCookieRewrites(&rt, r.CookieRewritePolicies, errs)
 	routeHeaders(&rt, r, errs)
 	routeTimeouts(&rt, r.TimeoutPolicy, errs)
 	routePathRewrite(&rt, r, errs)

@@ -103,6 +103,10 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if err != nil {
 		return fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "%s.ResponseHeadersPolicy: %v", where, err)
 	}
+	cookies, err := cookieRewrites(s.CookieRewritePolicies)
+	if err != nil {
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonCookieRewritePolicyNotValid, "%s.CookieRewritePolicies%v", where, err)
+	}
 	if cs.slowStart, err = slowStart(s.SlowStartPolicy, cs.lb); err != nil {
 		return fail(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
 	}
@@ -127,7 +131,7 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if uv != nil {
 		b.out.secretUses.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
 	}
-	return ir.WeightedCluster{Cluster: c.Name, RequestHeaders: reqH, ResponseHeaders: respH}, true
+	return ir.WeightedCluster{Cluster: c.Name, RequestHeaders: reqH, ResponseHeaders: respH, CookieRewrites: cookies}, true
 }
 
 // serviceProtocol is the upstream protocol a route's service names

@@ -54,7 +54,7 @@ var table = map[string]entries{
 			"routes.retryPolicy":            yes,
 			"routes.healthCheckPolicy":      yes,
 			"routes.loadBalancerPolicy":     yes,
-			"routes.cookieRewritePolicies":  Refused("cookie rewriting is not implemented"),
+			"routes.cookieRewritePolicies":  yes,
 			"routes.rateLimitPolicy":        Refused("rate limiting is not implemented: requests would not be limited"),
 			"routes.internalRedirectPolicy": yes,
 			"routes.jwtVerificationPolicy":  Refused("JWT verification is not implemented: requests would reach the route unverified"),
@@ -85,7 +85,7 @@ var table = map[string]entries{
 			"routes.services.weight":                yes,
 			"routes.services.healthPort":            yes,
 			"routes.services.mirror":                yes,
-			"routes.services.cookieRewritePolicies": Refused("cookie rewriting is not implemented"),
+			"routes.services.cookieRewritePolicies": yes,
 			"routes.services.slowStartPolicy":       yes,
 
 			"includes":           yes,

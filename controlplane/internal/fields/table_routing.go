@@ -10,6 +10,8 @@ var routing = merge(
 	tree("routes.services.slowStartPolicy", slowStartPolicy),
 	tree("routes.healthCheckPolicy", healthCheckPolicy),
 	tree("routes.internalRedirectPolicy", internalRedirectPolicy),
+	tree("routes.cookieRewritePolicies", cookieRewritePolicy),
+	tree("routes.services.cookieRewritePolicies", cookieRewritePolicy),
 	entries{"routes.timeoutPolicy.idleConnection": yes},
 )
 
@@ -54,4 +56,14 @@ var internalRedirectPolicy = entries{
 	"redirectResponseCodes":     yes,
 	"allowCrossSchemeRedirect":  yes,
 	"denyRepeatedRouteRedirect": yes,
+}
+
+var cookieRewritePolicy = entries{
+	"name":                yes,
+	"pathRewrite":         yes,
+	"pathRewrite.value":   yes,
+	"domainRewrite":       yes,
+	"domainRewrite.value": yes,
+	"secure":              yes,
+	"sameSite":            yes,
 }

@@ -223,6 +223,9 @@ type Route struct {
 	// HashPolicies choose the endpoint of RingHash clusters: the hash of
 	// the request attributes they name.
 	HashPolicies []HashPolicy
+	// CookieRewrites change the attributes of the Set-Cookie headers of
+	// the responses (a cluster's own replace them for its share).
+	CookieRewrites []CookieRewrite
 	// Mirrors get a copy of each request (their answers are ignored).
 	Mirrors []Mirror
 
@@ -381,6 +384,20 @@ type WeightedCluster struct {
 	Weight          uint32
 	RequestHeaders  *HeadersPolicy
 	ResponseHeaders *HeadersPolicy
+	// CookieRewrites, when set, are the cookie rewrites of this cluster's
+	// responses: the route's merged with the service's own.
+	CookieRewrites []CookieRewrite
+}
+
+// CookieRewrite changes the attributes of the Set-Cookie headers of one
+// cookie; empty fields (nil Secure) leave the attribute as it is.
+type CookieRewrite struct {
+	Name   string
+	Path   string
+	Domain string
+	// Secure sets (true) or removes (false) the Secure attribute.
+	Secure   *bool
+	SameSite string
 }
 
 // HeadersPolicy sets, adds and removes headers.

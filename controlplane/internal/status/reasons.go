@@ -75,6 +75,7 @@ const (
 	ReasonOnlyOneMirror                         = "OnlyOneMirror"
 	ReasonRetryPolicyNotValid                   = "RetryPolicyNotValid"
 	ReasonSlowStartPolicyNotValid               = "SlowStartPolicyNotValid"
+	ReasonCookieRewritePolicyNotValid           = "CookieRewritePolicyNotValid"
 )
 
 // Reasons of the errors about an object's fields (type SpecError), for

@@ -46,6 +46,9 @@ var httpFilters = []httpFilter{
 	// The processors routes name themselves, beside the HCM's for the
 	// same reason.
 	routeExtProcFilter{},
+	// The cookie rewrites (Lua) next to the router: they change the
+	// upstream's response before any other filter sees it.
+	cookieFilter{},
 	// The router last: it is the terminal filter that forwards the
 	// request, and Envoy requires it at the end.
 	routerFilter{},
@@ -59,6 +62,8 @@ type hcmSettings struct {
 	proc      *ir.ExtProc
 	routeAuth []named[*ir.ExtAuth]
 	routeProc []named[*ir.ExtProc]
+	// cookies: some of the routes rewrite cookies (withRoutes).
+	cookies bool
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP

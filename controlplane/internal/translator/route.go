@@ -8,6 +8,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -244,7 +245,7 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	// of the requests is answered 500 rather than Envoy's default 503,
 	// which would blame an upstream that was never there.
 	a := &routev3.RouteAction{ClusterNotFoundResponseCode: routev3.RouteAction_INTERNAL_SERVER_ERROR}
-	if len(r.Clusters) == 1 && r.Clusters[0].RequestHeaders == nil && r.Clusters[0].ResponseHeaders == nil {
+	if len(r.Clusters) == 1 && r.Clusters[0].RequestHeaders == nil && r.Clusters[0].ResponseHeaders == nil && r.Clusters[0].CookieRewrites == nil {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster}
 	} else {
 		wc := &routev3.WeightedCluster{}
@@ -260,6 +261,10 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 			if p := c.ResponseHeaders; p != nil {
 				cw.ResponseHeadersToAdd = headerOptions(p)
 				cw.ResponseHeadersToRemove = p.Remove
+			}
+			if c.CookieRewrites != nil {
+				// The HCM has the Lua filter: withRoutes saw the cluster.
+				cw.TypedPerFilterConfig = map[string]*anypb.Any{LuaFilterName: mustAny(cookieRewriteConfig(c.CookieRewrites))}
 			}
 			wc.Clusters = append(wc.Clusters, cw)
 		}

@@ -138,6 +138,7 @@ func (h hcmSettings) withRoutes(hosts []*ir.VirtualHost) hcmSettings {
 		}
 	}
 	h.routeAuth, h.routeProc = auths.sorted(), procs.sorted()
+	h.cookies = routesRewriteCookies(hosts)
 	return h
 }
 
