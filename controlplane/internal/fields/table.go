@@ -125,7 +125,7 @@ var table = map[string]entries{
 		"protocolVersion":                        yes,
 		"loadBalancerPolicy":                     yes,
 		"loadBalancerPolicy.strategy":            yes,
-		"loadBalancerPolicy.requestHashPolicies": Refused("request hash load balancing is not implemented for an ExtensionService (RoundRobin, WeightedLeastRequest and Random are)"),
+		"loadBalancerPolicy.requestHashPolicies": Refused("request hash load balancing does not apply to an ExtensionService: Envoy hashes a route's requests, and the filters that call an ExtensionService have no route (RoundRobin, WeightedLeastRequest and Random are implemented)"),
 		"circuitBreakerPolicy":                   Refused("circuit breakers are not implemented: Envoy's default limits apply"),
 
 		"healthCheckPolicy":                         yes,
