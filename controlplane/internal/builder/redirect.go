@@ -56,6 +56,12 @@ func routeAnswer(rt *route, r contourv1.Route, errs *routeErrors) {
 		{"pathRewritePolicy", r.PathRewritePolicy != nil},
 		{"requestHeadersPolicy", r.RequestHeadersPolicy != nil},
 		{"timeoutPolicy", r.TimeoutPolicy != nil},
+		{"retryPolicy", r.RetryPolicy != nil},
+		{"loadBalancerPolicy", r.LoadBalancerPolicy != nil},
+		{"healthCheckPolicy", r.HealthCheckPolicy != nil},
+		{"enableWebsockets", r.EnableWebsockets},
+		{"internalRedirectPolicy", r.InternalRedirectPolicy != nil},
+		{"cookieRewritePolicies", len(r.CookieRewritePolicies) > 0},
 		// A redirect's response headers are not set (a direct
 		// response's are).
 		{"responseHeadersPolicy", r.ResponseHeadersPolicy != nil && r.DirectResponsePolicy == nil},

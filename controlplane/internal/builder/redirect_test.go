@@ -107,6 +107,9 @@ func TestRouteAnswer(t *testing.T) {
 			wantErr: []string{"responseHeadersPolicy cannot be set with requestRedirectPolicy"}},
 		{name: "request headers and timeouts with a direct response", in: contourv1.Route{DirectResponsePolicy: direct, RequestHeadersPolicy: &contourv1.HeadersPolicy{}, TimeoutPolicy: &contourv1.TimeoutPolicy{}},
 			wantErr: []string{"requestHeadersPolicy cannot be set with directResponsePolicy", "timeoutPolicy cannot be set with directResponsePolicy"}},
+		{name: "proxying policies with a redirect", in: contourv1.Route{RequestRedirectPolicy: redirect, RetryPolicy: &contourv1.RetryPolicy{},
+			LoadBalancerPolicy: &contourv1.LoadBalancerPolicy{}, EnableWebsockets: true},
+			wantErr: []string{"retryPolicy cannot be set with requestRedirectPolicy", "loadBalancerPolicy cannot be set with requestRedirectPolicy", "enableWebsockets cannot be set with requestRedirectPolicy"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &status.Object{}
