@@ -5,11 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
+	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
 )
 
@@ -88,5 +91,60 @@ func TestIdentityNeverServesAStaleAnswer(t *testing.T) {
 	}
 	if a := vhost(out, "a.example.com"); !hasHeader(a.GetRequestHeadersToAdd(), "vhost") || a.GetRoutes()[0].GetMatch().GetPathSeparatedPrefix() != "/a" {
 		t.Errorf("a.example.com is not its cached answer: %v", a)
+	}
+}
+
+// A listener is known by its own fields and its filter chains' messages:
+// the same chains (the translator's, reused) in a new listener message
+// reuse the answer without a call; a new chain, or a changed field of the
+// listener's own, is sent again.
+func TestListenerIdentity(t *testing.T) {
+	addr, calls := serve(t, &sdk.Server{HTTPListenerModify: func(_ context.Context, req *v1alpha1.PostHTTPListenerModifyRequest) (*v1alpha1.PostHTTPListenerModifyResponse, error) {
+		l := req.GetListener()
+		l.PerConnectionBufferLimitBytes = wrapperspb.UInt32(uint32(1000 + len(l.GetFilterChains())))
+		return &v1alpha1.PostHTTPListenerModifyResponse{Listener: l}, nil
+	}})
+	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostHTTPListenerModify}})
+	base := translate(t, fixtureYAML)
+	orig := listener(base, translator.HTTPListenerName)
+	chain := func(name string) *listenerv3.FilterChain {
+		c := proto.Clone(orig.GetFilterChains()[0]).(*listenerv3.FilterChain)
+		c.Name = name
+		return c
+	}
+	c1, c2, c3 := chain("one"), chain("two"), chain("three")
+	with := func(statPrefix string, chains ...*listenerv3.FilterChain) *listenerv3.Listener {
+		l := shallowClone(orig)
+		l.FilterChains, l.StatPrefix = chains, statPrefix
+		return l
+	}
+	apply := func(l *listenerv3.Listener) *listenerv3.Listener {
+		t.Helper()
+		in := &translator.Resources{Listeners: []proto.Message{l}, Routes: base.Routes, Clusters: base.Clusters, Endpoints: base.Endpoints, Index: base.Index}
+		out, failures := r.Apply(context.Background(), in, Refs{})
+		if len(failures) > 0 {
+			t.Fatal(failures)
+		}
+		return out.Listeners[0].(*listenerv3.Listener)
+	}
+	for i, step := range []struct {
+		l     *listenerv3.Listener
+		calls int
+		limit uint32
+	}{
+		{with("a", c1, c2), 1, 1002},
+		{with("a", c1, c2), 1, 1002},     // a new message, the same chains: the cached answer
+		{with("a", c1, c3), 2, 1002},     // a new chain: sent
+		{with("a", c1, c2, c3), 3, 1003}, // one more
+		{with("b", c1, c2, c3), 4, 1003}, // the listener's own field
+	} {
+		out := apply(step.l)
+		if n := calls.get(HookPostHTTPListenerModify); n != step.calls {
+			t.Errorf("step %d: %d calls, want %d", i, n, step.calls)
+		}
+		if got := out.GetPerConnectionBufferLimitBytes().GetValue(); got != step.limit || len(out.GetFilterChains()) != len(step.l.GetFilterChains()) ||
+			out.GetStatPrefix() != step.l.GetStatPrefix() {
+			t.Errorf("step %d: answer %v (limit %d), not the answer to its request", i, out.GetFilterChains(), got)
+		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -118,6 +120,9 @@ type Runner struct {
 	// request's input unchanged (see passThrough).
 	keys map[identityKey]cacheKey
 	same map[proto.Message]bool
+	// live keeps the messages the identities of keys name by address
+	// alive (contentIdentity).
+	live []any
 }
 
 // identityKey is a hook and a request's identity (subject.identity).
@@ -255,7 +260,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 
 	r.cache = ru.used // drop the answers this run did not use
 	r.idle = ru.n.Load() == 0
-	r.keys, r.same = ru.keys, ru.same
+	r.keys, r.same, r.live = ru.keys, ru.same, ru.live
 	failures := ru.failures
 	sort.SliceStable(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
@@ -288,10 +293,12 @@ type run struct {
 	danglingOnce sync.Once
 	dangling     map[string]bool
 
-	mu       sync.Mutex
-	used     map[cacheKey]proto.Message
-	keys     map[identityKey]cacheKey
-	same     map[proto.Message]bool
+	mu   sync.Mutex
+	used map[cacheKey]proto.Message
+	keys map[identityKey]cacheKey
+	same map[proto.Message]bool
+	// live are the slices of messages contentIdentity named by address.
+	live     []any
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
@@ -713,9 +720,10 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 				typeURL:  resourcev3.RouteType, names: []string{rcName}, vhost: it.in.GetName(),
 			}
 			origins := objectRefs(about.originsIn(ru.index))
-			// The request is the virtual host (the translator's message,
-			// reused while its host is unchanged) and its origins.
-			about.identity = vhostIdentity{it.in, originsKey(origins)}
+			// The request is the virtual host (its routes are the
+			// translator's messages, reused while its host is unchanged)
+			// and its origins.
+			about.identity = ru.vhostIdentity(it.in, originsKey(origins))
 			req := &v1alpha1.PostVirtualHostModifyRequest{
 				VirtualHost: it.in,
 				Context:     &v1alpha1.VirtualHostContext{Origins: origins},
@@ -767,12 +775,60 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 	return out
 }
 
-// vhostIdentity is the identity of a PostVirtualHostModify request: its
-// virtual host and its origins (originsKey).
-type vhostIdentity struct {
-	vh      *routev3.VirtualHost
-	origins string
+// listenerIdentity is the identity of a PostHTTPListenerModify request:
+// the listener's own fields and its filter chains by message
+// (contentIdentity), and its Gateways (origins). The translator hands
+// over the same filter chain while its host is unchanged: the HTTPS
+// listener of 10,000 hosts is then known without encoding its megabytes
+// again.
+func (ru *run) listenerIdentity(in *listenerv3.Listener, origins string) any {
+	own := shallowClone(in)
+	own.FilterChains = nil
+	return contentIdentity(ru, own, origins, in.GetFilterChains())
 }
+
+// vhostIdentity is the identity of a PostVirtualHostModify request: the
+// virtual host's own fields (its name and domains) and its routes by
+// message (contentIdentity), and its origins. The translator makes a new
+// virtual host message on every translation, but reuses an unchanged
+// host's routes.
+func (ru *run) vhostIdentity(in *routev3.VirtualHost, origins string) any {
+	own := shallowClone(in)
+	own.Routes = nil
+	return contentIdentity(ru, own, origins, in.GetRoutes())
+}
+
+// contentIdentity is a comparable identity of a message: own (the
+// message without its big repeated field, small: encoded and hashed),
+// extra (its context), and the elements of the repeated field by address.
+// The translator never changes a message it handed over, and the elements
+// are kept alive (live) until the next Apply has compared with them, so
+// no other message can take one of their addresses meanwhile: the same
+// identity is the same request. Nil (no identity: the request is encoded)
+// when own cannot be encoded.
+func contentIdentity[E any](ru *run, own proto.Message, extra string, elems []*E) any {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(own)
+	if err != nil {
+		return nil
+	}
+	sum := sha256.Sum256(b)
+	var k strings.Builder
+	k.Grow(len(elems)*12 + len(extra) + 40)
+	k.Write(sum[:])
+	k.WriteString(extra)
+	k.WriteByte(0)
+	for _, e := range elems {
+		k.WriteString(strconv.FormatUint(uint64(uintptr(unsafe.Pointer(e))), 36))
+		k.WriteByte(',')
+	}
+	ru.mu.Lock()
+	ru.live = append(ru.live, elems)
+	ru.mu.Unlock()
+	return contentKey(k.String())
+}
+
+// contentKey is a contentIdentity.
+type contentKey string
 
 // originsKey encodes object references as one comparable string.
 func originsKey(refs []*v1alpha1.ObjectRef) string {
@@ -810,6 +866,7 @@ func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
 			}
 		}
 		req := &v1alpha1.PostHTTPListenerModifyRequest{Listener: in, Context: &v1alpha1.HTTPListenerContext{Origins: objectRefs(gateways)}}
+		about.identity = ru.listenerIdentity(in, originsKey(req.GetContext().GetOrigins()))
 		resp, ok := call(ru, HookPostHTTPListenerModify, about, req, ru.r.client.PostHTTPListenerModify,
 			func(resp *v1alpha1.PostHTTPListenerModifyResponse) error {
 				if resp.GetListener() == nil {

@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"google.golang.org/protobuf/proto"
 	"reflect"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -114,6 +115,16 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 		return e, true
 	}
 	route, chain := secureHost(secureHostsPrefix, vh)
+	// A host whose routes changed often keeps its filter chain (its HCM
+	// names its route configuration by RDS): the previous message is
+	// handed over again, so that what compares messages by identity (the
+	// extension hooks, the xDS server's hashes of the listener) sees no
+	// change where there is none.
+	if c != nil {
+		if prev, ok := c.hosts[vh.FQDN]; ok && proto.Equal(prev.chain, chain) {
+			chain = prev.chain
+		}
+	}
 	return cachedHost{src: vh, in: *vh, route: route, chain: chain}, false
 }
 
