@@ -33,14 +33,9 @@ import (
 	"github.com/portcullis/portcullis/extension/sdk/sdktest"
 )
 
-var retryPolicyKind = schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: "RetryPolicy"}
-
-// gatewayObjects are a Gateway and an HTTPRoute whose first rule
-// references the RetryPolicy "retry" (with attempts) and whose second
-// rule references nothing; withPolicy false leaves the RetryPolicy out.
-func gatewayObjects(t *testing.T, attempts int, withPolicy bool) *objects.Set {
-	t.Helper()
-	in := `
+// gatewayYAML is the Service echo and the Gateway web (HTTP on port 80)
+// of our class, which the tests' HTTPRoutes attach to.
+const gatewayYAML = `
 apiVersion: v1
 kind: Service
 metadata: {name: echo, namespace: default}
@@ -59,6 +54,16 @@ spec:
   gatewayClassName: portcullis
   listeners: [{name: http, port: 80, protocol: HTTP}]
 ---
+`
+
+var retryPolicyKind = schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: "RetryPolicy"}
+
+// gatewayObjects are a Gateway and an HTTPRoute whose first rule
+// references the RetryPolicy "retry" (with attempts) and whose second
+// rule references nothing; withPolicy false leaves the RetryPolicy out.
+func gatewayObjects(t *testing.T, attempts int, withPolicy bool) *objects.Set {
+	t.Helper()
+	in := gatewayYAML + `
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app, namespace: default, generation: 3}
@@ -342,25 +347,7 @@ func hasHeaderKey(hs []*corev3.HeaderValueOption, k string) bool {
 // the route, on the Gateway, and on a route that does not exist.
 func vendorObjects(t *testing.T, bucketPort int64) *objects.Set {
 	t.Helper()
-	in := `
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: default}
-spec:
-  ports: [{name: http, port: 80}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: portcullis}
-spec: {controllerName: portcullis.dev/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: web, namespace: default, generation: 1}
-spec:
-  gatewayClassName: portcullis
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
+	in := gatewayYAML + `
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app, namespace: default, generation: 1}
