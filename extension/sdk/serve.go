@@ -20,6 +20,13 @@ import (
 // health service reports on (as well as on "", the whole server).
 const ServiceName = "portcullis.extension.v1alpha1.ExtensionServer"
 
+// MaxMessageSize is the largest request and answer Serve accepts and
+// sends by default: Portcullis's default (the registration's
+// maxMessageSize), not gRPC's 4 MiB, which the HTTPS listener of a few
+// thousand hosts exceeds. grpc.MaxRecvMsgSize and grpc.MaxSendMsgSize in
+// opts override it.
+const MaxMessageSize = 64 << 20
+
 // ShutdownGrace bounds how long Serve waits, once its context ends, for
 // calls in progress to finish before it closes their connections.
 const ShutdownGrace = 10 * time.Second
@@ -29,11 +36,13 @@ const ShutdownGrace = 10 * time.Second
 // stopped serving otherwise. It closes lis.
 //
 // The gRPC server has opts (e.g. grpc.Creds for TLS: Portcullis connects
-// with the TLS settings of the extension's registration), the gRPC health
+// with the TLS settings of the extension's registration), messages up to
+// MaxMessageSize unless opts say otherwise, the gRPC health
 // service (SERVING for "" and ServiceName until shutdown begins), and
 // turns a panic of a hook into an Internal error of that call.
 func Serve(ctx context.Context, lis net.Listener, srv v1alpha1.ExtensionServerServer, opts ...grpc.ServerOption) error {
-	opts = append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(recoverPanics)}, opts...)
+	opts = append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(recoverPanics),
+		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}, opts...)
 	gs := grpc.NewServer(opts...)
 	v1alpha1.RegisterExtensionServerServer(gs, srv)
 	hs := health.NewServer()

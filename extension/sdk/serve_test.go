@@ -2,10 +2,13 @@ package sdk_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -36,6 +39,18 @@ func TestServeLoopback(t *testing.T) {
 	}
 	if len(resp.Clusters)+len(resp.Secrets) != 0 {
 		t.Errorf("got %v", resp)
+	}
+	// A listener over gRPC's default 4 MiB (the HTTPS listener of a few
+	// thousand hosts) goes there and back.
+	big := &listenerv3.Listener{Name: "big"}
+	for i := range 6000 {
+		big.FilterChains = append(big.FilterChains, &listenerv3.FilterChain{Name: fmt.Sprintf("%d-%s", i, strings.Repeat("x", 1000))})
+	}
+	call := grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize)
+	lr, err := v1alpha1.NewExtensionServerClient(conn).PostHTTPListenerModify(ctxT(t), &v1alpha1.PostHTTPListenerModifyRequest{Listener: big},
+		call, grpc.MaxCallSendMsgSize(sdk.MaxMessageSize))
+	if err != nil || len(lr.GetListener().GetFilterChains()) != 6000 {
+		t.Errorf("a 6 MB listener: %v", err)
 	}
 
 	cancel()
