@@ -138,8 +138,8 @@ install_chromium() {
 	[ ${#missing[@]} -gt 0 ] || return 0
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		log "installing ${missing[*]} with apt-get (a minute or two)"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 	else
 		echo "missing ${missing[*]} (the browser tests need them): install as root, e.g." \
 			"'sudo apt-get install ${missing[*]}' on Debian or Ubuntu, then run make tools again;" \

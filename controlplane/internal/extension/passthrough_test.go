@@ -148,3 +148,55 @@ func TestListenerIdentity(t *testing.T) {
 		}
 	}
 }
+
+// A route configuration message seen again, whose every virtual host the
+// extension passed through, is known without encoding its requests; it
+// stays known from one Apply to the next while it is handed over, and a
+// configuration whose host the extension changed never is.
+func TestPassedRouteConfigurations(t *testing.T) {
+	in := translate(t, fixtureYAML)
+	var rcs int
+	for _, m := range in.Routes {
+		if len(m.(*routev3.RouteConfiguration).GetVirtualHosts()) > 0 {
+			rcs++
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		server *sdk.Server
+		want   int // route configurations known after each Apply
+	}{
+		{"pass-through", &sdk.Server{}, rcs},
+		{"changes every host", &sdk.Server{VirtualHostModify: vhostHeader}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, calls := serve(t, tc.server)
+			r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify}})
+			for round := range 3 {
+				if _, failures := r.Apply(context.Background(), in, Refs{}); len(failures) > 0 {
+					t.Fatalf("round %d: %v", round, failures)
+				}
+				if len(r.passed) != tc.want {
+					t.Errorf("round %d: %d route configurations known as passed through, want %d", round, len(r.passed), tc.want)
+				}
+			}
+			if n := calls.get(HookPostVirtualHostModify); n != 2 {
+				t.Errorf("PostVirtualHostModify called %d times, want 2 (the first Apply's)", n)
+			}
+			if got := testutil.ToFloat64(r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached))); got != 4 {
+				t.Errorf("cached PostVirtualHostModify: %v, want 4", got)
+			}
+			// A new translation: new messages, equal; known again by
+			// identity, then by message.
+			if _, failures := r.Apply(context.Background(), translate(t, fixtureYAML), Refs{}); len(failures) > 0 {
+				t.Fatal(failures)
+			}
+			if n := calls.get(HookPostVirtualHostModify); n != 2 {
+				t.Errorf("PostVirtualHostModify called %d times after a new equal translation, want 2", n)
+			}
+			if len(r.passed) != tc.want {
+				t.Errorf("after a new translation: %d route configurations known, want %d", len(r.passed), tc.want)
+			}
+		})
+	}
+}

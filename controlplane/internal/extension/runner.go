@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"strconv"
@@ -123,6 +124,17 @@ type Runner struct {
 	// live keeps the messages the identities of keys name by address
 	// alive (contentIdentity).
 	live []any
+	// passed are the route configurations of the last Apply whose every
+	// virtual host the extension passed through (passedHosts).
+	passed map[*routev3.RouteConfiguration][]passedHost
+}
+
+// passedHost is a virtual host an extension's answer passed through: its
+// request's identity and cache key, and the answer.
+type passedHost struct {
+	id   identityKey
+	key  cacheKey
+	resp proto.Message
 }
 
 // identityKey is a hook and a request's identity (subject.identity).
@@ -228,8 +240,11 @@ func (r *Runner) Registration() Registration { return r.reg }
 func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs) (*translator.Resources, []Failure) {
 	ctx, cancel := context.WithTimeout(ctx, r.reg.PhaseBudget)
 	defer cancel()
-	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), used: map[cacheKey]proto.Message{}, index: res.Index,
-		keys: map[identityKey]cacheKey{}, same: map[proto.Message]bool{}}
+	// The maps are sized like the last Apply's: a change keeps almost
+	// all of them.
+	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), index: res.Index,
+		used: make(map[cacheKey]proto.Message, len(r.cache)), keys: make(map[identityKey]cacheKey, len(r.keys)),
+		same: make(map[proto.Message]bool, len(r.same)), passed: make(map[*routev3.RouteConfiguration][]passedHost, len(r.passed))}
 	out := &translator.Resources{
 		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
@@ -260,7 +275,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 
 	r.cache = ru.used // drop the answers this run did not use
 	r.idle = ru.n.Load() == 0
-	r.keys, r.same, r.live = ru.keys, ru.same, ru.live
+	r.keys, r.same, r.live, r.passed = ru.keys, ru.same, ru.live, ru.passed
 	failures := ru.failures
 	sort.SliceStable(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
@@ -299,6 +314,7 @@ type run struct {
 	same map[proto.Message]bool
 	// live are the slices of messages contentIdentity named by address.
 	live     []any
+	passed   map[*routev3.RouteConfiguration][]passedHost
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
@@ -690,13 +706,17 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 		rc, vh int
 		in     *routev3.VirtualHost
 		out    *routev3.VirtualHost // nil: dropped
+		passed *passedHost          // the answer passed in through
 	}
 	var items []*item
+	subscribed := ru.r.reg.Subscribed(HookPostVirtualHostModify)
 	for i, m := range rcs {
 		rc, ok := m.(*routev3.RouteConfiguration)
 		if !ok {
 			continue
 		}
+		first := len(items)
+		overridden := false
 		for j, vh := range rc.GetVirtualHosts() {
 			in := vh
 			for ri := range vh.GetRoutes() {
@@ -706,12 +726,16 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 						in.Routes = append([]*routev3.Route(nil), vh.GetRoutes()...)
 					}
 					in.Routes[ri] = r
+					overridden = true
 				}
 			}
 			items = append(items, &item{rc: i, vh: j, in: in, out: in})
 		}
+		if subscribed && !overridden && ru.passedAgain(rc) {
+			items = items[:first]
+		}
 	}
-	if ru.r.reg.Subscribed(HookPostVirtualHostModify) {
+	if subscribed {
 		ru.each(len(items), func(i int) {
 			it := items[i]
 			rcName := translator.ResourceName(rcs[it.rc])
@@ -742,6 +766,13 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 				it.out = resp.GetVirtualHost()
 				if it.out != nil && ru.passThrough(resp, it.out, it.in) {
 					it.out = it.in
+					id := identityKey{HookPostVirtualHostModify, about.identity}
+					ru.mu.Lock()
+					key, keyed := ru.keys[id]
+					ru.mu.Unlock()
+					if keyed {
+						it.passed = &passedHost{id: id, key: key, resp: resp}
+					}
 				}
 			}
 		})
@@ -761,6 +792,13 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 			same = same && it.out == orig.GetVirtualHosts()[it.vh]
 		}
 		if same {
+			ru.rememberPassed(orig, func(yield func(*passedHost) bool) {
+				for _, it := range of {
+					if !yield(it.passed) {
+						return
+					}
+				}
+			})
 			continue
 		}
 		rc := shallowClone(orig)
@@ -773,6 +811,52 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 		out[of[0].rc] = rc
 	}
 	return out
+}
+
+// passedAgain reports whether rc is a route configuration of the last
+// Apply whose every virtual host the extension passed through, and if so
+// counts its hosts' calls as answered from the cache and keeps their
+// answers for the next Apply. The translator hands over the same message
+// for an unchanged host (translator.Cache): the same pointer is the same
+// virtual hosts with the same routes and origins (both are of the host's
+// model, which did not change), so the same requests, whose answers are
+// known. The thousands of unchanged hosts of a change then cost a map
+// lookup each instead of encoding and hashing their requests. The
+// runner's map holds the pointer, so no other message takes its address.
+func (ru *run) passedAgain(rc *routev3.RouteConfiguration) bool {
+	hosts, ok := ru.r.passed[rc]
+	if !ok {
+		return false
+	}
+	ru.mu.Lock()
+	for _, h := range hosts {
+		ru.keys[h.id] = h.key
+		ru.used[h.key] = h.resp
+		ru.same[h.resp] = true
+	}
+	ru.passed[rc] = hosts
+	ru.mu.Unlock()
+	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(hosts)))
+	ru.n.Add(int64(len(hosts)))
+	return true
+}
+
+// rememberPassed records rc for passedAgain when every one of its hosts
+// was passed through (none nil).
+func (ru *run) rememberPassed(rc *routev3.RouteConfiguration, hosts iter.Seq[*passedHost]) {
+	var ps []passedHost
+	for h := range hosts {
+		if h == nil {
+			return
+		}
+		ps = append(ps, *h)
+	}
+	if len(ps) == 0 {
+		return
+	}
+	ru.mu.Lock()
+	ru.passed[rc] = ps
+	ru.mu.Unlock()
 }
 
 // listenerIdentity is the identity of a PostHTTPListenerModify request:
