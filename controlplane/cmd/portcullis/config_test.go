@@ -105,7 +105,13 @@ func TestConfigReloadKeepsTheControllerName(t *testing.T) {
 		}
 	})
 	time.Sleep(50 * time.Millisecond)
-	if err := os.WriteFile(path, []byte("gateway: {controllerName: example.com/second}\nlimits: {maxIncludeDepth: 3}\n"), 0o600); err != nil {
+	// Replaced at once, as Kubernetes updates a mounted ConfigMap: a
+	// write in place can be read half done.
+	next := path + ".next"
+	if err := os.WriteFile(next, []byte("gateway: {controllerName: example.com/second}\nlimits: {maxIncludeDepth: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, path); err != nil {
 		t.Fatal(err)
 	}
 	select {

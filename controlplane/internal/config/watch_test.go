@@ -61,3 +61,34 @@ func TestWatch(t *testing.T) {
 		t.Errorf("delivered %+v, want only globalExtProc disabled", c)
 	}
 }
+
+// A new content is applied only when two reads in a row agree: a file
+// read while it is written in place (first empty, then half written) is
+// not applied.
+func TestSettled(t *testing.T) {
+	const good, next = "globalExtAuth: {extensionService: ns/one}\n", "globalExtAuth: {extensionService: ns/two}\n"
+	for _, tc := range []struct {
+		name  string
+		reads []string
+		want  []bool
+	}{
+		{"unchanged", []string{good, good}, []bool{false, false}},
+		{"a change applies on its second read", []string{next, next, next}, []bool{false, true, false}},
+		{"truncated then written", []string{"", "globalExt", next, next}, []bool{false, false, false, true}},
+		{"back to the content in force", []string{"", good, good}, []bool{false, false, false}},
+		{"an empty file that stays", []string{"", ""}, []bool{false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := settled{last: []byte(good)}
+			for i, r := range tc.reads {
+				got := s.next([]byte(r))
+				if got != tc.want[i] {
+					t.Fatalf("read %d (%q): apply = %v, want %v", i, r, got, tc.want[i])
+				}
+				if got {
+					s.last = []byte(r)
+				}
+			}
+		})
+	}
+}
