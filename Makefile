@@ -2,6 +2,7 @@
 #   make demo    run the standalone stack and show it working
 #   make test    install the tools the tests need, then run every test
 #   make bench   print the benchmark tables (see docs/benchmarks.md)
+#   make image   the container images as tarballs in bin/images/, no Docker daemon needed
 SHELL := /bin/bash
 ROOT := $(abspath .)
 TOOLS := $(ROOT)/.tools
@@ -13,9 +14,9 @@ GOTEST_FLAGS ?=
 # --version of the binaries: the release tag (or commit) and the commit.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
-LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT)
+LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build image test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
@@ -43,6 +44,17 @@ build:
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/echoserver ./e2e/cmd/echoserver
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/checkload ./e2e/cmd/checkload
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/basicauth-extension ./extension/cmd/basicauth-extension
+
+# make image: the tag defaults to the chart's appVersion, so the chart's
+# default image names are what make image writes.
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/portcullis/Chart.yaml)
+IMAGES ?= $(BIN)/images
+
+## image: the container images (ghcr.io/portcullis/portcullis with its three servers, basicauth-extension) as tarballs in bin/images/, without a Docker daemon
+image:
+	@mkdir -p $(IMAGES)/bin
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGES)/bin/ ./controlplane/cmd/portcullis ./authserver/cmd/authserver ./extprocserver/cmd/extprocserver ./extension/cmd/basicauth-extension
+	go run ./e2e/cmd/image -bin $(IMAGES)/bin -out $(IMAGES) -tag $(IMAGE_TAG)
 
 ## vet: go vet every module
 vet:

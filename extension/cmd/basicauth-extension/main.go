@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -70,12 +71,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"`host:port` of the authserver htpasswd gRPC server, as Envoy reaches it (required). An IP address gives a STATIC cluster, a host name a STRICT_DNS one")
 	timeout := fs.Duration("auth-server-timeout", basicauth.DefaultTimeout,
 		"Envoy's deadline for one check by the auth server; a later answer denies the request (403). Leave room for a first bcrypt")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(out, "basicauth-extension", buildVersion())
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
@@ -102,4 +108,27 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log.Info("stopped", "after", time.Since(start).Round(time.Second).String())
 	return nil
+}
+
+// version is the release (make build and make image set it with -ldflags
+// "-X main.version=..."); without it, the module version and VCS revision
+// Go recorded.
+var version string
+
+func buildVersion() string {
+	v, rev := version, ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " (" + s.Value[:12] + ")"
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v + rev
 }
