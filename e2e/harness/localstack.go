@@ -79,22 +79,50 @@ func StartEnvoyAndControlPlane(t testing.TB, providerArgs ...string) (httpAddr, 
 // Gateway listeners on 80 and 443 are served on); it returns the control
 // plane's admin address.
 func StartEnvoyAndControlPlaneAt(t testing.TB, httpAddr, httpsAddr string, providerArgs ...string) (adminAddr string) {
-	portcullis := BuildBinary(t, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
-	xds := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	adminAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	args := append([]string{"serve", "--xds-address", xds, "--admin-address", adminAddr,
-		"--envoy-http-address", httpAddr, "--envoy-https-address", httpsAddr, "--https-redirect-port", httpsAddr[strings.LastIndex(httpsAddr, ":")+1:],
-		"--debounce", "50ms", "--poll-interval", "200ms"}, providerArgs...)
-	StartProcess(t, "portcullis", portcullis, args...)
+	cp := StartControlPlane(t, "portcullis", httpAddr, httpsAddr, providerArgs...)
+	StartEnvoyOn(t, cp.XDSAddr)
+	return cp.AdminAddr
+}
 
+// ControlPlane is a running `portcullis serve`.
+type ControlPlane struct {
+	*Process
+	XDSAddr   string // host:port of the xDS server
+	AdminAddr string // host:port of the admin endpoint
+}
+
+// StartControlPlane runs `portcullis serve` (named name in the logs) for
+// Envoy listeners on httpAddr and httpsAddr, with args after the harness's
+// own (addresses, a short debounce and poll interval). It does not wait
+// for it to serve.
+func StartControlPlane(t testing.TB, name, httpAddr, httpsAddr string, args ...string) *ControlPlane {
+	portcullis := BuildBinary(t, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
+	cp := &ControlPlane{XDSAddr: FreeAddr(t), AdminAddr: FreeAddr(t)}
+	all := append([]string{"serve", "--xds-address", cp.XDSAddr, "--admin-address", cp.AdminAddr,
+		"--envoy-http-address", httpAddr, "--envoy-https-address", httpsAddr, "--https-redirect-port", httpsAddr[strings.LastIndex(httpsAddr, ":")+1:],
+		"--debounce", "50ms", "--poll-interval", "200ms"}, args...)
+	cp.Process = StartProcess(t, name, portcullis, all...)
+	return cp
+}
+
+// Metric is the sum of the samples of one of the control plane's metrics;
+// an error when the admin endpoint does not answer.
+func (cp *ControlPlane) Metric(name string) (float64, error) {
+	return metricValue("http://"+cp.AdminAddr+"/metrics", name)
+}
+
+// StartEnvoyOn runs Envoy with the bootstrap `portcullis bootstrap` writes
+// for the xDS server at xds (bootstrapArgs are added to its flags), and
+// waits until it is LIVE.
+func StartEnvoyOn(t testing.TB, xds string, bootstrapArgs ...string) *Envoy {
+	portcullis := BuildBinary(t, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
 	bootstrap := filepath.Join(t.TempDir(), "envoy.json")
-	out, err := RunCommand(portcullis, "bootstrap", "--xds-address", xds,
-		"--envoy-admin-address", fmt.Sprintf("127.0.0.1:%d", FreePort(t)), "-o", bootstrap)
+	out, err := RunCommand(portcullis, append([]string{"bootstrap", "--xds-address", xds,
+		"--envoy-admin-address", fmt.Sprintf("127.0.0.1:%d", FreePort(t)), "-o", bootstrap}, bootstrapArgs...)...)
 	if err != nil {
 		t.Fatalf("portcullis bootstrap: %v\n%s", err, out)
 	}
-	StartEnvoy(t, bootstrap)
-	return adminAddr
+	return StartEnvoy(t, bootstrap)
 }
 
 // StartOnAPIServer runs portcullis serve with the kubernetes provider on

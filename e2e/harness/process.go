@@ -120,6 +120,21 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill sends SIGKILL to the process group, as a crash or an OOM kill
+// would, and waits until it has exited: nothing runs its shutdown. It is a
+// no-op when nothing is running.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
 // Restart stops the process (if running) and starts it again with the same
 // command line, appending to the same log.
 func (p *Process) Restart() {

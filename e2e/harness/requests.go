@@ -146,14 +146,23 @@ func WriteConfigFile(t testing.TB, path, content string) {
 // MetricValue sums a Prometheus metric's samples (all label sets).
 func MetricValue(t testing.TB, url, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	v, err := metricValue(url, name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return v
+}
+
+func metricValue(url, name string) (float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	total := 0.0
 	for _, line := range strings.Split(string(body), "\n") {
@@ -162,11 +171,11 @@ func MetricValue(t testing.TB, url, name string) float64 {
 		}
 		f, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
+			return 0, fmt.Errorf("metrics line %q: %v", line, err)
 		}
 		total += f
 	}
-	return total
+	return total, nil
 }
 
 // FreeAddr is a free 127.0.0.1:port.

@@ -22,6 +22,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
+	"github.com/portcullis/portcullis/controlplane/internal/leader"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
@@ -314,6 +315,7 @@ func newServeCommand() *cobra.Command {
 		interval     time.Duration
 		logLevel     string
 		bf           buildFlags
+		election     electionFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -328,6 +330,12 @@ Providers:
               on the admin endpoint.
   kubernetes  the cluster of --kubeconfig (or in-cluster config). Status is
               written to each resource's status subresource.
+
+Replicas (kubernetes provider, --leader-elect): every replica watches the
+cluster and serves xDS from its own watches; only the holder of a Lease
+(--leader-elect-namespace/--leader-elect-lease-name) writes status. When the
+leader dies another replica takes the Lease within --leader-elect-lease-duration
+and writes the statuses that differ from the API server's.
 
 Configuration file (--config, docs/configuration.md): global external
 authorization (globalExtAuth) and processing (globalExtProc). It is checked
@@ -381,12 +389,29 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 					return err
 				}
 				cfg.Provider = p
+				if election.enabled {
+					o := election.Options
+					if o.Namespace == "" {
+						o.Namespace = leader.DefaultNamespace()
+					}
+					if o.Identity == "" {
+						o.Identity = leader.DefaultIdentity()
+					}
+					e, err := leader.New(p.RestConfig(), o, log)
+					if err != nil {
+						return err
+					}
+					cfg.Leader = e
+				}
 				// The controller name of the configuration at the start: the
 				// route parents and policy ancestors naming it are ours.
 				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log,
 					GatewayController: gwapiv1.GatewayController(opts.Builder.GatewayControllerName)}
 			default:
 				return fmt.Errorf("unknown provider %q: use file or kubernetes", provider)
+			}
+			if election.enabled && provider != "kubernetes" {
+				return fmt.Errorf("--leader-elect needs --provider kubernetes (the file provider writes no status)")
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -403,7 +428,24 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	bf.add(f)
+	election.add(f)
 	return cmd
+}
+
+// electionFlags are serve's leader election settings.
+type electionFlags struct {
+	enabled bool
+	leader.Options
+}
+
+func (e *electionFlags) add(f *pflag.FlagSet) {
+	f.BoolVar(&e.enabled, "leader-elect", false, "kubernetes provider: elect, with a Lease, the one replica that writes status (every replica still serves xDS); on in the Helm chart when it runs more than one control plane")
+	f.StringVar(&e.Namespace, "leader-elect-namespace", "", "namespace of the Lease (default: the Pod's own; outside a cluster, \"default\")")
+	f.StringVar(&e.Name, "leader-elect-lease-name", leader.DefaultName, "name of the Lease: replicas sharing it elect one leader")
+	f.StringVar(&e.Identity, "leader-elect-identity", "", "this replica's name in the Lease, unique among the replicas (default: the host name, the Pod's in a cluster, and a random suffix)")
+	f.DurationVar(&e.LeaseDuration, "leader-elect-lease-duration", leader.DefaultLeaseDuration, "how long after the leader's last renewal another replica takes the Lease (the longest time without a status writer when the leader dies)")
+	f.DurationVar(&e.RenewDeadline, "leader-elect-renew-deadline", leader.DefaultRenewDeadline, "how long the leader keeps trying to renew the Lease before it stops writing status (less than the lease duration)")
+	f.DurationVar(&e.RetryPeriod, "leader-elect-retry-period", leader.DefaultRetryPeriod, "how often replicas try to take or renew the Lease")
 }
 
 type fileProvider struct {

@@ -104,7 +104,7 @@ var rejectionTypes = []string{"Listener", "RouteConfiguration", "Cluster", "Clus
 // statusCounter is a status writer that counts its API writes.
 type statusCounter interface{ StatusWrites() int64 }
 
-func newMetrics(w statuswriter.Writer) *metrics {
+func newMetrics(w statuswriter.Writer, l Leadership) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -136,6 +136,15 @@ func newMetrics(w statuswriter.Writer) *metrics {
 	}
 	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt, m.extIdle,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "portcullis_leader",
+		Help: "1 while this replica is the one that writes status (it holds the leader election's Lease, or runs without leader election), else 0.",
+	}, func() float64 {
+		if l == nil || l.Leading() {
+			return 1
+		}
+		return 0
+	}))
 	if c, ok := w.(statusCounter); ok {
 		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "portcullis_status_writes_total",

@@ -11,7 +11,7 @@ import (
 )
 
 func TestReportGlobal(t *testing.T) {
-	s := &Server{cfg: Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, metrics: newMetrics(nil)}
+	s := &Server{cfg: Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, metrics: newMetrics(nil, nil)}
 	for _, tc := range []struct {
 		name        string
 		unavailable []status.Problem

@@ -10,7 +10,7 @@ import (
 
 // The metrics the docs name are there, at zero, before anything happened.
 func TestMetricsRegisteredAtStart(t *testing.T) {
-	m := newMetrics(nil)
+	m := newMetrics(nil, nil)
 	want := []string{"portcullis_xds_rejections_total", "portcullis_translate_seconds", "portcullis_roots_reused_total", "portcullis_roots_built_total"}
 	n, err := testutil.GatherAndCount(m.registry, want...)
 	if err != nil {

@@ -50,6 +50,19 @@ type Config struct {
 	// calls on the pipeline's output before publishing it, in order
 	// (docs/extensions.md).
 	Extensions []extension.Registration
+	// Leader, when set, decides when this replica writes status (leader
+	// election, internal/leader); nil: it always does.
+	Leader Leadership
+}
+
+// Leadership runs lead while this replica is the one that writes status.
+type Leadership interface {
+	// Run campaigns until ctx ends; lead runs, with a context that ends
+	// when leadership is lost, each time it is won. Run returns once the
+	// last lead has.
+	Run(ctx context.Context, lead func(ctx context.Context))
+	// Leading reports whether lead is running.
+	Leading() bool
 }
 
 // OptionsSource delivers new pipeline options until ctx ends.
@@ -106,7 +119,7 @@ type Server struct {
 // newServer returns a server of cfg, connected (lazily) to its extension.
 // It serves nothing yet; close stops what it started.
 func newServer(cfg Config) (*Server, error) {
-	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status),
+	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status, cfg.Leader),
 		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
 	if len(cfg.Extensions) > 0 {
 		chain, closeConns, err := extension.Connect(cfg.Extensions)
@@ -187,7 +200,27 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	go s.loop(ctx, updates, options)
-	go s.writeStatuses(ctx)
+	if cfg.Leader == nil {
+		go s.writeStatuses(ctx)
+	} else {
+		// Every replica watches, builds and serves xDS; only the leader
+		// writes status.
+		led := make(chan struct{})
+		go func() {
+			defer close(led)
+			cfg.Leader.Run(ctx, s.lead)
+		}()
+		// On the way out the leader releases the Lease, so that another
+		// replica takes over at once rather than after its duration.
+		defer func() {
+			cancel()
+			select {
+			case <-led:
+			case <-time.After(5 * time.Second):
+				cfg.Log.Warn("leader election: the lease was not released in time")
+			}
+		}()
+	}
 
 	select {
 	case <-ctx.Done():
@@ -198,6 +231,28 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return err
 	}
+}
+
+// lead writes status while this replica leads (ctx ends when it no longer
+// does). It starts with every status of the last build, not only those
+// that changed: while following, this replica computed statuses it never
+// wrote, and the previous leader may have died before writing its last
+// ones. The writer compares each with the API server's copy and writes
+// only those that differ, so a new leader rewrites nothing unchanged.
+func (s *Server) lead(ctx context.Context) {
+	// Drain first, then read: a batch sent after the read is newer and is
+	// written by writeStatuses below.
+	select {
+	case <-s.toWrite:
+	default:
+	}
+	s.mu.Lock()
+	all := s.statuses
+	s.mu.Unlock()
+	if len(all) > 0 && s.cfg.Status != nil {
+		s.cfg.Status.Write(ctx, all)
+	}
+	s.writeStatuses(ctx)
 }
 
 func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options <-chan pipeline.Options) {
@@ -416,7 +471,7 @@ func (s *Server) writeStatuses(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case st := <-s.toWrite:
-			if s.cfg.Status != nil {
+			if s.cfg.Status != nil && len(st) > 0 {
 				s.cfg.Status.Write(ctx, st)
 			}
 		}
@@ -443,6 +498,7 @@ func (s *Server) adminHandler() http.Handler {
 		s.mu.Lock()
 		st := s.statuses
 		body := map[string]any{
+			"leader":     s.cfg.Leader == nil || s.cfg.Leader.Leading(),
 			"version":    s.version,
 			"buildError": s.buildErr,
 			"objects":    st,

@@ -39,6 +39,7 @@ import (
 // Provider watches the API server.
 type Provider struct {
 	log    *slog.Logger
+	config *rest.Config
 	cache  cache.Cache
 	client client.Client
 	// stores are the informers' stores, by kind (see watched and
@@ -64,6 +65,10 @@ func (p *Provider) Cache() client.Reader { return p.cache }
 
 // Client talks to the API server.
 func (p *Provider) Client() client.Client { return p.client }
+
+// RestConfig is the API server's configuration, for the other clients of
+// the process (leader election's).
+func (p *Provider) RestConfig() *rest.Config { return p.config }
 
 // New connects to the cluster of kubeconfig (empty: $KUBECONFIG, then the
 // in-cluster configuration). extensionKinds are the kinds the extension
@@ -97,7 +102,7 @@ func newProvider(cfg *rest.Config, log *slog.Logger, extensionKinds ...schema.Gr
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{log: log, cache: c, client: cl, discovery: disco, access: access, gateway: gatewayState{interval: gatewayPollInterval},
+	return &Provider{log: log, config: cfg, cache: c, client: cl, discovery: disco, access: access, gateway: gatewayState{interval: gatewayPollInterval},
 		dynamic: dyn, ext: newExtensionState(extensionKinds)}, nil
 }
 
