@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/provider/kubernetes"
 	"github.com/portcullis/portcullis/controlplane/internal/serve"
 	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
+	"github.com/portcullis/portcullis/controlplane/internal/xdstls"
 	"github.com/portcullis/portcullis/serverkit/version"
 )
 
@@ -316,6 +318,7 @@ func newServeCommand() *cobra.Command {
 		logLevel     string
 		bf           buildFlags
 		election     electionFlags
+		xdsTLS       xdstls.Files
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -344,6 +347,13 @@ logged and the last good one stays in force. Its extension section (an
 extension server whose hooks every rebuild calls before publishing) is
 read at startup only: changing it takes a restart.
 
+xDS over mTLS (--xds-tls-cert, --xds-tls-key, --xds-tls-client-ca; all or
+none): the xDS server presents the certificate and accepts only clients whose
+certificate chains to the client CA bundle ('portcullis bootstrap' with its
+--xds-tls-* flags gives Envoy one). The files are read again when they change
+(a rotation needs no restart): new connections use the new certificates.
+Without them xDS is plaintext: keep it on loopback.
+
 Admin endpoint (--admin-address; no authentication, keep it on loopback):
   /healthz /readyz   liveness, and readiness once a configuration is built
   /status            each resource's status, and what Envoy acknowledged or rejected
@@ -363,6 +373,11 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				return err
 			}
 			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log, Extensions: exts}
+			if xdsTLS.Set() {
+				if cfg.XDSTLS, err = xdstls.New(xdsTLS, log); err != nil {
+					return err
+				}
+			}
 			if bf.configFile != "" {
 				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extensions: fileCfg.Extensions,
 					controller: opts.Builder.GatewayControllerName}
@@ -424,6 +439,9 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 	f.DurationVar(&interval, "poll-interval", time.Second, "how often to check the files (file provider) and the --config file for changes")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubernetes provider: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	f.StringVar(&xdsAddress, "xds-address", "127.0.0.1:8001", "address of the xDS (ADS) gRPC server")
+	f.StringVar(&xdsTLS.Cert, "xds-tls-cert", "", "xDS over mTLS: the server's certificate (PEM chain); read again when it changes")
+	f.StringVar(&xdsTLS.Key, "xds-tls-key", "", "xDS over mTLS: the server's private key (PEM)")
+	f.StringVar(&xdsTLS.ClientCA, "xds-tls-client-ca", "", "xDS over mTLS: the CA bundle (PEM) Envoy's client certificates must chain to; clients without one are refused")
 	f.StringVar(&adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
 	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -486,6 +504,7 @@ func newLogger(level string) (*slog.Logger, error) {
 func newBootstrapCommand() *cobra.Command {
 	var (
 		o   bootstrap.Options
+		t   bootstrap.TLS
 		out string
 	)
 	cmd := &cobra.Command{
@@ -493,12 +512,47 @@ func newBootstrapCommand() *cobra.Command {
 		Short: "Print the Envoy bootstrap that connects Envoy to the portcullis xDS server",
 		Long: `bootstrap prints (or writes with -o) the Envoy bootstrap configuration: Envoy's
 admin interface, and an ADS connection to portcullis from which Envoy gets
-everything else. Start Envoy with: envoy -c bootstrap.json`,
-		Example: `  portcullis bootstrap --xds-address 127.0.0.1:8001 -o /tmp/envoy.json && envoy -c /tmp/envoy.json`,
+everything else. Start Envoy with: envoy -c bootstrap.json
+
+With --xds-tls-cert, --xds-tls-key and --xds-tls-ca, Envoy connects over
+mutual TLS (serve's --xds-tls-* flags): it presents the client certificate
+and accepts only a server certificate of the CA bundle, for the name
+--xds-tls-server-name. Envoy reads them through SDS from files: bootstrap
+also writes two SDS files (xds-client-certificate.json, xds-trusted-ca.json)
+into --sds-dir (default: the directory of -o), which name the certificate
+files. Envoy watches the certificates' directories and loads rotated files
+without a restart (replace them atomically, as Kubernetes does for a Secret
+volume; the certificate and its key must be in one directory). Paths must
+be absolute.`,
+		Example: `  portcullis bootstrap --xds-address 127.0.0.1:8001 -o /tmp/envoy.json && envoy -c /tmp/envoy.json
+  portcullis bootstrap --xds-address portcullis.portcullis-system.svc:8001 -o /config/envoy.json \
+    --xds-tls-cert /certs/tls.crt --xds-tls-key /certs/tls.key --xds-tls-ca /certs/ca.crt`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t.CertFile != "" || t.KeyFile != "" || t.CAFile != "" {
+				if t.SDSDir == "" {
+					if out == "" || out == "-" {
+						return fmt.Errorf("--xds-tls-*: give --sds-dir (or -o: the SDS files go beside the bootstrap)")
+					}
+					abs, err := filepath.Abs(filepath.Dir(out))
+					if err != nil {
+						return err
+					}
+					t.SDSDir = abs
+				}
+				o.TLS = &t
+			}
 			b, err := bootstrap.Build(o)
 			if err != nil {
 				return err
+			}
+			sds, err := bootstrap.SDSFiles(o)
+			if err != nil {
+				return err
+			}
+			for name, content := range sds {
+				if err := writeAtomic(filepath.Join(t.SDSDir, name), append(content, '\n')); err != nil {
+					return err
+				}
 			}
 			if out == "" || out == "-" {
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
@@ -514,5 +568,20 @@ everything else. Start Envoy with: envoy -c bootstrap.json`,
 	f.StringVar(&o.NodeCluster, "node-cluster", "portcullis", "this Envoy's node cluster")
 	f.BoolVar(&o.SotW, "sotw", false, "use state-of-the-world xDS instead of incremental (delta) xDS")
 	f.StringVarP(&out, "output", "o", "", "write the bootstrap to this file instead of standard output")
+	f.StringVar(&t.CertFile, "xds-tls-cert", "", "xDS over mTLS: Envoy's client certificate file (PEM), as Envoy sees it; reloaded when it changes")
+	f.StringVar(&t.KeyFile, "xds-tls-key", "", "xDS over mTLS: its private key file (PEM), in the certificate's directory")
+	f.StringVar(&t.CAFile, "xds-tls-ca", "", "xDS over mTLS: the CA bundle file (PEM) the xDS server's certificate must chain to; reloaded when it changes")
+	f.StringVar(&t.ServerName, "xds-tls-server-name", "", "xDS over mTLS: the name sent as SNI, which the server's certificate must have as a subject alternative name (default: the host of --xds-address)")
+	f.StringVar(&t.SDSDir, "sds-dir", "", "xDS over mTLS: where to write the SDS files the bootstrap names (default: the directory of -o)")
 	return cmd
+}
+
+// writeAtomic writes a file through a rename: Envoy watches SDS files for
+// moves, and never reads half of one.
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -35,6 +35,8 @@ type Options struct {
 	// (delta) xDS. Delta sends only what changed: with thousands of route
 	// configurations, a one-route change is one resource, not all of them.
 	SotW bool
+	// TLS, when set, connects to the xDS server over mutual TLS (tls.go).
+	TLS *TLS
 }
 
 // Build returns the bootstrap as JSON (which Envoy also reads as YAML).
@@ -63,6 +65,16 @@ func Build(o Options) ([]byte, error) {
 	if o.SotW {
 		apiType = corev3.ApiConfigSource_GRPC
 	}
+	var transport *corev3.TransportSocket
+	if o.TLS != nil {
+		t := *o.TLS
+		if err := t.validate(xdsHost); err != nil {
+			return nil, err
+		}
+		if transport, err = t.transportSocket(); err != nil {
+			return nil, err
+		}
+	}
 	b := &bootstrapv3.Bootstrap{
 		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
 		Admin: &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
@@ -89,6 +101,7 @@ func Build(o Options) ([]byte, error) {
 				}}}},
 			},
 			TypedExtensionProtocolOptions: map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": h2},
+			TransportSocket:               transport,
 		}}},
 	}
 	if err := b.ValidateAll(); err != nil {

@@ -5,6 +5,7 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
+	"github.com/portcullis/portcullis/controlplane/internal/xdstls"
 )
 
 // Provider delivers snapshots of the input objects: a new full Set on every
@@ -50,6 +53,9 @@ type Config struct {
 	// calls on the pipeline's output before publishing it, in order
 	// (docs/extensions.md).
 	Extensions []extension.Registration
+	// XDSTLS, when set, serves xDS over mutual TLS with its certificates
+	// (read again when their files change).
+	XDSTLS *xdstls.Reloader
 	// Leader, when set, decides when this replica writes status (leader
 	// election, internal/leader); nil: it always does.
 	Leader Leadership
@@ -121,6 +127,12 @@ type Server struct {
 func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status, cfg.Leader),
 		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
+	if cfg.XDSTLS != nil {
+		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "portcullis_xds_certificate_expiry_timestamp_seconds",
+			Help: "When the xDS server's certificate in use expires (Unix time): alert well before it, a rotation that did not happen shows here.",
+		}, func() float64 { return float64(cfg.XDSTLS.NotAfter().Unix()) }))
+	}
 	if len(cfg.Extensions) > 0 {
 		chain, closeConns, err := extension.Connect(cfg.Extensions)
 		if err != nil {
@@ -159,7 +171,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 
 	errc := make(chan error, 3)
-	go func() { errc <- s.xds.Serve(ctx, xdsLis) }()
+	var xdsTLS *tls.Config
+	if cfg.XDSTLS != nil {
+		xdsTLS = cfg.XDSTLS.ServerConfig()
+	}
+	go func() { errc <- s.xds.Serve(ctx, xdsLis, xdsTLS) }()
 	if cfg.AdminAddress != "" {
 		adminLis, err := net.Listen("tcp", cfg.AdminAddress)
 		if err != nil {
@@ -176,7 +192,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "admin", cfg.AdminAddress)
+	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "mTLS", cfg.XDSTLS != nil, "admin", cfg.AdminAddress)
 
 	updates := make(chan *objects.Set, 1)
 	go func() {
@@ -503,9 +519,11 @@ func (s *Server) adminHandler() http.Handler {
 			"buildError": s.buildErr,
 			"objects":    st,
 			"envoy": map[string]any{
-				"connected":  s.xds.Connected(),
-				"acked":      s.xds.Acked(),
-				"rejections": s.xds.Rejections(),
+				"connected": s.xds.Connected(),
+				// Over mTLS: the certificate each stream's Envoy presented.
+				"clientCertificates": s.xds.ClientCertificates(),
+				"acked":              s.xds.Acked(),
+				"rejections":         s.xds.Rejections(),
 			},
 		}
 		s.mu.Unlock()

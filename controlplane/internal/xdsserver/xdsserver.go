@@ -6,6 +6,7 @@ package xdsserver
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -26,7 +27,9 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -73,6 +76,8 @@ type Server struct {
 	rejections map[string]Rejection // by type URL
 	acked      map[string]string    // type URL -> last acknowledged version
 	streams    map[int64]string     // stream -> node ID
+	// peers holds the client certificate of each stream over mTLS.
+	peers map[int64]ClientCertificate
 	// sent maps a response nonce to its version: a NACK carries the nonce
 	// of the rejected response and the version Envoy kept.
 	sent map[string]string
@@ -100,6 +105,7 @@ func New(log *slog.Logger) *Server {
 		rejections:  map[string]Rejection{},
 		acked:       map[string]string{},
 		streams:     map[int64]string{},
+		peers:       map[int64]ClientCertificate{},
 		sent:        map[string]string{},
 		sentNames:   map[string][]string{},
 		hashes:      map[string]map[string]map[string]string{},
@@ -329,6 +335,45 @@ func (s *Server) Connected() int {
 	return len(s.streams)
 }
 
+// ClientCertificate is the certificate an Envoy presented on its stream
+// (xDS over mTLS).
+type ClientCertificate struct {
+	Node     string    `json:"node"`
+	Subject  string    `json:"subject"`
+	Serial   string    `json:"serial"` // hexadecimal
+	Issuer   string    `json:"issuer"`
+	NotAfter time.Time `json:"notAfter"`
+}
+
+// ClientCertificates are the client certificates of the open streams
+// (none without mTLS), to see which certificates Envoys connected with
+// (after a rotation, new connections present the new one).
+func (s *Server) ClientCertificates() []ClientCertificate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ClientCertificate, 0, len(s.peers))
+	for id, c := range s.peers {
+		c.Node = s.streams[id]
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node+out[i].Serial < out[j].Node+out[j].Serial })
+	return out
+}
+
+// peerCertificate is the client certificate of a stream's connection.
+func peerCertificate(ctx context.Context) (ClientCertificate, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return ClientCertificate{}, false
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.PeerCertificates) == 0 {
+		return ClientCertificate{}, false
+	}
+	c := info.State.PeerCertificates[0]
+	return ClientCertificate{Subject: c.Subject.String(), Serial: c.SerialNumber.Text(16), Issuer: c.Issuer.String(), NotAfter: c.NotAfter}, true
+}
+
 func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) error {
 	s.mu.Lock()
 	node := s.nodeOf(stream, req.GetNode().GetId())
@@ -487,18 +532,24 @@ func (s *Server) onDeltaRequest(stream int64, req *discoveryv3.DeltaDiscoveryReq
 	return nil
 }
 
-// Serve runs the ADS server on addr until ctx ends.
-func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+// Serve runs the ADS server on lis until ctx ends, over TLS when tlsConfig
+// is set (mTLS: it requires and verifies client certificates).
+func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Config) error {
 	// SotW and delta streams are tracked alike.
-	opened := func(_ context.Context, id int64, _ string) error {
+	opened := func(ctx context.Context, id int64, _ string) error {
+		cert, ok := peerCertificate(ctx)
 		s.mu.Lock()
 		s.streams[id] = ""
+		if ok {
+			s.peers[id] = cert
+		}
 		s.mu.Unlock()
 		return nil
 	}
 	closed := func(id int64, _ *corev3.Node) {
 		s.mu.Lock()
 		delete(s.streams, id)
+		delete(s.peers, id)
 		s.mu.Unlock()
 	}
 	cb := serverv3.CallbackFuncs{
@@ -512,11 +563,15 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		StreamDeltaResponseFunc: s.onDeltaResponse,
 	}
 	xds := serverv3.NewServer(ctx, s.cache, cb)
-	g := grpc.NewServer(
-		grpc.MaxConcurrentStreams(1<<20),
+	opts := []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(1 << 20),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	if tlsConfig != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	g := grpc.NewServer(opts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, xds)
 	go func() {
 		<-ctx.Done()
