@@ -64,7 +64,7 @@ Typical use:
 		Version:      version.String(),
 	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newTranslateCommand(), newServeCommand(), newBootstrapCommand())
+	root.AddCommand(newTranslateCommand(), newServeCommand(), newBootstrapCommand(), newEnvoyDrainCommand())
 	return root
 }
 
@@ -564,6 +564,7 @@ be absolute.`,
 	f := cmd.Flags()
 	f.StringVar(&o.XDSAddress, "xds-address", "127.0.0.1:8001", "the portcullis xDS server, host:port")
 	f.StringVar(&o.AdminAddress, "envoy-admin-address", "127.0.0.1:9901", "where Envoy's admin interface listens (keep it on loopback)")
+	f.StringVar(&o.ReadyAddress, "ready-address", "", "a listener (host:port) that serves only GET /ready from the admin interface, for readiness probes from outside the Pod (the admin interface stays on loopback); empty for none")
 	f.StringVar(&o.NodeID, "node-id", "envoy", "this Envoy's node ID")
 	f.StringVar(&o.NodeCluster, "node-cluster", "portcullis", "this Envoy's node cluster")
 	f.BoolVar(&o.SotW, "sotw", false, "use state-of-the-world xDS instead of incremental (delta) xDS")

@@ -35,6 +35,9 @@ type Options struct {
 	// (delta) xDS. Delta sends only what changed: with thousands of route
 	// configurations, a one-route change is one resource, not all of them.
 	SotW bool
+	// ReadyAddress, when set, is a listener (host:port) that serves only
+	// GET /ready of the admin interface, for readiness probes (ready.go).
+	ReadyAddress string
 	// TLS, when set, connects to the xDS server over mutual TLS (tls.go).
 	TLS *TLS
 }
@@ -103,6 +106,18 @@ func Build(o Options) ([]byte, error) {
 			TypedExtensionProtocolOptions: map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": h2},
 			TransportSocket:               transport,
 		}}},
+	}
+	if o.ReadyAddress != "" {
+		host, port, err := SplitHostPort(o.ReadyAddress)
+		if err != nil {
+			return nil, fmt.Errorf("ready address: %w", err)
+		}
+		l, c, err := readyResources(host, port, adminHost, adminPort)
+		if err != nil {
+			return nil, err
+		}
+		b.StaticResources.Listeners = append(b.StaticResources.Listeners, l)
+		b.StaticResources.Clusters = append(b.StaticResources.Clusters, c)
 	}
 	if err := b.ValidateAll(); err != nil {
 		return nil, err
