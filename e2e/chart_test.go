@@ -68,6 +68,19 @@ var chartValues = map[string][]string{
 		"--set", "authserver.enabled=true",
 		"--set", "authserver.backend=testserver",
 	},
+	// Small installs: each Envoy pod with its own control plane.
+	"colocated": {
+		"--set", "topology=colocated",
+	},
+	"daemonset": {
+		"--set", "envoy.kind=DaemonSet",
+		"--set", "controlPlane.replicas=3",
+	},
+	// The xDS certificates from cert-manager (whose CRDs the test's API
+	// server does not have: its objects are checked here, not created).
+	"cert-manager": {
+		"--set", "xds.tls.certManager.enabled=true",
+	},
 }
 
 // authserverConfigs is the config file the chart renders for the
@@ -130,8 +143,8 @@ func TestHelmChart(t *testing.T) {
 		// Server-side dry run: the API server validates each object fully
 		// (schemas, CRD validation) without keeping it.
 		for _, o := range objs {
-			if o.GetKind() == "CustomResourceDefinition" {
-				continue // created above
+			if o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetAPIVersion(), "cert-manager.io/") {
+				continue // created above; cert-manager's: checked by checkCertManager
 			}
 			if err := api.Client.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
 				t.Errorf("%s: %s %s/%s refused by the API server: %v", name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
@@ -150,12 +163,20 @@ func TestHelmChart(t *testing.T) {
 		return m
 	}
 	gatewayCRDs := len(yamlFilesIn(t, harness.GatewayAPICRDDir(t)))
-	if got := kinds(rendered["defaults"]); got["Deployment"] != 1 || got["ExtensionService"] != 0 || got["ConfigMap"] != 0 ||
-		got["CustomResourceDefinition"] != gatewayCRDs || got["GatewayClass"] != 0 {
-		t.Errorf("defaults render %v; want only the Envoy deployment, the %d Gateway API CRDs and no optional parts", got, gatewayCRDs)
+	if got := kinds(rendered["defaults"]); got["Deployment"] != 2 || got["PodDisruptionBudget"] != 2 || got["Service"] != 2 || got["Role"] != 1 ||
+		got["ExtensionService"] != 0 || got["ConfigMap"] != 0 || got["CustomResourceDefinition"] != gatewayCRDs || got["GatewayClass"] != 0 {
+		t.Errorf("defaults render %v; want the control plane's and Envoy's Deployments, PDBs and Services, the leader election Role, the %d Gateway API CRDs and no optional parts", got, gatewayCRDs)
 	}
-	if got := kinds(rendered["everything"]); got["Deployment"] != 3 || got["ExtensionService"] != 2 || got["Role"] != 2 || got["ConfigMap"] != 3 || got["GatewayClass"] != 1 {
-		t.Errorf("everything renders %v; want 3 Deployments, 2 ExtensionServices, a Role per watched namespace, 3 ConfigMaps and a GatewayClass", got)
+	if got := kinds(rendered["everything"]); got["Deployment"] != 4 || got["ExtensionService"] != 2 || got["Role"] != 3 || got["ConfigMap"] != 3 || got["GatewayClass"] != 1 {
+		t.Errorf("everything renders %v; want 4 Deployments, 2 ExtensionServices, a Role per watched namespace and the leader election's, 3 ConfigMaps and a GatewayClass", got)
+	}
+	for _, name := range []string{"defaults", "everything", "daemonset", "cert-manager"} {
+		checkSeparate(t, name, rendered[name])
+	}
+	checkColocated(t, rendered["colocated"])
+	checkCertManager(t, rendered["cert-manager"])
+	for name, objs := range rendered {
+		checkPodHardening(t, name, objs)
 	}
 	if got := kinds(rendered["no-gateway-api-crds"]); got["CustomResourceDefinition"] != 0 {
 		t.Errorf("gatewayAPI.installCRDs=false renders %d CRDs", got["CustomResourceDefinition"])
@@ -199,6 +220,8 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "patch", "examples.portcullis.dev/basicauthfilters/status", true},
 		{cpSA, "team-a", "update", "examples.portcullis.dev/basicauthfilters", false}, // status only
 		{cpSA, "team-a", "list", "examples.portcullis.dev/otherfilters", false},       // not listed in the values
+		{cpSA, chartNamespace, "update", "coordination.k8s.io/leases", true},         // leader election
+		{cpSA, "team-a", "update", "coordination.k8s.io/leases", false},              // in the release's namespace only
 	} {
 		if got := allowed(ctx, t, api, c.user, c.namespace, c.verb, c.resource); got != c.want {
 			t.Errorf("%s may %s %s in %s: %v, want %v", c.user, c.verb, c.resource, c.namespace, got, c.want)
@@ -207,7 +230,8 @@ func TestHelmChart(t *testing.T) {
 
 	// The control plane with exactly the chart's permissions.
 	kubeconfig := impersonatingKubeconfig(t, api, "system:serviceaccount:"+chartNamespace+":t-portcullis")
-	harness.StartEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", kubeconfig)
+	_, _, cpAdmin := harness.StartEnvoyAndControlPlane(t, "--provider", "kubernetes", "--kubeconfig", kubeconfig,
+		"--leader-elect", "--leader-elect-namespace", chartNamespace, "--leader-elect-lease-name", "t-portcullis")
 	proxy := &contourv1.HTTPProxy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "projectcontour.io/v1", Kind: "HTTPProxy"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "rbac"},
@@ -235,6 +259,10 @@ func TestHelmChart(t *testing.T) {
 		}
 		return nil
 	})
+	// It writes status as the leader: the Role lets it hold the Lease.
+	if v := harness.MetricValue(t, "http://"+cpAdmin+"/metrics", "portcullis_leader"); v != 1 {
+		t.Errorf("the control plane with the chart's RBAC does not lead (portcullis_leader %v)", v)
+	}
 }
 
 // checkAuthserverShape: every backend renders the same ConfigMap and

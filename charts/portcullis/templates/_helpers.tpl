@@ -53,3 +53,104 @@ imagePullSecrets:
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- end -}}
+
+{{/* "true" when the control planes elect a leader (controlPlane.leaderElection.enabled; null: when more than one runs), else "". */}}
+{{- define "portcullis.leaderElection" -}}
+{{- $le := .Values.controlPlane.leaderElection.enabled -}}
+{{- if kindIs "bool" $le -}}
+{{- if $le }}true{{ end -}}
+{{- else if eq .Values.topology "separate" -}}
+{{- if gt (int .Values.controlPlane.replicas) 1 }}true{{ end -}}
+{{- else if or (eq .Values.envoy.kind "DaemonSet") (gt (int .Values.envoy.replicas) 1) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{- define "portcullis.xdsServerSecret" -}}
+{{- default (printf "%s-xds-server" (include "portcullis.fullname" .)) .Values.xds.tls.serverSecret -}}
+{{- end -}}
+
+{{- define "portcullis.xdsClientSecret" -}}
+{{- default (printf "%s-xds-client" (include "portcullis.fullname" .)) .Values.xds.tls.clientSecret -}}
+{{- end -}}
+
+{{/* The xDS Service's name (topology separate). */}}
+{{- define "portcullis.xdsService" -}}
+{{- include "portcullis.component" (dict "root" . "name" "xds") -}}
+{{- end -}}
+
+{{/* The control plane's container; call with (dict "root" $ "xdsAddress" "..." "tls" bool). */}}
+{{- define "portcullis.controlPlaneContainer" -}}
+{{- $root := .root -}}
+{{- $cp := $root.Values.controlPlane -}}
+{{- $envoy := $root.Values.envoy -}}
+- name: portcullis
+  image: {{ include "portcullis.image" $root }}
+  imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+  command: ["portcullis"]
+  args:
+    - serve
+    - --provider=kubernetes
+    - --xds-address={{ .xdsAddress }}
+    - --admin-address=127.0.0.1:8002
+    - --envoy-http-address=0.0.0.0:{{ $envoy.httpPort }}
+    - --envoy-https-address=0.0.0.0:{{ $envoy.httpsPort }}
+    - --https-redirect-port={{ $envoy.service.httpsPort }}
+    - --log-level={{ $cp.logLevel }}
+    - --debounce={{ $cp.debounce }}
+    {{- if .tls }}
+    - --xds-tls-cert=/xds-certs/tls.crt
+    - --xds-tls-key=/xds-certs/tls.key
+    - --xds-tls-client-ca=/xds-certs/ca.crt
+    {{- end }}
+    {{- if include "portcullis.leaderElection" $root }}
+    - --leader-elect
+    - --leader-elect-namespace=$(POD_NAMESPACE)
+    - --leader-elect-lease-name={{ include "portcullis.fullname" $root }}
+    - --leader-elect-identity=$(POD_NAME)
+    - --leader-elect-lease-duration={{ $cp.leaderElection.leaseDuration }}
+    - --leader-elect-renew-deadline={{ $cp.leaderElection.renewDeadline }}
+    - --leader-elect-retry-period={{ $cp.leaderElection.retryPeriod }}
+    {{- end }}
+    {{- with $cp.rootNamespaces }}
+    - --root-namespaces={{ join "," . }}
+    {{- end }}
+    {{- with $cp.ingressClassName }}
+    - --ingress-class-name={{ . }}
+    {{- end }}
+    {{- with $cp.fallbackCertificate }}
+    - --fallback-certificate={{ . }}
+    {{- end }}
+    {{- if $cp.config }}
+    - --config=/etc/portcullis/config.yaml
+    {{- end }}
+    {{- range $cp.extraArgs }}
+    - {{ . | quote }}
+    {{- end }}
+  {{- if .xdsPort }}
+  ports:
+    - {name: xds, containerPort: {{ .xdsPort }}, protocol: TCP}
+  # Serving xDS (over mTLS, which a probe cannot speak): the port is open.
+  readinessProbe:
+    tcpSocket: {port: xds}
+    periodSeconds: 5
+  {{- end }}
+  env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: POD_NAMESPACE
+      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+  securityContext:
+    {{- toYaml $root.Values.securityContext | nindent 4 }}
+  resources:
+    {{- toYaml $cp.resources | nindent 4 }}
+  {{- if or $cp.config .tls }}
+  volumeMounts:
+    {{- if $cp.config }}
+    - {name: portcullis-config, mountPath: /etc/portcullis, readOnly: true}
+    {{- end }}
+    {{- if .tls }}
+    - {name: xds-certs, mountPath: /xds-certs, readOnly: true}
+    {{- end }}
+  {{- end }}
+{{- end -}}
