@@ -220,8 +220,8 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "patch", "examples.portcullis.dev/basicauthfilters/status", true},
 		{cpSA, "team-a", "update", "examples.portcullis.dev/basicauthfilters", false}, // status only
 		{cpSA, "team-a", "list", "examples.portcullis.dev/otherfilters", false},       // not listed in the values
-		{cpSA, chartNamespace, "update", "coordination.k8s.io/leases", true},         // leader election
-		{cpSA, "team-a", "update", "coordination.k8s.io/leases", false},              // in the release's namespace only
+		{cpSA, chartNamespace, "update", "coordination.k8s.io/leases", true},          // leader election
+		{cpSA, "team-a", "update", "coordination.k8s.io/leases", false},               // in the release's namespace only
 	} {
 		if got := allowed(ctx, t, api, c.user, c.namespace, c.verb, c.resource); got != c.want {
 			t.Errorf("%s may %s %s in %s: %v, want %v", c.user, c.verb, c.resource, c.namespace, got, c.want)

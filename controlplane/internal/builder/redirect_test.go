@@ -10,7 +10,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
-
 func TestRedirectPolicy(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
