@@ -21,6 +21,10 @@
 package builder
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -154,13 +158,15 @@ type merged struct {
 	// are the same).
 	clusters map[string]*ir.Cluster
 	secrets  map[string]*ir.Secret
-	// visited holds the HTTPProxies reached from a root.
-	visited map[types.NamespacedName]bool
+	// visited holds the HTTPProxies reached from a served root;
+	// unservedBy, those reached only from roots that are not, with them.
+	visited    map[types.NamespacedName]bool
+	unservedBy map[types.NamespacedName][]string
 }
 
 func newMerged(global stage) *merged {
 	b := &merged{stage: global, clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{},
-		visited: map[types.NamespacedName]bool{}}
+		visited: map[types.NamespacedName]bool{}, unservedBy: map[types.NamespacedName][]string{}}
 	b.addClusters(global.out.clusters)
 	b.addSecrets(global.out.secrets)
 	return b
@@ -195,7 +201,11 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 		}
 	}
 	for k := range res.visited {
-		b.visited[k] = true
+		if res.served {
+			b.visited[k] = true
+		} else {
+			b.unservedBy[k] = append(b.unservedBy[k], nn(res.self.Namespace, res.self.Name).String())
+		}
 	}
 	m.Insecure = append(m.Insecure, res.insecure...)
 	if res.secure != nil {
@@ -211,14 +221,25 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 	b.addSecrets(res.secrets)
 }
 
-// markOrphans marks the HTTPProxies with no virtual host that no root
-// reached.
+// markOrphans marks the HTTPProxies with no virtual host that no served
+// root reached: one that only invalid roots include is not served either,
+// and its status says so and names them.
 func (b *merged) markOrphans(snap *snapshot) {
 	for _, p := range snap.in.HTTPProxies {
-		if !snap.served(p) || p.Spec.VirtualHost != nil || b.visited[nn(p.Namespace, p.Name)] {
+		k := nn(p.Namespace, p.Name)
+		if !snap.served(p) || p.Spec.VirtualHost != nil || b.visited[k] {
 			continue
 		}
-		b.proxyStatus(p).Orphaned = true
+		st := b.proxyStatus(p)
+		roots := b.unservedBy[k]
+		if len(roots) > 0 && !st.Valid() {
+			continue // its own errors say why
+		}
+		st.Orphaned = true
+		if len(roots) > 0 {
+			slices.Sort(roots)
+			st.OrphanedMessage = fmt.Sprintf("this HTTPProxy is included only by root HTTPProxies that are invalid (%s): its routes are not served", strings.Join(slices.Compact(roots), ", "))
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package builder
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,8 +163,14 @@ func TestIncludeLimits(t *testing.T) {
 				}
 			}
 			for _, o := range res.Status {
-				if o.Orphaned {
-					t.Errorf("%s is orphaned: the walk stopped early, it is still included", o.Ref)
+				// An HTTPProxy only the root that is not served
+				// includes is not served either: orphaned, naming the
+				// root, unless its own error says why.
+				switch {
+				case o.Orphaned && (tc.wantRoutes != -1 || !strings.Contains(o.OrphanedMessage, "included only by root HTTPProxies that are invalid (default/root)")):
+					t.Errorf("%s is orphaned (%q) under a root that is served", o.Ref, o.OrphanedMessage)
+				case tc.wantRoutes == -1 && o.Ref.Name != "root" && o.Ref.Name != "bystander" && o.Valid() && !servedByBystander(tc.proxies, o.Ref.Name):
+					t.Errorf("%s is valid but only an invalid root includes it", o.Ref)
 				}
 				if o.Ref.Name == "bystander" && !o.Valid() {
 					t.Errorf("another root is affected: %s", status.Summary(o))
@@ -234,6 +242,48 @@ func TestReusedWalksEqualWalksBuiltAgain(t *testing.T) {
 				}
 				t.Errorf("statuses differ")
 			}
+		})
+	}
+}
+
+// servedByBystander: the bystander root of TestIncludeLimits includes p10,
+// which includes the rest of the diamond.
+func servedByBystander(proxies []*contourv1.HTTPProxy, name string) bool {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "p"))
+	return err == nil && n >= 10 && slices.ContainsFunc(proxies, func(p *contourv1.HTTPProxy) bool { return p.Name == "bystander" })
+}
+
+// TestChildOfAnInvalidRoot: an HTTPProxy included only by a root that is
+// not served is not served either, and its status says so (orphaned,
+// naming the root); included by a served root too, it is valid.
+func TestChildOfAnInvalidRoot(t *testing.T) {
+	invalid := proxy("invalid", "*.example.com", 1, inc("child", "/child")) // a wildcard FQDN: refused
+	for _, tc := range []struct {
+		name    string
+		proxies []*contourv1.HTTPProxy
+		wantMsg string // "" for valid
+	}{
+		{"only an invalid root", []*contourv1.HTTPProxy{invalid, proxy("child", "", 1)},
+			"this HTTPProxy is included only by root HTTPProxies that are invalid (default/invalid): its routes are not served"},
+		{"an invalid and a served root", []*contourv1.HTTPProxy{invalid, proxy("served", "served.example.com", 0, inc("child", "/c")), proxy("child", "", 1)}, ""},
+		{"no root", []*contourv1.HTTPProxy{proxy("child", "", 1)}, status.MessageOrphaned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := buildSet(tc.proxies, config.Limits{})
+			for _, o := range res.Status {
+				if o.Ref.Name != "child" {
+					continue
+				}
+				c := status.ValidCondition(o, status.MessageValid, nil, metav1.Now())
+				switch {
+				case tc.wantMsg == "" && !o.Valid():
+					t.Errorf("child: %s, want valid", status.Summary(o))
+				case tc.wantMsg != "" && (!o.Orphaned || c.Message != tc.wantMsg):
+					t.Errorf("child: orphaned %v, message %q, want orphaned with %q", o.Orphaned, c.Message, tc.wantMsg)
+				}
+				return
+			}
+			t.Fatal("no status for child")
 		})
 	}
 }

@@ -23,8 +23,11 @@ import (
 // reuse it. It is never modified once built.
 type rootResult struct {
 	output
-	// visited holds the HTTPProxies reached from the root.
+	// visited holds the HTTPProxies reached from the root; served
+	// whether the root is served (valid): the HTTPProxies an invalid root
+	// reaches are not.
 	visited map[types.NamespacedName]bool
+	served  bool
 
 	insecure       []*ir.VirtualHost
 	secure         *ir.SecureVirtualHost
@@ -83,6 +86,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 		// without its authorization, or without some of its own routes.
 		return
 	}
+	b.res.served = true
 	routes = b.withoutInvalidProxies(routes)
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)

@@ -30,8 +30,11 @@ type Object struct {
 	Generation int64
 	Errors     []Problem
 	Warnings   []Problem
-	// Orphaned HTTPProxies are included by no root.
-	Orphaned bool
+	// Orphaned HTTPProxies are included by no root that is served;
+	// OrphanedMessage says why when it is not MessageOrphaned (included
+	// only by roots that are not served).
+	Orphaned        bool
+	OrphanedMessage string
 	// ClusterName is the Envoy cluster of an ExtensionService.
 	ClusterName string
 	// Endpoints counts the backing endpoints of an ExtensionService, for
@@ -141,9 +144,13 @@ func ValidCondition(o *Object, kindMessage string, prev *contourv1.DetailedCondi
 	}}
 	switch {
 	case o.Orphaned:
+		msg := MessageOrphaned
+		if o.OrphanedMessage != "" {
+			msg = o.OrphanedMessage
+		}
 		c.Status = metav1.ConditionFalse
-		c.Reason, c.Message = ReasonOrphaned, MessageOrphaned
-		c.Errors = []contourv1.SubCondition{{Type: contourv1.ConditionTypeOrphanedError, Status: metav1.ConditionTrue, Reason: ReasonOrphaned, Message: MessageOrphaned}}
+		c.Reason, c.Message = ReasonOrphaned, msg
+		c.Errors = []contourv1.SubCondition{{Type: contourv1.ConditionTypeOrphanedError, Status: metav1.ConditionTrue, Reason: ReasonOrphaned, Message: msg}}
 	case len(o.Errors) == 1:
 		c.Status = metav1.ConditionFalse
 		c.Reason, c.Message = o.Errors[0].Reason, o.Errors[0].Message
