@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -65,13 +66,11 @@ func (b *rootBuilder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (au
 // has none (or only opts out of global authorization).
 func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *status.Object) *ir.ExtAuth {
 	a := p.Spec.VirtualHost.Authorization
-	if a == nil || a.ExtensionServiceRef.Name == "" {
-		// Without an extensionRef, authorization may only opt out of the
-		// global authorization or refine its policy.
-		refinesGlobal := b.r.global().auth != nil && a != nil && a.AuthPolicy != nil
-		if a != nil && !a.GlobalExternalAuthorizationDisabled && !refinesGlobal {
-			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, "Spec.VirtualHost.Authorization.ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
-		}
+	if a == nil {
+		return nil
+	}
+	if a.ExtensionServiceRef.Name == "" {
+		withoutServer(a, b.r.global().auth != nil, st)
 		return nil
 	}
 	fail := func(reason, message string) *ir.ExtAuth {
@@ -191,5 +190,46 @@ func routeAuth(rt *route, r contourv1.Route, scope authScope, errs *routeErrors)
 	}
 	if scope.own && r.PermitInsecure && !disabled {
 		errs.add(contourv1.ConditionTypeAuthError, status.ReasonAuthPermitInsecureNotDisabled, "permitInsecure requires authorization to be disabled on the route (authPolicy.disabled: true): its insecure copy on the HTTP listener would not be authorized")
+	}
+}
+
+// withoutServer checks an authorization block without an extensionRef: it
+// may only opt out of the global authorization or refine its policy. The
+// settings of a server of the host's own (responseTimeout, failOpen,
+// withRequestBody) have no server to apply to: errors, whatever the rest
+// says (the global server's are the configuration file's). An opt-out
+// with no global authorization has nothing to opt out of: a warning, the
+// host is served as written.
+func withoutServer(a *contourv1.AuthorizationServer, global bool, st *status.Object) {
+	const where = "Spec.VirtualHost.Authorization"
+	var set []string
+	if a.ResponseTimeout != "" {
+		if _, err := apicheck.ParseTimeout(a.ResponseTimeout); err != nil {
+			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("%s.ResponseTimeout is invalid: %v", where, err))
+		}
+		set = append(set, "responseTimeout")
+	}
+	if a.FailOpen {
+		set = append(set, "failOpen")
+	}
+	if a.WithRequestBody != nil {
+		set = append(set, "withRequestBody")
+	}
+	if len(set) > 0 {
+		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, fmt.Sprintf("%s: %s configure the host's own authorization server, which needs extensionRef (the global authorization's settings are in the configuration file)", where, strings.Join(set, ", ")))
+	}
+	disabled := a.AuthPolicy != nil && a.AuthPolicy.Disabled
+	switch {
+	case a.GlobalExternalAuthorizationDisabled && !global:
+		st.AddWarning(contourv1.ConditionTypeAuthError, status.ReasonNoGlobalAuthorization, where+".GlobalExtAuthDisabled: no global authorization is configured (globalExtAuth): there is nothing to opt out of")
+	case a.GlobalExternalAuthorizationDisabled, global && a.AuthPolicy != nil:
+	case a.AuthPolicy == nil:
+		if len(set) == 0 {
+			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, where+".ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
+		}
+	case disabled:
+		st.AddWarning(contourv1.ConditionTypeAuthError, status.ReasonNoGlobalAuthorization, where+".AuthPolicy.Disabled: no global authorization is configured (globalExtAuth): there is nothing to opt out of")
+	default:
+		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, where+".AuthPolicy refines the global authorization, but none is configured (globalExtAuth): name an ExtensionRef for authorization of the host's own")
 	}
 }

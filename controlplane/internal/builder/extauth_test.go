@@ -2,6 +2,7 @@ package builder
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +101,54 @@ func TestRouteAuth(t *testing.T) {
 	}
 	if global.policy.Context["a"] != "1" || len(global.policy.Context) != 1 {
 		t.Errorf("routeAuth changed the enclosing context: %v", global.policy.Context)
+	}
+}
+
+// TestAuthorizationWithoutServer: an authorization block without an
+// extensionRef may opt out of or refine the global authorization; the
+// settings of a server of the host's own are errors whatever else it says,
+// and an opt-out with no global authorization is a warning, not an error.
+func TestAuthorizationWithoutServer(t *testing.T) {
+	off := &contourv1.AuthorizationPolicy{Disabled: true}
+	ctx := &contourv1.AuthorizationPolicy{Context: map[string]string{"k": "v"}}
+	for _, tc := range []struct {
+		name         string
+		a            contourv1.AuthorizationServer
+		global       bool
+		wantErrors   []string // parts of each error's message, in order
+		wantWarnings []string
+	}{
+		{name: "opt-out under global", a: contourv1.AuthorizationServer{AuthPolicy: off}, global: true},
+		{name: "opt-out without global", a: contourv1.AuthorizationServer{AuthPolicy: off}, wantWarnings: []string{"AuthPolicy.Disabled: no global authorization is configured"}},
+		{name: "globalExtAuthDisabled under global", a: contourv1.AuthorizationServer{GlobalExternalAuthorizationDisabled: true}, global: true},
+		{name: "globalExtAuthDisabled without global", a: contourv1.AuthorizationServer{GlobalExternalAuthorizationDisabled: true}, wantWarnings: []string{"GlobalExtAuthDisabled: no global authorization is configured"}},
+		{name: "refinement under global", a: contourv1.AuthorizationServer{AuthPolicy: ctx}, global: true},
+		{name: "refinement without global", a: contourv1.AuthorizationServer{AuthPolicy: ctx}, wantErrors: []string{"AuthPolicy refines the global authorization, but none is configured"}},
+		{name: "empty block", a: contourv1.AuthorizationServer{}, global: true, wantErrors: []string{"ExtensionRef.Name must be specified"}},
+		{name: "bad timeout alone", a: contourv1.AuthorizationServer{ResponseTimeout: "bogus"}, global: true,
+			wantErrors: []string{"ResponseTimeout is invalid", "responseTimeout configure the host's own authorization server, which needs extensionRef"}},
+		{name: "bad timeout with failOpen and a policy", a: contourv1.AuthorizationServer{ResponseTimeout: "bogus", FailOpen: true, AuthPolicy: ctx}, global: true,
+			wantErrors: []string{"ResponseTimeout is invalid", "responseTimeout, failOpen configure the host's own authorization server"}},
+		{name: "a good timeout is no better without a server", a: contourv1.AuthorizationServer{ResponseTimeout: "1s", AuthPolicy: ctx}, global: true,
+			wantErrors: []string{"responseTimeout configure the host's own authorization server"}},
+		{name: "body settings with an opt-out", a: contourv1.AuthorizationServer{WithRequestBody: &contourv1.AuthorizationServerBufferSettings{}, GlobalExternalAuthorizationDisabled: true}, global: true,
+			wantErrors: []string{"withRequestBody configure the host's own authorization server"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &status.Object{}
+			withoutServer(&tc.a, tc.global, st)
+			check := func(kind string, got []status.Problem, want []string) {
+				if len(got) != len(want) {
+					t.Fatalf("%s: %v, want %d containing %q", kind, got, len(want), want)
+				}
+				for i, w := range want {
+					if !strings.Contains(got[i].Message, w) {
+						t.Errorf("%s[%d] = %q, want it to contain %q", kind, i, got[i].Message, w)
+					}
+				}
+			}
+			check("errors", st.Errors, tc.wantErrors)
+			check("warnings", st.Warnings, tc.wantWarnings)
+		})
 	}
 }

@@ -27,6 +27,7 @@ const (
 	ReasonExtensionServiceInvalid               = "ExtensionServiceInvalid"
 	ReasonExtensionServiceNotFound              = "ExtensionServiceNotFound"
 	ReasonExtensionServiceRefRequired           = "ExtensionServiceRefRequired"
+	ReasonNoGlobalAuthorization                 = "NoGlobalAuthorization"
 	ReasonFQDNInvalid                           = "FQDNInvalid"
 	ReasonFQDNNotSpecified                      = "FQDNNotSpecified"
 	ReasonFallbackCertificateInvalid            = "FallbackCertificateInvalid"
