@@ -12,22 +12,24 @@ import (
 )
 
 // TestUnsupportedFieldKubernetes: an HTTPProxy with a field of the API
-// that portcullis does not implement (an IP allow list), created through
-// the real API server, keeps the field there (the CRD does not prune it)
-// and is refused: Valid False with SpecError/UnsupportedField naming the
-// field, and not served (ignored, the allow list would let everyone in). A
-// valid sibling stays valid and served.
+// that portcullis does not implement (a global rate limit), created
+// through the real API server, keeps the field there (the CRD does not
+// prune it) and is refused: Valid False with SpecError/UnsupportedField
+// naming the field, and not served (ignored, the limit would not limit
+// anyone). A valid sibling stays valid and served.
 func TestUnsupportedFieldKubernetes(t *testing.T) {
 	k := startKubeControlPlane(t, "--enable-external-name-services", "--allow-loopback-external-names")
 	echo := harness.StartEcho(t, "echo")
 	const ns = "fields"
 	echoRoute := []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}}
-	allow := []contourv1.IPFilterPolicy{{Source: contourv1.IPFilterSourcePeer, CIDR: "192.0.2.0/24"}}
+	limit := &contourv1.RateLimitPolicy{Global: &contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{
+		{Entries: []contourv1.RateLimitDescriptorEntry{{RemoteAddress: &contourv1.RemoteAddressDescriptor{}}}},
+	}}}
 	k.apply(t, namespaces(ns)...)
 	k.apply(t, harness.LoopbackExternalName(ns, "echo", 80, echo.Port)...)
 	k.apply(t,
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restricted"}, Spec: contourv1.HTTPProxySpec{
-			VirtualHost: &contourv1.VirtualHost{Fqdn: "restricted.example.com", IPAllowFilterPolicy: allow},
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "restricted.example.com", RateLimitPolicy: limit},
 			Routes:      echoRoute,
 		}},
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sibling"}, Spec: contourv1.HTTPProxySpec{
@@ -41,20 +43,20 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Spec.VirtualHost.IPAllowFilterPolicy; !reflect.DeepEqual(got, allow) {
-			t.Errorf("ipAllowPolicy read back = %+v, want %+v (pruned?)", got, allow)
+		if got := p.Spec.VirtualHost.RateLimitPolicy; !reflect.DeepEqual(got, limit) {
+			t.Errorf("rateLimitPolicy read back = %+v, want %+v (pruned?)", got, limit)
 		}
 	})
 
 	t.Run("UnsupportedField names the field; the host is not served", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "restricted", want{status: metav1.ConditionFalse, reason: "UnsupportedField",
-			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.ipAllowPolicy: IP allow lists are not implemented"})
+			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.rateLimitPolicy: rate limiting is not implemented"})
 		// Once the sibling is served, Envoy has the build that refused
 		// the restricted host (statuses are written beside xDS updates).
 		c := harness.HTTPClient(k.httpAddr)
 		harness.EventuallyStatus(t, c, "http://sibling.example.com/", http.StatusOK)
 		if code, err := harness.StatusCode(c, "http://restricted.example.com/"); err != nil || code != http.StatusNotFound {
-			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with an ignored allow list must not be served", code, err)
+			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with an ignored rate limit must not be served", code, err)
 		}
 	})
 

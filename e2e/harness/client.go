@@ -30,6 +30,18 @@ func HTTPSClient(caPEM []byte, resolveTo string) *http.Client {
 	return newClient(resolveTo, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 }
 
+// HTTPClientFrom is HTTPClient with its connections from the local
+// address from (e.g. "127.0.0.2": on Linux every 127.0.0.0/8 address is
+// the loopback's), so that Envoy sees a client of that address.
+func HTTPClientFrom(resolveTo, from string) *http.Client {
+	c := newClient(resolveTo, nil)
+	dialer := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, resolveTo)
+	}
+	return c
+}
+
 func newClient(resolveTo string, tlsConfig *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	return &http.Client{

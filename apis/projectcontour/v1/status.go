@@ -33,6 +33,9 @@ const (
 	// ConditionTypeSpecError: a field of the object itself is wrong
 	// (unknown, given twice, or not implemented), whatever it holds.
 	ConditionTypeSpecError = "SpecError"
+	// ConditionTypeIPFilterError: an ipAllowPolicy or ipDenyPolicy is
+	// invalid (as in Contour).
+	ConditionTypeIPFilterError = "IPFilterError"
 )
 
 // Legacy values of HTTPProxyStatus.CurrentStatus.

@@ -32,6 +32,9 @@ type authScope struct {
 	optOut bool
 	policy contourv1.AuthorizationPolicy
 	proc   procScope
+	// ipFilter is the virtual host's IP filter, which routes without
+	// their own inherit (ipfilter.go).
+	ipFilter *ir.IPFilter
 }
 
 // hostAuthScope decides which authorization applies to a host's routes and

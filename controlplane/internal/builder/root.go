@@ -77,6 +77,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	auth := b.authorization(p, secure != nil, st)
 	scope, hcmAuth := b.hostAuthScope(p, auth)
 	scope.proc = b.hostExtProc(p, secure != nil, st)
+	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
 
 	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)

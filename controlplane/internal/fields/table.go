@@ -42,8 +42,6 @@ var table = map[string]entries{
 			"virtualhost.corsPolicy":      Refused("CORS policies are not implemented"),
 			"virtualhost.rateLimitPolicy": Refused("rate limiting is not implemented: requests would not be limited"),
 			"virtualhost.jwtProviders":    Refused("JWT verification is not implemented: requests would reach the routes unverified"),
-			"virtualhost.ipAllowPolicy":   Refused("IP allow lists are not implemented: every client would be let in"),
-			"virtualhost.ipDenyPolicy":    Refused("IP deny lists are not implemented: the denied clients would be let in"),
 
 			"routes":                        yes,
 			"routes.permitInsecure":         yes,
@@ -58,8 +56,6 @@ var table = map[string]entries{
 			"routes.rateLimitPolicy":        Refused("rate limiting is not implemented: requests would not be limited"),
 			"routes.internalRedirectPolicy": yes,
 			"routes.jwtVerificationPolicy":  Refused("JWT verification is not implemented: requests would reach the route unverified"),
-			"routes.ipAllowPolicy":          Refused("IP allow lists are not implemented: every client would be let in"),
-			"routes.ipDenyPolicy":           Refused("IP deny lists are not implemented: the denied clients would be let in"),
 
 			"routes.pathRewritePolicy":                           yes,
 			"routes.pathRewritePolicy.replacePrefix":             yes,
@@ -112,7 +108,8 @@ var table = map[string]entries{
 		tree("routes.services.responseHeadersPolicy", headersPolicy),
 		tree("routes.extProcPolicy.overrides", extProc),
 		tree("includes.conditions", without(matchCondition, "exact", "regex")),
-		routing, // table_routing.go
+		routing,  // table_routing.go
+		security, // table_security.go
 	),
 
 	KindExtensionService: tree("spec", entries{

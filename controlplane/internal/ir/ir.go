@@ -246,6 +246,9 @@ type Route struct {
 	// InternalRedirect, when set, makes Envoy follow the upstream's
 	// redirects itself.
 	InternalRedirect *InternalRedirect
+	// IPFilter, when set, lets in or keeps out clients by address: the
+	// route's own, or else its virtual host's.
+	IPFilter *IPFilter
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool
@@ -294,6 +297,23 @@ type ExtensionResource struct {
 	JSON []byte
 	// Policy: attached with targetRefs (not an ExtensionRef filter).
 	Policy bool
+}
+
+// IPFilter lets in only the clients whose address is in one of Rules
+// (Allow), or every client but those (deny); the others are answered 403.
+type IPFilter struct {
+	Allow bool
+	Rules []IPRule
+}
+
+// IPRule is one address block.
+type IPRule struct {
+	// CIDR is the block, canonical ("10.0.0.0/8", "2001:db8::/32"; a
+	// single address is a /32 or /128).
+	CIDR string
+	// Remote matches the client's address as Envoy determines it (from
+	// X-Forwarded-For where trusted) rather than the network peer's.
+	Remote bool
 }
 
 // RetryPolicy retries a route's failed requests.

@@ -77,6 +77,8 @@ const (
 	ReasonRetryPolicyNotValid                   = "RetryPolicyNotValid"
 	ReasonSlowStartPolicyNotValid               = "SlowStartPolicyNotValid"
 	ReasonCookieRewritePolicyNotValid           = "CookieRewritePolicyNotValid"
+	ReasonIncompatibleIPAddressFilters          = "IncompatibleIPAddressFilters"
+	ReasonIPFilterPolicyNotValid                = "IPFilterPolicyNotValid"
 )
 
 // Reasons of the errors about an object's fields (type SpecError), for

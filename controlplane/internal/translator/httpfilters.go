@@ -31,7 +31,11 @@ type httpFilter interface {
 // filter list is this list without the filters it does not need. The
 // order is decided here and nowhere else.
 var httpFilters = []httpFilter{
-	// ext_authz first: a request that is not authorized goes no further,
+	// The IP filters (RBAC) first: a client kept out by its address is
+	// answered 403 before any other filter works for it or sends its
+	// request anywhere, and whatever the other filters would say.
+	ipFilterFilter{},
+	// ext_authz next: a request that is not authorized goes no further,
 	// so no later filter spends work on it or sends its data anywhere.
 	extAuthzFilter{},
 	// The authorizations routes name themselves (routefilters.go): a
@@ -64,6 +68,9 @@ type hcmSettings struct {
 	routeProc []named[*ir.ExtProc]
 	// cookies: some of the routes rewrite cookies (withRoutes).
 	cookies bool
+	// ipFilters: some of the routes filter clients by address
+	// (withRoutes).
+	ipFilters bool
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP

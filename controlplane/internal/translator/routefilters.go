@@ -139,6 +139,7 @@ func (h hcmSettings) withRoutes(hosts []*ir.VirtualHost) hcmSettings {
 	}
 	h.routeAuth, h.routeProc = auths.sorted(), procs.sorted()
 	h.cookies = routesRewriteCookies(hosts)
+	h.ipFilters = routesFilterIPs(hosts)
 	return h
 }
 
