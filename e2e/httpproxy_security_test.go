@@ -99,3 +99,117 @@ func TestHTTPProxyIPFilters(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPProxyCORS: a virtual host's corsPolicy through the file provider
+// into the real Envoy: preflights from allowed origins (exact, ignoring
+// case, and regex) are answered by Envoy with the policy's headers, other
+// origins get none; a request from an allowed origin reaches the upstream
+// and its response carries the access-control headers; "*" allows any
+// origin; a host without a policy is left alone.
+func TestHTTPProxyCORS(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	dir := t.TempDir()
+	httpAddr, _, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	svc := []contourv1.Service{{Name: "echo", Port: 80}}
+	var all []client.Object
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	all = append(all,
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cors"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "cors.example.com", CORSPolicy: &contourv1.CORSPolicy{
+				AllowOrigin:      []string{"https://app.example.com", `https://[a-z]+\.example\.org`},
+				AllowMethods:     []contourv1.CORSHeaderValue{"GET", "PUT"},
+				AllowHeaders:     []contourv1.CORSHeaderValue{"authorization", "x-custom"},
+				ExposeHeaders:    []contourv1.CORSHeaderValue{"x-total"},
+				MaxAge:           "10m",
+				AllowCredentials: true,
+			}},
+			Routes: []contourv1.Route{{Services: svc}},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "any"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "any.example.com", CORSPolicy: &contourv1.CORSPolicy{
+				AllowOrigin: []string{"*"}, AllowMethods: []contourv1.CORSHeaderValue{"GET"},
+			}},
+			Routes: []contourv1.Route{{Services: svc}},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "plain.example.com"},
+			Routes:      []contourv1.Route{{Services: svc}},
+		}},
+	)
+	if err := harness.Dir(dir).Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+	c := harness.HTTPClient(httpAddr)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://cors.example.com/"), http.StatusOK)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://plain.example.com/"), http.StatusOK)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://any.example.com/"), http.StatusOK)
+
+	preflight := func(url, origin string) *http.Request {
+		r, err := http.NewRequest(http.MethodOptions, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Origin", origin)
+		r.Header.Set("Access-Control-Request-Method", "PUT")
+		r.Header.Set("Access-Control-Request-Headers", "x-custom")
+		return r
+	}
+	for _, tc := range []struct {
+		name, url, origin string
+		want              map[string]string // "" for absent
+		upstream          bool              // the preflight reached the upstream
+	}{
+		{"an exact origin, ignoring case", "http://cors.example.com/x", "https://APP.example.com", map[string]string{
+			"Access-Control-Allow-Origin":      "https://APP.example.com",
+			"Access-Control-Allow-Methods":     "GET,PUT",
+			"Access-Control-Allow-Headers":     "authorization,x-custom",
+			"Access-Control-Max-Age":           "600",
+			"Access-Control-Allow-Credentials": "true",
+		}, false},
+		{"a regex origin", "http://cors.example.com/x", "https://team.example.org", map[string]string{
+			"Access-Control-Allow-Origin": "https://team.example.org",
+		}, false},
+		{"a regex origin matches the whole origin", "http://cors.example.com/x", "https://team.example.org.evil.test", map[string]string{
+			"Access-Control-Allow-Origin": "", "Access-Control-Allow-Methods": "",
+		}, true},
+		{"another origin gets no CORS headers", "http://cors.example.com/x", "https://evil.test", map[string]string{
+			"Access-Control-Allow-Origin": "", "Access-Control-Allow-Methods": "",
+		}, true},
+		{"* allows any origin", "http://any.example.com/x", "https://whoever.test", map[string]string{
+			"Access-Control-Allow-Origin": "https://whoever.test", "Access-Control-Allow-Methods": "GET", "Access-Control-Allow-Credentials": "",
+		}, false},
+		{"a host without a policy", "http://plain.example.com/x", "https://app.example.com", map[string]string{
+			"Access-Control-Allow-Origin": "",
+		}, true},
+	} {
+		t.Run("preflight: "+tc.name, func(t *testing.T) {
+			before := echo.Requests()
+			resp := doRequest(t, c, preflight(tc.url, tc.origin))
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			if err := harness.WantHeaders(resp.Header, tc.want); err != nil {
+				t.Error(err)
+			}
+			if reached := echo.Requests() > before; reached != tc.upstream {
+				t.Errorf("preflight reached the upstream: %v, want %v", reached, tc.upstream)
+			}
+		})
+	}
+	t.Run("a request from an allowed origin has the access-control headers", func(t *testing.T) {
+		r := harness.MustRequest(t, "http://cors.example.com/data")
+		r.Header.Set("Origin", "https://app.example.com")
+		resp := doRequest(t, c, r)
+		body, _ := io.ReadAll(resp.Body)
+		if _, err := harness.DecodeEcho(body); resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("status %d (%v): %s", resp.StatusCode, err, body)
+		}
+		if err := harness.WantHeaders(resp.Header, map[string]string{
+			"Access-Control-Allow-Origin":      "https://app.example.com",
+			"Access-Control-Expose-Headers":    "x-total",
+			"Access-Control-Allow-Credentials": "true",
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+}

@@ -36,6 +36,8 @@ const (
 	// ConditionTypeIPFilterError: an ipAllowPolicy or ipDenyPolicy is
 	// invalid (as in Contour).
 	ConditionTypeIPFilterError = "IPFilterError"
+	// ConditionTypeCORSError: a corsPolicy is invalid (as in Contour).
+	ConditionTypeCORSError = "CORSError"
 )
 
 // Legacy values of HTTPProxyStatus.CurrentStatus.

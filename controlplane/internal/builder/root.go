@@ -78,6 +78,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	scope, hcmAuth := b.hostAuthScope(p, auth)
 	scope.proc = b.hostExtProc(p, secure != nil, st)
 	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
+	cors := hostCORS(p.Spec.VirtualHost, st)
 
 	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
@@ -92,6 +93,21 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)
 	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
+	b.hostPolicies(cors)
+}
+
+// hostPolicies sets the policies of the root's virtual hosts themselves
+// (rather than of their routes) on each listener's.
+func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy) {
+	for _, vh := range b.res.insecure {
+		vh.CORS = cors
+	}
+	if b.res.secure != nil {
+		b.res.secure.CORS = cors
+	}
+	if b.res.fallback != nil {
+		b.res.fallback.CORS = cors
+	}
 }
 
 // withoutInvalidProxies drops the routes of the HTTPProxies found invalid

@@ -39,7 +39,6 @@ var table = map[string]entries{
 			"virtualhost.extProc":          yes,
 			"virtualhost.extProc.disabled": yes,
 
-			"virtualhost.corsPolicy":      Refused("CORS policies are not implemented"),
 			"virtualhost.rateLimitPolicy": Refused("rate limiting is not implemented: requests would not be limited"),
 			"virtualhost.jwtProviders":    Refused("JWT verification is not implemented: requests would reach the routes unverified"),
 

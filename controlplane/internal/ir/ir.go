@@ -59,6 +59,34 @@ type VirtualHost struct {
 	// includes.
 	Origins Origins
 	Routes  []*Route
+	// CORS, when set, is the host's cross-origin resource sharing policy.
+	CORS *CORSPolicy
+}
+
+// CORSPolicy answers the cross-origin requests of a virtual host: Envoy
+// answers their preflights, and adds the access-control headers to the
+// responses of the origins it allows.
+type CORSPolicy struct {
+	// AllowOrigins are the origins allowed.
+	AllowOrigins []CORSOrigin
+	// AllowMethods, AllowHeaders and ExposeHeaders are the values of the
+	// access-control headers of those names.
+	AllowMethods, AllowHeaders, ExposeHeaders []string
+	// MaxAge is how long a browser may cache a preflight's answer, in
+	// whole seconds; nil leaves it to the browser.
+	MaxAge *time.Duration
+	// AllowCredentials allows requests with credentials (cookies,
+	// authorization headers).
+	AllowCredentials bool
+	// AllowPrivateNetwork answers private network access preflights.
+	AllowPrivateNetwork bool
+}
+
+// CORSOrigin is one allowed origin: "*" (any), an origin compared
+// ignoring case, or (Regex) an RE2 expression the whole origin matches.
+type CORSOrigin struct {
+	Value string
+	Regex bool
 }
 
 // SecureVirtualHost is a TLS virtual host with its own HCM (and so its own

@@ -79,6 +79,7 @@ const (
 	ReasonCookieRewritePolicyNotValid           = "CookieRewritePolicyNotValid"
 	ReasonIncompatibleIPAddressFilters          = "IncompatibleIPAddressFilters"
 	ReasonIPFilterPolicyNotValid                = "IPFilterPolicyNotValid"
+	ReasonPolicyDidNotParse                     = "PolicyDidNotParse" // a corsPolicy (Contour's reason)
 )
 
 // Reasons of the errors about an object's fields (type SpecError), for

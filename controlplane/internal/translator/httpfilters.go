@@ -35,6 +35,13 @@ var httpFilters = []httpFilter{
 	// answered 403 before any other filter works for it or sends its
 	// request anywhere, and whatever the other filters would say.
 	ipFilterFilter{},
+	// CORS next, before every authorization: browsers send preflights
+	// without credentials, so they must be answered before a check would
+	// refuse them; and the access-control headers it adds to responses
+	// then reach an authorization's denials too, which the browser can
+	// read. After the IP filters: a client kept out is kept out of
+	// preflights as well.
+	corsFilter{},
 	// ext_authz next: a request that is not authorized goes no further,
 	// so no later filter spends work on it or sends its data anywhere.
 	extAuthzFilter{},
@@ -71,6 +78,8 @@ type hcmSettings struct {
 	// ipFilters: some of the routes filter clients by address
 	// (withRoutes).
 	ipFilters bool
+	// cors: some of the hosts have a CORS policy (withRoutes).
+	cors bool
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP
@@ -122,6 +131,34 @@ func perFilterConfig(r *ir.Route, s filterSet) map[string]*anypb.Any {
 			continue
 		}
 		if name, c := f.perRoute(r); c != nil {
+			if out == nil {
+				out = map[string]*anypb.Any{}
+			}
+			out[name] = mustAny(c)
+		}
+	}
+	return out
+}
+
+// hostFilter is an httpFilter configured on virtual hosts rather than
+// (or as well as) on routes.
+type hostFilter interface {
+	// perHost is the virtual host's configuration of the filter, on hosts
+	// of an HCM that has it, and the name of the entry it configures; nil
+	// for none.
+	perHost(vh *ir.VirtualHost) (string, proto.Message)
+}
+
+// hostFilterConfig is a virtual host's typed_per_filter_config for the
+// filters of its HCM; nil when none of them configures the host.
+func hostFilterConfig(vh *ir.VirtualHost, s filterSet) map[string]*anypb.Any {
+	var out map[string]*anypb.Any
+	for i, f := range httpFilters {
+		hf, ok := f.(hostFilter)
+		if !ok || !s.has(i) {
+			continue
+		}
+		if name, c := hf.perHost(vh); c != nil {
 			if out == nil {
 				out = map[string]*anypb.Any{}
 			}

@@ -61,12 +61,17 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		}
 		translated[i] = t
 		// A new VirtualHost each time: mergeIdentical adds domains to it.
-		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN), Routes: t.routes}
+		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN), Routes: t.routes,
+			TypedPerFilterConfig: hostFilterConfig(vh, rs.filters)}
 	})
 	c.keepVHostRoutes(sorted, translated)
 	keys := make([]string, len(translated))
 	for i, t := range translated {
 		keys[i] = t.key
+		if cfg := rc.VirtualHosts[i].TypedPerFilterConfig; cfg != nil && len(sorted) > 1 {
+			// Only hosts with the same configuration too are merged.
+			keys[i] += hostConfigKey(sorted[i].FQDN, cfg)
+		}
 	}
 	var vhosts []string
 	rc.VirtualHosts, vhosts = mergeIdentical(rc.VirtualHosts, keys)
@@ -95,6 +100,17 @@ func routesKey(fqdn string, routes []*routev3.Route) string {
 		return "unmarshallable/" + fqdn
 	}
 	return string(b)
+}
+
+// hostConfigKey is the deterministic encoding of a virtual host's
+// typed_per_filter_config, or, if it cannot be encoded, a key no encoding
+// has (never merged).
+func hostConfigKey(fqdn string, cfg map[string]*anypb.Any) string {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{TypedPerFilterConfig: cfg})
+	if err != nil {
+		return "unmarshallable/" + fqdn
+	}
+	return "/host/" + string(b)
 }
 
 // mergeIdentical turns virtual hosts whose routes are identical into one

@@ -122,8 +122,8 @@ func instanceName(filter, cluster string, cfg proto.Message) string {
 }
 
 // withRoutes adds to h the authorizations and processors the routes of
-// hosts name, each once, sorted by name: hosts are all the hosts whose
-// routes the HCM serves.
+// hosts name, each once, sorted by name, and the filters the hosts and
+// their routes need: hosts are all the hosts whose routes the HCM serves.
 func (h hcmSettings) withRoutes(hosts []*ir.VirtualHost) hcmSettings {
 	var auths instances[*ir.ExtAuth]
 	var procs instances[*ir.ExtProc]
@@ -140,6 +140,7 @@ func (h hcmSettings) withRoutes(hosts []*ir.VirtualHost) hcmSettings {
 	h.routeAuth, h.routeProc = auths.sorted(), procs.sorted()
 	h.cookies = routesRewriteCookies(hosts)
 	h.ipFilters = routesFilterIPs(hosts)
+	h.cors = hostsHaveCORS(hosts)
 	return h
 }
 
