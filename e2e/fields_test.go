@@ -50,7 +50,7 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 
 	t.Run("UnsupportedField names the field; the host is not served", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "restricted", want{status: metav1.ConditionFalse, reason: "UnsupportedField",
-			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.rateLimitPolicy: rate limiting is not implemented"})
+			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.rateLimitPolicy.global: global rate limiting"})
 		// Once the sibling is served, Envoy has the build that refused
 		// the restricted host (statuses are written beside xDS updates).
 		c := harness.HTTPClient(k.httpAddr)

@@ -213,3 +213,87 @@ func TestHTTPProxyCORS(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTPProxyLocalRateLimits: rateLimitPolicy.local through the file
+// provider into the real Envoy, counting the answers: a virtual host's
+// limit is one bucket for its routes without their own (its status and
+// headers on the limited answers), a route's limit is a bucket of its own,
+// two hosts with the same limit have a bucket each, and a host without a
+// limit is not limited. The buckets refill by the hour: none refills
+// during the test.
+func TestHTTPProxyLocalRateLimits(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	dir := t.TempDir()
+	httpAddr, _, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	svc := []contourv1.Service{{Name: "echo", Port: 80}}
+	hostLimit := &contourv1.RateLimitPolicy{Local: &contourv1.LocalRateLimitPolicy{
+		Requests: 3, Burst: 1, Unit: "hour", ResponseStatusCode: 503,
+		ResponseHeadersToAdd: []contourv1.HeaderValue{{Name: "x-limited", Value: "host 100%"}},
+	}}
+	limited := func(name string) *contourv1.HTTPProxy {
+		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: name + ".example.com", RateLimitPolicy: hostLimit},
+			Routes: []contourv1.Route{
+				{Services: svc},
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/b"}}, Services: svc},
+				{
+					Conditions:      []contourv1.MatchCondition{{Prefix: "/own"}},
+					RateLimitPolicy: &contourv1.RateLimitPolicy{Local: &contourv1.LocalRateLimitPolicy{Requests: 2, Unit: "hour"}},
+					Services:        svc,
+				},
+			},
+		}}
+	}
+	var all []client.Object
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	all = append(all, limited("limited"), limited("twin"),
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "plain.example.com"},
+			Routes:      []contourv1.Route{{Services: svc}},
+		}},
+	)
+	if err := harness.Dir(dir).Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+	c := harness.HTTPClient(httpAddr)
+	// Served: each of these spends its first token.
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://limited.example.com/"), http.StatusOK)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://twin.example.com/"), http.StatusOK)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://plain.example.com/"), http.StatusOK)
+
+	// statuses sends n requests to url and counts their answers by status.
+	statuses := func(url string, n int) map[int]int {
+		got := map[int]int{}
+		for range n {
+			resp := doRequest(t, c, harness.MustRequest(t, url))
+			io.Copy(io.Discard, resp.Body)
+			got[resp.StatusCode]++
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("x-limited") != "host 100%" {
+				t.Errorf("%s: a limited answer without the host's header: %v", url, resp.Header)
+			}
+		}
+		return got
+	}
+	check := func(name string, got, want map[int]int) {
+		t.Helper()
+		for code, n := range want {
+			if got[code] != n {
+				t.Errorf("%s: answers %v, want %v", name, got, want)
+				return
+			}
+		}
+	}
+	// The host's bucket holds requests+burst = 4: one spent above, two on
+	// "/b", one more on "/", then every request of those routes is
+	// limited, with the host's status and header.
+	check("the host's routes share its bucket", statuses("http://limited.example.com/b", 2), map[int]int{200: 2})
+	check("the host's routes share its bucket", statuses("http://limited.example.com/", 3), map[int]int{200: 1, 503: 2})
+	check("the host's bucket is empty", statuses("http://limited.example.com/b", 2), map[int]int{503: 2})
+	// A route with its own limit has its own bucket of 2, and Envoy's
+	// default 429.
+	check("a route's own bucket", statuses("http://limited.example.com/own", 4), map[int]int{200: 2, 429: 2})
+	// The twin host, with the same limit, was not merged with the first:
+	// three tokens left.
+	check("another host's bucket", statuses("http://twin.example.com/", 4), map[int]int{200: 3, 503: 1})
+	check("a host without a limit", statuses("http://plain.example.com/", 10), map[int]int{200: 10})
+}

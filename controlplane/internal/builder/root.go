@@ -79,6 +79,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	scope.proc = b.hostExtProc(p, secure != nil, st)
 	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
 	cors := hostCORS(p.Spec.VirtualHost, st)
+	rateLimit := hostRateLimit(p.Spec.VirtualHost, st)
 
 	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
@@ -93,20 +94,21 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)
 	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
-	b.hostPolicies(cors)
+	b.hostPolicies(cors, rateLimit)
 }
 
 // hostPolicies sets the policies of the root's virtual hosts themselves
 // (rather than of their routes) on each listener's.
-func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy) {
-	for _, vh := range b.res.insecure {
-		vh.CORS = cors
-	}
+func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy, rateLimit *ir.LocalRateLimit) {
+	hosts := append([]*ir.VirtualHost(nil), b.res.insecure...)
 	if b.res.secure != nil {
-		b.res.secure.CORS = cors
+		hosts = append(hosts, &b.res.secure.VirtualHost)
 	}
 	if b.res.fallback != nil {
-		b.res.fallback.CORS = cors
+		hosts = append(hosts, b.res.fallback)
+	}
+	for _, vh := range hosts {
+		vh.CORS, vh.RateLimit = cors, rateLimit
 	}
 }
 

@@ -56,6 +56,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	rt.ExtProc = b.routeExtProc(p, r, scope.proc, errs.add)
 	b.warnGlobalUnavailable(rt.Route, scope, st)
 	routeIPFilter(&rt, r, scope.ipFilter, errs)
+	routeRateLimit(&rt, r, errs)
 	if answered(r) {
 		routeAnswer(&rt, r, errs)
 		if rt.DirectResponse != nil {
@@ -124,7 +125,8 @@ func irRoutes(routes []route, insecure bool) []*ir.Route {
 // irRedirect is the HTTPS redirect of a route, with the route's whole
 // match: a wider one would redirect requests another route serves over
 // plain HTTP (permitInsecure). A client the route's IP filter keeps out
-// is kept out of the redirect too.
+// is kept out of the redirect too, and the route's rate limit limits it
+// (with a bucket of its own, as Contour's).
 func irRedirect(r ir.Route) ir.Route {
-	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, IPFilter: r.IPFilter, Origins: r.Origins}
+	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, IPFilter: r.IPFilter, RateLimit: r.RateLimit, Origins: r.Origins}
 }

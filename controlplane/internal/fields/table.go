@@ -39,8 +39,7 @@ var table = map[string]entries{
 			"virtualhost.extProc":          yes,
 			"virtualhost.extProc.disabled": yes,
 
-			"virtualhost.rateLimitPolicy": Refused("rate limiting is not implemented: requests would not be limited"),
-			"virtualhost.jwtProviders":    Refused("JWT verification is not implemented: requests would reach the routes unverified"),
+			"virtualhost.jwtProviders": Refused("JWT verification is not implemented: requests would reach the routes unverified"),
 
 			"routes":                        yes,
 			"routes.permitInsecure":         yes,
@@ -52,7 +51,6 @@ var table = map[string]entries{
 			"routes.healthCheckPolicy":      yes,
 			"routes.loadBalancerPolicy":     yes,
 			"routes.cookieRewritePolicies":  yes,
-			"routes.rateLimitPolicy":        Refused("rate limiting is not implemented: requests would not be limited"),
 			"routes.internalRedirectPolicy": yes,
 			"routes.jwtVerificationPolicy":  Refused("JWT verification is not implemented: requests would reach the route unverified"),
 

@@ -1,14 +1,16 @@
 package fields
 
 // security is the part of the HTTPProxy table under the virtual hosts' and
-// routes' IP filters and the virtual hosts' CORS policies, mounted in
-// table.go's HTTPProxy tree.
+// routes' IP filters and rate limits and the virtual hosts' CORS
+// policies, mounted in table.go's HTTPProxy tree.
 var security = merge(
 	tree("virtualhost.ipAllowPolicy", ipFilterPolicy),
 	tree("virtualhost.ipDenyPolicy", ipFilterPolicy),
 	tree("routes.ipAllowPolicy", ipFilterPolicy),
 	tree("routes.ipDenyPolicy", ipFilterPolicy),
 	tree("virtualhost.corsPolicy", corsPolicy),
+	tree("virtualhost.rateLimitPolicy", rateLimitPolicy),
+	tree("routes.rateLimitPolicy", rateLimitPolicy),
 )
 
 var ipFilterPolicy = entries{
@@ -26,4 +28,17 @@ var corsPolicy = entries{
 	"exposeHeaders":       yes,
 	"maxAge":              yes,
 	"allowPrivateNetwork": yes,
+}
+
+var rateLimitPolicy = entries{
+	"":                                 yes,
+	"local":                            yes,
+	"local.requests":                   yes,
+	"local.unit":                       yes,
+	"local.burst":                      yes,
+	"local.responseStatusCode":         yes,
+	"local.responseHeadersToAdd":       yes,
+	"local.responseHeadersToAdd.name":  yes,
+	"local.responseHeadersToAdd.value": yes,
+	"global":                           Refused("global rate limiting (a rate limit service counting for every Envoy) is not implemented: requests would not be limited (rateLimitPolicy.local is)"),
 }

@@ -61,6 +61,22 @@ type VirtualHost struct {
 	Routes  []*Route
 	// CORS, when set, is the host's cross-origin resource sharing policy.
 	CORS *CORSPolicy
+	// RateLimit, when set, limits the requests of the host's routes
+	// without a limit of their own: one bucket for all of them.
+	RateLimit *LocalRateLimit
+}
+
+// LocalRateLimit is a token bucket of requests, kept by each Envoy on its
+// own: Requests tokens are added every Interval, up to Requests+Burst; a
+// request without a token is answered Status.
+type LocalRateLimit struct {
+	Requests uint32
+	Burst    uint32
+	Interval time.Duration
+	// Status of the limited requests' answers; 0 for 429.
+	Status uint32
+	// ResponseHeaders are set on the limited requests' answers.
+	ResponseHeaders []HeaderValue
 }
 
 // CORSPolicy answers the cross-origin requests of a virtual host: Envoy
@@ -277,6 +293,9 @@ type Route struct {
 	// IPFilter, when set, lets in or keeps out clients by address: the
 	// route's own, or else its virtual host's.
 	IPFilter *IPFilter
+	// RateLimit, when set, limits the route's requests with a bucket of
+	// its own, instead of its virtual host's.
+	RateLimit *LocalRateLimit
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool

@@ -80,6 +80,7 @@ const (
 	ReasonIncompatibleIPAddressFilters          = "IncompatibleIPAddressFilters"
 	ReasonIPFilterPolicyNotValid                = "IPFilterPolicyNotValid"
 	ReasonPolicyDidNotParse                     = "PolicyDidNotParse" // a corsPolicy (Contour's reason)
+	ReasonRateLimitPolicyNotValid               = "RateLimitPolicyNotValid"
 )
 
 // Reasons of the errors about an object's fields (type SpecError), for

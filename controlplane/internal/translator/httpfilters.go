@@ -38,10 +38,16 @@ var httpFilters = []httpFilter{
 	// CORS next, before every authorization: browsers send preflights
 	// without credentials, so they must be answered before a check would
 	// refuse them; and the access-control headers it adds to responses
-	// then reach an authorization's denials too, which the browser can
-	// read. After the IP filters: a client kept out is kept out of
-	// preflights as well.
+	// then reach the denials of the filters after it (a rate limit's
+	// 429, an authorization's 403), which the browser can then read.
+	// After the IP filters: a client kept out is kept out of preflights
+	// as well. A preflight it answers costs no upstream work.
 	corsFilter{},
+	// The local rate limits next: a client kept out by its address does
+	// not spend the others' tokens, and every request that goes further
+	// does, before any filter that calls a server works for it (an
+	// authorization server is protected by the limit too).
+	localRateLimitFilter{},
 	// ext_authz next: a request that is not authorized goes no further,
 	// so no later filter spends work on it or sends its data anywhere.
 	extAuthzFilter{},
@@ -80,6 +86,9 @@ type hcmSettings struct {
 	ipFilters bool
 	// cors: some of the hosts have a CORS policy (withRoutes).
 	cors bool
+	// rateLimits: some of the hosts or routes have a local rate limit
+	// (withRoutes).
+	rateLimits bool
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP

@@ -141,6 +141,7 @@ func (h hcmSettings) withRoutes(hosts []*ir.VirtualHost) hcmSettings {
 	h.cookies = routesRewriteCookies(hosts)
 	h.ipFilters = routesFilterIPs(hosts)
 	h.cors = hostsHaveCORS(hosts)
+	h.rateLimits = hostsRateLimit(hosts)
 	return h
 }
 
