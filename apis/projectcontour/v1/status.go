@@ -38,6 +38,9 @@ const (
 	ConditionTypeIPFilterError = "IPFilterError"
 	// ConditionTypeCORSError: a corsPolicy is invalid (as in Contour).
 	ConditionTypeCORSError = "CORSError"
+	// ConditionTypeJWTVerificationError: the JWT providers or a route's
+	// JWT verification policy are invalid (as in Contour).
+	ConditionTypeJWTVerificationError = "JWTVerificationError"
 )
 
 // Legacy values of HTTPProxyStatus.CurrentStatus.

@@ -116,13 +116,24 @@ func (o *Options) externalNameAllowed(name string) error {
 	if !o.ExternalNameServices {
 		return fmt.Errorf("ExternalName Services are disabled (start portcullis with --enable-external-name-services)")
 	}
+	return o.loopbackAllowed(externalNameKind, name)
+}
+
+// externalNameKind is what loopbackAllowed's messages call an
+// ExternalName.
+const externalNameKind = "ExternalName"
+
+
+// loopbackAllowed refuses a name (what: "ExternalName", "host") that
+// names Envoy's own host, unless Options.LoopbackExternalNames.
+func (o *Options) loopbackAllowed(what, name string) error {
 	if o.LoopbackExternalNames {
 		return nil
 	}
 	host := strings.TrimSuffix(strings.ToLower(name), ".")
 	if ip := net.ParseIP(host); ip != nil {
 		if ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() {
-			return fmt.Errorf("ExternalName %q is a loopback or link-local address: refused", name)
+			return fmt.Errorf("%s %q is a loopback or link-local address: refused", what, name)
 		}
 		return nil
 	}
@@ -130,12 +141,12 @@ func (o *Options) externalNameAllowed(name string) error {
 	switch {
 	case strings.HasPrefix(first, "localhost") || strings.HasSuffix(host, ".localhost"):
 		// localhost, localhost.localdomain, localhost4.localdomain4, ...
-		return fmt.Errorf("ExternalName %q names this host, from where it could reach Envoy's admin interface: refused", name)
+		return fmt.Errorf("%s %q names this host, from where it could reach Envoy's admin interface: refused", what, name)
 	case !strings.Contains(host, "."):
 		// Envoy resolves through its own hosts file and search domains
 		// first: a single label is a name of Envoy's host ("vm",
 		// "ip6-localhost") or of its surroundings, never an external one.
-		return fmt.Errorf("ExternalName %q is a single label, which Envoy resolves relative to its own host (hosts file, search domains; it could reach Envoy's admin interface): use a fully qualified name", name)
+		return fmt.Errorf("%s %q is a single label, which Envoy resolves relative to its own host (hosts file, search domains; it could reach Envoy's admin interface): use a fully qualified name", what, name)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ type authScope struct {
 	// ipFilter is the virtual host's IP filter, which routes without
 	// their own inherit (ipfilter.go).
 	ipFilter *ir.IPFilter
+	// jwt is the virtual host's JWT providers (jwt.go).
+	jwt jwtScope
 }
 
 // hostAuthScope decides which authorization applies to a host's routes and

@@ -80,6 +80,8 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
 	cors := hostCORS(p.Spec.VirtualHost, st)
 	rateLimit := hostRateLimit(p.Spec.VirtualHost, st)
+	jwt := b.jwtProviders(p, st)
+	scope.jwt = jwt.scope
 
 	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
@@ -93,8 +95,26 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	routes = b.withoutInvalidProxies(routes)
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)
+	b.jwksClusters(p, secure, jwt)
 	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
 	b.hostPolicies(cors, rateLimit)
+}
+
+// jwksClusters gives a served root's TLS host its JWT providers, and adds
+// the clusters that fetch their keys.
+func (b *rootBuilder) jwksClusters(p *contourv1.HTTPProxy, secure *ir.SecureVirtualHost, jwt hostJWT) {
+	if secure == nil {
+		return // no providers: jwtProviders needs TLS
+	}
+	secure.JWTProviders = jwt.providers
+	root := proxyRef(p.Namespace, p.Name)
+	for _, c := range jwt.clusters {
+		b.out.addCluster(c)
+		b.out.clusterUses.add(c.Name, root)
+		if c.Validation != nil {
+			b.out.secretUses.add(c.Validation.CASecret, root)
+		}
+	}
 }
 
 // hostPolicies sets the policies of the root's virtual hosts themselves

@@ -57,6 +57,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	b.warnGlobalUnavailable(rt.Route, scope, st)
 	routeIPFilter(&rt, r, scope.ipFilter, errs)
 	routeRateLimit(&rt, r, errs)
+	routeJWT(&rt, r, scope.jwt, errs)
 	if answered(r) {
 		routeAnswer(&rt, r, errs)
 		if rt.DirectResponse != nil {

@@ -39,8 +39,6 @@ var table = map[string]entries{
 			"virtualhost.extProc":          yes,
 			"virtualhost.extProc.disabled": yes,
 
-			"virtualhost.jwtProviders": Refused("JWT verification is not implemented: requests would reach the routes unverified"),
-
 			"routes":                        yes,
 			"routes.permitInsecure":         yes,
 			"routes.extProcPolicy":          yes,
@@ -52,7 +50,6 @@ var table = map[string]entries{
 			"routes.loadBalancerPolicy":     yes,
 			"routes.cookieRewritePolicies":  yes,
 			"routes.internalRedirectPolicy": yes,
-			"routes.jwtVerificationPolicy":  Refused("JWT verification is not implemented: requests would reach the route unverified"),
 
 			"routes.pathRewritePolicy":                           yes,
 			"routes.pathRewritePolicy.replacePrefix":             yes,

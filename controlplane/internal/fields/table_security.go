@@ -1,8 +1,8 @@
 package fields
 
 // security is the part of the HTTPProxy table under the virtual hosts' and
-// routes' IP filters and rate limits and the virtual hosts' CORS
-// policies, mounted in table.go's HTTPProxy tree.
+// routes' IP filters, rate limits and JWT verification and the virtual
+// hosts' CORS policies, mounted in table.go's HTTPProxy tree.
 var security = merge(
 	tree("virtualhost.ipAllowPolicy", ipFilterPolicy),
 	tree("virtualhost.ipDenyPolicy", ipFilterPolicy),
@@ -11,6 +11,13 @@ var security = merge(
 	tree("virtualhost.corsPolicy", corsPolicy),
 	tree("virtualhost.rateLimitPolicy", rateLimitPolicy),
 	tree("routes.rateLimitPolicy", rateLimitPolicy),
+	tree("virtualhost.jwtProviders", jwtProvider),
+	tree("virtualhost.jwtProviders.remoteJWKS.validation", upstreamValidation),
+	entries{
+		"routes.jwtVerificationPolicy":          yes,
+		"routes.jwtVerificationPolicy.require":  yes,
+		"routes.jwtVerificationPolicy.disabled": yes,
+	},
 )
 
 var ipFilterPolicy = entries{
@@ -41,4 +48,18 @@ var rateLimitPolicy = entries{
 	"local.responseHeadersToAdd.name":  yes,
 	"local.responseHeadersToAdd.value": yes,
 	"global":                           Refused("global rate limiting (a rate limit service counting for every Envoy) is not implemented: requests would not be limited (rateLimitPolicy.local is)"),
+}
+
+var jwtProvider = entries{
+	"":                           yes,
+	"name":                       yes,
+	"default":                    yes,
+	"issuer":                     yes,
+	"audiences":                  yes,
+	"forwardJWT":                 yes,
+	"remoteJWKS":                 yes,
+	"remoteJWKS.uri":             yes,
+	"remoteJWKS.timeout":         yes,
+	"remoteJWKS.cacheDuration":   yes,
+	"remoteJWKS.dnsLookupFamily": yes,
 }

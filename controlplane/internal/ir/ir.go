@@ -120,6 +120,29 @@ type SecureVirtualHost struct {
 	// ExtProc is the external processor of this host's HCM: its own, or
 	// the global one; nil for none.
 	ExtProc *ExtProc
+	// JWTProviders verify the JSON Web Tokens of the routes that name
+	// one (Route.JWTProvider); none for no JWT verification.
+	JWTProviders []JWTProvider
+}
+
+// JWTProvider verifies JSON Web Tokens against the keys of a JWKS
+// fetched over HTTP(S).
+type JWTProvider struct {
+	Name string
+	// Issuer is the required "iss"; unchecked when empty.
+	Issuer string
+	// Audiences are the accepted "aud"; unchecked when empty.
+	Audiences []string
+	// JWKSURI is fetched through the cluster JWKSCluster, within
+	// JWKSTimeout.
+	JWKSURI     string
+	JWKSCluster string
+	JWKSTimeout time.Duration
+	// CacheDuration is how long the keys are kept; nil for Envoy's
+	// default (5 minutes).
+	CacheDuration *time.Duration
+	// Forward keeps the token in the request sent upstream.
+	Forward bool
 }
 
 // FallbackChain serves non-SNI clients with the fallback certificate.
@@ -296,6 +319,9 @@ type Route struct {
 	// RateLimit, when set, limits the route's requests with a bucket of
 	// its own, instead of its virtual host's.
 	RateLimit *LocalRateLimit
+	// JWTProvider names the host's JWT provider that must verify the
+	// route's requests; "" for none.
+	JWTProvider string
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool
@@ -508,6 +534,9 @@ type Cluster struct {
 	// DNSName, for ExternalName services, makes a STRICT_DNS cluster.
 	DNSName string
 	DNSPort uint32
+	// DNSLookupFamily restricts DNSName's addresses: "v4", "v6", "auto"
+	// (IPv6 first); "" for IPv4 first.
+	DNSLookupFamily string
 	// DNSHealthPort is the port health checks of DNSName use; 0 for
 	// DNSPort.
 	DNSHealthPort uint32

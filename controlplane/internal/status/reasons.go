@@ -81,6 +81,17 @@ const (
 	ReasonIPFilterPolicyNotValid                = "IPFilterPolicyNotValid"
 	ReasonPolicyDidNotParse                     = "PolicyDidNotParse" // a corsPolicy (Contour's reason)
 	ReasonRateLimitPolicyNotValid               = "RateLimitPolicyNotValid"
+	ReasonJWTVerificationNotPermitted           = "JWTVerificationNotPermitted"
+	ReasonDuplicateProviderName                 = "DuplicateProviderName"
+	ReasonMultipleDefaultProvidersSpecified     = "MultipleDefaultProvidersSpecified"
+	ReasonRemoteJWKSURIInvalid                  = "RemoteJWKSURIInvalid"
+	ReasonRemoteJWKSSchemeInvalid               = "RemoteJWKSSchemeInvalid"
+	ReasonRemoteJWKSUpstreamValidationInvalid   = "RemoteJWKSUpstreamValidationInvalid"
+	ReasonRemoteJWKSTimeoutInvalid              = "RemoteJWKSTimeoutInvalid"
+	ReasonRemoteJWKSCacheDurationInvalid        = "RemoteJWKSCacheDurationInvalid"
+	ReasonRemoteJWKSDNSLookupFamilyInvalid      = "RemoteJWKSDNSLookupFamilyInvalid"
+	ReasonInvalidJWTVerificationPolicy          = "InvalidJWTVerificationPolicy"
+	ReasonJWTProviderNotDefined                 = "JWTProviderNotDefined"
 )
 
 // Reasons of the errors about an object's fields (type SpecError), for

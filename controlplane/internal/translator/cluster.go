@@ -36,8 +36,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
 	case c.DNSName != "":
 		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
-		// Most upstreams listen on IPv4; try it first, then IPv6.
-		out.DnsLookupFamily = clusterv3.Cluster_V4_PREFERRED
+		out.DnsLookupFamily = dnsLookupFamily(c.DNSLookupFamily)
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
 			Endpoints: []*endpointv3.LocalityLbEndpoints{{
@@ -104,4 +103,18 @@ func lbEndpoint(addr string, port, healthPort uint32) *endpointv3.LbEndpoint {
 		ep.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthPort}
 	}
 	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: ep}}
+}
+
+// dnsLookupFamily is the address family a DNS cluster resolves: most
+// upstreams listen on IPv4, so by default IPv4 first, then IPv6.
+func dnsLookupFamily(f string) clusterv3.Cluster_DnsLookupFamily {
+	switch f {
+	case "v4":
+		return clusterv3.Cluster_V4_ONLY
+	case "v6":
+		return clusterv3.Cluster_V6_ONLY
+	case "auto":
+		return clusterv3.Cluster_AUTO
+	}
+	return clusterv3.Cluster_V4_PREFERRED
 }

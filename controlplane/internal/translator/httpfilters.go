@@ -48,6 +48,11 @@ var httpFilters = []httpFilter{
 	// does, before any filter that calls a server works for it (an
 	// authorization server is protected by the limit too).
 	localRateLimitFilter{},
+	// JWT verification next, before the authorizations: a request
+	// without a valid token (where its route requires one) goes no
+	// further, and an authorization server is only asked about requests
+	// whose token is verified.
+	jwtFilter{},
 	// ext_authz next: a request that is not authorized goes no further,
 	// so no later filter spends work on it or sends its data anywhere.
 	extAuthzFilter{},
@@ -89,6 +94,8 @@ type hcmSettings struct {
 	// rateLimits: some of the hosts or routes have a local rate limit
 	// (withRoutes).
 	rateLimits bool
+	// jwt are the JWT providers of a TLS host's own HCM.
+	jwt []ir.JWTProvider
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP
@@ -100,7 +107,7 @@ func globalHCM(m *ir.Model) hcmSettings {
 // hostHCM are the settings of a TLS virtual host's own HCM, which only
 // its own routes use.
 func hostHCM(vh *ir.SecureVirtualHost) hcmSettings {
-	return hcmSettings{auth: vh.Auth, proc: vh.ExtProc}.withRoutes([]*ir.VirtualHost{&vh.VirtualHost})
+	return hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders}.withRoutes([]*ir.VirtualHost{&vh.VirtualHost})
 }
 
 // filterSet holds the filters of an HCM, bit i for httpFilters[i]: a
