@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -296,4 +299,69 @@ func TestHTTPProxyLocalRateLimits(t *testing.T) {
 	// three tokens left.
 	check("another host's bucket", statuses("http://twin.example.com/", 4), map[int]int{200: 3, 503: 1})
 	check("a host without a limit", statuses("http://plain.example.com/", 10), map[int]int{200: 10})
+}
+
+// TestHTTPProxySecurityExample runs examples/httpproxy-security as its
+// README says (file provider, the quickstart's certificate and upstream),
+// on free ports: the allow list, the route's deny list, a CORS preflight
+// and the /login rate limit.
+func TestHTTPProxySecurityExample(t *testing.T) {
+	repo := harness.RepoRoot(t)
+	echo := harness.StartEcho(t, "echo")
+	dir := t.TempDir()
+	port := strings.NewReplacer("port: 19000", fmt.Sprintf("port: %d", echo.Port))
+	for _, f := range []string{"quickstart/tls-secret.yaml", "quickstart/upstreams.yaml", "httpproxy-security/httpproxy.yaml"} {
+		b, err := os.ReadFile(filepath.Join(repo, "examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(f, "/", "-")), []byte(port.Replace(string(b))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	caPEM, err := os.ReadFile(filepath.Join(repo, "examples/quickstart/ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := func(ip string) *http.Client { return harness.HTTPSClientFrom(caPEM, httpsAddr, ip) }
+	harness.EventuallyEcho(t, from("127.0.0.1"), harness.MustRequest(t, "https://echo.example.com/"), http.StatusOK)
+
+	for _, tc := range []struct {
+		from, path string
+		want       int
+	}{
+		{"127.0.0.2", "/", http.StatusForbidden},
+		{"127.0.0.2", "/partners", http.StatusOK},
+		{"127.0.0.3", "/partners", http.StatusForbidden},
+	} {
+		if code, err := harness.StatusCode(from(tc.from), "https://echo.example.com"+tc.path); err != nil || code != tc.want {
+			t.Errorf("%s from %s: status %d (%v), want %d", tc.path, tc.from, code, err, tc.want)
+		}
+	}
+
+	r, err := http.NewRequest(http.MethodOptions, "https://echo.example.com/api", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Origin", "https://pr-12.preview.example.com")
+	r.Header.Set("Access-Control-Request-Method", "POST")
+	resp := doRequest(t, from("127.0.0.1"), r)
+	if err := harness.WantHeaders(resp.Header, map[string]string{
+		"Access-Control-Allow-Origin": "https://pr-12.preview.example.com", "Access-Control-Allow-Methods": "GET,POST", "Access-Control-Max-Age": "600",
+	}); resp.StatusCode != http.StatusOK || err != nil {
+		t.Errorf("preflight: status %d, %v", resp.StatusCode, err)
+	}
+
+	var codes []int
+	for range 4 {
+		resp := doRequest(t, from("127.0.0.1"), harness.MustRequest(t, "https://echo.example.com/login"))
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "60" {
+			t.Errorf("429 without the policy's retry-after: %v", resp.Header)
+		}
+	}
+	if fmt.Sprint(codes) != "[200 200 200 429]" {
+		t.Errorf("/login answers %v, want three 200s, then 429", codes)
+	}
 }

@@ -34,7 +34,16 @@ func HTTPSClient(caPEM []byte, resolveTo string) *http.Client {
 // address from (e.g. "127.0.0.2": on Linux every 127.0.0.0/8 address is
 // the loopback's), so that Envoy sees a client of that address.
 func HTTPClientFrom(resolveTo, from string) *http.Client {
-	c := newClient(resolveTo, nil)
+	return withLocalAddress(newClient(resolveTo, nil), resolveTo, from)
+}
+
+// HTTPSClientFrom is HTTPSClient with its connections from the local
+// address from, as HTTPClientFrom.
+func HTTPSClientFrom(caPEM []byte, resolveTo, from string) *http.Client {
+	return withLocalAddress(HTTPSClient(caPEM, resolveTo), resolveTo, from)
+}
+
+func withLocalAddress(c *http.Client, resolveTo, from string) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return dialer.DialContext(ctx, network, resolveTo)
