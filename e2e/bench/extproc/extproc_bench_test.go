@@ -84,7 +84,8 @@ type benchCase struct {
 // Envoy alone.
 //
 // PORTCULLIS_BENCH_PROFILE=DIR saves CPU and allocation profiles of the
-// pass-through and headers extprocservers under load in DIR.
+// pass-through and headers extprocservers under load in DIR (5 s each, or
+// PORTCULLIS_BENCH_PROFILE_SECONDS).
 func BenchmarkExtProc(b *testing.B) {
 	echo := harness.StartEcho(b, "echo")
 	sink := startSink(b)
@@ -359,11 +360,15 @@ func profile(ctx context.Context, dir, name, pprofAddr string, do loadgen.Do, cf
 		_, err = io.Copy(f, resp.Body)
 		return err
 	}
-	cfg.Duration, cfg.Warmup = 6*time.Second, 0
+	seconds := 5
+	if n, err := strconv.Atoi(os.Getenv("PORTCULLIS_BENCH_PROFILE_SECONDS")); err == nil && n > 0 {
+		seconds = n
+	}
+	cfg.Duration, cfg.Warmup = time.Duration(seconds)*time.Second+time.Second, 0
 	done := make(chan loadgen.Result, 1)
 	go func() { done <- loadgen.Run(ctx, name, cfg, do) }()
 	time.Sleep(500 * time.Millisecond)
-	err := fetch("/debug/pprof/profile?seconds=5", name+".cpu.pprof")
+	err := fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), name+".cpu.pprof")
 	if err == nil {
 		err = fetch("/debug/pprof/allocs", name+".allocs.pprof")
 	}
