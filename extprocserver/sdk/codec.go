@@ -23,11 +23,13 @@ func ServerOptions() []grpc.ServerOption {
 }
 
 // Codec is a gRPC codec for the ext_proc service, wire-compatible with the
-// standard protobuf one. It decodes the headers messages Envoy sends on
-// every request with a few allocations instead of three per header, sends
-// the driver's unchanging "continue" answers as bytes encoded once. Any
-// other message, and any headers message with fields it does not expect,
-// goes through the standard codec.
+// standard protobuf one. The headers and trailers messages Envoy sends on
+// every request are checked in one pass and their header map kept as
+// bytes, decoded only when a processor reads it (Server); decoded into a
+// plain ProcessingRequest, the map takes a few allocations instead of
+// three per header. The driver's unchanging "continue" answers are sent
+// as bytes encoded once. Any other message, and any headers message with
+// fields it does not expect, goes through the standard codec.
 var Codec encoding.CodecV2 = codec{}
 
 type codec struct{}
@@ -48,15 +50,54 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if r, ok := v.(*extprocv3.ProcessingRequest); ok {
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		done := decodeHeadersRequest(buf.ReadOnlyData(), r)
-		buf.Free()
-		if done {
+	switch m := v.(type) {
+	case *request:
+		if withBytes(data, func(b []byte) bool { return decodeLazy(b, m) }) {
+			return nil
+		}
+		return protoCodec.Unmarshal(data, &m.ProcessingRequest)
+	case *extprocv3.ProcessingRequest:
+		if withBytes(data, func(b []byte) bool { return decodeHeadersRequest(b, m) }) {
 			return nil
 		}
 	}
 	return protoCodec.Unmarshal(data, v)
+}
+
+// withBytes calls f on the message's bytes, in place when gRPC holds them
+// in one buffer (the usual case), else on a pooled copy.
+func withBytes(data mem.BufferSlice, f func([]byte) bool) bool {
+	if len(data) == 1 {
+		return f(data[0].ReadOnlyData())
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return f(buf.ReadOnlyData())
+}
+
+// request is what Server.Process receives each message into. With the
+// standard codec its embedded ProcessingRequest is decoded in full (a
+// request is a proto.Message through it). With Codec, a headers or
+// trailers message as Envoy sends it is only checked: the embedded
+// message gets everything but the header map, which is kept as bytes in
+// rawMap (a copy: gRPC reuses its buffer) and decoded when a processor
+// first reads the headers. A processor that never reads them costs no
+// decoding, and one that does gets strings sharing one copy.
+type request struct {
+	extprocv3.ProcessingRequest
+	lazy   bool   // Codec filled the message: the map is rawMap
+	rawMap string // the HeaderMap's protobuf bytes
+
+	// Storage for the messages Codec sets, so a message is one allocation.
+	mapLen        int // header values in rawMap
+	reqH          extprocv3.ProcessingRequest_RequestHeaders
+	respH         extprocv3.ProcessingRequest_ResponseHeaders
+	reqT          extprocv3.ProcessingRequest_RequestTrailers
+	respT         extprocv3.ProcessingRequest_ResponseTrailers
+	httpHeaders   extprocv3.HttpHeaders
+	httpTrailers  extprocv3.HttpTrailers
+	emptyMetadata corev3.Metadata
+	headers       Headers // the driver's view of the map
 }
 
 // continueResponses answer a message that changed nothing, by phase; they
@@ -79,212 +120,319 @@ var continueEncoded = func() (out [len(continueResponses)][]byte) {
 	return out
 }()
 
-// Field numbers decodeHeadersRequest knows.
+// Field numbers the fast path knows.
 const (
 	fieldRequestHeaders    = 2  // ProcessingRequest.request_headers
 	fieldResponseHeaders   = 3  // ProcessingRequest.response_headers
+	fieldRequestTrailers   = 6  // ProcessingRequest.request_trailers
+	fieldResponseTrailers  = 7  // ProcessingRequest.response_trailers
 	fieldMetadataContext   = 8  // ProcessingRequest.metadata_context
 	fieldObservabilityMode = 10 // ProcessingRequest.observability_mode
 	fieldProtocolConfig    = 11 // ProcessingRequest.protocol_config
-	fieldHeaderMap         = 1  // HttpHeaders.headers
+	fieldHeaderMap         = 1  // HttpHeaders.headers, HttpTrailers.trailers
 	fieldEndOfStream       = 3  // HttpHeaders.end_of_stream
 	fieldHeaderValue       = 1  // HeaderMap.headers
 	fieldKey               = 1  // HeaderValue.key
 	fieldValue             = 2  // HeaderValue.value
 	fieldRawValue          = 3  // HeaderValue.raw_value
+	fieldSendWithoutWait   = 3  // ProtocolConfiguration: 1 and 2 are the body modes
 )
 
-// headersRequest holds the messages of a decoded headers request, so that
-// they take one allocation.
-type headersRequest struct {
-	req  extprocv3.ProcessingRequest_RequestHeaders
-	resp extprocv3.ProcessingRequest_ResponseHeaders
-	hh   extprocv3.HttpHeaders
-	hm   corev3.HeaderMap
-	md   corev3.Metadata
+// scanned is what scanRequest found in a message.
+type scanned struct {
+	member    protowire.Number // which headers or trailers field
+	eos       bool
+	observe   bool
+	metadata  bool // an empty metadata_context
+	config    bool // a protocol_config, with:
+	reqMode   BodyMode
+	respMode  BodyMode
+	noWait    bool
+	hasMap    bool   // the header map field is present
+	headerMap []byte // its bytes
+	count     int    // header values in it
+	strSize   int    // bytes of their keys and values
+	rawSize   int    // bytes of their raw values
 }
 
-// decodeHeadersRequest decodes b into m when b is a request or response
-// headers message with only the fields Envoy sets on it (headers, end of
-// stream, observability mode, protocol config, an empty metadata context),
-// each at most once, and
-// header keys and values that are valid UTF-8 (as protobuf requires of
-// strings). It reports false, leaving m alone, for anything else: the
-// standard codec then decodes it, or reports the error.
-func decodeHeadersRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
-	var (
-		field     protowire.Number
-		headers   []byte
-		pc        []byte
-		observe   bool
-		seen      uint16
-		eos       bool
-		headerMap []byte
-		count     int
-	)
-	ok := scan(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) bool {
-		if seen&(1<<num) != 0 {
-			return false
+// scanRequest checks, in one pass, that b is a request or response
+// headers or trailers message with only the fields Envoy sets on it
+// (the header map, end of stream, observability mode, protocol config, an
+// empty metadata context), each at most once, and header keys and values
+// that are valid UTF-8 (as protobuf requires of strings). It reports
+// false for anything else: the standard codec then decodes it, or
+// reports the error.
+func scanRequest(b []byte) (s scanned, ok bool) {
+	var seen uint16
+	var member []byte
+	for len(b) > 0 {
+		num, typ, v, x, n := wireField(b)
+		if n < 0 || seen&(1<<num) != 0 {
+			return s, false
 		}
 		seen |= 1 << num
+		b = b[n:]
 		switch {
-		case (num == fieldRequestHeaders || num == fieldResponseHeaders) && typ == protowire.BytesType:
-			field, headers = num, v
-		case num == fieldObservabilityMode && typ == protowire.VarintType:
-			observe = x != 0
+		case (num == fieldRequestHeaders || num == fieldResponseHeaders || num == fieldRequestTrailers || num == fieldResponseTrailers) && typ == protowire.BytesType:
+			if s.member != 0 {
+				return s, false // two members of the oneof: protobuf keeps the last
+			}
+			s.member, member = num, v
 		case num == fieldMetadataContext && typ == protowire.BytesType && len(v) == 0:
-			// Envoy sends it empty unless the filter forwards namespaces.
+			s.metadata = true // Envoy sends it empty unless the filter forwards namespaces
+		case num == fieldObservabilityMode && typ == protowire.VarintType:
+			s.observe = x != 0
 		case num == fieldProtocolConfig && typ == protowire.BytesType:
-			pc = v
+			if !s.scanConfig(v) {
+				return s, false
+			}
 		default:
-			return false
+			return s, false
 		}
-		return true
-	})
-	if !ok || headers == nil || seen&(1<<fieldRequestHeaders) != 0 && seen&(1<<fieldResponseHeaders) != 0 {
-		return false
 	}
-	seen0 := seen
+	if s.member == 0 {
+		return s, false
+	}
+	headers := s.member == fieldRequestHeaders || s.member == fieldResponseHeaders
 	seen = 0
-	ok = scan(headers, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) bool {
-		if seen&(1<<num) != 0 {
-			return false
+	for len(member) > 0 {
+		num, typ, v, x, n := wireField(member)
+		if n < 0 || seen&(1<<num) != 0 {
+			return s, false
 		}
 		seen |= 1 << num
+		member = member[n:]
 		switch {
 		case num == fieldHeaderMap && typ == protowire.BytesType:
-			headerMap = v
-		case num == fieldEndOfStream && typ == protowire.VarintType:
-			eos = x != 0
+			s.hasMap, s.headerMap = true, v
+		case headers && num == fieldEndOfStream && typ == protowire.VarintType:
+			s.eos = x != 0
 		default:
-			return false
+			return s, false
 		}
-		return true
-	})
-	if !ok {
-		return false
 	}
-	// First pass: check every header, count them and their bytes.
-	var strSize, rawSize int
-	ok = scan(headerMap, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) bool {
-		if num != fieldHeaderValue || typ != protowire.BytesType {
-			return false
+	for m := s.headerMap; len(m) > 0; {
+		num, typ, hv, _, n := wireField(m)
+		if n < 0 || num != fieldHeaderValue || typ != protowire.BytesType {
+			return s, false
 		}
-		count++
+		m = m[n:]
+		s.count++
 		var hs uint8
-		return scan(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) bool {
-			if num < fieldKey || num > fieldRawValue || typ != protowire.BytesType || hs&(1<<num) != 0 {
-				return false
+		for len(hv) > 0 {
+			num, typ, v, _, n := wireField(hv)
+			if n < 0 || num < fieldKey || num > fieldRawValue || typ != protowire.BytesType || hs&(1<<num) != 0 {
+				return s, false
 			}
 			hs |= 1 << num
+			hv = hv[n:]
 			if num == fieldRawValue {
-				rawSize += len(v)
-				return true
+				s.rawSize += len(v)
+				continue
 			}
-			strSize += len(v)
-			return utf8.Valid(v)
-		})
-	})
+			if !utf8.Valid(v) {
+				return s, false
+			}
+			s.strSize += len(v)
+		}
+	}
+	return s, true
+}
+
+// scanConfig reads a ProtocolConfiguration: varints 1 to 3, each once.
+func (s *scanned) scanConfig(b []byte) bool {
+	s.config = true
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, _, x, n := wireField(b)
+		if n < 0 || typ != protowire.VarintType || num < 1 || num > fieldSendWithoutWait || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		b = b[n:]
+		switch num {
+		case 1:
+			s.reqMode = BodyMode(int32(x)) // as protobuf decodes an enum
+		case 2:
+			s.respMode = BodyMode(int32(x))
+		default:
+			s.noWait = x != 0
+		}
+	}
+	return true
+}
+
+// setCommon sets the message-level fields scanned.
+func (s *scanned) setCommon(m *extprocv3.ProcessingRequest, md *corev3.Metadata) {
+	m.ObservabilityMode = s.observe
+	if s.config {
+		m.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: s.reqMode, ResponseBodyMode: s.respMode, SendBodyWithoutWaitingForHeaderResponse: s.noWait}
+	}
+	if s.metadata {
+		m.MetadataContext = md
+	}
+}
+
+// decodeLazy fills m from b, keeping the header map as bytes (see
+// request); false when scanRequest refuses b.
+func decodeLazy(b []byte, m *request) bool {
+	s, ok := scanRequest(b)
 	if !ok {
 		return false
 	}
-	var config *extprocv3.ProtocolConfiguration
-	if pc != nil {
-		config = new(extprocv3.ProtocolConfiguration)
-		if proto.Unmarshal(pc, config) != nil {
-			return false
-		}
+	m.ProcessingRequest.Reset()
+	s.setCommon(&m.ProcessingRequest, &m.emptyMetadata)
+	switch s.member {
+	case fieldRequestHeaders:
+		m.httpHeaders.EndOfStream = s.eos
+		m.reqH.RequestHeaders, m.Request = &m.httpHeaders, &m.reqH
+	case fieldResponseHeaders:
+		m.httpHeaders.EndOfStream = s.eos
+		m.respH.ResponseHeaders, m.Request = &m.httpHeaders, &m.respH
+	case fieldRequestTrailers:
+		m.reqT.RequestTrailers, m.Request = &m.httpTrailers, &m.reqT
+	default:
+		m.respT.ResponseTrailers, m.Request = &m.httpTrailers, &m.respT
 	}
+	m.lazy, m.rawMap, m.mapLen = true, string(s.headerMap), s.count
+	return true
+}
 
-	// Keys and values share one string, raw values one slice (copies: b
-	// is gRPC's buffer), headers and their pointers one slice each.
+// eagerRequest holds the messages of a fully decoded headers or trailers
+// request, so that they take one allocation.
+type eagerRequest struct {
+	reqH  extprocv3.ProcessingRequest_RequestHeaders
+	respH extprocv3.ProcessingRequest_ResponseHeaders
+	reqT  extprocv3.ProcessingRequest_RequestTrailers
+	respT extprocv3.ProcessingRequest_ResponseTrailers
+	hh    extprocv3.HttpHeaders
+	ht    extprocv3.HttpTrailers
+	hm    corev3.HeaderMap
+	md    corev3.Metadata
+}
+
+// decodeHeadersRequest decodes b into m in full when scanRequest takes it:
+// keys and values share one string, raw values one slice, headers and
+// their pointers one slice each.
+func decodeHeadersRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
+	s, ok := scanRequest(b)
+	if !ok {
+		return false
+	}
+	e := new(eagerRequest)
+	var hm *corev3.HeaderMap
+	if s.hasMap {
+		e.hm.Headers = headerValues(&s)
+		hm = &e.hm
+	}
+	m.Reset()
+	s.setCommon(m, &e.md)
+	switch s.member {
+	case fieldRequestHeaders:
+		e.hh.Headers, e.hh.EndOfStream = hm, s.eos
+		e.reqH.RequestHeaders, m.Request = &e.hh, &e.reqH
+	case fieldResponseHeaders:
+		e.hh.Headers, e.hh.EndOfStream = hm, s.eos
+		e.respH.ResponseHeaders, m.Request = &e.hh, &e.respH
+	case fieldRequestTrailers:
+		e.ht.Trailers = hm
+		e.reqT.RequestTrailers, m.Request = &e.ht, &e.reqT
+	default:
+		e.ht.Trailers = hm
+		e.respT.ResponseTrailers, m.Request = &e.ht, &e.respT
+	}
+	return true
+}
+
+// headerValues decodes the header map scanRequest checked (copies: its
+// bytes are gRPC's buffer).
+func headerValues(s *scanned) []*corev3.HeaderValue {
 	var sb strings.Builder
-	sb.Grow(strSize)
-	raw := make([]byte, 0, rawSize)
-	values := make([]corev3.HeaderValue, count)
-	ptrs := make([]*corev3.HeaderValue, count)
-	i := 0
-	scan(headerMap, func(_ protowire.Number, _ protowire.Type, v []byte, _ uint64) bool {
-		scan(v, func(num protowire.Number, _ protowire.Type, v []byte, _ uint64) bool {
+	sb.Grow(s.strSize)
+	raw := make([]byte, 0, s.rawSize)
+	for m := s.headerMap; len(m) > 0; {
+		_, _, hv, _, n := wireField(m)
+		m = m[n:]
+		for len(hv) > 0 {
+			num, _, v, _, n := wireField(hv)
+			hv = hv[n:]
 			if num == fieldRawValue {
-				values[i].RawValue = raw[len(raw) : len(raw)+len(v) : len(raw)+len(v)]
 				raw = append(raw, v...)
 			} else {
 				sb.Write(v)
 			}
-			return true
-		})
-		ptrs[i] = &values[i]
-		i++
-		return true
-	})
-	str, off := sb.String(), 0
-	i = 0
-	scan(headerMap, func(_ protowire.Number, _ protowire.Type, v []byte, _ uint64) bool {
-		scan(v, func(num protowire.Number, _ protowire.Type, v []byte, _ uint64) bool {
+		}
+	}
+	str := sb.String()
+	values := make([]corev3.HeaderValue, s.count)
+	ptrs := make([]*corev3.HeaderValue, s.count)
+	i, off, roff := 0, 0, 0
+	for m := s.headerMap; len(m) > 0; i++ {
+		_, _, hv, _, n := wireField(m)
+		m = m[n:]
+		for len(hv) > 0 {
+			num, _, v, _, n := wireField(hv)
+			hv = hv[n:]
 			switch num {
 			case fieldKey:
 				values[i].Key = str[off : off+len(v)]
+				off += len(v)
 			case fieldValue:
 				values[i].Value = str[off : off+len(v)]
+				off += len(v)
 			default:
-				return true
+				values[i].RawValue = raw[roff : roff+len(v) : roff+len(v)]
+				roff += len(v)
 			}
-			off += len(v)
-			return true
-		})
-		i++
-		return true
-	})
-
-	proto.Reset(m)
-	hr := new(headersRequest)
-	hr.hm.Headers = ptrs
-	hr.hh.Headers, hr.hh.EndOfStream = &hr.hm, eos
-	if headerMap == nil {
-		hr.hh.Headers = nil
+		}
+		ptrs[i] = &values[i]
 	}
-	if field == fieldRequestHeaders {
-		hr.req.RequestHeaders = &hr.hh
-		m.Request = &hr.req
-	} else {
-		hr.resp.ResponseHeaders = &hr.hh
-		m.Request = &hr.resp
-	}
-	m.ObservabilityMode, m.ProtocolConfig = observe, config
-	if seen0&(1<<fieldMetadataContext) != 0 {
-		m.MetadataContext = &hr.md
-	}
-	return true
+	return ptrs
 }
 
-// scan calls f on each field of the protobuf message b (v: the bytes of a
-// length-delimited field, x: a varint's value); false when b is malformed,
-// has a field of another wire type, or f returns false.
-func scan(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) bool) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num > 15 {
-			return false
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-			if v == nil && n >= 0 {
-				v = b[:0] // present but empty
-			}
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		default:
-			return false
-		}
-		if n < 0 || !f(num, typ, v, x) {
-			return false
-		}
-		b = b[n:]
+// wireField reads the first field of the protobuf message b: its number,
+// wire type, a length-delimited field's bytes or a varint's value, and its
+// length; n < 0 when b is malformed, or the field is of another wire type
+// or numbered above 15 (no field the fast path knows).
+func wireField(b []byte) (num protowire.Number, typ protowire.Type, v []byte, x uint64, n int) {
+	num, typ, n = protowire.ConsumeTag(b)
+	if n < 0 || num > 15 {
+		return 0, 0, nil, 0, -1
 	}
-	return true
+	var m int
+	switch typ {
+	case protowire.BytesType:
+		v, m = protowire.ConsumeBytes(b[n:])
+	case protowire.VarintType:
+		x, m = protowire.ConsumeVarint(b[n:])
+	default:
+		return 0, 0, nil, 0, -1
+	}
+	if m < 0 {
+		return 0, 0, nil, 0, -1
+	}
+	return num, typ, v, x, n + m
+}
+
+// stringField reads the first length-delimited field of s, a message
+// scanRequest has checked: its number, its bytes, and the rest of s.
+func stringField(s string) (num protowire.Number, v, rest string) {
+	tag, n := uvarint(s)
+	size, m := uvarint(s[n:])
+	start := n + m
+	end := start + int(size)
+	return protowire.Number(tag >> 3), s[start:end], s[end:]
+}
+
+// uvarint decodes a varint at the start of s (checked by scanRequest).
+func uvarint(s string) (x uint64, n int) {
+	for shift := 0; n < len(s); shift += 7 {
+		c := s[n]
+		n++
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+	}
+	return x, n
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -56,6 +58,15 @@ func codecCases(t testing.TB) map[string][]byte {
 	noMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{EndOfStream: true}}}
 	emptyMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: &corev3.HeaderMap{}}}}
 	body := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte("abc"), EndOfStream: true}}}
+	trailers := func(response bool, kv ...string) *extprocv3.ProcessingRequest {
+		ht := &extprocv3.HttpTrailers{Trailers: wireHeaders(false, false, kv...).GetRequestHeaders().GetHeaders()}
+		if response {
+			return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: ht}}
+		}
+		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: ht}}
+	}
+	noTrailerMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocv3.HttpTrailers{}}}
+	upper := wireHeaders(false, false, "X-Upper", "u", ":path", "/")
 	tb := typical.GetRequestHeaders()
 
 	cases := map[string][]byte{
@@ -68,6 +79,10 @@ func codecCases(t testing.TB) map[string][]byte {
 		"no header map":            marshal(noMap),
 		"empty header map":         marshal(emptyMap),
 		"body (fallback)":          marshal(body),
+		"request trailers":         marshal(trailers(false, "x-checksum", "abc")),
+		"response trailers":        marshal(trailers(true, "grpc-status", "0", "grpc-message", "")),
+		"trailers without a map":   marshal(noTrailerMap),
+		"upper-case name":          marshal(upper),
 		"empty message (fallback)": {},
 		"truncated (fallback)":     marshal(typical)[:20],
 		"invalid UTF-8 raw value":  marshal(wireHeaders(false, false, "x", "\xff\xfe")),
@@ -89,6 +104,28 @@ func codecCases(t testing.TB) map[string][]byte {
 	hh = protowire.AppendVarint(hh, 1)
 	unknown := protowire.AppendTag(nil, 2, protowire.BytesType)
 	cases["unknown field in HttpHeaders (fallback)"] = protowire.AppendBytes(unknown, hh)
+	// end_of_stream is not a field of HttpTrailers: unknown to protobuf.
+	ht, _ := proto.Marshal(trailers(false, "x", "1").GetRequestTrailers())
+	ht = protowire.AppendVarint(protowire.AppendTag(ht, 3, protowire.VarintType), 1)
+	cases["field 3 in HttpTrailers (fallback)"] = protowire.AppendBytes(protowire.AppendTag(nil, 6, protowire.BytesType), ht)
+	// A field of the header map repeated: protobuf keeps the last.
+	hv := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "x-a")
+	hv = protowire.AppendString(protowire.AppendTag(hv, 1, protowire.BytesType), "x-b")
+	hmap := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), hv)
+	hmap = protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), hmap)
+	cases["key twice (fallback)"] = protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), hmap)
+	// Protocol config with an enum outside the known values, and one with
+	// an unknown field.
+	pc := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1<<40+7)
+	pc = protowire.AppendVarint(protowire.AppendTag(pc, 3, protowire.VarintType), 2)
+	cases["protocol config, large enum"] = append(marshal(typical), protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), pc)...)
+	pc = protowire.AppendVarint(protowire.AppendTag(nil, 4, protowire.VarintType), 1)
+	cases["protocol config, unknown field (fallback)"] = append(marshal(typical), protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), pc)...)
+	// A non-empty metadata context, and a varint where a message belongs.
+	cases["observability mode as bytes (fallback)"] = append(marshal(typical), protowire.AppendBytes(protowire.AppendTag(nil, 10, protowire.BytesType), nil)...)
+	// An overlong varint in a header: protobuf refuses it.
+	over := protowire.AppendTag(nil, 2, protowire.BytesType)
+	cases["overlong length (error)"] = append(over, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f)
 	return cases
 }
 
@@ -100,6 +137,9 @@ func TestCodecDecodesAsProtobuf(t *testing.T) {
 	}
 }
 
+// checkDecode decodes b with Codec into a ProcessingRequest (in full) and
+// into the driver's request (header map left as bytes): both must give
+// what protobuf gives, or fail as it does.
 func checkDecode(t *testing.T, b []byte) {
 	t.Helper()
 	want := new(extprocv3.ProcessingRequest)
@@ -112,13 +152,62 @@ func checkDecode(t *testing.T, b []byte) {
 	if err == nil && !proto.Equal(got, want) {
 		t.Fatalf("decoded\n%v\nprotobuf decodes\n%v", got, want)
 	}
+
+	lazy := new(request)
+	// In two buffers, as gRPC may hold a message.
+	half := len(b) / 2
+	err = Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append([]byte(nil), b[:half]...)), mem.SliceBuffer(append([]byte(nil), b[half:]...))}, lazy)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("lazily: error %v, protobuf's %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if !lazy.lazy {
+		if !proto.Equal(&lazy.ProcessingRequest, want) {
+			t.Fatalf("lazily, in full:\n%v\nprotobuf decodes\n%v", &lazy.ProcessingRequest, want)
+		}
+		return
+	}
+	// The header map as the driver reads it, then the rest of the message.
+	var hm *corev3.HeaderMap
+	switch r := want.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		hm, r.RequestHeaders.Headers = r.RequestHeaders.Headers, nil
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		hm, r.ResponseHeaders.Headers = r.ResponseHeaders.Headers, nil
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		hm, r.RequestTrailers.Trailers = r.RequestTrailers.Trailers, nil
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		hm, r.ResponseTrailers.Trailers = r.ResponseTrailers.Trailers, nil
+	default:
+		t.Fatalf("lazily decoded a %T", r)
+	}
+	gotFields := newHeaders(lazy, nil, false).load()
+	if wantFields := fieldsOf(hm.GetHeaders()); !slices.Equal(gotFields, wantFields) {
+		t.Fatalf("lazily decoded headers %q, protobuf's %q", gotFields, wantFields)
+	}
+	if !proto.Equal(&lazy.ProcessingRequest, want) {
+		t.Fatalf("lazily decoded\n%v\nprotobuf decodes (without the header map)\n%v", &lazy.ProcessingRequest, want)
+	}
 }
 
 func TestCodecFastPathIsTaken(t *testing.T) {
 	cases := codecCases(t)
-	for _, name := range []string{"typical request headers", "response headers", "protocol config", "value field and empties", "no header map", "empty header map"} {
+	for _, name := range []string{"typical request headers", "response headers", "protocol config", "value field and empties", "no header map", "empty header map",
+		"request trailers", "response trailers", "trailers without a map", "upper-case name", "protocol config, large enum"} {
 		if !decodeHeadersRequest(cases[name], new(extprocv3.ProcessingRequest)) {
 			t.Errorf("%s: fast path not taken", name)
+		}
+		if r := new(request); !decodeLazy(cases[name], r) || !r.lazy {
+			t.Errorf("%s: lazy path not taken", name)
+		}
+	}
+	for name, b := range cases {
+		if strings.Contains(name, "(fallback)") || strings.Contains(name, "(error)") {
+			if decodeLazy(b, new(request)) {
+				t.Errorf("%s: lazy path taken", name)
+			}
 		}
 	}
 }
@@ -186,6 +275,22 @@ func BenchmarkDecodeHeaders(b *testing.B) {
 			for b.Loop() {
 				if err := c.codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, new(extprocv3.ProcessingRequest)); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// What the driver does: the map kept as bytes, then (read) decoded
+	// when a processor first reads a header.
+	for _, read := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sdk lazy, read %v/%d headers", read, len(kv)/2), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := new(request)
+				if err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, r); err != nil {
+					b.Fatal(err)
+				}
+				if read && newHeaders(r, nil, false).Get(":path") != "/api/login" {
+					b.Fatal("no :path")
 				}
 			}
 		})

@@ -3,7 +3,6 @@ package sdk
 import (
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strings"
 
@@ -25,10 +24,19 @@ type Headers struct {
 	// EndOfStream is set on a headers message when no body follows.
 	EndOfStream bool
 
-	src   []*corev3.HeaderValue // what Envoy sent, until m is built
-	m     map[string][]string   // built on first use: see load
-	edits []headerEdit          // names changed, in first-change order
+	// What Envoy sent, until fields is built: decoded by protobuf (src),
+	// or the HeaderMap's bytes from Codec (raw, rawLen values).
+	src    []*corev3.HeaderValue
+	raw    string
+	rawLen int
+
+	loaded bool
+	fields []field      // built on first use: see load
+	edits  []headerEdit // names changed, in first-change order
 }
+
+// field is one header value; names are lower case.
+type field struct{ name, value string }
 
 type headerEdit struct {
 	name    string   // lower case
@@ -36,84 +44,130 @@ type headerEdit struct {
 	values  []string // values to write (after replace) or to append
 }
 
-func newHeaders(hm *corev3.HeaderMap, eos bool) *Headers {
-	return &Headers{EndOfStream: eos, src: hm.GetHeaders()}
-}
-
-// load returns the map, built on first use: a processor that never looks
-// at the headers (one that passes them through) costs no map.
-func (h *Headers) load() map[string][]string {
-	if h.m == nil {
-		h.m, h.src = headerMap(h.src), nil
+// newHeaders returns the headers of a message: its header map decoded by
+// protobuf (hm), or kept as bytes by Codec (r.lazy).
+func newHeaders(r *request, hm *corev3.HeaderMap, eos bool) *Headers {
+	h := &r.headers
+	h.EndOfStream = eos
+	if r.lazy {
+		h.raw, h.rawLen = r.rawMap, r.mapLen
+	} else {
+		h.src = hm.GetHeaders()
 	}
-	return h.m
+	return h
 }
 
-// headerMap builds the map with three allocations whatever the number of
-// headers (map, one string holding every value, one slice backing every
-// single value): it runs on most headers messages.
-func headerMap(hvs []*corev3.HeaderValue) map[string][]string {
-	m := make(map[string][]string, len(hvs))
+// load returns the header values, decoded on first use: a processor that
+// never looks at the headers (one that passes them through) costs no
+// decoding. A few headers are searched faster in order than in a map.
+func (h *Headers) load() []field {
+	if !h.loaded {
+		h.loaded = true
+		if h.raw != "" {
+			h.fields = parseFields(h.raw, h.rawLen)
+		} else {
+			h.fields = fieldsOf(h.src)
+		}
+		h.src, h.raw = nil, ""
+	}
+	return h.fields
+}
+
+// parseFields decodes a HeaderMap's bytes, checked by scanRequest: names
+// and values share raw's memory; a non-empty raw_value wins over value.
+func parseFields(raw string, n int) []field {
+	fields := make([]field, 0, n)
+	for len(raw) > 0 {
+		_, hv, rest := stringField(raw)
+		raw = rest
+		var key, value, rawValue string
+		for len(hv) > 0 {
+			num, v, rest := stringField(hv)
+			hv = rest
+			switch num {
+			case fieldKey:
+				key = v
+			case fieldValue:
+				value = v
+			default:
+				rawValue = v
+			}
+		}
+		if rawValue != "" {
+			value = rawValue
+		}
+		fields = append(fields, field{lower(key), value})
+	}
+	return fields
+}
+
+// fieldsOf converts decoded header values; raw values share one string.
+func fieldsOf(hvs []*corev3.HeaderValue) []field {
 	size := 0
 	for _, hv := range hvs {
-		if raw := hv.GetRawValue(); len(raw) > 0 {
-			size += len(raw)
-		} else {
-			size += len(hv.GetValue())
-		}
+		size += len(hv.GetRawValue())
 	}
 	var b strings.Builder
 	b.Grow(size)
 	for _, hv := range hvs {
-		if raw := hv.GetRawValue(); len(raw) > 0 {
-			b.Write(raw)
-		} else {
-			b.WriteString(hv.GetValue())
-		}
+		b.Write(hv.GetRawValue())
 	}
 	all, off := b.String(), 0
-	backing := make([]string, len(hvs))
+	fields := make([]field, len(hvs))
 	for i, hv := range hvs {
-		n := len(hv.GetRawValue())
-		if n == 0 {
-			n = len(hv.GetValue())
+		v := hv.GetValue()
+		if n := len(hv.GetRawValue()); n > 0 {
+			v = all[off : off+n]
+			off += n
 		}
-		v := all[off : off+n]
-		off += n
-		k := lower(hv.GetKey())
-		if old, ok := m[k]; ok {
-			m[k] = append(old, v) // full capacity: copies, never overwrites backing
-			continue
-		}
-		backing[i] = v
-		m[k] = backing[i : i+1 : i+1]
+		fields[i] = field{lower(hv.GetKey()), v}
 	}
-	return m
+	return fields
 }
 
 // Get returns the first value of name, or "".
 func (h *Headers) Get(name string) string {
-	if v := h.load()[lower(name)]; len(v) > 0 {
-		return v[0]
+	k := lower(name)
+	for _, f := range h.load() {
+		if f.name == k {
+			return f.value
+		}
 	}
 	return ""
 }
 
 // Values returns all values of name.
-func (h *Headers) Values(name string) []string { return h.load()[lower(name)] }
+func (h *Headers) Values(name string) []string {
+	k := lower(name)
+	var vs []string
+	for _, f := range h.load() {
+		if f.name == k {
+			vs = append(vs, f.value)
+		}
+	}
+	return vs
+}
 
 // Has reports whether name is present.
-func (h *Headers) Has(name string) bool { return len(h.load()[lower(name)]) > 0 }
+func (h *Headers) Has(name string) bool {
+	k := lower(name)
+	for _, f := range h.load() {
+		if f.name == k {
+			return true
+		}
+	}
+	return false
+}
 
-// All yields every (name, value) pair, names sorted.
+// All yields every (name, value) pair, names sorted, each name's values
+// in order.
 func (h *Headers) All() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		m := h.load()
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			for _, v := range m[k] {
-				if !yield(k, v) {
-					return
-				}
+		sorted := slices.Clone(h.load())
+		slices.SortStableFunc(sorted, func(a, b field) int { return strings.Compare(a.name, b.name) })
+		for _, f := range sorted {
+			if !yield(f.name, f.value) {
+				return
 			}
 		}
 	}
@@ -122,17 +176,15 @@ func (h *Headers) All() iter.Seq2[string, string] {
 // Set replaces every value of name with value.
 func (h *Headers) Set(name, value string) {
 	k := lower(name)
-	v := []string{value} // capacity 1: an Add to either copies it
-	h.load()[k] = v
+	h.fields = append(h.remove(k), field{k, value})
 	e := h.edit(k)
-	e.replace, e.values = true, v
+	e.replace, e.values = true, []string{value}
 }
 
 // Add appends value to name's values.
 func (h *Headers) Add(name, value string) {
 	k := lower(name)
-	m := h.load()
-	m[k] = append(m[k], value)
+	h.fields = append(h.load(), field{k, value})
 	e := h.edit(k)
 	e.values = append(e.values, value)
 }
@@ -140,9 +192,14 @@ func (h *Headers) Add(name, value string) {
 // Del removes name.
 func (h *Headers) Del(name string) {
 	k := lower(name)
-	delete(h.load(), k)
+	h.fields = h.remove(k)
 	e := h.edit(k)
 	e.replace, e.values = true, nil
+}
+
+// remove returns the fields without name k.
+func (h *Headers) remove(k string) []field {
+	return slices.DeleteFunc(h.load(), func(f field) bool { return f.name == k })
 }
 
 // Changed reports whether any processor changed the map.

@@ -76,7 +76,10 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	ctx := stream.Context()
 	x := newExchange(time.Now())
 	for {
-		req, err := stream.Recv()
+		// Not stream.Recv: a request is decoded lazily by Codec (and in
+		// full by the standard codec).
+		req := new(request)
+		err := stream.RecvMsg(req)
 		if errors.Is(err, io.EOF) {
 			return nil // Envoy closed its side: the exchange is over
 		}
@@ -142,7 +145,7 @@ func toStatus(ctx context.Context, err error) error {
 }
 
 // handle runs the processor on one message and builds its one response.
-func (s *Server) handle(ctx context.Context, x *Exchange, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
+func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp *extprocv3.ProcessingResponse, err error) {
 	if pc := req.GetProtocolConfig(); pc != nil {
 		x.RequestBodyMode, x.ResponseBodyMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
 		if x.RequestBodyMode == ModeGRPC || x.ResponseBodyMode == ModeGRPC {
@@ -167,26 +170,26 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *extprocv3.Process
 
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
-		return s.headers(ctx, x, RequestHeaders, r.RequestHeaders)
+		return s.headers(ctx, x, RequestHeaders, req, r.RequestHeaders)
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
-		return s.headers(ctx, x, ResponseHeaders, r.ResponseHeaders)
+		return s.headers(ctx, x, ResponseHeaders, req, r.ResponseHeaders)
 	case *extprocv3.ProcessingRequest_RequestBody:
 		return s.body(ctx, x, RequestBody, r.RequestBody)
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		return s.body(ctx, x, ResponseBody, r.ResponseBody)
 	case *extprocv3.ProcessingRequest_RequestTrailers:
-		return s.trailers(ctx, x, RequestTrailers, r.RequestTrailers)
+		return s.trailers(ctx, x, RequestTrailers, req, r.RequestTrailers)
 	case *extprocv3.ProcessingRequest_ResponseTrailers:
-		return s.trailers(ctx, x, ResponseTrailers, r.ResponseTrailers)
+		return s.trailers(ctx, x, ResponseTrailers, req, r.ResponseTrailers)
 	default:
 		x.phase = 0
 		return nil, status.Errorf(codes.InvalidArgument, "ProcessingRequest without a known request type (%T)", r)
 	}
 }
 
-func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
+func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
 	x.resetActions(p)
-	h := newHeaders(msg.GetHeaders(), msg.GetEndOfStream())
+	h := newHeaders(req, msg.GetHeaders(), msg.GetEndOfStream())
 	// The exchange keeps h: live during the phase, so helpers such as
 	// x.Path() see the changes so far, and what left the phase afterwards
 	// (processors do not use h once the phase returns).
@@ -353,7 +356,7 @@ func (x *Exchange) needsContentLength(p Phase, b *Body) bool {
 	return false
 }
 
-func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpTrailers) (*extprocv3.ProcessingResponse, error) {
+func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpTrailers) (*extprocv3.ProcessingResponse, error) {
 	if bp := p - 1; x.bodyMode(bp) == ModeFullDuplex && x.chunks[bp] > 0 && !x.bodyEnded[bp] {
 		// Trailers end the body: the chain gets its Last call and what it
 		// emits goes first (without end_of_stream: trailers follow). Not
@@ -372,7 +375,7 @@ func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, msg *extpro
 		}
 	}
 	x.resetActions(p)
-	t := newHeaders(msg.GetTrailers(), true)
+	t := newHeaders(req, msg.GetTrailers(), true)
 	var err error
 	if p == RequestTrailers {
 		err = s.proc.RequestTrailers(ctx, x, t)
@@ -427,7 +430,7 @@ func (x *Exchange) immediateResponse() (*extprocv3.ProcessingResponse, error) {
 		Details: r.Details,
 	}
 	if len(r.Headers) > 0 {
-		h := &Headers{m: map[string][]string{}}
+		h := &Headers{loaded: true}
 		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 			for i, v := range r.Headers[k] {
 				if i == 0 {

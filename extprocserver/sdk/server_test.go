@@ -96,10 +96,40 @@ func kind(r *extprocv3.ProcessingResponse) string {
 	return "none"
 }
 
+// protobufCodec makes start serve without sdk.Codec (see
+// TestDriverWithProtobufCodec).
+var protobufCodec bool
+
 // start serves p with the driver and an observer.
 func start(t *testing.T, p sdk.Processor) (extprocv3.ExternalProcessorClient, *recorder) {
 	rec := &recorder{}
-	return sdktest.Serve(t, p, sdk.WithObserver(rec.observe)), rec
+	grpcOpts := sdk.ServerOptions()
+	if protobufCodec {
+		grpcOpts = nil
+	}
+	return sdktest.ServeGRPC(t, grpcOpts, p, sdk.WithObserver(rec.observe)), rec
+}
+
+// TestDriverWithProtobufCodec runs the driver's table tests again with
+// gRPC's standard codec, which decodes every message in full: Codec's
+// lazy header maps and prebuilt answers must change nothing Envoy sees,
+// in any body mode.
+func TestDriverWithProtobufCodec(t *testing.T) {
+	protobufCodec = true
+	defer func() { protobufCodec = false }()
+	for name, test := range map[string]func(*testing.T){
+		"HeaderMutationsAreNetDiffs":         TestHeaderMutationsAreNetDiffs,
+		"InvalidHeadersNeverReachEnvoy":      TestInvalidHeadersNeverReachEnvoy,
+		"HeadersReadWhatEnvoySent":           TestHeadersReadWhatEnvoySent,
+		"EveryModeAnswersEachMessageInOrder": TestEveryModeAnswersEachMessageInOrder,
+		"ImmediateResponseAtEveryPhase":      TestImmediateResponseAtEveryPhase,
+		"RouteCacheMetadataAndModeOverride":  TestRouteCacheMetadataAndModeOverride,
+		"ObservabilityModeSendsNothing":      TestObservabilityModeSendsNothing,
+		"ExchangeState":                      TestExchangeState,
+		"FullDuplexStreamed":                 TestFullDuplexStreamed,
+	} {
+		t.Run(name, test)
+	}
 }
 
 func open(t *testing.T, c extprocv3.ExternalProcessorClient) *sdktest.Stream {

@@ -21,11 +21,19 @@ import (
 )
 
 // Serve serves p (with opts; logs are discarded unless opts set a logger)
-// until the test ends and returns a client.
+// until the test ends and returns a client. The gRPC server has
+// sdk.ServerOptions(), as extprocserver's.
 func Serve(t testing.TB, p sdk.Processor, opts ...sdk.Option) extprocv3.ExternalProcessorClient {
 	t.Helper()
+	return ServeGRPC(t, sdk.ServerOptions(), p, opts...)
+}
+
+// ServeGRPC is Serve on a gRPC server with grpcOpts instead (nil: gRPC's
+// defaults, among them the standard protobuf codec).
+func ServeGRPC(t testing.TB, grpcOpts []grpc.ServerOption, p sdk.Processor, opts ...sdk.Option) extprocv3.ExternalProcessorClient {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(sdk.ServerOptions()...)
+	srv := grpc.NewServer(grpcOpts...)
 	opts = append([]sdk.Option{sdk.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
 	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p, opts...))
 	go srv.Serve(lis)
