@@ -78,12 +78,11 @@ func New(opts Options, logger *slog.Logger, register func(*grpc.Server)) (*Serve
 		return nil, err
 	}
 
-	rec := recoverer{logger: logger}
 	stopping := make(chan struct{})
+	ic := interceptors{metrics: gm, rec: recoverer{logger: logger}, stopping: stopping}
 	serverOpts := []grpc.ServerOption{
-		// Metrics outermost so that recovered panics count as Internal.
-		grpc.ChainUnaryInterceptor(gm.unary, rec.unary),
-		grpc.ChainStreamInterceptor(gm.stream, rec.stream, endWatches{stopping}.stream),
+		grpc.ChainUnaryInterceptor(ic.unary),
+		grpc.ChainStreamInterceptor(ic.stream),
 		// Envoy may be configured with HTTP/2 keepalive pings; grpc-go's
 		// default policy (5m) would answer frequent pings with GOAWAY.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),

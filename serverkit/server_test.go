@@ -28,7 +28,8 @@ import (
 )
 
 // testService is a hand-written gRPC service (no generated code needed):
-// Ok returns, Panic panics, Block waits for release or cancellation.
+// Ok returns, Panic panics, Block waits for release or cancellation;
+// PanicStream is a bidirectional stream that panics.
 const testService = "serverkit.test.Test"
 
 type testImpl struct {
@@ -67,6 +68,8 @@ func (ti *testImpl) register(s *grpc.Server) {
 				}
 			})},
 		},
+		Streams: []grpc.StreamDesc{{StreamName: "PanicStream", ClientStreams: true, ServerStreams: true,
+			Handler: func(any, grpc.ServerStream) error { panic("boom") }}},
 	}, ti)
 }
 
@@ -283,6 +286,24 @@ func TestMetricsCountCalls(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// A stream's panic is recovered and counted as Internal, like a unary one.
+func TestStreamPanicBecomesInternal(t *testing.T) {
+	r := start(t, nil)
+	conn := r.dial(t, nil)
+	s, err := conn.NewStream(ctxT(t), &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/"+testService+"/PanicStream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecvMsg(&emptypb.Empty{}); status.Code(err) != codes.Internal || strings.Contains(err.Error(), "boom") {
+		t.Fatalf("PanicStream error = %v, want Internal without the panic value", err)
+	}
+	_, body := httpGet(t, "http://"+r.srv.MetricsAddr().String()+"/metrics")
+	want := `grpc_server_handled_total{grpc_code="Internal",grpc_method="PanicStream",grpc_service="serverkit.test.Test",grpc_type="bidi_stream"} 1`
+	if !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
 	}
 }
 
