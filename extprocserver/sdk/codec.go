@@ -39,14 +39,152 @@ var protoCodec = encoding.GetCodecV2("proto")
 func (codec) Name() string { return "proto" }
 
 func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	if r, ok := v.(*extprocv3.ProcessingResponse); ok {
+	switch r := v.(type) {
+	case *extprocv3.ProcessingResponse:
 		for i, c := range continueResponses {
 			if r == c {
 				return mem.BufferSlice{mem.SliceBuffer(continueEncoded[i])}, nil
 			}
 		}
+	case *headersResponse:
+		if b, ok := r.encode(); ok {
+			return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+		}
+		return protoCodec.Marshal(&r.ProcessingResponse)
 	}
 	return protoCodec.Marshal(v)
+}
+
+// headersResponse is the driver's answer to a headers message that
+// changed something, its messages allocated together. Codec encodes it by
+// hand when it has only a header mutation and clear_route_cache (what
+// headers processors produce); the standard codec marshals the embedded
+// ProcessingResponse (a headersResponse is a proto.Message through it).
+type headersResponse struct {
+	extprocv3.ProcessingResponse
+	req    extprocv3.ProcessingResponse_RequestHeaders
+	res    extprocv3.ProcessingResponse_ResponseHeaders
+	hr     extprocv3.HeadersResponse
+	common extprocv3.CommonResponse
+}
+
+// Field numbers of the answers encode writes.
+const (
+	fieldRespRequestHeaders  = 1 // ProcessingResponse.request_headers
+	fieldRespResponseHeaders = 2 // ProcessingResponse.response_headers
+	fieldHeadersCommon       = 1 // HeadersResponse.response
+	fieldCommonMutation      = 2 // CommonResponse.header_mutation
+	fieldCommonClearRoute    = 5 // CommonResponse.clear_route_cache
+	fieldSetHeaders          = 1 // HeaderMutation.set_headers
+	fieldRemoveHeaders       = 2 // HeaderMutation.remove_headers
+	fieldOptionHeader        = 1 // HeaderValueOption.header
+	fieldOptionAction        = 3 // HeaderValueOption.append_action
+)
+
+// encode writes r as protobuf does (fields in number order, proto3
+// defaults left out), or reports false when r has anything else than the
+// headers answer's mutation and clear_route_cache.
+func (r *headersResponse) encode() ([]byte, bool) {
+	field := protowire.Number(fieldRespRequestHeaders)
+	switch {
+	case r.Response == &r.req && r.req.RequestHeaders == &r.hr:
+	case r.Response == &r.res && r.res.ResponseHeaders == &r.hr:
+		field = fieldRespResponseHeaders
+	default:
+		return nil, false
+	}
+	c := &r.common
+	if r.DynamicMetadata != nil || r.ModeOverride != nil || r.hr.Response != c ||
+		c.Status != 0 || c.BodyMutation != nil || c.Trailers != nil {
+		return nil, false
+	}
+	mut := c.HeaderMutation
+	mutSize := 0
+	if mut != nil {
+		for _, o := range mut.SetHeaders {
+			if o.GetHeader() == nil || o.Append != nil || o.KeepEmptyValue {
+				return nil, false
+			}
+			mutSize += sizeField(fieldSetHeaders, optionSize(o))
+		}
+		for _, name := range mut.RemoveHeaders {
+			mutSize += sizeField(fieldRemoveHeaders, len(name))
+		}
+	}
+	commonSize := 0
+	if mut != nil {
+		commonSize += sizeField(fieldCommonMutation, mutSize)
+	}
+	if c.ClearRouteCache {
+		commonSize += protowire.SizeTag(fieldCommonClearRoute) + 1
+	}
+	hrSize := sizeField(fieldHeadersCommon, commonSize)
+	b := make([]byte, 0, sizeField(field, hrSize))
+	b = appendLen(b, field, hrSize)
+	b = appendLen(b, fieldHeadersCommon, commonSize)
+	if mut != nil {
+		b = appendLen(b, fieldCommonMutation, mutSize)
+		for _, o := range mut.SetHeaders {
+			b = appendLen(b, fieldSetHeaders, optionSize(o))
+			h := o.Header
+			b = appendLen(b, fieldOptionHeader, headerValueSize(h))
+			b = appendString(b, fieldKey, h.Key)
+			b = appendString(b, fieldValue, h.Value)
+			if len(h.RawValue) > 0 {
+				b = appendLen(b, fieldRawValue, len(h.RawValue))
+				b = append(b, h.RawValue...)
+			}
+			if o.AppendAction != 0 {
+				b = protowire.AppendTag(b, fieldOptionAction, protowire.VarintType)
+				b = protowire.AppendVarint(b, uint64(o.AppendAction))
+			}
+		}
+		for _, name := range mut.RemoveHeaders {
+			b = appendLen(b, fieldRemoveHeaders, len(name))
+			b = append(b, name...)
+		}
+	}
+	if c.ClearRouteCache {
+		b = protowire.AppendTag(b, fieldCommonClearRoute, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	return b, true
+}
+
+func optionSize(o *corev3.HeaderValueOption) int {
+	n := sizeField(fieldOptionHeader, headerValueSize(o.Header))
+	if o.AppendAction != 0 {
+		n += protowire.SizeTag(fieldOptionAction) + protowire.SizeVarint(uint64(o.AppendAction))
+	}
+	return n
+}
+
+func headerValueSize(h *corev3.HeaderValue) int {
+	n := 0
+	for num, l := range [...]int{fieldKey: len(h.Key), fieldValue: len(h.Value), fieldRawValue: len(h.RawValue)} {
+		if l > 0 {
+			n += sizeField(protowire.Number(num), l)
+		}
+	}
+	return n
+}
+
+// sizeField is the size of a length-delimited field of n bytes.
+func sizeField(num protowire.Number, n int) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+}
+
+// appendLen appends the tag and length of a length-delimited field.
+func appendLen(b []byte, num protowire.Number, n int) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.BytesType), uint64(n))
+}
+
+// appendString appends a string field unless empty (a proto3 default).
+func appendString(b []byte, num protowire.Number, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return append(appendLen(b, num, len(s)), s...)
 }
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {

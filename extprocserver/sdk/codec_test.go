@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func wireHeaders(response, eos bool, kv ...string) *extprocv3.ProcessingRequest {
@@ -341,4 +342,86 @@ func TestContinueResponsesSharedWithoutCodec(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCodecEncodesHeadersAnswersAsProtobuf: Codec's hand-written encoding
+// of the driver's headers answers gives protobuf's bytes; answers it does
+// not handle are marshalled by protobuf.
+func TestCodecEncodesHeadersAnswersAsProtobuf(t *testing.T) {
+	set := func(k, v string, a corev3.HeaderValueOption_HeaderAppendAction) *corev3.HeaderValueOption {
+		return headerOption(k, v, a)
+	}
+	overwrite, appendAction := corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD, corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+	long := strings.Repeat("v", 300) // two-byte lengths
+	for _, tc := range []struct {
+		name     string
+		phase    Phase
+		mut      *extprocv3.HeaderMutation
+		clear    bool
+		edit     func(r *headersResponse)
+		fallback bool
+	}{
+		{name: "one overwrite", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set("x-route", "GET /api/login", overwrite)}}},
+		{name: "response: set, append, remove", phase: ResponseHeaders, mut: &extprocv3.HeaderMutation{
+			SetHeaders:    []*corev3.HeaderValueOption{set("x-a", "1", overwrite), set("x-a", "2", appendAction), set("x-long", long, overwrite)},
+			RemoveHeaders: []string{"server", "x-powered-by"}}},
+		{name: "empty value", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set("x-empty", "", overwrite)}}},
+		{name: "value field", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			{Header: &corev3.HeaderValue{Key: "x-v", Value: "text"}, AppendAction: corev3.HeaderValueOption_ADD_IF_ABSENT}}}},
+		{name: "remove only", phase: ResponseHeaders, mut: &extprocv3.HeaderMutation{RemoveHeaders: []string{"x-secret"}}},
+		{name: "empty mutation", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{}},
+		{name: "clear route cache only", phase: RequestHeaders, clear: true},
+		{name: "clear route cache and mutation", phase: RequestHeaders, clear: true, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set(":path", "/v2", overwrite)}}},
+		{name: "dynamic metadata (protobuf)", phase: RequestHeaders, fallback: true, edit: func(r *headersResponse) {
+			r.DynamicMetadata, _ = structpb.NewStruct(map[string]any{"ns": map[string]any{"k": "v"}})
+		}},
+		{name: "mode override (protobuf)", phase: RequestHeaders, fallback: true, edit: func(r *headersResponse) {
+			r.ModeOverride = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_BUFFERED}
+		}},
+		{name: "deprecated append (protobuf)", phase: RequestHeaders, fallback: true, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			{Header: &corev3.HeaderValue{Key: "x", RawValue: []byte("1")}, Append: wrapperspb.Bool(true)}}}},
+		{name: "keep empty value (protobuf)", phase: RequestHeaders, fallback: true, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			{Header: &corev3.HeaderValue{Key: "x"}, KeepEmptyValue: true}}}},
+		{name: "status (protobuf)", phase: ResponseHeaders, fallback: true, edit: func(r *headersResponse) {
+			r.common.Status = extprocv3.CommonResponse_CONTINUE_AND_REPLACE
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := new(headersResponse)
+			r.common.HeaderMutation, r.common.ClearRouteCache = tc.mut, tc.clear
+			r.hr.Response = &r.common
+			if tc.phase == RequestHeaders {
+				r.req.RequestHeaders, r.Response = &r.hr, &r.req
+			} else {
+				r.res.ResponseHeaders, r.Response = &r.hr, &r.res
+			}
+			if tc.edit != nil {
+				tc.edit(r)
+			}
+			if _, ok := r.encode(); ok == tc.fallback {
+				t.Fatalf("encoded by hand: %v, want %v", ok, !tc.fallback)
+			}
+			data, err := Codec.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := proto.Marshal(&r.ProcessingResponse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := data.Materialize()
+			if string(got) != string(want) {
+				t.Errorf("bytes\n%x\nprotobuf's\n%x", got, want)
+			}
+			decoded := new(extprocv3.ProcessingResponse)
+			if err := proto.Unmarshal(got, decoded); err != nil || !proto.Equal(decoded, &r.ProcessingResponse) {
+				t.Errorf("decodes to %v (%v), want %v", decoded, err, &r.ProcessingResponse)
+			}
+			// The standard codec marshals the embedded answer.
+			std, err := protoCodec.Marshal(r)
+			if err != nil || string(std.Materialize()) != string(want) {
+				t.Errorf("standard codec: %x (%v), want %x", std.Materialize(), err, want)
+			}
+		})
+	}
 }

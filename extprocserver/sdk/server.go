@@ -114,7 +114,8 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 			}
 		}
 		x.pending = x.pending[:0]
-		if err := stream.Send(resp); err != nil {
+		// SendMsg: resp may be a headersResponse (see Codec).
+		if err := stream.SendMsg(resp); err != nil {
 			return toStatus(ctx, err)
 		}
 		if x.immediate != nil {
@@ -144,8 +145,9 @@ func toStatus(ctx context.Context, err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-// handle runs the processor on one message and builds its one response.
-func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp *extprocv3.ProcessingResponse, err error) {
+// handle runs the processor on one message and builds its one response:
+// a *extprocv3.ProcessingResponse, or a *headersResponse.
+func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp any, err error) {
 	if pc := req.GetProtocolConfig(); pc != nil {
 		x.RequestBodyMode, x.ResponseBodyMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
 		if x.RequestBodyMode == ModeGRPC || x.ResponseBodyMode == ModeGRPC {
@@ -187,7 +189,7 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp *e
 	}
 }
 
-func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
+func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpHeaders) (any, error) {
 	x.resetActions(p)
 	h := newHeaders(req, msg.GetHeaders(), msg.GetEndOfStream())
 	// The exchange keeps h: live during the phase, so helpers such as
@@ -222,7 +224,7 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request
 	r := new(headersResponse)
 	r.common.HeaderMutation, r.common.ClearRouteCache = mut, x.clearRoute && p == RequestHeaders
 	r.hr.Response = &r.common
-	resp := &r.resp
+	resp := &r.ProcessingResponse
 	if p == RequestHeaders {
 		r.req.RequestHeaders = &r.hr
 		resp.Response = &r.req
@@ -235,15 +237,7 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request
 		x.applyOverride(p, x.override)
 	}
 	x.finish(resp)
-	return resp, nil
-}
-
-type headersResponse struct {
-	resp   extprocv3.ProcessingResponse
-	req    extprocv3.ProcessingResponse_RequestHeaders
-	res    extprocv3.ProcessingResponse_ResponseHeaders
-	hr     extprocv3.HeadersResponse
-	common extprocv3.CommonResponse
+	return r, nil
 }
 
 // applyOverride tracks the body modes an override asks for. An override in
