@@ -193,6 +193,7 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 		if withBytes(data, func(b []byte) bool { return decodeLazy(b, m) }) {
 			return nil
 		}
+		m.lazy = false // the driver reuses its request
 		return protoCodec.Unmarshal(data, &m.ProcessingRequest)
 	case *extprocv3.ProcessingRequest:
 		if withBytes(data, func(b []byte) bool { return decodeHeadersRequest(b, m) }) {
@@ -213,7 +214,8 @@ func withBytes(data mem.BufferSlice, f func([]byte) bool) bool {
 	return f(buf.ReadOnlyData())
 }
 
-// request is what Server.Process receives each message into. With the
+// request is what Server.Process receives a stream's messages into, one
+// after the other (it holds nothing the exchange keeps). With the
 // standard codec its embedded ProcessingRequest is decoded in full (a
 // request is a proto.Message through it). With Codec, a headers or
 // trailers message as Envoy sends it is only checked: the embedded
@@ -234,8 +236,7 @@ type request struct {
 	respT         extprocv3.ProcessingRequest_ResponseTrailers
 	httpHeaders   extprocv3.HttpHeaders
 	httpTrailers  extprocv3.HttpTrailers
-	emptyMetadata corev3.Metadata
-	headers       Headers // the driver's view of the map
+	emptyMetadata corev3.Metadata // never changed: the exchange may keep it
 }
 
 // continueResponses answer a message that changed nothing, by phase; they

@@ -184,7 +184,7 @@ func checkDecode(t *testing.T, b []byte) {
 	default:
 		t.Fatalf("lazily decoded a %T", r)
 	}
-	gotFields := newHeaders(lazy, nil, false).load()
+	gotFields := newHeaders(new(Headers), lazy, nil, false).load()
 	if wantFields := fieldsOf(hm.GetHeaders()); !slices.Equal(gotFields, wantFields) {
 		t.Fatalf("lazily decoded headers %q, protobuf's %q", gotFields, wantFields)
 	}
@@ -290,7 +290,7 @@ func BenchmarkDecodeHeaders(b *testing.B) {
 				if err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, r); err != nil {
 					b.Fatal(err)
 				}
-				if read && newHeaders(r, nil, false).Get(":path") != "/api/login" {
+				if read && newHeaders(new(Headers), r, nil, false).Get(":path") != "/api/login" {
 					b.Fatal("no :path")
 				}
 			}

@@ -102,6 +102,7 @@ type Exchange struct {
 
 	requestHeaders  *Headers
 	responseHeaders *Headers
+	headers         [2]Headers // storage of the two, with the exchange
 	requestID       string
 	values          map[any]any
 	chunks          [7]int  // body messages seen, by Phase

@@ -44,11 +44,10 @@ type headerEdit struct {
 	values  []string // values to write (after replace) or to append
 }
 
-// newHeaders returns the headers of a message: its header map decoded by
-// protobuf (hm), or kept as bytes by Codec (r.lazy).
-func newHeaders(r *request, hm *corev3.HeaderMap, eos bool) *Headers {
-	h := &r.headers
-	h.EndOfStream = eos
+// newHeaders sets h to the headers of a message: its header map decoded
+// by protobuf (hm), or kept as bytes by Codec (r.lazy).
+func newHeaders(h *Headers, r *request, hm *corev3.HeaderMap, eos bool) *Headers {
+	*h = Headers{EndOfStream: eos}
 	if r.lazy {
 		h.raw, h.rawLen = r.rawMap, r.mapLen
 	} else {

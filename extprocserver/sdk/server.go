@@ -75,10 +75,10 @@ func NewServer(p Processor, opts ...Option) *Server {
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
 	x := newExchange(time.Now())
+	// Not stream.Recv: a request is decoded lazily by Codec (and in full
+	// by the standard codec), into the same request every time.
+	req := new(request)
 	for {
-		// Not stream.Recv: a request is decoded lazily by Codec (and in
-		// full by the standard codec).
-		req := new(request)
 		err := stream.RecvMsg(req)
 		if errors.Is(err, io.EOF) {
 			return nil // Envoy closed its side: the exchange is over
@@ -191,7 +191,11 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp an
 
 func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpHeaders) (any, error) {
 	x.resetActions(p)
-	h := newHeaders(req, msg.GetHeaders(), msg.GetEndOfStream())
+	slot := &x.headers[0]
+	if p == ResponseHeaders {
+		slot = &x.headers[1]
+	}
+	h := newHeaders(slot, req, msg.GetHeaders(), msg.GetEndOfStream())
 	// The exchange keeps h: live during the phase, so helpers such as
 	// x.Path() see the changes so far, and what left the phase afterwards
 	// (processors do not use h once the phase returns).
@@ -369,7 +373,7 @@ func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, req *reques
 		}
 	}
 	x.resetActions(p)
-	t := newHeaders(req, msg.GetTrailers(), true)
+	t := newHeaders(new(Headers), req, msg.GetTrailers(), true)
 	var err error
 	if p == RequestTrailers {
 		err = s.proc.RequestTrailers(ctx, x, t)

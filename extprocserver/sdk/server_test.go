@@ -302,6 +302,27 @@ func TestHeadersReadWhatEnvoySent(t *testing.T) {
 	}
 }
 
+// The driver receives every message of a stream into one request: a
+// message the codec decodes in full (here: with attributes) after one it
+// left lazy must not see the earlier header map.
+func TestHeadersOfEachMessageAfterAFullDecode(t *testing.T) {
+	var got []string
+	read := func(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+		got = append(got, h.Get(":path")+h.Get(":status")+h.Get("grpc-status")+" "+x.Path())
+		return nil
+	}
+	c, _ := start(t, funcs{reqH: read, respH: read, respT: read})
+	s := open(t, c)
+	roundTrip(t, s, reqHeaders(false, ":path", "/lazy"))
+	withAttrs := respHeaders(false, ":status", "200")
+	withAttrs.Attributes = map[string]*structpbStruct{"envoy.filters.http.ext_proc": {}}
+	roundTrip(t, s, withAttrs)
+	roundTrip(t, s, respTrailers("grpc-status", "0"))
+	if want := []string{"/lazy /lazy", "200 /lazy", "0 /lazy"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("headers read %q, want %q", got, want)
+	}
+}
+
 // TestEveryModeAnswersEachMessageInOrder plays whole exchanges as Envoy
 // sends them in each body mode and checks the kind and content of every
 // answer, the Content-Length rule and the clean close.
