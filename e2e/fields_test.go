@@ -12,24 +12,25 @@ import (
 )
 
 // TestUnsupportedFieldKubernetes: an HTTPProxy with a field of the API
-// that portcullis does not implement (a global rate limit), created
-// through the real API server, keeps the field there (the CRD does not
-// prune it) and is refused: Valid False with SpecError/UnsupportedField
-// naming the field, and not served (ignored, the limit would not limit
-// anyone). A valid sibling stays valid and served.
+// that portcullis does not implement (a certificate revocation list),
+// created through the real API server, keeps the field there (the CRD does
+// not prune it) and is refused: Valid False with SpecError/UnsupportedField
+// naming the field, and not served (ignored, revoked client certificates
+// would be let in). A valid sibling stays valid and served.
 func TestUnsupportedFieldKubernetes(t *testing.T) {
 	k := startKubeControlPlane(t, "--enable-external-name-services", "--allow-loopback-external-names")
 	echo := harness.StartEcho(t, "echo")
 	const ns = "fields"
 	echoRoute := []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}}
-	limit := &contourv1.RateLimitPolicy{Global: &contourv1.GlobalRateLimitPolicy{Descriptors: []contourv1.RateLimitDescriptor{
-		{Entries: []contourv1.RateLimitDescriptorEntry{{RemoteAddress: &contourv1.RemoteAddressDescriptor{}}}},
-	}}}
+	tls := &contourv1.TLS{SecretName: "restricted-cert", ClientValidation: &contourv1.DownstreamValidation{CACertificate: "client-ca", CertificateRevocationList: "client-crl"}}
 	k.apply(t, namespaces(ns)...)
 	k.apply(t, harness.LoopbackExternalName(ns, "echo", 80, echo.Port)...)
+	// The certificate and the CA exist: only the refused field is wrong.
+	ca := harness.NewCA(t, "fields")
+	k.apply(t, ca.Issue(t, "restricted.example.com").Secret(ns, "restricted-cert"), ca.Secret(ns, "client-ca"))
 	k.apply(t,
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restricted"}, Spec: contourv1.HTTPProxySpec{
-			VirtualHost: &contourv1.VirtualHost{Fqdn: "restricted.example.com", RateLimitPolicy: limit},
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "restricted.example.com", TLS: tls},
 			Routes:      echoRoute,
 		}},
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sibling"}, Spec: contourv1.HTTPProxySpec{
@@ -43,20 +44,20 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Spec.VirtualHost.RateLimitPolicy; !reflect.DeepEqual(got, limit) {
-			t.Errorf("rateLimitPolicy read back = %+v, want %+v (pruned?)", got, limit)
+		if got := p.Spec.VirtualHost.TLS; !reflect.DeepEqual(got, tls) {
+			t.Errorf("tls read back = %+v, want %+v (pruned?)", got, tls)
 		}
 	})
 
 	t.Run("UnsupportedField names the field; the host is not served", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "restricted", want{status: metav1.ConditionFalse, reason: "UnsupportedField",
-			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.rateLimitPolicy.global: global rate limiting"})
+			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.tls.clientValidation.crlSecret: certificate revocation lists are not implemented"})
 		// Once the sibling is served, Envoy has the build that refused
 		// the restricted host (statuses are written beside xDS updates).
 		c := harness.HTTPClient(k.httpAddr)
 		harness.EventuallyStatus(t, c, "http://sibling.example.com/", http.StatusOK)
 		if code, err := harness.StatusCode(c, "http://restricted.example.com/"); err != nil || code != http.StatusNotFound {
-			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with an ignored rate limit must not be served", code, err)
+			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with an ignored revocation list must not be served", code, err)
 		}
 	})
 

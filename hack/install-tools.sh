@@ -17,6 +17,10 @@
 #   cluster        Debian packages iptables, iproute2 and conntrack, which the
 #                  one-machine cluster (make cluster, e2e/cluster_test.go)
 #                  uses for its Pods' network; apt-get when run as root
+#   ratelimit      Envoy's global rate limit service, built from the Go module
+#                  github.com/envoyproxy/ratelimit (hack/tools/ratelimit), and
+#                  redis-server, the Debian package, linked into .tools/bin
+#                  (installed with apt-get when run as root)
 #   chromium       Debian packages chromium and libnss3-tools (certutil), for the
 #                  browser tests; installed with apt-get when run as root, not
 #                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
@@ -25,7 +29,7 @@
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +49,7 @@ HELM_BUILD=2                 # bump when the way helm is built changes
 # extension module's go.mod requires, whose runtime the generated code needs.
 PROTOC_GEN_GO_VERSION=v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION=v1.6.2
+RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36 # also in hack/tools/ratelimit/go.mod
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -151,6 +156,28 @@ install_cluster() {
 	fi
 }
 
+install_ratelimit() {
+	# e2e/httpproxy_ratelimit_test.go runs the real rate limit service on a
+	# real Redis.
+	if ! { stamp_ok ratelimit "$RATELIMIT_VERSION" && [ -x "$BIN/ratelimit" ]; }; then
+		log "building the rate limit service $RATELIMIT_VERSION from github.com/envoyproxy/ratelimit (about a minute)"
+		(cd "$ROOT/hack/tools/ratelimit" && GOWORK=off go build -o "$BIN/ratelimit" .)
+		stamp ratelimit "$RATELIMIT_VERSION"
+	fi
+	if ! command -v redis-server >/dev/null; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			log "installing redis-server with apt-get"
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+		else
+			echo "missing redis-server (the global rate limit tests need it): install as root, e.g." \
+				"'sudo apt-get install redis-server' on Debian or Ubuntu, then run make tools again" >&2
+			exit 1
+		fi
+	fi
+	ln -sf "$(command -v redis-server)" "$BIN/redis-server"
+}
+
 install_chromium() {
 	# e2e/oidc_browser_test.go drives headless Chromium; certutil makes it
 	# trust the test CA. System packages: Chromium does not run from a
@@ -187,12 +214,13 @@ for t in "${targets[@]}"; do
 	helm) install_helm ;;
 	cluster) install_cluster ;;
 	chromium) install_chromium ;;
+	ratelimit) install_ratelimit ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
-			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider and helm into .tools/, and Chromium;" \
+			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm and the rate limit service into .tools/, and Chromium and redis-server;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done

@@ -59,6 +59,9 @@ type Options struct {
 	// (internal/config), already checked there.
 	GlobalExtAuth *config.GlobalExtAuth
 	GlobalExtProc *contourv1.ExternalProcessor
+	// RateLimitService is the global rate limit service (configuration
+	// file, already checked there).
+	RateLimitService *config.RateLimitService
 	// Limits bound each root's include expansion (zeros: the defaults).
 	Limits config.Limits
 	// GatewayControllerName selects the GatewayClasses this control plane
@@ -82,6 +85,7 @@ type Options struct {
 // WithConfig returns o with the settings of the configuration file.
 func (o Options) WithConfig(c *config.Config) Options {
 	o.GlobalExtAuth, o.GlobalExtProc, o.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
+	o.RateLimitService = c.RateLimitService
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.GatewayAddresses, o.GatewayEnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.Extensions = extensionKindsOf(c)

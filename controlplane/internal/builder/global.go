@@ -23,6 +23,11 @@ type globals struct {
 
 	proc        *ir.ExtProc
 	procProblem *status.Problem
+
+	// rateLimit is the global rate limit service; rateLimitProblem, when
+	// set, a warning for every HTTPProxy that sends it descriptors.
+	rateLimit        *ir.RateLimitService
+	rateLimitProblem *status.Problem
 }
 
 // buildGlobalStage validates what every root depends on: the
@@ -56,6 +61,9 @@ func (b stage) buildGlobals(m *ir.Model) (global globals) {
 	if g := b.r.opts().GlobalExtProc; g != nil && !g.Disabled && g.Processor != nil {
 		global.proc, global.procProblem = b.globalProc(g.Processor)
 		m.GlobalExtProc = global.proc
+	}
+	if r := b.r.opts().RateLimitService; r != nil {
+		global.rateLimit, global.rateLimitProblem = b.globalRateLimitService(r)
 	}
 	return global
 }

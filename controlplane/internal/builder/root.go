@@ -80,6 +80,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
 	cors := hostCORS(p.Spec.VirtualHost, st)
 	rateLimit := hostRateLimit(p.Spec.VirtualHost, st)
+	globalRateLimits := b.hostGlobalRateLimits(p.Spec.VirtualHost, st)
 	jwt := b.jwtProviders(p, st)
 	scope.jwt = jwt.scope
 
@@ -97,7 +98,10 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)
 	b.jwksClusters(p, secure, jwt)
 	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
-	b.hostPolicies(cors, rateLimit)
+	b.hostPolicies(cors, rateLimit, globalRateLimits)
+	if globalRateLimits != nil {
+		b.out.clusterUses.add(globalRateLimits.Service.Cluster, proxyRef(p.Namespace, p.Name))
+	}
 }
 
 // jwksClusters gives a served root's TLS host its JWT providers, and adds
@@ -119,7 +123,7 @@ func (b *rootBuilder) jwksClusters(p *contourv1.HTTPProxy, secure *ir.SecureVirt
 
 // hostPolicies sets the policies of the root's virtual hosts themselves
 // (rather than of their routes) on each listener's.
-func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy, rateLimit *ir.LocalRateLimit) {
+func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy, rateLimit *ir.LocalRateLimit, global *ir.GlobalRateLimits) {
 	hosts := append([]*ir.VirtualHost(nil), b.res.insecure...)
 	if b.res.secure != nil {
 		hosts = append(hosts, &b.res.secure.VirtualHost)
@@ -128,7 +132,7 @@ func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy, rateLimit *ir.LocalRateL
 		hosts = append(hosts, b.res.fallback)
 	}
 	for _, vh := range hosts {
-		vh.CORS, vh.RateLimit = cors, rateLimit
+		vh.CORS, vh.RateLimit, vh.GlobalRateLimits = cors, rateLimit, global
 	}
 }
 

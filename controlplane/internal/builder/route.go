@@ -58,6 +58,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 	routeIPFilter(&rt, r, scope.ipFilter, errs)
 	routeRateLimit(&rt, r, errs)
 	routeJWT(&rt, r, scope.jwt, errs)
+	b.routeGlobalRateLimits(&rt, r, st, errs)
 	if answered(r) {
 		routeAnswer(&rt, r, errs)
 		if rt.DirectResponse != nil {

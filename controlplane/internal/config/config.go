@@ -37,6 +37,9 @@ type Config struct {
 	// does not configure (or disable) its own. Same type as
 	// HTTPProxy spec.virtualhost.extProc.
 	GlobalExtProc *contourv1.ExternalProcessor `json:"globalExtProc,omitempty"`
+	// RateLimitService is the global rate limit service the
+	// HTTPProxies' rateLimitPolicy.global descriptors are sent to.
+	RateLimitService *RateLimitService `json:"rateLimitService,omitempty"`
 	// Limits bound what one root HTTPProxy may expand to through its
 	// includes.
 	Limits Limits `json:"limits,omitempty"`
@@ -231,6 +234,35 @@ type GlobalExtAuth struct {
 	WithRequestBody *contourv1.AuthorizationServerBufferSettings `json:"withRequestBody,omitempty"`
 }
 
+// RateLimitService is the global rate limit service (Envoy's ratelimit
+// filter, the gRPC rate limit protocol), as Contour's.
+type RateLimitService struct {
+	// ExtensionService is the rate limit service, "namespace/name".
+	ExtensionService string `json:"extensionService"`
+	// Domain names the service's configuration the descriptors are
+	// counted against.
+	Domain string `json:"domain"`
+	// FailOpen lets requests through when the service cannot be reached
+	// or fails; by default they are answered 500.
+	FailOpen bool `json:"failOpen,omitempty"`
+	// EnableXRateLimitHeaders adds the X-RateLimit-* headers (draft 03)
+	// to the responses.
+	EnableXRateLimitHeaders bool `json:"enableXRateLimitHeaders,omitempty"`
+	// EnableResourceExhaustedCode answers limited gRPC requests
+	// RESOURCE_EXHAUSTED instead of UNAVAILABLE.
+	EnableResourceExhaustedCode bool `json:"enableResourceExhaustedCode,omitempty"`
+	// DefaultGlobalRateLimitPolicy applies to every virtual host without
+	// a global policy of its own (or that disables it).
+	DefaultGlobalRateLimitPolicy *contourv1.GlobalRateLimitPolicy `json:"defaultGlobalRateLimitPolicy,omitempty"`
+}
+
+// Ref is the Namespace and Name of the ExtensionService (valid after
+// Parse).
+func (r *RateLimitService) Ref() (namespace, name string) {
+	ns, n, _ := strings.Cut(r.ExtensionService, "/")
+	return ns, n
+}
+
 // Namespace and Name of the ExtensionService (valid after Parse).
 func (g *GlobalExtAuth) Ref() (namespace, name string) {
 	ns, n, _ := strings.Cut(g.ExtensionService, "/")
@@ -386,6 +418,18 @@ func (c *Config) validate() []string {
 		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
 			// The API's default, applied here since no API server does it.
 			w.MaxRequestBytes = apicheck.DefaultMaxRequestBytes
+		}
+	}
+	if r := c.RateLimitService; r != nil {
+		ns, name, ok := strings.Cut(r.ExtensionService, "/")
+		switch {
+		case r.ExtensionService == "":
+			add("rateLimitService.extensionService", "is required (namespace/name of an ExtensionService)")
+		case !ok || ns == "" || name == "" || strings.Contains(name, "/"):
+			add("rateLimitService.extensionService", "must be namespace/name, got %q", r.ExtensionService)
+		}
+		if r.Domain == "" {
+			add("rateLimitService.domain", "is required (the rate limit service's domain of the descriptors)")
 		}
 	}
 	for _, l := range []struct {

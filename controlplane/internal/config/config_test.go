@@ -72,7 +72,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extensions, gateway, globalExtAuth, globalExtProc, limits)`},
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extensions, gateway, globalExtAuth, globalExtProc, limits, rateLimitService)`},
 		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService)`},
 		{"gateway address neither IP nor host name", "gateway: {addresses: [10.0.0.1, 'not an address']}", `gateway.addresses[1]: must be an IP address or a host name, got "not an address"`},
 		{"envoy service without namespace", "gateway: {envoyService: envoy}", `gateway.envoyService: must be namespace/name, got "envoy"`},
@@ -87,6 +87,10 @@ func TestParseErrors(t *testing.T) {
 		{"extension service without namespace", "globalExtAuth: {extensionService: htpasswd}", `globalExtAuth.extensionService: must be namespace/name, got "htpasswd"`},
 		{"bad timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: 1 second}", `globalExtAuth.responseTimeout: "1 second" is not a duration`},
 		{"negative timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: -1s}", `globalExtAuth.responseTimeout: "-1s" is negative`},
+		{"rate limit service without extension service", "rateLimitService: {domain: d}", `rateLimitService.extensionService: is required`},
+		{"rate limit service without namespace", "rateLimitService: {extensionService: rl, domain: d}", `rateLimitService.extensionService: must be namespace/name, got "rl"`},
+		{"rate limit service without domain", "rateLimitService: {extensionService: a/rl}", `rateLimitService.domain: is required`},
+		{"rate limit service unknown field", "rateLimitService: {extensionService: a/rl, domain: d, failureModeDeny: true}", `rateLimitService.failureModeDeny: unknown field`},
 		{"not a mapping", "- a", `must be a mapping`},
 		{"bad yaml", "globalExtAuth: [", `not valid YAML`},
 		{"ext proc without processor", "globalExtProc: {disabled: false}", `globalExtProc: set processor (or disabled: true)`},

@@ -11,6 +11,8 @@ var security = merge(
 	tree("virtualhost.corsPolicy", corsPolicy),
 	tree("virtualhost.rateLimitPolicy", rateLimitPolicy),
 	tree("routes.rateLimitPolicy", rateLimitPolicy),
+	tree("virtualhost.rateLimitPolicy.global.descriptors.entries.requestHeaderValueMatch.headers", headerMatchCondition),
+	tree("routes.rateLimitPolicy.global.descriptors.entries.requestHeaderValueMatch.headers", headerMatchCondition),
 	tree("virtualhost.jwtProviders", jwtProvider),
 	tree("virtualhost.jwtProviders.remoteJWKS.validation", upstreamValidation),
 	entries{
@@ -38,16 +40,29 @@ var corsPolicy = entries{
 }
 
 var rateLimitPolicy = entries{
-	"":                                 yes,
-	"local":                            yes,
-	"local.requests":                   yes,
-	"local.unit":                       yes,
-	"local.burst":                      yes,
-	"local.responseStatusCode":         yes,
-	"local.responseHeadersToAdd":       yes,
-	"local.responseHeadersToAdd.name":  yes,
-	"local.responseHeadersToAdd.value": yes,
-	"global":                           Refused("global rate limiting (a rate limit service counting for every Envoy) is not implemented: requests would not be limited (rateLimitPolicy.local is)"),
+	"":                                      yes,
+	"local":                                 yes,
+	"local.requests":                        yes,
+	"local.unit":                            yes,
+	"local.burst":                           yes,
+	"local.responseStatusCode":              yes,
+	"local.responseHeadersToAdd":            yes,
+	"local.responseHeadersToAdd.name":       yes,
+	"local.responseHeadersToAdd.value":      yes,
+	"global":                                yes,
+	"global.disabled":                       yes,
+	"global.descriptors":                    yes,
+	"global.descriptors.entries":            yes,
+	"global.descriptors.entries.genericKey": yes,
+	"global.descriptors.entries.genericKey.key":                      yes,
+	"global.descriptors.entries.genericKey.value":                    yes,
+	"global.descriptors.entries.requestHeader":                       yes,
+	"global.descriptors.entries.requestHeader.headerName":            yes,
+	"global.descriptors.entries.requestHeader.descriptorKey":         yes,
+	"global.descriptors.entries.requestHeaderValueMatch":             yes,
+	"global.descriptors.entries.requestHeaderValueMatch.expectMatch": yes,
+	"global.descriptors.entries.requestHeaderValueMatch.value":       yes,
+	"global.descriptors.entries.remoteAddress":                       yes,
 }
 
 var jwtProvider = entries{
@@ -62,4 +77,20 @@ var jwtProvider = entries{
 	"remoteJWKS.timeout":         yes,
 	"remoteJWKS.cacheDuration":   yes,
 	"remoteJWKS.dnsLookupFamily": yes,
+}
+
+// headerMatchCondition is a header condition as a route's (the header
+// part of table.go's matchCondition).
+var headerMatchCondition = entries{
+	"":                    yes,
+	"name":                yes,
+	"present":             yes,
+	"notpresent":          yes,
+	"contains":            yes,
+	"notcontains":         yes,
+	"ignoreCase":          yes,
+	"exact":               yes,
+	"notexact":            yes,
+	"regex":               yes,
+	"treatMissingAsEmpty": yes,
 }

@@ -64,6 +64,72 @@ type VirtualHost struct {
 	// RateLimit, when set, limits the requests of the host's routes
 	// without a limit of their own: one bucket for all of them.
 	RateLimit *LocalRateLimit
+	// GlobalRateLimits, when set, are the descriptors the requests of the
+	// host's routes without their own send to the global rate limit
+	// service.
+	GlobalRateLimits *GlobalRateLimits
+}
+
+// GlobalRateLimits are the descriptors a request sends to the global rate
+// limit service, which answers whether it is over a limit.
+type GlobalRateLimits struct {
+	Service *RateLimitService
+	// Descriptors are sent (each one whose entries all apply); none with
+	// Disabled.
+	Descriptors []RateLimitDescriptor
+	// Disabled (on a route): the route sends neither its own descriptors
+	// nor its host's.
+	Disabled bool
+}
+
+// RateLimitService is the global rate limit service (the configuration
+// file's rateLimitService), an ExtensionService's cluster.
+type RateLimitService struct {
+	Cluster, Authority string
+	// Domain names the service's configuration of the descriptors.
+	Domain  string
+	Timeout time.Duration
+	// FailOpen lets requests through when the service fails; otherwise
+	// they are answered 500.
+	FailOpen bool
+	// XRateLimitHeaders adds the X-RateLimit-* headers to responses.
+	XRateLimitHeaders bool
+	// ResourceExhausted answers limited gRPC requests RESOURCE_EXHAUSTED
+	// (instead of UNAVAILABLE).
+	ResourceExhausted bool
+}
+
+// RateLimitDescriptor is a list of entries, generated together.
+type RateLimitDescriptor struct {
+	Entries []RateLimitEntry
+}
+
+// RateLimitEntry is one key and value of a descriptor; exactly one of its
+// fields is set. A descriptor with an entry that does not apply (a header
+// the request lacks, a header match that fails) is not sent.
+type RateLimitEntry struct {
+	// GenericKey is a fixed key ("generic_key" when empty) and value.
+	GenericKey *GenericKeyEntry
+	// RequestHeader is the value of a request header, under a key.
+	RequestHeader *RequestHeaderEntry
+	// HeaderMatch is a fixed value (key "header_match") when the request's
+	// headers match (or, without ExpectMatch, do not).
+	HeaderMatch *HeaderMatchEntry
+	// RemoteAddress is the client's address (key "remote_address").
+	RemoteAddress bool
+}
+
+// GenericKeyEntry is a fixed descriptor entry.
+type GenericKeyEntry struct{ Key, Value string }
+
+// RequestHeaderEntry is a request header's value as an entry.
+type RequestHeaderEntry struct{ Header, Key string }
+
+// HeaderMatchEntry is an entry generated on a header match.
+type HeaderMatchEntry struct {
+	Headers     []HeaderMatch
+	Value       string
+	ExpectMatch bool
 }
 
 // LocalRateLimit is a token bucket of requests, kept by each Envoy on its
@@ -322,6 +388,9 @@ type Route struct {
 	// JWTProvider names the host's JWT provider that must verify the
 	// route's requests; "" for none.
 	JWTProvider string
+	// GlobalRateLimits, when set, replace the host's: the route's own
+	// descriptors, or none (Disabled).
+	GlobalRateLimits *GlobalRateLimits
 
 	// AuthDisabled switches the HCM's ext_authz filter off for this route.
 	AuthDisabled bool

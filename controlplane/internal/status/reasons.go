@@ -81,6 +81,7 @@ const (
 	ReasonIPFilterPolicyNotValid                = "IPFilterPolicyNotValid"
 	ReasonPolicyDidNotParse                     = "PolicyDidNotParse" // a corsPolicy (Contour's reason)
 	ReasonRateLimitPolicyNotValid               = "RateLimitPolicyNotValid"
+	ReasonRateLimitServiceUnavailable           = "RateLimitServiceUnavailable"
 	ReasonJWTVerificationNotPermitted           = "JWTVerificationNotPermitted"
 	ReasonDuplicateProviderName                 = "DuplicateProviderName"
 	ReasonMultipleDefaultProvidersSpecified     = "MultipleDefaultProvidersSpecified"

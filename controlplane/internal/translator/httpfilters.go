@@ -53,6 +53,10 @@ var httpFilters = []httpFilter{
 	// further, and an authorization server is only asked about requests
 	// whose token is verified.
 	jwtFilter{},
+	// The global rate limits after JWT verification: requests with a bad
+	// token do not spend the rate limit service's counts; and before the
+	// authorizations, which they protect too.
+	globalRateLimitFilter{},
 	// ext_authz next: a request that is not authorized goes no further,
 	// so no later filter spends work on it or sends its data anywhere.
 	extAuthzFilter{},
@@ -96,6 +100,9 @@ type hcmSettings struct {
 	rateLimits bool
 	// jwt are the JWT providers of a TLS host's own HCM.
 	jwt []ir.JWTProvider
+	// rateLimitService is the global rate limit service, when some of
+	// the hosts or routes send it descriptors (withRoutes).
+	rateLimitService *ir.RateLimitService
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP

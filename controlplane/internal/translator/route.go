@@ -62,15 +62,15 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		translated[i] = t
 		// A new VirtualHost each time: mergeIdentical adds domains to it.
 		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN), Routes: t.routes,
-			TypedPerFilterConfig: hostFilterConfig(vh, rs.filters)}
+			TypedPerFilterConfig: hostFilterConfig(vh, rs.filters), RateLimits: hostRateLimits(vh)}
 	})
 	c.keepVHostRoutes(sorted, translated)
 	keys := make([]string, len(translated))
 	for i, t := range translated {
 		keys[i] = t.key
-		if cfg := rc.VirtualHosts[i].TypedPerFilterConfig; cfg != nil && len(sorted) > 1 {
+		if v := rc.VirtualHosts[i]; (v.TypedPerFilterConfig != nil || v.RateLimits != nil) && len(sorted) > 1 {
 			// Only hosts with the same configuration too are merged.
-			keys[i] += hostConfigKey(sorted[i].FQDN, cfg)
+			keys[i] += hostConfigKey(sorted[i].FQDN, v)
 		}
 	}
 	var vhosts []string
@@ -103,10 +103,10 @@ func routesKey(fqdn string, routes []*routev3.Route) string {
 }
 
 // hostConfigKey is the deterministic encoding of a virtual host's
-// typed_per_filter_config, or, if it cannot be encoded, a key no encoding
+// typed_per_filter_config and rate_limits, or, if it cannot be encoded, a key no encoding
 // has (never merged).
-func hostConfigKey(fqdn string, cfg map[string]*anypb.Any) string {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{TypedPerFilterConfig: cfg})
+func hostConfigKey(fqdn string, v *routev3.VirtualHost) string {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{TypedPerFilterConfig: v.TypedPerFilterConfig, RateLimits: v.RateLimits})
 	if err != nil {
 		return "unmarshallable/" + fqdn
 	}
@@ -261,6 +261,9 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	// of the requests is answered 500 rather than Envoy's default 503,
 	// which would blame an upstream that was never there.
 	a := &routev3.RouteAction{ClusterNotFoundResponseCode: routev3.RouteAction_INTERNAL_SERVER_ERROR}
+	if g := r.GlobalRateLimits; g != nil && !g.Disabled {
+		a.RateLimits = rateLimits(g.Descriptors)
+	}
 	if len(r.Clusters) == 1 && r.Clusters[0].RequestHeaders == nil && r.Clusters[0].ResponseHeaders == nil && r.Clusters[0].CookieRewrites == nil {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster}
 	} else {

@@ -142,6 +142,7 @@ func (h hcmSettings) withRoutes(hosts []*ir.VirtualHost) hcmSettings {
 	h.ipFilters = routesFilterIPs(hosts)
 	h.cors = hostsHaveCORS(hosts)
 	h.rateLimits = hostsRateLimit(hosts)
+	h.rateLimitService = globalRateLimitService(hosts)
 	return h
 }
 
