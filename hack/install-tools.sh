@@ -139,21 +139,30 @@ install_oidc_provider() {
 	stamp oidc-provider "$want"
 }
 
+# apt_install WHO HINT PACKAGE...: installs Debian packages with apt-get when
+# run as root (waiting for another apt-get to finish), else says what to
+# install and fails. WHO are the tests that need them; HINT is appended.
+apt_install() {
+	local who=$1 hint=$2
+	shift 2
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		log "installing $* with apt-get"
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@" >/dev/null
+		return
+	fi
+	echo "missing $* ($who need them): install as root, e.g." \
+		"'sudo apt-get install $*' on Debian or Ubuntu, then run make tools again$hint" >&2
+	exit 1
+}
+
 install_cluster() {
 	local missing=()
 	command -v ip >/dev/null || missing+=(iproute2)
 	command -v iptables >/dev/null || missing+=(iptables)
 	command -v conntrack >/dev/null || missing+=(conntrack)
 	[ ${#missing[@]} -gt 0 ] || return 0
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		log "installing ${missing[*]} with apt-get"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-	else
-		echo "missing ${missing[*]} (the cluster tests need them): install them as root, e.g." \
-			"'sudo apt-get install ${missing[*]}' on Debian or Ubuntu, then run make tools again" >&2
-		exit 1
-	fi
+	apt_install "the cluster tests" "" "${missing[@]}"
 }
 
 install_ratelimit() {
@@ -164,17 +173,7 @@ install_ratelimit() {
 		(cd "$ROOT/hack/tools/ratelimit" && GOWORK=off go build -o "$BIN/ratelimit" .)
 		stamp ratelimit "$RATELIMIT_VERSION"
 	fi
-	if ! command -v redis-server >/dev/null; then
-		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-			log "installing redis-server with apt-get"
-			DEBIAN_FRONTEND=noninteractive apt-get update -qq
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-		else
-			echo "missing redis-server (the global rate limit tests need it): install as root, e.g." \
-				"'sudo apt-get install redis-server' on Debian or Ubuntu, then run make tools again" >&2
-			exit 1
-		fi
-	fi
+	command -v redis-server >/dev/null || apt_install "the global rate limit tests" "" redis-server
 	ln -sf "$(command -v redis-server)" "$BIN/redis-server"
 }
 
@@ -190,16 +189,7 @@ install_chromium() {
 	fi
 	command -v certutil >/dev/null || missing+=(libnss3-tools)
 	[ ${#missing[@]} -gt 0 ] || return 0
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		log "installing ${missing[*]} with apt-get (a minute or two)"
-		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
-	else
-		echo "missing ${missing[*]} (the browser tests need them): install as root, e.g." \
-			"'sudo apt-get install ${missing[*]}' on Debian or Ubuntu, then run make tools again;" \
-			"or set PORTCULLIS_CHROMIUM to a Chromium binary" >&2
-		exit 1
-	fi
+	apt_install "the browser tests" "; or set PORTCULLIS_CHROMIUM to a Chromium binary" "${missing[@]}"
 }
 
 targets=("$@")
