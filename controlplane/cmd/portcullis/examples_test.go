@@ -64,7 +64,7 @@ func TestEveryExampleFolderTranslates(t *testing.T) {
 	for _, name := range names {
 		folders++
 		t.Run(name, func(t *testing.T) {
-			out, errOut, err := run("translate", "--strict", "-f", ex+name+"/")
+			out, errOut, err := run(append([]string{"translate", "--strict", "-f", ex + name + "/"}, exampleInputs(ex, name)...)...)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, errOut)
 			}
@@ -123,4 +123,19 @@ func run(args ...string) (stdout, stderr string, err error) {
 	cmd.SetArgs(args)
 	err = cmd.Execute()
 	return out.String(), errOut.String(), err
+}
+
+// exampleInputs are the other arguments an example folder is served with,
+// as its README says: its configuration file when it has one (its objects
+// are written for the global policies it configures), and the
+// quickstart's Secret and upstreams for the folders that reuse them.
+func exampleInputs(ex, name string) []string {
+	var args []string
+	if _, err := os.Stat(ex + name + "/portcullis.yaml"); err == nil {
+		args = append(args, "--config", ex+name+"/portcullis.yaml")
+	}
+	if name == "httpproxy-security" {
+		args = append(args, "-f", ex+"quickstart/tls-secret.yaml", "-f", ex+"quickstart/upstreams.yaml")
+	}
+	return args
 }
