@@ -225,9 +225,54 @@ func (b stage) upstreamValidation(v *contourv1.UpstreamValidation, namespace str
 	if err := noControlBytes(v.SubjectName); err != nil {
 		return nil, fmt.Errorf("subjectName %w", err)
 	}
+	names, err := subjectNames(v)
+	if err != nil {
+		return nil, err
+	}
 	name, err := b.caSecret(v.CACertificate, namespace)
 	if err != nil {
 		return nil, err
 	}
-	return &ir.UpstreamValidation{CASecret: name, SubjectName: v.SubjectName}, nil
+	return &ir.UpstreamValidation{CASecret: name, SubjectName: v.SubjectName, SubjectNames: names}, nil
+}
+
+// maxSubjectNames is the API's limit, checked again for objects that did
+// not pass through the API server's schema (files).
+const maxSubjectNames = 8
+
+// subjectNames are the names a certificate may present, as Contour reads
+// them: subjectName alone, or subjectNames whose first entry is
+// subjectName (the deprecated field and its replacement must agree). Nil
+// when subjectName is the only one: the model (and the cluster names
+// hashed from it) stays that of subjectName alone.
+func subjectNames(v *contourv1.UpstreamValidation) ([]string, error) {
+	if len(v.SubjectNames) == 0 {
+		return nil, nil
+	}
+	if v.SubjectNames[0] != v.SubjectName {
+		return nil, fmt.Errorf("subjectNames[0] (%q) must equal subjectName (%q)", v.SubjectNames[0], v.SubjectName)
+	}
+	if len(v.SubjectNames) > maxSubjectNames {
+		return nil, fmt.Errorf("subjectNames has %d entries, at most %d are allowed", len(v.SubjectNames), maxSubjectNames)
+	}
+	seen := map[string]bool{}
+	for i, n := range v.SubjectNames {
+		if n == "" {
+			return nil, fmt.Errorf("subjectNames[%d] is empty", i)
+		}
+		if len(n) > 255 {
+			return nil, fmt.Errorf("subjectNames[%d] is longer than 255 bytes", i)
+		}
+		if err := noControlBytes(n); err != nil {
+			return nil, fmt.Errorf("subjectNames[%d] %w", i, err)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("subjectNames[%d] (%q) is listed twice", i, n)
+		}
+		seen[n] = true
+	}
+	if len(v.SubjectNames) == 1 {
+		return nil, nil
+	}
+	return append([]string(nil), v.SubjectNames...), nil
 }

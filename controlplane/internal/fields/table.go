@@ -172,7 +172,7 @@ var upstreamValidation = entries{
 	"":             yes,
 	"caSecret":     yes,
 	"subjectName":  yes,
-	"subjectNames": Refused("verifying the certificate against several subject names is not implemented (subjectName alone is)"),
+	"subjectNames": yes,
 }
 
 var timeoutPolicy = entries{

@@ -686,8 +686,12 @@ type Endpoint struct {
 // UpstreamValidation verifies an upstream certificate.
 type UpstreamValidation struct {
 	// CASecret names an SDS validation-context secret.
-	CASecret    string
+	CASecret string
+	// SubjectName is also the SNI and an ExtensionService's authority.
 	SubjectName string
+	// SubjectNames are the DNS SANs accepted, one of which the certificate
+	// must present; the first is SubjectName. Nil: SubjectName alone.
+	SubjectNames []string
 }
 
 // Secret is an SDS secret: a certificate with key, or a CA bundle.

@@ -55,10 +55,7 @@ func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 		common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext: &tlsv3.CertificateValidationContext{
-					MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
-						SanType: tlsv3.SubjectAltNameMatcher_DNS,
-						Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v.SubjectName}},
-					}},
+					MatchTypedSubjectAltNames: sanMatchers(v),
 				},
 				ValidationContextSdsSecretConfig: sdsSecret(v.CASecret),
 			},
@@ -69,6 +66,23 @@ func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 		Name:       tlsTransportName,
 		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)},
 	}
+}
+
+// sanMatchers accept a certificate presenting any of the subject names as
+// a DNS SAN (Envoy ORs the matchers).
+func sanMatchers(v *ir.UpstreamValidation) []*tlsv3.SubjectAltNameMatcher {
+	names := v.SubjectNames
+	if len(names) == 0 {
+		names = []string{v.SubjectName}
+	}
+	ms := make([]*tlsv3.SubjectAltNameMatcher, 0, len(names))
+	for _, n := range names {
+		ms = append(ms, &tlsv3.SubjectAltNameMatcher{
+			SanType: tlsv3.SubjectAltNameMatcher_DNS,
+			Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: n}},
+		})
+	}
+	return ms
 }
 
 // tlsVersion maps the API's "1.2" and "1.3"; anything else is def.
