@@ -69,7 +69,9 @@ func (b stage) buildExtension(es *v1alpha1.ExtensionService) *extension {
 	// ExtensionService without endpoints is still configured in Envoy.
 	eps.HealthChecked = hc != nil
 	st.Endpoints = eps
-	ext.cluster = b.out.addCluster(newCluster(name, backends, weights, protocol, validation, lb, idle))
+	c := newCluster(name, backends, weights, protocol, validation, lb, idle)
+	c.CircuitBreakers = circuitBreakers(spec.CircuitBreakerPolicy)
+	ext.cluster = b.out.addCluster(c)
 	self := objects.Ref{Kind: KindExtensionService, Namespace: es.Namespace, Name: es.Name}
 	b.out.clusterUses.add(name, self)
 	if validation != nil {
@@ -136,6 +138,21 @@ func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response
 	idle, err = apicheck.ParseTimeout(tp.Idle)
 	if err != nil {
 		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
+	}
+	// idleConnection is Contour's name for the cluster's idle timeout,
+	// which idle already sets here (an ExtensionService has no route
+	// whose stream idle timeout idle could be): both name one Envoy
+	// setting, so they must agree.
+	idleConn, err := apicheck.ParseTimeout(tp.IdleConnection)
+	if err != nil {
+		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idleConnection: "+err.Error())
+		return response, idle
+	}
+	if idleConn != nil {
+		if idle != nil && *idle != *idleConn {
+			st.AddError(condSpec, status.ReasonInvalidTimeout, fmt.Sprintf("spec.timeoutPolicy.idle (%s) and idleConnection (%s) both set the idle timeout of the connections to the ExtensionService: give one, or the same", tp.Idle, tp.IdleConnection))
+		}
+		idle = idleConn
 	}
 	return response, idle
 }

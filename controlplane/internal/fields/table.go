@@ -94,7 +94,7 @@ var table = map[string]entries{
 		tree("virtualhost.extProc.processor", extProc),
 		tree("routes.conditions", matchCondition),
 		tree("routes.authPolicy", authPolicy),
-		tree("routes.timeoutPolicy", without(timeoutPolicy, "idleConnection")),
+		tree("routes.timeoutPolicy", timeoutPolicy),
 		tree("routes.services.validation", upstreamValidation),
 		tree("routes.requestHeadersPolicy", headersPolicy),
 		tree("routes.responseHeadersPolicy", headersPolicy),
@@ -112,12 +112,17 @@ var table = map[string]entries{
 		"services.port":   yes,
 		"services.weight": yes,
 
-		"protocol":                               yes,
-		"protocolVersion":                        yes,
-		"loadBalancerPolicy":                     yes,
-		"loadBalancerPolicy.strategy":            yes,
-		"loadBalancerPolicy.requestHashPolicies": Refused("request hash load balancing does not apply to an ExtensionService: Envoy hashes a route's requests, and the filters that call an ExtensionService have no route (RoundRobin, WeightedLeastRequest and Random are implemented)"),
-		"circuitBreakerPolicy":                   Refused("circuit breakers are not implemented: Envoy's default limits apply"),
+		"protocol":                                   yes,
+		"protocolVersion":                            yes,
+		"loadBalancerPolicy":                         yes,
+		"loadBalancerPolicy.strategy":                yes,
+		"loadBalancerPolicy.requestHashPolicies":     Refused("request hash load balancing does not apply to an ExtensionService: Envoy hashes a route's requests, and the filters that call an ExtensionService have no route (RoundRobin, WeightedLeastRequest and Random are implemented)"),
+		"circuitBreakerPolicy":                       yes,
+		"circuitBreakerPolicy.maxConnections":        yes,
+		"circuitBreakerPolicy.maxPendingRequests":    yes,
+		"circuitBreakerPolicy.maxRequests":           yes,
+		"circuitBreakerPolicy.maxRetries":            yes,
+		"circuitBreakerPolicy.perHostMaxConnections": yes,
 
 		"healthCheckPolicy":                         yes,
 		"healthCheckPolicy.serviceName":             yes,
@@ -179,7 +184,7 @@ var timeoutPolicy = entries{
 	"":               yes,
 	"response":       yes,
 	"idle":           yes,
-	"idleConnection": Refused("the idle timeout of upstream connections is not implemented"),
+	"idleConnection": yes,
 }
 
 var headersPolicy = entries{

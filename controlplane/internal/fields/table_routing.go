@@ -12,7 +12,6 @@ var routing = merge(
 	tree("routes.internalRedirectPolicy", internalRedirectPolicy),
 	tree("routes.cookieRewritePolicies", cookieRewritePolicy),
 	tree("routes.services.cookieRewritePolicies", cookieRewritePolicy),
-	entries{"routes.timeoutPolicy.idleConnection": yes},
 )
 
 var retryPolicy = entries{

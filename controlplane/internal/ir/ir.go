@@ -622,6 +622,8 @@ type Cluster struct {
 	SlowStart *SlowStart
 	// IdleTimeout of upstream connections; nil for Envoy's default.
 	IdleTimeout *time.Duration
+	// CircuitBreakers are the cluster's limits; nil for Envoy's defaults.
+	CircuitBreakers *CircuitBreakers
 	// HealthCheck, when set, makes Envoy check the endpoints with gRPC
 	// health checks.
 	HealthCheck *HealthCheck
@@ -629,6 +631,14 @@ type Cluster struct {
 	// the cluster stands for: Portcullis does not know its endpoints (the
 	// cluster has none); the owner's PostClusterModify completes it.
 	Extension *ExtensionResource
+}
+
+// CircuitBreakers are the limits of one Envoy towards a cluster (at the
+// default priority); 0 leaves Envoy's default.
+type CircuitBreakers struct {
+	MaxConnections, MaxPendingRequests, MaxRequests, MaxRetries uint32
+	// PerHostMaxConnections limits the connections to each endpoint.
+	PerHostMaxConnections uint32
 }
 
 // LBRingHash is the LBPolicy of consistent hashing.

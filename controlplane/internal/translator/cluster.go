@@ -67,6 +67,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		out.TransportSocket = upstreamTLS(c)
 	}
 	out.HealthChecks = healthChecks(c.HealthCheck)
+	out.CircuitBreakers = circuitBreakers(c.CircuitBreakers)
 	return out
 }
 
