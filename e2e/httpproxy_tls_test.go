@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -90,4 +91,91 @@ func TestHTTPProxyUpstreamSubjectNames(t *testing.T) {
 	if n := unnamed.Requests() + foreign.Requests(); n != 0 {
 		t.Errorf("the refused upstreams got %d requests", n)
 	}
+}
+
+// mtlsClient is an HTTPS client trusting caPEM and presenting kp.
+func mtlsClient(t *testing.T, caPEM []byte, resolveTo string, kp *harness.KeyPair) *http.Client {
+	t.Helper()
+	c := harness.HTTPSClient(caPEM, resolveTo)
+	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{cert}
+	return c
+}
+
+// TestHTTPProxyClientCRL: clientValidation.crlSecret through the file
+// provider into the real Envoy: a client whose certificate the CRL revokes
+// fails the handshake and never reaches the upstream; another of the same
+// CA is served. A new CRL revoking the second client too refuses it
+// (the CRL travels over SDS).
+func TestHTTPProxyClientCRL(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	dir := t.TempDir()
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	serverCA, clientCA := harness.NewCA(t, "server-ca"), harness.NewCA(t, "client-ca")
+	good, revoked := clientCA.Issue(t, "good-client"), clientCA.Issue(t, "revoked-client")
+	crlSecret := func(revoked ...*harness.KeyPair) client.Object {
+		s := clientCA.Secret("default", "client-crl")
+		s.Data = map[string][]byte{"crl.pem": clientCA.CRL(t, revoked...)}
+		return s
+	}
+	all := []client.Object{
+		serverCA.Issue(t, "crl.example.com").Secret("default", "server"),
+		clientCA.Secret("default", "client-ca"),
+		crlSecret(revoked),
+	}
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	all = append(all, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crl"}, Spec: contourv1.HTTPProxySpec{
+		VirtualHost: &contourv1.VirtualHost{Fqdn: "crl.example.com", TLS: &contourv1.TLS{
+			SecretName: "server",
+			ClientValidation: &contourv1.DownstreamValidation{
+				CACertificate:             "client-ca",
+				CertificateRevocationList: "client-crl",
+			},
+		}},
+		Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}},
+	}})
+	d := harness.Dir(dir)
+	if err := d.Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+	goodClient := mtlsClient(t, serverCA.CertPEM, httpsAddr, good)
+	revokedClient := mtlsClient(t, serverCA.CertPEM, httpsAddr, revoked)
+	harness.EventuallyEcho(t, goodClient, harness.MustRequest(t, "https://crl.example.com/"), http.StatusOK)
+
+	refused := func(t *testing.T, c *http.Client, who string) {
+		t.Helper()
+		before := echo.Requests()
+		resp, err := c.Do(harness.MustRequest(t, "https://crl.example.com/"))
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: status %d, want the handshake refused", who, resp.StatusCode)
+		}
+		if n := echo.Requests() - before; n != 0 {
+			t.Errorf("%s reached the upstream %d times", who, n)
+		}
+	}
+	refused(t, revokedClient, "the revoked client")
+	if _, err := harness.GetEcho(goodClient, harness.MustRequest(t, "https://crl.example.com/"), http.StatusOK); err != nil {
+		t.Fatalf("the client the CRL does not revoke: %v", err)
+	}
+
+	if err := d.Apply(context.Background(), crlSecret(revoked, good)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := goodClient.Do(harness.MustRequest(t, "https://crl.example.com/"))
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the client revoked by the new CRL is still served")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	refused(t, goodClient, "the client revoked by the new CRL")
 }

@@ -97,3 +97,17 @@ func writeFile(t testing.TB, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// CRL is a PEM CRL of the CA revoking the pairs' certificates.
+func (ca *CA) CRL(t testing.TB, revoked ...*KeyPair) []byte {
+	t.Helper()
+	var pems [][]byte
+	for _, kp := range revoked {
+		pems = append(pems, kp.CertPEM)
+	}
+	crl, err := ca.ca.CRL(pems...)
+	if err != nil {
+		t.Fatalf("CRL: %v", err)
+	}
+	return crl
+}

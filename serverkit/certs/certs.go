@@ -188,3 +188,31 @@ func template(commonName string) (*x509.Certificate, error) {
 func encodeCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// CRL is a PEM X509 CRL signed by the CA revoking the certificates (PEM),
+// valid from the backdated now for validFor.
+func (ca *CA) CRL(revokedPEM ...[]byte) ([]byte, error) {
+	now := time.Now()
+	var entries []x509.RevocationListEntry
+	for _, p := range revokedPEM {
+		blk, _ := pem.Decode(p)
+		if blk == nil {
+			return nil, fmt.Errorf("CRL: not a PEM certificate")
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, x509.RevocationListEntry{SerialNumber: c.SerialNumber, RevocationTime: now.Add(-backdate)})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{
+		Number:                    big.NewInt(now.UnixNano()),
+		ThisUpdate:                now.Add(-backdate),
+		NextUpdate:                now.Add(validFor),
+		RevokedCertificateEntries: entries,
+	}, ca.cert, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), nil
+}

@@ -67,15 +67,28 @@ func certificateProblem(ref string, err error) (reason, message string) {
 // clientValidation validates spec.virtualhost.tls.clientValidation.
 func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, namespace string, st *status.Object) *ir.ClientValidation {
 	out := &ir.ClientValidation{SkipVerification: cv.SkipClientCertValidation, Optional: cv.OptionalClientCertificate}
+	caErr := false
 	switch {
 	case cv.SkipClientCertValidation && cv.CACertificate != "":
+		caErr = true
 		st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: caSecret and skipClientCertValidation are mutually exclusive")
 	case !cv.SkipClientCertValidation:
 		name, err := b.caSecret(cv.CACertificate, namespace)
 		if err != nil {
+			caErr = true
 			st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
 		}
 		out.CASecret = name
+	}
+	if !caErr {
+		crl, err := b.clientCRL(cv, namespace)
+		switch {
+		case err != nil:
+			st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
+		case crl != nil:
+			// The CA bundle with the CRLs replaces the CA alone.
+			out.CASecret = crl.Name
+		}
 	}
 	return out
 }

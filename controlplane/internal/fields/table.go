@@ -23,8 +23,8 @@ var table = map[string]entries{
 			"virtualhost.tls.clientValidation.caSecret":                  yes,
 			"virtualhost.tls.clientValidation.skipClientCertValidation":  yes,
 			"virtualhost.tls.clientValidation.forwardClientCertificate":  Refused("forwarding the client certificate's details to the service is not implemented"),
-			"virtualhost.tls.clientValidation.crlSecret":                 Refused("certificate revocation lists are not implemented: revoked client certificates would be accepted"),
-			"virtualhost.tls.clientValidation.crlOnlyVerifyLeafCert":     Refused("certificate revocation lists are not implemented"),
+			"virtualhost.tls.clientValidation.crlSecret":                 yes,
+			"virtualhost.tls.clientValidation.crlOnlyVerifyLeafCert":     yes,
 			"virtualhost.tls.clientValidation.optionalClientCertificate": yes,
 
 			"virtualhost.authorization":                                     yes,

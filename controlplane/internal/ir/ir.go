@@ -714,4 +714,8 @@ type Secret struct {
 	Cert    []byte // PEM chain (server certificates)
 	Key     []byte // PEM key (server certificates)
 	CA      []byte // PEM bundle (validation contexts)
+	// CRL are the PEM revocation lists a client validation context checks
+	// certificates against (all of the chain's unless OnlyVerifyLeafCRL).
+	CRL               []byte
+	OnlyVerifyLeafCRL bool
 }

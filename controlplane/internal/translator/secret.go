@@ -10,9 +10,12 @@ import (
 
 func secret(s *ir.Secret) *tlsv3.Secret {
 	if s.CA != nil {
-		return &tlsv3.Secret{Name: s.Name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-			TrustedCa: inlineBytes(s.CA),
-		}}}
+		vc := &tlsv3.CertificateValidationContext{TrustedCa: inlineBytes(s.CA)}
+		if s.CRL != nil {
+			vc.Crl = inlineBytes(s.CRL)
+			vc.OnlyVerifyLeafCertCrl = s.OnlyVerifyLeafCRL
+		}
+		return &tlsv3.Secret{Name: s.Name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: vc}}
 	}
 	return &tlsv3.Secret{Name: s.Name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
 		CertificateChain: inlineBytes(s.Cert),
