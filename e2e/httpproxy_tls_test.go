@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,4 +180,64 @@ func TestHTTPProxyClientCRL(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	refused(t, goodClient, "the client revoked by the new CRL")
+}
+
+// TestHTTPProxyForwardClientCertificate: clientValidation.
+// forwardClientCertificate through the file provider into the real Envoy:
+// the upstream of a host forwarding the subject, the certificate and the
+// DNS SANs gets an x-forwarded-client-cert with those parts of the
+// client's certificate (and not the URI or the chain), in place of one the
+// client sent; a host without it passes no such header on.
+func TestHTTPProxyForwardClientCertificate(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	dir := t.TempDir()
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	serverCA, clientCA := harness.NewCA(t, "server-ca"), harness.NewCA(t, "client-ca")
+	kp := clientCA.Issue(t, "xfcc-client", "xfcc-client.example.com")
+	host := func(name string, fwd *contourv1.ClientCertificateDetails) client.Object {
+		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: name + ".example.com", TLS: &contourv1.TLS{
+				SecretName:       "server",
+				ClientValidation: &contourv1.DownstreamValidation{CACertificate: "client-ca", ForwardClientCertificate: fwd},
+			}},
+			Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}},
+		}}
+	}
+	all := []client.Object{
+		serverCA.Issue(t, "xfcc.example.com", "plain.example.com").Secret("default", "server"),
+		clientCA.Secret("default", "client-ca"),
+		host("xfcc", &contourv1.ClientCertificateDetails{Subject: true, Cert: true, DNS: true}),
+		host("plain", nil),
+	}
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	if err := harness.Dir(dir).Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+	c := mtlsClient(t, serverCA.CertPEM, httpsAddr, kp)
+	get := func(host string) string {
+		t.Helper()
+		req := harness.MustRequest(t, "https://"+host+"/")
+		req.Header.Set("X-Forwarded-Client-Cert", "By=spoofed;Subject=\"CN=admin\"")
+		got := harness.EventuallyEcho(t, c, req, http.StatusOK)
+		return strings.Join(got.Headers.Values("X-Forwarded-Client-Cert"), ",")
+	}
+
+	xfcc := get("xfcc.example.com")
+	leaf := url.QueryEscape(string(kp.CertPEM))
+	for _, want := range []string{`Hash=`, `Subject="CN=xfcc-client,`, `DNS=xfcc-client.example.com`, `Cert="`} {
+		if !strings.Contains(xfcc, want) {
+			t.Errorf("x-forwarded-client-cert %q lacks %s", xfcc, want)
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(xfcc, "%20", "+"), strings.ReplaceAll(leaf, "%20", "+")) {
+		t.Errorf("x-forwarded-client-cert %q does not carry the client's certificate", xfcc)
+	}
+	for _, unwanted := range []string{"spoofed", "CN=admin", "Chain=", "URI="} {
+		if strings.Contains(xfcc, unwanted) {
+			t.Errorf("x-forwarded-client-cert %q has %s", xfcc, unwanted)
+		}
+	}
+	if plain := get("plain.example.com"); plain != "" {
+		t.Errorf("a host without forwardClientCertificate passed x-forwarded-client-cert %q on", plain)
+	}
 }

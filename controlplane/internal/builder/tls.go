@@ -67,6 +67,9 @@ func certificateProblem(ref string, err error) (reason, message string) {
 // clientValidation validates spec.virtualhost.tls.clientValidation.
 func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, namespace string, st *status.Object) *ir.ClientValidation {
 	out := &ir.ClientValidation{SkipVerification: cv.SkipClientCertValidation, Optional: cv.OptionalClientCertificate}
+	if f := cv.ForwardClientCertificate; f != nil {
+		out.ForwardClientCert = &ir.ForwardClientCert{Subject: f.Subject, Cert: f.Cert, Chain: f.Chain, DNS: f.DNS, URI: f.URI}
+	}
 	caErr := false
 	switch {
 	case cv.SkipClientCertValidation && cv.CACertificate != "":

@@ -224,6 +224,16 @@ type ClientValidation struct {
 	CASecret         string
 	SkipVerification bool
 	Optional         bool
+	// ForwardClientCert, when set, has the host's HCM send the upstream an
+	// x-forwarded-client-cert header of its own (a client's is dropped)
+	// with these parts of the client certificate.
+	ForwardClientCert *ForwardClientCert
+}
+
+// ForwardClientCert are the parts of a client certificate forwarded in
+// x-forwarded-client-cert, besides its hash (always).
+type ForwardClientCert struct {
+	Subject, Cert, Chain, DNS, URI bool
 }
 
 // ExtAuth configures Envoy's ext_authz filter for one HCM.

@@ -103,6 +103,9 @@ type hcmSettings struct {
 	// rateLimitService is the global rate limit service, when some of
 	// the hosts or routes send it descriptors (withRoutes).
 	rateLimitService *ir.RateLimitService
+	// xfcc are the client certificate's parts a TLS host's own HCM
+	// forwards (x-forwarded-client-cert); nil for none.
+	xfcc *ir.ForwardClientCert
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP
@@ -114,7 +117,11 @@ func globalHCM(m *ir.Model) hcmSettings {
 // hostHCM are the settings of a TLS virtual host's own HCM, which only
 // its own routes use.
 func hostHCM(vh *ir.SecureVirtualHost) hcmSettings {
-	return hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders}.withRoutes([]*ir.VirtualHost{&vh.VirtualHost})
+	h := hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders}.withRoutes([]*ir.VirtualHost{&vh.VirtualHost})
+	if vh.ClientValidation != nil {
+		h.xfcc = vh.ClientValidation.ForwardClientCert
+	}
+	return h
 }
 
 // filterSet holds the filters of an HCM, bit i for httpFilters[i]: a

@@ -108,6 +108,7 @@ func hcmFilter(statPrefix, routeConfig string, h hcmSettings) *listenerv3.Filter
 		UseRemoteAddress:             wrapperspb.Bool(true),
 		StripPortMode:                &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
 	}
+	forwardClientCert(hcm, h.xfcc)
 	return &listenerv3.Filter{
 		Name:       hcmFilterName,
 		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)},
