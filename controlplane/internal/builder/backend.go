@@ -123,7 +123,6 @@ func (o *Options) externalNameAllowed(name string) error {
 // ExternalName.
 const externalNameKind = "ExternalName"
 
-
 // loopbackAllowed refuses a name (what: "ExternalName", "host") that
 // names Envoy's own host, unless Options.LoopbackExternalNames.
 func (o *Options) loopbackAllowed(what, name string) error {
