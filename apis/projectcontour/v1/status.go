@@ -41,6 +41,9 @@ const (
 	// ConditionTypeJWTVerificationError: the JWT providers or a route's
 	// JWT verification policy are invalid (as in Contour).
 	ConditionTypeJWTVerificationError = "JWTVerificationError"
+	// ConditionTypeTCPProxyError: a tcpproxy (or the TLS passthrough
+	// that needs one) is invalid (as in Contour).
+	ConditionTypeTCPProxyError = "TCPProxyError"
 )
 
 // Legacy values of HTTPProxyStatus.CurrentStatus.

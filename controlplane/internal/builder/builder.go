@@ -215,6 +215,9 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 	if res.secure != nil {
 		m.Secure = append(m.Secure, res.secure)
 	}
+	if res.tcp != nil {
+		m.TCPHosts = append(m.TCPHosts, res.tcp)
+	}
 	if res.fallback != nil {
 		if m.Fallback == nil {
 			m.Fallback = &ir.FallbackChain{Secret: res.fallbackSecret}
@@ -275,4 +278,5 @@ func (b *merged) finish(m *ir.Model, roots rootOrigins) {
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
 	sort.Slice(m.Insecure, func(i, j int) bool { return m.Insecure[i].FQDN < m.Insecure[j].FQDN })
 	sort.Slice(m.Secure, func(i, j int) bool { return m.Secure[i].FQDN < m.Secure[j].FQDN })
+	sort.Slice(m.TCPHosts, func(i, j int) bool { return m.TCPHosts[i].FQDN < m.TCPHosts[j].FQDN })
 }

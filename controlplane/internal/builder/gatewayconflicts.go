@@ -26,6 +26,9 @@ func proxyHosts(m *ir.Model) sharedHosts {
 	for _, v := range m.Secure {
 		h.secure[v.FQDN] = true
 	}
+	for _, v := range m.TCPHosts {
+		h.secure[v.FQDN] = true
+	}
 	return h
 }
 

@@ -31,6 +31,7 @@ type rootResult struct {
 
 	insecure       []*ir.VirtualHost
 	secure         *ir.SecureVirtualHost
+	tcp            *ir.TCPHost
 	fallback       *ir.VirtualHost
 	fallbackSecret string
 
@@ -83,6 +84,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	globalRateLimits := b.hostGlobalRateLimits(p.Spec.VirtualHost, st)
 	jwt := b.jwtProviders(p, st)
 	scope.jwt = jwt.scope
+	tcp := b.tcpProxy(p, secure, st) // tcpproxy.go
 
 	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
@@ -95,6 +97,11 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	b.res.served = true
 	routes = b.withoutInvalidProxies(routes)
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
+	if p.Spec.TCPProxy != nil {
+		b.recordRootUses(p, nil, hcmAuth, scope.proc)
+		b.tcpVirtualHosts(p, fqdn, b.hostOrigins(), routes, tcp, scope.proc)
+		return
+	}
 	b.recordRootUses(p, secure, hcmAuth, scope.proc)
 	b.jwksClusters(p, secure, jwt)
 	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)

@@ -15,6 +15,9 @@ func (b *rootBuilder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.
 	if t == nil {
 		return nil
 	}
+	if t.Passthrough {
+		return passthroughHost(t, st) // tcpproxy.go
+	}
 	out := &ir.SecureVirtualHost{MinTLSVersion: t.MinimumProtocolVersion, MaxTLSVersion: t.MaximumProtocolVersion}
 	out.Secret = b.serverCertificate(t.SecretName, p.Namespace, st)
 	for _, v := range []struct{ field, value string }{

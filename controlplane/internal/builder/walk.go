@@ -18,6 +18,7 @@ import (
 func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent route, scope authScope) []route {
 	key := nn(p.Namespace, p.Name)
 	st := b.proxyStatus(p)
+	tcpProxyOnChild(p, st) // tcpproxy.go
 	b.res.visited[key] = true
 	self := proxyRef(p.Namespace, p.Name)
 	b.walked = append(b.walked, self)

@@ -18,7 +18,7 @@ var table = map[string]entries{
 			"virtualhost.tls.minimumProtocolVersion":                            yes,
 			"virtualhost.tls.maximumProtocolVersion":                            yes,
 			"virtualhost.tls.enableFallbackCertificate":                         yes,
-			"virtualhost.tls.passthrough":                                       Refused("TLS passthrough (the TLS connection forwarded to the service unterminated) is not implemented"),
+			"virtualhost.tls.passthrough":                                       yes,
 			"virtualhost.tls.clientValidation":                                  yes,
 			"virtualhost.tls.clientValidation.caSecret":                         yes,
 			"virtualhost.tls.clientValidation.skipClientCertValidation":         yes,
@@ -92,8 +92,9 @@ var table = map[string]entries{
 
 			"ingressClassName": yes,
 
-			"tcpproxy": Refused("TCP proxying is not implemented"),
+			"tcpproxy": yes,
 		},
+		tcpProxy, // table_tcpproxy.go
 		tree("virtualhost.authorization.extensionRef", extensionRef),
 		tree("virtualhost.authorization.authPolicy", authPolicy),
 		tree("virtualhost.extProc.processor", extProc),

@@ -26,6 +26,10 @@ type Model struct {
 	// GlobalExtProc is the external processor of the HTTP listener and the
 	// fallback chain (secure hosts get theirs in SecureVirtualHost.ExtProc).
 	GlobalExtProc *ExtProc
+	// TCPHosts are the hosts of the HTTPS listener whose connections are
+	// proxied over TCP (an HTTPProxy's tcpproxy), one filter chain each,
+	// matched by SNI alongside Secure's.
+	TCPHosts []*TCPHost
 	// Listeners are the Envoy listeners of Gateway listeners on ports other
 	// than the shared HTTP and HTTPS listeners' (Gateway listeners on those
 	// ports add their hosts to Insecure and Secure), sorted by port.
@@ -189,6 +193,24 @@ type SecureVirtualHost struct {
 	// JWTProviders verify the JSON Web Tokens of the routes that name
 	// one (Route.JWTProvider); none for no JWT verification.
 	JWTProviders []JWTProvider
+}
+
+// TCPHost proxies the TLS connections for one SNI name to its clusters
+// over TCP: with Passthrough the TLS is not terminated (the upstream
+// serves it); otherwise Envoy terminates it (as a SecureVirtualHost's) and
+// the upstream receives the decrypted stream. No HTTP filter sees them.
+type TCPHost struct {
+	FQDN    string
+	Origins Origins
+	// Passthrough leaves the TLS to the upstream: Secret, the versions
+	// and ClientValidation are unused.
+	Passthrough      bool
+	Secret           string
+	MinTLSVersion    string
+	MaxTLSVersion    string
+	ClientValidation *ClientValidation
+	// Clusters receive the connections, by Weight.
+	Clusters []WeightedCluster
 }
 
 // JWTProvider verifies JSON Web Tokens against the keys of a JWKS

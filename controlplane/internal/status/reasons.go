@@ -62,6 +62,7 @@ const (
 	ReasonServiceUnresolvedReference            = "ServiceUnresolvedReference"
 	ReasonServiceWeightInvalid                  = "ServiceWeightInvalid"
 	ReasonTLSIncompatibleFeatures               = "TLSIncompatibleFeatures"
+	ReasonTCPProxyNotValid                      = "TCPProxyNotValid"
 	ReasonTLSUpstreamValidation                 = "TLSUpstreamValidation"
 	ReasonTLSVersionsInvalid                    = "TLSVersionsInvalid"
 	ReasonTLSWithoutValidation                  = "TLSWithoutValidation"

@@ -35,7 +35,7 @@ func plaintextListener(name, routeConfig string, addr *corev3.Address, h hcmSett
 // fallback. Nil when there is no TLS host. chains are the filter chains of
 // m.Secure, sorted by FQDN.
 func httpsListener(m *ir.Model, opts Options, chains []*listenerv3.FilterChain, fallback hcmSettings) *listenerv3.Listener {
-	if len(m.Secure) == 0 && m.Fallback == nil {
+	if len(m.Secure) == 0 && len(m.TCPHosts) == 0 && m.Fallback == nil {
 		return nil
 	}
 	l := tlsListener(HTTPSListenerName, socketAddress(opts.HTTPSAddress, opts.HTTPSPort), chains)

@@ -119,6 +119,14 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
 	}
 
+	// The hosts proxied over TCP have filter chains of their own
+	// (tcpproxy.go), among the TLS hosts' in FQDN order.
+	for _, vh := range m.TCPHosts {
+		chains = append(chains, tcpHostChain(vh))
+		httpsHosts = append(httpsHosts, tcpHostOrigins(vh))
+	}
+	sort.SliceStable(chains, func(i, j int) bool { return chains[i].Name < chains[j].Name })
+
 	// The shared HCMs' filters depend on every route they serve
 	// (routefilters.go).
 	httpHCM := globalHCM(m).withRoutes(m.Insecure)

@@ -1,0 +1,163 @@
+package builder
+
+import (
+	"fmt"
+	"math"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// tcpProxy validates a root's spec.tcpproxy against its TLS (secure, from
+// secureHost; nil without spec.virtualhost.tls) into the host that proxies
+// its TLS connections; nil when it has none (or an error). As Contour: a
+// tcpproxy needs TLS, terminated (secretName) or passed through, and TLS
+// passthrough needs a tcpproxy. Stricter than Contour: the virtual host's
+// HTTP policies (authorization, processing, JWT, CORS, rate limits, IP
+// filters) are errors next to a tcpproxy, whose connections no HTTP filter
+// sees, rather than policies that silently do not apply.
+func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualHost, st *status.Object) *ir.TCPHost {
+	t, vh := p.Spec.TCPProxy, p.Spec.VirtualHost
+	fail := func(format string, args ...any) *ir.TCPHost {
+		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, fmt.Sprintf(format, args...))
+		return nil
+	}
+	passthrough := vh.TLS != nil && vh.TLS.Passthrough
+	switch {
+	case t == nil && passthrough:
+		return fail("Spec.VirtualHost.TLS.Passthrough requires Spec.TCPProxy: the connections must go to a service")
+	case t == nil:
+		return nil
+	case vh.TLS == nil:
+		return fail("Spec.TCPProxy requires Spec.VirtualHost.TLS (a secretName, or passthrough): the TLS listener proxies the connections by SNI name")
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"Authorization", vh.Authorization != nil}, {"ExtProc", vh.ExtProc != nil}, {"JWTProviders", len(vh.JWTProviders) > 0},
+		{"CORSPolicy", vh.CORSPolicy != nil}, {"RateLimitPolicy", vh.RateLimitPolicy != nil},
+		{"IPAllowFilterPolicy", len(vh.IPAllowFilterPolicy) > 0}, {"IPDenyFilterPolicy", len(vh.IPDenyFilterPolicy) > 0},
+	} {
+		if f.set {
+			st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, fmt.Sprintf("Spec.VirtualHost.%s cannot be combined with Spec.TCPProxy: no HTTP filter sees the proxied connections", f.field))
+		}
+	}
+	if len(t.Services) == 0 {
+		return fail("Spec.TCPProxy.Services must have at least one entry")
+	}
+	lb, err := tcpLoadBalancer(t.LoadBalancerPolicy)
+	if err != nil {
+		return fail("Spec.TCPProxy.LoadBalancerPolicy: %v", err)
+	}
+	allZero, err := serviceWeights(t.Services)
+	if err != nil {
+		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "Spec.TCPProxy: "+err.Error())
+		return nil
+	}
+	out := &ir.TCPHost{Passthrough: passthrough}
+	if secure != nil && !passthrough {
+		out.Secret, out.MinTLSVersion, out.MaxTLSVersion, out.ClientValidation = secure.Secret, secure.MinTLSVersion, secure.MaxTLSVersion, secure.ClientValidation
+	}
+	cs := clusterSettings{lb: lb}
+	for j, s := range t.Services {
+		c, ok := b.tcpService(p, j, s, cs, st)
+		if !ok {
+			continue
+		}
+		switch {
+		case allZero:
+			c.Weight = 1
+		case s.Weight <= 0:
+			continue // Envoy's tcp_proxy wants weights of 1 or more: a service of weight 0 gets no connection
+		default:
+			c.Weight = uint32(min(s.Weight, math.MaxUint32))
+		}
+		out.Clusters = append(out.Clusters, c)
+	}
+	return out
+}
+
+// tcpService resolves service j of p's tcpproxy into its cluster; false,
+// with an error, when it is invalid. The fields a TCP service cannot have
+// (protocol, headers, mirror...) are refused by the fields table.
+func (b *rootBuilder) tcpService(p *contourv1.HTTPProxy, j int, s contourv1.Service, cs clusterSettings, st *status.Object) (ir.WeightedCluster, bool) {
+	where := fmt.Sprintf("Spec.TCPProxy.Services[%d]", j)
+	if s.Port < 1 || s.Port > 65535 {
+		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, fmt.Sprintf("%s: service %q: port must be in the range 1-65535", where, s.Name))
+		return ir.WeightedCluster{}, false
+	}
+	be, err := b.r.backend(nn(p.Namespace, s.Name), s.Port)
+	if err != nil {
+		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, fmt.Sprintf("%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err))
+		return ir.WeightedCluster{}, false
+	}
+	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
+		st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", where, p.Namespace, s.Name, s.Port))
+	}
+	c := b.clusterFor("service", be, ir.HTTP1, cs)
+	b.out.clusterUses.add(c.Name, proxyRef(p.Namespace, p.Name))
+	return ir.WeightedCluster{Cluster: c.Name}, true
+}
+
+// tcpLoadBalancer is the policy of a tcpproxy's clusters ("" for
+// RoundRobin). Cookie and RequestHash hash HTTP requests: there are none.
+func tcpLoadBalancer(p *contourv1.LoadBalancerPolicy) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	switch p.Strategy {
+	case "", "RoundRobin":
+		return "", nil
+	case "WeightedLeastRequest", "Random":
+		return p.Strategy, nil
+	}
+	return "", fmt.Errorf("strategy %q is not supported for TCP proxying: use RoundRobin, WeightedLeastRequest or Random", p.Strategy)
+}
+
+// tcpVirtualHosts puts a served root with a tcpproxy on the listeners:
+// its TLS connections go to tcp; its routes, if any, are served on the
+// HTTP listener only (redirecting to HTTPS but for permitInsecure ones),
+// as Contour does.
+func (b *rootBuilder) tcpVirtualHosts(p *contourv1.HTTPProxy, fqdn string, origins ir.Origins, routes []route, tcp *ir.TCPHost, proc procScope) {
+	tcp.FQDN, tcp.Origins = fqdn, origins
+	b.res.tcp = tcp
+	root := proxyRef(p.Namespace, p.Name)
+	if !tcp.Passthrough {
+		b.out.secretUses.add(tcp.Secret, root)
+		if cv := tcp.ClientValidation; cv != nil && cv.CASecret != "" {
+			b.out.secretUses.add(cv.CASecret, root)
+		}
+	}
+	if len(routes) > 0 {
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irRoutes(routes, true), proc)})
+	}
+}
+
+// tcpProxyOnChild refuses a tcpproxy on an HTTPProxy included by a root's
+// includes (routes): only a tcpproxy's include could use it.
+func tcpProxyOnChild(p *contourv1.HTTPProxy, st *status.Object) {
+	if p.Spec.VirtualHost == nil && p.Spec.TCPProxy != nil {
+		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, "Spec.TCPProxy on an HTTPProxy included by routes' includes is not served: only a root's tcpproxy can proxy connections")
+	}
+}
+
+// passthroughHost validates the TLS of a host that passes it through: the
+// upstream has the certificate and sees the handshake, so Envoy's own TLS
+// settings cannot apply.
+func passthroughHost(t *contourv1.TLS, st *status.Object) *ir.SecureVirtualHost {
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"SecretName", t.SecretName != ""}, {"ClientValidation", t.ClientValidation != nil},
+		{"EnableFallbackCertificate", t.EnableFallbackCertificate},
+		{"MinimumProtocolVersion", t.MinimumProtocolVersion != ""}, {"MaximumProtocolVersion", t.MaximumProtocolVersion != ""},
+	} {
+		if f.set {
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSIncompatibleFeatures, fmt.Sprintf("Spec.VirtualHost.TLS: both Passthrough and %s were specified: the service terminates a passed-through TLS", f.field))
+		}
+	}
+	return &ir.SecureVirtualHost{}
+}

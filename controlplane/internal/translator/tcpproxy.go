@@ -1,0 +1,57 @@
+package translator
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+const tcpProxyFilterName = "envoy.filters.network.tcp_proxy"
+
+// tcpHostChain is the HTTPS listener's filter chain of a host whose TLS
+// connections are proxied over TCP, matched by SNI as a TLS host's and
+// named as one's (a host name is one or the other): a tcp_proxy to its
+// clusters and no HCM. With passthrough there is no transport socket (the
+// upstream terminates the TLS Envoy only read the SNI of); otherwise
+// Envoy terminates it with the host's certificate, advertising no ALPN
+// protocol: the decrypted stream is the upstream's, whatever it speaks.
+func tcpHostChain(vh *ir.TCPHost) *listenerv3.FilterChain {
+	name := secureName(secureHostsPrefix, vh.FQDN)
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: name}
+	if len(vh.Clusters) == 1 {
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: vh.Clusters[0].Cluster}
+	} else {
+		w := &tcpproxyv3.TcpProxy_WeightedCluster{}
+		for _, c := range vh.Clusters {
+			w.Clusters = append(w.Clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: c.Cluster, Weight: c.Weight})
+		}
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: w}
+	}
+	chain := &listenerv3.FilterChain{
+		Name:             name,
+		FilterChainMatch: serverNames(vh.FQDN),
+		Filters: []*listenerv3.Filter{{
+			Name:       tcpProxyFilterName,
+			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(tp)},
+		}},
+	}
+	if !vh.Passthrough {
+		ts := downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation)
+		ctx := &tlsv3.DownstreamTlsContext{}
+		if err := ts.GetTypedConfig().UnmarshalTo(ctx); err != nil {
+			panic(err) // downstreamTLS marshals one
+		}
+		ctx.CommonTlsContext.AlpnProtocols = nil
+		ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)}
+		chain.TransportSocket = ts
+	}
+	return chain
+}
+
+// tcpHostOrigins are the origins of a TCP host in the HTTPS listener.
+func tcpHostOrigins(vh *ir.TCPHost) hostOrigins {
+	return hostOrigins{fqdn: vh.FQDN, vhost: vh.FQDN, origins: vh.Origins}
+}
