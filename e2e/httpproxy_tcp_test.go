@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/e2e/harness"
+)
+
+// TestHTTPProxyTCPProxy: spec.tcpproxy through the file provider into the
+// real Envoy's HTTPS listener. With tls.passthrough the client reaches a
+// real TLS server by SNI and sees that server's own certificate (issued by
+// a CA Envoy knows nothing of), which sees the SNI the client sent; with a
+// secretName the client sees Envoy's certificate, no ALPN protocol, and a
+// plain TCP server receives exactly the bytes the client wrote. The
+// passthrough host's permitInsecure route is still served on the HTTP
+// listener, and an ordinary TLS host on the same listener still
+// terminates and routes HTTP.
+func TestHTTPProxyTCPProxy(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	upstreamCA := harness.NewCA(t, "tcp-upstream-ca")
+	envoyCA := harness.NewCA(t, "portcullis-e2e")
+	tlsUpstream := startLineServer(t, "tls", upstreamCA.Issue(t, "passthrough.example.com"))
+	plainUpstream := startLineServer(t, "plain", nil)
+
+	dir := t.TempDir()
+	httpAddr, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	svc := []contourv1.Service{{Name: "echo", Port: 80}}
+	var all []client.Object
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	all = append(all, harness.LoopbackEndpointSlice("default", "tls-upstream", 443, tlsUpstream)...)
+	all = append(all, harness.LoopbackEndpointSlice("default", "plain-upstream", 80, plainUpstream)...)
+	all = append(all,
+		envoyCA.Issue(t, "terminated.example.com").Secret("default", "terminated-cert"),
+		envoyCA.Issue(t, "https.example.com").Secret("default", "https-cert"),
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "passthrough"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "passthrough.example.com", TLS: &contourv1.TLS{Passthrough: true}},
+			TCPProxy:    &contourv1.TCPProxy{Services: []contourv1.Service{{Name: "tls-upstream", Port: 443}}},
+			Routes:      []contourv1.Route{{PermitInsecure: true, Services: svc}},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "terminated"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "terminated.example.com", TLS: &contourv1.TLS{SecretName: "terminated-cert"}},
+			TCPProxy: &contourv1.TCPProxy{
+				LoadBalancerPolicy: &contourv1.LoadBalancerPolicy{Strategy: "Random"},
+				Services:           []contourv1.Service{{Name: "plain-upstream", Port: 80}},
+			},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "https"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "https.example.com", TLS: &contourv1.TLS{SecretName: "https-cert"}},
+			Routes:      []contourv1.Route{{Services: svc}},
+		}},
+	)
+	if err := harness.Dir(dir).Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("passthrough: the upstream's certificate and TLS", func(t *testing.T) {
+		var got string
+		var state tls.ConnectionState
+		harness.Eventually(t, 30*time.Second, func() (err error) {
+			got, state, err = tlsExchange(httpsAddr, "passthrough.example.com", upstreamCA.CertPEM, "hello through\n")
+			return err
+		})
+		if cn := state.PeerCertificates[0].Issuer.CommonName; cn != "tcp-upstream-ca" {
+			t.Errorf("certificate issued by %q, want the upstream's CA", cn)
+		}
+		if want := "tls sni=passthrough.example.com got=hello through"; got != want {
+			t.Errorf("upstream answered %q, want %q", got, want)
+		}
+		// Envoy's CA does not verify it: Envoy did not terminate the TLS.
+		if _, _, err := tlsExchange(httpsAddr, "passthrough.example.com", envoyCA.CertPEM, "x\n"); err == nil {
+			t.Errorf("the passthrough host's certificate verified against Envoy's CA")
+		}
+	})
+
+	t.Run("terminated: Envoy's certificate, the plaintext stream upstream", func(t *testing.T) {
+		var got string
+		var state tls.ConnectionState
+		harness.Eventually(t, 30*time.Second, func() (err error) {
+			got, state, err = tlsExchange(httpsAddr, "terminated.example.com", envoyCA.CertPEM, "hello plain\n")
+			return err
+		})
+		if cn := state.PeerCertificates[0].Subject.CommonName; cn != "terminated.example.com" {
+			t.Errorf("certificate for %q, want Envoy's for terminated.example.com", cn)
+		}
+		if state.NegotiatedProtocol != "" {
+			t.Errorf("ALPN negotiated %q, want none: the stream is not HTTP", state.NegotiatedProtocol)
+		}
+		if want := "plain sni= got=hello plain"; got != want {
+			t.Errorf("upstream answered %q, want %q (the decrypted bytes)", got, want)
+		}
+	})
+
+	t.Run("the passthrough host's permitInsecure route on the HTTP listener", func(t *testing.T) {
+		harness.EventuallyEcho(t, harness.HTTPClient(httpAddr), harness.MustRequest(t, "http://passthrough.example.com/"), http.StatusOK)
+	})
+
+	t.Run("an ordinary TLS host still terminates and routes", func(t *testing.T) {
+		harness.EventuallyEcho(t, harness.HTTPSClient(envoyCA.CertPEM, httpsAddr), harness.MustRequest(t, "https://https.example.com/"), http.StatusOK)
+	})
+}
+
+// tlsExchange dials addr with TLS for serverName (offering h2 and
+// http/1.1), verifying against caPEM, writes line and reads one line back.
+func tlsExchange(addr, serverName string, caPEM []byte, line string) (string, tls.ConnectionState, error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: serverName, RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		return "", tls.ConnectionState{}, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte(line)); err != nil {
+		return "", tls.ConnectionState{}, err
+	}
+	got, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return "", tls.ConnectionState{}, fmt.Errorf("reading the answer: %w", err)
+	}
+	return strings.TrimSuffix(got, "\n"), conn.ConnectionState(), nil
+}
+
+// startLineServer serves, on a free loopback port, connections that send
+// one line, answering "<name> sni=<SNI> got=<line>": over TLS with kp when
+// set, plain TCP otherwise. It returns the port.
+func startLineServer(t *testing.T, name string, kp *harness.KeyPair) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kp != nil {
+		cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+				line, err := bufio.NewReader(conn).ReadString('\n')
+				if err != nil {
+					return
+				}
+				sni := ""
+				if tc, ok := conn.(*tls.Conn); ok {
+					sni = tc.ConnectionState().ServerName
+				}
+				fmt.Fprintf(conn, "%s sni=%s got=%s\n", name, sni, strings.TrimSuffix(line, "\n"))
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
