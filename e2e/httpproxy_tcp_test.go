@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,9 +43,15 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
 	all = append(all, harness.LoopbackEndpointSlice("default", "tls-upstream", 443, tlsUpstream)...)
 	all = append(all, harness.LoopbackEndpointSlice("default", "plain-upstream", 80, plainUpstream)...)
+	// Two endpoints on the plain server's port: 127.0.0.1 listens,
+	// 127.0.0.2 refuses every connection.
+	halfDead := harness.LoopbackEndpointSlice("default", "half-dead", 80, plainUpstream)
+	halfDead[1].(*discoveryv1.EndpointSlice).Endpoints[0].Addresses = []string{"127.0.0.1", "127.0.0.2"}
+	all = append(all, halfDead...)
 	all = append(all,
 		envoyCA.Issue(t, "terminated.example.com").Secret("default", "terminated-cert"),
 		envoyCA.Issue(t, "https.example.com").Secret("default", "https-cert"),
+		envoyCA.Issue(t, "checked.example.com").Secret("default", "checked-cert"),
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "passthrough"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "passthrough.example.com", TLS: &contourv1.TLS{Passthrough: true}},
 			TCPProxy:    &contourv1.TCPProxy{Services: []contourv1.Service{{Name: "tls-upstream", Port: 443}}},
@@ -55,6 +62,13 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 			TCPProxy: &contourv1.TCPProxy{
 				LoadBalancerPolicy: &contourv1.LoadBalancerPolicy{Strategy: "Random"},
 				Services:           []contourv1.Service{{Name: "plain-upstream", Port: 80}},
+			},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "checked"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "checked.example.com", TLS: &contourv1.TLS{SecretName: "checked-cert"}},
+			TCPProxy: &contourv1.TCPProxy{
+				HealthCheckPolicy: &contourv1.TCPHealthCheckPolicy{IntervalSeconds: 1, TimeoutSeconds: 1, UnhealthyThresholdCount: 1, HealthyThresholdCount: 1},
+				Services:          []contourv1.Service{{Name: "half-dead", Port: 80}},
 			},
 		}},
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "https"}, Spec: contourv1.HTTPProxySpec{
@@ -101,6 +115,19 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 		if want := "plain sni= got=hello plain"; got != want {
 			t.Errorf("upstream answered %q, want %q (the decrypted bytes)", got, want)
 		}
+	})
+
+	t.Run("TCP health checks keep connections off a dead endpoint", func(t *testing.T) {
+		// RoundRobin over the two endpoints: without the checks every
+		// other connection would go to the one that refuses it.
+		harness.Eventually(t, 30*time.Second, func() error {
+			for i := range 20 {
+				if _, _, err := tlsExchange(httpsAddr, "checked.example.com", envoyCA.CertPEM, fmt.Sprintf("n%d\n", i)); err != nil {
+					return fmt.Errorf("connection %d: %w", i, err)
+				}
+			}
+			return nil
+		})
 	})
 
 	t.Run("the passthrough host's permitInsecure route on the HTTP listener", func(t *testing.T) {

@@ -45,6 +45,9 @@ func (s clusterSettings) key() string {
 	}
 	if hc := s.healthCheck; hc != nil {
 		k += fmt.Sprintf("|hc=%v,%v,%d,%d,%+v|healthport=%d", hc.Interval, hc.Timeout, hc.UnhealthyThreshold, hc.HealthyThreshold, ptrValue(hc.HTTP), s.healthPort)
+		if hc.TCP {
+			k += "|tcp"
+		}
 	}
 	return k
 }

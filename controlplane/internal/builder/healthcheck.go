@@ -85,3 +85,32 @@ func (b stage) healthPorts(be *backend, healthPort int) (map[string]uint32, uint
 	}
 	return ports, 0, nil
 }
+
+// tcpHealthCheck validates a tcpproxy's healthCheckPolicy (a connection
+// opened is a pass), with the defaults of the HTTP checks; nil for none.
+func tcpHealthCheck(p *contourv1.TCPHealthCheckPolicy) (*ir.HealthCheck, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.IntervalSeconds < 0 || p.TimeoutSeconds < 0 {
+		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must not be negative")
+	}
+	hc := &ir.HealthCheck{
+		TCP:      true,
+		Interval: defaultHealthInterval, Timeout: defaultHealthTimeout,
+		UnhealthyThreshold: defaultUnhealthyChecks, HealthyThreshold: defaultHealthyChecks,
+	}
+	if p.IntervalSeconds > 0 {
+		hc.Interval = time.Duration(min(p.IntervalSeconds, math.MaxInt32)) * time.Second
+	}
+	if p.TimeoutSeconds > 0 {
+		hc.Timeout = time.Duration(min(p.TimeoutSeconds, math.MaxInt32)) * time.Second
+	}
+	if p.UnhealthyThresholdCount > 0 {
+		hc.UnhealthyThreshold = p.UnhealthyThresholdCount
+	}
+	if p.HealthyThresholdCount > 0 {
+		hc.HealthyThreshold = p.HealthyThresholdCount
+	}
+	return hc, nil
+}

@@ -51,6 +51,10 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 	if err != nil {
 		return fail("Spec.TCPProxy.LoadBalancerPolicy: %v", err)
 	}
+	hc, err := tcpHealthCheck(t.HealthCheckPolicy)
+	if err != nil {
+		return fail("Spec.TCPProxy.HealthCheckPolicy: %v", err)
+	}
 	allZero, err := serviceWeights(t.Services)
 	if err != nil {
 		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "Spec.TCPProxy: "+err.Error())
@@ -60,7 +64,7 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 	if secure != nil && !passthrough {
 		out.Secret, out.MinTLSVersion, out.MaxTLSVersion, out.ClientValidation = secure.Secret, secure.MinTLSVersion, secure.MaxTLSVersion, secure.ClientValidation
 	}
-	cs := clusterSettings{lb: lb}
+	cs := clusterSettings{lb: lb, healthCheck: hc}
 	for j, s := range t.Services {
 		c, ok := b.tcpService(p, j, s, cs, st)
 		if !ok {

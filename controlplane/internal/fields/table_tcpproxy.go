@@ -24,8 +24,12 @@ var tcpProxy = merge(
 		"tcpproxy.loadBalancerPolicy.strategy":            yes,
 		"tcpproxy.loadBalancerPolicy.requestHashPolicies": Refused("request hash load balancing does not apply to a TCP proxy: there are no HTTP requests to hash (RoundRobin, WeightedLeastRequest and Random are implemented)"),
 
-		"tcpproxy.healthCheckPolicy": Refused("TCP health checks of a TCP proxy's services are not implemented"),
-		"tcpproxy.include":           Refused("including another HTTPProxy's tcpproxy is not implemented"),
-		"tcpproxy.includes":          Refused("including another HTTPProxy's tcpproxy is not implemented"),
+		"tcpproxy.healthCheckPolicy":                         yes,
+		"tcpproxy.healthCheckPolicy.intervalSeconds":         yes,
+		"tcpproxy.healthCheckPolicy.timeoutSeconds":          yes,
+		"tcpproxy.healthCheckPolicy.unhealthyThresholdCount": yes,
+		"tcpproxy.healthCheckPolicy.healthyThresholdCount":   yes,
+		"tcpproxy.include":                                   Refused("including another HTTPProxy's tcpproxy is not implemented"),
+		"tcpproxy.includes":                                  Refused("including another HTTPProxy's tcpproxy is not implemented"),
 	},
 )

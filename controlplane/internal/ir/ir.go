@@ -685,9 +685,12 @@ type SlowStart struct {
 	MinWeightPercent float64
 }
 
-// HealthCheck is an active health check: gRPC (grpc.health.v1), or HTTP
-// when HTTP is set.
+// HealthCheck is an active health check: gRPC (grpc.health.v1), HTTP
+// when HTTP is set, or a TCP connection (TCP).
 type HealthCheck struct {
+	// TCP makes it a connect-only check: an endpoint that accepts a
+	// connection is healthy.
+	TCP bool
 	// ServiceName is the gRPC service checked (gRPC checks only).
 	ServiceName string
 	// HTTP, when set, makes it an HTTP check (Authority unused).

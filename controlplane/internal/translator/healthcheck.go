@@ -10,7 +10,8 @@ import (
 )
 
 // healthChecks are a cluster's active health checks: gRPC
-// (grpc.health.v1) or HTTP; none for nil.
+// (grpc.health.v1), HTTP or TCP (connect only: no payload sent or
+// expected); none for nil.
 func healthChecks(hc *ir.HealthCheck) []*corev3.HealthCheck {
 	if hc == nil {
 		return nil
@@ -21,7 +22,9 @@ func healthChecks(hc *ir.HealthCheck) []*corev3.HealthCheck {
 		UnhealthyThreshold: wrapperspb.UInt32(hc.UnhealthyThreshold),
 		HealthyThreshold:   wrapperspb.UInt32(hc.HealthyThreshold),
 	}
-	if h := hc.HTTP; h != nil {
+	if hc.TCP {
+		out.HealthChecker = &corev3.HealthCheck_TcpHealthCheck_{TcpHealthCheck: &corev3.HealthCheck_TcpHealthCheck{}}
+	} else if h := hc.HTTP; h != nil {
 		http := &corev3.HealthCheck_HttpHealthCheck{Host: h.Host, Path: h.Path}
 		for _, r := range h.ExpectedStatuses {
 			http.ExpectedStatuses = append(http.ExpectedStatuses, &typev3.Int64Range{Start: r.Start, End: r.End})
