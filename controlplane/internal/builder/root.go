@@ -84,11 +84,11 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	globalRateLimits := b.hostGlobalRateLimits(p.Spec.VirtualHost, st)
 	jwt := b.jwtProviders(p, st)
 	scope.jwt = jwt.scope
-	tcp := b.tcpProxy(p, secure, st) // tcpproxy.go
 
 	b.walked = nil
 	b.exp = newExpansion(p, b.r.opts().Limits)
 	routes := b.walk(p, nil, route{}, scope)
+	tcp := b.tcpProxy(p, secure, st) // tcpproxy.go, after the walk: the HTTPProxies it includes are the root's too
 	if !st.Valid() {
 		// Never serve a root half-configured: without its certificate,
 		// without its authorization, or without some of its own routes.

@@ -44,21 +44,29 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 			st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, fmt.Sprintf("Spec.VirtualHost.%s cannot be combined with Spec.TCPProxy: no HTTP filter sees the proxied connections", f.field))
 		}
 	}
+	src, sst := b.tcpProxySource(p, st) // tcpproxy_include.go
+	if src == nil {
+		return nil
+	}
+	t = src.Spec.TCPProxy
 	if len(t.Services) == 0 {
-		return fail("Spec.TCPProxy.Services must have at least one entry")
+		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, "Spec.TCPProxy.Services must have at least one entry")
+		return included(st, sst, src)
 	}
 	lb, err := tcpLoadBalancer(t.LoadBalancerPolicy)
 	if err != nil {
-		return fail("Spec.TCPProxy.LoadBalancerPolicy: %v", err)
+		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, fmt.Sprintf("Spec.TCPProxy.LoadBalancerPolicy: %v", err))
+		return included(st, sst, src)
 	}
 	hc, err := tcpHealthCheck(t.HealthCheckPolicy)
 	if err != nil {
-		return fail("Spec.TCPProxy.HealthCheckPolicy: %v", err)
+		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, fmt.Sprintf("Spec.TCPProxy.HealthCheckPolicy: %v", err))
+		return included(st, sst, src)
 	}
 	allZero, err := serviceWeights(t.Services)
 	if err != nil {
-		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "Spec.TCPProxy: "+err.Error())
-		return nil
+		sst.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "Spec.TCPProxy: "+err.Error())
+		return included(st, sst, src)
 	}
 	out := &ir.TCPHost{Passthrough: passthrough}
 	if secure != nil && !passthrough {
@@ -66,7 +74,7 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 	}
 	cs := clusterSettings{lb: lb, healthCheck: hc}
 	for j, s := range t.Services {
-		c, ok := b.tcpService(p, j, s, cs, st)
+		c, ok := b.tcpService(src, j, s, cs, sst)
 		if !ok {
 			continue
 		}
@@ -79,6 +87,9 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 			c.Weight = uint32(min(s.Weight, math.MaxUint32))
 		}
 		out.Clusters = append(out.Clusters, c)
+	}
+	if sst != st && !sst.Valid() {
+		return included(st, sst, src)
 	}
 	return out
 }

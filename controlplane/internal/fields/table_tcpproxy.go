@@ -29,7 +29,11 @@ var tcpProxy = merge(
 		"tcpproxy.healthCheckPolicy.timeoutSeconds":          yes,
 		"tcpproxy.healthCheckPolicy.unhealthyThresholdCount": yes,
 		"tcpproxy.healthCheckPolicy.healthyThresholdCount":   yes,
-		"tcpproxy.include":                                   Refused("including another HTTPProxy's tcpproxy is not implemented"),
-		"tcpproxy.includes":                                  Refused("including another HTTPProxy's tcpproxy is not implemented"),
+		"tcpproxy.include":                                   yes,
+		"tcpproxy.include.name":                              yes,
+		"tcpproxy.include.namespace":                         yes,
+		"tcpproxy.includes":                                  yes,
+		"tcpproxy.includes.name":                             yes,
+		"tcpproxy.includes.namespace":                        yes,
 	},
 )

@@ -1,0 +1,87 @@
+package builder
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// tcpProxySource follows a root's tcpproxy.include (or its old spelling,
+// includes) to the HTTPProxy whose tcpproxy has the services, and returns
+// it with its findings: the root itself (with st) when it includes none.
+// As Contour: an include names an HTTPProxy without a virtual host, and a
+// tcpproxy has services or an include, not both; includes may chain
+// (never in a cycle). Stricter: an included HTTPProxy's routes and
+// includes, which nothing would serve, are errors on it, as is the
+// including tcpproxy's loadBalancerPolicy or healthCheckPolicy (the
+// included one's apply). Nil (with an error on the root) when it leads
+// nowhere valid; the HTTPProxies reached are the root's, not orphans.
+func (b *rootBuilder) tcpProxySource(p *contourv1.HTTPProxy, st *status.Object) (*contourv1.HTTPProxy, *status.Object) {
+	cur, cst := p, st
+	chain := []types.NamespacedName{nn(p.Namespace, p.Name)}
+	for {
+		t := cur.Spec.TCPProxy
+		inc := t.Include
+		fail := func(reason, format string, args ...any) (*contourv1.HTTPProxy, *status.Object) {
+			cst.AddError(contourv1.ConditionTypeTCPProxyError, reason, fmt.Sprintf(format, args...))
+			if cst != st {
+				included(st, cst, cur)
+			}
+			return nil, nil
+		}
+		switch {
+		case inc != nil && t.IncludesDeprecated != nil:
+			return fail(status.ReasonTCPProxyNotValid, "Spec.TCPProxy: include and includes (its old spelling) cannot both be set")
+		case inc == nil:
+			inc = t.IncludesDeprecated
+		}
+		if inc == nil {
+			return cur, cst
+		}
+		if len(t.Services) > 0 || t.LoadBalancerPolicy != nil || t.HealthCheckPolicy != nil {
+			return fail(status.ReasonTCPProxyNotValid, "Spec.TCPProxy: an include cannot be combined with services, loadBalancerPolicy or healthCheckPolicy: the included tcpproxy's apply")
+		}
+		ns := inc.Namespace
+		if ns == "" {
+			ns = cur.Namespace
+		}
+		key := nn(ns, inc.Name)
+		child := b.r.proxy(key)
+		switch {
+		case child == nil:
+			return fail(status.ReasonIncludeNotFound, "Spec.TCPProxy.Include: include %s not found", key)
+		case child.Spec.VirtualHost != nil:
+			return fail(status.ReasonRootIncludesRoot, "Spec.TCPProxy.Include: root httpproxy cannot delegate to another root httpproxy (%s)", key)
+		case slices.Contains(chain, key):
+			return fail(status.ReasonIncludeCreatesCycle, "Spec.TCPProxy.Include: include creates a delegation cycle: %s", chainString(append(chain, key)))
+		case child.Spec.TCPProxy == nil:
+			return fail(status.ReasonTCPProxyNotValid, "Spec.TCPProxy.Include: included HTTPProxy %s has no tcpproxy", key)
+		}
+		b.res.visited[key] = true
+		b.walked = append(b.walked, proxyRef(child.Namespace, child.Name))
+		chain = append(chain, key)
+		cur, cst = child, b.proxyStatus(child)
+		if len(child.Spec.Routes) > 0 || len(child.Spec.Includes) > 0 {
+			cst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, "Spec.Routes and Spec.Includes of an HTTPProxy included by a tcpproxy are not served: only its tcpproxy is")
+		}
+		if !cst.Valid() {
+			included(st, cst, cur)
+			return nil, nil
+		}
+	}
+}
+
+// included reports on the root (st) that the tcpproxy it includes, cur's
+// (with findings cst), is invalid, and returns nil: no connection is
+// proxied to half a tcpproxy.
+func included(st, cst *status.Object, cur *contourv1.HTTPProxy) *ir.TCPHost {
+	if cst != st {
+		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonIncludedProxyInvalid, fmt.Sprintf("Spec.TCPProxy.Include: included HTTPProxy %s is invalid: no connection is proxied", nn(cur.Namespace, cur.Name)))
+	}
+	return nil
+}
