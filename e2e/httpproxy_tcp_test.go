@@ -27,13 +27,14 @@ import (
 // secretName the client sees Envoy's certificate, no ALPN protocol, and a
 // plain TCP server receives exactly the bytes the client wrote. The
 // passthrough host's permitInsecure route is still served on the HTTP
-// listener, and an ordinary TLS host on the same listener still
+// listener, a tcpproxy.include of another namespace's HTTPProxy reaches
+// its service, TCP health checks keep connections off a dead endpoint, and an ordinary TLS host on the same listener still
 // terminates and routes HTTP.
 func TestHTTPProxyTCPProxy(t *testing.T) {
 	echo := harness.StartEcho(t, "echo")
 	upstreamCA := harness.NewCA(t, "tcp-upstream-ca")
 	envoyCA := harness.NewCA(t, "portcullis-e2e")
-	tlsUpstream := startLineServer(t, "tls", upstreamCA.Issue(t, "passthrough.example.com"))
+	tlsUpstream := startLineServer(t, "tls", upstreamCA.Issue(t, "passthrough.example.com", "included.example.com"))
 	plainUpstream := startLineServer(t, "plain", nil)
 
 	dir := t.TempDir()
@@ -43,6 +44,7 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
 	all = append(all, harness.LoopbackEndpointSlice("default", "tls-upstream", 443, tlsUpstream)...)
 	all = append(all, harness.LoopbackEndpointSlice("default", "plain-upstream", 80, plainUpstream)...)
+	all = append(all, harness.LoopbackEndpointSlice("team", "tls-upstream", 443, tlsUpstream)...)
 	// Two endpoints on the plain server's port: 127.0.0.1 listens,
 	// 127.0.0.2 refuses every connection.
 	halfDead := harness.LoopbackEndpointSlice("default", "half-dead", 80, plainUpstream)
@@ -63,6 +65,13 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 				LoadBalancerPolicy: &contourv1.LoadBalancerPolicy{Strategy: "Random"},
 				Services:           []contourv1.Service{{Name: "plain-upstream", Port: 80}},
 			},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "included"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "included.example.com", TLS: &contourv1.TLS{Passthrough: true}},
+			TCPProxy:    &contourv1.TCPProxy{Include: &contourv1.TCPProxyInclude{Namespace: "team", Name: "tls-backend"}},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tls-backend"}, Spec: contourv1.HTTPProxySpec{
+			TCPProxy: &contourv1.TCPProxy{Services: []contourv1.Service{{Name: "tls-upstream", Port: 443}}},
 		}},
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "checked"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "checked.example.com", TLS: &contourv1.TLS{SecretName: "checked-cert"}},
@@ -96,6 +105,17 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 		// Envoy's CA does not verify it: Envoy did not terminate the TLS.
 		if _, _, err := tlsExchange(httpsAddr, "passthrough.example.com", envoyCA.CertPEM, "x\n"); err == nil {
 			t.Errorf("the passthrough host's certificate verified against Envoy's CA")
+		}
+	})
+
+	t.Run("include: another namespace's tcpproxy", func(t *testing.T) {
+		var got string
+		harness.Eventually(t, 30*time.Second, func() (err error) {
+			got, _, err = tlsExchange(httpsAddr, "included.example.com", upstreamCA.CertPEM, "hello included\n")
+			return err
+		})
+		if want := "tls sni=included.example.com got=hello included"; got != want {
+			t.Errorf("upstream answered %q, want %q", got, want)
 		}
 	})
 
