@@ -28,8 +28,9 @@ import (
 // plain TCP server receives exactly the bytes the client wrote. The
 // passthrough host's permitInsecure route is still served on the HTTP
 // listener, a tcpproxy.include of another namespace's HTTPProxy reaches
-// its service, TCP health checks keep connections off a dead endpoint, and an ordinary TLS host on the same listener still
-// terminates and routes HTTP.
+// its service, TCP health checks keep connections off a dead endpoint,
+// and an ordinary TLS host on the same listener still terminates and
+// routes HTTP.
 func TestHTTPProxyTCPProxy(t *testing.T) {
 	echo := harness.StartEcho(t, "echo")
 	upstreamCA := harness.NewCA(t, "tcp-upstream-ca")
