@@ -22,17 +22,23 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 	echo := harness.StartEcho(t, "echo")
 	const ns = "fields"
 	echoRoute := []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}}
-	tls := &contourv1.TLS{SecretName: "restricted-cert", ClientValidation: &contourv1.DownstreamValidation{CACertificate: "client-ca", CertificateRevocationList: "client-crl"}}
+	tls := &contourv1.TLS{SecretName: "restricted-cert"}
+	// An exact path on an include stays refused (an include's conditions
+	// match a prefix of its routes').
+	includes := []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Exact: "/exact"}}}}
 	k.apply(t, namespaces(ns)...)
 	k.apply(t, harness.LoopbackExternalName(ns, "echo", 80, echo.Port)...)
-	// The certificate and the CA exist: only the refused field is wrong.
+	// The certificate and the included HTTPProxy exist: only the refused
+	// field is wrong.
 	ca := harness.NewCA(t, "fields")
-	k.apply(t, ca.Issue(t, "restricted.example.com").Secret(ns, "restricted-cert"), ca.Secret(ns, "client-ca"))
+	k.apply(t, ca.Issue(t, "restricted.example.com").Secret(ns, "restricted-cert"))
 	k.apply(t,
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restricted"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "restricted.example.com", TLS: tls},
+			Includes:    includes,
 			Routes:      echoRoute,
 		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}, Spec: contourv1.HTTPProxySpec{Routes: echoRoute}},
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sibling"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "sibling.example.com"},
 			Routes:      echoRoute,
@@ -44,20 +50,20 @@ func TestUnsupportedFieldKubernetes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Spec.VirtualHost.TLS; !reflect.DeepEqual(got, tls) {
-			t.Errorf("tls read back = %+v, want %+v (pruned?)", got, tls)
+		if got := p.Spec.Includes; !reflect.DeepEqual(got, includes) {
+			t.Errorf("includes read back = %+v, want %+v (pruned?)", got, includes)
 		}
 	})
 
 	t.Run("UnsupportedField names the field; the host is not served", func(t *testing.T) {
 		k.eventuallyProxy(t, ns, "restricted", want{status: metav1.ConditionFalse, reason: "UnsupportedField",
-			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.virtualhost.tls.clientValidation.crlSecret: certificate revocation lists are not implemented"})
+			errorTypes: []string{contourv1.ConditionTypeSpecError}, message: "spec.includes[0].conditions[0].exact: an exact path is not allowed"})
 		// Once the sibling is served, Envoy has the build that refused
 		// the restricted host (statuses are written beside xDS updates).
 		c := harness.HTTPClient(k.httpAddr)
 		harness.EventuallyStatus(t, c, "http://sibling.example.com/", http.StatusOK)
 		if code, err := harness.StatusCode(c, "http://restricted.example.com/"); err != nil || code != http.StatusNotFound {
-			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with an ignored revocation list must not be served", code, err)
+			t.Errorf("restricted.example.com: status %d (%v), want 404: a host with a refused field must not be served", code, err)
 		}
 	})
 
