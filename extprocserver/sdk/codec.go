@@ -93,9 +93,13 @@ func (r *headersResponse) encode() ([]byte, bool) {
 	default:
 		return nil, false
 	}
+	// Every other field of the answer sends it to protobuf, so that none
+	// is dropped (TestCodecEncodesEveryAnswerField walks them all).
 	c := &r.common
-	if r.DynamicMetadata != nil || r.ModeOverride != nil || r.hr.Response != c ||
-		c.Status != 0 || c.BodyMutation != nil || c.Trailers != nil {
+	if r.DynamicMetadata != nil || len(r.TypedDynamicMetadata) > 0 || r.ModeOverride != nil ||
+		r.OverrideMessageTimeout != nil || r.ServerWindowUpdate != nil ||
+		r.RequestDrain || r.RequestDrainRequests || r.RequestDrainResponses ||
+		r.hr.Response != c || c.Status != 0 || c.BodyMutation != nil || c.Trailers != nil {
 		return nil, false
 	}
 	mut := c.HeaderMutation

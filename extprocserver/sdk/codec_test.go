@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -423,5 +424,136 @@ func TestCodecEncodesHeadersAnswersAsProtobuf(t *testing.T) {
 				t.Errorf("standard codec: %x (%v), want %x", std.Materialize(), err, want)
 			}
 		})
+	}
+}
+
+// fieldVariants calls f once per field of every message reached from m
+// (set message fields, and the first element of message lists), with a
+// copy of m (made by clone) in which that field is set to a value other
+// than its default. The fields come from the descriptors: a field added
+// to the API is covered without changing the test.
+func fieldVariants(t *testing.T, clone func() protoreflect.Message, f func(name string, m protoreflect.Message)) {
+	t.Helper()
+	var walk func(path []protoreflect.FieldDescriptor, md protoreflect.Message)
+	walk = func(path []protoreflect.FieldDescriptor, sample protoreflect.Message) {
+		fields := sample.Descriptor().Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			name := string(sample.Descriptor().FullName()) + "." + string(fd.Name())
+			m := clone()
+			at := m
+			for _, p := range path {
+				at = child(at, p)
+			}
+			setNonDefault(at, fd)
+			f(name, m)
+			if fd.Message() != nil && !fd.IsMap() && sample.Has(fd) {
+				walk(append(slices.Clip(path), fd), child(sample, fd))
+			}
+		}
+	}
+	walk(nil, clone())
+}
+
+// child is the message of field fd of m: the first element of a list.
+func child(m protoreflect.Message, fd protoreflect.FieldDescriptor) protoreflect.Message {
+	if fd.IsList() {
+		return m.Mutable(fd).List().Get(0).Message()
+	}
+	return m.Mutable(fd).Message()
+}
+
+// setNonDefault sets fd of m to a value protobuf encodes: an element more
+// in a list, an entry in a map, a present message, a scalar other than
+// its default.
+func setNonDefault(m protoreflect.Message, fd protoreflect.FieldDescriptor) {
+	scalar := func(fd protoreflect.FieldDescriptor) protoreflect.Value {
+		switch fd.Kind() {
+		case protoreflect.BoolKind:
+			return protoreflect.ValueOfBool(true)
+		case protoreflect.EnumKind:
+			return protoreflect.ValueOfEnum(1)
+		case protoreflect.StringKind:
+			return protoreflect.ValueOfString("x-variant")
+		case protoreflect.BytesKind:
+			return protoreflect.ValueOfBytes([]byte("variant"))
+		case protoreflect.FloatKind:
+			return protoreflect.ValueOfFloat32(1.5)
+		case protoreflect.DoubleKind:
+			return protoreflect.ValueOfFloat64(1.5)
+		case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+			return protoreflect.ValueOfInt32(7)
+		case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+			return protoreflect.ValueOfInt64(7)
+		case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+			return protoreflect.ValueOfUint32(7)
+		case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+			return protoreflect.ValueOfUint64(7)
+		}
+		panic(fmt.Sprintf("kind %v", fd.Kind()))
+	}
+	switch {
+	case fd.IsMap():
+		mp := m.Mutable(fd).Map()
+		v := mp.NewValue()
+		if fd.MapValue().Message() == nil {
+			v = scalar(fd.MapValue())
+		}
+		mp.Set(scalar(fd.MapKey()).MapKey(), v)
+	case fd.IsList():
+		l := m.Mutable(fd).List()
+		if fd.Message() != nil {
+			l.Append(l.NewElement())
+		} else {
+			l.Append(scalar(fd))
+		}
+	case fd.Message() != nil:
+		if !m.Has(fd) {
+			m.Set(fd, m.NewField(fd))
+		}
+	default:
+		m.Set(fd, scalar(fd))
+	}
+}
+
+// TestCodecEncodesEveryAnswerField: with any field of the driver's headers
+// answer set, at any depth, Codec writes what proto.Marshal writes (by
+// hand, or by falling back to protobuf): no field is dropped.
+func TestCodecEncodesEveryAnswerField(t *testing.T) {
+	for _, p := range []Phase{RequestHeaders, ResponseHeaders} {
+		var r *headersResponse
+		clone := func() protoreflect.Message {
+			r = new(headersResponse)
+			r.common.HeaderMutation = &extprocv3.HeaderMutation{
+				SetHeaders:    []*corev3.HeaderValueOption{headerOption("x-a", "1", corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD)},
+				RemoveHeaders: []string{"x-b"},
+			}
+			r.common.ClearRouteCache = p == RequestHeaders
+			r.hr.Response = &r.common
+			if p == RequestHeaders {
+				r.req.RequestHeaders, r.Response = &r.hr, &r.req
+			} else {
+				r.res.ResponseHeaders, r.Response = &r.hr, &r.res
+			}
+			return r.ProtoReflect()
+		}
+		var seen []string
+		fieldVariants(t, clone, func(name string, _ protoreflect.Message) {
+			seen = append(seen, name)
+			want, err := proto.Marshal(&r.ProcessingResponse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := Codec.Marshal(r)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", p, name, err)
+			}
+			if got := data.Materialize(); string(got) != string(want) {
+				t.Errorf("%s, %s set: bytes\n%x\nprotobuf's\n%x", p, name, got, want)
+			}
+		})
+		if !slices.Contains(seen, "envoy.config.core.v3.HeaderValue.raw_value") || !slices.Contains(seen, "envoy.service.ext_proc.v3.ProcessingResponse.override_message_timeout") {
+			t.Fatalf("%s: the walk missed fields: %q", p, seen)
+		}
 	}
 }
