@@ -557,3 +557,35 @@ func TestCodecEncodesEveryAnswerField(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecDecodesEveryRequestField: with any field of a headers or
+// trailers message set, at any depth, Codec decodes what protobuf decodes,
+// in full and lazily: a field the fast path does not know sends the
+// message to protobuf, none is skipped.
+func TestCodecDecodesEveryRequestField(t *testing.T) {
+	withAll := wireHeaders(false, true, ":path", "/", "x-a", "1")
+	withAll.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: filterv3.ProcessingMode_BUFFERED}
+	withAll.MetadataContext = &corev3.Metadata{}
+	withAll.ObservabilityMode = true
+	trailers := &extprocv3.HttpTrailers{Trailers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "grpc-status", RawValue: []byte("0")}}}}
+	for _, root := range []*extprocv3.ProcessingRequest{
+		withAll,
+		wireHeaders(true, false, ":status", "200"),
+		{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: trailers}},
+		{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: trailers}},
+	} {
+		var seen []string
+		clone := func() protoreflect.Message { return proto.Clone(root).ProtoReflect() }
+		fieldVariants(t, clone, func(name string, m protoreflect.Message) {
+			seen = append(seen, name)
+			b, err := proto.Marshal(m.Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("%T %s", root.GetRequest(), name), func(t *testing.T) { checkDecode(t, b) })
+		})
+		if !slices.Contains(seen, "envoy.config.core.v3.HeaderValue.value") {
+			t.Fatalf("the walk missed fields: %q", seen)
+		}
+	}
+}
