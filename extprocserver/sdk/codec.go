@@ -232,15 +232,8 @@ type request struct {
 	lazy   bool   // Codec filled the message: the map is rawMap
 	rawMap string // the HeaderMap's protobuf bytes
 
-	// Storage for the messages Codec sets, so a message is one allocation.
-	mapLen        int // header values in rawMap
-	reqH          extprocv3.ProcessingRequest_RequestHeaders
-	respH         extprocv3.ProcessingRequest_ResponseHeaders
-	reqT          extprocv3.ProcessingRequest_RequestTrailers
-	respT         extprocv3.ProcessingRequest_ResponseTrailers
-	httpHeaders   extprocv3.HttpHeaders
-	httpTrailers  extprocv3.HttpTrailers
-	emptyMetadata corev3.Metadata // never changed: the exchange may keep it
+	mapLen int             // header values in rawMap
+	msgs   requestMessages // the messages Codec sets, with the request
 }
 
 // continueResponses answer a message that changed nothing, by phase; they
@@ -405,71 +398,29 @@ func (s *scanned) scanConfig(b []byte) bool {
 	return true
 }
 
-// setCommon sets the message-level fields scanned.
-func (s *scanned) setCommon(m *extprocv3.ProcessingRequest, md *corev3.Metadata) {
-	m.ObservabilityMode = s.observe
-	if s.config {
-		m.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: s.reqMode, ResponseBodyMode: s.respMode, SendBodyWithoutWaitingForHeaderResponse: s.noWait}
-	}
-	if s.metadata {
-		m.MetadataContext = md
-	}
-}
-
-// decodeLazy fills m from b, keeping the header map as bytes (see
-// request); false when scanRequest refuses b.
-func decodeLazy(b []byte, m *request) bool {
-	s, ok := scanRequest(b)
-	if !ok {
-		return false
-	}
-	m.ProcessingRequest.Reset()
-	s.setCommon(&m.ProcessingRequest, &m.emptyMetadata)
-	switch s.member {
-	case fieldRequestHeaders:
-		m.httpHeaders.EndOfStream = s.eos
-		m.reqH.RequestHeaders, m.Request = &m.httpHeaders, &m.reqH
-	case fieldResponseHeaders:
-		m.httpHeaders.EndOfStream = s.eos
-		m.respH.ResponseHeaders, m.Request = &m.httpHeaders, &m.respH
-	case fieldRequestTrailers:
-		m.reqT.RequestTrailers, m.Request = &m.httpTrailers, &m.reqT
-	default:
-		m.respT.ResponseTrailers, m.Request = &m.httpTrailers, &m.respT
-	}
-	m.lazy, m.rawMap, m.mapLen = true, string(s.headerMap), s.count
-	return true
-}
-
-// eagerRequest holds the messages of a fully decoded headers or trailers
-// request, so that they take one allocation.
-type eagerRequest struct {
+// requestMessages holds the messages of a headers or trailers request, so
+// that they take one allocation (with the request that holds them).
+type requestMessages struct {
 	reqH  extprocv3.ProcessingRequest_RequestHeaders
 	respH extprocv3.ProcessingRequest_ResponseHeaders
 	reqT  extprocv3.ProcessingRequest_RequestTrailers
 	respT extprocv3.ProcessingRequest_ResponseTrailers
 	hh    extprocv3.HttpHeaders
 	ht    extprocv3.HttpTrailers
-	hm    corev3.HeaderMap
-	md    corev3.Metadata
+	md    corev3.Metadata // empty and never changed: the exchange may keep it
 }
 
-// decodeHeadersRequest decodes b into m in full when scanRequest takes it:
-// keys and values share one string, raw values one slice, headers and
-// their pointers one slice each.
-func decodeHeadersRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
-	s, ok := scanRequest(b)
-	if !ok {
-		return false
-	}
-	e := new(eagerRequest)
-	var hm *corev3.HeaderMap
-	if s.hasMap {
-		e.hm.Headers = headerValues(&s)
-		hm = &e.hm
-	}
+// fill sets m to the message s scanned, made of e's messages, with hm as
+// its header map.
+func (s *scanned) fill(m *extprocv3.ProcessingRequest, e *requestMessages, hm *corev3.HeaderMap) {
 	m.Reset()
-	s.setCommon(m, &e.md)
+	m.ObservabilityMode = s.observe
+	if s.config {
+		m.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: s.reqMode, ResponseBodyMode: s.respMode, SendBodyWithoutWaitingForHeaderResponse: s.noWait}
+	}
+	if s.metadata {
+		m.MetadataContext = &e.md
+	}
 	switch s.member {
 	case fieldRequestHeaders:
 		e.hh.Headers, e.hh.EndOfStream = hm, s.eos
@@ -484,6 +435,38 @@ func decodeHeadersRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
 		e.ht.Trailers = hm
 		e.respT.ResponseTrailers, m.Request = &e.ht, &e.respT
 	}
+}
+
+// decodeLazy fills m from b, keeping the header map as bytes (see
+// request); false when scanRequest refuses b.
+func decodeLazy(b []byte, m *request) bool {
+	s, ok := scanRequest(b)
+	if !ok {
+		return false
+	}
+	s.fill(&m.ProcessingRequest, &m.msgs, nil)
+	m.lazy, m.rawMap, m.mapLen = true, string(s.headerMap), s.count
+	return true
+}
+
+// decodeHeadersRequest decodes b into m in full when scanRequest takes it:
+// keys and values share one string, raw values one slice, headers and
+// their pointers one slice each.
+func decodeHeadersRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
+	s, ok := scanRequest(b)
+	if !ok {
+		return false
+	}
+	e := new(struct {
+		requestMessages
+		hm corev3.HeaderMap
+	})
+	var hm *corev3.HeaderMap
+	if s.hasMap {
+		e.hm.Headers = headerValues(&s)
+		hm = &e.hm
+	}
+	s.fill(m, &e.requestMessages, hm)
 	return true
 }
 
