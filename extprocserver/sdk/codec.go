@@ -68,19 +68,6 @@ type headersResponse struct {
 	common extprocv3.CommonResponse
 }
 
-// Field numbers of the answers encode writes.
-const (
-	fieldRespRequestHeaders  = 1 // ProcessingResponse.request_headers
-	fieldRespResponseHeaders = 2 // ProcessingResponse.response_headers
-	fieldHeadersCommon       = 1 // HeadersResponse.response
-	fieldCommonMutation      = 2 // CommonResponse.header_mutation
-	fieldCommonClearRoute    = 5 // CommonResponse.clear_route_cache
-	fieldSetHeaders          = 1 // HeaderMutation.set_headers
-	fieldRemoveHeaders       = 2 // HeaderMutation.remove_headers
-	fieldOptionHeader        = 1 // HeaderValueOption.header
-	fieldOptionAction        = 3 // HeaderValueOption.append_action
-)
-
 // encode writes r as protobuf does (fields in number order, proto3
 // defaults left out), or reports false when r has anything else than the
 // headers answer's mutation and clear_route_cache.
@@ -256,8 +243,9 @@ var continueEncoded = func() (out [len(continueResponses)][]byte) {
 	return out
 }()
 
-// Field numbers the fast path knows.
+// Field numbers of the messages Codec reads and writes by hand.
 const (
+	// Requests.
 	fieldRequestHeaders    = 2  // ProcessingRequest.request_headers
 	fieldResponseHeaders   = 3  // ProcessingRequest.response_headers
 	fieldRequestTrailers   = 6  // ProcessingRequest.request_trailers
@@ -265,13 +253,28 @@ const (
 	fieldMetadataContext   = 8  // ProcessingRequest.metadata_context
 	fieldObservabilityMode = 10 // ProcessingRequest.observability_mode
 	fieldProtocolConfig    = 11 // ProcessingRequest.protocol_config
+	fieldRequestBodyMode   = 1  // ProtocolConfiguration.request_body_mode
+	fieldResponseBodyMode  = 2  // ProtocolConfiguration.response_body_mode
+	fieldSendWithoutWait   = 3  // ProtocolConfiguration.send_body_without_waiting_for_header_response
 	fieldHeaderMap         = 1  // HttpHeaders.headers, HttpTrailers.trailers
 	fieldEndOfStream       = 3  // HttpHeaders.end_of_stream
-	fieldHeaderValue       = 1  // HeaderMap.headers
-	fieldKey               = 1  // HeaderValue.key
-	fieldValue             = 2  // HeaderValue.value
-	fieldRawValue          = 3  // HeaderValue.raw_value
-	fieldSendWithoutWait   = 3  // ProtocolConfiguration: 1 and 2 are the body modes
+
+	// Header maps, in both.
+	fieldHeaderValue = 1 // HeaderMap.headers
+	fieldKey         = 1 // HeaderValue.key
+	fieldValue       = 2 // HeaderValue.value
+	fieldRawValue    = 3 // HeaderValue.raw_value
+
+	// Answers.
+	fieldRespRequestHeaders  = 1 // ProcessingResponse.request_headers
+	fieldRespResponseHeaders = 2 // ProcessingResponse.response_headers
+	fieldHeadersCommon       = 1 // HeadersResponse.response
+	fieldCommonMutation      = 2 // CommonResponse.header_mutation
+	fieldCommonClearRoute    = 5 // CommonResponse.clear_route_cache
+	fieldSetHeaders          = 1 // HeaderMutation.set_headers
+	fieldRemoveHeaders       = 2 // HeaderMutation.remove_headers
+	fieldOptionHeader        = 1 // HeaderValueOption.header
+	fieldOptionAction        = 3 // HeaderValueOption.append_action
 )
 
 // scanned is what scanRequest found in a message.
@@ -381,15 +384,15 @@ func (s *scanned) scanConfig(b []byte) bool {
 	var seen uint8
 	for len(b) > 0 {
 		num, typ, _, x, n := wireField(b)
-		if n < 0 || typ != protowire.VarintType || num < 1 || num > fieldSendWithoutWait || seen&(1<<num) != 0 {
+		if n < 0 || typ != protowire.VarintType || num < fieldRequestBodyMode || num > fieldSendWithoutWait || seen&(1<<num) != 0 {
 			return false
 		}
 		seen |= 1 << num
 		b = b[n:]
 		switch num {
-		case 1:
+		case fieldRequestBodyMode:
 			s.reqMode = BodyMode(int32(x)) // as protobuf decodes an enum
-		case 2:
+		case fieldResponseBodyMode:
 			s.respMode = BodyMode(int32(x))
 		default:
 			s.noWait = x != 0
