@@ -74,15 +74,7 @@ func (m *grpcMetrics) initialize(srv *grpc.Server) {
 	m.series = map[string]*methodSeries{}
 	for service, info := range srv.GetServiceInfo() {
 		for _, method := range info.Methods {
-			typ := "unary"
-			switch {
-			case method.IsClientStream && method.IsServerStream:
-				typ = "bidi_stream"
-			case method.IsClientStream:
-				typ = "client_stream"
-			case method.IsServerStream:
-				typ = "server_stream"
-			}
+			typ := grpcType(method.IsClientStream, method.IsServerStream)
 			s := &methodSeries{duration: m.duration.WithLabelValues(typ, service, method.Name)}
 			for c := codes.OK; c <= codes.Unauthenticated; c++ {
 				s.handled[c] = m.handled.WithLabelValues(typ, service, method.Name, c.String())
@@ -133,7 +125,7 @@ func (i interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 		if p := recover(); p != nil {
 			err = i.rec.recovered(info.FullMethod, p)
 		}
-		i.metrics.observe(streamType(info), info.FullMethod, start, err)
+		i.metrics.observe(grpcType(info.IsClientStream, info.IsServerStream), info.FullMethod, start, err)
 	}()
 	if info.FullMethod == healthpb.Health_Watch_FullMethodName {
 		return endWatches{i.stopping}.stream(srv, ss, handler)
@@ -141,15 +133,17 @@ func (i interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	return handler(srv, ss)
 }
 
-func streamType(info *grpc.StreamServerInfo) string {
+// grpcType is go-grpc-prometheus's grpc_type label of a method.
+func grpcType(clientStream, serverStream bool) string {
 	switch {
-	case info.IsClientStream && info.IsServerStream:
+	case clientStream && serverStream:
 		return "bidi_stream"
-	case info.IsClientStream:
+	case clientStream:
 		return "client_stream"
-	default:
+	case serverStream:
 		return "server_stream"
 	}
+	return "unary"
 }
 
 // splitMethod turns "/pkg.Service/Method" into ("pkg.Service", "Method").
