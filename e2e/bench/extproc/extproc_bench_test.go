@@ -24,12 +24,15 @@ import (
 const concurrency = 16
 
 // rounds of alternating cases; PORTCULLIS_BENCH_ROUNDS overrides.
-var rounds = func() int {
-	if n, err := strconv.Atoi(os.Getenv("PORTCULLIS_BENCH_ROUNDS")); err == nil && n > 0 {
+var rounds = envCount("PORTCULLIS_BENCH_ROUNDS", 5)
+
+// envCount is the positive number in the environment variable name, or def.
+func envCount(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
-	return 5
-}()
+	return def
+}
 
 // Configurations of the extprocserver processes, one process each so that
 // each case's processor CPU is its own. passConfig changes nothing (a
@@ -360,10 +363,7 @@ func profile(ctx context.Context, dir, name, pprofAddr string, do loadgen.Do, cf
 		_, err = io.Copy(f, resp.Body)
 		return err
 	}
-	seconds := 5
-	if n, err := strconv.Atoi(os.Getenv("PORTCULLIS_BENCH_PROFILE_SECONDS")); err == nil && n > 0 {
-		seconds = n
-	}
+	seconds := envCount("PORTCULLIS_BENCH_PROFILE_SECONDS", 5)
 	cfg.Duration, cfg.Warmup = time.Duration(seconds)*time.Second+time.Second, 0
 	done := make(chan loadgen.Result, 1)
 	go func() { done <- loadgen.Run(ctx, name, cfg, do) }()
