@@ -410,7 +410,7 @@ type requestMessages struct {
 	respT extprocv3.ProcessingRequest_ResponseTrailers
 	hh    extprocv3.HttpHeaders
 	ht    extprocv3.HttpTrailers
-	md    corev3.Metadata // empty and never changed: the exchange may keep it
+	md    corev3.Metadata // empty when set: the exchange may keep it
 }
 
 // fill sets m to the message s scanned, made of e's messages, with hm as
@@ -422,6 +422,7 @@ func (s *scanned) fill(m *extprocv3.ProcessingRequest, e *requestMessages, hm *c
 		m.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: s.reqMode, ResponseBodyMode: s.respMode, SendBodyWithoutWaitingForHeaderResponse: s.noWait}
 	}
 	if s.metadata {
+		e.md.Reset() // a processor may have written to the last one (x.Metadata)
 		m.MetadataContext = &e.md
 	}
 	switch s.member {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +128,7 @@ func TestDriverWithProtobufCodec(t *testing.T) {
 		"ObservabilityModeSendsNothing":      TestObservabilityModeSendsNothing,
 		"ExchangeState":                      TestExchangeState,
 		"FullDuplexStreamed":                 TestFullDuplexStreamed,
+		"MetadataIsTheLatestMessages":        TestMetadataIsTheLatestMessages,
 	} {
 		t.Run(name, test)
 	}
@@ -320,6 +322,34 @@ func TestHeadersOfEachMessageAfterAFullDecode(t *testing.T) {
 	roundTrip(t, s, respTrailers("grpc-status", "0"))
 	if want := []string{"/lazy /lazy", "200 /lazy", "0 /lazy"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("headers read %q, want %q", got, want)
+	}
+}
+
+// x.Metadata is the metadata_context of the latest message that had one,
+// whatever a processor did to an earlier one: Codec keeps the empty
+// metadata Envoy sends with the request it receives into.
+func TestMetadataIsTheLatestMessages(t *testing.T) {
+	var got []int
+	c, _ := start(t, funcs{
+		reqH: func(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
+			got = append(got, len(x.Metadata.GetFilterMetadata()))
+			x.Metadata.FilterMetadata = map[string]*structpbStruct{"written": {}}
+			return nil
+		},
+		respH: func(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
+			got = append(got, len(x.Metadata.GetFilterMetadata()))
+			return nil
+		},
+	})
+	s := open(t, c)
+	req := reqHeaders(false, ":path", "/")
+	req.MetadataContext = &corev3.Metadata{} // as Envoy sends it
+	roundTrip(t, s, req)
+	resp := respHeaders(true, ":status", "200")
+	resp.MetadataContext = &corev3.Metadata{}
+	roundTrip(t, s, resp)
+	if want := []int{0, 0}; !slices.Equal(got, want) {
+		t.Fatalf("filter metadata namespaces seen %v, want %v", got, want)
 	}
 }
 
