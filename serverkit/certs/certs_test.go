@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/portcullis/portcullis/serverkit/certs"
 )
@@ -98,4 +99,47 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// CRL revokes exactly the certificates given, signed by the CA, current.
+func TestCRL(t *testing.T) {
+	ca, err := certs.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked, _, err := ca.Issue("revoked", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _, err := ca.Issue("kept", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlPEM, err := ca.CRL(revoked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(crlPEM)
+	if block == nil || block.Type != "X509 CRL" {
+		t.Fatalf("CRL PEM block %v", block)
+	}
+	crl, err := x509.ParseRevocationList(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crl.CheckSignatureFrom(parse(t, ca.CertPEM())); err != nil {
+		t.Fatalf("CRL not signed by the CA: %v", err)
+	}
+	if now := time.Now(); now.Before(crl.ThisUpdate) || now.After(crl.NextUpdate) {
+		t.Errorf("CRL valid %v to %v, not now", crl.ThisUpdate, crl.NextUpdate)
+	}
+	if len(crl.RevokedCertificateEntries) != 1 || crl.RevokedCertificateEntries[0].SerialNumber.Cmp(parse(t, revoked).SerialNumber) != 0 {
+		t.Errorf("revoked entries %v, want the serial of %q only", crl.RevokedCertificateEntries, "revoked")
+	}
+	if parse(t, kept).SerialNumber.Cmp(parse(t, revoked).SerialNumber) == 0 {
+		t.Fatal("two certificates with one serial")
+	}
+	if _, err := ca.CRL([]byte("not PEM")); err == nil {
+		t.Error("CRL accepted a revoked certificate that is not PEM")
+	}
 }
