@@ -43,7 +43,7 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	case *extprocv3.ProcessingResponse:
 		for i, c := range continueResponses {
 			if r == c {
-				return mem.BufferSlice{mem.SliceBuffer(continueEncoded[i])}, nil
+				return mem.BufferSlice{continueEncoded[i]}, nil
 			}
 		}
 	case *headersResponse:
@@ -234,10 +234,13 @@ var continueResponses = [...]*extprocv3.ProcessingResponse{
 	ResponseTrailers: {Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}},
 }
 
-var continueEncoded = func() (out [len(continueResponses)][]byte) {
+// continueEncoded are their bytes, as gRPC buffers made once (a
+// SliceBuffer is never changed; freeing it does nothing).
+var continueEncoded = func() (out [len(continueResponses)]mem.Buffer) {
 	for i, r := range continueResponses {
 		if r != nil {
-			out[i], _ = proto.Marshal(r)
+			b, _ := proto.Marshal(r)
+			out[i] = mem.SliceBuffer(b)
 		}
 	}
 	return out
