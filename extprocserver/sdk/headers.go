@@ -13,8 +13,9 @@ import (
 )
 
 // Headers is a header or trailer map as Envoy sent it, plus the changes
-// processors make to it. It is valid only during the phase call. Names are case-insensitive (Envoy sends them in
-// lower case); pseudo-headers such as ":path" are included.
+// processors make to it. It is valid only during the phase call. Names
+// are case-insensitive (Envoy sends them in lower case); pseudo-headers
+// such as ":path" are included.
 //
 // Reads see earlier changes, so processors in a Chain see each other's
 // work. The driver turns the changes into one HeaderMutation: Envoy applies
