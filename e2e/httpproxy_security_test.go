@@ -221,8 +221,8 @@ func TestHTTPProxyCORS(t *testing.T) {
 // provider into the real Envoy, counting the answers: a virtual host's
 // limit is one bucket for its routes without their own (its status and
 // headers on the limited answers), a route's limit is a bucket of its own,
-// two hosts with the same limit have a bucket each, and a host without a
-// limit is not limited. The buckets refill by the hour: none refills
+// two hosts with the same limit (the host's, or the same routes') have a
+// bucket each, and a host without a limit is not limited. The buckets refill by the hour: none refills
 // during the test.
 func TestHTTPProxyLocalRateLimits(t *testing.T) {
 	echo := harness.StartEcho(t, "echo")
@@ -247,9 +247,20 @@ func TestHTTPProxyLocalRateLimits(t *testing.T) {
 			},
 		}}
 	}
+	// routeLimited has only a route's limit: two such hosts have the same
+	// routes, yet a bucket each.
+	routeLimited := func(name string) *contourv1.HTTPProxy {
+		return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: name + ".example.com"},
+			Routes: []contourv1.Route{{
+				RateLimitPolicy: &contourv1.RateLimitPolicy{Local: &contourv1.LocalRateLimitPolicy{Requests: 2, Unit: "hour"}},
+				Services:        svc,
+			}},
+		}}
+	}
 	var all []client.Object
 	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
-	all = append(all, limited("limited"), limited("twin"),
+	all = append(all, limited("limited"), limited("twin"), routeLimited("solo-a"), routeLimited("solo-b"),
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "plain.example.com"},
 			Routes:      []contourv1.Route{{Services: svc}},
@@ -263,6 +274,8 @@ func TestHTTPProxyLocalRateLimits(t *testing.T) {
 	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://limited.example.com/"), http.StatusOK)
 	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://twin.example.com/"), http.StatusOK)
 	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://plain.example.com/"), http.StatusOK)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://solo-a.example.com/"), http.StatusOK)
+	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://solo-b.example.com/"), http.StatusOK)
 
 	// statuses sends n requests to url and counts their answers by status.
 	statuses := func(url string, n int) map[int]int {
@@ -299,6 +312,10 @@ func TestHTTPProxyLocalRateLimits(t *testing.T) {
 	// three tokens left.
 	check("another host's bucket", statuses("http://twin.example.com/", 4), map[int]int{200: 3, 503: 1})
 	check("a host without a limit", statuses("http://plain.example.com/", 10), map[int]int{200: 10})
+	// Two hosts with the same routes and route limits were not merged
+	// into one virtual host: one token left each.
+	check("a route's bucket on one host", statuses("http://solo-a.example.com/", 2), map[int]int{200: 1, 429: 1})
+	check("the same route's bucket on another host", statuses("http://solo-b.example.com/", 2), map[int]int{200: 1, 429: 1})
 }
 
 // TestHTTPProxySecurityExample runs examples/httpproxy-security as its

@@ -81,13 +81,19 @@ func allRequests(runtimeKey string) *corev3.RuntimeFractionalPercent {
 // local rate limit.
 func hostsRateLimit(hosts []*ir.VirtualHost) bool {
 	for _, vh := range hosts {
-		if vh.RateLimit != nil {
+		if vh.RateLimit != nil || routesRateLimit(vh) {
 			return true
 		}
-		for _, r := range vh.Routes {
-			if r.RateLimit != nil {
-				return true
-			}
+	}
+	return false
+}
+
+// routesRateLimit says whether one of vh's routes has a local rate limit
+// (a bucket of the route's own).
+func routesRateLimit(vh *ir.VirtualHost) bool {
+	for _, r := range vh.Routes {
+		if r.RateLimit != nil {
+			return true
 		}
 	}
 	return false

@@ -30,7 +30,8 @@ func TestLocalRateLimitTranslation(t *testing.T) {
 
 // The filter is in an HCM only when a host or a route has a limit,
 // disabled; hosts and routes configure it; two hosts with the same routes
-// and the same limit are not merged (one bucket each).
+// and the same limit, the host's or the routes', are not merged (one
+// bucket each).
 func TestLocalRateLimitFilter(t *testing.T) {
 	routes := []*ir.Route{{Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}}}
 	plain := &ir.VirtualHost{FQDN: "a.example.com", Routes: routes}
@@ -61,5 +62,15 @@ func TestLocalRateLimitFilter(t *testing.T) {
 	r := route(routeLimited.Routes[0], routeSettings{filters: h.filters()})
 	if r.GetTypedPerFilterConfig()[LocalRateLimitFilterName] == nil {
 		t.Errorf("route config %v", r.GetTypedPerFilterConfig())
+	}
+	// Nor are two hosts whose identical routes have the same limit: each
+	// route keeps a bucket of its own; the plain hosts still merge.
+	twin := &ir.VirtualHost{FQDN: "s.example.com", Routes: []*ir.Route{{RateLimit: limit, Clusters: routes[0].Clusters}}}
+	plain2 := &ir.VirtualHost{FQDN: "p.example.com", Routes: routes}
+	hosts = []*ir.VirtualHost{plain, plain2, routeLimited, twin}
+	h = (hcmSettings{}).withRoutes(hosts)
+	rc, _ = routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	if got := len(rc.GetVirtualHosts()); got != 3 {
+		t.Errorf("%d virtual hosts, want 3 (the plain hosts merged, the routes with a limit not): %v", got, rc.GetVirtualHosts())
 	}
 }

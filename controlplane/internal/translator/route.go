@@ -72,6 +72,11 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 			// Only hosts with the same configuration too are merged.
 			keys[i] += hostConfigKey(sorted[i].FQDN, v)
 		}
+		if len(sorted) > 1 && routesRateLimit(sorted[i]) {
+			// A route's local rate limit is a bucket of its own, which
+			// merged hosts would share.
+			keys[i] += "/own-buckets/" + sorted[i].FQDN
+		}
 	}
 	var vhosts []string
 	rc.VirtualHosts, vhosts = mergeIdentical(rc.VirtualHosts, keys)
