@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -33,48 +34,31 @@ func (b stage) globalRateLimitService(r *config.RateLimitService) (*ir.RateLimit
 	return s, nil
 }
 
-// hostGlobalRateLimits is a root's global rate limit: its own descriptors,
-// else the configuration file's default policy, unless it disables it.
-// Descriptors without a rate limit service to send them to, or invalid
-// ones, are an error on the root: never served unlimited.
+// hostGlobalRateLimits is a root's global rate limit: its own policy, else
+// the configuration file's default one; nil when the one that applies
+// disables it. An invalid one is an error on the root: never served
+// unlimited.
 func (b *rootBuilder) hostGlobalRateLimits(vh *contourv1.VirtualHost, st *status.Object) *ir.GlobalRateLimits {
-	var own *contourv1.GlobalRateLimitPolicy
+	var policy *contourv1.GlobalRateLimitPolicy
+	where := "Spec.VirtualHost.RateLimitPolicy.Global"
 	if vh.RateLimitPolicy != nil {
-		own = vh.RateLimitPolicy.Global
+		policy = vh.RateLimitPolicy.Global
 	}
-	fail := func(format string, args ...any) {
-		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonRateLimitPolicyNotValid, fmt.Sprintf(format, args...))
-	}
-	cfg := b.r.opts().RateLimitService
-	policy, where := own, "Spec.VirtualHost.RateLimitPolicy.Global"
-	switch {
-	case own != nil && own.Disabled:
-		if len(own.Descriptors) > 0 {
-			fail("%s: disabled and descriptors cannot both be set", where)
-		}
-		return nil
-	case own != nil && len(own.Descriptors) == 0:
-		fail("%s: set descriptors, or disabled", where)
-		return nil
-	case own == nil && cfg != nil && cfg.DefaultGlobalRateLimitPolicy != nil && !cfg.DefaultGlobalRateLimitPolicy.Disabled:
+	if cfg := b.r.opts().RateLimitService; policy == nil && cfg != nil {
 		policy, where = cfg.DefaultGlobalRateLimitPolicy, "the configuration file's rateLimitService.defaultGlobalRateLimitPolicy"
-	case own == nil:
+	}
+	if policy == nil {
 		return nil
 	}
-	svc, problem := b.r.global().rateLimit, b.r.global().rateLimitProblem
-	if svc == nil {
-		fail("%s: global rate limiting needs the configuration file's rateLimitService", where)
-		return nil
-	}
-	ds, err := rateLimitDescriptors(policy.Descriptors)
+	g, err := b.globalRateLimits(policy, st)
 	if err != nil {
-		fail("%s: %v", where, err)
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonRateLimitPolicyNotValid, where+": "+err.Error())
 		return nil
 	}
-	if problem != nil {
-		st.AddWarning(problem.Type, problem.Reason, problem.Message)
+	if g.Disabled {
+		return nil // the host sends none: nothing to configure
 	}
-	return &ir.GlobalRateLimits{Service: svc, Descriptors: ds}
+	return g
 }
 
 // routeGlobalRateLimits sets the route's own global rate limit, which
@@ -85,32 +69,37 @@ func (b *rootBuilder) routeGlobalRateLimits(rt *route, r contourv1.Route, st *st
 	if r.RateLimitPolicy == nil || r.RateLimitPolicy.Global == nil {
 		return
 	}
-	pol := r.RateLimitPolicy.Global
-	fail := func(format string, args ...any) {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRateLimitPolicyNotValid, "RateLimitPolicy.Global: "+format, args...)
+	err := errors.New("a route that redirects or answers directly is not rate limited globally")
+	if !answered(r) {
+		rt.GlobalRateLimits, err = b.globalRateLimits(r.RateLimitPolicy.Global, st)
 	}
+	if err != nil {
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRateLimitPolicyNotValid, "RateLimitPolicy.Global: %v", err)
+	}
+}
+
+// globalRateLimits validates a host's or a route's global policy: Disabled,
+// or descriptors sent to the configuration file's rate limit service (a
+// warning on st when that service cannot be used).
+func (b *rootBuilder) globalRateLimits(p *contourv1.GlobalRateLimitPolicy, st *status.Object) (*ir.GlobalRateLimits, error) {
 	switch {
-	case answered(r):
-		fail("a route that redirects or answers directly is not rate limited globally")
-	case pol.Disabled && len(pol.Descriptors) > 0:
-		fail("disabled and descriptors cannot both be set")
-	case pol.Disabled:
-		rt.GlobalRateLimits = &ir.GlobalRateLimits{Disabled: true}
-	case len(pol.Descriptors) == 0:
-		fail("set descriptors, or disabled")
+	case p.Disabled && len(p.Descriptors) > 0:
+		return nil, errors.New("disabled and descriptors cannot both be set")
+	case p.Disabled:
+		return &ir.GlobalRateLimits{Disabled: true}, nil
+	case len(p.Descriptors) == 0:
+		return nil, errors.New("set descriptors, or disabled")
 	case b.r.global().rateLimit == nil:
-		fail("global rate limiting needs the configuration file's rateLimitService")
-	default:
-		ds, err := rateLimitDescriptors(pol.Descriptors)
-		if err != nil {
-			fail("%v", err)
-			return
-		}
-		if p := b.r.global().rateLimitProblem; p != nil {
-			st.AddWarning(p.Type, p.Reason, p.Message)
-		}
-		rt.GlobalRateLimits = &ir.GlobalRateLimits{Service: b.r.global().rateLimit, Descriptors: ds}
+		return nil, errors.New("global rate limiting needs the configuration file's rateLimitService")
 	}
+	ds, err := rateLimitDescriptors(p.Descriptors)
+	if err != nil {
+		return nil, err
+	}
+	if problem := b.r.global().rateLimitProblem; problem != nil {
+		st.AddWarning(problem.Type, problem.Reason, problem.Message)
+	}
+	return &ir.GlobalRateLimits{Service: b.r.global().rateLimit, Descriptors: ds}, nil
 }
 
 // rateLimitDescriptors validates descriptors: each with entries, each

@@ -431,6 +431,15 @@ func (c *Config) validate() []string {
 		if r.Domain == "" {
 			add("rateLimitService.domain", "is required (the rate limit service's domain of the descriptors)")
 		}
+		// The descriptors themselves are checked where they apply, with
+		// the hosts' own (internal/builder).
+		switch p := r.DefaultGlobalRateLimitPolicy; {
+		case p == nil:
+		case p.Disabled && len(p.Descriptors) > 0:
+			add("rateLimitService.defaultGlobalRateLimitPolicy", "disabled and descriptors cannot both be set")
+		case !p.Disabled && len(p.Descriptors) == 0:
+			add("rateLimitService.defaultGlobalRateLimitPolicy", "set descriptors (or disabled: true)")
+		}
 	}
 	for _, l := range []struct {
 		field string

@@ -90,6 +90,8 @@ func TestParseErrors(t *testing.T) {
 		{"rate limit service without extension service", "rateLimitService: {domain: d}", `rateLimitService.extensionService: is required`},
 		{"rate limit service without namespace", "rateLimitService: {extensionService: rl, domain: d}", `rateLimitService.extensionService: must be namespace/name, got "rl"`},
 		{"rate limit service without domain", "rateLimitService: {extensionService: a/rl}", `rateLimitService.domain: is required`},
+		{"default rate limit policy without descriptors", "rateLimitService: {extensionService: a/rl, domain: d, defaultGlobalRateLimitPolicy: {}}", `rateLimitService.defaultGlobalRateLimitPolicy: set descriptors (or disabled: true)`},
+		{"default rate limit policy disabled with descriptors", "rateLimitService: {extensionService: a/rl, domain: d, defaultGlobalRateLimitPolicy: {disabled: true, descriptors: [{entries: [{remoteAddress: {}}]}]}}", `rateLimitService.defaultGlobalRateLimitPolicy: disabled and descriptors cannot both be set`},
 		{"rate limit service unknown field", "rateLimitService: {extensionService: a/rl, domain: d, failureModeDeny: true}", `rateLimitService.failureModeDeny: unknown field`},
 		{"not a mapping", "- a", `must be a mapping`},
 		{"bad yaml", "globalExtAuth: [", `not valid YAML`},
