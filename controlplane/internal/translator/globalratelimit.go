@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"fmt"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	ratelimitconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/ratelimit/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -81,8 +83,13 @@ func rateLimitAction(e ir.RateLimitEntry) *routev3.RateLimit_Action {
 			m.Headers = append(m.Headers, headerMatcher(h))
 		}
 		return &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_HeaderValueMatch_{HeaderValueMatch: m}}
+	case e.RemoteAddress:
+		return &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_RemoteAddress_{RemoteAddress: &routev3.RateLimit_Action_RemoteAddress{}}}
 	}
-	return &routev3.RateLimit_Action{ActionSpecifier: &routev3.RateLimit_Action_RemoteAddress_{RemoteAddress: &routev3.RateLimit_Action_RemoteAddress{}}}
+	// The builder sets exactly one kind: an entry of another kind must not
+	// quietly become some other descriptor (a programming error, as
+	// mustAny's).
+	panic(fmt.Sprintf("translator: a rate limit entry of no known kind: %+v", e))
 }
 
 // globalRateLimitService is the service the hosts or routes send

@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -44,4 +46,47 @@ func TestGlobalRateLimitFilter(t *testing.T) {
 	if got := route(own, routeSettings{filters: h.filters()}).GetRoute().GetRateLimits(); len(got) != 1 || got[0].GetActions()[0].GetGenericKey().GetDescriptorValue() != "v" {
 		t.Errorf("route rate limits %v", got)
 	}
+}
+
+// TestRateLimitActionEveryKind: each kind of entry (each field of
+// ir.RateLimitEntry, including any added later) becomes an action of its
+// own kind, never another's.
+func TestRateLimitActionEveryKind(t *testing.T) {
+	seen := map[string]string{} // action kind -> entry field
+	typ := reflect.TypeOf(ir.RateLimitEntry{})
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		var e ir.RateLimitEntry
+		switch v := reflect.ValueOf(&e).Elem().Field(i); f.Type.Kind() {
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		case reflect.Bool:
+			v.SetBool(true)
+		default:
+			t.Fatalf("RateLimitEntry.%s: a field of kind %s this test cannot set", f.Name, f.Type.Kind())
+		}
+		kind, err := actionKind(e)
+		if err != nil {
+			t.Errorf("RateLimitEntry.%s: %v", f.Name, err)
+			continue
+		}
+		if other, dup := seen[kind]; dup {
+			t.Errorf("RateLimitEntry.%s and .%s both become %s", f.Name, other, kind)
+		}
+		seen[kind] = f.Name
+	}
+	if _, err := actionKind(ir.RateLimitEntry{}); err == nil {
+		t.Error("an entry of no kind was translated")
+	}
+}
+
+// actionKind is the Go type of the action specifier e becomes, or the
+// panic translating it raised.
+func actionKind(e ir.RateLimitEntry) (kind string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("not translated: %v", r)
+		}
+	}()
+	return fmt.Sprintf("%T", rateLimitAction(e).GetActionSpecifier()), nil
 }
