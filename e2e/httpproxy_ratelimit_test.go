@@ -105,7 +105,8 @@ func TestHTTPProxyGlobalRateLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := harness.HTTPClient(httpAddr)
-	// Served: this spends one of the host's 3.
+	// Served. The route disables the host's descriptors: the host's 3
+	// are all left.
 	harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://limited.example.com/unlimited"), http.StatusOK)
 
 	statuses := func(path string, n int, headers ...string) []int {
