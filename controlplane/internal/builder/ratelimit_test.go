@@ -2,7 +2,6 @@ package builder
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,18 +35,7 @@ func TestLocalRateLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := localRateLimit(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
+			checkResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
