@@ -152,31 +152,39 @@ var table = map[string]entries{
 // several places), relative to where they are mounted ("" is the field
 // itself).
 
-var matchCondition = entries{
-	"":                           yes,
-	"prefix":                     yes,
-	"exact":                      yes,
-	"regex":                      yes,
-	"header":                     yes,
-	"header.name":                yes,
-	"header.present":             yes,
-	"header.notpresent":          yes,
-	"header.contains":            yes,
-	"header.notcontains":         yes,
-	"header.ignoreCase":          yes,
-	"header.exact":               yes,
-	"header.notexact":            yes,
-	"header.regex":               yes,
-	"header.treatMissingAsEmpty": yes,
-	"queryParameter":             yes,
-	"queryParameter.name":        yes,
-	"queryParameter.exact":       yes,
-	"queryParameter.prefix":      yes,
-	"queryParameter.suffix":      yes,
-	"queryParameter.regex":       yes,
-	"queryParameter.contains":    yes,
-	"queryParameter.ignoreCase":  yes,
-	"queryParameter.present":     yes,
+var matchCondition = merge(
+	entries{
+		"":                          yes,
+		"prefix":                    yes,
+		"exact":                     yes,
+		"regex":                     yes,
+		"queryParameter":            yes,
+		"queryParameter.name":       yes,
+		"queryParameter.exact":      yes,
+		"queryParameter.prefix":     yes,
+		"queryParameter.suffix":     yes,
+		"queryParameter.regex":      yes,
+		"queryParameter.contains":   yes,
+		"queryParameter.ignoreCase": yes,
+		"queryParameter.present":    yes,
+	},
+	tree("header", headerMatchCondition),
+)
+
+// headerMatchCondition is a header condition (a route's, or a global
+// rate limit's requestHeaderValueMatch's).
+var headerMatchCondition = entries{
+	"":                    yes,
+	"name":                yes,
+	"present":             yes,
+	"notpresent":          yes,
+	"contains":            yes,
+	"notcontains":         yes,
+	"ignoreCase":          yes,
+	"exact":               yes,
+	"notexact":            yes,
+	"regex":               yes,
+	"treatMissingAsEmpty": yes,
 }
 
 var upstreamValidation = entries{

@@ -78,19 +78,3 @@ var jwtProvider = entries{
 	"remoteJWKS.cacheDuration":   yes,
 	"remoteJWKS.dnsLookupFamily": yes,
 }
-
-// headerMatchCondition is a header condition as a route's (the header
-// part of table.go's matchCondition).
-var headerMatchCondition = entries{
-	"":                    yes,
-	"name":                yes,
-	"present":             yes,
-	"notpresent":          yes,
-	"contains":            yes,
-	"notcontains":         yes,
-	"ignoreCase":          yes,
-	"exact":               yes,
-	"notexact":            yes,
-	"regex":               yes,
-	"treatMissingAsEmpty": yes,
-}
