@@ -16,7 +16,8 @@ import (
 // it with its findings: the root itself (with st) when it includes none.
 // As Contour: an include names an HTTPProxy without a virtual host, and a
 // tcpproxy has services or an include, not both; includes may chain
-// (never in a cycle). Stricter: an included HTTPProxy's routes and
+// (never in a cycle), at most limits.maxIncludeDepth HTTPProxies below
+// the root as routes' includes. Stricter: an included HTTPProxy's routes and
 // includes, which nothing would serve, are errors on it, as is the
 // including tcpproxy's loadBalancerPolicy or healthCheckPolicy (the
 // included one's apply). Nil (with an error on the root) when it leads
@@ -59,6 +60,10 @@ func (b *rootBuilder) tcpProxySource(p *contourv1.HTTPProxy, st *status.Object) 
 			return fail(status.ReasonRootIncludesRoot, "Spec.TCPProxy.Include: root httpproxy cannot delegate to another root httpproxy (%s)", key)
 		case slices.Contains(chain, key):
 			return fail(status.ReasonIncludeCreatesCycle, "Spec.TCPProxy.Include: include creates a delegation cycle: %s", chainString(append(chain, key)))
+		case len(chain) > b.exp.limits.MaxIncludeDepth:
+			// chain[0] is the root: child would be len(chain) deep.
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeLimitExceeded, fmt.Sprintf("Spec.TCPProxy.Include: more than %d HTTPProxies deep (limits.maxIncludeDepth) at %s: no connection is proxied", b.exp.limits.MaxIncludeDepth, chainString(append(chain, key))))
+			return nil, nil
 		case child.Spec.TCPProxy == nil:
 			return fail(status.ReasonTCPProxyNotValid, "Spec.TCPProxy.Include: included HTTPProxy %s has no tcpproxy", key)
 		}

@@ -91,3 +91,77 @@ func TestIncludeDiamondIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// tcpIncludeChainYAML is roots root0..root(roots-1), each a passthrough
+// host whose tcpproxy includes t0, and t0..t(length-1) each including the
+// next; t(length) has the service.
+func tcpIncludeChainYAML(roots, length int) string {
+	var b strings.Builder
+	for i := range roots {
+		fmt.Fprintf(&b, "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: root%d, namespace: default}\n"+
+			"spec: {virtualhost: {fqdn: tcp%d.example.com, tls: {passthrough: true}}, tcpproxy: {include: {name: t0}}}\n", i, i)
+	}
+	for i := range length {
+		fmt.Fprintf(&b, "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: t%d, namespace: default}\n"+
+			"spec: {tcpproxy: {include: {name: t%d}}}\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: t%d, namespace: default}\n"+
+		"spec: {tcpproxy: {services: [{name: echo, port: 80}]}}\n", length)
+	return b.String()
+}
+
+// TestTCPProxyIncludeChainIsBounded: a tcpproxy.include chain is bounded
+// by limits.maxIncludeDepth, as routes' includes are: 100 roots including
+// a chain of 5,000 HTTPProxies are refused at the limit (IncludeLimitExceeded
+// on each root) instead of each walking the whole chain, while a chain
+// within the limit is served.
+func TestTCPProxyIncludeChainIsBounded(t *testing.T) {
+	common, _, err := file.Load([]string{"testdata/common"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		roots, length int
+		served        bool
+	}{
+		{100, 5000, false},
+		{1, 15, true}, // root, t0..t15: 16 HTTPProxies below the root
+		{1, 16, false},
+	} {
+		t.Run(fmt.Sprintf("%d roots, chain of %d", tc.roots, tc.length), func(t *testing.T) {
+			set := &objects.Set{Secrets: common.Secrets, Services: common.Services, EndpointSlices: common.EndpointSlices}
+			if _, err := set.Decode(strings.NewReader(tcpIncludeChainYAML(tc.roots, tc.length)), "chain.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			set.Sort()
+			start := time.Now()
+			res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+			// Unbounded, the 100 roots walked the 5,000-long chain in 11 s.
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the pipeline took %v", took)
+			}
+			wantRefused := tc.roots
+			if tc.served {
+				wantRefused = 0
+			}
+			if got, want := len(res.Build.Model.TCPHosts), tc.roots-wantRefused; got != want {
+				t.Errorf("%d TCP hosts served, want %d", got, want)
+			}
+			refused := 0
+			for _, o := range res.Build.Status {
+				if !strings.HasPrefix(o.Ref.Name, "root") {
+					continue
+				}
+				for _, p := range o.Errors {
+					if p.Reason == status.ReasonIncludeLimitExceeded && strings.Contains(p.Message, "limits.maxIncludeDepth") {
+						refused++
+						break
+					}
+				}
+			}
+			if refused != wantRefused {
+				t.Errorf("%d roots refused with an IncludeLimitExceeded (maxIncludeDepth) error, want %d", refused, wantRefused)
+			}
+		})
+	}
+}
