@@ -44,6 +44,16 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 			st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, fmt.Sprintf("Spec.VirtualHost.%s cannot be combined with Spec.TCPProxy: no HTTP filter sees the proxied connections", f.field))
 		}
 	}
+	// Two TLS settings of a terminated host are an HCM's too (passthroughHost
+	// refuses them with passthrough): the fallback certificate's filter
+	// chain is the shared HTTP one, and x-forwarded-client-cert an HTTP
+	// header.
+	if !passthrough && vh.TLS.EnableFallbackCertificate {
+		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, "Spec.VirtualHost.TLS.EnableFallbackCertificate cannot be combined with Spec.TCPProxy: the fallback certificate's filter chain serves HTTP, not the proxied connections")
+	}
+	if cv := vh.TLS.ClientValidation; !passthrough && cv != nil && cv.ForwardClientCertificate != nil {
+		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, "Spec.VirtualHost.TLS.ClientValidation.ForwardClientCertificate cannot be combined with Spec.TCPProxy: the proxied connections carry no HTTP header to forward the certificate in")
+	}
 	src, sst := b.tcpProxySource(p, st) // tcpproxy_include.go
 	if src == nil {
 		return nil
