@@ -1,10 +1,8 @@
 package translator
 
 import (
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -39,14 +37,7 @@ func tcpHostChain(vh *ir.TCPHost) *listenerv3.FilterChain {
 		}},
 	}
 	if !vh.Passthrough {
-		ts := downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation)
-		ctx := &tlsv3.DownstreamTlsContext{}
-		if err := ts.GetTypedConfig().UnmarshalTo(ctx); err != nil {
-			panic(err) // downstreamTLS marshals one
-		}
-		ctx.CommonTlsContext.AlpnProtocols = nil
-		ts.ConfigType = &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)}
-		chain.TransportSocket = ts
+		chain.TransportSocket = downstreamTLSWithALPN(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation, nil)
 	}
 	return chain
 }

@@ -15,13 +15,19 @@ const tlsTransportName = "envoy.transport_sockets.tls"
 // certificate over SDS, TLS 1.2 to 1.3 unless narrowed, and the client
 // certificate validation when cv is set.
 func downstreamTLS(secret, minVersion, maxVersion string, cv *ir.ClientValidation) *corev3.TransportSocket {
+	return downstreamTLSWithALPN(secret, minVersion, maxVersion, cv, []string{"h2", "http/1.1"})
+}
+
+// downstreamTLSWithALPN is downstreamTLS advertising the ALPN protocols
+// alpn (none for nil).
+func downstreamTLSWithALPN(secret, minVersion, maxVersion string, cv *ir.ClientValidation, alpn []string) *corev3.TransportSocket {
 	common := &tlsv3.CommonTlsContext{
 		TlsParams: &tlsv3.TlsParameters{
 			TlsMinimumProtocolVersion: tlsVersion(minVersion, tlsv3.TlsParameters_TLSv1_2),
 			TlsMaximumProtocolVersion: tlsVersion(maxVersion, tlsv3.TlsParameters_TLSv1_3),
 		},
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{sdsSecret(secret)},
-		AlpnProtocols:                  []string{"h2", "http/1.1"},
+		AlpnProtocols:                  alpn,
 	}
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: common}
 	if cv != nil {
