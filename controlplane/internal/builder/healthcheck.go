@@ -28,8 +28,10 @@ func httpHealthCheck(p *contourv1.HTTPHealthCheckPolicy) (*ir.HealthCheck, error
 	if strings.ContainsAny(p.Path, "\r\n\x00?#") || strings.ContainsAny(p.Host, "\r\n\x00/") {
 		return nil, fmt.Errorf("path %q or host %q holds a character not allowed there", p.Path, p.Host)
 	}
-	if p.IntervalSeconds < 0 || p.TimeoutSeconds < 0 {
-		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must not be negative")
+	// The thresholds' range is checked next: a wrapped uint32 is not kept.
+	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds, uint32(p.UnhealthyThresholdCount), uint32(p.HealthyThresholdCount))
+	if err != nil {
+		return nil, err
 	}
 	if p.UnhealthyThresholdCount < 0 || p.HealthyThresholdCount < 0 || p.UnhealthyThresholdCount > math.MaxUint32 || p.HealthyThresholdCount > math.MaxUint32 {
 		return nil, fmt.Errorf("unhealthyThresholdCount and healthyThresholdCount must be in the range 0-%d", uint32(math.MaxUint32))
@@ -44,22 +46,32 @@ func httpHealthCheck(p *contourv1.HTTPHealthCheckPolicy) (*ir.HealthCheck, error
 		}
 		http.ExpectedStatuses = append(http.ExpectedStatuses, ir.StatusRange{Start: r.Start, End: r.End})
 	}
+	hc.HTTP = http
+	return hc, nil
+}
+
+// healthTiming is a health check of a policy's interval and timeout (in
+// seconds) and thresholds, each 0 for the default of the HTTP and TCP
+// checks.
+func healthTiming(intervalSeconds, timeoutSeconds int64, unhealthy, healthy uint32) (*ir.HealthCheck, error) {
+	if intervalSeconds < 0 || timeoutSeconds < 0 {
+		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must not be negative")
+	}
 	hc := &ir.HealthCheck{
-		HTTP:     http,
 		Interval: defaultHealthInterval, Timeout: defaultHealthTimeout,
 		UnhealthyThreshold: defaultUnhealthyChecks, HealthyThreshold: defaultHealthyChecks,
 	}
-	if p.IntervalSeconds > 0 {
-		hc.Interval = time.Duration(min(p.IntervalSeconds, math.MaxInt32)) * time.Second
+	if intervalSeconds > 0 {
+		hc.Interval = time.Duration(min(intervalSeconds, math.MaxInt32)) * time.Second
 	}
-	if p.TimeoutSeconds > 0 {
-		hc.Timeout = time.Duration(min(p.TimeoutSeconds, math.MaxInt32)) * time.Second
+	if timeoutSeconds > 0 {
+		hc.Timeout = time.Duration(min(timeoutSeconds, math.MaxInt32)) * time.Second
 	}
-	if p.UnhealthyThresholdCount > 0 {
-		hc.UnhealthyThreshold = uint32(p.UnhealthyThresholdCount)
+	if unhealthy > 0 {
+		hc.UnhealthyThreshold = unhealthy
 	}
-	if p.HealthyThresholdCount > 0 {
-		hc.HealthyThreshold = uint32(p.HealthyThresholdCount)
+	if healthy > 0 {
+		hc.HealthyThreshold = healthy
 	}
 	return hc, nil
 }
@@ -92,25 +104,10 @@ func tcpHealthCheck(p *contourv1.TCPHealthCheckPolicy) (*ir.HealthCheck, error) 
 	if p == nil {
 		return nil, nil
 	}
-	if p.IntervalSeconds < 0 || p.TimeoutSeconds < 0 {
-		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must not be negative")
+	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds, p.UnhealthyThresholdCount, p.HealthyThresholdCount)
+	if err != nil {
+		return nil, err
 	}
-	hc := &ir.HealthCheck{
-		TCP:      true,
-		Interval: defaultHealthInterval, Timeout: defaultHealthTimeout,
-		UnhealthyThreshold: defaultUnhealthyChecks, HealthyThreshold: defaultHealthyChecks,
-	}
-	if p.IntervalSeconds > 0 {
-		hc.Interval = time.Duration(min(p.IntervalSeconds, math.MaxInt32)) * time.Second
-	}
-	if p.TimeoutSeconds > 0 {
-		hc.Timeout = time.Duration(min(p.TimeoutSeconds, math.MaxInt32)) * time.Second
-	}
-	if p.UnhealthyThresholdCount > 0 {
-		hc.UnhealthyThreshold = p.UnhealthyThresholdCount
-	}
-	if p.HealthyThresholdCount > 0 {
-		hc.HealthyThreshold = p.HealthyThresholdCount
-	}
+	hc.TCP = true
 	return hc, nil
 }

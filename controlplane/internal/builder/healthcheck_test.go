@@ -62,3 +62,33 @@ func TestClusterSettingsKeyHealthChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestTCPHealthCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      *contourv1.TCPHealthCheckPolicy
+		want    *ir.HealthCheck
+		wantErr string
+	}{
+		{name: "none"},
+		{name: "defaults", in: &contourv1.TCPHealthCheckPolicy{},
+			want: &ir.HealthCheck{TCP: true, Interval: 5 * time.Second, Timeout: 2 * time.Second, UnhealthyThreshold: 3, HealthyThreshold: 2}},
+		{name: "everything", in: &contourv1.TCPHealthCheckPolicy{IntervalSeconds: 10, TimeoutSeconds: 3, UnhealthyThresholdCount: 4, HealthyThresholdCount: 1},
+			want: &ir.HealthCheck{TCP: true, Interval: 10 * time.Second, Timeout: 3 * time.Second, UnhealthyThreshold: 4, HealthyThreshold: 1}},
+		{name: "interval", in: &contourv1.TCPHealthCheckPolicy{IntervalSeconds: -1}, wantErr: "negative"},
+		{name: "timeout", in: &contourv1.TCPHealthCheckPolicy{TimeoutSeconds: -1}, wantErr: "negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tcpHealthCheck(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
