@@ -52,6 +52,13 @@ func (s clusterSettings) key() string {
 	return k
 }
 
+// settingsHash is the suffix of a cluster name that tells apart the
+// clusters of one destination with different settings (k encodes them).
+func settingsHash(k string) string {
+	h := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(h[:4])
+}
+
 // clusterFor adds (or reuses) the cluster of one resolved backend.
 // Clusters are shared by every route that resolves to the same Service
 // port with the same protocol and settings.
@@ -61,8 +68,7 @@ func (b stage) clusterFor(prefix string, be *backend, protocol ir.Protocol, cs c
 		name += "/" + string(protocol)
 	}
 	if k := cs.key(); k != "" {
-		h := sha256.Sum256([]byte(k))
-		name += "/" + hex.EncodeToString(h[:4])
+		name += "/" + settingsHash(k)
 	}
 	c, ok := b.r.snap.clusters[name]
 	if !ok {

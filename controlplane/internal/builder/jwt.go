@@ -1,8 +1,6 @@
 package builder
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -136,8 +134,7 @@ func (b *rootBuilder) jwksCluster(r contourv1.RemoteJWKS, namespace string) (*ir
 			return nil, status.ReasonRemoteJWKSUpstreamValidationInvalid, fmt.Errorf("validation: %v", err)
 		}
 		c.Protocol, c.Validation, c.SNI = ir.TLS, v, host
-		h := sha256.Sum256([]byte(fmt.Sprintf("%v", *v)))
-		c.Name += "/" + hex.EncodeToString(h[:4])
+		c.Name += "/" + settingsHash(fmt.Sprintf("%v", *v))
 	}
 	return c, "", nil
 }
