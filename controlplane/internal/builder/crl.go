@@ -15,10 +15,11 @@ import (
 const CRLKey = "crl.pem"
 
 // clientCRL resolves clientValidation.crlSecret into the SDS validation
-// secret of the host: the CA bundle with the revocation lists (and
-// crlOnlyVerifyLeafCert), so that a new CRL reaches Envoy over SDS without
-// a listener change. Nil without crlSecret.
-func (b stage) clientCRL(cv *contourv1.DownstreamValidation, namespace string) (*ir.Secret, error) {
+// secret of the host, for the caller to use: the CA bundle ca (the
+// resolved caSecret, nil when verification is skipped) with the
+// revocation lists (and crlOnlyVerifyLeafCert), so that a new CRL reaches
+// Envoy over SDS without a listener change. Nil without crlSecret.
+func (b stage) clientCRL(cv *contourv1.DownstreamValidation, ca *ir.Secret, namespace string) (*ir.Secret, error) {
 	if cv.CertificateRevocationList == "" {
 		if cv.OnlyVerifyLeafCertCrl {
 			return nil, errors.New("crlOnlyVerifyLeafCert needs a crlSecret")
@@ -27,10 +28,6 @@ func (b stage) clientCRL(cv *contourv1.DownstreamValidation, namespace string) (
 	}
 	if cv.SkipClientCertValidation {
 		return nil, errors.New("crlSecret and skipClientCertValidation are mutually exclusive: revocation is checked on verified certificates")
-	}
-	ca, err := b.r.caSecret(cv.CACertificate, namespace)
-	if err != nil {
-		return nil, err
 	}
 	key := splitRef(cv.CertificateRevocationList, namespace)
 	if key.Namespace != namespace && !b.r.delegated(key, namespace) {
@@ -51,7 +48,6 @@ func (b stage) clientCRL(cv *contourv1.DownstreamValidation, namespace string) (
 	if out.OnlyVerifyLeafCRL {
 		out.Name += "/leaf"
 	}
-	b.out.useSecret(out)
 	return out, nil
 }
 

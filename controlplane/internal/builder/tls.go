@@ -73,28 +73,31 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 	if f := cv.ForwardClientCertificate; f != nil {
 		out.ForwardClientCert = &ir.ForwardClientCert{Subject: f.Subject, Cert: f.Cert, Chain: f.Chain, DNS: f.DNS, URI: f.URI}
 	}
-	caErr := false
+	invalid := func(message string) *ir.ClientValidation {
+		st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+message)
+		return out
+	}
+	var ca *ir.Secret
 	switch {
 	case cv.SkipClientCertValidation && cv.CACertificate != "":
-		caErr = true
-		st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: caSecret and skipClientCertValidation are mutually exclusive")
+		return invalid("caSecret and skipClientCertValidation are mutually exclusive")
 	case !cv.SkipClientCertValidation:
-		name, err := b.caSecret(cv.CACertificate, namespace)
-		if err != nil {
-			caErr = true
-			st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
+		var err error
+		if ca, err = b.r.caSecret(cv.CACertificate, namespace); err != nil {
+			return invalid(err.Error())
 		}
-		out.CASecret = name
 	}
-	if !caErr {
-		crl, err := b.clientCRL(cv, namespace)
-		switch {
-		case err != nil:
-			st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
-		case crl != nil:
-			// The CA bundle with the CRLs replaces the CA alone.
-			out.CASecret = crl.Name
-		}
+	// The CA bundle with the CRLs, if any, replaces the CA alone.
+	vs, err := b.clientCRL(cv, ca, namespace)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	if vs == nil {
+		vs = ca
+	}
+	if vs != nil {
+		b.out.useSecret(vs)
+		out.CASecret = vs.Name
 	}
 	return out
 }
