@@ -200,3 +200,35 @@ func TestPassedRouteConfigurations(t *testing.T) {
 		})
 	}
 }
+
+// A route configuration known as passed through whose answers are no
+// longer cached is not taken as known: its hosts are called again, and it
+// is known again afterwards.
+func TestPassedRouteConfigurationWithoutItsAnswers(t *testing.T) {
+	in := translate(t, fixtureYAML)
+	addr, calls := serve(t, &sdk.Server{})
+	r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify}})
+	if _, failures := r.Apply(context.Background(), in, Refs{}); len(failures) > 0 {
+		t.Fatal(failures)
+	}
+	known, first := len(r.passed), calls.get(HookPostVirtualHostModify)
+	if known == 0 || first == 0 {
+		t.Fatalf("after the first Apply: %d route configurations known, %d calls", known, first)
+	}
+	r.cache = map[cacheKey]proto.Message{}
+	out, failures := r.Apply(context.Background(), in, Refs{})
+	if len(failures) > 0 {
+		t.Fatal(failures)
+	}
+	if n := calls.get(HookPostVirtualHostModify); n != 2*first {
+		t.Errorf("PostVirtualHostModify called %d times, want %d: the hosts without a cached answer are called again", n, 2*first)
+	}
+	if len(r.passed) != known {
+		t.Errorf("%d route configurations known after the calls, want %d", len(r.passed), known)
+	}
+	for i, m := range out.Routes {
+		if m != in.Routes[i] {
+			t.Errorf("route configuration %d is not the translator's message", i)
+		}
+	}
+}

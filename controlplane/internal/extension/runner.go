@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"sort"
 	"strconv"
@@ -125,16 +124,10 @@ type Runner struct {
 	// alive (contentIdentity).
 	live []any
 	// passed are the route configurations of the last Apply whose every
-	// virtual host the extension passed through (passedHosts).
-	passed map[*routev3.RouteConfiguration][]passedHost
-}
-
-// passedHost is a virtual host an extension's answer passed through: its
-// request's identity and cache key, and the answer.
-type passedHost struct {
-	id   identityKey
-	key  cacheKey
-	resp proto.Message
+	// virtual host the extension passed through, with the identities of
+	// their hosts' requests (whose cache keys are in keys, and answers in
+	// cache): see passedAgain.
+	passed map[*routev3.RouteConfiguration][]identityKey
 }
 
 // identityKey is a hook and a request's identity (subject.identity).
@@ -244,7 +237,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	// all of them.
 	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), index: res.Index,
 		used: make(map[cacheKey]proto.Message, len(r.cache)), keys: make(map[identityKey]cacheKey, len(r.keys)),
-		same: make(map[proto.Message]bool, len(r.same)), passed: make(map[*routev3.RouteConfiguration][]passedHost, len(r.passed))}
+		same: make(map[proto.Message]bool, len(r.same)), passed: make(map[*routev3.RouteConfiguration][]identityKey, len(r.passed))}
 	out := &translator.Resources{
 		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
@@ -314,7 +307,7 @@ type run struct {
 	same map[proto.Message]bool
 	// live are the slices of messages contentIdentity named by address.
 	live     []any
-	passed   map[*routev3.RouteConfiguration][]passedHost
+	passed   map[*routev3.RouteConfiguration][]identityKey
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
@@ -706,7 +699,9 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 		rc, vh int
 		in     *routev3.VirtualHost
 		out    *routev3.VirtualHost // nil: dropped
-		passed *passedHost          // the answer passed in through
+		// passed is the request's identity when the answer passed in
+		// through (nil otherwise, or without an identity).
+		passed any
 	}
 	var items []*item
 	subscribed := ru.r.reg.Subscribed(HookPostVirtualHostModify)
@@ -765,14 +760,7 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 			if ok {
 				it.out = resp.GetVirtualHost()
 				if it.out != nil && ru.passThrough(resp, it.out, it.in) {
-					it.out = it.in
-					id := identityKey{HookPostVirtualHostModify, about.identity}
-					ru.mu.Lock()
-					key, keyed := ru.keys[id]
-					ru.mu.Unlock()
-					if keyed {
-						it.passed = &passedHost{id: id, key: key, resp: resp}
-					}
+					it.out, it.passed = it.in, about.identity
 				}
 			}
 		})
@@ -792,13 +780,20 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 			same = same && it.out == orig.GetVirtualHosts()[it.vh]
 		}
 		if same {
-			ru.rememberPassed(orig, func(yield func(*passedHost) bool) {
-				for _, it := range of {
-					if !yield(it.passed) {
-						return
-					}
+			// Known for passedAgain when every host was passed through.
+			ids := make([]identityKey, 0, len(of))
+			for _, it := range of {
+				if it.passed == nil {
+					ids = nil
+					break
 				}
-			})
+				ids = append(ids, identityKey{HookPostVirtualHostModify, it.passed})
+			}
+			if len(ids) > 0 {
+				ru.mu.Lock()
+				ru.passed[orig] = ids
+				ru.mu.Unlock()
+			}
 			continue
 		}
 		rc := shallowClone(orig)
@@ -823,40 +818,33 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 // known. The thousands of unchanged hosts of a change then cost a map
 // lookup each instead of encoding and hashing their requests. The
 // runner's map holds the pointer, so no other message takes its address.
+// The last Apply's keys and cache hold each host's cache key and answer
+// (call put them there); one missing (never expected) makes the hosts go
+// through call, which puts in this Apply's maps what is put here.
 func (ru *run) passedAgain(rc *routev3.RouteConfiguration) bool {
-	hosts, ok := ru.r.passed[rc]
+	ids, ok := ru.r.passed[rc]
 	if !ok {
 		return false
 	}
 	ru.mu.Lock()
-	for _, h := range hosts {
-		ru.keys[h.id] = h.key
-		ru.used[h.key] = h.resp
-		ru.same[h.resp] = true
-	}
-	ru.passed[rc] = hosts
-	ru.mu.Unlock()
-	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(hosts)))
-	ru.n.Add(int64(len(hosts)))
-	return true
-}
-
-// rememberPassed records rc for passedAgain when every one of its hosts
-// was passed through (none nil).
-func (ru *run) rememberPassed(rc *routev3.RouteConfiguration, hosts iter.Seq[*passedHost]) {
-	var ps []passedHost
-	for h := range hosts {
-		if h == nil {
-			return
+	defer ru.mu.Unlock()
+	for _, id := range ids {
+		key, ok := ru.r.keys[id]
+		if !ok {
+			return false
 		}
-		ps = append(ps, *h)
+		resp, ok := ru.r.cache[key]
+		if !ok {
+			return false
+		}
+		ru.keys[id] = key
+		ru.used[key] = resp
+		ru.same[resp] = true
 	}
-	if len(ps) == 0 {
-		return
-	}
-	ru.mu.Lock()
-	ru.passed[rc] = ps
-	ru.mu.Unlock()
+	ru.passed[rc] = ids
+	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(ids)))
+	ru.n.Add(int64(len(ids)))
+	return true
 }
 
 // listenerIdentity is the identity of a PostHTTPListenerModify request:
