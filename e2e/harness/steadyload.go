@@ -54,6 +54,10 @@ func StartSteadyLoad(concurrency int, d time.Duration, do loadgen.Do) *SteadyLoa
 			}
 			return err
 		})
+		// A load that ends failing: the gap runs to its end.
+		l.mu.Lock()
+		l.longestGap = max(l.longestGap, time.Since(l.lastSuccess))
+		l.mu.Unlock()
 	}()
 	return l
 }
