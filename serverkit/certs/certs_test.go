@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -141,5 +142,25 @@ func TestCRL(t *testing.T) {
 	}
 	if _, err := ca.CRL([]byte("not PEM")); err == nil {
 		t.Error("CRL accepted a revoked certificate that is not PEM")
+	}
+}
+
+// Each WriteSecretDir is a new version of every file, read through the
+// names' links.
+func TestWriteSecretDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, content := range []string{"one", "two"} {
+		if err := certs.WriteSecretDir(dir, map[string][]byte{"tls.crt": []byte(content + " crt"), "tls.key": []byte(content + " key")}); err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]string{"tls.crt": content + " crt", "tls.key": content + " key"} {
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || string(got) != want {
+				t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+			}
+			if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("%s is not a symbolic link (%v)", name, err)
+			}
+		}
 	}
 }

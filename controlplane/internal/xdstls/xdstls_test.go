@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,39 +14,15 @@ import (
 	"github.com/portcullis/portcullis/serverkit/certs"
 )
 
-// secretDir lays out files as Kubernetes does for a Secret volume: the
-// names are symbolic links into ..data, itself a link to a timestamped
-// directory; an update writes a new directory and swaps ..data with a
-// rename, atomically.
+// secretDir is a folder laid out as a Secret volume (certs.WriteSecretDir).
 type secretDir struct {
 	t   *testing.T
 	dir string
-	n   int
 }
 
 func (d *secretDir) write(files map[string][]byte) {
 	d.t.Helper()
-	d.n++
-	gen := filepath.Join(d.dir, "..gen"+strings.Repeat("x", d.n))
-	if err := os.Mkdir(gen, 0o755); err != nil {
-		d.t.Fatal(err)
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(gen, name), b, 0o600); err != nil {
-			d.t.Fatal(err)
-		}
-		link := filepath.Join(d.dir, name)
-		if _, err := os.Lstat(link); err != nil {
-			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
-				d.t.Fatal(err)
-			}
-		}
-	}
-	tmp := filepath.Join(d.dir, "..data_tmp")
-	if err := os.Symlink(filepath.Base(gen), tmp); err != nil {
-		d.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(d.dir, "..data")); err != nil {
+	if err := certs.WriteSecretDir(d.dir, files); err != nil {
 		d.t.Fatal(err)
 	}
 }
