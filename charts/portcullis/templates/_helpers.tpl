@@ -154,3 +154,50 @@ true
     {{- end }}
   {{- end }}
 {{- end -}}
+
+{{/* A workload's scheduling settings (nodeSelector, tolerations, affinity) from its values (controlPlane or envoy). */}}
+{{- define "portcullis.scheduling" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* A component's PodDisruptionBudget; call with (dict "root" $ "name" <object name> "component" "envoy" "spec" <values' podDisruptionBudget>). */}}
+{{- define "portcullis.podDisruptionBudget" -}}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "portcullis.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  {{- toYaml .spec | nindent 2 }}
+  selector:
+    matchLabels:
+      {{- include "portcullis.selectorLabels" (dict "root" .root "name" .component) | nindent 6 }}
+{{- end -}}
+
+{{/* The control plane's pod volumes, which its container mounts; call with (dict "root" $ "tls" bool). */}}
+{{- define "portcullis.controlPlaneVolumes" -}}
+{{- if .tls }}
+- name: xds-certs
+  secret:
+    secretName: {{ include "portcullis.xdsServerSecret" .root }}
+{{- end }}
+{{- if .root.Values.controlPlane.config }}
+- name: portcullis-config
+  configMap:
+    name: {{ include "portcullis.fullname" .root }}
+{{- end }}
+{{- end -}}
