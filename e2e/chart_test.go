@@ -388,3 +388,30 @@ func yamlFilesIn(t *testing.T, dir string) []string {
 	}
 	return files
 }
+
+// With topology colocated the values of the control plane's own pods and
+// of xDS over mTLS have nothing to apply to: the chart refuses them rather
+// than ignore them.
+func TestHelmChartColocatedRefusesSeparateValues(t *testing.T) {
+	helm := harness.Tool(t, "helm")
+	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")
+	for _, tc := range []struct{ set, wantErr string }{
+		{"controlPlane.nodeSelector.disk=ssd", "controlPlane.nodeSelector applies to topology separate only"},
+		{"controlPlane.tolerations[0].operator=Exists", "controlPlane.tolerations applies to topology separate only"},
+		{"controlPlane.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1", "controlPlane.affinity applies"},
+		{"controlPlane.podAnnotations.a=b", "controlPlane.podAnnotations applies"},
+		{"xds.tls.certManager.enabled=true", "xds.tls applies to topology separate only"},
+		{"xds.tls.serverSecret=mine", "xds.tls applies"},
+		{"xds.tls.clientSecret=mine", "xds.tls applies"},
+		{"xds.tls.certManager.issuer.name=corp", "xds.tls applies"},
+	} {
+		out, err := exec.Command(helm, "template", "t", chart, "--set", "topology=colocated", "--set", tc.set).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.wantErr) {
+			t.Errorf("colocated with %s: %v, want an error %q\n%s", tc.set, err, tc.wantErr, out)
+		}
+		// The same value with topology separate renders.
+		if out, err := exec.Command(helm, "template", "t", chart, "--set", tc.set).CombinedOutput(); err != nil {
+			t.Errorf("separate with %s: %v\n%s", tc.set, err, out)
+		}
+	}
+}
