@@ -3,13 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/tools/leaderelection"
 	"net/http"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"

@@ -1,10 +1,9 @@
 package extension
 
 import (
-	"time"
-
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
