@@ -59,9 +59,6 @@ while Envoy's own preStop hook keeps Envoy running for the drain time.`,
 // drainEnvoy fails Envoy's health checks, drains its listeners gracefully
 // and waits drainTime, or until Envoy's admin interface stops answering.
 func drainEnvoy(ctx context.Context, admin string, drainTime time.Duration, log io.Writer) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	c := &http.Client{Timeout: 5 * time.Second}
 	for _, path := range []string{"/healthcheck/fail", "/drain_listeners?graceful&inboundonly"} {
 		resp, err := c.Post("http://"+admin+path, "", nil)
@@ -81,12 +78,12 @@ func drainEnvoy(ctx context.Context, admin string, drainTime time.Duration, log 
 			return nil
 		case <-time.After(min(time.Second, time.Until(deadline))):
 		}
-		if resp, err := c.Get("http://" + admin + "/ready"); err != nil {
+		resp, err := c.Get("http://" + admin + "/ready")
+		if err != nil {
 			fmt.Fprintf(log, "envoy-drain: Envoy exited\n")
 			return nil
-		} else {
-			resp.Body.Close()
 		}
+		resp.Body.Close()
 	}
 	return nil
 }
