@@ -202,26 +202,11 @@ func healthCheck(p *v1alpha1.GRPCHealthCheckPolicy) (*ir.HealthCheck, error) {
 	if p == nil {
 		return nil, nil
 	}
-	if p.IntervalSeconds < 0 || p.TimeoutSeconds < 0 {
-		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must be positive")
+	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds, p.UnhealthyThresholdCount, p.HealthyThresholdCount)
+	if err != nil {
+		return nil, err
 	}
-	hc := &ir.HealthCheck{
-		ServiceName: p.ServiceName,
-		Interval:    defaultHealthInterval, Timeout: defaultHealthTimeout,
-		UnhealthyThreshold: defaultUnhealthyChecks, HealthyThreshold: defaultHealthyChecks,
-	}
-	if p.IntervalSeconds > 0 {
-		hc.Interval = time.Duration(p.IntervalSeconds) * time.Second
-	}
-	if p.TimeoutSeconds > 0 {
-		hc.Timeout = time.Duration(p.TimeoutSeconds) * time.Second
-	}
-	if p.UnhealthyThresholdCount > 0 {
-		hc.UnhealthyThreshold = p.UnhealthyThresholdCount
-	}
-	if p.HealthyThresholdCount > 0 {
-		hc.HealthyThreshold = p.HealthyThresholdCount
-	}
+	hc.ServiceName = p.ServiceName
 	if hc.Timeout > hc.Interval {
 		return nil, fmt.Errorf("timeoutSeconds (%v) must not exceed intervalSeconds (%v)", hc.Timeout, hc.Interval)
 	}

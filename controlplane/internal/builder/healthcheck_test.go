@@ -1,6 +1,8 @@
 package builder
 
 import (
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -80,6 +82,39 @@ func TestTCPHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tcpHealthCheck(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGRPCHealthCheck: an ExtensionService's gRPC health checks take the
+// same timing rules as the HTTP and TCP ones (healthTiming): an absurd
+// interval is clamped, not overflowed into a negative duration.
+func TestGRPCHealthCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      *v1alpha1.GRPCHealthCheckPolicy
+		want    *ir.HealthCheck
+		wantErr string
+	}{
+		{name: "none"},
+		{name: "defaults", in: &v1alpha1.GRPCHealthCheckPolicy{ServiceName: "auth"},
+			want: &ir.HealthCheck{ServiceName: "auth", Interval: 5 * time.Second, Timeout: 2 * time.Second, UnhealthyThreshold: 3, HealthyThreshold: 2}},
+		{name: "huge interval", in: &v1alpha1.GRPCHealthCheckPolicy{IntervalSeconds: math.MaxInt64},
+			want: &ir.HealthCheck{Interval: math.MaxInt32 * time.Second, Timeout: 2 * time.Second, UnhealthyThreshold: 3, HealthyThreshold: 2}},
+		{name: "negative", in: &v1alpha1.GRPCHealthCheckPolicy{TimeoutSeconds: -1}, wantErr: "negative"},
+		{name: "timeout past interval", in: &v1alpha1.GRPCHealthCheckPolicy{IntervalSeconds: 1, TimeoutSeconds: 2}, wantErr: "must not exceed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := healthCheck(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
