@@ -81,16 +81,15 @@ type Image struct {
 // Paths are the files of a cluster under its state dir.
 type Paths struct{ Dir string }
 
-func (p Paths) Kubeconfig() string      { return filepath.Join(p.Dir, "kubeconfig") }
-func (p Paths) Lock() string            { return filepath.Join(p.Dir, "lock") }
-func (p Paths) PKI() string             { return filepath.Join(p.Dir, "pki") }
-func (p Paths) Etcd() string            { return filepath.Join(p.Dir, "etcd") }
-func (p Paths) Logs() string            { return filepath.Join(p.Dir, "logs") }
-func (p Paths) Pids() string            { return filepath.Join(p.Dir, "pids") }
-func (p Paths) Node() string            { return filepath.Join(p.Dir, "node") }
-func (p Paths) NodeConfig() string      { return filepath.Join(p.Dir, "node.json") }
-func (p Paths) State() string           { return filepath.Join(p.Dir, "state.json") }
-func (p Paths) PKIFile(n string) string { return filepath.Join(p.Dir, "pki", n) }
+func (p Paths) Kubeconfig() string { return filepath.Join(p.Dir, "kubeconfig") }
+func (p Paths) Lock() string       { return filepath.Join(p.Dir, "lock") }
+func (p Paths) PKI() string        { return filepath.Join(p.Dir, "pki") }
+func (p Paths) Etcd() string       { return filepath.Join(p.Dir, "etcd") }
+func (p Paths) Logs() string       { return filepath.Join(p.Dir, "logs") }
+func (p Paths) Pids() string       { return filepath.Join(p.Dir, "pids") }
+func (p Paths) Node() string       { return filepath.Join(p.Dir, "node") }
+func (p Paths) NodeConfig() string { return filepath.Join(p.Dir, "node.json") }
+func (p Paths) State() string      { return filepath.Join(p.Dir, "state.json") }
 
 // NodeConfig is the node agent's configuration, written by Up.
 type NodeConfig struct {

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -380,19 +379,13 @@ func (c *cl) poll(ctx context.Context, timeout time.Duration, component string, 
 }
 
 func (c *cl) adminHTTP() (*http.Client, error) {
-	ca, err := os.ReadFile(c.pki.path("ca.crt"))
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
 	cert, err := tls.LoadX509KeyPair(c.pki.path("admin.crt"), c.pki.path("admin.key"))
 	if err != nil {
 		return nil, err
 	}
 	return &http.Client{
 		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}},
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.pki.ca.Pool(), Certificates: []tls.Certificate{cert}}},
 	}, nil
 }
 

@@ -83,6 +83,12 @@ func (ca *CA) Issue(commonName string, hosts []string, client bool) (certPEM, ke
 // IssueFor is Issue with explicit extended key usages, e.g. both server and
 // client authentication for a test peer that is both.
 func (ca *CA) IssueFor(commonName string, hosts []string, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
+	return ca.IssueOrg(commonName, nil, hosts, usages...)
+}
+
+// IssueOrg is IssueFor with the subject's organizations (nil keeps the
+// default), which Kubernetes reads as a client certificate's groups.
+func (ca *CA) IssueOrg(commonName string, orgs, hosts []string, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -90,6 +96,9 @@ func (ca *CA) IssueFor(commonName string, hosts []string, usages ...x509.ExtKeyU
 	tmpl, err := template(commonName)
 	if err != nil {
 		return nil, nil, err
+	}
+	if orgs != nil {
+		tmpl.Subject.Organization = orgs
 	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.ExtKeyUsage = usages

@@ -164,3 +164,38 @@ func TestWriteSecretDir(t *testing.T) {
 		}
 	}
 }
+
+func TestIssueOrg(t *testing.T) {
+	ca, err := certs.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueOrg("system:node:n", []string{"system:nodes", "system:masters"}, []string{"10.0.0.1"},
+		x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Fatalf("key pair: %v", err)
+	}
+	c := parse(t, certPEM)
+	if got := c.Subject.Organization; len(got) != 2 || got[0] != "system:nodes" || got[1] != "system:masters" {
+		t.Errorf("organizations %v, want [system:nodes system:masters]", got)
+	}
+	if c.Subject.CommonName != "system:node:n" {
+		t.Errorf("CN %q", c.Subject.CommonName)
+	}
+	for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth} {
+		if _, err := c.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+			t.Errorf("usage %v: %v", u, err)
+		}
+	}
+	// nil keeps the default organization.
+	certPEM, _, err = ca.IssueOrg("client", nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := parse(t, certPEM).Subject.Organization; len(got) != 1 || got[0] != "Portcullis test" {
+		t.Errorf("default organizations %v", got)
+	}
+}
