@@ -82,7 +82,6 @@ type Image struct {
 type Paths struct{ Dir string }
 
 func (p Paths) Kubeconfig() string { return filepath.Join(p.Dir, "kubeconfig") }
-func (p Paths) Lock() string       { return filepath.Join(p.Dir, "lock") }
 func (p Paths) PKI() string        { return filepath.Join(p.Dir, "pki") }
 func (p Paths) Etcd() string       { return filepath.Join(p.Dir, "etcd") }
 func (p Paths) Logs() string       { return filepath.Join(p.Dir, "logs") }

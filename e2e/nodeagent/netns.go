@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -111,12 +110,4 @@ func setupNetwork(uid, ip string, cfg *cluster.NodeConfig) (*podNetwork, error) 
 func (n *podNetwork) teardown() {
 	_ = exec.Command("ip", "netns", "delete", n.netns).Run()
 	_ = exec.Command("ip", "link", "delete", n.veth).Run()
-}
-
-// path is the namespace's file, for setns.
-func (n *podNetwork) path() string { return "/run/netns/" + n.netns }
-
-func netnsExists(name string) bool {
-	_, err := os.Stat("/run/netns/" + name)
-	return err == nil
 }
