@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/portcullis/portcullis/e2e/cluster"
 	"github.com/portcullis/portcullis/e2e/harness"
@@ -219,8 +221,26 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 	unknown := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unknown"}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "c", Image: "example.invalid/nothing:1"}}}}
 	create(cs.CoreV1().Pods(clusterNS).Create(ctx, unknown, metav1.CreateOptions{}))
+	// securityContext: a user's credentials, every capability dropped,
+	// no_new_privs; root with one capability dropped and / read-only;
+	// runAsNonRoot of a root image refused.
+	secure := shellPod("secure", corev1.RestartPolicyNever, `echo "ids=$(id -u)/$(id -g)/$(id -G)"; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status`)
+	secure.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
+		RunAsGroup: ptr.To[int64](65533), SupplementalGroups: []int64{1234}}
+	secure.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, secure, metav1.CreateOptions{}))
+	roFile := "/portcullis-cluster-e2e-read-only"
+	t.Cleanup(func() { os.Remove(roFile) })
+	readonly := shellPod("readonly", corev1.RestartPolicyNever, `touch `+roFile+` && echo root-writable || echo root-read-only; grep '^CapEff:' /proc/self/status`)
+	readonly.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, readonly, metav1.CreateOptions{}))
+	refused := shellPod("refused", corev1.RestartPolicyNever, "echo ran")
+	refused.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, refused, metav1.CreateOptions{}))
 
-	for _, name := range []string{"client", "version"} {
+	for _, name := range []string{"client", "version", "secure", "readonly"} {
 		waitFor(t, time.Minute, "pod "+name+" Succeeded", func() error {
 			p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -259,6 +279,46 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 	if err != nil || !strings.Contains(string(logs), "extprocserver") {
 		t.Errorf("logs of extprocserver --version from the image: %q, %v", logs, err)
 	}
+	logs, err = cs.CoreV1().Pods(clusterNS).GetLogs("secure", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ids=65532/65533/65533 1234\n", "CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("secure's logs lack %q:\n%s", want, logs)
+		}
+	}
+	logs, err = cs.CoreV1().Pods(clusterNS).GetLogs("readonly", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "root-read-only") {
+		t.Errorf("readonly wrote to / (read-only root):\n%s", logs)
+	}
+	_, capEff, _ := strings.Cut(string(logs), "CapEff:\t")
+	if eff, err := strconv.ParseUint(strings.TrimSpace(capEff), 16, 64); err != nil || eff == 0 || eff&(1<<13) != 0 { // CAP_NET_RAW
+		t.Errorf("readonly's effective capabilities %q: want root's without NET_RAW (%v)", capEff, err)
+	}
+	waitFor(t, time.Minute, "pod refused's CreateContainerConfigError and its event", func() error {
+		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "refused", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
+			p.Status.ContainerStatuses[0].State.Waiting.Reason != "CreateContainerConfigError" {
+			return fmt.Errorf("status %+v", p.Status.ContainerStatuses)
+		}
+		evs, err := cs.CoreV1().Events(clusterNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=refused"})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "runAsNonRoot") {
+				return nil
+			}
+		}
+		return errors.New("no warning event naming runAsNonRoot")
+	})
 	waitFor(t, time.Minute, "pod unknown's ErrImagePull and its event", func() error {
 		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "unknown", metav1.GetOptions{})
 		if err != nil {

@@ -31,9 +31,10 @@ type container struct {
 	p    *podRuntime
 	spec *corev1.Container
 
-	argv   []string // resolved program and arguments; nil if it cannot run
-	env    []string
-	mounts []initMount
+	argv     []string // resolved program and arguments; nil if it cannot run
+	env      []string
+	mounts   []initMount
+	security initSecurity
 
 	status corev1.ContainerStatus
 	ready  bool
@@ -49,6 +50,9 @@ func (c *container) prepare(ctx context.Context, volumes map[string]string) erro
 	a := c.p.a
 	im, err := a.images.get(c.spec.Image)
 	if err != nil {
+		return err
+	}
+	if c.security, err = containerSecurity(c.p.pod, c.spec, im.user); err != nil {
 		return err
 	}
 	env, err := containerEnv(ctx, a.client, c.p.pod, c.spec, im.env)
@@ -248,7 +252,7 @@ func (c *container) terminated(exit int, reason, msg string, startedAt time.Time
 // command is the process of argv in the container's namespaces and
 // mounts, in its own process group.
 func (c *container) command(argv []string, out *os.File) (*exec.Cmd, error) {
-	spec := initSpec{Hostname: hostname(c.p.pod), Mounts: c.mounts, Dir: c.workingDir(), Argv: argv, Env: c.env}
+	spec := initSpec{Hostname: hostname(c.p.pod), Mounts: c.mounts, Dir: c.workingDir(), Argv: argv, Env: c.env, Security: c.security}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err

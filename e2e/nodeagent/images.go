@@ -33,6 +33,7 @@ type image struct {
 	cmd         []string
 	env         []string
 	workingDir  string
+	user        string // USER: "uid" or "uid:gid" ("" for root)
 }
 
 // images is the node's image table; tarballs are unpacked once, on first
@@ -111,7 +112,7 @@ func (s *images) unpack(tarPath string) (*image, error) {
 			return nil, err
 		}
 	}
-	im := &image{root: root, entrypoint: cf.Config.Entrypoint, cmd: cf.Config.Cmd, env: cf.Config.Env, workingDir: cf.Config.WorkingDir}
+	im := &image{root: root, entrypoint: cf.Config.Entrypoint, cmd: cf.Config.Cmd, env: cf.Config.Env, workingDir: cf.Config.WorkingDir, user: cf.Config.User}
 	s.unpacked[key] = im
 	return im, nil
 }

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ type initSpec struct {
 	Dir      string      `json:"dir"`
 	Argv     []string    `json:"argv"`
 	Env      []string    `json:"env"`
+	// Security is the securityContext, applied last.
+	Security initSecurity `json:"security"`
 }
 
 type initMount struct {
@@ -75,5 +78,73 @@ func ContainerInit(specFile string) error {
 		}
 	}
 	os.Remove(specFile)
-	return syscall.Exec(s.Argv[0], s.Argv, s.Env)
+	prog, err := applySecurity(s.Security, s.Argv[0])
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(prog, s.Argv, s.Env)
+}
+
+// applySecurity applies the securityContext: / read-only (after the
+// volumes' mounts, which stay as they are), capabilities dropped from the
+// bounding set, the user's credentials, the rest of the dropped
+// capabilities (a process that stays root), no_new_privs. It returns the
+// path to execute: for another user, the program opened before the switch
+// (its folders need not be searchable by that user, as in an image).
+func applySecurity(s initSecurity, prog string) (string, error) {
+	if s.ReadOnlyRoot {
+		if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			return "", fmt.Errorf("read-only root: %w", err)
+		}
+	}
+	for _, c := range s.DropCaps {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return "", fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	if s.UID != nil {
+		// Not close-on-exec: a script's interpreter opens it by its
+		// /proc/self/fd path.
+		fd, err := unix.Open(prog, unix.O_PATH, 0)
+		if err != nil {
+			return "", err
+		}
+		groups := []int{int(s.GID)}
+		for _, g := range s.Groups {
+			groups = append(groups, int(g))
+		}
+		if err := syscall.Setgroups(groups); err != nil {
+			return "", fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setgid(int(s.GID)); err != nil {
+			return "", fmt.Errorf("setgid: %w", err)
+		}
+		if err := syscall.Setuid(int(*s.UID)); err != nil {
+			return "", fmt.Errorf("setuid: %w", err)
+		}
+		prog = fmt.Sprintf("/proc/self/fd/%d", fd)
+	}
+	if len(s.DropCaps) > 0 {
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return "", fmt.Errorf("capget: %w", err)
+		}
+		for _, c := range s.DropCaps {
+			bit := uint32(1) << (c % 32)
+			d := &data[c/32]
+			d.Effective &^= bit
+			d.Permitted &^= bit
+			d.Inheritable &^= bit
+		}
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return "", fmt.Errorf("capset: %w", err)
+		}
+	}
+	if s.NoNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return "", fmt.Errorf("no_new_privs: %w", err)
+		}
+	}
+	return prog, nil
 }

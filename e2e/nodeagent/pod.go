@@ -79,6 +79,12 @@ func (a *Agent) startPod(ctx context.Context, pod *corev1.Pod) (_ *podRuntime, e
 				p.containers = append(p.containers, c)
 				continue
 			}
+			if errors.Is(err, errContainerConfig) {
+				c.status.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+				a.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+				p.containers = append(p.containers, c)
+				continue
+			}
 			return nil, fmt.Errorf("container %s: %w", c.spec.Name, err)
 		}
 		p.containers = append(p.containers, c)
