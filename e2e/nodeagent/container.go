@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -55,14 +54,9 @@ func (c *container) prepare(ctx context.Context, volumes map[string]string) erro
 	if c.security, err = containerSecurity(c.p.pod, c.spec, im.user); err != nil {
 		return err
 	}
-	env, err := containerEnv(ctx, a.client, c.p.pod, c.spec, im.env)
+	env, vals, err := containerEnv(ctx, a.client, c.p.pod, c.spec, im.env)
 	if err != nil {
 		return err
-	}
-	vals := map[string]string{}
-	for _, e := range env {
-		k, v, _ := strings.Cut(e, "=")
-		vals[k] = v
 	}
 	var argv []string
 	switch {

@@ -15,9 +15,10 @@ import (
 // containerEnv is a container's environment as the kubelet makes it: the
 // Service links, envFrom, then env (later wins), with valueFrom resolved
 // (the downward API with the Pod's IP, ConfigMap and Secret keys) and
-// $(VAR) references expanded. The Pod passed has its IP in status.
-func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c *corev1.Container, imageEnv []string) ([]string, error) {
-	vals := map[string]string{}
+// $(VAR) references expanded. The Pod passed has its IP in status. vals
+// are env's values by name, for expanding the command and args.
+func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c *corev1.Container, imageEnv []string) (env []string, vals map[string]string, err error) {
+	vals = map[string]string{}
 	var order []string
 	set := func(k, v string) {
 		if _, ok := vals[k]; !ok {
@@ -32,7 +33,7 @@ func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 	}
 	links, err := serviceEnv(ctx, cs, pod)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys := make([]string, 0, len(links))
 	for k := range links {
@@ -45,7 +46,7 @@ func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 	for _, from := range c.EnvFrom {
 		data, err := envFromData(ctx, cs, pod.Namespace, from)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		keys := make([]string, 0, len(data))
 		for k := range data {
@@ -63,17 +64,17 @@ func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 		}
 		v, ok, err := valueFrom(ctx, cs, pod, c, e.ValueFrom)
 		if err != nil {
-			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+			return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
 		if ok {
 			set(e.Name, v)
 		}
 	}
-	env := make([]string, 0, len(order))
+	env = make([]string, 0, len(order))
 	for _, k := range order {
 		env = append(env, k+"="+vals[k])
 	}
-	return env, nil
+	return env, vals, nil
 }
 
 // valueFrom resolves one env valueFrom; ok is false for a missing
