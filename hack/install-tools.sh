@@ -71,7 +71,7 @@ install_envoy() {
 
 install_kube() {
 	# envtest expects kube-apiserver and etcd side by side (KUBEBUILDER_ASSETS=.tools/bin).
-	# The one-machine cluster (hack/cluster, make cluster) also runs
+	# The one-machine cluster (e2e/cluster, make cluster) also runs
 	# kube-controller-manager, kube-scheduler and kube-proxy: the same module
 	# builds them, each in about 15 s once the first one is built.
 	local c
