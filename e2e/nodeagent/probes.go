@@ -18,13 +18,22 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// probeKind is which of a container's probes a loop runs.
+type probeKind string
+
+const (
+	startupProbe   probeKind = "Startup"
+	livenessProbe  probeKind = "Liveness"
+	readinessProbe probeKind = "Readiness"
+)
+
 // probes runs the container's startup, readiness and liveness probes
 // until ctx ends (the process exited), as the kubelet does: the startup
 // probe first; a failed startup or liveness probe kills the container
 // (which restarts by the Pod's policy); readiness sets Ready.
 func (c *container) probes(ctx context.Context) {
 	if sp := c.spec.StartupProbe; sp != nil {
-		if !c.loop(ctx, sp, func(ok bool) bool { return !ok }) {
+		if !c.loop(ctx, sp, startupProbe) {
 			return
 		}
 		c.p.mu.Lock()
@@ -35,18 +44,18 @@ func (c *container) probes(ctx context.Context) {
 		c.p.a.notifyPod(c.p)
 	}
 	if lp := c.spec.LivenessProbe; lp != nil {
-		go c.loop(ctx, lp, func(ok bool) bool { return true })
+		go c.loop(ctx, lp, livenessProbe)
 	}
 	if rp := c.spec.ReadinessProbe; rp != nil {
-		c.loop(ctx, rp, nil)
+		c.loop(ctx, rp, readinessProbe)
 	}
 }
 
-// loop probes every period. With a nil until it is the readiness loop:
-// the result sets Ready after the thresholds. Otherwise it returns true
-// once until(true) is false after a success (a startup probe passed) and
-// kills the container after failureThreshold failures.
-func (c *container) loop(ctx context.Context, pr *corev1.Probe, until func(bool) bool) bool {
+// loop probes every period after the initial delay. Readiness sets Ready
+// after the thresholds; a startup or liveness probe kills the container
+// after failureThreshold failures (false), and a startup probe returns
+// true at its first success. It returns false when ctx ends.
+func (c *container) loop(ctx context.Context, pr *corev1.Probe, kind probeKind) bool {
 	period := seconds(pr.PeriodSeconds, 10)
 	timeout := seconds(pr.TimeoutSeconds, 1)
 	success, failure := int(max(pr.SuccessThreshold, 1)), int(max(pr.FailureThreshold, 3))
@@ -66,7 +75,8 @@ func (c *container) loop(ctx context.Context, pr *corev1.Probe, until func(bool)
 		} else {
 			okRun, failRun = 0, failRun+1
 		}
-		if until == nil {
+		switch {
+		case kind == readinessProbe:
 			c.p.mu.Lock()
 			was := c.ready
 			if okRun >= success {
@@ -82,20 +92,17 @@ func (c *container) loop(ctx context.Context, pr *corev1.Probe, until func(bool)
 			if changed {
 				c.p.a.notifyPod(c.p)
 			}
-		} else {
-			if err == nil && !until(true) {
-				return true
+		case err == nil && kind == startupProbe:
+			return true
+		case failRun >= failure:
+			c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed, killing container %s: %v", kind, c.spec.Name, err)
+			c.p.mu.Lock()
+			cmd := c.cmd
+			c.p.mu.Unlock()
+			if cmd != nil && cmd.Process != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
-			if failRun >= failure {
-				c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "Probe failed, killing container %s: %v", c.spec.Name, err)
-				c.p.mu.Lock()
-				cmd := c.cmd
-				c.p.mu.Unlock()
-				if cmd != nil && cmd.Process != nil {
-					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				}
-				return false
-			}
+			return false
 		}
 		select {
 		case <-ctx.Done():
