@@ -39,6 +39,7 @@ type container struct {
 	ready  bool
 	done   bool // exited and will not restart
 	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 	wakeCh chan struct{}
 	once   sync.Once
 }
@@ -196,7 +197,8 @@ func (c *container) runOnce() (exit int, err error) {
 		return -1, err
 	}
 	now := metav1.Now()
-	c.cmd = cmd
+	c.cmd, c.exited = cmd, make(chan struct{})
+	exited := c.exited
 	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
 	c.status.ContainerID = fmt.Sprintf("portcullis://%s-%d", c.p.pod.UID, cmd.Process.Pid)
 	c.status.ImageID = c.spec.Image
@@ -210,6 +212,7 @@ func (c *container) runOnce() (exit int, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.probes(ctx)
 	werr := cmd.Wait()
+	close(exited)
 	cancel()
 	c.p.mu.Lock()
 	c.cmd = nil
@@ -281,7 +284,7 @@ func (c *container) workingDir() string {
 // it has not exited after grace.
 func (c *container) kill(grace time.Duration) {
 	c.p.mu.Lock()
-	cmd := c.cmd
+	cmd, exited := c.cmd, c.exited
 	c.p.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return
@@ -289,22 +292,10 @@ func (c *container) kill(grace time.Duration) {
 	pid := cmd.Process.Pid
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	go func() {
-		deadline := time.After(grace)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-deadline:
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-				return
-			case <-tick.C:
-				c.p.mu.Lock()
-				same := c.cmd == cmd
-				c.p.mu.Unlock()
-				if !same {
-					return
-				}
-			}
+		select {
+		case <-time.After(grace):
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		case <-exited:
 		}
 	}()
 }
