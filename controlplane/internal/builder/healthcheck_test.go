@@ -3,8 +3,6 @@ package builder
 import (
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"math"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,15 +35,7 @@ func TestHTTPHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := httpHealthCheck(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
-			}
+			checkResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -82,15 +72,7 @@ func TestTCPHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tcpHealthCheck(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
-			}
+			checkResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -115,15 +97,7 @@ func TestGRPCHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := healthCheck(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
-			}
+			checkResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
