@@ -214,6 +214,20 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 	version := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 		Containers: []corev1.Container{{Name: "extprocserver", Image: "ghcr.io/portcullis/portcullis:" + tag, Command: []string{"extprocserver"}, Args: []string{"--version"}}}}}
 	create(cs.CoreV1().Pods(clusterNS).Create(ctx, version, metav1.CreateOptions{}))
+	// Init containers run first, in order, sharing the Pod's volumes; a
+	// failed one of a Pod that never restarts fails it.
+	initPod := shellPod("init", corev1.RestartPolicyNever, "cat /cluster-e2e-init/msg")
+	initPod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	initPod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/cluster-e2e-init"}}
+	for i, script := range []string{"echo first > /cluster-e2e-init/msg", "echo second >> /cluster-e2e-init/msg"} {
+		initPod.Spec.InitContainers = append(initPod.Spec.InitContainers, corev1.Container{
+			Name: fmt.Sprintf("init-%d", i), Image: shellImage, Command: []string{"sh", "-c", script},
+			VolumeMounts: initPod.Spec.Containers[0].VolumeMounts})
+	}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, initPod, metav1.CreateOptions{}))
+	initFails := shellPod("init-fails", corev1.RestartPolicyNever, "echo never runs")
+	initFails.Spec.InitContainers = []corev1.Container{{Name: "init", Image: shellImage, Command: []string{"sh", "-c", "exit 4"}}}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, initFails, metav1.CreateOptions{}))
 	// A container that fails is restarted (after the kubelet's 10 s back-off).
 	create(cs.CoreV1().Pods(clusterNS).Create(ctx, shellPod("crash", corev1.RestartPolicyAlways, "echo crashing; exit 3"), metav1.CreateOptions{}))
 	// An image the node does not know: an event and a waiting container,
@@ -240,7 +254,7 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 	refused.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
 	create(cs.CoreV1().Pods(clusterNS).Create(ctx, refused, metav1.CreateOptions{}))
 
-	for _, name := range []string{"client", "version", "secure", "readonly"} {
+	for _, name := range []string{"client", "version", "secure", "readonly", "init"} {
 		waitFor(t, time.Minute, "pod "+name+" Succeeded", func() error {
 			p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -318,6 +332,24 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 			}
 		}
 		return errors.New("no warning event naming runAsNonRoot")
+	})
+	logs, err = cs.CoreV1().Pods(clusterNS).GetLogs("init", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil || string(logs) != "first\nsecond\n" {
+		t.Errorf("logs of pod init (its init containers' file): %q, %v", logs, err)
+	}
+	waitFor(t, time.Minute, "pod init-fails Failed by its init container", func() error {
+		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "init-fails", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodFailed {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		if len(p.Status.InitContainerStatuses) != 1 || p.Status.InitContainerStatuses[0].State.Terminated == nil ||
+			p.Status.InitContainerStatuses[0].State.Terminated.ExitCode != 4 || p.Status.ContainerStatuses[0].State.Running != nil {
+			return permanent(fmt.Errorf("statuses: init %+v, containers %+v", p.Status.InitContainerStatuses, p.Status.ContainerStatuses))
+		}
+		return nil
 	})
 	waitFor(t, time.Minute, "pod unknown's ErrImagePull and its event", func() error {
 		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "unknown", metav1.GetOptions{})

@@ -29,6 +29,7 @@ const (
 type container struct {
 	p    *podRuntime
 	spec *corev1.Container
+	init bool // an init container: runs to success before the containers
 
 	argv     []string // resolved program and arguments; nil if it cannot run
 	env      []string
@@ -94,6 +95,17 @@ func (c *container) prepare(ctx context.Context, volumes map[string]string) erro
 		}
 		c.mounts = append(c.mounts, initMount{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
 	}
+	// The Pod's own /dev/shm, as its IPC namespace would give it: Envoys
+	// of two Pods would otherwise share their hot-restart memory (base-id
+	// 0) and the second would not start.
+	shm := filepath.Join(c.p.dir, "shm")
+	if err := os.MkdirAll(shm, 0o777); err != nil {
+		return err
+	}
+	if err := os.Chmod(shm, 0o1777); err != nil {
+		return err
+	}
+	c.mounts = append(c.mounts, initMount{Source: shm, Target: "/dev/shm"})
 	c.argv, c.env = argv, env
 	c.wakeCh = make(chan struct{})
 	return nil
@@ -146,6 +158,10 @@ func (c *container) supervise() {
 }
 
 func (c *container) restarts(exit int, err error) bool {
+	if c.init {
+		// Until it succeeds, unless the Pod never restarts anything.
+		return (exit != 0 || err != nil) && c.p.pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+	}
 	switch c.p.pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyNever:
 		return false

@@ -22,7 +22,7 @@ func (a *Agent) containerLogs(ctx context.Context, ns, podName, name string, opt
 		return nil, errdefs.NotFoundf("pod %s/%s", ns, podName)
 	}
 	var c *container
-	for _, cc := range p.containers {
+	for _, cc := range append(append([]*container(nil), p.inits...), p.containers...) {
 		if cc.spec.Name == name {
 			c = cc
 		}

@@ -20,22 +20,26 @@ type podRuntime struct {
 	a   *Agent
 	dir string
 
-	mu         sync.Mutex
-	pod        *corev1.Pod // spec as created, metadata as last updated
-	net        *podNetwork
-	startTime  metav1.Time
-	containers []*container
-	stopping   bool
-	stopped    chan struct{} // closed when stop has finished
-	wg         sync.WaitGroup
+	mu          sync.Mutex
+	pod         *corev1.Pod // spec as created, metadata as last updated
+	net         *podNetwork
+	startTime   metav1.Time
+	inits       []*container // init containers, run in order before containers
+	initialised bool         // every init container has succeeded
+	containers  []*container
+	stopping    bool
+	stopped     chan struct{} // closed when stop has finished
+	wg          sync.WaitGroup
 }
 
 // start sets the Pod up: address and namespace, volumes, then each
 // container's supervisor. An error before the containers leaves nothing
 // behind (the pod controller retries).
 func (a *Agent) startPod(ctx context.Context, pod *corev1.Pod) (_ *podRuntime, err error) {
-	if len(pod.Spec.InitContainers) > 0 {
-		return nil, errors.New("init containers are not supported by this node (docs/cluster.md)")
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.RestartPolicy != nil {
+			return nil, fmt.Errorf("init container %s: sidecar containers (restartPolicy) are not supported by this node (docs/cluster.md)", ic.Name)
+		}
 	}
 	if pod.Spec.HostNetwork {
 		return nil, errors.New("hostNetwork Pods are not supported by this node (docs/cluster.md)")
@@ -66,36 +70,86 @@ func (a *Agent) startPod(ctx context.Context, pod *corev1.Pod) (_ *podRuntime, e
 	if err != nil {
 		return nil, err
 	}
-	for i := range p.pod.Spec.Containers {
-		c := &container{p: p, spec: &p.pod.Spec.Containers[i]}
+	// An image the node does not have leaves its container waiting with
+	// ErrImagePull, a securityContext it cannot apply with
+	// CreateContainerConfigError (and the Pod Pending), not a hang.
+	prepare := func(spec *corev1.Container, init bool) (*container, error) {
+		c := &container{p: p, spec: spec, init: init}
+		waiting := "ContainerCreating"
+		if len(p.pod.Spec.InitContainers) > 0 && !init {
+			waiting = "PodInitializing"
+		}
 		c.status = corev1.ContainerStatus{
 			Name: c.spec.Name, Image: c.spec.Image,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting}},
 		}
 		if err := c.prepare(ctx, volumes); err != nil {
 			if errors.Is(err, errUnknownImage) {
 				c.status.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: err.Error()}
 				a.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.spec.Image, err)
-				p.containers = append(p.containers, c)
-				continue
+				return c, nil
 			}
 			if errors.Is(err, errContainerConfig) {
 				c.status.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 				a.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
-				p.containers = append(p.containers, c)
-				continue
+				return c, nil
 			}
 			return nil, fmt.Errorf("container %s: %w", c.spec.Name, err)
 		}
+		return c, nil
+	}
+	for i := range p.pod.Spec.InitContainers {
+		c, err := prepare(&p.pod.Spec.InitContainers[i], true)
+		if err != nil {
+			return nil, err
+		}
+		p.inits = append(p.inits, c)
+	}
+	for i := range p.pod.Spec.Containers {
+		c, err := prepare(&p.pod.Spec.Containers[i], false)
+		if err != nil {
+			return nil, err
+		}
 		p.containers = append(p.containers, c)
 	}
+	p.wg.Add(1)
+	go p.run()
+	return p, nil
+}
+
+// run runs the init containers one after the other, each until it
+// succeeds (a failed one restarts with back-off, unless the Pod's
+// restartPolicy is Never: then the Pod fails), then starts the
+// containers' supervisors.
+func (p *podRuntime) run() {
+	defer p.wg.Done()
+	for _, c := range p.inits {
+		if c.argv == nil {
+			return // ErrImagePull: the Pod stays Pending
+		}
+		p.wg.Add(1)
+		c.supervise()
+		p.mu.Lock()
+		ok := !p.stopping && c.status.State.Terminated != nil && c.status.State.Terminated.ExitCode == 0
+		p.mu.Unlock()
+		if !ok {
+			return
+		}
+	}
+	p.mu.Lock()
+	if p.stopping {
+		p.mu.Unlock()
+		return
+	}
+	p.initialised = true
 	for _, c := range p.containers {
 		if c.argv != nil {
 			p.wg.Add(1)
 			go c.supervise()
 		}
 	}
-	return p, nil
+	p.mu.Unlock()
+	p.a.notifyPod(p)
 }
 
 // stop terminates the containers (SIGTERM, SIGKILL after grace), then
@@ -108,7 +162,7 @@ func (p *podRuntime) stop(grace time.Duration) {
 		return
 	}
 	p.stopping = true
-	cs := p.containers
+	cs := append(append([]*container(nil), p.inits...), p.containers...)
 	p.mu.Unlock()
 	for _, c := range cs {
 		c.wake()
@@ -149,7 +203,17 @@ func (p *podRuntime) statusLocked() corev1.PodStatus {
 		StartTime: &p.startTime,
 		QOSClass:  qosClass(p.pod),
 	}
-	allReady, running, waiting, terminated, failed := true, 0, 0, 0, 0
+	initFailed := false
+	for _, c := range p.inits {
+		cs := *c.status.DeepCopy()
+		t := cs.State.Terminated
+		cs.Ready = t != nil && t.ExitCode == 0
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+		if c.done && (t == nil || t.ExitCode != 0) {
+			initFailed = true
+		}
+	}
+	allReady, running, waiting, terminated, failed := p.initialised, 0, 0, 0, 0
 	for _, c := range p.containers {
 		cs := *c.status.DeepCopy()
 		cs.Ready = c.ready
@@ -171,6 +235,10 @@ func (p *podRuntime) statusLocked() corev1.PodStatus {
 	}
 	final := terminated == len(p.containers) && p.allDone()
 	switch {
+	case initFailed:
+		st.Phase = corev1.PodFailed
+	case !p.initialised:
+		st.Phase = corev1.PodPending
 	case final && failed > 0:
 		st.Phase = corev1.PodFailed
 	case final:
@@ -199,7 +267,7 @@ func (p *podRuntime) statusLocked() corev1.PodStatus {
 	}
 	st.Conditions = []corev1.PodCondition{
 		cond(corev1.PodReadyToStartContainers, true),
-		cond(corev1.PodInitialized, true),
+		cond(corev1.PodInitialized, p.initialised),
 		cond(corev1.ContainersReady, allReady),
 		cond(corev1.PodReady, allReady),
 		cond(corev1.PodScheduled, true),

@@ -1,0 +1,370 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/e2e/harness"
+)
+
+const (
+	chartRelease = "portcullis" // the chart's full name is the release's
+	quickstartNS = "quickstart" // the demo's application
+	testserverES = chartRelease + "-authserver"
+)
+
+// TestClusterChart installs charts/portcullis into the one-machine cluster
+// with the Helm CLI, as users do, with the images of make image: the Pods
+// start (the Envoy Pods' bootstrap init container, both containers' and
+// the auth server's probes pass), the control plane writes statuses, and
+// the demo's requests (examples/quickstart: a protected route, a public
+// one, a denial, the HTTPS redirect) go through the Pod-networked Envoys,
+// reached at their Service's ClusterIP from the host, to an echo Pod. Then
+// helm upgrade with changed values takes effect, and helm uninstall
+// leaves none of the release's objects behind.
+func TestClusterChart(t *testing.T) {
+	c := harness.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cs := c.Clientset
+
+	start := time.Now()
+	install := []string{"install", chartRelease, "charts/portcullis", "--namespace", chartNamespace, "--create-namespace",
+		"--set", "authserver.enabled=true", "--set", "authserver.backend=testserver"}
+	if out, err := c.Helm(t, install...); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	waitAvailable(ctx, t, c, chartRelease, 2)
+	waitAvailable(ctx, t, c, testserverES, 2)
+	t.Logf("helm install: Deployments available in %s", time.Since(start).Round(100*time.Millisecond))
+	// The bootstrap init container wrote Envoy's configuration and exited.
+	for _, p := range envoyPods(ctx, t, c) {
+		if len(p.Status.InitContainerStatuses) != 1 || p.Status.InitContainerStatuses[0].State.Terminated == nil ||
+			p.Status.InitContainerStatuses[0].State.Terminated.ExitCode != 0 {
+			t.Errorf("pod %s: init container statuses %+v, want bootstrap terminated with 0", p.Name, p.Status.InitContainerStatuses)
+		}
+	}
+
+	// The quickstart's application: an echo Deployment and Service, the
+	// TLS Secret and the HTTPProxy, protected by the chart's testserver.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: quickstartNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the namespace's default ServiceAccount", func() error {
+		_, err := cs.CoreV1().ServiceAccounts(quickstartNS).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+	secret := quickstartObject[*corev1.Secret](t, "tls-secret.yaml")
+	proxy := quickstartObject[*contourv1.HTTPProxy](t, "httpproxy.yaml")
+	proxy.Spec.VirtualHost.Authorization.ExtensionServiceRef = contourv1.ExtensionServiceReference{Namespace: chartNamespace, Name: testserverES}
+	echoSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	for _, o := range []client.Object{secret, proxy, echoSvc, echoDeployment()} {
+		o.SetNamespace(quickstartNS)
+		if err := c.Client.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	waitAvailable(ctx, t, c, "echo", 2, quickstartNS)
+
+	// The control plane's statuses: the HTTPProxy and the chart's
+	// ExtensionService valid.
+	waitFor(t, time.Minute, "the HTTPProxy's status valid", func() error {
+		var p contourv1.HTTPProxy
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(proxy), &p); err != nil {
+			return err
+		}
+		if p.Status.CurrentStatus != "valid" {
+			return fmt.Errorf("status %q: %s %+v", p.Status.CurrentStatus, p.Status.Description, p.Status.Conditions)
+		}
+		return nil
+	})
+
+	envoySvc, err := cs.CoreV1().Services(chartNamespace).Get(ctx, chartRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := envoySvc.Spec.ClusterIP
+	demoRequests(t, clusterIP, 443, 80)
+	// Every Envoy Pod serves (the ClusterIP balances connections).
+	for _, p := range envoyPods(ctx, t, c) {
+		https := harness.HTTPSClient(quickstartCA(t), net.JoinHostPort(p.Status.PodIP, "8443"))
+		harness.EventuallyEcho(t, https, harness.MustRequest(t, "https://echo.example.com/public/"+p.Name), 200)
+	}
+
+	// helm upgrade: the Service's HTTPS port changes (so does the
+	// redirect's), and the GatewayClass is created now that the Gateway
+	// API CRDs are there; the control plane accepts it.
+	start = time.Now()
+	upgrade := []string{"upgrade", chartRelease, "charts/portcullis", "--namespace", chartNamespace, "--reuse-values",
+		"--set", "envoy.service.httpsPort=9443", "--set", "gatewayAPI.gatewayClass.create=true"}
+	if out, err := c.Helm(t, upgrade...); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	waitFor(t, 3*time.Minute, "the upgraded Envoy Deployment rolled out", func() error {
+		d, err := cs.AppsV1().Deployments(chartNamespace).Get(ctx, chartRelease, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.Replicas != 2 {
+			return fmt.Errorf("%d updated, %d available, %d in all", d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.Replicas)
+		}
+		return nil
+	})
+	t.Logf("helm upgrade: rolled out in %s", time.Since(start).Round(100*time.Millisecond))
+	demoRequests(t, clusterIP, 9443, 80)
+	waitFor(t, time.Minute, "the GatewayClass accepted", func() error {
+		var gc gwapiv1.GatewayClass
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: "portcullis"}, &gc); err != nil {
+			return err
+		}
+		for _, cond := range gc.Status.Conditions {
+			if cond.Type == string(gwapiv1.GatewayClassConditionStatusAccepted) && cond.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", gc.Status.Conditions)
+	})
+
+	// helm uninstall: nothing of the release is left, in its namespace or
+	// cluster-wide (but the CRDs, which Helm keeps on purpose).
+	if err := releaseLeftovers(ctx, c); err == nil || !strings.Contains(err.Error(), "ClusterRole portcullis") || !strings.Contains(err.Error(), "GatewayClass portcullis") {
+		t.Fatalf("before helm uninstall, the release's objects (ClusterRole, GatewayClass...) should be found: %v", err)
+	}
+	if out, err := c.Helm(t, "uninstall", chartRelease, "--namespace", chartNamespace, "--wait"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	waitFor(t, 2*time.Minute, "nothing of the release left", func() error {
+		return releaseLeftovers(ctx, c)
+	})
+	if err := cs.CoreV1().Namespaces().Delete(ctx, quickstartNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// demoRequests sends the quickstart demo's requests (hack/demo.sh) to
+// Envoy at ip: HTTPS on httpsPort, plain HTTP on httpPort.
+func demoRequests(t *testing.T, ip string, httpsPort, httpPort int) {
+	t.Helper()
+	https := harness.HTTPSClient(quickstartCA(t), net.JoinHostPort(ip, fmt.Sprint(httpsPort)))
+	httpc := harness.HTTPClient(net.JoinHostPort(ip, fmt.Sprint(httpPort)))
+	// A protected route: the testserver allowed it and added its headers.
+	got := harness.EventuallyEcho(t, https, harness.MustRequest(t, "https://echo.example.com/hello"), http.StatusOK)
+	if err := harness.WantHeaders(got.Headers, map[string]string{"Auth-Handler": "testserver", "Auth-Context-Route": "root"}); err != nil {
+		t.Errorf("protected route: %v", err)
+	}
+	// authPolicy.disabled: the auth server is not called.
+	got = harness.EventuallyEcho(t, https, harness.MustRequest(t, "https://echo.example.com/public/page"), http.StatusOK)
+	if err := harness.WantHeaders(got.Headers, map[string]string{"Auth-Handler": ""}); err != nil {
+		t.Errorf("public route: %v", err)
+	}
+	// The route whose context tells the testserver to deny.
+	waitFor(t, 30*time.Second, "GET /deny denied", func() error {
+		if code, err := harness.StatusCode(https, "https://echo.example.com/deny"); err != nil || code != http.StatusForbidden {
+			return fmt.Errorf("%d, %v; want 403", code, err)
+		}
+		return nil
+	})
+	// Plain HTTP to a TLS virtual host: the redirect to the Service's HTTPS port.
+	want := "https://echo.example.com/hello"
+	if httpsPort != 443 {
+		want = fmt.Sprintf("https://echo.example.com:%d/hello", httpsPort)
+	}
+	waitFor(t, 30*time.Second, "GET http://echo.example.com/hello redirected to "+want, func() error {
+		resp, err := httpc.Get("http://echo.example.com/hello")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != want {
+			return fmt.Errorf("%d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		return nil
+	})
+}
+
+// waitAvailable waits for a Deployment's replicas to be available (Pods
+// Ready: their probes pass).
+func waitAvailable(ctx context.Context, t *testing.T, c *harness.KubeCluster, name string, replicas int32, namespace ...string) {
+	t.Helper()
+	ns := chartNamespace
+	if len(namespace) > 0 {
+		ns = namespace[0]
+	}
+	waitFor(t, 3*time.Minute, fmt.Sprintf("Deployment %s/%s's %d available replicas", ns, name, replicas), func() error {
+		d, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas != replicas {
+			return fmt.Errorf("%d available; pods: %s", d.Status.AvailableReplicas, podStates(ctx, c, ns, d))
+		}
+		return nil
+	})
+}
+
+// podStates describes a Deployment's Pods, for failure messages.
+func podStates(ctx context.Context, c *harness.KubeCluster, ns string, d *appsv1.Deployment) string {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return err.Error()
+	}
+	pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		var cs []string
+		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			state := "running"
+			switch {
+			case s.State.Waiting != nil:
+				state = "waiting " + s.State.Waiting.Reason + " " + s.State.Waiting.Message
+			case s.State.Terminated != nil:
+				state = fmt.Sprintf("terminated %d", s.State.Terminated.ExitCode)
+			}
+			if s.RestartCount > 0 {
+				logs, _ := c.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: s.Name, Previous: true}).DoRaw(ctx)
+				state += " (last run's log: " + tail(string(logs), 5) + ")"
+			}
+			cs = append(cs, fmt.Sprintf("%s %s ready=%v restarts=%d", s.Name, state, s.Ready, s.RestartCount))
+		}
+		out = append(out, fmt.Sprintf("%s %s [%s]", p.Name, p.Status.Phase, strings.Join(cs, "; ")))
+	}
+	return strings.Join(out, ", ")
+}
+
+func envoyPods(ctx context.Context, t *testing.T, c *harness.KubeCluster) []corev1.Pod {
+	t.Helper()
+	pods, err := c.Clientset.CoreV1().Pods(chartNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=envoy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no Envoy pods")
+	}
+	return out
+}
+
+// releaseLeftovers lists the objects of every kind the API serves that
+// belong to the release (its instance label), but the CRDs Helm keeps.
+func releaseLeftovers(ctx context.Context, c *harness.KubeCluster) error {
+	rc := rest.CopyConfig(c.REST)
+	rc.WarningHandler = rest.NoWarnings{} // deprecated kinds are listed too
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	lists, err := c.Clientset.Discovery().ServerPreferredResources()
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return err
+		}
+		for _, r := range l.APIResources {
+			if !slices.Contains(r.Verbs, "list") || strings.Contains(r.Name, "/") ||
+				r.Name == "customresourcedefinitions" || r.Name == "events" {
+				continue
+			}
+			objs, err := dc.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
+			if err != nil {
+				if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+					continue
+				}
+				return fmt.Errorf("list %s: %w", r.Name, err)
+			}
+			for _, o := range objs.Items {
+				left = append(left, describeObj(r.Kind, &o))
+			}
+		}
+	}
+	// Helm's release records.
+	secrets, err := c.Clientset.CoreV1().Secrets(chartNamespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + chartRelease})
+	if err != nil {
+		return err
+	}
+	for _, s := range secrets.Items {
+		left = append(left, "Secret "+s.Name)
+	}
+	if len(left) > 0 {
+		return errors.New("left: " + strings.Join(left, ", "))
+	}
+	return nil
+}
+
+func describeObj(kind string, o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return kind + " " + o.GetName()
+	}
+	return kind + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// quickstartObject decodes one object of examples/quickstart.
+func quickstartObject[T client.Object](t *testing.T, file string) T {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), "examples", "quickstart", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeManifests(string(b))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%s: %d objects, %v", file, len(objs), err)
+	}
+	obj, err := harness.Scheme.New(objs[0].GroupVersionKind())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, obj); err != nil {
+		t.Fatal(err)
+	}
+	out, ok := obj.(T)
+	if !ok {
+		t.Fatalf("%s: a %T", file, obj)
+	}
+	out.SetResourceVersion("")
+	return out
+}
+
+func quickstartCA(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), "examples", "quickstart", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
