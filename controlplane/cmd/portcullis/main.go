@@ -422,6 +422,10 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				// route parents and policy ancestors naming it are ours.
 				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log,
 					GatewayController: gwapiv1.GatewayController(opts.Builder.GatewayControllerName)}
+				if opts.Builder.GatewayServicePerGateway {
+					ns, _, _ := strings.Cut(opts.Builder.GatewayEnvoyService, "/")
+					cfg.GatewayServices = &statuswriter.Services{Cache: p.Cache(), Client: p.Client(), Namespace: ns, Log: log}
+				}
 			default:
 				return fmt.Errorf("unknown provider %q: use file or kubernetes", provider)
 			}

@@ -23,10 +23,10 @@ package builder
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
-	"sort"
-
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -78,6 +78,9 @@ type Options struct {
 	// every Gateway's status.addresses (config.Gateway).
 	GatewayAddresses    []string
 	GatewayEnvoyService string
+	// GatewayServicePerGateway gives each Gateway its own Envoy ports and
+	// Service (config.Gateway.ServicePerGateway, gatewayservices.go).
+	GatewayServicePerGateway bool
 	// Extensions are the kinds the extension servers registered.
 	Extensions ExtensionKinds
 }
@@ -88,6 +91,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 	o.RateLimitService = c.RateLimitService
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.GatewayAddresses, o.GatewayEnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
+	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
 	o.Extensions = extensionKindsOf(c)
 	return o
 }
@@ -105,6 +109,10 @@ type Result struct {
 	// processing (configuration file) whose ExtensionService is missing or
 	// invalid: they fail closed and need an operator.
 	Unavailable []status.Problem
+	// GatewayServices are the Services of the Gateways with
+	// Options.GatewayServicePerGateway (sorted by name): what the Services
+	// labelled GatewayServiceLabel in Envoy's namespace should be.
+	GatewayServices []*corev1.Service
 }
 
 // Kinds, as they appear in status references.
@@ -138,10 +146,11 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	}
 	uses := memo.keep(results)
 	b.markOrphans(snap)
-	buildGatewayAPI(snap, model, b, memo)
+	services := buildGatewayAPI(snap, model, b, memo)
 	b.finish(model, uses)
 
-	res := &Result{Model: model}
+	res := &Result{Model: model, GatewayServices: services}
+	slices.SortFunc(res.GatewayServices, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {
 		if p != nil {
 			res.Unavailable = append(res.Unavailable, *p)

@@ -2,7 +2,9 @@ package builder
 
 import (
 	"cmp"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -69,14 +71,22 @@ type gatewayStage struct {
 	authPolicies, procPolicies policySet
 	// extPolicies are the extensions' policies, one set per kind.
 	extPolicies []policySet
+	// perGateway: gateway.servicePerGateway (gatewayservices.go); ports
+	// are then each Gateway's Envoy ports by listener port, and envoyNS
+	// and envoySvc the Service in front of Envoy (nil if missing).
+	perGateway bool
+	ports      map[types.NamespacedName]map[int32]uint32
+	envoyNS    string
+	envoySvc   *corev1.Service
 }
 
 // buildGatewayAPI is the Gateway API stage: it adds the Gateway API's
 // virtual hosts, listeners, clusters and secrets to m, and the statuses of
-// its objects to b.
-func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) {
+// its objects to b. With gateway.servicePerGateway it returns the
+// Gateways' Services.
+func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) (services []*corev1.Service) {
 	if len(snap.in.GatewayClasses) == 0 && len(snap.in.ExtAuthPolicies) == 0 && len(snap.in.ExtProcPolicies) == 0 {
-		return // nothing can be ours (policies are: they say what they found)
+		return nil // nothing can be ours (policies are: they say what they found)
 	}
 	out := newOutput()
 	g := &gatewayStage{
@@ -95,6 +105,18 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) {
 		g.namespaceLabels[ns.Name] = ns.Labels
 	}
 	g.buildClasses()
+	if snap.opts.GatewayServicePerGateway {
+		g.perGateway = true
+		ns, name, _ := strings.Cut(snap.opts.GatewayEnvoyService, "/")
+		g.envoyNS, g.envoySvc = ns, snap.services[nn(ns, name)]
+		var ours []*gwapiv1.Gateway
+		for _, gw := range snap.in.Gateways {
+			if _, ok := g.classes[string(gw.Spec.GatewayClassName)]; ok {
+				ours = append(ours, gw)
+			}
+		}
+		g.ports = gatewayPorts(snap, ns, ours)
+	}
 	for _, gw := range snap.in.Gateways {
 		if accepted, ours := g.classes[string(gw.Spec.GatewayClassName)]; ours {
 			x := g.buildGateway(gw, accepted)
@@ -115,6 +137,13 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) {
 		g.gatewayStatus(x)
 	}
 	g.policyStatuses()
+	if g.perGateway && g.envoySvc != nil {
+		for _, x := range g.gateways {
+			if x.accepted() {
+				services = append(services, gatewayService(x.gw, g.envoySvc, g.ports[nn(x.gw.Namespace, x.gw.Name)]))
+			}
+		}
+	}
 	for ref, o := range out.status {
 		b.out.status[ref] = o
 	}
@@ -122,6 +151,7 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) {
 	b.addSecrets(out.secrets)
 	b.out.clusterUses = append(b.out.clusterUses, out.clusterUses...)
 	b.out.secretUses = append(b.out.secretUses, out.secretUses...)
+	return services
 }
 
 // gatewayAPIStatus returns (creating) the findings of a Gateway API

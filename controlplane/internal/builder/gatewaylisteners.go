@@ -133,8 +133,12 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	}
 	if ls.Port < 1 || ls.Port > 65535 {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "port %d is not a port", ls.Port)
-	} else {
+	} else if !g.perGateway {
 		l.envoyPort = envoyPort(ls.Port)
+	} else if p, ok := g.ports[nn(x.gw.Namespace, x.gw.Name)][ls.Port]; ok {
+		l.envoyPort = p
+	} else {
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "no Envoy port left for port %d (Gateways have ports %d to %d)", ls.Port, gatewayPortFirst, gatewayPortLast)
 	}
 	if ls.Hostname != nil {
 		l.hostname = strings.ToLower(string(*ls.Hostname))

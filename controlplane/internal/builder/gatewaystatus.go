@@ -66,6 +66,14 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	if accepted.Status != metav1.ConditionTrue {
 		programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, accepted.Message, gen)
 	}
+	addresses := g.addresses
+	if g.perGateway {
+		addresses = g.ownAddresses(x)
+		if len(addresses) == 0 && programmed.Status == metav1.ConditionTrue {
+			programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonAddressNotAssigned,
+				"its Service "+g.envoyNS+"/"+gatewayServiceName(nn(x.gw.Namespace, x.gw.Name))+" has no address yet", gen)
+		}
+	}
 	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
-	x.st.GatewayAPI.Addresses = g.addresses
+	x.st.GatewayAPI.Addresses = addresses
 }

@@ -158,6 +158,12 @@ type Gateway struct {
 	// its load balancer's addresses (else its cluster IPs) are reported in
 	// every Gateway's status.addresses too.
 	EnvoyService string `json:"envoyService,omitempty"`
+	// ServicePerGateway gives each Gateway its own Envoy ports and its own
+	// Service in front of Envoy (in EnvoyService's namespace, with its
+	// type and selector), whose addresses are that Gateway's: Gateways are
+	// isolated from each other (each its own address, any listener
+	// hostnames and ports). Needs EnvoyService; excludes Addresses.
+	ServicePerGateway bool `json:"servicePerGateway,omitempty"`
 }
 
 // DefaultGatewayControllerName is the controller name of the GatewayClasses
@@ -464,6 +470,14 @@ func (c *Config) validate() []string {
 	if s := c.Gateway.EnvoyService; s != "" {
 		if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			add("gateway.envoyService", "must be namespace/name, got %q", s)
+		}
+	}
+	if c.Gateway.ServicePerGateway {
+		if c.Gateway.EnvoyService == "" {
+			add("gateway.servicePerGateway", "needs gateway.envoyService (the Service whose namespace, type and selector each Gateway's Service takes)")
+		}
+		if len(c.Gateway.Addresses) > 0 {
+			add("gateway.servicePerGateway", "excludes gateway.addresses: each Gateway's addresses are its own Service's")
 		}
 	}
 	if p := c.GlobalExtProc; p != nil {

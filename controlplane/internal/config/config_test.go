@@ -73,9 +73,11 @@ func TestParseErrors(t *testing.T) {
 		name, in, want string
 	}{
 		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extensions, gateway, globalExtAuth, globalExtProc, limits, rateLimitService)`},
-		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService)`},
+		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService, servicePerGateway)`},
 		{"gateway address neither IP nor host name", "gateway: {addresses: [10.0.0.1, 'not an address']}", `gateway.addresses[1]: must be an IP address or a host name, got "not an address"`},
 		{"envoy service without namespace", "gateway: {envoyService: envoy}", `gateway.envoyService: must be namespace/name, got "envoy"`},
+		{"service per gateway without envoy service", "gateway: {servicePerGateway: true}", `gateway.servicePerGateway: needs gateway.envoyService`},
+		{"service per gateway with addresses", "gateway: {servicePerGateway: true, envoyService: a/b, addresses: [10.0.0.1]}", `gateway.servicePerGateway: excludes gateway.addresses`},
 		{"controller name without a domain", "gateway: {controllerName: portcullis}", `gateway.controllerName: must be a domain-prefixed path`},
 		{"unknown limit", "limits: {maxDepth: 3}", `c.yaml: limits.maxDepth: unknown field (known fields: maxIncludeDepth, maxIncludesPerRoot, maxRoutesPerVirtualHost)`},
 		{"negative limit", "limits: {maxRoutesPerVirtualHost: -1}", `c.yaml: limits.maxRoutesPerVirtualHost: must be at least 1 (or 0 for the default), got -1`},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
@@ -45,7 +46,12 @@ type Config struct {
 	Debounce time.Duration
 	Provider Provider
 	Status   statuswriter.Writer
-	Log      *slog.Logger
+	// GatewayServices, when set, keeps the Gateways' Services as each
+	// build wants them (gateway.servicePerGateway; statuswriter.Services).
+	GatewayServices interface {
+		Apply(ctx context.Context, want []*corev1.Service) error
+	}
+	Log *slog.Logger
 	// Options, when set, delivers new pipeline options (the configuration
 	// file changed); each one triggers a rebuild of the last snapshot.
 	Options OptionsSource
@@ -94,6 +100,9 @@ type Server struct {
 	// toWrite hands the newest statuses to the status writer's goroutine:
 	// writing thousands of statuses must not hold back the next build.
 	toWrite chan []statuswriter.Update
+	// servicesChanged tells the Gateways' Services writer that a build
+	// changed services.
+	servicesChanged chan struct{}
 
 	mu       sync.Mutex
 	version  string
@@ -107,6 +116,10 @@ type Server struct {
 	lastSet  *objects.Set
 	lastRes  *pipeline.Result
 	statuses []statuswriter.Update
+	// services is the Gateways' Services of the last build
+	// (gateway.servicePerGateway), servicesBuilt whether there was one.
+	services      []*corev1.Service
+	servicesBuilt bool
 	// extProblems are the ExtensionError problems of the last build, by
 	// object: errors under failurePolicy Closed, warnings under Open.
 	extProblems map[objects.Ref][]extProblem
@@ -126,7 +139,7 @@ type Server struct {
 // It serves nothing yet; close stops what it started.
 func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status, cfg.Leader),
-		toWrite: make(chan []statuswriter.Update, 1), cache: pipeline.NewCache()}
+		toWrite: make(chan []statuswriter.Update, 1), servicesChanged: make(chan struct{}, 1), cache: pipeline.NewCache()}
 	if cfg.XDSTLS != nil {
 		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "portcullis_xds_certificate_expiry_timestamp_seconds",
@@ -217,10 +230,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go s.loop(ctx, updates, options)
 	if cfg.Leader == nil {
-		go s.writeStatuses(ctx)
+		go s.write(ctx)
 	} else {
 		// Every replica watches, builds and serves xDS; only the leader
-		// writes status.
+		// writes to the API server (status, the Gateways' Services).
 		led := make(chan struct{})
 		go func() {
 			defer close(led)
@@ -267,6 +280,15 @@ func (s *Server) lead(ctx context.Context) {
 	s.mu.Unlock()
 	if len(all) > 0 && s.cfg.Status != nil {
 		s.cfg.Status.Write(ctx, all)
+	}
+	s.write(ctx)
+}
+
+// write runs what writes to the API server, the statuses and the Gateways'
+// Services, until ctx ends.
+func (s *Server) write(ctx context.Context) {
+	if s.cfg.GatewayServices != nil {
+		go s.applyServices(ctx)
 	}
 	s.writeStatuses(ctx)
 }
@@ -437,6 +459,39 @@ func (s *Server) publishStatus(ctx context.Context) {
 	default:
 	}
 	s.toWrite <- batch
+	if s.cfg.GatewayServices != nil {
+		s.mu.Lock()
+		s.services, s.servicesBuilt = res.Build.GatewayServices, true
+		s.mu.Unlock()
+		select {
+		case s.servicesChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// applyServices keeps the Gateways' Services as the newest build wants
+// them, retrying a failed write every few seconds, until ctx ends. It
+// starts with the last build's (a new leader's, built while following).
+func (s *Server) applyServices(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		want, built := s.services, s.servicesBuilt
+		s.mu.Unlock()
+		var retry <-chan time.Time
+		if built {
+			if err := s.cfg.GatewayServices.Apply(ctx, want); err != nil && ctx.Err() == nil {
+				s.cfg.Log.Warn("writing the Gateways' Services", "error", err)
+				retry = time.After(5 * time.Second)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.servicesChanged:
+		case <-retry:
+		}
+	}
 }
 
 // fullStatusPass is how often every status is checked against the API

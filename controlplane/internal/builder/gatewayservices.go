@@ -1,0 +1,166 @@
+package builder
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// With gateway.servicePerGateway each Gateway has Envoy ports of its own
+// and a Service in front of them: clients reach a Gateway at its own
+// Service's address on its listeners' ports, so Gateways never share a
+// listener (any hostnames, any ports, like a Gateway per Envoy).
+
+// The Envoy ports handed to Gateways: above the shared listeners' and the
+// admin interface's usual ports.
+const (
+	gatewayPortFirst = 20000
+	gatewayPortLast  = 29999
+)
+
+// Labels and annotations of the Services this control plane manages.
+const (
+	// GatewayServiceLabel marks them (the writer lists them by it); its
+	// value is the Gateway's "namespace.name" cut to a label value.
+	GatewayServiceLabel = "gateway.portcullis.dev/gateway"
+	// GatewayServiceAnnotation names the Gateway ("namespace/name").
+	GatewayServiceAnnotation = "gateway.portcullis.dev/gateway"
+)
+
+// gatewayServiceName is the name of a Gateway's Service in Envoy's
+// namespace: readable, and unique by the hash of the Gateway's name.
+func gatewayServiceName(gw types.NamespacedName) string {
+	h := sha256.Sum256([]byte(gw.String()))
+	prefix := strings.Trim(gw.Namespace+"-"+gw.Name, "-.")
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-.")
+	}
+	return strings.ReplaceAll(prefix, ".", "-") + "-" + hex.EncodeToString(h[:])[:10]
+}
+
+// gatewayPorts hands each Gateway's listener ports their Envoy ports:
+// the ports its Service already maps them to when still free, then the
+// lowest free ones, oldest Gateway first, so a Gateway keeps its ports
+// while others come and go. A port left without one (the range is
+// full) is missing from the map.
+func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[types.NamespacedName]map[int32]uint32 {
+	gws = slices.Clone(gws)
+	slices.SortStableFunc(gws, func(a, b *gwapiv1.Gateway) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	out := map[types.NamespacedName]map[int32]uint32{}
+	taken := map[uint32]bool{}
+	listenerPorts := func(gw *gwapiv1.Gateway) []int32 {
+		var ps []int32
+		for _, l := range gw.Spec.Listeners {
+			if l.Port >= 1 && l.Port <= 65535 && !slices.Contains(ps, l.Port) {
+				ps = append(ps, l.Port)
+			}
+		}
+		return ps
+	}
+	// Kept: what the Service maps now.
+	for _, gw := range gws {
+		key := nn(gw.Namespace, gw.Name)
+		out[key] = map[int32]uint32{}
+		svc := snap.services[nn(envoyNS, gatewayServiceName(key))]
+		if svc == nil || svc.Annotations[GatewayServiceAnnotation] != key.String() {
+			continue
+		}
+		for _, p := range listenerPorts(gw) {
+			for _, sp := range svc.Spec.Ports {
+				e := uint32(sp.TargetPort.IntValue())
+				if sp.Port == p && e >= gatewayPortFirst && e <= gatewayPortLast && !taken[e] {
+					out[key][p], taken[e] = e, true
+				}
+			}
+		}
+	}
+	next := uint32(gatewayPortFirst)
+	for _, gw := range gws {
+		key := nn(gw.Namespace, gw.Name)
+		for _, p := range listenerPorts(gw) {
+			if _, ok := out[key][p]; ok {
+				continue
+			}
+			for next <= gatewayPortLast && taken[next] {
+				next++
+			}
+			if next > gatewayPortLast {
+				break
+			}
+			out[key][p], taken[next] = next, true
+		}
+	}
+	return out
+}
+
+// gatewayService is the Service of a Gateway: in Envoy's namespace, with
+// the type and selector of the Service in front of Envoy, a port per
+// listener port to the Gateway's Envoy port.
+func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]uint32) *corev1.Service {
+	key := nn(gw.Namespace, gw.Name)
+	label := strings.Trim(gw.Namespace+"."+gw.Name, "-.")
+	if len(label) > 63 {
+		label = strings.Trim(label[:63], "-.")
+	}
+	svc := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   envoy.Namespace,
+			Name:        gatewayServiceName(key),
+			Labels:      map[string]string{GatewayServiceLabel: label},
+			Annotations: map[string]string{GatewayServiceAnnotation: key.String()},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     envoy.Spec.Type,
+			Selector: envoy.Spec.Selector,
+		},
+	}
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer || svc.Spec.Type == corev1.ServiceTypeNodePort {
+		svc.Spec.ExternalTrafficPolicy = envoy.Spec.ExternalTrafficPolicy
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.Type == "" {
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+	}
+	listenerPorts := make([]int32, 0, len(ports))
+	for p := range ports {
+		listenerPorts = append(listenerPorts, p)
+	}
+	slices.Sort(listenerPorts)
+	for _, p := range listenerPorts {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name:       fmt.Sprintf("port-%d", p),
+			Protocol:   corev1.ProtocolTCP,
+			Port:       p,
+			TargetPort: intstr.FromInt32(int32(ports[p])),
+		})
+	}
+	return svc
+}
+
+// serviceAddresses are a Service's addresses for a Gateway's status: its
+// load balancer's when it has one, else its cluster IPs.
+func serviceAddresses(svc *corev1.Service, add func(string)) {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		add(in.IP)
+		add(in.Hostname)
+	}
+	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+		for _, ip := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
+			add(ip)
+		}
+	}
+}

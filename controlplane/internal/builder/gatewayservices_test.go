@@ -1,0 +1,181 @@
+package builder
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// perGatewayBase: the Service in front of Envoy, and three Gateways of
+// different ages: two whose listeners (port 80, any host) would share
+// one listener without gateway.servicePerGateway, and one with two
+// ports, each with a route. Gateway "new" has a Service already, mapping
+// 80 to 20007.
+const perGatewayBase = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: portcullis}
+spec: {controllerName: portcullis.dev/gateway-controller}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: envoy, namespace: portcullis}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: envoy}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: old, namespace: a, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  gatewayClassName: portcullis
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: two-ports, namespace: b, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  gatewayClassName: portcullis
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: other, port: 8080, protocol: HTTP}
+  - {name: more, port: 8080, protocol: HTTP, hostname: more.example.com}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: new, namespace: a, creationTimestamp: "2026-01-03T00:00:00Z"}
+spec:
+  gatewayClassName: portcullis
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: a-new-%s
+  namespace: portcullis
+  labels: {gateway.portcullis.dev/gateway: a.new}
+  annotations: {gateway.portcullis.dev/gateway: a/new}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.0.0.7
+  ports: [{name: port-80, port: 80, targetPort: 20007}]
+status:
+  loadBalancer: {ingress: [{ip: 192.0.2.7}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: a}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: b}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: a}
+spec:
+  parentRefs: [{name: old}, {name: new}]
+  rules: [{backendRefs: [{name: echo, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: b}
+spec:
+  parentRefs: [{name: two-ports}]
+  rules: [{backendRefs: [{name: echo, port: 80}]}]
+`
+
+// With gateway.servicePerGateway each Gateway gets Envoy ports of its
+// own (kept from its Service, else the lowest free, oldest first), a
+// Service with the Envoy Service's type and selector, and its Service's
+// addresses; one without an address yet is not Programmed.
+func TestServicePerGateway(t *testing.T) {
+	var in objects.Set
+	newSvc := gatewayServiceName(nn("a", "new"))
+	if !strings.HasPrefix(newSvc, "a-new-") || len(newSvc) != len("a-new-")+10 {
+		t.Fatalf("service name %q", newSvc)
+	}
+	if _, err := in.Decode(strings.NewReader(fmt.Sprintf(perGatewayBase, strings.TrimPrefix(newSvc, "a-new-"))), "in.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	in.Sort()
+	res := Build(&in, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
+
+	var listeners []string
+	for _, l := range res.Model.Listeners {
+		var origins []string
+		for _, o := range l.Origins {
+			origins = append(origins, o.Namespace+"/"+o.Name)
+		}
+		listeners = append(listeners, fmt.Sprintf("%s %v", l.Name, origins))
+	}
+	slices.Sort(listeners)
+	want := []string{"http-20000 [a/old]", "http-20001 [b/two-ports]", "http-20002 [b/two-ports]", "http-20007 [a/new]"}
+	if !slices.Equal(listeners, want) {
+		t.Errorf("listeners %q, want %q", listeners, want)
+	}
+
+	var services []string
+	for _, s := range res.GatewayServices {
+		if s.Namespace != "portcullis" || s.Spec.Type != "LoadBalancer" || s.Spec.ExternalTrafficPolicy != "Local" || s.Spec.Selector["app"] != "envoy" {
+			t.Errorf("service %s/%s: %+v", s.Namespace, s.Name, s.Spec)
+		}
+		var ports []string
+		for _, p := range s.Spec.Ports {
+			ports = append(ports, fmt.Sprintf("%s:%d->%s", p.Name, p.Port, p.TargetPort.String()))
+		}
+		services = append(services, fmt.Sprintf("%s %s %v", s.Annotations[GatewayServiceAnnotation], s.Labels[GatewayServiceLabel], ports))
+	}
+	want = []string{
+		"a/new a.new [port-80:80->20007]",
+		"a/old a.old [port-80:80->20000]",
+		"b/two-ports b.two-ports [port-80:80->20001 port-8080:8080->20002]",
+	}
+	if !slices.Equal(services, want) {
+		t.Errorf("services %q, want %q", services, want)
+	}
+
+	for _, o := range res.Status {
+		if o.Ref.Kind != objects.KindGateway {
+			continue
+		}
+		accepted := meta.FindStatusCondition(o.GatewayAPI.Conditions, string(gwapiv1.GatewayConditionAccepted))
+		programmed := meta.FindStatusCondition(o.GatewayAPI.Conditions, string(gwapiv1.GatewayConditionProgrammed))
+		var addrs []string
+		for _, a := range o.GatewayAPI.Addresses {
+			addrs = append(addrs, a.Value)
+		}
+		got := fmt.Sprintf("accepted=%s programmed=%s/%s %v", accepted.Status, programmed.Status, programmed.Reason, addrs)
+		want := "accepted=True programmed=False/AddressNotAssigned []"
+		if o.Ref.Name == "new" {
+			want = "accepted=True programmed=True/Programmed [192.0.2.7]"
+		}
+		if got != want {
+			t.Errorf("Gateway %s: %s, want %s", o.Ref, got, want)
+		}
+	}
+
+	// Without the option, the two Gateways of port 80 share Envoy's 8080
+	// and the younger one's listener conflicts.
+	res = Build(&in, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy"})
+	if len(res.GatewayServices) != 0 {
+		t.Errorf("services without the option: %d", len(res.GatewayServices))
+	}
+	for _, o := range res.Status {
+		if o.Ref.Kind == objects.KindGateway && o.Ref.Name == "new" {
+			if c := meta.FindStatusCondition(o.GatewayAPI.Conditions, string(gwapiv1.GatewayConditionAccepted)); c.Status != "False" {
+				t.Errorf("Gateway a/new shares a/old's listener without the option: %+v", c)
+			}
+		}
+	}
+}
