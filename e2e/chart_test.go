@@ -40,6 +40,8 @@ var chartValues = map[string][]string{
 		"--set", "controlPlane.rootNamespaces={team-a}",
 		"--set", "controlPlane.config.globalExtAuth.extensionService=portcullis-system/t-portcullis-authserver",
 		"--set", "controlPlane.config.globalExtAuth.failOpen=false",
+		"--set", "controlPlane.config.gateway.envoyService=portcullis-system/t-portcullis",
+		"--set", "controlPlane.config.gateway.servicePerGateway=true",
 		"--set", "gatewayAPI.gatewayClass.create=true",
 		// The kinds of an extension server.
 		"--set", "extensions.rbac[0].apiGroups={examples.portcullis.dev}",
@@ -167,8 +169,8 @@ func TestHelmChart(t *testing.T) {
 		got["ExtensionService"] != 0 || got["ConfigMap"] != 0 || got["CustomResourceDefinition"] != gatewayCRDs || got["GatewayClass"] != 0 {
 		t.Errorf("defaults render %v; want the control plane's and Envoy's Deployments, PDBs and Services, the leader election Role, the %d Gateway API CRDs and no optional parts", got, gatewayCRDs)
 	}
-	if got := kinds(rendered["everything"]); got["Deployment"] != 4 || got["ExtensionService"] != 2 || got["Role"] != 3 || got["ConfigMap"] != 3 || got["GatewayClass"] != 1 {
-		t.Errorf("everything renders %v; want 4 Deployments, 2 ExtensionServices, a Role per watched namespace and the leader election's, 3 ConfigMaps and a GatewayClass", got)
+	if got := kinds(rendered["everything"]); got["Deployment"] != 4 || got["ExtensionService"] != 2 || got["Role"] != 4 || got["ConfigMap"] != 3 || got["GatewayClass"] != 1 {
+		t.Errorf("everything renders %v; want 4 Deployments, 2 ExtensionServices, a Role per watched namespace and the leader election's and the Gateways' Services', 3 ConfigMaps and a GatewayClass", got)
 	}
 	for _, name := range []string{"defaults", "everything", "daemonset", "cert-manager"} {
 		checkSeparate(t, name, rendered[name])
@@ -213,6 +215,9 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "list", "gateway.networking.k8s.io/backendtlspolicies", true},
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/backendtlspolicies/status", false}, // read only
 		{cpSA, "", "watch", "namespaces", true},
+		{cpSA, chartNamespace, "create", "services", true}, // gateway.servicePerGateway
+		{cpSA, chartNamespace, "delete", "services", true},
+		{cpSA, "team-a", "create", "services", false},
 		{cpSA, "team-a", "watch", "gateway.portcullis.dev/extauthpolicies", true},
 		{cpSA, "team-a", "update", "gateway.portcullis.dev/extprocpolicies/status", true},
 		{cpSA, "team-a", "watch", "examples.portcullis.dev/basicauthfilters", true},
