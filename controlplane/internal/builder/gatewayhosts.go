@@ -40,6 +40,12 @@ type hostKey struct {
 	host string
 }
 
+// portGateway is one Gateway's listeners of one Envoy port.
+type portGateway struct {
+	port uint32
+	gw   *gwGateway
+}
+
 // gwHost is a virtual host under construction.
 type gwHost struct {
 	listener *gwListener
@@ -59,10 +65,6 @@ type gwHost struct {
 func (g *gatewayStage) placeRoutes(m *ir.Model) {
 	opts := g.r.opts()
 	// ready are each Gateway's ready listeners, per Envoy port.
-	type portGateway struct {
-		port uint32
-		gw   *gwGateway
-	}
 	ready := map[portGateway][]*gwListener{}
 	for _, x := range g.gateways {
 		for _, l := range x.listeners {
@@ -115,6 +117,7 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		h.routes = append(h.routes, routes...)
 		h.origins = append(append(h.origins, a.origin), policies...)
 	}
+	g.listenerCatchAll(ready, owner, hosts)
 	keys := make([]hostKey, 0, len(hosts))
 	for k := range hosts {
 		keys = append(keys, k)
@@ -153,6 +156,32 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 				il.Secure = append(il.Secure, secure)
 			} else {
 				il.Insecure = append(il.Insecure, &vh)
+			}
+		}
+	}
+}
+
+// listenerCatchAll gives each ready TLS listener of its own Envoy port
+// (not the shared HTTPS listener's, where HTTPProxies' fallback rules) a
+// host of its hostname ("*" for none) when no route serves that name: it
+// accepts every host its hostname matches, so a client whose SNI names no
+// routed host gets the listener's certificate and a 404, not a reset. The
+// oldest Gateway of a port claims it first.
+func (g *gatewayStage) listenerCatchAll(ready map[portGateway][]*gwListener, owner map[hostKey]*gwGateway, hosts map[hostKey]*gwHost) {
+	opts := g.r.opts()
+	gws := slices.Clone(g.gateways)
+	slices.SortStableFunc(gws, func(a, b *gwGateway) int { return olderClaim(a.gw, b.gw) })
+	for _, x := range gws {
+		for _, l := range x.listeners {
+			if !l.tls || !l.ready() || l.envoyPort == opts.EnvoyHTTPSPort {
+				continue
+			}
+			k := hostKey{l.envoyPort, cmp.Or(l.hostname, "*")}
+			if hosts[k] != nil || (owner[k] != nil && owner[k] != x) {
+				continue
+			}
+			if bestListener(ready[portGateway{l.envoyPort, x}], k.host) == l {
+				hosts[k] = &gwHost{listener: l}
 			}
 		}
 	}
