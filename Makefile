@@ -4,6 +4,7 @@
 #   make bench   print the benchmark tables (see docs/benchmarks.md)
 #   make image   the container images as tarballs in bin/images/, no Docker daemon needed
 #   make cluster a real Kubernetes cluster on this machine, no Docker (docs/cluster.md)
+#   make conformance  the Gateway API conformance suite against the chart in that cluster (REPORT=FILE)
 SHELL := /bin/bash
 ROOT := $(abspath .)
 TOOLS := $(ROOT)/.tools
@@ -17,7 +18,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build image cluster cluster-down test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build image cluster cluster-down conformance test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
@@ -75,6 +76,12 @@ cluster-down:
 ## vet: go vet every module
 vet:
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
+
+## conformance: the official Gateway API conformance suite against the Helm chart in the one-machine cluster (root; REPORT=FILE writes its report; docs/gateway-api.md)
+conformance:
+	@hack/install-tools.sh kube envoy helm cluster
+	cd e2e && CONFORMANCE_REPORT="$(REPORT)" CONFORMANCE_WD="$(CURDIR)" \
+		go test -tags conformance -count=1 -timeout 80m -v -run 'TestConformance$$' ./conformance
 
 ## test: everything (unit, golden, envtest, e2e) — the README's test command
 test: tools vet
