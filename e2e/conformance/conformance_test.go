@@ -55,6 +55,13 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	c := harness.StartCluster(t)
+	// The suite polls much, from parallel tests: client-go's default 5
+	// requests/s made its waits time out on the client's rate limiter.
+	c.REST.QPS, c.REST.Burst = 100, 200
+	var err error
+	if c.Client, err = client.New(c.REST, client.Options{Scheme: harness.Scheme}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 

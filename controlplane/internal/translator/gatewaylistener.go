@@ -21,8 +21,13 @@ func gatewayListener(r *Resources, l *ir.Listener, m *ir.Model, opts Options) {
 	}
 	// Served like the HTTP listener: the global filters, one route
 	// configuration named after the listener.
+	// The Gateway API forwards the Host header as the client sent it, port
+	// included (a redirect without a port keeps it too): hosts match
+	// without it instead of it being stripped.
 	h := globalHCM(m).withRoutes(l.Insecure)
+	h.keepHostPort = true
 	rc, hosts := routeConfig(l.Name, l.Insecure, httpRouteSettings(h, opts), nil)
+	rc.IgnorePortInHostMatching = true
 	e := &indexEntry{origins: l.Origins, hosts: hosts}
 	r.Routes = append(r.Routes, rc)
 	r.Index.add(resourcev3.RouteType, rc.Name, e)

@@ -106,6 +106,10 @@ type hcmSettings struct {
 	// xfcc are the client certificate's parts a TLS host's own HCM
 	// forwards (x-forwarded-client-cert); nil for none.
 	xfcc *ir.ForwardClientCert
+	// keepHostPort: the Host header reaches the upstream with its port
+	// (Gateway API listeners of their own port; their route configuration
+	// ignores the port when matching hosts instead).
+	keepHostPort bool
 }
 
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP

@@ -109,6 +109,9 @@ func hcmFilter(statPrefix, routeConfig string, h hcmSettings) *listenerv3.Filter
 		StripPortMode:                &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
 	}
 	forwardClientCert(hcm, h.xfcc)
+	if h.keepHostPort {
+		hcm.StripPortMode = nil
+	}
 	return &listenerv3.Filter{
 		Name:       hcmFilterName,
 		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)},

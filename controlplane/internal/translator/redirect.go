@@ -17,12 +17,21 @@ import (
 // either, the port is that of the request's scheme, not the one the
 // client used. A port that is the scheme's default is left out: the
 // same Location, written the usual way.
-func redirect(rd *ir.Redirect, matched string) *routev3.RedirectAction {
+//
+// With keepHostPort (Gateway API listeners of their own port, whose HCM
+// keeps the host's port) a redirect without a port keeps the port the
+// client used, as the Gateway API asks (the listener's); one that changes
+// the scheme names the new scheme's default port, which Envoy would not
+// put in place of the client's.
+func redirect(rd *ir.Redirect, matched string, keepHostPort bool) *routev3.RedirectAction {
 	a := &routev3.RedirectAction{HostRedirect: rd.Hostname, ResponseCode: redirectCode(rd.StatusCode)}
 	if rd.Scheme != "" {
 		a.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: rd.Scheme}
 	}
-	if rd.Port != 0 && rd.Port != defaultPort(rd.Scheme) {
+	switch {
+	case keepHostPort && rd.Scheme != "" && (rd.Port == 0 || rd.Port == defaultPort(rd.Scheme)):
+		a.PortRedirect = defaultPort(rd.Scheme)
+	case rd.Port != 0 && rd.Port != defaultPort(rd.Scheme):
 		a.PortRedirect = rd.Port
 	}
 	switch p := rd.Path; {

@@ -24,12 +24,15 @@ type routeSettings struct {
 	// redirectPort is the port of HTTPS redirects' Location (0: none, for
 	// clients reaching HTTPS on 443).
 	redirectPort uint32
+	// keepHostPort: the HCM keeps the Host header's port (hcmSettings), so
+	// a redirect that changes the scheme names the new scheme's port.
+	keepHostPort bool
 }
 
 // httpRouteSettings are those of the routes of a plaintext listener's
 // HCM, whose HTTPS redirects name the port clients reach HTTPS on.
 func httpRouteSettings(h hcmSettings, opts Options) routeSettings {
-	rs := routeSettings{filters: h.filters()}
+	rs := routeSettings{filters: h.filters(), keepHostPort: h.keepHostPort}
 	if opts.HTTPSRedirectPort != 443 {
 		rs.redirectPort = opts.HTTPSRedirectPort
 	}
@@ -168,7 +171,7 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	case r.HTTPSRedirect:
 		out.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(rs.redirectPort)}
 	case r.Redirect != nil:
-		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, r.Path)}
+		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, r.Path, rs.keepHostPort)}
 	case r.DirectResponse != nil:
 		out.Action = &routev3.Route_DirectResponse{DirectResponse: directResponse(r.DirectResponse)}
 		// Envoy sets a route's response headers on its direct response
