@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -249,4 +250,46 @@ func currentStatus[T interface {
 		m[objects.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = status(o)
 	}
 	return m
+}
+
+// UIDs are the UIDs of the objects that get a status, by reference: an
+// object deleted and created again under its name between two builds is
+// another object, whose status must be written even when its findings
+// are the same (serve's changed-statuses check).
+func UIDs(in *objects.Set) map[objects.Ref]types.UID {
+	out := map[objects.Ref]types.UID{}
+	add := func(kind string, o metav1.Object) {
+		out[objects.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetUID()
+	}
+	for _, o := range in.HTTPProxies {
+		add(objects.KindHTTPProxy, o)
+	}
+	for _, o := range in.ExtensionServices {
+		add(objects.KindExtensionService, o)
+	}
+	for _, o := range in.Delegations {
+		add(objects.KindTLSCertificateDelegation, o)
+	}
+	for _, o := range in.GatewayClasses {
+		add(objects.KindGatewayClass, o)
+	}
+	for _, o := range in.Gateways {
+		add(objects.KindGateway, o)
+	}
+	for _, o := range in.HTTPRoutes {
+		add(objects.KindHTTPRoute, o)
+	}
+	for _, o := range in.GRPCRoutes {
+		add(objects.KindGRPCRoute, o)
+	}
+	for _, o := range in.ExtAuthPolicies {
+		add(objects.KindExtAuthPolicy, o)
+	}
+	for _, o := range in.ExtProcPolicies {
+		add(objects.KindExtProcPolicy, o)
+	}
+	for _, o := range in.Extensions {
+		out[objects.Ref{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetUID()
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -74,19 +75,28 @@ func TestChangedStatusesAndMerge(t *testing.T) {
 	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
 	st := pipeline.Statuses(set, res.Build.Status, metav1.Now())
 	s := &Server{}
-	if got := s.changedStatuses(res.Build.Status, st); len(got) != len(st) {
+	uids := pipeline.UIDs(set)
+	if got := s.changedStatuses(res.Build.Status, st, uids); len(got) != len(st) {
 		t.Fatalf("first publish: %d statuses, want all %d", len(got), len(st))
 	}
-	if got := s.changedStatuses(res.Build.Status, st); len(got) != 0 {
+	if got := s.changedStatuses(res.Build.Status, st, uids); len(got) != 0 {
 		t.Errorf("unchanged findings: %d statuses to write, want none", len(got))
 	}
+	// An object deleted and created again under its name (a new UID)
+	// between two builds: the same findings, another object to write.
+	recreated := maps.Clone(uids)
+	recreated[res.Build.Status[0].Ref] = "a-new-uid"
+	if got := s.changedStatuses(res.Build.Status, st, recreated); len(got) != 1 || got[0].Ref != res.Build.Status[0].Ref {
+		t.Errorf("a recreated object: %d statuses to write, want its one", len(got))
+	}
+	uids = recreated
 	rejected, _ := withEnvoyRejections(res.Build.Status, res.Resources.Index, []xdsserver.Rejection{{
 		TypeURL: resourcev3.ClusterType, Resources: []string{"extension/default/auth"}, Message: "bad"}}, nil)
-	if got := s.changedStatuses(rejected, pipeline.Statuses(set, rejected, metav1.Now())); len(got) != 3 {
+	if got := s.changedStatuses(rejected, pipeline.Statuses(set, rejected, metav1.Now()), uids); len(got) != 3 {
 		t.Errorf("after a rejection: %d statuses to write, want 3 (the ExtensionService and its two HTTPProxies)", len(got))
 	}
 	s.lastFullPass = time.Time{}
-	if got := s.changedStatuses(rejected, st); len(got) != len(st) {
+	if got := s.changedStatuses(rejected, st, uids); len(got) != len(st) {
 		t.Errorf("full pass: %d statuses, want all %d", len(got), len(st))
 	}
 

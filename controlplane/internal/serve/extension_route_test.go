@@ -313,7 +313,7 @@ func TestExtensionRefRoutes(t *testing.T) {
 // routeStatus is the HTTPRoute's status as last computed.
 func routeStatus(t *testing.T, s *Server) gwapiv1.RouteStatus {
 	t.Helper()
-	o := s.published[httpRouteApp]
+	o := s.published[httpRouteApp].findings
 	if o == nil {
 		t.Fatal("no status for the HTTPRoute")
 	}

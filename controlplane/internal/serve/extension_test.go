@@ -140,7 +140,7 @@ func hasExtHeader(vh *routev3.VirtualHost) bool {
 // published findings: its errors and its warnings.
 func extensionErrors(t *testing.T, s *Server, ref objects.Ref) (errs, warnings []status.Problem) {
 	t.Helper()
-	o := s.published[ref]
+	o := s.published[ref].findings
 	if o == nil {
 		t.Fatalf("no status published for %s", ref)
 	}
@@ -215,7 +215,7 @@ func TestExtensionClosed(t *testing.T) {
 		t.Fatalf("HTTPProxy a: ExtensionError errors %v, warnings %v; want one error", errs, warns)
 	}
 	checkProblem(t, errs[0], "Closed")
-	if s.published[proxyA].Valid() {
+	if s.published[proxyA].findings.Valid() {
 		t.Error("HTTPProxy a is valid with an ExtensionError")
 	}
 	if errs, warns := extensionErrors(t, s, proxyB); len(errs)+len(warns) > 0 {
@@ -265,7 +265,7 @@ func TestExtensionOpen(t *testing.T) {
 		if len(errs) != 0 || len(warns) != 1 {
 			t.Fatalf("%s: ExtensionError errors %v, warnings %v; want one warning", ref, errs, warns)
 		}
-		if !s.published[ref].Valid() {
+		if !s.published[ref].findings.Valid() {
 			t.Errorf("%s is not valid under Open", ref)
 		}
 		if ref == proxyA {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
@@ -128,7 +129,7 @@ type Server struct {
 	lastExt *extRun
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
-	published    map[objects.Ref]*status.Object
+	published    map[objects.Ref]publishedStatus
 	lastFullPass time.Time
 	// cache holds what the last build can lend the next (loop goroutine
 	// only): a change builds and translates only what changed.
@@ -451,7 +452,7 @@ func (s *Server) publishStatus(ctx context.Context) {
 	s.mu.Lock()
 	s.statuses = statuses
 	s.mu.Unlock()
-	batch := s.changedStatuses(objs, statuses)
+	batch := s.changedStatuses(objs, statuses, pipeline.UIDs(set))
 	// A batch the writer has not taken yet is merged in, newer first.
 	select {
 	case pending := <-s.toWrite:
@@ -503,21 +504,33 @@ const fullStatusPass = time.Minute
 // changed since the last publish (all of them on a full pass): with tens of
 // thousands of objects, comparing each one with the API server's copy on
 // every rebuild costs more than the rebuild. statuses[i] is objs[i]'s.
-func (s *Server) changedStatuses(objs []*status.Object, statuses []statuswriter.Update) []statuswriter.Update {
+//
+// uids are the objects' UIDs (pipeline.UIDs): an object deleted and
+// created again under its name within one build's debounce is another
+// object, which needs its status even with the same findings.
+func (s *Server) changedStatuses(objs []*status.Object, statuses []statuswriter.Update, uids map[objects.Ref]types.UID) []statuswriter.Update {
 	full := time.Since(s.lastFullPass) > fullStatusPass
 	if full {
 		s.lastFullPass = time.Now()
 	}
-	published := make(map[objects.Ref]*status.Object, len(objs))
+	published := make(map[objects.Ref]publishedStatus, len(objs))
 	var out []statuswriter.Update
 	for i, o := range objs {
-		published[o.Ref] = o
-		if prev, ok := s.published[o.Ref]; full || !ok || !prev.Same(o) {
+		p := publishedStatus{o, uids[o.Ref]}
+		published[o.Ref] = p
+		if prev, ok := s.published[o.Ref]; full || !ok || prev.uid != p.uid || !prev.findings.Same(o) {
 			out = append(out, statuses[i])
 		}
 	}
 	s.published = published
 	return out
+}
+
+// publishedStatus is what was last handed to the status writer for an
+// object: its findings, and which object it was.
+type publishedStatus struct {
+	findings *status.Object
+	uid      types.UID
 }
 
 // mergeBatches adds to batch the statuses of older that it does not have.
