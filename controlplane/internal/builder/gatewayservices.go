@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
 // With gateway.servicePerGateway each Gateway has Envoy ports of its own
@@ -25,15 +27,6 @@ import (
 const (
 	gatewayPortFirst = 20000
 	gatewayPortLast  = 29999
-)
-
-// Labels and annotations of the Services this control plane manages.
-const (
-	// GatewayServiceLabel marks them (the writer lists them by it); its
-	// value is the Gateway's "namespace.name" cut to a label value.
-	GatewayServiceLabel = "gateway.portcullis.dev/gateway"
-	// GatewayServiceAnnotation names the Gateway ("namespace/name").
-	GatewayServiceAnnotation = "gateway.portcullis.dev/gateway"
 )
 
 // gatewayServiceName is the name of a Gateway's Service in Envoy's
@@ -76,7 +69,7 @@ func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[ty
 		key := nn(gw.Namespace, gw.Name)
 		out[key] = map[int32]uint32{}
 		svc := snap.services[nn(envoyNS, gatewayServiceName(key))]
-		if svc == nil || svc.Annotations[GatewayServiceAnnotation] != key.String() {
+		if svc == nil || svc.Annotations[objects.GatewayServiceAnnotation] != key.String() {
 			continue
 		}
 		for _, p := range listenerPorts(gw) {
@@ -121,8 +114,8 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   envoy.Namespace,
 			Name:        gatewayServiceName(key),
-			Labels:      map[string]string{GatewayServiceLabel: label},
-			Annotations: map[string]string{GatewayServiceAnnotation: key.String()},
+			Labels:      map[string]string{objects.GatewayServiceLabel: label},
+			Annotations: map[string]string{objects.GatewayServiceAnnotation: key.String()},
 		},
 		Spec: corev1.ServiceSpec{
 			Type:     envoy.Spec.Type,

@@ -134,7 +134,7 @@ func TestServicePerGateway(t *testing.T) {
 		for _, p := range s.Spec.Ports {
 			ports = append(ports, fmt.Sprintf("%s:%d->%s", p.Name, p.Port, p.TargetPort.String()))
 		}
-		services = append(services, fmt.Sprintf("%s %s %v", s.Annotations[GatewayServiceAnnotation], s.Labels[GatewayServiceLabel], ports))
+		services = append(services, fmt.Sprintf("%s %s %v", s.Annotations[objects.GatewayServiceAnnotation], s.Labels[objects.GatewayServiceLabel], ports))
 	}
 	want = []string{
 		"a/new a.new [port-80:80->20007]",

@@ -83,6 +83,17 @@ const (
 	KindExtProcPolicy            = "ExtProcPolicy"
 )
 
+// The label and annotation of the Services the control plane writes
+// (gateway.servicePerGateway): built by the builder, written by the
+// statuswriter.
+const (
+	// GatewayServiceLabel marks them (the writer lists them by it); its
+	// value is the Gateway's "namespace.name" cut to a label value.
+	GatewayServiceLabel = "gateway.portcullis.dev/gateway"
+	// GatewayServiceAnnotation names the Gateway ("namespace/name").
+	GatewayServiceAnnotation = "gateway.portcullis.dev/gateway"
+)
+
 // Add appends the objects (and parse warnings) of o to s.
 func (s *Set) Add(o *Set) {
 	s.HTTPProxies = append(s.HTTPProxies, o.HTTPProxies...)

@@ -10,12 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
 // Services keeps the Gateways' Services (gateway.servicePerGateway) as
 // the build wants them: in Namespace (Envoy's), those labelled
-// builder.GatewayServiceLabel are created, updated (ports, type,
+// objects.GatewayServiceLabel are created, updated (ports, type,
 // selector, labels, annotations; what the API server fills in is kept)
 // and deleted when no Gateway wants them any more.
 type Services struct {
@@ -35,7 +35,7 @@ func (s *Services) Apply(ctx context.Context, want []*corev1.Service) error {
 	if read == nil {
 		read = s.Client
 	}
-	if err := read.List(ctx, &have, client.InNamespace(s.Namespace), client.HasLabels{builder.GatewayServiceLabel}); err != nil {
+	if err := read.List(ctx, &have, client.InNamespace(s.Namespace), client.HasLabels{objects.GatewayServiceLabel}); err != nil {
 		return err
 	}
 	existing := map[string]*corev1.Service{}
@@ -54,7 +54,7 @@ func (s *Services) Apply(ctx context.Context, want []*corev1.Service) error {
 				errs = append(errs, err)
 				continue
 			}
-			s.Log.Info("created the Service of a Gateway", "service", w.Namespace+"/"+w.Name, "gateway", w.Annotations[builder.GatewayServiceAnnotation])
+			s.Log.Info("created the Service of a Gateway", "service", w.Namespace+"/"+w.Name, "gateway", w.Annotations[objects.GatewayServiceAnnotation])
 		case !sameService(cur, w):
 			upd := cur.DeepCopy()
 			upd.Labels, upd.Annotations = w.Labels, w.Annotations

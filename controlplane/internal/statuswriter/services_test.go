@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/testapiserver"
 )
 
@@ -26,8 +26,8 @@ func TestGatewayServices(t *testing.T) {
 	svc := func(name string, port, target int32) *corev1.Service {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
-				Labels:      map[string]string{builder.GatewayServiceLabel: "web." + name},
-				Annotations: map[string]string{builder.GatewayServiceAnnotation: "web/" + name}},
+				Labels:      map[string]string{objects.GatewayServiceLabel: "web." + name},
+				Annotations: map[string]string{objects.GatewayServiceAnnotation: "web/" + name}},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "envoy"},
 				Ports: []corev1.ServicePort{{Name: "port", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(target)}}},
 		}
