@@ -53,3 +53,39 @@ func TestMirrorPercentAndFraction(t *testing.T) {
 		t.Errorf("mirror with percent and fraction: mirrors %v, conditions %v", x.Mirrors, b.accepted)
 	}
 }
+
+// A redirect that sets neither scheme nor port names the listener's port
+// (unless it is its scheme's default); the routes, shared by the
+// listeners a route attaches to, are not changed.
+func TestWithListenerPort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		port int32
+		tls  bool
+		rd   ir.Redirect
+		want uint32
+	}{
+		{"neither, listener 8080", 8080, false, ir.Redirect{Hostname: "a.example.com"}, 8080},
+		{"neither, HTTPS listener 8443", 8443, true, ir.Redirect{}, 8443},
+		{"neither, listener 80", 80, false, ir.Redirect{Hostname: "a.example.com"}, 0},
+		{"neither, HTTPS listener 443", 443, true, ir.Redirect{}, 0},
+		{"scheme set: its default port", 8080, false, ir.Redirect{Scheme: "https"}, 0},
+		{"port set", 8080, false, ir.Redirect{Port: 9090}, 9090},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := tc.rd
+			routes := []gwIRRoute{{route: &ir.Route{Redirect: &rd}}, {route: &ir.Route{}}}
+			l := &gwListener{spec: gwapiv1.Listener{Port: tc.port}, tls: tc.tls}
+			got := withListenerPort(l, routes)
+			if p := got[0].route.Redirect.Port; p != tc.want {
+				t.Errorf("port %d, want %d", p, tc.want)
+			}
+			if got[1].route.Redirect != nil {
+				t.Errorf("a route without a redirect got one")
+			}
+			if rd != tc.rd || routes[0].route.Redirect != &rd {
+				t.Errorf("the shared route changed: %+v", rd)
+			}
+		})
+	}
+}

@@ -113,7 +113,7 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			h = &gwHost{listener: a.listener}
 			hosts[k] = h
 		}
-		routes, policies := g.withPolicies(a.listener, a.routes)
+		routes, policies := g.withPolicies(a.listener, withListenerPort(a.listener, a.routes))
 		h.routes = append(h.routes, routes...)
 		h.origins = append(append(h.origins, a.origin), policies...)
 	}
@@ -159,6 +159,35 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			}
 		}
 	}
+}
+
+// withListenerPort gives the redirects of routes that set neither a scheme
+// nor a port the listener's port, as the Gateway API asks: clients reach
+// the listener on it, and Envoy's Location would lose it with a new
+// hostname. The default port of the listener's scheme is left out, as
+// URLs leave it out.
+func withListenerPort(l *gwListener, routes []gwIRRoute) []gwIRRoute {
+	port := uint32(l.spec.Port)
+	if (!l.tls && port == 80) || (l.tls && port == 443) {
+		return routes
+	}
+	var out []gwIRRoute
+	for i, r := range routes {
+		if rd := r.route.Redirect; rd == nil || rd.Scheme != "" || rd.Port != 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(routes)
+		}
+		x, rd := *r.route, *r.route.Redirect
+		rd.Port = port
+		x.Redirect = &rd
+		out[i].route = &x
+	}
+	if out == nil {
+		return routes
+	}
+	return out
 }
 
 // listenerCatchAll gives each ready TLS listener of its own Envoy port
