@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
@@ -89,6 +92,13 @@ func checkSeparate(t *testing.T, name string, objs []*unstructured.Unstructured)
 	if !strings.Contains(fmt.Sprint(cp.Object["spec"]), "secretName:t-portcullis-xds-server") {
 		t.Errorf("%s: the control plane does not mount the Secret t-portcullis-xds-server", name)
 	}
+	if name == "cert-manager" {
+		if renderedObject(objs, "Secret", "t-portcullis-xds-server") != nil {
+			t.Errorf("%s: the xDS Secrets are cert-manager's, yet the chart makes one", name)
+		}
+	} else {
+		checkGeneratedXDSSecrets(t, name, objs)
+	}
 	if renderedObject(objs, "Service", "t-portcullis-xds") == nil || renderedObject(objs, "PodDisruptionBudget", "t-portcullis-controlplane") == nil ||
 		renderedObject(objs, "Role", "t-portcullis-leader-election") == nil {
 		t.Errorf("%s: want the xDS Service, the control plane's PDB and the leader election Role", name)
@@ -134,8 +144,9 @@ func checkEnvoyContainers(t *testing.T, name string, workload *unstructured.Unst
 		t.Errorf("%s: Envoy's readiness probe %v, want GET /ready", name, envoy["readinessProbe"])
 	}
 	sleep, _, _ := nestedNumber(envoy, "lifecycle", "preStop", "sleep", "seconds")
-	if sleep != 30 || !slices.Contains(argsOf(envoy), "--drain-time-s=30") {
-		t.Errorf("%s: Envoy's preStop sleeps %d s (args %v), want 30 and --drain-time-s=30", name, sleep, argsOf(envoy))
+	if args := argsOf(envoy); sleep != 30 || slices.Index(args, "--drain-time-s") < 0 || slices.Index(args, "--drain-time-s")+1 >= len(args) ||
+		args[slices.Index(args, "--drain-time-s")+1] != "30" {
+		t.Errorf("%s: Envoy's preStop sleeps %d s (args %v), want 30 and --drain-time-s 30 (Envoy takes no --flag=value)", name, sleep, args)
 	}
 	if drainer == nil {
 		t.Errorf("%s: no drainer", name)
@@ -239,4 +250,44 @@ func nestedNumber(obj map[string]any, fields ...string) (int64, bool, error) {
 		return int64(n), true, nil
 	}
 	return 0, false, fmt.Errorf("%v is a %T", fields, v)
+}
+
+// checkGeneratedXDSSecrets: without cert-manager the chart makes the xDS
+// Secrets, whose certificates one CA signs: the server's for the xDS
+// Service's names, the client's for client authentication.
+func checkGeneratedXDSSecrets(t *testing.T, name string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	cert := func(secret, key string) *x509.Certificate {
+		o := renderedObject(objs, "Secret", secret)
+		if o == nil {
+			t.Errorf("%s: no Secret %s (xds.tls.generate)", name, secret)
+			return nil
+		}
+		b64, _, _ := unstructured.NestedString(o.Object, "data", key)
+		der, _ := base64.StdEncoding.DecodeString(b64)
+		block, _ := pem.Decode(der)
+		if block == nil {
+			t.Errorf("%s: Secret %s's %s is not PEM", name, secret, key)
+			return nil
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Errorf("%s: Secret %s's %s: %v", name, secret, key, err)
+		}
+		return c
+	}
+	ca, server, client := cert("t-portcullis-xds-server", "ca.crt"), cert("t-portcullis-xds-server", "tls.crt"), cert("t-portcullis-xds-client", "tls.crt")
+	if clientCA := cert("t-portcullis-xds-client", "ca.crt"); ca == nil || server == nil || client == nil || clientCA == nil {
+		return
+	} else if !clientCA.Equal(ca) {
+		t.Errorf("%s: the two xDS Secrets have different CAs", name)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	if _, err := server.Verify(x509.VerifyOptions{Roots: roots, DNSName: "t-portcullis-xds." + chartNamespace + ".svc"}); err != nil {
+		t.Errorf("%s: the xDS server certificate: %v", name, err)
+	}
+	if _, err := client.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("%s: the xDS client certificate: %v", name, err)
+	}
 }

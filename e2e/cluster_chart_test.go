@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,6 +120,16 @@ func TestClusterChart(t *testing.T) {
 	// helm upgrade: the Service's HTTPS port changes (so does the
 	// redirect's), and the GatewayClass is created now that the Gateway
 	// API CRDs are there; the control plane accepts it.
+	// The xDS Secrets the chart made (xds.tls.generate) are kept by the
+	// upgrade: new ones would not match the connected Envoys' CA.
+	xdsSecret := func() []byte {
+		s, err := cs.CoreV1().Secrets(chartNamespace).Get(ctx, chartRelease+"-xds-server", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Data["tls.crt"]
+	}
+	xdsCert := xdsSecret()
 	start = time.Now()
 	upgrade := []string{"upgrade", chartRelease, "charts/portcullis", "--namespace", chartNamespace, "--reuse-values",
 		"--set", "envoy.service.httpsPort=9443", "--set", "gatewayAPI.gatewayClass.create=true"}
@@ -137,6 +148,9 @@ func TestClusterChart(t *testing.T) {
 	})
 	t.Logf("helm upgrade: rolled out in %s", time.Since(start).Round(100*time.Millisecond))
 	demoRequests(t, clusterIP, 9443, 80)
+	if !bytes.Equal(xdsSecret(), xdsCert) {
+		t.Error("helm upgrade made new xDS certificates")
+	}
 	waitFor(t, time.Minute, "the GatewayClass accepted", func() error {
 		var gc gwapiv1.GatewayClass
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: "portcullis"}, &gc); err != nil {
