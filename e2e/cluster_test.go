@@ -195,6 +195,8 @@ echo "files=$(cat /etc/cluster-e2e/config/greeting)/$(cat /etc/cluster-e2e/secre
 sa=/var/run/secrets/kubernetes.io/serviceaccount
 echo "namespace=$(cat $sa/namespace)"
 curl -sf --max-time 5 http://$ECHO_SERVICE_HOST/from-pod; echo
+curl -sf --max-time 5 http://echo.$(cat $sa/namespace).svc.cluster.local/by-name; echo
+curl -sf --max-time 5 http://echo/by-short-name; echo
 curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/token)" -H 'Content-Type: application/json' \
   -X POST -d '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' \
   https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/authentication.k8s.io/v1/selfsubjectreviews; echo
@@ -283,6 +285,8 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 		"files=hello-from-a-configmap/s3cret",
 		"namespace=" + clusterNS,
 		`"path":"/from-pod"`,
+		`"path":"/by-name"`, // the Pod's /etc/hosts, in place of cluster DNS
+		`"path":"/by-short-name"`,
 		`"system:serviceaccount:` + clusterNS + `:default"`,
 	} {
 		if !strings.Contains(string(logs), want) {

@@ -61,8 +61,15 @@ func Images(t testing.TB) string {
 // image table (make image's tarballs, Envoy from the tools, echo-basic and
 // echoserver built here), waiting while another cluster runs on the
 // machine, and removes it when the test ends. It needs root.
+//
+// With PORTCULLIS_E2E_KUBECONFIG set, the tests use that cluster instead
+// (hack/kind-e2e.sh: a kind cluster with make image's images loaded, its
+// Service and Pod addresses routed from the host); it is left running.
 func StartCluster(t testing.TB) *KubeCluster {
 	t.Helper()
+	if kubeconfig := os.Getenv("PORTCULLIS_E2E_KUBECONFIG"); kubeconfig != "" {
+		return connectCluster(t, kubeconfig, cluster.Config{StateDir: filepath.Join(t.TempDir(), "cluster")})
+	}
 	if os.Geteuid() != 0 {
 		t.Fatal("the cluster creates network namespaces, a bridge and iptables rules: run the tests as root")
 	}
@@ -107,6 +114,12 @@ func StartCluster(t testing.TB) *KubeCluster {
 			t.Errorf("cluster.Down: %v", err)
 		}
 	})
+	return connectCluster(t, kubeconfig, cfg)
+}
+
+// connectCluster makes the clients of the cluster of kubeconfig.
+func connectCluster(t testing.TB, kubeconfig string, cfg cluster.Config) *KubeCluster {
+	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -53,6 +54,9 @@ type Agent struct {
 
 	mountMu         sync.Mutex
 	mountpointsFile string
+
+	// services lists the Services for the Pods' /etc/hosts (hosts.go).
+	services corelisters.ServiceLister
 }
 
 // Run runs the node until ctx ends, then stops its Pods.
@@ -106,6 +110,10 @@ func Run(ctx context.Context, cfg *cluster.NodeConfig) error {
 	nc, err := node.NewNodeController(node.NewNaiveNodeProvider(), a.nodeObject(), cs.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(cs.CoordinationV1().Leases(corev1.NamespaceNodeLease), node.DefaultLeaseDuration))
 	if err != nil {
+		return err
+	}
+	services := factory.Core().V1().Services()
+	if err := a.watchServices(services.Informer(), services.Lister()); err != nil {
 		return err
 	}
 	podFactory.Start(ctx.Done())

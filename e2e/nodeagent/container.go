@@ -105,7 +105,8 @@ func (c *container) prepare(ctx context.Context, volumes map[string]string) erro
 	if err := os.Chmod(shm, 0o1777); err != nil {
 		return err
 	}
-	c.mounts = append(c.mounts, initMount{Source: shm, Target: "/dev/shm"})
+	c.mounts = append(c.mounts, initMount{Source: shm, Target: "/dev/shm"},
+		initMount{Source: c.p.hostsFile(), Target: "/etc/hosts", ReadOnly: true})
 	c.argv, c.env = argv, env
 	c.wakeCh = make(chan struct{})
 	return nil

@@ -66,6 +66,12 @@ func (a *Agent) startPod(ctx context.Context, pod *corev1.Pod) (_ *podRuntime, e
 	p.pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	p.pod.Status.HostIP = a.cfg.GatewayIP
 	p.pod.Status.HostIPs = []corev1.HostIP{{IP: a.cfg.GatewayIP}}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := a.writeHosts(p); err != nil {
+		return nil, err
+	}
 	volumes, err := materialiseVolumes(ctx, a.client, p.pod, filepath.Join(p.dir, "volumes"))
 	if err != nil {
 		return nil, err

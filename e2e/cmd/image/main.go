@@ -56,15 +56,48 @@ func main() {
 	binDir := flag.String("bin", "", "folder holding the static binaries")
 	outDir := flag.String("out", "", "folder the image tarballs are written to (NAME.tar)")
 	tag := flag.String("tag", "", "image tag (the chart's appVersion by default in make image)")
+	echoserver := flag.String("echoserver", "", "also write the e2e tests' echo backend, "+testEchoServer+":TAG, from this binary (hack/kind-e2e.sh: clusters without the one-machine cluster's image table)")
 	flag.Parse()
-	if *binDir == "" || *outDir == "" || *tag == "" {
+	if (*binDir == "" && *echoserver == "") || *outDir == "" || *tag == "" {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *echoserver != "" {
+		// Only the echo backend's.
+		if err := echoServerImage(*echoserver, *outDir, *tag); err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*binDir, *outDir, *tag); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
+}
+
+// testEchoServer is the repository of e2e/cmd/echoserver's image
+// (cluster.EchoServerImage).
+const testEchoServer = "portcullis.test/echoserver"
+
+// echoServerImage writes the e2e echo backend's image, echoserver.tar.
+func echoServerImage(bin, outDir, tag string) error {
+	ca, err := readCABundle()
+	if err != nil {
+		return err
+	}
+	ref, err := name.NewTag(testEchoServer + ":" + tag)
+	if err != nil {
+		return err
+	}
+	img, err := build(filepath.Dir(bin), []string{filepath.Base(bin)}, ca)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	return tarball.WriteToFile(filepath.Join(outDir, "echoserver.tar"), ref, img)
 }
 
 func run(binDir, outDir, tag string) error {
