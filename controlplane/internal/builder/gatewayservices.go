@@ -3,6 +3,7 @@ package builder
 import (
 	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -41,10 +42,15 @@ func gatewayServiceName(gw types.NamespacedName) string {
 }
 
 // gatewayPorts hands each Gateway's listener ports their Envoy ports:
-// the ports its Service already maps them to when still free, then the
-// lowest free ones, oldest Gateway first, so a Gateway keeps its ports
-// while others come and go. A port left without one (the range is
-// full) is missing from the map.
+// the ports its Service already maps them to when still free, then, oldest
+// Gateway first, the first free one from a place in the range that a hash
+// of the Gateway (its UID) and the listener port picks. So a Gateway keeps
+// its ports while others come and go, and, before its Service exists, a
+// new Gateway's ports do not depend on which others are there: with the
+// lowest free port instead, a Gateway created as another is deleted got
+// the deleted one's port in one build and another in the next, and a
+// client connected in between stayed on the wrong listener. A port left
+// without one (the range is full) is missing from the map.
 func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[types.NamespacedName]map[int32]uint32 {
 	gws = slices.Clone(gws)
 	slices.SortStableFunc(gws, func(a, b *gwapiv1.Gateway) int {
@@ -81,20 +87,25 @@ func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[ty
 			}
 		}
 	}
-	next := uint32(gatewayPortFirst)
+	const size = gatewayPortLast - gatewayPortFirst + 1
 	for _, gw := range gws {
 		key := nn(gw.Namespace, gw.Name)
+		id := string(gw.UID)
+		if id == "" { // read from files: no UID
+			id = key.String()
+		}
 		for _, p := range listenerPorts(gw) {
 			if _, ok := out[key][p]; ok {
 				continue
 			}
-			for next <= gatewayPortLast && taken[next] {
-				next++
+			h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", id, p)))
+			start := binary.BigEndian.Uint32(h[:4]) % size
+			for i := uint32(0); i < size; i++ {
+				if e := gatewayPortFirst + (start+i)%size; !taken[e] {
+					out[key][p], taken[e] = e, true
+					break
+				}
 			}
-			if next > gatewayPortLast {
-				break
-			}
-			out[key][p], taken[next] = next, true
 		}
 	}
 	return out

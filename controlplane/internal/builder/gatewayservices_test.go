@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,7 +97,7 @@ spec:
 `
 
 // With gateway.servicePerGateway each Gateway gets Envoy ports of its
-// own (kept from its Service, else the lowest free, oldest first), a
+// own (kept from its Service, else picked by a hash of the Gateway), a
 // Service with the Envoy Service's type and selector, and its Service's
 // addresses; one without an address yet is not Programmed.
 func TestServicePerGateway(t *testing.T) {
@@ -111,6 +112,36 @@ func TestServicePerGateway(t *testing.T) {
 	in.Sort()
 	res := Build(&in, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
 
+	// Each Gateway's listener ports map to Envoy ports of its own, the
+	// same in its listeners and its Service; a/new keeps its Service's.
+	envoyPorts := map[string]string{} // "gateway port" -> Envoy port
+	var services []string
+	for _, s := range res.GatewayServices {
+		if s.Namespace != "portcullis" || s.Spec.Type != "LoadBalancer" || s.Spec.ExternalTrafficPolicy != "Local" || s.Spec.Selector["app"] != "envoy" {
+			t.Errorf("service %s/%s: %+v", s.Namespace, s.Name, s.Spec)
+		}
+		gw := s.Annotations[objects.GatewayServiceAnnotation]
+		var ports []string
+		for _, p := range s.Spec.Ports {
+			ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.Port))
+			envoyPorts[fmt.Sprintf("%s %d", gw, p.Port)] = p.TargetPort.String()
+		}
+		services = append(services, fmt.Sprintf("%s %s %v", gw, s.Labels[objects.GatewayServiceLabel], ports))
+	}
+	want := []string{"a/new a.new [port-80:80]", "a/old a.old [port-80:80]", "b/two-ports b.two-ports [port-80:80 port-8080:8080]"}
+	if !slices.Equal(services, want) {
+		t.Errorf("services %q, want %q", services, want)
+	}
+	if got := envoyPorts["a/new 80"]; got != "20007" {
+		t.Errorf("a/new's port 80 goes to Envoy's %s, want its Service's 20007", got)
+	}
+	seen := map[string]bool{}
+	for k, p := range envoyPorts {
+		if n, err := strconv.Atoi(p); err != nil || n < gatewayPortFirst || n > gatewayPortLast || seen[p] {
+			t.Errorf("%s: Envoy port %s, want one of its own in %d-%d", k, p, gatewayPortFirst, gatewayPortLast)
+		}
+		seen[p] = true
+	}
 	var listeners []string
 	for _, l := range res.Model.Listeners {
 		var origins []string
@@ -120,29 +151,31 @@ func TestServicePerGateway(t *testing.T) {
 		listeners = append(listeners, fmt.Sprintf("%s %v", l.Name, origins))
 	}
 	slices.Sort(listeners)
-	want := []string{"http-20000 [a/old]", "http-20001 [b/two-ports]", "http-20002 [b/two-ports]", "http-20007 [a/new]"}
+	want = nil
+	for k, p := range envoyPorts {
+		gw, _, _ := strings.Cut(k, " ")
+		want = append(want, fmt.Sprintf("http-%s [%s]", p, gw))
+	}
+	slices.Sort(want)
 	if !slices.Equal(listeners, want) {
 		t.Errorf("listeners %q, want %q", listeners, want)
 	}
 
-	var services []string
-	for _, s := range res.GatewayServices {
-		if s.Namespace != "portcullis" || s.Spec.Type != "LoadBalancer" || s.Spec.ExternalTrafficPolicy != "Local" || s.Spec.Selector["app"] != "envoy" {
-			t.Errorf("service %s/%s: %+v", s.Namespace, s.Name, s.Spec)
-		}
-		var ports []string
+	// A Gateway's ports do not depend on the others: without a/old (just
+	// deleted, say), the others get the same ones.
+	var without objects.Set
+	if _, err := without.Decode(strings.NewReader(fmt.Sprintf(perGatewayBase, strings.TrimPrefix(newSvc, "a-new-"))), "in.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	without.Gateways = slices.DeleteFunc(without.Gateways, func(g *gwapiv1.Gateway) bool { return g.Name == "old" })
+	without.Sort()
+	for _, s := range Build(&without, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
 		for _, p := range s.Spec.Ports {
-			ports = append(ports, fmt.Sprintf("%s:%d->%s", p.Name, p.Port, p.TargetPort.String()))
+			k := fmt.Sprintf("%s %d", s.Annotations[objects.GatewayServiceAnnotation], p.Port)
+			if p.TargetPort.String() != envoyPorts[k] {
+				t.Errorf("without a/old, %s goes to Envoy's %s, with it %s", k, p.TargetPort.String(), envoyPorts[k])
+			}
 		}
-		services = append(services, fmt.Sprintf("%s %s %v", s.Annotations[objects.GatewayServiceAnnotation], s.Labels[objects.GatewayServiceLabel], ports))
-	}
-	want = []string{
-		"a/new a.new [port-80:80->20007]",
-		"a/old a.old [port-80:80->20000]",
-		"b/two-ports b.two-ports [port-80:80->20001 port-8080:8080->20002]",
-	}
-	if !slices.Equal(services, want) {
-		t.Errorf("services %q, want %q", services, want)
 	}
 
 	for _, o := range res.Status {
