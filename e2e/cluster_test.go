@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,6 +167,27 @@ func TestCluster(t *testing.T) {
 	svc, err := cs.CoreV1().Services(clusterNS).Get(ctx, "echo", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// A ClusterIP of no Service (as a Service's before kube-proxy has
+	// translated it) is refused at once, not sent out of the machine.
+	svcs, err := cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, s := range svcs.Items {
+		used[s.Spec.ClusterIP] = true
+	}
+	unused := "10.214.0.254"
+	for i := 254; used[unused]; i-- {
+		unused = fmt.Sprintf("10.214.0.%d", i-1)
+	}
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(unused, "80"), 5*time.Second); err == nil {
+		conn.Close()
+		t.Errorf("%s:80, a ClusterIP of no Service, accepted a connection", unused)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("%s:80, a ClusterIP of no Service: %v, want connection refused", unused, err)
 	}
 
 	// The ClusterIP from the host reaches both Pods; each answers with

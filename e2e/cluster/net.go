@@ -24,8 +24,15 @@ var sysctls = map[string]string{
 
 // hostRules are the iptables rules Up adds (marked with RuleComment):
 // Pods reach beyond the node masqueraded, and the bridge's traffic is
-// forwarded whatever the FORWARD policy.
+// forwarded whatever the FORWARD policy. A ClusterIP kube-proxy has not
+// translated yet (a Service just created) is refused at once rather than
+// sent out of the machine by the default route, where a network's proxy
+// may answer it: a client connected then stays connected to that proxy.
 var hostRules = [][]string{
+	{"-t", "filter", "OUTPUT", "-d", ServiceCIDR, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"},
+	{"-t", "filter", "OUTPUT", "-d", ServiceCIDR, "-j", "REJECT"},
+	{"-t", "filter", "FORWARD", "-d", ServiceCIDR, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"},
+	{"-t", "filter", "FORWARD", "-d", ServiceCIDR, "-j", "REJECT"},
 	{"-t", "nat", "POSTROUTING", "-s", PodCIDR, "!", "-o", Bridge, "-j", "MASQUERADE"},
 	{"-t", "filter", "FORWARD", "-i", Bridge, "-j", "ACCEPT"},
 	{"-t", "filter", "FORWARD", "-o", Bridge, "-j", "ACCEPT"},
