@@ -3,7 +3,9 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sync"
@@ -97,6 +99,17 @@ func (c *adsClient) run(ctx context.Context, addr string) {
 	}
 }
 
+// streamErr is the status a stream ended with: a Send that fails because
+// the server ended the stream returns io.EOF, and the status is Recv's.
+func streamErr(err error, recv func() error) error {
+	if errors.Is(err, io.EOF) {
+		if rerr := recv(); rerr != nil {
+			return fmt.Errorf("stream ended by the server: %w", rerr)
+		}
+	}
+	return err
+}
+
 func (c *adsClient) serve(ctx context.Context, addr string) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30)))
@@ -112,13 +125,13 @@ func (c *adsClient) serve(ctx context.Context, addr string) error {
 		if err != nil {
 			return err
 		}
-		return c.serveDelta(s, node)
+		return streamErr(c.serveDelta(s, node), func() error { _, err := s.Recv(); return err })
 	}
 	s, err := ads.StreamAggregatedResources(ctx)
 	if err != nil {
 		return err
 	}
-	return c.serveSotW(s, node)
+	return streamErr(c.serveSotW(s, node), func() error { _, err := s.Recv(); return err })
 }
 
 func (c *adsClient) serveSotW(s discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, node *corev3.Node) error {
