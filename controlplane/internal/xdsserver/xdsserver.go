@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,12 +36,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
-// nodeGroup puts every Envoy in one group: they all get the same
-// configuration.
-type nodeGroup struct{}
-
-func (nodeGroup) ID(*corev3.Node) string { return "portcullis" }
-
 // Rejection is a configuration Envoy refused.
 type Rejection struct {
 	TypeURL string `json:"typeUrl"`
@@ -59,10 +54,28 @@ type Rejection struct {
 // hashes, to tell which resources a NACK is about.
 const keptVersions = 16
 
-// Server holds the snapshot cache and the ADS server.
+// keptNonces is how many responses of each type a stream remembers: a
+// request answers the latest, or one just before it.
+const keptNonces = 4
+
+// publishOrder is the order in which a change reaches the caches, and so
+// every Envoy: clusters before the endpoints and secrets they use and the
+// listeners and routes that use them (make before break); removals go in
+// the reverse order.
+var publishOrder = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.SecretType, resourcev3.ListenerType, resourcev3.RouteType}
+
+// Server holds the xDS caches and the ADS server.
 type Server struct {
-	log   *slog.Logger
-	cache cachev3.SnapshotCache
+	log *slog.Logger
+	// caches hold the resources of each type, one go-control-plane linear
+	// cache per type shared by every Envoy (they all get the same
+	// configuration): a resource is marshalled once for all of them, not
+	// once per Envoy and response, and a state-of-the-world response of
+	// routes, endpoints or secrets carries only those that changed (the
+	// protocol asks the whole set only for listeners and clusters), not the
+	// 10,000 route configurations of 10,000 TLS hosts.
+	caches map[string]*cachev3.LinearCache
+	gate   *gate
 	// sums remembers the hash of each resource of the last Update, by
 	// message: the translator reuses the messages of unchanged virtual
 	// hosts (translator.Cache), which then need no marshalling. Messages
@@ -75,20 +88,17 @@ type Server struct {
 	lastHash   string
 	rejections map[string]Rejection // by type URL
 	acked      map[string]string    // type URL -> last acknowledged version
-	streams    map[int64]string     // stream -> node ID
+	streams    map[int64]*stream
 	// peers holds the client certificate of each stream over mTLS.
 	peers map[int64]ClientCertificate
-	// sent maps a response nonce to its version: a NACK carries the nonce
-	// of the rejected response and the version Envoy kept.
-	sent map[string]string
-	// sentNames maps a delta response's nonce to the resources it added,
-	// changed or removed.
-	sentNames map[string][]string
+	// published is, by type URL, the hash of each resource in the cache.
+	published map[string]map[string]string
+	// cacheVersion is, by type URL, the version of the cache's resources
+	// (the linear cache's: one more with each update of it).
+	cacheVersion map[string]uint64
 	// hashes holds, by type URL, for recent versions, name -> hash.
 	hashes map[string]map[string]map[string]string
 	order  map[string][]string
-	// typeVersion is the version of each type's current resources.
-	typeVersion map[string]string
 	// OnRejection, when set, is called for every NACK received (also
 	// repeated ones), outside the lock.
 	OnRejection func(Rejection)
@@ -97,21 +107,47 @@ type Server struct {
 	OnChange func()
 }
 
+// stream is what the server remembers of one ADS stream. Nonces are
+// counted per stream, so what a response carried is known by stream and
+// nonce.
+type stream struct {
+	node string
+	// sent holds, by type URL, the latest responses sent.
+	sent map[string][]sentResponse
+}
+
+// sentResponse is what one response carried: its version, and for a delta
+// response the resources it added, changed or removed.
+type sentResponse struct {
+	nonce, version string
+	names          []string
+}
+
 // New returns a server with an empty configuration.
 func New(log *slog.Logger) *Server {
-	return &Server{
-		log:         log,
-		cache:       cachev3.NewSnapshotCache(true, nodeGroup{}, nil),
-		rejections:  map[string]Rejection{},
-		acked:       map[string]string{},
-		streams:     map[int64]string{},
-		peers:       map[int64]ClientCertificate{},
-		sent:        map[string]string{},
-		sentNames:   map[string][]string{},
-		hashes:      map[string]map[string]map[string]string{},
-		order:       map[string][]string{},
-		typeVersion: map[string]string{},
+	s := &Server{
+		log:          log,
+		caches:       map[string]*cachev3.LinearCache{},
+		rejections:   map[string]Rejection{},
+		acked:        map[string]string{},
+		streams:      map[int64]*stream{},
+		peers:        map[int64]ClientCertificate{},
+		published:    map[string]map[string]string{},
+		cacheVersion: map[string]uint64{},
+		hashes:       map[string]map[string]map[string]string{},
+		order:        map[string][]string{},
 	}
+	mux := &cachev3.MuxCache{
+		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
+		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
+		Caches:        map[string]cachev3.Cache{},
+	}
+	for _, t := range publishOrder {
+		s.caches[t] = cachev3.NewLinearCache(t)
+		mux.Caches[t] = s.caches[t]
+	}
+	s.gate = &gate{cache: mux}
+	return s
 }
 
 // Update publishes a new set of resources; unchanged resources publish
@@ -131,38 +167,84 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 	if hash == s.lastHash {
 		return fmt.Sprint(s.version), nil
 	}
-	version := fmt.Sprint(s.version + 1)
-	// Each type keeps its version while its resources do not change, so
-	// that Envoy is not sent (and does not re-process) thousands of
-	// unchanged listeners or route configurations with every update.
-	// The per-resource hashes are the delta xDS versions: the cache need
-	// not marshal every resource again to compute them.
-	snap := &cachev3.Snapshot{VersionMap: perResource}
-	changed := map[string]bool{}
-	for typeURL, items := range map[string][]proto.Message{
+	items := map[string][]proto.Message{
 		resourcev3.ListenerType: r.Listeners, resourcev3.RouteType: r.Routes, resourcev3.ClusterType: r.Clusters,
 		resourcev3.EndpointType: r.Endpoints, resourcev3.SecretType: r.Secrets,
-	} {
-		v := s.typeVersion[typeURL]
-		if v == "" || !maps.Equal(s.hashes[typeURL][v], perResource[typeURL]) {
-			v, changed[typeURL] = version, true
-		}
-		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources(v, asResources(items))
+	}
+	snap := &cachev3.Snapshot{}
+	for typeURL, list := range items {
+		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources("", asResources(list))
 	}
 	if err := snap.Consistent(); err != nil {
 		// A translator bug, not a user error: refuse to publish it.
 		return "", fmt.Errorf("inconsistent snapshot: %w", err)
 	}
-	if err := s.cache.SetSnapshot(ctx, nodeGroup{}.ID(nil), snap); err != nil {
-		return "", err
+	// Only the resources whose hash changed go to the caches: the others
+	// stay marshalled, and are sent to nobody.
+	changed := map[string]map[string]types.Resource{}
+	removed := map[string][]string{}
+	for typeURL, list := range items {
+		now, before := perResource[typeURL], s.published[typeURL]
+		for _, m := range list {
+			name := translator.ResourceName(m)
+			if before[name] != now[name] {
+				if changed[typeURL] == nil {
+					changed[typeURL] = map[string]types.Resource{}
+				}
+				changed[typeURL][name] = m.(types.Resource)
+			}
+		}
+		for name := range before {
+			if _, ok := now[name]; !ok {
+				removed[typeURL] = append(removed[typeURL], name)
+			}
+		}
+	}
+	publish := func(typeURL string, update map[string]types.Resource, remove []string, hashes map[string]string) error {
+		if err := s.caches[typeURL].UpdateResources(update, remove); err != nil {
+			return err
+		}
+		s.cacheVersion[typeURL]++
+		s.published[typeURL] = hashes
+		s.rememberHashes(typeURL, s.typeVersion(typeURL), hashes)
+		return nil
+	}
+	for _, typeURL := range publishOrder {
+		if len(changed[typeURL]) == 0 {
+			continue
+		}
+		hashes := maps.Clone(s.published[typeURL])
+		if hashes == nil {
+			hashes = map[string]string{}
+		}
+		for name := range changed[typeURL] {
+			hashes[name] = perResource[typeURL][name]
+		}
+		if err := publish(typeURL, changed[typeURL], nil, hashes); err != nil {
+			return "", err
+		}
+	}
+	for _, typeURL := range slices.Backward(publishOrder) {
+		if len(removed[typeURL]) > 0 {
+			if err := publish(typeURL, nil, removed[typeURL], perResource[typeURL]); err != nil {
+				return "", err
+			}
+		}
 	}
 	s.version++
 	s.lastHash = hash
-	for typeURL := range changed {
-		s.typeVersion[typeURL] = version
-		s.rememberHashes(typeURL, version, perResource[typeURL])
+	// The first configuration is in the caches: the Envoys that connected
+	// before it are answered now.
+	if err := s.gate.openUp(); err != nil {
+		return "", err
 	}
-	return version, nil
+	return fmt.Sprint(s.version), nil
+}
+
+// typeVersion is the version the cache of typeURL sends its resources
+// with. Called with mu held.
+func (s *Server) typeVersion(typeURL string) string {
+	return strconv.FormatUint(s.cacheVersion[typeURL], 10)
 }
 
 // rememberHashes keeps the per-resource hashes of a type's recent
@@ -353,7 +435,9 @@ func (s *Server) ClientCertificates() []ClientCertificate {
 	defer s.mu.Unlock()
 	out := make([]ClientCertificate, 0, len(s.peers))
 	for id, c := range s.peers {
-		c.Node = s.streams[id]
+		if st := s.streams[id]; st != nil {
+			c.Node = st.node
+		}
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node+out[i].Serial < out[j].Node+out[j].Serial })
@@ -374,10 +458,11 @@ func peerCertificate(ctx context.Context) (ClientCertificate, bool) {
 	return ClientCertificate{Subject: c.Subject.String(), Serial: c.SerialNumber.Text(16), Issuer: c.Issuer.String(), NotAfter: c.NotAfter}, true
 }
 
-func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) error {
+func (s *Server) onRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
 	s.mu.Lock()
-	node := s.nodeOf(stream, req.GetNode().GetId())
-	sentVersion, known := s.sent[req.ResponseNonce]
+	st := s.stream(id, req.GetNode().GetId())
+	sent, known := st.response(req.TypeUrl, req.ResponseNonce)
+	node, sentVersion := st.node, sent.version
 	if req.ErrorDetail != nil {
 		rejected := sentVersion
 		if !known {
@@ -411,14 +496,40 @@ func (s *Server) onRequest(stream int64, req *discoveryv3.DiscoveryRequest) erro
 	return nil
 }
 
-// nodeOf returns the node of a stream, recording id when a request names
-// it (only the first request of a stream must). Called with mu held.
-func (s *Server) nodeOf(stream int64, id string) string {
-	if id == "" {
-		return s.streams[stream]
+// stream returns the state of stream id, recording its node when a
+// request names it (only the first request of a stream must). Called with
+// mu held.
+func (s *Server) stream(id int64, node string) *stream {
+	st := s.streams[id]
+	if st == nil {
+		st = &stream{sent: map[string][]sentResponse{}}
+		s.streams[id] = st
 	}
-	s.streams[stream] = id
-	return id
+	if node != "" {
+		st.node = node
+	}
+	return st
+}
+
+// response returns what the response of typeURL with nonce carried, if it
+// is one of the latest.
+func (st *stream) response(typeURL, nonce string) (sentResponse, bool) {
+	for _, r := range st.sent[typeURL] {
+		if r.nonce == nonce {
+			return r, true
+		}
+	}
+	return sentResponse{}, false
+}
+
+// remember records what a response carried, forgetting the oldest of its
+// type beyond keptNonces.
+func (st *stream) remember(typeURL string, r sentResponse) {
+	sent := append(st.sent[typeURL], r)
+	if len(sent) > keptNonces {
+		sent = slices.Delete(sent, 0, len(sent)-keptNonces)
+	}
+	st.sent[typeURL] = sent
 }
 
 // reportRejection logs a NACK that changed what is rejected and tells the
@@ -439,29 +550,16 @@ func (s *Server) reportRejection(rej Rejection, changed bool) {
 	}
 }
 
-func (s *Server) onResponse(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
+func (s *Server) onResponse(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.remember(resp.Nonce, resp.VersionInfo, nil)
-}
-
-// remember records what a response carried. Called with mu held.
-func (s *Server) remember(nonce, version string, names []string) {
-	if len(s.sent) > 4096 {
-		// Old nonces are never answered again; forget them in bulk.
-		clear(s.sent)
-		clear(s.sentNames)
-	}
-	s.sent[nonce] = version
-	if names != nil {
-		s.sentNames[nonce] = names
-	}
+	s.stream(id, "").remember(resp.TypeUrl, sentResponse{nonce: resp.Nonce, version: resp.VersionInfo})
 }
 
 // Incremental (delta) xDS: a response carries only the resources that
 // changed, so a NACK is about those, and an ACK settles only those.
 
-func (s *Server) onDeltaResponse(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
+func (s *Server) onDeltaResponse(id int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
 	names := make([]string, 0, len(resp.Resources)+len(resp.RemovedResources))
 	for _, r := range resp.Resources {
 		names = append(names, r.Name)
@@ -469,14 +567,14 @@ func (s *Server) onDeltaResponse(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, 
 	names = append(names, resp.RemovedResources...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.remember(resp.Nonce, resp.SystemVersionInfo, names)
+	s.stream(id, "").remember(resp.TypeUrl, sentResponse{nonce: resp.Nonce, version: resp.SystemVersionInfo, names: names})
 }
 
-func (s *Server) onDeltaRequest(stream int64, req *discoveryv3.DeltaDiscoveryRequest) error {
+func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
 	s.mu.Lock()
-	node := s.nodeOf(stream, req.GetNode().GetId())
-	version, known := s.sent[req.ResponseNonce]
-	names := s.sentNames[req.ResponseNonce]
+	st := s.stream(id, req.GetNode().GetId())
+	sent, known := st.response(req.TypeUrl, req.ResponseNonce)
+	node, version, names := st.node, sent.version, sent.names
 	prev, had := s.rejections[req.TypeUrl]
 	changed := false
 	var rej Rejection
@@ -539,7 +637,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	opened := func(ctx context.Context, id int64, _ string) error {
 		cert, ok := peerCertificate(ctx)
 		s.mu.Lock()
-		s.streams[id] = ""
+		s.stream(id, "")
 		if ok {
 			s.peers[id] = cert
 		}
@@ -562,7 +660,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 		StreamDeltaRequestFunc:  s.onDeltaRequest,
 		StreamDeltaResponseFunc: s.onDeltaResponse,
 	}
-	xds := serverv3.NewServer(ctx, s.cache, cb)
+	xds := serverv3.NewServer(ctx, s.gate, cb)
 	opts := []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(1 << 20),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),

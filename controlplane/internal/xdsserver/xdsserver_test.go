@@ -26,13 +26,16 @@ func resources(clusters ...string) *translator.Resources {
 	return r
 }
 
-// publish updates the server and plays the response Envoy would get.
+// publish updates the server and plays the clusters response Envoy would
+// get; it returns the version of the clusters.
 func publish(t *testing.T, s *Server, r *translator.Resources, nonce string) string {
 	t.Helper()
-	v, err := s.Update(context.Background(), r)
-	if err != nil {
+	if _, err := s.Update(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
+	s.mu.Lock()
+	v := s.typeVersion(resourcev3.ClusterType)
+	s.mu.Unlock()
 	s.onResponse(context.Background(), 1, nil, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: v, Nonce: nonce})
 	return v
 }
