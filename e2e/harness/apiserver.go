@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -47,6 +48,19 @@ var silenceCtrlLog sync.Once
 // ends. Their logs are printed if the test fails.
 func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 	t.Helper()
+	return StartAPIServerWith(t, APIServerOptions{}, crdDirs...)
+}
+
+// APIServerOptions change the API server's defaults.
+type APIServerOptions struct {
+	// EtcdMaxRequestBytes raises etcd's request size limit (1.5 MiB by
+	// default, which bounds an object's size) when not zero.
+	EtcdMaxRequestBytes int
+}
+
+// StartAPIServerWith is StartAPIServer with options.
+func StartAPIServerWith(t testing.TB, opts APIServerOptions, crdDirs ...string) *APIServer {
+	t.Helper()
 	// controller-runtime complains loudly if its logger is never set.
 	silenceCtrlLog.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 
@@ -63,6 +77,9 @@ func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 			APIServer: &envtest.APIServer{Path: tools.KubeAPIServer, Out: apiLog, Err: apiLog},
 			Etcd:      &envtest.Etcd{Path: tools.Etcd, Out: etcdLog, Err: etcdLog},
 		},
+	}
+	if opts.EtcdMaxRequestBytes > 0 {
+		env.ControlPlane.Etcd.Configure().Set("max-request-bytes", fmt.Sprint(opts.EtcdMaxRequestBytes))
 	}
 	for _, dir := range crdDirs {
 		if dir != "" {
