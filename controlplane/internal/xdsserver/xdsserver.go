@@ -663,7 +663,13 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	xds := serverv3.NewServer(ctx, s.gate, cb)
 	opts := []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(1 << 20),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),
+		// A ping after 30 s without a request, answered within 30 s: an
+		// Envoy whose main thread is busy applying a large configuration
+		// (seconds at 10,000 hosts) answers late, and dropping it would make
+		// it reconnect and be sent everything again (with 5 s, the fan-out
+		// benchmark saw tens of clients dropped while syncing); a dead one is
+		// still found within a minute.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 30 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 	}
 	if tlsConfig != nil {

@@ -63,6 +63,7 @@ type fanoutRow struct {
 	rss        int64 // portcullis VmRSS after the changes (largest of the rounds)
 	peak       int64 // portcullis VmHWM after the changes (largest of the rounds)
 	clientCPU  time.Duration
+	decoded    int64 // bytes of resources the clients decoded during the changes
 }
 
 var protocols = []struct {
@@ -147,9 +148,7 @@ func runFanout(b *testing.B, k *stack, w workload, xds string, n int, delta bool
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(ctx, xds) }()
 		if (i+1)%connectBatch == 0 || i == n-1 {
-			for _, c := range clients[(i/connectBatch)*connectBatch : i+1] {
-				waitClientReady(b, c, 10*time.Minute)
-			}
+			waitClientsReady(b, clients[:i+1], 10*time.Minute)
 		}
 	}
 	r.sync = append(r.sync, time.Since(start))
@@ -165,6 +164,10 @@ func runFanout(b *testing.B, k *stack, w workload, xds string, n int, delta bool
 		close(profiled)
 	}
 	cpu0, self0 := procTicks(k.portcullis.Pid()), procTicks(os.Getpid())
+	var decoded0 int64
+	for _, c := range clients {
+		decoded0 += c.decoded.Load()
+	}
 	for range fanoutChanges {
 		time.Sleep(quietBefore)
 		*change++
@@ -202,6 +205,10 @@ func runFanout(b *testing.B, k *stack, w workload, xds string, n int, delta bool
 	r.cpu += time.Duration(cpu1-cpu0) * 10 * time.Millisecond // USER_HZ = 100
 	r.clientCPU += time.Duration(self1-self0) * 10 * time.Millisecond
 	r.changes += fanoutChanges
+	for _, c := range clients {
+		r.decoded += c.decoded.Load()
+	}
+	r.decoded -= decoded0
 	<-profiled
 	r.rss = max(r.rss, rss(k.portcullis.Pid(), "VmRSS:"))
 	r.peak = max(r.peak, rss(k.portcullis.Pid(), "VmHWM:"))
@@ -212,14 +219,29 @@ func runFanout(b *testing.B, k *stack, w workload, xds string, n int, delta bool
 	}
 }
 
-func waitClientReady(b *testing.B, c *adsClient, timeout time.Duration) {
-	select {
-	case <-c.readyCh:
-		if err := c.failed(); err != nil {
-			b.Fatalf("client %s: %v", c.id, err)
+// waitClientsReady waits until every client is synced, failing as soon as
+// one fails (a stream the server ended).
+func waitClientsReady(b *testing.B, clients []*adsClient, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		waiting := 0
+		for _, c := range clients {
+			if err := c.failed(); err != nil {
+				b.Fatalf("client %s: %v", c.id, err)
+			}
+			select {
+			case <-c.readyCh:
+			default:
+				waiting++
+			}
 		}
-	case <-time.After(timeout):
-		b.Fatalf("client %s not synced within %v", c.id, timeout)
+		if waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d clients not synced within %v", waiting, len(clients), timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -245,7 +267,7 @@ func fanoutTable(results map[string]map[int]*fanoutRow, roots, rounds int, idleR
 	fmt.Fprintf(&sb, "One HTTPProxy change (one more route) until every client ACKed a response carrying it; %d changes per N and protocol, %d round(s); clients connect %d at a time. portcullis RSS with no client: %d MiB\n",
 		fanoutChanges, rounds, connectBatch, idleRSS>>20)
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "N\tADS\tclients synced in\tchange to all ACKed (median)\tmax\tclient ACK (median)\tslowest/median client (median)\tportcullis CPU/change\tbenchmark CPU/change\tportcullis RSS\tpeak RSS\t")
+	fmt.Fprintln(w, "N\tADS\tclients synced in\tchange to all ACKed (median)\tmax\tclient ACK (median)\tslowest/median client (median)\tportcullis CPU/change\tbenchmark CPU/change\tdecoded/client/change\tportcullis RSS\tpeak RSS\t")
 	clients := fanoutClients()
 	for _, n := range clients {
 		for _, p := range protocols {
@@ -255,10 +277,10 @@ func fanoutTable(results map[string]map[int]*fanoutRow, roots, rounds int, idleR
 			}
 			all := slices.Sorted(slices.Values(r.allACKed))
 			ratios := slices.Sorted(slices.Values(r.ratios))
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%d MiB\t%d MiB\t\n", n, p.name, loadgen.Ms(loadgen.Median(r.sync)),
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%d KiB\t%d MiB\t%d MiB\t\n", n, p.name, loadgen.Ms(loadgen.Median(r.sync)),
 				loadgen.Ms(loadgen.Median(all)), loadgen.Ms(all[len(all)-1]), loadgen.Ms(loadgen.Median(r.clientACKs)),
 				ratios[len(ratios)/2], loadgen.Ms(r.cpu/time.Duration(r.changes)), loadgen.Ms(r.clientCPU/time.Duration(r.changes)),
-				r.rss>>20, r.peak>>20)
+				r.decoded/int64(r.changes*n)>>10, r.rss>>20, r.peak>>20)
 		}
 	}
 	w.Flush()
