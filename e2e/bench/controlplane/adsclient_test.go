@@ -157,7 +157,7 @@ func (c *adsClient) serveSotW(s discoveryv3.AggregatedDiscoveryService_StreamAgg
 		}
 		c.acked[t] = true
 		c.report(carries)
-		for _, dt := range []string{typeEndpoint, typeRoute, typeSecret} {
+		for _, dt := range c.dependents(t) {
 			want := c.wanted(dt)
 			if slices.Equal(want, c.subscribed[dt]) {
 				continue
@@ -197,20 +197,9 @@ func (c *adsClient) serveDelta(s discoveryv3.AggregatedDiscoveryService_DeltaAgg
 		}
 		c.acked[t] = true
 		c.report(carries)
-		for _, dt := range []string{typeEndpoint, typeRoute, typeSecret} {
+		for _, dt := range c.dependents(t) {
 			want := c.wanted(dt)
-			have := c.subscribed[dt]
-			var sub, unsub []string
-			for _, n := range want {
-				if !slices.Contains(have, n) {
-					sub = append(sub, n)
-				}
-			}
-			for _, n := range have {
-				if !slices.Contains(want, n) {
-					unsub = append(unsub, n)
-				}
-			}
+			sub, unsub := diff(want, c.subscribed[dt])
 			if len(sub) == 0 && len(unsub) == 0 {
 				continue
 			}
@@ -302,6 +291,36 @@ func (c *adsClient) report(carries bool) {
 	w := c.watch.Load()
 	c.seen = w
 	w.acked <- time.Since(w.start)
+}
+
+// dependents are the types whose subscriptions a response of type t can
+// change: what clusters and listeners name.
+func (c *adsClient) dependents(t string) []string {
+	switch t {
+	case typeCluster, typeListener:
+		return []string{typeEndpoint, typeRoute, typeSecret}
+	}
+	return nil
+}
+
+// diff returns the names of want not in have and those of have not in
+// want, both sorted.
+func diff(want, have []string) (added, removed []string) {
+	i, j := 0, 0
+	for i < len(want) || j < len(have) {
+		switch {
+		case j == len(have) || i < len(want) && want[i] < have[j]:
+			added = append(added, want[i])
+			i++
+		case i == len(want) || have[j] < want[i]:
+			removed = append(removed, have[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return added, removed
 }
 
 // wanted are the names of type t the clusters and listeners name, sorted.
