@@ -196,7 +196,8 @@ func TestHostileInput(t *testing.T) {
 		start := time.Now()
 		createAll(t, api.Client, objs)
 		t.Logf("created %d invalid HTTPProxies in %v", invalidObjects, time.Since(start).Round(time.Millisecond))
-		harness.Eventually(t, 5*time.Minute, func() error {
+		// Minutes on a loaded machine: one status update per object.
+		harness.Eventually(t, 10*time.Minute, func() error {
 			var list contourv1.HTTPProxyList
 			if err := api.Client.List(ctx, &list, client.InNamespace(hostileNS)); err != nil {
 				return err
