@@ -198,3 +198,59 @@ func TestNoncesAreTheStreams(t *testing.T) {
 		t.Errorf("rejections = %+v, want version 5 (stream 1's response) rejected", r)
 	}
 }
+
+// TestDeltaSendsChangedRoutesOnly: a delta stream (served from the
+// snapshot cache) gets the route configurations it subscribes to, then
+// only the one that changed.
+func TestDeltaSendsChangedRoutesOnly(t *testing.T) {
+	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ads := serve(t, s)
+	if _, err := s.Update(context.Background(), routed(t, "v1.example.com", "a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ads.DeltaAggregatedResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNamesSubscribe: []string{"a", "b", "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	recvNames := func() (*discoveryv3.DeltaDiscoveryResponse, []string) {
+		t.Helper()
+		got := make(chan *discoveryv3.DeltaDiscoveryResponse, 1)
+		go func() {
+			r, err := st.Recv()
+			if err != nil {
+				t.Error(err)
+			}
+			got <- r
+		}()
+		select {
+		case r := <-got:
+			var out []string
+			for _, res := range r.GetResources() {
+				out = append(out, res.Name)
+			}
+			slices.Sort(out)
+			return r, out
+		case <-time.After(5 * time.Second):
+			t.Fatal("no response within 5 s")
+			return nil, nil
+		}
+	}
+	first, got := recvNames()
+	if !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("first response has %v, want [a b c]", got)
+	}
+	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.RouteType, ResponseNonce: first.Nonce}); err != nil {
+		t.Fatal(err)
+	}
+	next := routed(t, "v1.example.com", "a", "b", "c")
+	next.Routes[1] = &routev3.RouteConfiguration{Name: "b", VirtualHosts: []*routev3.VirtualHost{{Name: "b", Domains: []string{"v2.example.com"}}}}
+	if _, err := s.Update(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := recvNames(); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("the change sent %v, want only [b]", got)
+	}
+}
