@@ -61,8 +61,10 @@ var invalidKinds = []struct {
 		return p
 	}},
 	{"UnsupportedField", func(i int) *contourv1.HTTPProxy {
+		// An exact path on an include is refused (an include's conditions
+		// match a prefix of its routes'); the included HTTPProxy exists.
 		p := hostileRoot(i, contourv1.Route{Services: []contourv1.Service{{Name: "echo", Port: 80}}})
-		p.Spec.VirtualHost.IPAllowFilterPolicy = []contourv1.IPFilterPolicy{{Source: contourv1.IPFilterSourcePeer, CIDR: "192.0.2.0/24"}}
+		p.Spec.Includes = []contourv1.Include{{Name: "hostile-child", Conditions: []contourv1.MatchCondition{{Exact: "/exact"}}}}
 		return p
 	}},
 	{"PathMatchConditionsNotValid", func(i int) *contourv1.HTTPProxy {
@@ -169,6 +171,9 @@ func TestHostileInput(t *testing.T) {
 	k := &kubeControlPlane{api: api, httpAddr: httpAddr}
 	k.apply(t, namespaces(hostileNS)...)
 	k.apply(t, harness.LoopbackExternalName(hostileNS, "echo", 80, echo.Port)...)
+	k.apply(t, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: hostileNS, Name: "hostile-child"}, Spec: contourv1.HTTPProxySpec{
+		Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}},
+	}})
 	k.apply(t, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: hostileNS, Name: "valid"}, Spec: contourv1.HTTPProxySpec{
 		VirtualHost: &contourv1.VirtualHost{Fqdn: "valid.example.com"},
 		Routes:      []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}},
