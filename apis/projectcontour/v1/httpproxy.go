@@ -210,8 +210,9 @@ type QueryParameterMatchCondition struct {
 type VirtualHost struct {
 	// The fully qualified domain name of the root of the ingress tree
 	// all leaves of the DAG rooted at this object relate to the fqdn.
-	// Wildcard names are not supported; the control plane reports them as
-	// an error.
+	// A wildcard "*.example.com" (the whole first label) serves the names
+	// with exactly one label in its place (a.example.com, not
+	// b.a.example.com nor example.com); an exact fqdn takes precedence.
 	//
 	// +required
 	// +kubebuilder:validation:MinLength=1

@@ -95,8 +95,8 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 		return
 	}
 	b.res.served = true
-	routes = b.withoutInvalidProxies(routes)
 	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
+	routes = withWildcardAuthority(fqdn, b.withoutInvalidProxies(routes))
 	if p.Spec.TCPProxy != nil {
 		b.recordRootUses(p, nil, hcmAuth, scope.proc)
 		b.tcpVirtualHosts(p, fqdn, b.hostOrigins(), routes, tcp, scope.proc)
@@ -167,16 +167,18 @@ func rootNamespaceAllowed(namespace string, allowed []string, st *status.Object)
 	}
 }
 
-// fqdnValid checks spec.virtualhost.fqdn: set, no wildcard, a DNS name.
+// fqdnValid checks spec.virtualhost.fqdn: set, a DNS name, or a wildcard
+// whose only "*" is its whole first label ("*.example.com", wildcard.go).
 func fqdnValid(fqdn string, st *status.Object) {
 	lower := strings.ToLower(fqdn)
+	name := strings.TrimPrefix(lower, "*.")
 	switch {
 	case lower == "":
 		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNNotSpecified, "Spec.VirtualHost.Fqdn must be specified")
-	case strings.Contains(lower, "*"):
-		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q cannot use wildcards", fqdn))
+	case strings.Contains(name, "*"):
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q: a wildcard is only allowed as the whole first label (\"*.example.com\")", fqdn))
 	default:
-		if errs := validation.IsDNS1123Subdomain(lower); len(errs) > 0 {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNInvalid, fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", fqdn, strings.Join(errs, "; ")))
 		}
 	}
