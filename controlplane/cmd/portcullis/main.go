@@ -423,7 +423,7 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
 				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log,
 					GatewayController: gwapiv1.GatewayController(opts.Builder.GatewayControllerName)}
 				if opts.Builder.GatewayServicePerGateway {
-					ns, _, _ := strings.Cut(opts.Builder.GatewayEnvoyService, "/")
+					ns, _, _ := strings.Cut(opts.Builder.EnvoyService, "/")
 					cfg.GatewayServices = &statuswriter.Services{Cache: p.Cache(), Client: p.Client(), Namespace: ns, Log: log}
 				}
 			default:

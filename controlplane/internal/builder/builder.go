@@ -74,10 +74,12 @@ type Options struct {
 	// them): a Gateway listener served on one of them adds its hosts to
 	// that listener instead of getting its own. 0: no such listener.
 	EnvoyHTTPPort, EnvoyHTTPSPort uint32
-	// GatewayAddresses and GatewayEnvoyService ("namespace/name") give
-	// every Gateway's status.addresses (config.Gateway).
-	GatewayAddresses    []string
-	GatewayEnvoyService string
+	// EnvoyAddresses and EnvoyService ("namespace/name") say where
+	// clients reach Envoy (config.Gateway): every Gateway's
+	// status.addresses and every served root HTTPProxy's
+	// status.loadBalancer (envoyaddresses.go).
+	EnvoyAddresses []string
+	EnvoyService   string
 	// GatewayServicePerGateway gives each Gateway its own Envoy ports and
 	// Service (config.Gateway.ServicePerGateway, gatewayservices.go).
 	GatewayServicePerGateway bool
@@ -90,7 +92,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 	o.GlobalExtAuth, o.GlobalExtProc, o.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
 	o.RateLimitService = c.RateLimitService
 	o.GatewayControllerName = c.Gateway.Controller()
-	o.GatewayAddresses, o.GatewayEnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
+	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
 	o.Extensions = extensionKindsOf(c)
 	return o
@@ -146,7 +148,9 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	}
 	uses := memo.keep(results)
 	b.markOrphans(snap)
-	services := buildGatewayAPI(snap, model, b, memo)
+	addrs := envoyAddresses(snap)
+	b.markLoadBalancer(results, addrs)
+	services := buildGatewayAPI(snap, model, b, memo, addrs)
 	b.finish(model, uses)
 
 	res := &Result{Model: model, GatewayServices: services}

@@ -64,7 +64,7 @@ type gatewayStage struct {
 	// memo keeps the routes' rules between builds (nil for none).
 	memo *Memo
 	// addresses are where clients reach Envoy, for every Gateway's status
-	// (gatewayaddresses.go).
+	// (envoyaddresses.go).
 	addresses []gwapiv1.GatewayStatusAddress
 	// authPolicies and procPolicies are the ExtAuthPolicies and
 	// ExtProcPolicies with their precedence (gateway_policy*.go).
@@ -84,7 +84,7 @@ type gatewayStage struct {
 // virtual hosts, listeners, clusters and secrets to m, and the statuses of
 // its objects to b. With gateway.servicePerGateway it returns the
 // Gateways' Services.
-func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) (services []*corev1.Service) {
+func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo, addrs []corev1.LoadBalancerIngress) (services []*corev1.Service) {
 	if len(snap.in.GatewayClasses) == 0 && len(snap.in.ExtAuthPolicies) == 0 && len(snap.in.ExtProcPolicies) == 0 {
 		return nil // nothing can be ours (policies are: they say what they found)
 	}
@@ -96,7 +96,7 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) (servic
 		grants:          newGrantIndex(snap.in.ReferenceGrants),
 		backendTLS:      newBackendTLSIndex(snap.in.BackendTLSPolicies),
 		namespaceLabels: map[string]map[string]string{},
-		addresses:       gatewayAddresses(snap),
+		addresses:       gatewayAddresses(addrs),
 		memo:            memo,
 	}
 	memo.startGateway(snap)
@@ -107,7 +107,7 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo) (servic
 	g.buildClasses()
 	if snap.opts.GatewayServicePerGateway {
 		g.perGateway = true
-		ns, name, _ := strings.Cut(snap.opts.GatewayEnvoyService, "/")
+		ns, name, _ := strings.Cut(snap.opts.EnvoyService, "/")
 		g.envoyNS, g.envoySvc = ns, snap.services[nn(ns, name)]
 		var ours []*gwapiv1.Gateway
 		for _, gw := range snap.in.Gateways {

@@ -110,7 +110,7 @@ func TestServicePerGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Sort()
-	res := Build(&in, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
+	res := Build(&in, Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
 
 	// Each Gateway's listener ports map to Envoy ports of its own, the
 	// same in its listeners and its Service; a/new keeps its Service's.
@@ -169,7 +169,7 @@ func TestServicePerGateway(t *testing.T) {
 	}
 	without.Gateways = slices.DeleteFunc(without.Gateways, func(g *gwapiv1.Gateway) bool { return g.Name == "old" })
 	without.Sort()
-	for _, s := range Build(&without, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
+	for _, s := range Build(&without, Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
 		for _, p := range s.Spec.Ports {
 			k := fmt.Sprintf("%s %d", s.Annotations[objects.GatewayServiceAnnotation], p.Port)
 			if p.TargetPort.String() != envoyPorts[k] {
@@ -200,7 +200,7 @@ func TestServicePerGateway(t *testing.T) {
 
 	// Without the option, the two Gateways of port 80 share Envoy's 8080
 	// and the younger one's listener conflicts.
-	res = Build(&in, Options{EnvoyHTTPPort: 8080, GatewayEnvoyService: "portcullis/envoy"})
+	res = Build(&in, Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy"})
 	if len(res.GatewayServices) != 0 {
 		t.Errorf("services without the option: %d", len(res.GatewayServices))
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -35,6 +36,10 @@ type Object struct {
 	// only by roots that are not served).
 	Orphaned        bool
 	OrphanedMessage string
+	// LoadBalancer holds where clients reach a served root HTTPProxy (the
+	// configured addresses of Envoy and its Service's): its
+	// status.loadBalancer.ingress while it is valid.
+	LoadBalancer []corev1.LoadBalancerIngress
 	// ClusterName is the Envoy cluster of an ExtensionService.
 	ClusterName string
 	// Endpoints counts the backing endpoints of an ExtensionService, for
@@ -193,6 +198,11 @@ func HTTPProxy(o *Object, prev contourv1.HTTPProxyStatus, now metav1.Time) conto
 		out.CurrentStatus = contourv1.StatusInvalid
 	}
 	out.Description = valid.Message
+	if valid.Status == metav1.ConditionTrue && len(o.LoadBalancer) > 0 {
+		// Only a root that is served: an invalid one (Envoy's rejection
+		// included) is reachable nowhere.
+		out.LoadBalancer.Ingress = slices.Clone(o.LoadBalancer)
+	}
 	return out
 }
 
@@ -366,7 +376,8 @@ func Summary(o *Object) string {
 // reflection: it runs for every object on every rebuild).
 func (o *Object) Same(p *Object) bool {
 	same := func(a, b *Endpoints) bool { return a == b || a != nil && b != nil && *a == *b }
+	sameAddress := func(a, b corev1.LoadBalancerIngress) bool { return a.IP == b.IP && a.Hostname == b.Hostname }
 	return o.Ref == p.Ref && o.Generation == p.Generation && o.Orphaned == p.Orphaned && o.ClusterName == p.ClusterName &&
 		slices.Equal(o.Errors, p.Errors) && slices.Equal(o.Warnings, p.Warnings) && same(o.Endpoints, p.Endpoints) &&
-		o.GatewayAPI.same(p.GatewayAPI)
+		slices.EqualFunc(o.LoadBalancer, p.LoadBalancer, sameAddress) && o.GatewayAPI.same(p.GatewayAPI)
 }

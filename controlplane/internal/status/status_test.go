@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -201,6 +202,7 @@ func TestSame(t *testing.T) {
 		{"endpoints", func(o *Object) { o.Endpoints = &Endpoints{Ready: 0, Total: 2} }, false},
 		{"no endpoints", func(o *Object) { o.Endpoints = nil }, false},
 		{"orphaned", func(o *Object) { o.Orphaned = true }, false},
+		{"an address", func(o *Object) { o.LoadBalancer = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}} }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,6 +210,35 @@ func TestSame(t *testing.T) {
 			tt.change(o)
 			if got := base().Same(o); got != tt.want {
 				t.Errorf("Same = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHTTPProxyLoadBalancer: status.loadBalancer.ingress is where a valid
+// root is reached; an invalid or orphaned HTTPProxy is reached nowhere.
+func TestHTTPProxyLoadBalancer(t *testing.T) {
+	lb := []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}, {Hostname: "lb.example.com"}}
+	ref := objects.Ref{Kind: "HTTPProxy", Namespace: "ns", Name: "p"}
+	for _, tc := range []struct {
+		name string
+		obj  *Object
+		want []corev1.LoadBalancerIngress
+	}{
+		{"valid root", &Object{Ref: ref, LoadBalancer: lb}, lb},
+		{"valid root with warnings", &Object{Ref: ref, LoadBalancer: lb, Warnings: []Problem{{"ServiceError", "NoEndpoints", "none"}}}, lb},
+		{"valid, no address known", &Object{Ref: ref}, nil},
+		{"rejected by Envoy after the build", (&Object{Ref: ref, LoadBalancer: lb}).WithErrors(Problem{"EnvoyRejected", "RejectedByEnvoy", "x"}), nil},
+		{"orphaned", &Object{Ref: ref, LoadBalancer: lb, Orphaned: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := contourv1.HTTPProxyStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}}
+			got := HTTPProxy(tc.obj, prev, metav1.Now()).LoadBalancer.Ingress
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("status.loadBalancer.ingress %v, want %v", got, tc.want)
+			}
+			if len(got) > 0 && &got[0] == &tc.obj.LoadBalancer[0] {
+				t.Error("the status shares the findings' addresses")
 			}
 		})
 	}
