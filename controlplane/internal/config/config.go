@@ -152,11 +152,13 @@ type Gateway struct {
 	// this control plane serves (DefaultGatewayControllerName when empty).
 	ControllerName string `json:"controllerName,omitempty"`
 	// Addresses are where clients reach Envoy (IP addresses or host
-	// names), reported in every Gateway's status.addresses.
+	// names), reported in every Gateway's status.addresses and every
+	// valid root HTTPProxy's status.loadBalancer.ingress: one Envoy serves
+	// both APIs, so one setting says where it is.
 	Addresses []string `json:"addresses,omitempty"`
 	// EnvoyService ("namespace/name") is the Service in front of Envoy:
-	// its load balancer's addresses (else its cluster IPs) are reported in
-	// every Gateway's status.addresses too.
+	// its load balancer's addresses (else its cluster IPs) are reported
+	// after Addresses, in the same places.
 	EnvoyService string `json:"envoyService,omitempty"`
 	// ServicePerGateway gives each Gateway its own Envoy ports and its own
 	// Service in front of Envoy (in EnvoyService's namespace, with its

@@ -55,22 +55,27 @@ func TestHTTPProxyLoadBalancerFollowsEnvoyService(t *testing.T) {
 	r := startProvider(t, api.Config)
 	writer := &statuswriter.Kubernetes{Cache: c, Client: c, Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
 	opts := pipeline.Options{Builder: builder.Options{EnvoyAddresses: []string{"envoy.example.com"}, EnvoyService: "portcullis/envoy"}}
-	// follow waits for a snapshot with the Envoy Service at ip, runs the
-	// pipeline on it and writes the statuses, as serve does.
-	follow := func(ip string) {
+	// follow waits for a snapshot where ok holds, runs the pipeline on it
+	// and writes the statuses, as serve does.
+	follow := func(what string, ok func(*objects.Set) error) {
 		t.Helper()
 		var set *objects.Set
-		r.await(t, "the Envoy Service at "+ip, func(s *objects.Set) error {
+		r.await(t, what, func(s *objects.Set) error {
+			set = s
+			return ok(s)
+		})
+		res := pipeline.Run(set, opts)
+		writer.Write(ctx, pipeline.Statuses(set, res.Build.Status, metav1.Now()))
+	}
+	envoyAt := func(ip string) func(*objects.Set) error {
+		return func(s *objects.Set) error {
 			for _, svc := range s.Services {
 				if svc.Name == "envoy" && slices.ContainsFunc(svc.Status.LoadBalancer.Ingress, func(in corev1.LoadBalancerIngress) bool { return in.IP == ip }) {
-					set = s
 					return nil
 				}
 			}
 			return fmt.Errorf("the Envoy Service is not at %s in the last snapshot", ip)
-		})
-		res := pipeline.Run(set, opts)
-		writer.Write(ctx, pipeline.Statuses(set, res.Build.Status, metav1.Now()))
+		}
 	}
 	check := func(name string, want ...corev1.LoadBalancerIngress) {
 		t.Helper()
@@ -81,12 +86,31 @@ func TestHTTPProxyLoadBalancerFollowsEnvoyService(t *testing.T) {
 		}
 	}
 
-	follow("198.51.100.7")
+	follow("the Envoy Service at 198.51.100.7", envoyAt("198.51.100.7"))
 	check("valid", corev1.LoadBalancerIngress{Hostname: "envoy.example.com"}, corev1.LoadBalancerIngress{IP: "198.51.100.7"})
 	check("invalid")
 
 	setLoadBalancer("198.51.100.8")
-	follow("198.51.100.8")
+	follow("the Envoy Service at 198.51.100.8", envoyAt("198.51.100.8"))
 	check("valid", corev1.LoadBalancerIngress{Hostname: "envoy.example.com"}, corev1.LoadBalancerIngress{IP: "198.51.100.8"})
 	check("invalid")
+
+	// A root that becomes invalid loses the address it was given.
+	p := &contourv1.HTTPProxy{}
+	get(t, c, client.ObjectKey{Namespace: "default", Name: "valid"}, p)
+	p.Spec.Routes[0].Services[0].Name = "missing"
+	update(t, c, p)
+	follow("the valid root made invalid", func(s *objects.Set) error {
+		for _, p := range s.HTTPProxies {
+			if p.Name == "valid" && p.Spec.Routes[0].Services[0].Name == "missing" {
+				return nil
+			}
+		}
+		return fmt.Errorf("the valid root's change is not in the last snapshot")
+	})
+	check("valid")
+	get(t, c, client.ObjectKey{Namespace: "default", Name: "valid"}, p)
+	if p.Status.CurrentStatus != contourv1.StatusInvalid {
+		t.Errorf("the root made invalid is %q, want %q", p.Status.CurrentStatus, contourv1.StatusInvalid)
+	}
 }
