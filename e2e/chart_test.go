@@ -43,6 +43,10 @@ var chartValues = map[string][]string{
 		"--set", "controlPlane.config.gateway.envoyService=portcullis-system/t-portcullis",
 		"--set", "controlPlane.config.gateway.servicePerGateway=true",
 		"--set", "gatewayAPI.gatewayClass.create=true",
+		// Operations: NetworkPolicies and autoscalers.
+		"--set", "networkPolicy.enabled=true",
+		"--set", "envoy.autoscaling.enabled=true",
+		"--set", "authserver.autoscaling.enabled=true",
 		// The kinds of an extension server.
 		"--set", "extensions.rbac[0].apiGroups={examples.portcullis.dev}",
 		"--set", "extensions.rbac[0].resources={basicauthfilters,authrealms}",
@@ -177,6 +181,7 @@ func TestHelmChart(t *testing.T) {
 	}
 	checkColocated(t, rendered["colocated"])
 	checkCertManager(t, rendered["cert-manager"])
+	checkOperations(t, rendered["everything"], rendered["defaults"])
 	for name, objs := range rendered {
 		checkPodHardening(t, name, objs)
 	}
@@ -397,6 +402,30 @@ func yamlFilesIn(t *testing.T, dir string) []string {
 // With topology colocated the values of the control plane's own pods and
 // of xDS over mTLS have nothing to apply to: the chart refuses them rather
 // than ignore them.
+// Autoscaling a DaemonSet, or with more minimum than maximum replicas, is
+// refused with the reason.
+func TestHelmChartRefusesBadAutoscaling(t *testing.T) {
+	helm := harness.Tool(t, "helm")
+	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")
+	for _, tc := range []struct {
+		set     []string
+		wantErr string
+	}{
+		{[]string{"envoy.kind=DaemonSet", "envoy.autoscaling.enabled=true"}, "envoy.autoscaling needs envoy.kind Deployment"},
+		{[]string{"envoy.autoscaling.enabled=true", "envoy.autoscaling.minReplicas=5", "envoy.autoscaling.maxReplicas=3"}, "envoy autoscaling: minReplicas (5) is more than maxReplicas (3)"},
+		{[]string{"extprocserver.enabled=true", "extprocserver.autoscaling.enabled=true", "extprocserver.autoscaling.minReplicas=9"}, "extprocserver autoscaling: minReplicas (9) is more than maxReplicas (5)"},
+	} {
+		args := []string{"template", "t", chart}
+		for _, v := range tc.set {
+			args = append(args, "--set", v)
+		}
+		out, err := exec.Command(helm, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.wantErr) {
+			t.Errorf("%v: %v, want an error %q\n%s", tc.set, err, tc.wantErr, out)
+		}
+	}
+}
+
 func TestHelmChartColocatedRefusesSeparateValues(t *testing.T) {
 	helm := harness.Tool(t, "helm")
 	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")

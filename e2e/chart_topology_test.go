@@ -291,3 +291,106 @@ func checkGeneratedXDSSecrets(t *testing.T, name string, objs []*unstructured.Un
 		t.Errorf("%s: the xDS client certificate: %v", name, err)
 	}
 }
+
+// checkOperations: with autoscaling the workloads leave replicas to their
+// HorizontalPodAutoscaler, which targets them; every PodDisruptionBudget
+// and NetworkPolicy selects the pods of a rendered workload, and the
+// NetworkPolicies let Envoy's pods in (xDS, gRPC) and nothing else but
+// metrics. Without the options, none of them but the PDBs.
+func checkOperations(t *testing.T, objs, defaults []*unstructured.Unstructured) {
+	t.Helper()
+	podLabels := map[string]map[string]string{} // workload name -> its pod template's labels
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" || o.GetKind() == "DaemonSet" {
+			l, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+			podLabels[o.GetName()] = l
+		}
+	}
+	selects := func(sel map[string]string) []string {
+		var out []string
+		for name, l := range podLabels {
+			ok := len(sel) > 0
+			for k, v := range sel {
+				ok = ok && l[k] == v
+			}
+			if ok {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, name := range []string{"t-portcullis", "t-portcullis-authserver"} {
+		hpa := renderedObject(objs, "HorizontalPodAutoscaler", name)
+		if hpa == nil {
+			t.Errorf("everything: no HorizontalPodAutoscaler %s", name)
+			continue
+		}
+		if target, _, _ := unstructured.NestedString(hpa.Object, "spec", "scaleTargetRef", "name"); target != name {
+			t.Errorf("HorizontalPodAutoscaler %s targets %q", name, target)
+		}
+		if _, has, _ := unstructured.NestedFieldNoCopy(renderedObject(objs, "Deployment", name).Object, "spec", "replicas"); has {
+			t.Errorf("Deployment %s sets replicas beside its autoscaler", name)
+		}
+	}
+	if renderedObject(objs, "HorizontalPodAutoscaler", "t-portcullis-extprocserver") != nil {
+		t.Error("extprocserver has an autoscaler it was not asked for")
+	}
+	for _, name := range []string{"t-portcullis", "t-portcullis-controlplane", "t-portcullis-authserver", "t-portcullis-extprocserver"} {
+		pdb := renderedObject(objs, "PodDisruptionBudget", name)
+		if pdb == nil {
+			t.Errorf("everything: no PodDisruptionBudget %s", name)
+			continue
+		}
+		sel, _, _ := unstructured.NestedStringMap(pdb.Object, "spec", "selector", "matchLabels")
+		if got := selects(sel); !slices.Equal(got, []string{name}) {
+			t.Errorf("PodDisruptionBudget %s selects the pods of %v", name, got)
+		}
+	}
+	wantPorts := map[string]string{"t-portcullis-controlplane": "xds", "t-portcullis-authserver": "grpc", "t-portcullis-extprocserver": "grpc"}
+	for name, port := range wantPorts {
+		np := renderedObject(objs, "NetworkPolicy", name)
+		if np == nil {
+			t.Errorf("everything: no NetworkPolicy %s", name)
+			continue
+		}
+		sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+		if got := selects(sel); !slices.Equal(got, []string{name}) {
+			t.Errorf("NetworkPolicy %s selects the pods of %v", name, got)
+		}
+		rules, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+		var got []string
+		for _, r := range rules {
+			r := r.(map[string]any)
+			var ports []string
+			ps, _ := r["ports"].([]any)
+			for _, p := range ps {
+				ports = append(ports, fmt.Sprint(p.(map[string]any)["port"]))
+			}
+			var from []string
+			fs, _ := r["from"].([]any)
+			for _, f := range fs {
+				l, _, _ := unstructured.NestedStringMap(f.(map[string]any), "podSelector", "matchLabels")
+				from = append(from, strings.Join(selects(l), "+"))
+			}
+			if len(fs) == 0 {
+				from = []string{"any"}
+			}
+			got = append(got, fmt.Sprintf("%v from %v", ports, from))
+		}
+		want := []string{fmt.Sprintf("[%s] from [t-portcullis]", port)}
+		if port == "grpc" {
+			want = append(want, "[metrics] from [any]")
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("NetworkPolicy %s lets in %v, want %v", name, got, want)
+		}
+	}
+	for _, kind := range []string{"NetworkPolicy", "HorizontalPodAutoscaler"} {
+		for _, o := range defaults {
+			if o.GetKind() == kind {
+				t.Errorf("defaults render %s %s", kind, o.GetName())
+			}
+		}
+	}
+}

@@ -32,7 +32,9 @@ metadata:
     {{- include "portcullis.labels" $root | nindent 4 }}
     app.kubernetes.io/component: {{ .name }}
 spec:
+  {{- if not $v.autoscaling.enabled }}
   replicas: {{ $v.replicas }}
+  {{- end }}
   selector:
     matchLabels:
       {{- include "portcullis.selectorLabels" (dict "root" $root "name" .name) | nindent 6 }}
@@ -44,7 +46,9 @@ spec:
         checksum/config: {{ toYaml .config | sha256sum }}
     spec:
       serviceAccountName: {{ .serviceAccountName | default (include "portcullis.serviceAccountName" $root) }}
+      terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
       {{- include "portcullis.podSpecCommon" $root | nindent 6 }}
+      {{- with include "portcullis.scheduling" $v }}{{ . | trim | nindent 6 }}{{ end }}
       containers:
         - name: {{ .name }}
           image: {{ include "portcullis.image" $root }}
@@ -122,4 +126,12 @@ spec:
   healthCheckPolicy:
     {{- toYaml $v.extensionService.healthCheckPolicy | nindent 4 }}
   {{- end }}
+{{- with $v.podDisruptionBudget }}
+---
+{{ include "portcullis.podDisruptionBudget" (dict "root" $root "name" $fullname "component" $.name "spec" .) }}
+{{- end }}
+{{- if $v.autoscaling.enabled }}
+---
+{{ include "portcullis.autoscaler" (dict "root" $root "name" $fullname "component" .name "kind" "Deployment" "spec" $v.autoscaling) }}
+{{- end }}
 {{- end -}}

@@ -188,6 +188,33 @@ spec:
       {{- include "portcullis.selectorLabels" (dict "root" .root "name" .component) | nindent 6 }}
 {{- end -}}
 
+{{/* A workload's HorizontalPodAutoscaler on CPU; call with (dict "root" $ "name" <workload name> "component" <component> "kind" "Deployment" "spec" <values' autoscaling>). */}}
+{{- define "portcullis.autoscaler" -}}
+{{- if gt (int .spec.minReplicas) (int .spec.maxReplicas) }}
+{{- fail (printf "%s autoscaling: minReplicas (%d) is more than maxReplicas (%d)" .component (int .spec.minReplicas) (int .spec.maxReplicas)) }}
+{{- end }}
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "portcullis.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: {{ .kind }}
+    name: {{ .name }}
+  minReplicas: {{ .spec.minReplicas }}
+  maxReplicas: {{ .spec.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target: {type: Utilization, averageUtilization: {{ .spec.targetCPUUtilizationPercentage }}}
+{{- end -}}
+
 {{/* The control plane's pod volumes, which its container mounts; call with (dict "root" $ "tls" bool). */}}
 {{- define "portcullis.controlPlaneVolumes" -}}
 {{- if .tls }}
