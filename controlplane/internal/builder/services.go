@@ -87,13 +87,9 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if err != nil {
 		return fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
 	}
-	protocol, err := serviceProtocol(s.Protocol)
-	if err != nil {
-		return fail(contourv1.ConditionTypeServiceError, status.ReasonUnsupportedProtocol, "%s: Service [%s:%d] %v", where, s.Name, s.Port, err)
-	}
-	uv, err := b.serviceValidation(s.UpstreamValidation, protocol, p.Namespace)
-	if err != nil {
-		return fail(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: %v", where, s.Name, s.Port, err)
+	protocol, uv, ok := b.serviceTLS(p.Namespace, where, s, errs) // serviceupstream.go
+	if !ok {
+		return ir.WeightedCluster{}, false
 	}
 	reqH, err := headersPolicy(s.RequestHeadersPolicy, true)
 	if err != nil {
@@ -107,29 +103,9 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if err != nil {
 		return fail(contourv1.ConditionTypeServiceError, status.ReasonCookieRewritePolicyNotValid, "%s.CookieRewritePolicies%v", where, err)
 	}
-	if cs.slowStart, err = slowStart(s.SlowStartPolicy, cs.lb); err != nil {
-		return fail(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
-	}
-	if s.HealthPort != 0 && cs.healthCheck == nil {
-		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonInvalidHealthCheckPolicy, "%s: HealthPort is ignored: the route has no healthCheckPolicy", where)
-	}
-	if s.HealthPort != 0 && cs.healthCheck != nil && s.HealthPort != s.Port {
-		if s.HealthPort < 1 || s.HealthPort > 65535 {
-			return fail(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: healthPort must be in the range 1-65535", where, s.Name)
-		}
-		cs.healthPort = s.HealthPort
-		if cs.healthPorts, cs.dnsHealthPort, err = b.healthPorts(be, s.HealthPort); err != nil {
-			return fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: HealthPort of Service [%s:%d] is invalid: %v", where, s.Name, s.Port, err)
-		}
-	}
-	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
-		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
-	}
-	cs.validation = uv
-	c := b.clusterFor("service", be, protocol, cs)
-	b.out.clusterUses.add(c.Name, proxyRef(p.Namespace, p.Name))
-	if uv != nil {
-		b.out.secretUses.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
+	c, ok := b.serviceCluster(p, "route", where, s, be, protocol, uv, cs, errs)
+	if !ok {
+		return ir.WeightedCluster{}, false
 	}
 	return ir.WeightedCluster{Cluster: c.Name, RequestHeaders: reqH, ResponseHeaders: respH, CookieRewrites: cookies}, true
 }

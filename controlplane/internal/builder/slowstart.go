@@ -22,7 +22,7 @@ func slowStart(p *contourv1.SlowStartPolicy, lb string) (*ir.SlowStart, error) {
 		if lb == ir.LBRingHash {
 			strategy = "RequestHash or Cookie"
 		}
-		return nil, fmt.Errorf("slow start applies only to the load balancer strategies RoundRobin and WeightedLeastRequest, not the route's %s", strategy)
+		return nil, fmt.Errorf("slow start applies only to the load balancer strategies RoundRobin and WeightedLeastRequest, not %s", strategy)
 	}
 	w, err := time.ParseDuration(p.Window)
 	if err != nil || w <= 0 {

@@ -104,26 +104,45 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 	return out
 }
 
-// tcpService resolves service j of p's tcpproxy into its cluster; false,
-// with an error, when it is invalid. The fields a TCP service cannot have
-// (protocol, headers, mirror...) are refused by the fields table.
+// tcpService resolves service j of p's tcpproxy into its cluster, with
+// what it shares with a route's service (serviceupstream.go): TLS to the
+// service (protocol tls or h2, with validation), slow start and the
+// health check port; false, with an error, when it is invalid. The fields
+// that act on HTTP requests (headers, cookies, mirror) are refused by the
+// fields table.
 func (b *rootBuilder) tcpService(p *contourv1.HTTPProxy, j int, s contourv1.Service, cs clusterSettings, st *status.Object) (ir.WeightedCluster, bool) {
-	where := fmt.Sprintf("Spec.TCPProxy.Services[%d]", j)
+	where := fmt.Sprintf("Services[%d]", j)
+	errs := &routeErrors{st: st, where: "Spec.TCPProxy"}
 	if s.Port < 1 || s.Port > 65535 {
-		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, fmt.Sprintf("%s: service %q: port must be in the range 1-65535", where, s.Name))
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: port must be in the range 1-65535", where, s.Name)
 		return ir.WeightedCluster{}, false
 	}
 	be, err := b.r.backend(nn(p.Namespace, s.Name), s.Port)
 	if err != nil {
-		st.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, fmt.Sprintf("%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err))
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
 		return ir.WeightedCluster{}, false
 	}
-	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
-		st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", where, p.Namespace, s.Name, s.Port))
+	protocol, uv, ok := b.serviceTLS(p.Namespace, where, s, errs)
+	if !ok {
+		return ir.WeightedCluster{}, false
 	}
-	c := b.clusterFor("service", be, ir.HTTP1, cs)
-	b.out.clusterUses.add(c.Name, proxyRef(p.Namespace, p.Name))
+	c, ok := b.serviceCluster(p, "tcpproxy", where, s, be, tcpProtocol(protocol), uv, cs, errs)
+	if !ok {
+		return ir.WeightedCluster{}, false
+	}
 	return ir.WeightedCluster{Cluster: c.Name}, true
+}
+
+// tcpProtocol is the cluster protocol of a tcpproxy's service, which
+// Envoy sends the connection's bytes as they come: tls and h2 are TLS to
+// the service (h2 offering ALPN h2, as Contour does: the proxied bytes
+// must be HTTP/2), and h2c (Contour's HTTP/2 settings, which a TCP proxy
+// does not use) is the plaintext cluster.
+func tcpProtocol(p ir.Protocol) ir.Protocol {
+	if p == ir.H2C {
+		return ir.HTTP1
+	}
+	return p
 }
 
 // tcpLoadBalancer is the policy of a tcpproxy's clusters ("" for

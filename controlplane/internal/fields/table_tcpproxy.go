@@ -1,9 +1,10 @@
 package fields
 
 // tcpProxy is the part of the HTTPProxy table under spec.tcpproxy, mounted
-// in table.go's HTTPProxy tree. A TCP service is a name, a port and a
-// weight: what a route's service adds acts on HTTP requests and responses
-// (or is not implemented for TCP yet).
+// in table.go's HTTPProxy tree. A TCP service has what a route's service
+// sets on its cluster (TLS to it and its validation, slow start, a health
+// check port); what a route's service adds that acts on HTTP requests and
+// responses does not apply to a stream of bytes.
 var tcpProxy = merge(
 	entries{
 		"tcpproxy.services":        yes,
@@ -11,14 +12,13 @@ var tcpProxy = merge(
 		"tcpproxy.services.port":   yes,
 		"tcpproxy.services.weight": yes,
 
-		"tcpproxy.services.protocol":              Refused("an upstream protocol does not apply to a TCP proxy's service, which receives the connection's bytes as they come"),
-		"tcpproxy.services.validation":            Refused("TLS to a TCP proxy's service (and its validation) is not implemented"),
-		"tcpproxy.services.healthPort":            Refused("a health check port for a TCP proxy's service is not implemented"),
+		"tcpproxy.services.protocol":              yes,
+		"tcpproxy.services.healthPort":            yes,
+		"tcpproxy.services.slowStartPolicy":       yes,
 		"tcpproxy.services.mirror":                Refused("mirroring does not apply to a TCP proxy's service: it mirrors HTTP requests"),
 		"tcpproxy.services.requestHeadersPolicy":  Refused("headers policies do not apply to a TCP proxy's service: there are no HTTP requests"),
 		"tcpproxy.services.responseHeadersPolicy": Refused("headers policies do not apply to a TCP proxy's service: there are no HTTP responses"),
 		"tcpproxy.services.cookieRewritePolicies": Refused("cookie rewrites do not apply to a TCP proxy's service: there are no HTTP responses"),
-		"tcpproxy.services.slowStartPolicy":       Refused("slow start for a TCP proxy's services is not implemented"),
 
 		"tcpproxy.loadBalancerPolicy":                     yes,
 		"tcpproxy.loadBalancerPolicy.strategy":            yes,
@@ -36,4 +36,6 @@ var tcpProxy = merge(
 		"tcpproxy.includes.name":                             yes,
 		"tcpproxy.includes.namespace":                        yes,
 	},
+	tree("tcpproxy.services.validation", upstreamValidation),
+	tree("tcpproxy.services.slowStartPolicy", slowStartPolicy),
 )

@@ -1,0 +1,67 @@
+package builder
+
+import (
+	"fmt"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// What a service asks of its cluster beyond the backend, the same for a
+// route's services and a tcpproxy's: the protocol with its TLS validation
+// (serviceTLS), then slow start and the health check port
+// (serviceCluster). errs.where names the route or tcpproxy, where the
+// service in it.
+
+// serviceTLS validates service s's protocol and upstream validation;
+// false, with an error, when either is invalid.
+func (b *rootBuilder) serviceTLS(namespace, where string, s contourv1.Service, errs *routeErrors) (ir.Protocol, *ir.UpstreamValidation, bool) {
+	protocol, err := serviceProtocol(s.Protocol)
+	if err != nil {
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonUnsupportedProtocol, "%s: Service [%s:%d] %v", where, s.Name, s.Port, err)
+		return "", nil, false
+	}
+	uv, err := b.serviceValidation(s.UpstreamValidation, protocol, namespace)
+	if err != nil {
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: %v", where, s.Name, s.Port, err)
+		return "", nil, false
+	}
+	return protocol, uv, true
+}
+
+// serviceCluster adds the cluster of service s of p (resolved to be),
+// with the settings cs of its route or tcpproxy (scope, for the messages)
+// and its own slow start and health port; false, with an error, when
+// they are invalid.
+func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string, s contourv1.Service, be *backend, protocol ir.Protocol, uv *ir.UpstreamValidation, cs clusterSettings, errs *routeErrors) (*ir.Cluster, bool) {
+	var err error
+	if cs.slowStart, err = slowStart(s.SlowStartPolicy, cs.lb); err != nil {
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
+		return nil, false
+	}
+	if s.HealthPort != 0 && cs.healthCheck == nil {
+		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonInvalidHealthCheckPolicy, "%s: HealthPort is ignored: the %s has no healthCheckPolicy", where, scope)
+	}
+	if s.HealthPort != 0 && cs.healthCheck != nil && s.HealthPort != s.Port {
+		if s.HealthPort < 1 || s.HealthPort > 65535 {
+			errs.add(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: healthPort must be in the range 1-65535", where, s.Name)
+			return nil, false
+		}
+		cs.healthPort = s.HealthPort
+		if cs.healthPorts, cs.dnsHealthPort, err = b.healthPorts(be, s.HealthPort); err != nil {
+			errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: HealthPort of Service [%s:%d] is invalid: %v", where, s.Name, s.Port, err)
+			return nil, false
+		}
+	}
+	if len(be.endpoints) == 0 && be.service.Spec.ExternalName == "" {
+		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
+	}
+	cs.validation = uv
+	c := b.clusterFor("service", be, protocol, cs)
+	b.out.clusterUses.add(c.Name, proxyRef(p.Namespace, p.Name))
+	if uv != nil {
+		b.out.secretUses.add(uv.CASecret, proxyRef(p.Namespace, p.Name))
+	}
+	return c, true
+}
