@@ -29,13 +29,15 @@ import (
 // passthrough host's permitInsecure route is still served on the HTTP
 // listener, a tcpproxy.include of another namespace's HTTPProxy reaches
 // its service, TCP health checks keep connections off a dead endpoint,
-// and an ordinary TLS host on the same listener still terminates and
-// routes HTTP.
+// a service with protocol tls and validation gets the decrypted stream
+// encrypted again by Envoy (its certificate verified: a wrong CA or
+// subject name fails the connection), and an ordinary TLS host on the
+// same listener still terminates and routes HTTP.
 func TestHTTPProxyTCPProxy(t *testing.T) {
 	echo := harness.StartEcho(t, "echo")
 	upstreamCA := harness.NewCA(t, "tcp-upstream-ca")
 	envoyCA := harness.NewCA(t, "portcullis-e2e")
-	tlsUpstream := startLineServer(t, "tls", upstreamCA.Issue(t, "passthrough.example.com", "included.example.com"))
+	tlsUpstream := startLineServer(t, "tls", upstreamCA.Issue(t, "passthrough.example.com", "included.example.com", "db.internal"))
 	plainUpstream := startLineServer(t, "plain", nil)
 
 	dir := t.TempDir()
@@ -55,6 +57,9 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 		envoyCA.Issue(t, "terminated.example.com").Secret("default", "terminated-cert"),
 		envoyCA.Issue(t, "https.example.com").Secret("default", "https-cert"),
 		envoyCA.Issue(t, "checked.example.com").Secret("default", "checked-cert"),
+		envoyCA.Issue(t, "reencrypted.example.com", "wrong-ca.example.com", "wrong-name.example.com").Secret("default", "reencrypted-cert"),
+		upstreamCA.Secret("default", "upstream-ca"),
+		envoyCA.Secret("default", "envoy-ca"),
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "passthrough"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "passthrough.example.com", TLS: &contourv1.TLS{Passthrough: true}},
 			TCPProxy:    &contourv1.TCPProxy{Services: []contourv1.Service{{Name: "tls-upstream", Port: 443}}},
@@ -81,6 +86,9 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 				Services:          []contourv1.Service{{Name: "half-dead", Port: 80}},
 			},
 		}},
+		reencrypted("reencrypted", "upstream-ca", "db.internal"),
+		reencrypted("wrong-ca", "envoy-ca", "db.internal"),
+		reencrypted("wrong-name", "upstream-ca", "other.internal"),
 		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "https"}, Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "https.example.com", TLS: &contourv1.TLS{SecretName: "https-cert"}},
 			Routes:      []contourv1.Route{{Services: svc}},
@@ -151,6 +159,38 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 		})
 	})
 
+	t.Run("protocol tls: Envoy encrypts again and validates the upstream", func(t *testing.T) {
+		var got string
+		var state tls.ConnectionState
+		harness.Eventually(t, 30*time.Second, func() (err error) {
+			got, state, err = tlsExchange(httpsAddr, "reencrypted.example.com", envoyCA.CertPEM, "hello reencrypted\n")
+			return err
+		})
+		if cn := state.PeerCertificates[0].Issuer.CommonName; cn != "portcullis-e2e" {
+			t.Errorf("certificate issued by %q, want Envoy's (the host terminates)", cn)
+		}
+		// The TLS server, reached with the subject name as SNI.
+		if want := "tls sni=db.internal got=hello reencrypted"; got != want {
+			t.Errorf("upstream answered %q, want %q", got, want)
+		}
+		// The same upstream, validated against the wrong CA or for a
+		// name its certificate does not have: Envoy's handshake with it
+		// fails and the client's connection is closed without an answer
+		// (the hosts are on the listener: Envoy's certificate is served).
+		for _, host := range []string{"wrong-ca.example.com", "wrong-name.example.com"} {
+			for range 3 {
+				_, _, err := tlsExchange(httpsAddr, host, envoyCA.CertPEM, "refused?\n")
+				if err == nil {
+					t.Fatalf("%s: the upstream answered: its certificate was accepted", host)
+				}
+				// Closed after the handshake, while writing or reading.
+				if msg := err.Error(); !strings.HasPrefix(msg, "reading the answer") && !strings.HasPrefix(msg, "writing the line") {
+					t.Errorf("%s: %v, want Envoy's handshake to succeed and the exchange to fail", host, err)
+				}
+			}
+		}
+	})
+
 	t.Run("the passthrough host's permitInsecure route on the HTTP listener", func(t *testing.T) {
 		harness.EventuallyEcho(t, harness.HTTPClient(httpAddr), harness.MustRequest(t, "http://passthrough.example.com/"), http.StatusOK)
 	})
@@ -158,6 +198,20 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 	t.Run("an ordinary TLS host still terminates and routes", func(t *testing.T) {
 		harness.EventuallyEcho(t, harness.HTTPSClient(envoyCA.CertPEM, httpsAddr), harness.MustRequest(t, "https://https.example.com/"), http.StatusOK)
 	})
+}
+
+// reencrypted is a root whose terminated TLS (reencrypted-cert) goes to
+// tls-upstream with protocol tls, validated by the CA Secret caSecret for
+// subjectName.
+func reencrypted(name, caSecret, subjectName string) *contourv1.HTTPProxy {
+	protocol := "tls"
+	return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: contourv1.HTTPProxySpec{
+		VirtualHost: &contourv1.VirtualHost{Fqdn: name + ".example.com", TLS: &contourv1.TLS{SecretName: "reencrypted-cert"}},
+		TCPProxy: &contourv1.TCPProxy{Services: []contourv1.Service{{
+			Name: "tls-upstream", Port: 443, Protocol: &protocol,
+			UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: caSecret, SubjectName: subjectName},
+		}}},
+	}}
 }
 
 // tlsExchange dials addr with TLS for serverName (offering h2 and
@@ -173,7 +227,7 @@ func tlsExchange(addr, serverName string, caPEM []byte, line string) (string, tl
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Write([]byte(line)); err != nil {
-		return "", tls.ConnectionState{}, err
+		return "", tls.ConnectionState{}, fmt.Errorf("writing the line: %w", err)
 	}
 	got, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil {
