@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,8 @@ import (
 // plain TCP server receives exactly the bytes the client wrote. The
 // passthrough host's permitInsecure route is still served on the HTTP
 // listener, a tcpproxy.include of another namespace's HTTPProxy reaches
-// its service, TCP health checks keep connections off a dead endpoint,
+// its service, TCP health checks keep connections off a dead endpoint
+// (and, with a service's healthPort, check that port),
 // a service with protocol tls and validation gets the decrypted stream
 // encrypted again by Envoy (its certificate verified: a wrong CA or
 // subject name fails the connection), and an ordinary TLS host on the
@@ -39,6 +41,10 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 	envoyCA := harness.NewCA(t, "portcullis-e2e")
 	tlsUpstream := startLineServer(t, "tls", upstreamCA.Issue(t, "passthrough.example.com", "included.example.com", "db.internal"))
 	plainUpstream := startLineServer(t, "plain", nil)
+	// The plain server's port on 127.0.0.2 too, answering as "second",
+	// and a health port only 127.0.0.2 listens on.
+	startLineServerAt(t, "second", fmt.Sprintf("127.0.0.2:%d", plainUpstream), nil)
+	healthPort := startAcceptor(t, "127.0.0.2:0")
 
 	dir := t.TempDir()
 	httpAddr, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
@@ -53,10 +59,18 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 	halfDead := harness.LoopbackEndpointSlice("default", "half-dead", 80, plainUpstream)
 	halfDead[1].(*discoveryv1.EndpointSlice).Endpoints[0].Addresses = []string{"127.0.0.1", "127.0.0.2"}
 	all = append(all, halfDead...)
+	// Both endpoints serve the plain server's port; only 127.0.0.2
+	// passes the checks on the Service's health port.
+	withHealthPort := harness.LoopbackEndpointSlice("default", "with-health-port", 80, plainUpstream)
+	withHealthPort[0].(*corev1.Service).Spec.Ports = append(withHealthPort[0].(*corev1.Service).Spec.Ports, corev1.ServicePort{Name: "health", Port: 8081})
+	hs := withHealthPort[1].(*discoveryv1.EndpointSlice)
+	hs.Endpoints[0].Addresses = []string{"127.0.0.1", "127.0.0.2"}
+	hs.Ports = append(hs.Ports, discoveryv1.EndpointPort{Name: ptrTo("health"), Port: ptrTo(int32(healthPort))})
+	all = append(all, withHealthPort...)
 	all = append(all,
 		envoyCA.Issue(t, "terminated.example.com").Secret("default", "terminated-cert"),
 		envoyCA.Issue(t, "https.example.com").Secret("default", "https-cert"),
-		envoyCA.Issue(t, "checked.example.com").Secret("default", "checked-cert"),
+		envoyCA.Issue(t, "checked.example.com", "health-port.example.com").Secret("default", "checked-cert"),
 		envoyCA.Issue(t, "reencrypted.example.com", "wrong-ca.example.com", "wrong-name.example.com").Secret("default", "reencrypted-cert"),
 		upstreamCA.Secret("default", "upstream-ca"),
 		envoyCA.Secret("default", "envoy-ca"),
@@ -84,6 +98,13 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 			TCPProxy: &contourv1.TCPProxy{
 				HealthCheckPolicy: &contourv1.TCPHealthCheckPolicy{IntervalSeconds: 1, TimeoutSeconds: 1, UnhealthyThresholdCount: 1, HealthyThresholdCount: 1},
 				Services:          []contourv1.Service{{Name: "half-dead", Port: 80}},
+			},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "health-port"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "health-port.example.com", TLS: &contourv1.TLS{SecretName: "checked-cert"}},
+			TCPProxy: &contourv1.TCPProxy{
+				HealthCheckPolicy: &contourv1.TCPHealthCheckPolicy{IntervalSeconds: 1, TimeoutSeconds: 1, UnhealthyThresholdCount: 1, HealthyThresholdCount: 1},
+				Services:          []contourv1.Service{{Name: "with-health-port", Port: 80, HealthPort: 8081}},
 			},
 		}},
 		reencrypted("reencrypted", "upstream-ca", "db.internal"),
@@ -153,6 +174,24 @@ func TestHTTPProxyTCPProxy(t *testing.T) {
 			for i := range 20 {
 				if _, _, err := tlsExchange(httpsAddr, "checked.example.com", envoyCA.CertPEM, fmt.Sprintf("n%d\n", i)); err != nil {
 					return fmt.Errorf("connection %d: %w", i, err)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("healthPort: the TCP checks connect to the Service's health port", func(t *testing.T) {
+		// Checked on the traffic port, both endpoints would pass and
+		// RoundRobin would give 127.0.0.1 ("plain") every other
+		// connection.
+		harness.Eventually(t, 30*time.Second, func() error {
+			for i := range 20 {
+				got, _, err := tlsExchange(httpsAddr, "health-port.example.com", envoyCA.CertPEM, fmt.Sprintf("n%d\n", i))
+				if err != nil {
+					return fmt.Errorf("connection %d: %w", i, err)
+				}
+				if want := fmt.Sprintf("second sni= got=n%d", i); got != want {
+					return fmt.Errorf("connection %d answered %q, want %q: only 127.0.0.2 passes the checks", i, got, want)
 				}
 			}
 			return nil
@@ -241,7 +280,13 @@ func tlsExchange(addr, serverName string, caPEM []byte, line string) (string, tl
 // set, plain TCP otherwise. It returns the port.
 func startLineServer(t *testing.T, name string, kp *harness.KeyPair) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startLineServerAt(t, name, "127.0.0.1:0", kp)
+}
+
+// startLineServerAt is startLineServer on addr.
+func startLineServerAt(t *testing.T, name, addr string, kp *harness.KeyPair) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,3 +321,26 @@ func startLineServer(t *testing.T, name string, kp *harness.KeyPair) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// startAcceptor accepts and closes connections on addr (what a TCP health
+// check needs); it returns the port.
+func startAcceptor(t *testing.T, addr string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func ptrTo[T any](v T) *T { return &v }
