@@ -18,7 +18,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build image cluster cluster-down conformance test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build image cluster cluster-down conformance soak test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
@@ -82,6 +82,12 @@ conformance:
 	@hack/install-tools.sh kube envoy helm cluster
 	cd e2e && CONFORMANCE_REPORT="$(REPORT)" CONFORMANCE_WD="$(CURDIR)" \
 		go test -tags conformance -count=1 -timeout 80m -v -run 'TestConformance$$' ./conformance
+
+## soak: the whole stack at saturation for SOAK (default 10m): no failed request, goroutines, open files and RSS flat (docs/production-faults.md)
+SOAK ?= 10m
+soak:
+	@hack/install-tools.sh kube envoy
+	cd e2e && PORTCULLIS_SOAK_DURATION=$(SOAK) go test -tags soak -count=1 -timeout 60m -v -run 'TestSoak$$' .
 
 ## test: everything (unit, golden, envtest, e2e) — the README's test command
 test: tools vet
