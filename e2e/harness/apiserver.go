@@ -36,6 +36,7 @@ type APIServer struct {
 	Config         *rest.Config  // admin (system:masters)
 	Client         client.Client // uses Scheme
 	KubeconfigPath string        // the same admin credentials, for other processes
+	AuditLogPath   string        // the audit log, when APIServerOptions.AuditLog
 
 	env *envtest.Environment
 }
@@ -56,7 +57,21 @@ type APIServerOptions struct {
 	// EtcdMaxRequestBytes raises etcd's request size limit (1.5 MiB by
 	// default, which bounds an object's size) when not zero.
 	EtcdMaxRequestBytes int
+	// AuditLog makes the API server log every write (create, update,
+	// patch, delete) as one JSON line of audit.k8s.io/v1 Event at
+	// AuditLogPath, synchronously: what a test counts writes with.
+	AuditLog bool
 }
+
+// auditPolicy logs the metadata of every write once, when it completes.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`
 
 // StartAPIServerWith is StartAPIServer with options.
 func StartAPIServerWith(t testing.TB, opts APIServerOptions, crdDirs ...string) *APIServer {
@@ -66,6 +81,7 @@ func StartAPIServerWith(t testing.TB, opts APIServerOptions, crdDirs ...string) 
 
 	tools := ToolPaths{KubeAPIServer: Tool(t, "kube-apiserver"), Etcd: Tool(t, "etcd")}
 	logDir := t.TempDir()
+	auditLog := ""
 	apiLog := createLog(t, filepath.Join(logDir, "kube-apiserver.log"))
 	etcdLog := createLog(t, filepath.Join(logDir, "etcd.log"))
 	env := &envtest.Environment{
@@ -74,9 +90,25 @@ func StartAPIServerWith(t testing.TB, opts APIServerOptions, crdDirs ...string) 
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  20 * time.Second,
 		ControlPlane: envtest.ControlPlane{
-			APIServer: &envtest.APIServer{Path: tools.KubeAPIServer, Out: apiLog, Err: apiLog},
-			Etcd:      &envtest.Etcd{Path: tools.Etcd, Out: etcdLog, Err: etcdLog},
+			// Folders of the test rather than envtest's own, which envtest
+			// deletes when it stops a process: Restart keeps etcd's data
+			// and the API server's certificates.
+			APIServer: &envtest.APIServer{Path: tools.KubeAPIServer, Out: apiLog, Err: apiLog, CertDir: t.TempDir()},
+			Etcd:      &envtest.Etcd{Path: tools.Etcd, Out: etcdLog, Err: etcdLog, DataDir: t.TempDir()},
 		},
+	}
+	// Watches (the control plane's) otherwise hold a stopping API server
+	// past envtest's stop timeout: end them after a grace, as a restart
+	// in a cluster would.
+	env.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
+	if opts.AuditLog {
+		policy := filepath.Join(logDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		auditLog = filepath.Join(logDir, "audit.log")
+		env.ControlPlane.APIServer.Configure().Set("audit-policy-file", policy).Set("audit-log-path", auditLog).
+			Set("audit-log-mode", "blocking").Set("audit-log-format", "json")
 	}
 	if opts.EtcdMaxRequestBytes > 0 {
 		env.ControlPlane.Etcd.Configure().Set("max-request-bytes", fmt.Sprint(opts.EtcdMaxRequestBytes))
@@ -114,7 +146,31 @@ func StartAPIServerWith(t testing.TB, opts APIServerOptions, crdDirs ...string) 
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &APIServer{Config: cfg, Client: c, KubeconfigPath: kubeconfig, env: env}
+	return &APIServer{Config: cfg, Client: c, KubeconfigPath: kubeconfig, AuditLogPath: auditLog, env: env}
+}
+
+// Restart stops the API server, then etcd, and starts etcd again, then the
+// API server, on the same ports, data and certificates (clients keep their
+// credentials). down is how long both stay stopped. It returns how long
+// the API server did not answer, from the stop until it is healthy again.
+func (a *APIServer) Restart(t testing.TB, down time.Duration) time.Duration {
+	t.Helper()
+	cp := &a.env.ControlPlane
+	start := time.Now()
+	if err := cp.APIServer.Stop(); err != nil {
+		t.Fatalf("stopping the API server: %v", err)
+	}
+	if err := cp.Etcd.Stop(); err != nil {
+		t.Fatalf("stopping etcd: %v", err)
+	}
+	time.Sleep(down)
+	if err := cp.Etcd.Start(); err != nil {
+		t.Fatalf("starting etcd again: %v", err)
+	}
+	if err := cp.APIServer.Start(); err != nil {
+		t.Fatalf("starting the API server again: %v", err)
+	}
+	return time.Since(start)
 }
 
 // CRDDir returns the repository's generated CRDs folder (apis/crds),
