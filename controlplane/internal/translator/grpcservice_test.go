@@ -13,7 +13,9 @@ func TestGrpcServiceRetries(t *testing.T) {
 		name string
 		in   func() string
 	}{
-		{"ext_authz", func() string { return grpcService("extension/auth/authz", "authz.auth", &timeout).GetRetryPolicy().GetRetryOn() }},
+		{"ext_authz", func() string {
+			return grpcService("extension/auth/authz", "authz.auth", &timeout).GetRetryPolicy().GetRetryOn()
+		}},
 		{"no timeout (rate limit)", func() string { return grpcService("extension/rl/rl", "rl.rl", nil).GetRetryPolicy().GetRetryOn() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
