@@ -416,15 +416,44 @@ type ClientCertificateDetails struct {
 	URI bool `json:"uri,omitempty"`
 }
 
+// AuthorizationServiceType is the protocol an external authorization
+// server implements.
+//
+// +kubebuilder:validation:Enum=grpc;http
+type AuthorizationServiceType string
+
+const (
+	// AuthorizationGRPCService is Envoy's v3 external authorization gRPC
+	// protocol (the default).
+	AuthorizationGRPCService AuthorizationServiceType = "grpc"
+	// AuthorizationHTTPService is the raw HTTP protocol: Envoy sends the
+	// request's headers to the server, a 200 answer allows it, any other
+	// is returned to the client.
+	AuthorizationHTTPService AuthorizationServiceType = "http"
+)
+
 // AuthorizationServer configures an external server to authenticate
-// client requests. The external server must implement the v3 Envoy
-// external authorization GRPC protocol (https://www.envoyproxy.io/docs/envoy/latest/api-v3/service/auth/v3/external_auth.proto).
+// client requests. The external server implements the v3 Envoy
+// external authorization GRPC protocol (https://www.envoyproxy.io/docs/envoy/latest/api-v3/service/auth/v3/external_auth.proto),
+// or, with serviceType http, the HTTP flavour of it.
 type AuthorizationServer struct {
 	// ExtensionServiceRef specifies the extension resource that will authorize client requests.
 	// It may be left empty when only GlobalExternalAuthorizationDisabled is set.
 	//
 	// +optional
 	ExtensionServiceRef ExtensionServiceReference `json:"extensionRef,omitzero"`
+
+	// ServiceType is the protocol of the authorization server: grpc (the
+	// default) or http.
+	//
+	// +optional
+	ServiceType AuthorizationServiceType `json:"serviceType,omitempty"`
+
+	// HTTPServerSettings configures the requests to an HTTP authorization
+	// server; only with serviceType http.
+	//
+	// +optional
+	HTTPServerSettings *HTTPAuthorizationServerSettings `json:"httpSettings,omitempty"`
 
 	// AuthPolicy sets a default authorization policy for client requests.
 	// This policy will be used unless overridden by individual routes.
@@ -459,6 +488,58 @@ type AuthorizationServer struct {
 	//
 	// +optional
 	GlobalExternalAuthorizationDisabled bool `json:"globalExtAuthDisabled,omitempty"`
+}
+
+// HTTPAuthorizationServerSettings configures the requests Envoy sends to
+// an HTTP authorization server and what it keeps of its answers.
+type HTTPAuthorizationServerSettings struct {
+	// PathPrefix is prepended to the client request's path in the check
+	// request (e.g. "/auth" checks /app/x as /auth/app/x).
+	//
+	// +optional
+	PathPrefix string `json:"pathPrefix,omitempty"`
+
+	// AllowedAuthorizationHeaders are the client request headers sent to
+	// the server, besides those Envoy always sends (Host, Method, Path,
+	// Content-Length and Authorization).
+	//
+	// +optional
+	AllowedAuthorizationHeaders []HTTPAuthorizationServerAllowedHeaders `json:"allowedAuthorizationHeaders,omitempty"`
+
+	// AllowedUpstreamHeaders are the headers of an allowing answer that
+	// are added to (or replace those of) the request sent upstream.
+	//
+	// +optional
+	AllowedUpstreamHeaders []HTTPAuthorizationServerAllowedHeaders `json:"allowedUpstreamHeaders,omitempty"`
+}
+
+// HTTPAuthorizationServerAllowedHeaders matches header names: exactly one
+// of exact, prefix, suffix and contains.
+type HTTPAuthorizationServerAllowedHeaders struct {
+	// Exact matches the whole name.
+	//
+	// +optional
+	Exact string `json:"exact,omitempty"`
+
+	// Prefix matches the beginning of the name.
+	//
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+
+	// Suffix matches the end of the name.
+	//
+	// +optional
+	Suffix string `json:"suffix,omitempty"`
+
+	// Contains matches a part of the name.
+	//
+	// +optional
+	Contains string `json:"contains,omitempty"`
+
+	// IgnoreCase matches regardless of case.
+	//
+	// +optional
+	IgnoreCase bool `json:"ignoreCase,omitempty"`
 }
 
 // ExtensionServiceReference names an ExtensionService resource.

@@ -27,6 +27,8 @@ type authScope struct {
 	own bool
 	// global: the filter is the global authorization.
 	global bool
+	// http: the filter's server is an HTTP one, which gets no context.
+	http bool
 	// optOut: the host opted out of global authorization
 	// (globalExtAuthDisabled): every route is off, whatever its policy.
 	optOut bool
@@ -48,7 +50,7 @@ func (b *rootBuilder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (au
 	a := p.Spec.VirtualHost.Authorization
 	switch {
 	case own != nil:
-		scope := authScope{enabled: true, own: true}
+		scope := authScope{enabled: true, own: true, http: own.HTTP != nil}
 		if a.AuthPolicy != nil {
 			scope.policy = *a.AuthPolicy
 		}
@@ -64,7 +66,8 @@ func (b *rootBuilder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (au
 	if a != nil {
 		hostPolicy = a.AuthPolicy
 	}
-	return authScope{enabled: true, global: true, policy: mergePolicy(b.r.global().authPolicy, hostPolicy)}, b.r.global().auth
+	g := b.r.global().auth
+	return authScope{enabled: true, global: true, http: g.HTTP != nil, policy: mergePolicy(b.r.global().authPolicy, hostPolicy)}, g
 }
 
 // authorization validates spec.virtualhost.authorization; nil when the host
@@ -75,7 +78,8 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 		return nil
 	}
 	if a.ExtensionServiceRef.Name == "" {
-		withoutServer(a, b.r.global().auth != nil, st)
+		g := b.r.global().auth
+		withoutServer(a, g != nil, g != nil && g.HTTP != nil, st)
 		return nil
 	}
 	fail := func(reason, message string) *ir.ExtAuth {
@@ -86,6 +90,9 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 		return fail(reason, msg)
 	}
 	const where = "Spec.VirtualHost.Authorization"
+	if reason, msg := authServiceType(a, where); reason != "" {
+		return fail(reason, msg)
+	}
 	out, reason, msg := authServer(b.r, a, p.Namespace, authFields{ref: where + ".ExtensionRef", timeout: where + ".ResponseTimeout"})
 	if out == nil {
 		return fail(reason, msg)
@@ -120,6 +127,16 @@ func authServer(r *Resolver, a *contourv1.AuthorizationServer, defaultNamespace 
 		return nil, status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("%s is invalid: %v", f.timeout, err)
 	}
 	return out, "", ""
+}
+
+// authServiceType checks a host's serviceType and httpSettings
+// (extauth_http.go has what they become); "" when they are valid.
+func authServiceType(a *contourv1.AuthorizationServer, where string) (reason, message string) {
+	errs := apicheck.CheckAuthServiceType("serviceType", a.ServiceType, a.HTTPServerSettings, a.WithRequestBody, a.AuthPolicy)
+	if len(errs) == 0 {
+		return "", ""
+	}
+	return status.ReasonAuthHTTPSettingsInvalid, where + ": " + strings.Join(errs, "; ")
 }
 
 // authorizationRefProblem says why a host may not have authorization of
@@ -168,6 +185,7 @@ func extAuth(a *contourv1.AuthorizationServer, ext *extension) (*ir.ExtAuth, err
 			out.WithRequestBody.MaxRequestBytes = apicheck.DefaultMaxRequestBytes
 		}
 	}
+	out.HTTP = httpAuthService(a.ServiceType, a.HTTPServerSettings)
 	return out, nil
 }
 
@@ -186,6 +204,7 @@ func routeAuth(rt *route, r contourv1.Route, scope authScope, errs *routeErrors)
 	if !scope.enabled {
 		return
 	}
+	routeAuthContextOverHTTP(r, scope, errs)
 	// A host that opted out of global authorization has it off on every
 	// route: its own HCM has no filter to turn back on.
 	disabled = disabled || scope.optOut
@@ -205,9 +224,15 @@ func routeAuth(rt *route, r contourv1.Route, scope authScope, errs *routeErrors)
 // says (the global server's are the configuration file's). An opt-out
 // with no global authorization has nothing to opt out of: a warning, the
 // host is served as written.
-func withoutServer(a *contourv1.AuthorizationServer, global bool, st *status.Object) {
+func withoutServer(a *contourv1.AuthorizationServer, global, globalHTTP bool, st *status.Object) {
 	const where = "Spec.VirtualHost.Authorization"
 	var set []string
+	if a.ServiceType != "" || a.HTTPServerSettings != nil {
+		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, where+": serviceType and httpSettings configure the host's own authorization server, which needs extensionRef (the global authorization's are the configuration file's serviceAPIType and httpSettings)")
+	}
+	if globalHTTP && a.AuthPolicy != nil && !a.AuthPolicy.Disabled && len(a.AuthPolicy.Context) > 0 {
+		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonAuthContextNotSupported, where+".AuthPolicy.Context: the global authorization server is an HTTP one (serviceAPIType http), and context extensions exist only in the gRPC protocol")
+	}
 	if a.ResponseTimeout != "" {
 		if _, err := apicheck.ParseTimeout(a.ResponseTimeout); err != nil {
 			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("%s.ResponseTimeout is invalid: %v", where, err))

@@ -56,6 +56,17 @@ func TestExtAuth(t *testing.T) {
 		{name: "a bad timeout", a: contourv1.AuthorizationServer{ResponseTimeout: "later"}, ext: ext, wantErr: true},
 		{name: "a request body of 1 KiB by default", a: contourv1.AuthorizationServer{WithRequestBody: &contourv1.AuthorizationServerBufferSettings{PackAsBytes: true}}, ext: ext,
 			want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout, WithRequestBody: &ir.BufferSettings{MaxRequestBytes: 1024, PackAsBytes: true}}},
+		{name: "an HTTP server", ext: ext, a: contourv1.AuthorizationServer{ServiceType: contourv1.AuthorizationHTTPService, HTTPServerSettings: &contourv1.HTTPAuthorizationServerSettings{
+			PathPrefix:                  "/auth",
+			AllowedAuthorizationHeaders: []contourv1.HTTPAuthorizationServerAllowedHeaders{{Exact: "x-token"}},
+			AllowedUpstreamHeaders:      []contourv1.HTTPAuthorizationServerAllowedHeaders{{Prefix: "x-auth-", IgnoreCase: true}},
+		}}, want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout, HTTP: &ir.HTTPAuthService{PathPrefix: "/auth",
+			AllowedAuthorizationHeaders: []ir.NameMatch{{Kind: "exact", Value: "x-token"}},
+			AllowedUpstreamHeaders:      []ir.NameMatch{{Kind: "prefix", Value: "x-auth-", IgnoreCase: true}}}}},
+		{name: "an HTTP server without settings", ext: ext, a: contourv1.AuthorizationServer{ServiceType: contourv1.AuthorizationHTTPService},
+			want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout, HTTP: &ir.HTTPAuthService{}}},
+		{name: "grpc said explicitly", ext: ext, a: contourv1.AuthorizationServer{ServiceType: contourv1.AuthorizationGRPCService},
+			want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := extAuth(&tc.a, tc.ext)
@@ -89,6 +100,11 @@ func TestRouteAuth(t *testing.T) {
 		{name: "permitInsecure under the host's own authorization", scope: own, route: contourv1.Route{PermitInsecure: true}, wantErr: true},
 		{name: "permitInsecure with authorization disabled", scope: own, route: contourv1.Route{PermitInsecure: true, AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}}, wantDisabled: true},
 		{name: "permitInsecure under the global authorization", scope: global, route: contourv1.Route{PermitInsecure: true}, wantContext: map[string]string{"a": "1"}},
+		{name: "a context over HTTP", scope: authScope{enabled: true, own: true, http: true}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"b": "2"}}},
+			wantContext: map[string]string{"b": "2"}, wantErr: true},
+		{name: "disabled over HTTP, with a context it never sends", scope: authScope{enabled: true, own: true, http: true}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true, Context: map[string]string{"b": "2"}}},
+			wantDisabled: true},
+		{name: "checked over HTTP", scope: authScope{enabled: true, global: true, http: true}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := &routeErrors{st: &status.Object{}, where: "R"}
@@ -115,6 +131,7 @@ func TestAuthorizationWithoutServer(t *testing.T) {
 		name         string
 		a            contourv1.AuthorizationServer
 		global       bool
+		globalHTTP   bool
 		wantErrors   []string // parts of each error's message, in order
 		wantWarnings []string
 	}{
@@ -133,10 +150,15 @@ func TestAuthorizationWithoutServer(t *testing.T) {
 			wantErrors: []string{"responseTimeout configure the host's own authorization server"}},
 		{name: "body settings with an opt-out", a: contourv1.AuthorizationServer{WithRequestBody: &contourv1.AuthorizationServerBufferSettings{}, GlobalExternalAuthorizationDisabled: true}, global: true,
 			wantErrors: []string{"withRequestBody configure the host's own authorization server"}},
+		{name: "serviceType without a server", a: contourv1.AuthorizationServer{ServiceType: contourv1.AuthorizationHTTPService, AuthPolicy: off}, global: true,
+			wantErrors: []string{"serviceType and httpSettings configure the host's own authorization server"}},
+		{name: "context refining a global HTTP server", a: contourv1.AuthorizationServer{AuthPolicy: ctx}, global: true, globalHTTP: true,
+			wantErrors: []string{"AuthPolicy.Context: the global authorization server is an HTTP one"}},
+		{name: "opt-out of a global HTTP server", a: contourv1.AuthorizationServer{AuthPolicy: off}, global: true, globalHTTP: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &status.Object{}
-			withoutServer(&tc.a, tc.global, st)
+			withoutServer(&tc.a, tc.global, tc.globalHTTP, st)
 			check := func(kind string, got []status.Problem, want []string) {
 				if len(got) != len(want) {
 					t.Fatalf("%s: %v, want %d containing %q", kind, got, len(want), want)

@@ -91,6 +91,7 @@ func (b stage) globalAuth(g *config.GlobalExtAuth) (*ir.ExtAuth, *status.Problem
 	if w := g.WithRequestBody; w != nil {
 		a.WithRequestBody = &ir.BufferSettings{MaxRequestBytes: max(w.MaxRequestBytes, 1), AllowPartialMessage: w.AllowPartialMessage, PackAsBytes: w.PackAsBytes}
 	}
+	a.HTTP = httpAuthService(g.ServiceAPIType, g.HTTPServerSettings)
 	return a, problem
 }
 

@@ -240,6 +240,11 @@ type GlobalExtAuth struct {
 	ResponseTimeout string `json:"responseTimeout,omitempty"`
 	// WithRequestBody sends (part of) the request body with the check.
 	WithRequestBody *contourv1.AuthorizationServerBufferSettings `json:"withRequestBody,omitempty"`
+	// ServiceAPIType is the server's protocol, grpc (the default) or
+	// http; Contour's name for an HTTPProxy's serviceType.
+	ServiceAPIType contourv1.AuthorizationServiceType `json:"serviceAPIType,omitempty"`
+	// HTTPServerSettings configures the requests to an HTTP server.
+	HTTPServerSettings *contourv1.HTTPAuthorizationServerSettings `json:"httpSettings,omitempty"`
 }
 
 // RateLimitService is the global rate limit service (Envoy's ratelimit
@@ -422,6 +427,9 @@ func (c *Config) validate() []string {
 		}
 		if _, err := apicheck.ParseTimeout(g.ResponseTimeout); err != nil {
 			add("globalExtAuth.responseTimeout", "%v", err)
+		}
+		for _, e := range apicheck.CheckAuthServiceType("serviceAPIType", g.ServiceAPIType, g.HTTPServerSettings, g.WithRequestBody, g.AuthPolicy) {
+			errs = append(errs, "globalExtAuth."+e)
 		}
 		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
 			// The API's default, applied here since no API server does it.

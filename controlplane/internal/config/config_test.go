@@ -36,6 +36,29 @@ globalExtAuth:
 	}
 }
 
+// An HTTP authorization server in the configuration file, with Contour's
+// names (serviceAPIType, httpSettings).
+func TestParseHTTPAuthorizationServer(t *testing.T) {
+	c, err := Parse([]byte(`
+globalExtAuth:
+  extensionService: auth/http-auth
+  serviceAPIType: http
+  httpSettings:
+    pathPrefix: /auth
+    allowedAuthorizationHeaders: [{exact: x-token}]
+    allowedUpstreamHeaders: [{prefix: x-auth-, ignoreCase: true}]
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.GlobalExtAuth
+	h := g.HTTPServerSettings
+	if g.ServiceAPIType != "http" || h == nil || h.PathPrefix != "/auth" || h.AllowedAuthorizationHeaders[0].Exact != "x-token" ||
+		h.AllowedUpstreamHeaders[0].Prefix != "x-auth-" || !h.AllowedUpstreamHeaders[0].IgnoreCase {
+		t.Errorf("decoded %+v %+v", g, h)
+	}
+}
+
 func TestParseExtProcSample(t *testing.T) {
 	// The globalExtProc sample of docs/design/external-processing.md.
 	c, err := Parse([]byte(`
@@ -89,6 +112,13 @@ func TestParseErrors(t *testing.T) {
 		{"extension service without namespace", "globalExtAuth: {extensionService: htpasswd}", `globalExtAuth.extensionService: must be namespace/name, got "htpasswd"`},
 		{"bad timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: 1 second}", `globalExtAuth.responseTimeout: "1 second" is not a duration`},
 		{"negative timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: -1s}", `globalExtAuth.responseTimeout: "-1s" is negative`},
+		{"unknown service API type", "globalExtAuth: {extensionService: a/b, serviceAPIType: soap}", `globalExtAuth.serviceAPIType: "soap" is not supported: use grpc or http`},
+		{"HTTP settings of a gRPC server", "globalExtAuth: {extensionService: a/b, httpSettings: {pathPrefix: /auth}}", `globalExtAuth.httpSettings: is only valid with serviceAPIType: http`},
+		{"HTTP server with a context", "globalExtAuth: {extensionService: a/b, serviceAPIType: http, authPolicy: {context: {k: v}}}", `globalExtAuth.authPolicy.context: context extensions exist only in the gRPC protocol`},
+		{"HTTP server with packAsBytes", "globalExtAuth: {extensionService: a/b, serviceAPIType: http, withRequestBody: {packAsBytes: true}}", `globalExtAuth.withRequestBody.packAsBytes: exists only in the gRPC protocol`},
+		{"HTTP header matcher of two kinds", "globalExtAuth: {extensionService: a/b, serviceAPIType: http, httpSettings: {allowedUpstreamHeaders: [{exact: a, suffix: b}]}}", `globalExtAuth.httpSettings.allowedUpstreamHeaders[0]: set exactly one of exact, prefix, suffix and contains (2 set)`},
+		{"HTTP path prefix not a path", "globalExtAuth: {extensionService: a/b, serviceAPIType: http, httpSettings: {pathPrefix: 'auth?x=1'}}", `globalExtAuth.httpSettings.pathPrefix: "auth?x=1" must start with /`},
+		{"unknown HTTP settings field", "globalExtAuth: {extensionService: a/b, serviceAPIType: http, httpSettings: {path_prefix: /a}}", `globalExtAuth.httpSettings.path_prefix: unknown field`},
 		{"rate limit service without extension service", "rateLimitService: {domain: d}", `rateLimitService.extensionService: is required`},
 		{"rate limit service without namespace", "rateLimitService: {extensionService: rl, domain: d}", `rateLimitService.extensionService: must be namespace/name, got "rl"`},
 		{"rate limit service without domain", "rateLimitService: {extensionService: a/rl}", `rateLimitService.domain: is required`},

@@ -40,6 +40,9 @@ var table = map[string]entries{
 			"virtualhost.authorization.withRequestBody.allowPartialMessage": yes,
 			"virtualhost.authorization.withRequestBody.packAsBytes":         yes,
 			"virtualhost.authorization.globalExtAuthDisabled":               yes,
+			"virtualhost.authorization.serviceType":                         yes,
+			"virtualhost.authorization.httpSettings":                        yes,
+			"virtualhost.authorization.httpSettings.pathPrefix":             yes,
 
 			"virtualhost.extProc":          yes,
 			"virtualhost.extProc.disabled": yes,
@@ -97,6 +100,8 @@ var table = map[string]entries{
 		tcpProxy, // table_tcpproxy.go
 		tree("virtualhost.authorization.extensionRef", extensionRef),
 		tree("virtualhost.authorization.authPolicy", authPolicy),
+		tree("virtualhost.authorization.httpSettings.allowedAuthorizationHeaders", allowedHeaders),
+		tree("virtualhost.authorization.httpSettings.allowedUpstreamHeaders", allowedHeaders),
 		tree("virtualhost.extProc.processor", extProc),
 		tree("routes.conditions", matchCondition),
 		tree("routes.authPolicy", authPolicy),
@@ -213,6 +218,16 @@ var authPolicy = entries{
 	"":         yes,
 	"disabled": yes,
 	"context":  yes,
+}
+
+// allowedHeaders are an HTTP authorization server's header name matchers.
+var allowedHeaders = entries{
+	"":           yes,
+	"exact":      yes,
+	"prefix":     yes,
+	"suffix":     yes,
+	"contains":   yes,
+	"ignoreCase": yes,
 }
 
 var extensionRef = entries{

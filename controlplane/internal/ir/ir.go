@@ -268,9 +268,31 @@ type ExtAuth struct {
 	Timeout         time.Duration // 0 means no timeout
 	FailOpen        bool
 	WithRequestBody *BufferSettings
+	// HTTP, when set, makes the server an HTTP one (the raw HTTP flavour
+	// of ext_authz); nil is the gRPC protocol.
+	HTTP *HTTPAuthService
 	// Origins: the root HTTPProxy of a host's own authorization; none for
 	// the global one (the configuration file).
 	Origins Origins
+}
+
+// HTTPAuthService is how Envoy talks to an HTTP authorization server.
+type HTTPAuthService struct {
+	// PathPrefix is prepended to the request's path in the check.
+	PathPrefix string
+	// AllowedAuthorizationHeaders are the request headers sent to the
+	// server (besides Envoy's fixed ones); AllowedUpstreamHeaders the
+	// headers of an allowing answer added to the upstream request.
+	AllowedAuthorizationHeaders []NameMatch
+	AllowedUpstreamHeaders      []NameMatch
+}
+
+// NameMatch matches a header name: Kind is exact, prefix, suffix or
+// contains.
+type NameMatch struct {
+	Kind       string
+	Value      string
+	IgnoreCase bool
 }
 
 // BufferSettings asks ext_authz to send the request body.

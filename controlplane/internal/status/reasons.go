@@ -8,6 +8,8 @@ package status
 const (
 	ReasonAuthBadResourceKind                   = "AuthBadResourceKind"
 	ReasonAuthBadResourceVersion                = "AuthBadResourceVersion"
+	ReasonAuthContextNotSupported               = "AuthContextNotSupported"
+	ReasonAuthHTTPSettingsInvalid               = "AuthHTTPSettingsInvalid"
 	ReasonAuthIncompatibleWithFallback          = "AuthIncompatibleWithFallback"
 	ReasonAuthNotPermitted                      = "AuthNotPermitted"
 	ReasonAuthPermitInsecureNotDisabled         = "AuthPermitInsecureNotDisabled"

@@ -49,6 +49,9 @@ func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 			PackAsBytes:         b.PackAsBytes,
 		}
 	}
+	if a.HTTP != nil {
+		extAuthzHTTP(cfg, a) // extauthz_http.go
+	}
 	return cfg
 }
 

@@ -6,6 +6,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -43,6 +44,34 @@ func TestExtAuthz(t *testing.T) {
 			func() *extauthzv3.ExtAuthz {
 				c := base(0)
 				c.WithRequestBody = &extauthzv3.BufferSettings{MaxRequestBytes: 1024, AllowPartialMessage: true, PackAsBytes: true}
+				return c
+			}()},
+		{"an HTTP server without settings: the same filter, its http_service", ir.ExtAuth{Timeout: time.Second, FailOpen: true, HTTP: &ir.HTTPAuthService{}},
+			func() *extauthzv3.ExtAuthz {
+				c := base(0)
+				c.FailureModeAllow = true
+				c.Services = &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{
+					Uri: "http://authz.auth", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "extension/auth/authz"}, Timeout: durationpb.New(time.Second)}}}
+				return c
+			}()},
+		{"an HTTP server's settings", ir.ExtAuth{HTTP: &ir.HTTPAuthService{PathPrefix: "/auth",
+			AllowedAuthorizationHeaders: []ir.NameMatch{{Kind: "exact", Value: "x-token"}, {Kind: "suffix", Value: "-id", IgnoreCase: true}},
+			AllowedUpstreamHeaders:      []ir.NameMatch{{Kind: "prefix", Value: "x-auth-"}, {Kind: "contains", Value: "tenant"}}}},
+			func() *extauthzv3.ExtAuthz {
+				c := base(0)
+				c.Services = &extauthzv3.ExtAuthz_HttpService{HttpService: &extauthzv3.HttpService{
+					ServerUri: &corev3.HttpUri{
+						Uri: "http://authz.auth", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "extension/auth/authz"}, Timeout: durationpb.New(0)},
+					PathPrefix: "/auth",
+					AuthorizationResponse: &extauthzv3.AuthorizationResponse{AllowedUpstreamHeaders: &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{
+						{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x-auth-"}},
+						{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "tenant"}},
+					}}},
+				}}
+				c.AllowedHeaders = &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{
+					{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "x-token"}},
+					{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: "-id"}, IgnoreCase: true},
+				}}
 				return c
 			}()},
 	} {

@@ -1,0 +1,42 @@
+package builder
+
+import (
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// httpAuthService is what an authorization server of serviceType http
+// (the host's or globalExtAuth's serviceAPIType) becomes; nil for a gRPC
+// one. The settings were checked (apicheck.CheckAuthServiceType).
+func httpAuthService(t contourv1.AuthorizationServiceType, h *contourv1.HTTPAuthorizationServerSettings) *ir.HTTPAuthService {
+	if t != contourv1.AuthorizationHTTPService {
+		return nil
+	}
+	out := &ir.HTTPAuthService{}
+	if h == nil {
+		return out
+	}
+	out.PathPrefix = h.PathPrefix
+	out.AllowedAuthorizationHeaders = nameMatches(h.AllowedAuthorizationHeaders)
+	out.AllowedUpstreamHeaders = nameMatches(h.AllowedUpstreamHeaders)
+	return out
+}
+
+func nameMatches(in []contourv1.HTTPAuthorizationServerAllowedHeaders) []ir.NameMatch {
+	var out []ir.NameMatch
+	for _, m := range in {
+		kind, value, _ := apicheck.AllowedHeaderMatch(m)
+		out = append(out, ir.NameMatch{Kind: kind, Value: value, IgnoreCase: m.IgnoreCase})
+	}
+	return out
+}
+
+// routeAuthContextOverHTTP refuses a route's own context when its
+// authorization server is an HTTP one, which cannot receive it.
+func routeAuthContextOverHTTP(r contourv1.Route, scope authScope, errs *routeErrors) {
+	if scope.http && r.AuthPolicy != nil && !r.AuthPolicy.Disabled && len(r.AuthPolicy.Context) > 0 {
+		errs.add(contourv1.ConditionTypeAuthError, status.ReasonAuthContextNotSupported, "authPolicy.context: the authorization server is an HTTP one (serviceType http), and context extensions exist only in the gRPC protocol")
+	}
+}
