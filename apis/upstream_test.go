@@ -29,8 +29,12 @@ var upstreamExtras = map[string]string{
 	"HTTPProxy spec.routes[].extProcPolicy":                          "external processing per route",
 	"HTTPProxy spec.virtualhost.authorization.globalExtAuthDisabled": "opt out of the global external authorization",
 	"HTTPProxy spec.virtualhost.authorization.extensionRef.kind":     "kind of the referenced extension",
-	"ExtensionService spec.healthCheckPolicy":                        "gRPC health checks of the backends",
-	"ExtensionService status.clusterName":                            "name of the generated Envoy cluster",
+	// Contour's HTTP authorization servers, newer than upstreamContour:
+	// same names, so objects written for it apply unchanged.
+	"HTTPProxy spec.virtualhost.authorization.serviceType":  "authorization server protocol (grpc, http)",
+	"HTTPProxy spec.virtualhost.authorization.httpSettings": "HTTP authorization server settings",
+	"ExtensionService spec.healthCheckPolicy":               "gRPC health checks of the backends",
+	"ExtensionService status.clusterName":                   "name of the generated Envoy cluster",
 }
 
 // upstreamDeviations are the places where our schema deliberately differs
