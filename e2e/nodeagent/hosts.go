@@ -50,8 +50,15 @@ func hostsContent(pod *corev1.Pod, ip string, services []*corev1.Service) []byte
 }
 
 // writeHosts writes the Pod's /etc/hosts in place (the containers' bind
-// mounts keep the file's inode).
+// mounts keep the file's inode): the new content over the old, then cut to
+// its length, so a reader never finds it empty. A stopping Pod's is left
+// alone (its folder is being removed).
 func (a *Agent) writeHosts(p *podRuntime) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping {
+		return nil
+	}
 	var services []*corev1.Service
 	if a.services != nil {
 		var err error
@@ -63,11 +70,15 @@ func (a *Agent) writeHosts(p *podRuntime) error {
 	if have, err := os.ReadFile(p.hostsFile()); err == nil && bytes.Equal(have, want) {
 		return nil
 	}
-	f, err := os.OpenFile(p.hostsFile(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(p.hostsFile(), os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(want); err != nil {
+	if _, err := f.WriteAt(want, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Truncate(int64(len(want))); err != nil {
 		f.Close()
 		return err
 	}

@@ -34,6 +34,10 @@ func (a *Agent) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	a.mu.Lock()
 	a.pods[key] = p
 	a.mu.Unlock()
+	// Services added while the Pod started reached no hosts file of it.
+	if err := a.writeHosts(p); err != nil {
+		slog.Warn("pod /etc/hosts", "pod", key, "error", err)
+	}
 	slog.Info("pod started", "pod", key, "ip", p.net.ip)
 	a.notifyPod(p)
 	return nil

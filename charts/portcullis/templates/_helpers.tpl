@@ -54,14 +54,14 @@ securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- end -}}
 
-{{/* "true" when the control planes elect a leader (controlPlane.leaderElection.enabled; null: when more than one runs), else "". */}}
+{{/* "true" when the control planes elect a leader (controlPlane.leaderElection.enabled; null: when more than one runs or may run, autoscaled), else "". */}}
 {{- define "portcullis.leaderElection" -}}
 {{- $le := .Values.controlPlane.leaderElection.enabled -}}
 {{- if kindIs "bool" $le -}}
 {{- if $le }}true{{ end -}}
 {{- else if eq .Values.topology "separate" -}}
 {{- if gt (int .Values.controlPlane.replicas) 1 }}true{{ end -}}
-{{- else if or (eq .Values.envoy.kind "DaemonSet") (gt (int .Values.envoy.replicas) 1) -}}
+{{- else if or (eq .Values.envoy.kind "DaemonSet") (gt (int .Values.envoy.replicas) 1) .Values.envoy.autoscaling.enabled -}}
 true
 {{- end -}}
 {{- end -}}

@@ -113,7 +113,8 @@ type Result struct {
 	Unavailable []status.Problem
 	// GatewayServices are the Services of the Gateways with
 	// Options.GatewayServicePerGateway (sorted by name): what the Services
-	// labelled GatewayServiceLabel in Envoy's namespace should be.
+	// labelled GatewayServiceLabel in Envoy's namespace should be; nil when
+	// that cannot be said (no Envoy Service known), empty for none.
 	GatewayServices []*corev1.Service
 }
 
@@ -153,6 +154,17 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	services := buildGatewayAPI(snap, model, b, memo, addrs)
 	b.finish(model, uses)
 
+	if snap.opts.GatewayServicePerGateway {
+		// nil: the Envoy Service is not known (yet, or it is being
+		// recreated), so nothing can be said of the Gateways' Services;
+		// empty: there are none (their writer deletes what is left).
+		ns, name, _ := strings.Cut(snap.opts.EnvoyService, "/")
+		if snap.services[nn(ns, name)] == nil {
+			services = nil
+		} else if services == nil {
+			services = []*corev1.Service{}
+		}
+	}
 	res := &Result{Model: model, GatewayServices: services}
 	slices.SortFunc(res.GatewayServices, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {

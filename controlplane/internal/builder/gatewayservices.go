@@ -112,7 +112,9 @@ func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[ty
 }
 
 // gatewayService is the Service of a Gateway: in Envoy's namespace, with
-// the type and selector of the Service in front of Envoy, a port per
+// what the Service in front of Envoy says of how clients reach it (type,
+// selector, traffic policies, its load balancer's class, source ranges and
+// annotations: an internal load balancer stays internal) and a port per
 // listener port to the Gateway's Envoy port.
 func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]uint32) *corev1.Service {
 	key := nn(gw.Namespace, gw.Name)
@@ -126,13 +128,20 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 			Namespace:   envoy.Namespace,
 			Name:        gatewayServiceName(key),
 			Labels:      map[string]string{objects.GatewayServiceLabel: label},
-			Annotations: map[string]string{objects.GatewayServiceAnnotation: key.String()},
+			Annotations: inheritedAnnotations(envoy.Annotations),
 		},
 		Spec: corev1.ServiceSpec{
-			Type:     envoy.Spec.Type,
-			Selector: envoy.Spec.Selector,
+			Type:                          envoy.Spec.Type,
+			Selector:                      envoy.Spec.Selector,
+			LoadBalancerClass:             envoy.Spec.LoadBalancerClass,
+			LoadBalancerSourceRanges:      envoy.Spec.LoadBalancerSourceRanges,
+			AllocateLoadBalancerNodePorts: envoy.Spec.AllocateLoadBalancerNodePorts,
+			IPFamilyPolicy:                envoy.Spec.IPFamilyPolicy,
+			IPFamilies:                    envoy.Spec.IPFamilies,
+			InternalTrafficPolicy:         envoy.Spec.InternalTrafficPolicy,
 		},
 	}
+	svc.Annotations[objects.GatewayServiceAnnotation] = key.String()
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer || svc.Spec.Type == corev1.ServiceTypeNodePort {
 		svc.Spec.ExternalTrafficPolicy = envoy.Spec.ExternalTrafficPolicy
 	}
@@ -153,6 +162,20 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 		})
 	}
 	return svc
+}
+
+// inheritedAnnotations are the Envoy Service's annotations a Gateway's
+// Service carries too (a cloud's load balancer settings), without those of
+// the tools that manage the Envoy Service itself.
+func inheritedAnnotations(from map[string]string) map[string]string {
+	out := make(map[string]string, len(from)+1)
+	for k, v := range from {
+		if k == "kubectl.kubernetes.io/last-applied-configuration" || strings.HasPrefix(k, "meta.helm.sh/") || k == objects.GatewayServiceAnnotation {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // serviceAddresses are a Service's addresses for a Gateway's status: its

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -26,10 +27,14 @@ spec: {controllerName: portcullis.dev/gateway-controller}
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: envoy, namespace: portcullis}
+metadata:
+  name: envoy
+  namespace: portcullis
+  annotations: {lb.example.com/internal: "true", meta.helm.sh/release-name: portcullis}
 spec:
   type: LoadBalancer
   externalTrafficPolicy: Local
+  loadBalancerSourceRanges: [10.0.0.0/8]
   selector: {app: envoy}
   ports: [{name: http, port: 80, targetPort: 8080}]
 ---
@@ -117,8 +122,14 @@ func TestServicePerGateway(t *testing.T) {
 	envoyPorts := map[string]string{} // "gateway port" -> Envoy port
 	var services []string
 	for _, s := range res.GatewayServices {
-		if s.Namespace != "portcullis" || s.Spec.Type != "LoadBalancer" || s.Spec.ExternalTrafficPolicy != "Local" || s.Spec.Selector["app"] != "envoy" {
+		if s.Namespace != "portcullis" || s.Spec.Type != "LoadBalancer" || s.Spec.ExternalTrafficPolicy != "Local" || s.Spec.Selector["app"] != "envoy" ||
+			!slices.Equal(s.Spec.LoadBalancerSourceRanges, []string{"10.0.0.0/8"}) {
 			t.Errorf("service %s/%s: %+v", s.Namespace, s.Name, s.Spec)
+		}
+		// The load balancer's settings are the Envoy Service's (an
+		// internal one stays internal); Helm's bookkeeping is not.
+		if s.Annotations["lb.example.com/internal"] != "true" || s.Annotations["meta.helm.sh/release-name"] != "" {
+			t.Errorf("service %s/%s annotations %v", s.Namespace, s.Name, s.Annotations)
 		}
 		gw := s.Annotations[objects.GatewayServiceAnnotation]
 		var ports []string
@@ -196,6 +207,24 @@ func TestServicePerGateway(t *testing.T) {
 		if got != want {
 			t.Errorf("Gateway %s: %s, want %s", o.Ref, got, want)
 		}
+	}
+
+	// Without the Envoy Service (being recreated, say) nothing is said of
+	// the Gateways' Services (nil: their writer keeps them); without
+	// Gateways, there are none (empty: it deletes them).
+	var noEnvoy objects.Set
+	if _, err := noEnvoy.Decode(strings.NewReader(fmt.Sprintf(perGatewayBase, strings.TrimPrefix(newSvc, "a-new-"))), "in.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	noGateways := noEnvoy
+	noEnvoy.Services = slices.DeleteFunc(slices.Clone(noEnvoy.Services), func(s *corev1.Service) bool { return s.Name == "envoy" })
+	noGateways.Gateways = nil
+	opts := Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}
+	if got := Build(&noEnvoy, opts).GatewayServices; got != nil {
+		t.Errorf("without the Envoy Service: %d services, want nil (unknown)", len(got))
+	}
+	if got := Build(&noGateways, opts).GatewayServices; got == nil || len(got) != 0 {
+		t.Errorf("without Gateways: %v, want an empty set", got)
 	}
 
 	// Without the option, the two Gateways of port 80 share Envoy's 8080

@@ -460,7 +460,10 @@ func (s *Server) publishStatus(ctx context.Context) {
 	default:
 	}
 	s.toWrite <- batch
-	if s.cfg.GatewayServices != nil {
+	// A build that cannot say what the Gateways' Services should be (the
+	// Envoy Service is gone a moment) keeps the last known set: deleting
+	// them would release their load balancers' addresses.
+	if s.cfg.GatewayServices != nil && res.Build.GatewayServices != nil {
 		s.mu.Lock()
 		s.services, s.servicesBuilt = res.Build.GatewayServices, true
 		s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,10 +57,13 @@ func (s *Services) Apply(ctx context.Context, want []*corev1.Service) error {
 			}
 			s.Log.Info("created the Service of a Gateway", "service", w.Namespace+"/"+w.Name, "gateway", w.Annotations[objects.GatewayServiceAnnotation])
 		case !sameService(cur, w):
+			// Labels and annotations others add (a load balancer
+			// controller's) are kept: only ours are set.
 			upd := cur.DeepCopy()
-			upd.Labels, upd.Annotations = w.Labels, w.Annotations
+			upd.Labels, upd.Annotations = withKeys(upd.Labels, w.Labels), withKeys(upd.Annotations, w.Annotations)
 			upd.Spec.Type, upd.Spec.Selector, upd.Spec.Ports = w.Spec.Type, w.Spec.Selector, w.Spec.Ports
 			upd.Spec.ExternalTrafficPolicy = w.Spec.ExternalTrafficPolicy
+			upd.Spec.LoadBalancerSourceRanges = w.Spec.LoadBalancerSourceRanges
 			if err := s.Client.Update(ctx, upd); err != nil {
 				errs = append(errs, err)
 				continue
@@ -81,7 +85,8 @@ func (s *Services) Apply(ctx context.Context, want []*corev1.Service) error {
 // the API server fills in: node ports, default protocols).
 func sameService(cur, w *corev1.Service) bool {
 	if cur.Spec.Type != w.Spec.Type || !maps.Equal(cur.Spec.Selector, w.Spec.Selector) ||
-		!maps.Equal(cur.Labels, w.Labels) || !maps.Equal(cur.Annotations, w.Annotations) ||
+		!hasKeys(cur.Labels, w.Labels) || !hasKeys(cur.Annotations, w.Annotations) ||
+		!slices.Equal(cur.Spec.LoadBalancerSourceRanges, w.Spec.LoadBalancerSourceRanges) ||
 		(w.Spec.ExternalTrafficPolicy != "" && cur.Spec.ExternalTrafficPolicy != w.Spec.ExternalTrafficPolicy) ||
 		len(cur.Spec.Ports) != len(w.Spec.Ports) {
 		return false
@@ -93,4 +98,24 @@ func sameService(cur, w *corev1.Service) bool {
 		}
 	}
 	return true
+}
+
+// hasKeys: have holds every key of want with its value.
+func hasKeys(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// withKeys is have with want's keys set to want's values.
+func withKeys(have, want map[string]string) map[string]string {
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
 }

@@ -68,6 +68,23 @@ func TestGatewayServices(t *testing.T) {
 		t.Errorf("a Service not the writer's: %v", err)
 	}
 
+	// A load balancer controller annotates a: the writer keeps its
+	// annotation and does not write a again.
+	a.Annotations["lb.example.com/pool"] = "blue"
+	if err := c.Update(ctx, &a); err != nil {
+		t.Fatal(err)
+	}
+	rv := a.ResourceVersion
+	if err := w.Apply(ctx, []*corev1.Service{svc("a", 80, 20005)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "a"}, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.ResourceVersion != rv || a.Annotations["lb.example.com/pool"] != "blue" {
+		t.Errorf("a rewritten (resourceVersion %s, was %s) or its foreign annotation lost: %v", a.ResourceVersion, rv, a.Annotations)
+	}
+
 	// Someone deletes a: the next build's set brings it back.
 	if err := c.Delete(ctx, &a); err != nil {
 		t.Fatal(err)
