@@ -133,6 +133,7 @@ func Run(ctx context.Context, cfg *cluster.NodeConfig) error {
 	errc := make(chan error, 2)
 	go func() { errc <- nc.Run(ctx) }()
 	go func() { errc <- pc.Run(ctx, 8) }()
+	go a.resyncStatuses(ctx, podFactory.Core().V1().Pods().Lister())
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
