@@ -1,3 +1,5 @@
+//go:build faults
+
 package e2e
 
 import (

@@ -37,7 +37,7 @@ func (globalRateLimitFilter) httpFilters(h hcmSettings) []*hcmv3.HttpFilter {
 		FailureModeDeny:                !s.FailOpen,
 		RateLimitedAsResourceExhausted: s.ResourceExhausted,
 		RateLimitService: &ratelimitconfigv3.RateLimitServiceConfig{
-			GrpcService:         grpcService(s.Cluster, s.Authority, nil),
+			GrpcService:         rateLimitService(s.Cluster, s.Authority),
 			TransportApiVersion: corev3.ApiVersion_V3,
 		},
 	}
