@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -181,25 +178,12 @@ func (p soakProcess) sample(t *testing.T) soakSample {
 	s.files = len(fds)
 	s.rss = procStatus(t, p.pid, "VmRSS")
 	if p.metrics != "" {
-		resp, err := http.Get(p.metrics)
-		if err != nil {
-			t.Fatalf("%s metrics: %v", p.name, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		sc := bufio.NewScanner(bytes.NewReader(body))
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					t.Fatalf("%s go_goroutines %q", p.name, v)
-				}
-				s.goroutines = int(f)
-			}
-		}
-		if s.goroutines < 0 {
+		// A Go process has a goroutine at least: 0 is a missing metric.
+		n := harness.MetricValue(t, p.metrics, "go_goroutines")
+		if n < 1 {
 			t.Fatalf("%s: no go_goroutines in %s", p.name, p.metrics)
 		}
+		s.goroutines = int(n)
 	}
 	return s
 }
