@@ -1,5 +1,5 @@
-// Package xdsserver serves Envoy resources over ADS with go-control-plane,
-// and records what Envoy says back: an ADS NACK (a request carrying
+// Package xdsserver serves Envoy resources over ADS (state of the world
+// and delta) to a fleet of Envoys, and records what Envoy says back: an ADS NACK (a request carrying
 // error_detail) means Envoy rejected configuration, which must be visible.
 package xdsserver
 
@@ -11,27 +11,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
@@ -50,49 +48,33 @@ type Rejection struct {
 	Time      time.Time `json:"time"`
 }
 
-// keptVersions is how many published versions keep their per-resource
-// hashes, to tell which resources a NACK is about.
+// keptVersions is how many published versions of a type are kept: a
+// stream behind by fewer learns what changed from their lists of touched
+// names, and a NACK is told which resources it is about from their hashes.
 const keptVersions = 16
 
 // keptNonces is how many responses of each type a stream remembers: a
 // request answers the latest, or one just before it.
 const keptNonces = 4
 
-// nodeGroup puts every Envoy in one group of the delta snapshot cache: they
-// all get the same configuration.
-type nodeGroup struct{}
+// bigSends is how many responses over bigResponse may be unanswered at once.
+const bigSends = 8
 
-func (nodeGroup) ID(*corev3.Node) string { return "portcullis" }
-
-// deltaKey is the delta snapshot cache's key in the mux.
-const deltaKey = "delta"
-
-// publishOrder is the order in which a change reaches the caches, and so
-// every Envoy: clusters before the endpoints and secrets they use and the
-// listeners and routes that use them (make before break); removals go in
-// the reverse order.
+// publishOrder is the order in which a change reaches every Envoy:
+// clusters before the endpoints and secrets they use and the listeners and
+// routes that use them (make before break); removals go in the reverse
+// order.
 var publishOrder = []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.SecretType, resourcev3.ListenerType, resourcev3.RouteType}
 
-// Server holds the xDS caches and the ADS server.
+// Server holds the published configuration and the ADS server.
 type Server struct {
 	log *slog.Logger
-	// caches serve the state-of-the-world streams: one go-control-plane
-	// linear cache per type shared by every Envoy (they all get the same
-	// configuration): a resource is marshalled once for all of them, not
-	// once per Envoy and response, and a state-of-the-world response of
-	// routes, endpoints or secrets carries only those that changed (the
-	// protocol asks the whole set only for listeners and clusters), not the
-	// 10,000 route configurations of 10,000 TLS hosts.
-	caches map[string]*cachev3.LinearCache
-	// delta serves the delta xDS streams from a snapshot for every Envoy
-	// (one node group): the linear caches keep an index of each watch by
-	// each name it subscribes to, which at 10,001 route configurations and
-	// 100 Envoys made a change to all of them 3 times slower than the
-	// snapshot cache, whose delta responses carry only what changed too
-	// (docs/benchmarks.md, xDS fan-out).
-	delta        cachev3.SnapshotCache
-	deltaVersion map[string]string // type URL -> version in the snapshot
-	gate         *gate
+	// world is the configuration every Envoy is served; one with no tables
+	// until the first Update.
+	world atomic.Pointer[world]
+	sets  nameSets
+	// bigSends bounds the large responses being written at once.
+	bigSends chan struct{}
 	// sums remembers the hash of each resource of the last Update, by
 	// message: the translator reuses the messages of unchanged virtual
 	// hosts (translator.Cache), which then need no marshalling. Messages
@@ -108,14 +90,6 @@ type Server struct {
 	streams    map[int64]*stream
 	// peers holds the client certificate of each stream over mTLS.
 	peers map[int64]ClientCertificate
-	// published is, by type URL, the hash of each resource in the cache.
-	published map[string]map[string]string
-	// cacheVersion is, by type URL, the version of the cache's resources
-	// (the linear cache's: one more with each update of it).
-	cacheVersion map[string]uint64
-	// hashes holds, by type URL, for recent versions, name -> hash.
-	hashes map[string]map[string]map[string]string
-	order  map[string][]string
 	// OnRejection, when set, is called for every NACK received (also
 	// repeated ones), outside the lock.
 	OnRejection func(Rejection)
@@ -134,7 +108,7 @@ type stream struct {
 }
 
 // sentResponse is what one response carried: its version, and for a delta
-// response the resources it added, changed or removed.
+// response the resources it added, changed or removed (until answered).
 type sentResponse struct {
 	nonce, version string
 	names          []string
@@ -143,29 +117,14 @@ type sentResponse struct {
 // New returns a server with an empty configuration.
 func New(log *slog.Logger) *Server {
 	s := &Server{
-		log:          log,
-		caches:       map[string]*cachev3.LinearCache{},
-		delta:        cachev3.NewSnapshotCache(true, nodeGroup{}, nil),
-		deltaVersion: map[string]string{},
-		rejections:   map[string]Rejection{},
-		acked:        map[string]string{},
-		streams:      map[int64]*stream{},
-		peers:        map[int64]ClientCertificate{},
-		published:    map[string]map[string]string{},
-		cacheVersion: map[string]uint64{},
-		hashes:       map[string]map[string]map[string]string{},
-		order:        map[string][]string{},
+		log:        log,
+		bigSends:   make(chan struct{}, bigSends),
+		rejections: map[string]Rejection{},
+		acked:      map[string]string{},
+		streams:    map[int64]*stream{},
+		peers:      map[int64]ClientCertificate{},
 	}
-	mux := &cachev3.MuxCache{
-		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
-		ClassifyDelta: func(*cachev3.DeltaRequest) string { return deltaKey },
-		Caches:        map[string]cachev3.Cache{deltaKey: s.delta},
-	}
-	for _, t := range publishOrder {
-		s.caches[t] = cachev3.NewLinearCache(t)
-		mux.Caches[t] = s.caches[t]
-	}
-	s.gate = &gate{cache: mux}
+	s.world.Store(&world{changed: make(chan struct{})})
 	return s
 }
 
@@ -198,99 +157,44 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 		// A translator bug, not a user error: refuse to publish it.
 		return "", fmt.Errorf("inconsistent snapshot: %w", err)
 	}
-	// Only the resources whose hash changed go to the caches: the others
-	// stay marshalled, and are sent to nobody.
-	changed := map[string]map[string]types.Resource{}
-	removed := map[string][]string{}
+	old := s.world.Load()
+	next := &world{tables: map[string]*table{}, changed: make(chan struct{})}
 	for typeURL, list := range items {
-		now, before := perResource[typeURL], s.published[typeURL]
+		before := old.tables[typeURL]
+		now := perResource[typeURL]
+		// Only the resources whose hash changed are encoded and touched:
+		// the others are sent to nobody.
+		update := map[string]*resource{}
 		for _, m := range list {
 			name := translator.ResourceName(m)
-			if before[name] != now[name] {
-				if changed[typeURL] == nil {
-					changed[typeURL] = map[string]types.Resource{}
-				}
-				changed[typeURL][name] = m.(types.Resource)
+			if prev := before.lookup(name); prev != nil && prev.version == now[name] {
+				continue
 			}
-		}
-		for name := range before {
-			if _, ok := now[name]; !ok {
-				removed[typeURL] = append(removed[typeURL], name)
-			}
-		}
-	}
-	publish := func(typeURL string, update map[string]types.Resource, remove []string, hashes map[string]string) error {
-		if err := s.caches[typeURL].UpdateResources(update, remove); err != nil {
-			return err
-		}
-		s.cacheVersion[typeURL]++
-		s.published[typeURL] = hashes
-		s.rememberHashes(typeURL, s.typeVersion(typeURL), hashes)
-		return nil
-	}
-	for _, typeURL := range publishOrder {
-		if len(changed[typeURL]) == 0 {
-			continue
-		}
-		hashes := maps.Clone(s.published[typeURL])
-		if hashes == nil {
-			hashes = map[string]string{}
-		}
-		for name := range changed[typeURL] {
-			hashes[name] = perResource[typeURL][name]
-		}
-		if err := publish(typeURL, changed[typeURL], nil, hashes); err != nil {
-			return "", err
-		}
-	}
-	for _, typeURL := range slices.Backward(publishOrder) {
-		if len(removed[typeURL]) > 0 {
-			if err := publish(typeURL, nil, removed[typeURL], perResource[typeURL]); err != nil {
+			a, err := anypb.New(m)
+			if err != nil {
 				return "", err
 			}
+			update[name] = newResource(name, now[name], a)
 		}
-	}
-	// The delta snapshot: each type keeps its version while its resources
-	// do not change, and the per-resource hashes are the delta versions
-	// (the cache need not marshal every resource again to compute them).
-	deltaSnap := &cachev3.Snapshot{VersionMap: perResource}
-	for typeURL, list := range items {
-		if s.deltaVersion[typeURL] == "" || len(changed[typeURL]) > 0 || len(removed[typeURL]) > 0 {
-			s.deltaVersion[typeURL] = fmt.Sprint(s.version + 1)
+		var remove []string
+		if before != nil {
+			for name := range before.byName {
+				if _, ok := now[name]; !ok {
+					remove = append(remove, name)
+				}
+			}
 		}
-		deltaSnap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources(s.deltaVersion[typeURL], asResources(list))
+		if before != nil && len(update) == 0 && len(remove) == 0 {
+			next.tables[typeURL] = before
+			continue
+		}
+		next.tables[typeURL] = before.next(update, remove)
 	}
-	if err := s.delta.SetSnapshot(ctx, nodeGroup{}.ID(nil), deltaSnap); err != nil {
-		return "", err
-	}
+	s.world.Store(next)
+	close(old.changed)
 	s.version++
 	s.lastHash = hash
-	// The first configuration is in the caches: the Envoys that connected
-	// before it are answered now.
-	if err := s.gate.openUp(); err != nil {
-		return "", err
-	}
 	return fmt.Sprint(s.version), nil
-}
-
-// typeVersion is the version the cache of typeURL sends its resources
-// with. Called with mu held.
-func (s *Server) typeVersion(typeURL string) string {
-	return strconv.FormatUint(s.cacheVersion[typeURL], 10)
-}
-
-// rememberHashes keeps the per-resource hashes of a type's recent
-// versions (its current one always among them).
-func (s *Server) rememberHashes(typeURL, version string, hashes map[string]string) {
-	if s.hashes[typeURL] == nil {
-		s.hashes[typeURL] = map[string]map[string]string{}
-	}
-	s.hashes[typeURL][version] = hashes
-	s.order[typeURL] = append(s.order[typeURL], version)
-	if o := s.order[typeURL]; len(o) > keptVersions {
-		delete(s.hashes[typeURL], o[0])
-		s.order[typeURL] = o[1:]
-	}
 }
 
 func asResources(ms []proto.Message) []types.Resource {
@@ -400,14 +304,17 @@ func mentions(message, name string) bool {
 // refused: those the message names, else those that differ from the
 // version Envoy kept (all of them when it kept none). Called with mu held.
 func (s *Server) rejectedResources(typeURL, rejected, accepted, message string) []string {
-	cur := s.hashes[typeURL][rejected]
+	t := s.world.Load().tables[typeURL]
+	cur, base := t.at(rejected), t.at(accepted)
+	if cur == nil {
+		return nil
+	}
 	var named, changed []string
-	base, haveBase := s.hashes[typeURL][accepted]
-	for name, h := range cur {
+	for name, r := range cur.byName {
 		if mentions(message, name) {
 			named = append(named, name)
 		}
-		if !haveBase || base[name] != h {
+		if base == nil || base.byName[name] != r {
 			changed = append(changed, name)
 		}
 	}
@@ -554,6 +461,15 @@ func (st *stream) response(typeURL, nonce string) (sentResponse, bool) {
 	return sentResponse{}, false
 }
 
+// settle forgets the names of the response with nonce, once answered.
+func (st *stream) settle(typeURL, nonce string) {
+	for i, r := range st.sent[typeURL] {
+		if r.nonce == nonce {
+			st.sent[typeURL][i].names = nil
+		}
+	}
+}
+
 // remember records what a response carried, forgetting the oldest of its
 // type beyond keptNonces.
 func (st *stream) remember(typeURL string, r sentResponse) {
@@ -638,6 +554,9 @@ func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest
 		changed = !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
 	default:
 		s.acked[req.TypeUrl] = version
+		// Settled: its names are no longer needed (a first response
+		// names every resource: 10,001 route configurations per Envoy).
+		st.settle(req.TypeUrl, req.ResponseNonce)
 		if had {
 			// Accepted resources are no longer rejected.
 			before := len(prev.Resources)
@@ -665,34 +584,6 @@ func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest
 // Serve runs the ADS server on lis until ctx ends, over TLS when tlsConfig
 // is set (mTLS: it requires and verifies client certificates).
 func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Config) error {
-	// SotW and delta streams are tracked alike.
-	opened := func(ctx context.Context, id int64, _ string) error {
-		cert, ok := peerCertificate(ctx)
-		s.mu.Lock()
-		s.stream(id, "")
-		if ok {
-			s.peers[id] = cert
-		}
-		s.mu.Unlock()
-		return nil
-	}
-	closed := func(id int64, _ *corev3.Node) {
-		s.mu.Lock()
-		delete(s.streams, id)
-		delete(s.peers, id)
-		s.mu.Unlock()
-	}
-	cb := serverv3.CallbackFuncs{
-		StreamOpenFunc:          opened,
-		StreamClosedFunc:        closed,
-		DeltaStreamOpenFunc:     opened,
-		DeltaStreamClosedFunc:   closed,
-		StreamRequestFunc:       s.onRequest,
-		StreamResponseFunc:      s.onResponse,
-		StreamDeltaRequestFunc:  s.onDeltaRequest,
-		StreamDeltaResponseFunc: s.onDeltaResponse,
-	}
-	xds := serverv3.NewServer(ctx, s.gate, cb)
 	opts := []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(1 << 20),
 		// A ping after 30 s without a request, answered within 30 s: an
@@ -708,10 +599,59 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 	}
 	g := grpc.NewServer(opts...)
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, xds)
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, ads{s})
 	go func() {
 		<-ctx.Done()
 		g.Stop()
 	}()
 	return g.Serve(lis)
+}
+
+// ads is the gRPC service: a stream of either protocol.
+type ads struct{ s *Server }
+
+func (a ads) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return a.s.serveStream(st.Context(), &adsStream{sendSotW: st.Send}, func() (any, error) { return st.Recv() })
+}
+
+func (a ads) DeltaAggregatedResources(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return a.s.serveStream(st.Context(), &adsStream{delta: true, sendDelta: st.Send}, func() (any, error) { return st.Recv() })
+}
+
+// serveStream runs one stream: its requests are read by a goroutine of
+// their own, so that a change is sent while the Envoy says nothing.
+func (s *Server) serveStream(ctx context.Context, a *adsStream, recv func() (any, error)) error {
+	a.s, a.id, a.types = s, streamIDs.Add(1), map[string]*typeState{}
+	cert, ok := peerCertificate(ctx)
+	s.mu.Lock()
+	s.stream(a.id, "")
+	if ok {
+		s.peers[a.id] = cert
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.streams, a.id)
+		delete(s.peers, a.id)
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.ctx = ctx
+	reqs := make(chan any)
+	go func() {
+		defer close(reqs)
+		for {
+			req, err := recv()
+			if err != nil {
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return a.run(ctx, reqs)
 }

@@ -33,9 +33,7 @@ func publish(t *testing.T, s *Server, r *translator.Resources, nonce string) str
 	if _, err := s.Update(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	v := s.typeVersion(resourcev3.ClusterType)
-	s.mu.Unlock()
+	v := s.world.Load().tables[resourcev3.ClusterType].versionString()
 	s.onResponse(context.Background(), 1, nil, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: v, Nonce: nonce})
 	return v
 }

@@ -1,0 +1,481 @@
+package xdsserver
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// An ADS stream, state of the world or delta. Every Envoy is served the
+// same configuration (the world), so a stream keeps only where its Envoy
+// is: for each type, the table its resources come from and what it
+// subscribes to (a set shared with the other streams). When the world
+// changes, each stream sends what changed in its subscription since that
+// table: the names the change touched, looked up in the subscription,
+// not the subscription scanned.
+//
+// A change goes out in two steps, make before break: first the new and
+// changed resources of every type, clusters first and routes last; then,
+// once the Envoy has answered all of them, the removals, in the reverse
+// order (a cluster is removed after the routes that used it changed). The
+// next response of a type waits for the Envoy's answer (ACK or NACK) to
+// the last one, and a type waits for those before it.
+
+// typeState is what a stream knows of one resource type.
+type typeState struct {
+	// subscribed: a request for the type came.
+	subscribed bool
+	// wildcard: every resource of the type (listeners, clusters).
+	wildcard bool
+	names    *nameSet
+	// sotwKey is the fingerprint of the names of the last state-of-the-
+	// world request, which repeats them all on every ACK.
+	sotwKey fingerprint
+	// sent is the table the Envoy's resources come from (nil: none yet).
+	sent *table
+	// fresh are names newly subscribed: sent whether changed or not.
+	fresh []string
+	// held are resources the Envoy has that the world no longer has, to
+	// remove in the second step (by name; the resource as the Envoy has it,
+	// nil when unknown).
+	held map[string]*resource
+	// known are the versions a reconnecting delta Envoy has.
+	known map[string]string
+	// mustAnswer: the first request of a wildcard type is answered even
+	// with nothing (Envoy waits for its listeners and clusters).
+	mustAnswer bool
+	// awaiting is the nonce of the last response, until the Envoy answers.
+	awaiting string
+}
+
+func (ts *typeState) wants(name string) bool { return ts.wildcard || ts.names.has(name) }
+
+// pending reports whether the type has something to send at cur.
+func (ts *typeState) pending(cur *table) bool {
+	return ts.subscribed && (ts.sent != cur || len(ts.fresh) > 0 || ts.mustAnswer)
+}
+
+// fullState reports whether a state-of-the-world response of typeURL
+// carries every resource (listeners and clusters); the others carry only
+// what changed.
+func fullState(typeURL string) bool {
+	return typeURL == resourcev3.ListenerType || typeURL == resourcev3.ClusterType
+}
+
+type adsStream struct {
+	ctx   context.Context
+	s     *Server
+	id    int64
+	delta bool
+	types map[string]*typeState
+	nonce uint64
+	// slot is the type whose response holds one of the server's bigSends.
+	slot *typeState
+
+	sendSotW  func(*discoveryv3.DiscoveryResponse) error
+	sendDelta func(*discoveryv3.DeltaDiscoveryResponse) error
+}
+
+func (a *adsStream) state(typeURL string) *typeState {
+	ts := a.types[typeURL]
+	if ts == nil {
+		ts = &typeState{}
+		a.types[typeURL] = ts
+	}
+	return ts
+}
+
+func (a *adsStream) close() {
+	if a.slot != nil {
+		a.answered(a.slot)
+	}
+	for _, ts := range a.types {
+		a.s.sets.release(ts.names)
+	}
+}
+
+// run serves the stream until its requests end or ctx does.
+func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
+	defer a.close()
+	for {
+		w := a.s.world.Load()
+		if err := a.step(w); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.changed:
+		case req, ok := <-reqs:
+			if !ok {
+				return nil
+			}
+			var err error
+			switch r := req.(type) {
+			case *discoveryv3.DiscoveryRequest:
+				err = a.onSotW(r)
+			case *discoveryv3.DeltaDiscoveryRequest:
+				err = a.onDelta(r)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// onSotW takes a state-of-the-world request.
+func (a *adsStream) onSotW(req *discoveryv3.DiscoveryRequest) error {
+	if req.TypeUrl == "" {
+		return status.Error(codes.InvalidArgument, "type URL is required for ADS")
+	}
+	if err := a.s.onRequest(a.id, req); err != nil {
+		return err
+	}
+	ts := a.state(req.TypeUrl)
+	if req.ResponseNonce != ts.awaiting {
+		if ts.awaiting != "" && req.ResponseNonce != "" {
+			// An answer to an older response: the Envoy answers the
+			// latest next.
+			return nil
+		}
+	}
+	if ts.awaiting != "" {
+		ts.awaiting = ""
+		a.answered(ts)
+	}
+	first := !ts.subscribed
+	ts.subscribed = true
+	names := req.ResourceNames
+	wildcard := fullState(req.TypeUrl) && len(names) == 0 || slices.Contains(names, "*")
+	key := fingerprintOf(names)
+	if !first && key == ts.sotwKey && wildcard == ts.wildcard {
+		return nil
+	}
+	old := ts.names
+	ts.names = nil
+	if len(names) > 0 {
+		ts.names = a.s.sets.get(key, func() map[string]struct{} {
+			set := make(map[string]struct{}, len(names))
+			for _, n := range names {
+				if n != "*" {
+					set[n] = struct{}{}
+				}
+			}
+			return set
+		})
+	}
+	a.s.sets.release(old)
+	if wildcard && !ts.wildcard {
+		ts.sent = nil // everything, as for a first request
+	}
+	if ts.names != nil {
+		for n := range ts.names.names {
+			if !old.has(n) {
+				ts.fresh = append(ts.fresh, n)
+			}
+		}
+	}
+	ts.sotwKey, ts.wildcard = key, wildcard
+	if first {
+		ts.mustAnswer = wildcard
+	}
+	return nil
+}
+
+// onDelta takes a delta request: subscriptions change by what it names.
+func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
+	if req.TypeUrl == "" {
+		return status.Error(codes.InvalidArgument, "type URL is required for ADS")
+	}
+	if err := a.s.onDeltaRequest(a.id, req); err != nil {
+		return err
+	}
+	ts := a.state(req.TypeUrl)
+	if req.ResponseNonce != "" && req.ResponseNonce == ts.awaiting {
+		ts.awaiting = ""
+		a.answered(ts)
+	}
+	first := !ts.subscribed
+	ts.subscribed = true
+	if first {
+		// An empty first request of listeners or clusters is a wildcard.
+		ts.wildcard = fullState(req.TypeUrl) && len(req.ResourceNamesSubscribe) == 0
+		ts.mustAnswer = ts.wildcard
+		if len(req.InitialResourceVersions) > 0 {
+			ts.known = req.InitialResourceVersions
+		}
+	}
+	key := fingerprint{}
+	if ts.names != nil {
+		key = ts.names.key
+	}
+	var add, remove []string
+	for _, n := range req.ResourceNamesSubscribe {
+		if n == "*" {
+			if !ts.wildcard {
+				ts.wildcard, ts.sent = true, nil
+			}
+			continue
+		}
+		if !ts.names.has(n) && !slices.Contains(add, n) {
+			add = append(add, n)
+			key.add(n)
+		}
+	}
+	for _, n := range req.ResourceNamesUnsubscribe {
+		if n == "*" {
+			ts.wildcard = false
+			continue
+		}
+		if ts.names.has(n) && !slices.Contains(remove, n) {
+			remove = append(remove, n)
+			key.remove(n)
+		}
+	}
+	if len(add) == 0 && len(remove) == 0 {
+		return nil
+	}
+	old := ts.names
+	ts.names = nil
+	if key.n > 0 {
+		ts.names = a.s.sets.get(key, func() map[string]struct{} {
+			set := map[string]struct{}{}
+			if old != nil {
+				set = maps.Clone(old.names)
+			}
+			for _, n := range add {
+				set[n] = struct{}{}
+			}
+			for _, n := range remove {
+				delete(set, n)
+			}
+			return set
+		})
+	}
+	a.s.sets.release(old)
+	ts.fresh = append(ts.fresh, add...)
+	return nil
+}
+
+// step sends what the world has that the Envoy has not been sent.
+func (a *adsStream) step(w *world) error {
+	if w.tables == nil {
+		// Nothing published yet: an Envoy that connects to a control
+		// plane that has just started keeps its configuration until the
+		// first one is built.
+		return nil
+	}
+	for _, t := range publishOrder {
+		ts := a.types[t]
+		if ts == nil || !ts.pending(w.table(t)) {
+			continue
+		}
+		if ts.awaiting != "" {
+			return nil // the types after it wait too
+		}
+		if err := a.update(t, ts, w.table(t)); err != nil {
+			return err
+		}
+	}
+	for _, t := range publishOrder {
+		if ts := a.types[t]; ts != nil && ts.awaiting != "" {
+			return nil
+		}
+	}
+	for _, t := range slices.Backward(publishOrder) {
+		if ts := a.types[t]; ts != nil && len(ts.held) > 0 {
+			if err := a.remove(t, ts, w.table(t)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// update sends the type's new and changed resources at cur.
+func (a *adsStream) update(typeURL string, ts *typeState, cur *table) error {
+	var upd []*resource
+	seen := map[string]bool{}
+	add := func(r *resource) {
+		if seen[r.name] {
+			return
+		}
+		seen[r.name] = true
+		delete(ts.held, r.name)
+		if v, ok := ts.known[r.name]; ok && v == r.version {
+			return // a reconnecting Envoy has it
+		}
+		upd = append(upd, r)
+	}
+	hold := func(name string, r *resource) {
+		if !a.delta && !fullState(typeURL) {
+			return // the protocol removes these with what uses them
+		}
+		if ts.held == nil {
+			ts.held = map[string]*resource{}
+		}
+		ts.held[name] = r
+	}
+	switch {
+	case ts.sent == nil && ts.wildcard:
+		for _, r := range cur.all {
+			add(r)
+		}
+	case ts.sent == nil:
+		if ts.names != nil {
+			for n := range ts.names.names {
+				if r := cur.byName[n]; r != nil {
+					add(r)
+				}
+			}
+		}
+	case ts.sent != cur:
+		names, ok := cur.since(ts.sent)
+		if !ok {
+			names = cur.diff(ts.sent)
+		}
+		for _, n := range names {
+			if seen[n] || !ts.wants(n) {
+				continue
+			}
+			if r := cur.byName[n]; r != nil {
+				add(r)
+			} else if old := ts.sent.byName[n]; old != nil {
+				hold(n, old)
+			}
+		}
+	}
+	for _, n := range ts.fresh {
+		if r := cur.byName[n]; r != nil {
+			add(r)
+		}
+	}
+	if ts.known != nil {
+		// What a reconnecting Envoy has that is gone is removed.
+		for n := range ts.known {
+			if cur.byName[n] == nil && ts.wants(n) {
+				hold(n, nil)
+			}
+		}
+		ts.known = nil
+	}
+	answer := ts.mustAnswer
+	ts.sent, ts.fresh, ts.mustAnswer = cur, nil, false
+	if len(upd) == 0 && !answer {
+		return nil
+	}
+	if a.delta {
+		return a.respondDelta(typeURL, ts, cur, upd, nil)
+	}
+	if fullState(typeURL) {
+		// The whole set, with what the Envoy must keep until the removals.
+		upd = a.fullSet(ts, cur)
+		for _, r := range ts.held {
+			if r != nil {
+				upd = append(upd, r)
+			}
+		}
+	}
+	return a.respondSotW(typeURL, ts, cur, upd)
+}
+
+// fullSet is every resource of cur the type's subscription wants.
+func (a *adsStream) fullSet(ts *typeState, cur *table) []*resource {
+	if ts.wildcard {
+		return slices.Clone(cur.all)
+	}
+	var out []*resource
+	for _, r := range cur.all {
+		if ts.names.has(r.name) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// remove sends the second step: the type's removals.
+func (a *adsStream) remove(typeURL string, ts *typeState, cur *table) error {
+	held := ts.held
+	ts.held = nil
+	if a.delta {
+		return a.respondDelta(typeURL, ts, cur, nil, slices.Sorted(maps.Keys(held)))
+	}
+	return a.respondSotW(typeURL, ts, cur, a.fullSet(ts, cur))
+}
+
+// bigResponse is the encoded size above which a response needs one of
+// the server's bigSends slots, held until the Envoy answers it: gRPC holds
+// a response's encoding until it is written (a first configuration at
+// 10,000 TLS hosts is 15 MB), and a fleet connecting at once must not
+// hold one for each Envoy. A stream holds one slot at most (its other
+// large responses go without), so that a stream waiting for a slot never
+// holds one.
+const bigResponse = 1 << 20
+
+func (a *adsStream) takeSlot(ts *typeState, rs []*resource) {
+	if a.slot != nil {
+		return
+	}
+	size := 0
+	for _, r := range rs {
+		size += len(r.any.Value)
+	}
+	if size < bigResponse {
+		return
+	}
+	select {
+	case a.s.bigSends <- struct{}{}:
+		a.slot = ts
+	case <-a.ctx.Done():
+	}
+}
+
+// answered releases the slot of ts's response, if it holds it.
+func (a *adsStream) answered(ts *typeState) {
+	if a.slot == ts {
+		<-a.s.bigSends
+		a.slot = nil
+	}
+}
+
+func (a *adsStream) nextNonce() string {
+	a.nonce++
+	return strconv.FormatUint(a.nonce, 10)
+}
+
+func (a *adsStream) respondSotW(typeURL string, ts *typeState, cur *table, rs []*resource) error {
+	anys := make([]*anypb.Any, len(rs))
+	for i, r := range rs {
+		anys[i] = r.any
+	}
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: cur.versionString(), Resources: anys, Nonce: a.nextNonce()}
+	a.takeSlot(ts, rs)
+	ts.awaiting = resp.Nonce
+	a.s.onResponse(context.Background(), a.id, nil, resp)
+	return a.sendSotW(resp)
+}
+
+func (a *adsStream) respondDelta(typeURL string, ts *typeState, cur *table, rs []*resource, removed []string) error {
+	res := make([]*discoveryv3.Resource, len(rs))
+	for i, r := range rs {
+		res[i] = r.delta
+	}
+	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: cur.versionString(), Resources: res,
+		RemovedResources: removed, Nonce: a.nextNonce()}
+	a.takeSlot(ts, rs)
+	ts.awaiting = resp.Nonce
+	a.s.onDeltaResponse(a.id, nil, resp)
+	return a.sendDelta(resp)
+}
+
+// streamIDs numbers the streams of every server of the process.
+var streamIDs atomic.Int64
