@@ -27,7 +27,7 @@ import (
 // once the Envoy has answered all of them, the removals, in the reverse
 // order (a cluster is removed after the routes that used it changed). The
 // next response of a type waits for the Envoy's answer (ACK or NACK) to
-// the last one, and a type waits for those before it.
+// the last one, and a type waits while one before it is unanswered.
 
 // typeState is what a stream knows of one resource type.
 type typeState struct {
@@ -276,14 +276,21 @@ func (a *adsStream) step(w *world) error {
 	}
 	for _, t := range publishOrder {
 		ts := a.types[t]
-		if ts == nil || !ts.pending(w.table(t)) {
+		if ts == nil {
 			continue
 		}
 		if ts.awaiting != "" {
-			return nil // the types after it wait too
+			// The types after it wait too: the Envoy has clusters before the
+			// routes that use them.
+			return nil
 		}
-		if err := a.update(t, ts, w.table(t)); err != nil {
-			return err
+		if ts.pending(w.table(t)) {
+			if err := a.update(t, ts, w.table(t)); err != nil {
+				return err
+			}
+			if ts.awaiting != "" {
+				return nil
+			}
 		}
 	}
 	for _, t := range publishOrder {

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/portcullis/portcullis/e2e/harness"
+)
+
+// TestXDSProtocols runs the real Envoy over each xDS protocol the
+// bootstrap offers (delta, the default, and state of the world) and moves
+// a route from one Service to another under load: the new cluster is
+// there before the route uses it and the old one is removed only after
+// (make before break), so no request fails; a host removed is gone; an
+// Envoy restarted against the same control plane is served again.
+func TestXDSProtocols(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"delta", nil}, {"state of the world", []string{"--sotw"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := harness.StartEcho(t, "a"), harness.StartEcho(t, "b")
+			dir := t.TempDir()
+			httpAddr, httpsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
+			cp := harness.StartControlPlane(t, "portcullis", httpAddr, httpsAddr, "--provider", "file", "-f", dir)
+			envoy := harness.StartEnvoyOn(t, cp.XDSAddr, tc.args...)
+			objects := harness.Dir(dir)
+			proxy := func(name, fqdn, service string) client.Object {
+				return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+					Spec: contourv1.HTTPProxySpec{VirtualHost: &contourv1.VirtualHost{Fqdn: fqdn},
+						Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: service, Port: 80}}}}}}
+			}
+			objs := append(harness.LoopbackEndpointSlice("default", "a", 80, a.Port), harness.LoopbackEndpointSlice("default", "b", 80, b.Port)...)
+			// b's cluster is in use already (keep); a's is used only by
+			// the route that moves.
+			objs = append(objs, proxy("keep", "keep.example.com", "b"), proxy("move", "move.example.com", "a"))
+			ctx := context.Background()
+			if err := objects.Apply(ctx, objs...); err != nil {
+				t.Fatal(err)
+			}
+			c := harness.HTTPClient(httpAddr)
+			if got := harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK); got.Name != "a" {
+				t.Fatalf("move.example.com answered by %s, want a", got.Name)
+			}
+
+			// Load on the moving route while it moves to b.
+			var sent, failed atomic.Int64
+			var firstFailure atomic.Value
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						sent.Add(1)
+						got, err := harness.GetEcho(c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK)
+						if err == nil && got.Name != "a" && got.Name != "b" {
+							err = fmt.Errorf("answered by %s", got.Name)
+						}
+						if err != nil {
+							failed.Add(1)
+							firstFailure.CompareAndSwap(nil, err.Error())
+						}
+					}
+				}()
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := objects.Apply(ctx, proxy("move", "move.example.com", "b")); err != nil {
+				t.Fatal(err)
+			}
+			harness.Eventually(t, 30*time.Second, func() error {
+				got, err := harness.GetEcho(c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK)
+				if err != nil {
+					return err
+				}
+				if got.Name != "b" {
+					return fmt.Errorf("still answered by %s", got.Name)
+				}
+				return nil
+			})
+			// The old cluster is removed by now: a's endpoints are no
+			// longer in Envoy's clusters.
+			harness.Eventually(t, 10*time.Second, func() error {
+				body, err := envoy.Admin("/clusters")
+				if err != nil {
+					return err
+				}
+				if bytes.Contains(body, []byte("service/default/a/80::")) {
+					return fmt.Errorf("Envoy still has the cluster of a")
+				}
+				return nil
+			})
+			time.Sleep(300 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			if failed.Load() > 0 || sent.Load() < 20 {
+				t.Errorf("%d of %d requests failed while the route moved (first: %v); want 0 of at least 20", failed.Load(), sent.Load(), firstFailure.Load())
+			}
+			t.Logf("%d requests while the route moved, %d failed", sent.Load(), failed.Load())
+
+			// A host removed is no longer served; the other stays.
+			if err := objects.Delete(ctx, proxy("move", "", "")); err != nil {
+				t.Fatal(err)
+			}
+			harness.EventuallyStatus(t, c, "http://move.example.com/", http.StatusNotFound)
+			if got := harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://keep.example.com/"), http.StatusOK); got.Name != "b" {
+				t.Errorf("keep.example.com answered by %s, want b", got.Name)
+			}
+
+			// A new Envoy process on the same control plane gets it all.
+			envoy.Restart()
+			if got := harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://keep.example.com/"), http.StatusOK); got.Name != "b" {
+				t.Errorf("after a restart of Envoy, keep.example.com answered by %s, want b", got.Name)
+			}
+			harness.EventuallyStatus(t, c, "http://move.example.com/", http.StatusNotFound)
+		})
+	}
+}
