@@ -199,8 +199,8 @@ func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, origins 
 	secure.ExtProc = proc.effective
 	b.res.secure = secure
 	// On the HTTP listener, a TLS host redirects to HTTPS, except the
-	// routes that permit insecure access.
-	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irRoutes(routes, true), proc)})
+	// routes that permit insecure access (irInsecureRoutes).
+	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irInsecureRoutes(fqdn, routes), proc)})
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
 		// secureHost checked that the fallback Secret resolves.
 		fb := b.r.opts().FallbackCertificate

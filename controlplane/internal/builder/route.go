@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -122,6 +123,33 @@ func irRoutes(routes []route, insecure bool) []*ir.Route {
 		return len(a.QueryParams) > len(b.QueryParams)
 	})
 	return out
+}
+
+// irInsecureRoutes are the routes of a TLS host on the HTTP listener: when
+// every one of them would be a plain HTTPS redirect (no permitInsecure
+// route, no IP filter or rate limit of a route's own to keep applying),
+// one redirect of every path instead, so that a route change of one TLS
+// host does not change the HTTP listener's route configuration, shared by
+// all hosts and sent again to every Envoy on each change. A path no route
+// matches is then redirected too (to a 404 over HTTPS) where Contour
+// answers 404. A wildcard host's keeps the :authority condition of its
+// routes (wildcard.go). Otherwise each route is redirected with its whole
+// match (irRoutes).
+func irInsecureRoutes(fqdn string, routes []route) []*ir.Route {
+	if len(routes) == 0 || slices.ContainsFunc(routes, func(r route) bool {
+		return r.permitInsecure || r.IPFilter != nil || r.RateLimit != nil
+	}) {
+		return irRoutes(routes, true)
+	}
+	// No path condition: every path (prefix "/").
+	all := &ir.Route{PathKind: ir.PathPrefix, HTTPSRedirect: true, AuthDisabled: true}
+	if isWildcard(fqdn) {
+		all.Headers = []ir.HeaderMatch{wildcardAuthority(fqdn)}
+	}
+	for _, r := range routes {
+		all.Origins = all.Origins.Union(r.Origins)
+	}
+	return []*ir.Route{all}
 }
 
 // irRedirect is the HTTPS redirect of a route, with the route's whole

@@ -162,8 +162,8 @@ func tcpLoadBalancer(p *contourv1.LoadBalancerPolicy) (string, error) {
 
 // tcpVirtualHosts puts a served root with a tcpproxy on the listeners:
 // its TLS connections go to tcp; its routes, if any, are served on the
-// HTTP listener only (redirecting to HTTPS but for permitInsecure ones),
-// as Contour does.
+// HTTP listener only (redirecting to HTTPS but for permitInsecure ones,
+// irInsecureRoutes), as Contour does.
 func (b *rootBuilder) tcpVirtualHosts(p *contourv1.HTTPProxy, fqdn string, origins ir.Origins, routes []route, tcp *ir.TCPHost, proc procScope) {
 	tcp.FQDN, tcp.Origins = fqdn, origins
 	b.res.tcp = tcp
@@ -175,7 +175,7 @@ func (b *rootBuilder) tcpVirtualHosts(p *contourv1.HTTPProxy, fqdn string, origi
 		}
 	}
 	if len(routes) > 0 {
-		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irRoutes(routes, true), proc)})
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irInsecureRoutes(fqdn, routes), proc)})
 	}
 }
 

@@ -92,12 +92,12 @@ func TestWildcardRoot(t *testing.T) {
 	}
 }
 
-// On the HTTP listener of a TLS wildcard host, the HTTPS redirects keep
+// On the HTTP listener of a TLS wildcard host, the HTTPS redirect keeps
 // the :authority condition: b.a.example.com is not redirected to an HTTPS
-// host that would not serve it.
+// host that would not serve it (per route: TestInsecureRoutes).
 func TestWildcardRedirects(t *testing.T) {
-	routes := withWildcardAuthority("*.example.com", []route{{Route: ir.Route{Path: "/"}}})
-	redirects := irRoutes(routes, true)
+	routes := withWildcardAuthority("*.example.com", []route{{Route: ir.Route{Path: "/a"}}})
+	redirects := irInsecureRoutes("*.example.com", routes)
 	if len(redirects) != 1 || !redirects[0].HTTPSRedirect || !slices.Equal(redirects[0].Headers, []ir.HeaderMatch{wildcardAuthority("*.example.com")}) {
 		t.Errorf("redirects %+v, want one HTTPS redirect with the :authority condition", redirects)
 	}
