@@ -79,11 +79,22 @@ type workload struct {
 	statuses func(n int) int
 	host     func(i int) string
 	// probe is a path of every host that Envoy answers with a 301 on the
-	// HTTP listener (the initial sync waits for it on the last host).
+	// HTTP listener (the initial sync waits for it on the last host; a
+	// host Envoy does not serve yet is a 404 there).
 	probe string
-	// changed is host i's object with one more route, for path, which Envoy
-	// answers with a 301 on the HTTP listener.
+	// changed is host i's object with one more route, for path, which
+	// Envoy answers itself (the Services' addresses are not dialled).
 	changed func(i int, path string) client.Object
+	// changedOverHTTPS: Envoy serves a changed path over HTTPS (SNI the
+	// host's name, the shared Secret's CA) with a 200 whose body is the
+	// path, where it answered 404: on the HTTP listener a TLS HTTPProxy
+	// host redirects every path, changed or not. Otherwise the changed path
+	// is a 301 on the HTTP listener, where it was a 404 (a redirecting
+	// rule of an HTTPRoute).
+	changedOverHTTPS bool
+	// routeConfig names the route configuration a change of host i
+	// changes (rdsReloaded).
+	routeConfig func(i int) string
 	// gatewayAPI: the stack's API server has the Gateway API's CRDs, and
 	// Envoy's shared listeners are on 8080 and 8443, the Envoy ports of
 	// Gateway listeners on 80 and 443.
@@ -96,13 +107,14 @@ var workloads = []workload{
 		shared: shared, objects: func(i int) []client.Object { return []client.Object{root(i), child(i)} },
 		statuses: func(n int) int { return 2*n + 1 }, // and the ExtensionService
 		host:     host, probe: "/r0", changed: func(i int, path string) client.Object { return root(i, path) },
+		changedOverHTTPS: true, routeConfig: func(i int) string { return "https/" + host(i) },
 	},
 	{
 		name: "Gateway API", describe: fmt.Sprintf("1 Gateway (HTTP 80, HTTPS 443, shared Secret), N HTTPRoutes (own hostname, %d rules to Services and 1 redirect each), shared Secret and %d Services", routes, services),
 		shared: gatewayShared, objects: func(i int) []client.Object { return []client.Object{httpRoute(i)} },
 		statuses: func(n int) int { return n + 3 }, // and the GatewayClass, the Gateway, the ExtensionService
 		host:     gatewayHost, probe: redirectPath, changed: func(i int, path string) client.Object { return httpRoute(i, path) },
-		gatewayAPI: true,
+		routeConfig: func(int) string { return "ingress_http" }, gatewayAPI: true,
 	},
 }
 
@@ -140,18 +152,19 @@ type changes struct {
 // targets.
 func BenchmarkControlPlaneScale(b *testing.B) {
 	portcullis := harness.BuildBinary(b, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
-	cert := harness.NewCA(b, "bench").Issue(b, "*.bench.example.com")
+	ca := harness.NewCA(b, "bench")
 	results := map[string]map[int]*row{}
 	for _, w := range workloads {
 		b.Run(strings.ReplaceAll(w.name, " ", ""), func(b *testing.B) {
-			results[w.name] = runWorkload(b, portcullis, cert, w)
+			results[w.name] = runWorkload(b, portcullis, ca, w)
 		})
 	}
 	fmt.Print("\n" + table(results))
 }
 
 // runWorkload measures one case at every scale.
-func runWorkload(b *testing.B, portcullis string, cert *harness.KeyPair, w workload) map[int]*row {
+func runWorkload(b *testing.B, portcullis string, ca *harness.CA, w workload) map[int]*row {
+	cert := ca.Issue(b, "*.bench.example.com")
 	rows := map[int]*row{}
 	for _, n := range scales {
 		r := &row{n: n, objects: len(w.hostObjects(0, n))}
@@ -171,7 +184,7 @@ func runWorkload(b *testing.B, portcullis string, cert *harness.KeyPair, w workl
 		b.Logf("%s translate N=%d: pipeline %v, CLI %v, peak RSS %d MiB", w.name, n, r.pipeline, r.cliWall, r.rss>>20)
 	}
 
-	k := startStack(b, portcullis, w.gatewayAPI)
+	k := startStack(b, portcullis, ca.CertPEM, w.gatewayAPI)
 	ctx := context.Background()
 	if err := k.api.Apply(ctx, w.shared(cert)...); err != nil {
 		b.Fatal(err)
@@ -184,7 +197,7 @@ func runWorkload(b *testing.B, portcullis string, cert *harness.KeyPair, w workl
 		created = n
 		b.Logf("%s N=%d: created %d objects in %v", w.name, n, r.objects, time.Since(start).Round(time.Millisecond))
 		start = time.Now()
-		waitServed(b, k.httpAddr, w.host(n-1), w.probe, 10*time.Minute)
+		waitAnswer(b, harness.HTTPClient(k.httpAddr), "http://"+w.host(n-1)+w.probe, http.StatusMovedPermanently, "", 10*time.Minute)
 		r.initial = time.Since(start)
 
 		// Right after a first sync portcullis writes the status of every
@@ -264,10 +277,10 @@ func measureChanges(b *testing.B, k *stack, w workload, n int, phase string) cha
 		}
 		built := make(chan time.Duration, 1)
 		go func() { built <- waitBuild(k.admin, before, start) }()
-		waitServed(b, k.httpAddr, w.host(i), path, time.Minute)
+		waitServed(b, k, w, i, path, time.Minute)
 		all = append(all, time.Since(start))
 		builds = append(builds, <-built)
-		applies = append(applies, rdsReloaded(k.envoy).Sub(start))
+		applies = append(applies, rdsReloaded(k.envoy, w.routeConfig(i)).Sub(start))
 	}
 	slices.Sort(all)
 	return changes{change: loadgen.Median(all), changeMin: all[0], changeMax: all[len(all)-1],
@@ -294,17 +307,20 @@ func waitStatusesWritten(b *testing.B, admin string, timeout time.Duration) time
 }
 
 type stack struct {
-	api             *harness.APIServer
-	envoy           *harness.Envoy
-	portcullis      *harness.Process
-	httpAddr, admin string
+	api                        *harness.APIServer
+	envoy                      *harness.Envoy
+	portcullis                 *harness.Process
+	httpAddr, httpsAddr, admin string
+	// caPEM is the CA of the shared Secret's certificate.
+	caPEM []byte
 }
 
-// rdsReloaded reads when Envoy last finished loading the HTTP listener's
-// route configuration (read once per change, after the fact: polling
-// Envoy's stats while it works would slow it down).
-func rdsReloaded(e *harness.Envoy) time.Time {
-	const stat = "http.ingress_http.rds.ingress_http.config_reload_time_ms"
+// rdsReloaded reads when Envoy last finished loading route configuration
+// name (its HTTP connection managers' stat prefix is the name too; read
+// once per change, after the fact: polling Envoy's stats while it works
+// would slow it down).
+func rdsReloaded(e *harness.Envoy, name string) time.Time {
+	stat := "http." + name + ".rds." + name + ".config_reload_time_ms"
 	body, err := e.Admin("/stats?filter=" + url.QueryEscape("^"+regexp.QuoteMeta(stat)+"$"))
 	if err != nil {
 		return time.Time{}
@@ -372,7 +388,7 @@ func saveProfile(b *testing.B, url, path string) {
 // startStack runs the API server, portcullis in kubernetes mode and Envoy;
 // with gatewayAPI, the API server has the Gateway API's CRDs too and
 // Envoy's shared listeners are on ports 8080 and 8443.
-func startStack(b *testing.B, portcullis string, gatewayAPI bool) *stack {
+func startStack(b *testing.B, portcullis string, caPEM []byte, gatewayAPI bool) *stack {
 	free := func() string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(b)) }
 	crds, httpAddr, httpsAddr := []string{harness.CRDDir(b)}, free(), free()
 	if gatewayAPI {
@@ -388,7 +404,7 @@ func startStack(b *testing.B, portcullis string, gatewayAPI bool) *stack {
 		b.Fatalf("portcullis bootstrap: %v\n%s", err, out)
 	}
 	envoy := harness.StartEnvoy(b, bootstrap)
-	return &stack{api: api, envoy: envoy, portcullis: p, httpAddr: httpAddr, admin: admin}
+	return &stack{api: api, envoy: envoy, portcullis: p, httpAddr: httpAddr, httpsAddr: httpsAddr, admin: admin, caPEM: caPEM}
 }
 
 // gatewayListenerAddrs are addresses for Envoy's shared HTTP and HTTPS
@@ -448,28 +464,42 @@ func createConcurrently(b *testing.B, c client.Client, objs []client.Object) {
 	}
 }
 
-// waitServed polls Envoy's HTTP listener until the route answers. A TLS
-// host's routes redirect to HTTPS there (301); an unknown path is a 404.
-// That a route redirects proves Envoy has the new route configuration
-// (the HTTP and HTTPS route configurations change in the same update).
-func waitServed(b *testing.B, addr, host, path string, timeout time.Duration) {
-	c := harness.HTTPClient(addr)
+// waitServed polls Envoy until it serves host i's changed route for path
+// (workload.changedOverHTTPS says how it answers).
+func waitServed(b *testing.B, k *stack, w workload, i int, path string, timeout time.Duration) {
+	if !w.changedOverHTTPS {
+		waitAnswer(b, harness.HTTPClient(k.httpAddr), "http://"+w.host(i)+path, http.StatusMovedPermanently, "", timeout)
+		return
+	}
+	c := harness.HTTPSClient(k.caPEM, k.httpsAddr)
+	// One connection for the polls rather than a handshake every 5 ms
+	// loading Envoy: a route configuration update applies to the open
+	// connections too, and only the new route answers the path.
+	c.Transport.(*http.Transport).DisableKeepAlives = false
+	defer c.CloseIdleConnections()
+	waitAnswer(b, c, "https://"+w.host(i)+path, http.StatusOK, path, timeout)
+}
+
+// waitAnswer polls url until Envoy answers it with status (and body,
+// unless empty).
+func waitAnswer(b *testing.B, c *http.Client, url string, status int, body string, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
-		resp, err := c.Get("http://" + host + path)
+		resp, err := c.Get(url)
 		if err == nil {
+			got, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusMovedPermanently {
+			if err == nil && resp.StatusCode == status && (body == "" || string(got) == body) {
 				return
 			}
-			last = resp.Status
+			last = fmt.Sprintf("%s %.100q", resp.Status, got)
 		} else {
 			last = err.Error()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	b.Fatalf("http://%s%s not served within %v (last: %s)", host, path, timeout, last)
+	b.Fatalf("%s not answered %d within %v (last: %s)", url, status, timeout, last)
 }
 
 func table(results map[string]map[int]*row) string {

@@ -97,7 +97,8 @@ func (c *callCounter) snapshot() map[string]int64 {
 // loopback listener), with a gRPC interceptor counting its calls.
 func BenchmarkControlPlaneExtension(b *testing.B) {
 	portcullis := harness.BuildBinary(b, "github.com/portcullis/portcullis/controlplane/cmd/portcullis")
-	cert := harness.NewCA(b, "bench").Issue(b, "*.bench.example.com")
+	ca := harness.NewCA(b, "bench")
+	cert := ca.Issue(b, "*.bench.example.com")
 	w := workloads[0] // HTTPProxy
 
 	counter := &callCounter{n: map[string]int64{}}
@@ -133,7 +134,7 @@ func BenchmarkControlPlaneExtension(b *testing.B) {
 		configs[v.name] = path
 	}
 
-	k := startStack(b, portcullis, false)
+	k := startStack(b, portcullis, ca.CertPEM, false)
 	// portcullis is started again for each variant, on the same addresses.
 	args := slices.Clone(k.portcullis.Args)
 	k.portcullis.Stop()
@@ -166,7 +167,7 @@ func BenchmarkControlPlaneExtension(b *testing.B) {
 				if err := k.api.Apply(context.Background(), w.changed(i, warm)); err != nil {
 					b.Fatal(err)
 				}
-				waitServed(b, k.httpAddr, w.host(i), warm, 5*time.Minute)
+				waitServed(b, k, w, i, warm, 5*time.Minute)
 				// At rest: the first statuses (on a fresh API server) or
 				// the warm-up's are written.
 				waitStatusesWritten(b, k.admin, 10*time.Minute)
@@ -238,10 +239,10 @@ func measureChangesAll(b *testing.B, k *stack, w workload, n int, phase string) 
 		}
 		built := make(chan time.Duration, 1)
 		go func() { built <- waitBuild(k.admin, before, start) }()
-		waitServed(b, k.httpAddr, w.host(i), path, time.Minute)
+		waitServed(b, k, w, i, path, time.Minute)
 		out.all = append(out.all, time.Since(start))
 		out.builds = append(out.builds, <-built)
-		out.applies = append(out.applies, rdsReloaded(k.envoy).Sub(start))
+		out.applies = append(out.applies, rdsReloaded(k.envoy, w.routeConfig(i)).Sub(start))
 	}
 	return out
 }

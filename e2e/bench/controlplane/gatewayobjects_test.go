@@ -51,8 +51,8 @@ const redirectPath = "/secure"
 // httpRoute is HTTPRoute i, attached to both listeners: its hostname, 5
 // path prefixes to Services and one redirecting to HTTPS (6 routes, as an
 // HTTPProxy root of the HTTPProxy case with its include). Each extra path
-// is one more redirecting rule (301, as an HTTPProxy TLS host's routes on
-// the HTTP listener).
+// is one more redirecting rule (a 301 on the HTTP listener, where an
+// unknown path is a 404).
 func httpRoute(i int, extra ...string) *gwapiv1.HTTPRoute {
 	r := &gwapiv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("route-%d", i)},
