@@ -127,14 +127,14 @@ func irRoutes(routes []route, insecure bool) []*ir.Route {
 
 // irInsecureRoutes are the routes of a TLS host on the HTTP listener: when
 // every one of them would be a plain HTTPS redirect (no permitInsecure
-// route, no IP filter or rate limit of a route's own to keep applying),
-// one redirect of every path instead, so that a route change of one TLS
-// host does not change the HTTP listener's route configuration, shared by
-// all hosts and sent again to every Envoy on each change. A path no route
-// matches is then redirected too (to a 404 over HTTPS) where Contour
-// answers 404. A wildcard host's keeps the :authority condition of its
-// routes (wildcard.go). Otherwise each route is redirected with its whole
-// match (irRoutes).
+// route, no IP filter, the route's or the host's, nor a route's own rate
+// limit to keep applying), one redirect of every path instead, so that a
+// route change of one TLS host does not change the HTTP listener's route
+// configuration, shared by all hosts and sent again to every Envoy on each
+// change. A path no route matches is then redirected too (to a 404 over
+// HTTPS) where Contour answers 404. A wildcard host's keeps the :authority
+// condition of its routes (wildcard.go). Otherwise each route is
+// redirected with its whole match (irRoutes). No routes, no redirect.
 func irInsecureRoutes(fqdn string, routes []route) []*ir.Route {
 	if len(routes) == 0 || slices.ContainsFunc(routes, func(r route) bool {
 		return r.permitInsecure || r.IPFilter != nil || r.RateLimit != nil
