@@ -27,7 +27,8 @@ import (
 // once the Envoy has answered all of them, the removals, in the reverse
 // order (a cluster is removed after the routes that used it changed). The
 // next response of a type waits for the Envoy's answer (ACK or NACK) to
-// the last one, and a type waits while one before it is unanswered.
+// the last one (not for those of the types before it: Envoy answers a
+// response of clusters only once it has their endpoints).
 
 // typeState is what a stream knows of one resource type.
 type typeState struct {
@@ -275,21 +276,14 @@ func (a *adsStream) step(w *world) error {
 		return nil
 	}
 	for _, t := range publishOrder {
-		ts := a.types[t]
-		if ts == nil {
-			continue
-		}
-		if ts.awaiting != "" {
-			// The types after it wait too: the Envoy has clusters before the
-			// routes that use them.
-			return nil
-		}
-		if ts.pending(w.table(t)) {
+		// Each type waits for the answer to its own last response only:
+		// Envoy does not answer a response of clusters (or listeners)
+		// until they are warm, that is until it has their endpoints and
+		// secrets (routes), so those cannot wait for that answer. They are
+		// written in this order, which Envoy reads them in.
+		if ts := a.types[t]; ts != nil && ts.awaiting == "" && ts.pending(w.table(t)) {
 			if err := a.update(t, ts, w.table(t)); err != nil {
 				return err
-			}
-			if ts.awaiting != "" {
-				return nil
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -333,4 +334,32 @@ func TestLargeResponsesWaitForSlots(t *testing.T) {
 	second.quiet()
 	first.ack(m)
 	second.expect("route.v3.RouteConfiguration [big] removed []")
+}
+
+// TestEndpointsDoNotWaitForTheClustersAnswer: Envoy answers a response of
+// clusters only once they are warm, when it has their endpoints: those
+// must not wait for that answer (they did once; Envoy's initial fetch
+// timed out).
+func TestEndpointsDoNotWaitForTheClustersAnswer(t *testing.T) {
+	for _, delta := range []bool{false, true} {
+		t.Run(fmt.Sprint("delta=", delta), func(t *testing.T) {
+			s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			update(t, s, switched(t, "a"))
+			c := connect(t, s, delta)
+			c.subscribe(resourcev3.ClusterType)
+			c.expect("cluster.v3.Cluster [a] removed []")
+			r := switched(t, "a")
+			r.Clusters = append(r.Clusters, &clusterv3.Cluster{Name: "e", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}})
+			r.Endpoints = append(r.Endpoints, &endpointv3.ClusterLoadAssignment{ClusterName: "e"})
+			update(t, s, r)
+			clusters := c.next() // not answered: e is warming
+			if !slices.Contains(clusters.names, "e") {
+				t.Fatalf("clusters response %v without e", clusters)
+			}
+			c.subscribe(resourcev3.EndpointType, "e")
+			c.expect("endpoint.v3.ClusterLoadAssignment [e] removed []")
+			c.ack(clusters)
+			c.quiet()
+		})
+	}
 }
