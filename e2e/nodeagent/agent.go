@@ -142,7 +142,9 @@ func Run(ctx context.Context, cfg *cluster.NodeConfig) error {
 	return err
 }
 
-// stopAll stops every Pod (the agent is stopping).
+// stopAll stops every Pod (the agent is stopping, the cluster going
+// away): without their preStop hooks, which would hold the cluster's
+// removal for nothing that is still served.
 func (a *Agent) stopAll(grace time.Duration) {
 	a.mu.Lock()
 	ps := make([]*podRuntime, 0, len(a.pods))
@@ -151,7 +153,7 @@ func (a *Agent) stopAll(grace time.Duration) {
 	}
 	a.mu.Unlock()
 	for _, p := range ps {
-		p.stop(grace)
+		p.stop(grace, false)
 	}
 	for _, p := range ps {
 		select {

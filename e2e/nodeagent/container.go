@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,10 @@ type container struct {
 	exited chan struct{} // closed when cmd has exited
 	wakeCh chan struct{}
 	once   sync.Once
+	// postStarted is closed once the first run's postStart hook has run
+	// (or the container will not run): the next container starts then.
+	postStarted chan struct{}
+	postOnce    sync.Once
 }
 
 // prepare resolves the container's image, program, environment and
@@ -109,6 +114,7 @@ func (c *container) prepare(ctx context.Context, volumes map[string]string) erro
 		initMount{Source: c.p.hostsFile(), Target: "/etc/hosts", ReadOnly: true})
 	c.argv, c.env = argv, env
 	c.wakeCh = make(chan struct{})
+	c.postStarted = make(chan struct{})
 	return nil
 }
 
@@ -116,6 +122,7 @@ func (c *container) prepare(ctx context.Context, volumes map[string]string) erro
 // says, with back-off, until it is done or the Pod stops.
 func (c *container) supervise() {
 	defer c.p.wg.Done()
+	defer c.markPostStarted()
 	a := c.p.a
 	backoff := backoffInitial
 	for {
@@ -187,6 +194,10 @@ func (c *container) wake() {
 	}
 }
 
+func (c *container) markPostStarted() {
+	c.postOnce.Do(func() { close(c.postStarted) })
+}
+
 // runOnce starts the process, runs its probes, and waits for it to exit.
 func (c *container) runOnce() (exit int, err error) {
 	a := c.p.a
@@ -226,10 +237,17 @@ func (c *container) runOnce() (exit int, err error) {
 	a.notifyPod(c.p)
 	a.recorder.Eventf(c.p.pod, corev1.EventTypeNormal, "Started", "Started container %s", c.spec.Name)
 
+	var werr error
+	go func() {
+		werr = cmd.Wait()
+		close(exited)
+	}()
+	// The probes start once the postStart hook has run.
+	c.postStart(exited)
+	c.markPostStarted()
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.probes(ctx)
-	werr := cmd.Wait()
-	close(exited)
+	<-exited
 	cancel()
 	c.p.mu.Lock()
 	c.cmd = nil
@@ -265,7 +283,7 @@ func (c *container) terminated(exit int, reason, msg string, startedAt time.Time
 
 // command is the process of argv in the container's namespaces and
 // mounts, in its own process group.
-func (c *container) command(argv []string, out *os.File) (*exec.Cmd, error) {
+func (c *container) command(argv []string, out io.Writer) (*exec.Cmd, error) {
 	spec := initSpec{Hostname: hostname(c.p.pod), Mounts: c.mounts, Dir: c.workingDir(), Argv: argv, Env: c.env, Security: c.security}
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -295,26 +313,6 @@ func (c *container) workingDir() string {
 		}
 	}
 	return c.p.dir
-}
-
-// kill sends SIGTERM to the container's process group, then SIGKILL if
-// it has not exited after grace.
-func (c *container) kill(grace time.Duration) {
-	c.p.mu.Lock()
-	cmd, exited := c.cmd, c.exited
-	c.p.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	pid := cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-time.After(grace):
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		case <-exited:
-		}
-	}()
 }
 
 // logPath is the current run's log; previous is the run before.

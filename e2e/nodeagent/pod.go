@@ -148,20 +148,33 @@ func (p *podRuntime) run() {
 		return
 	}
 	p.initialised = true
+	p.mu.Unlock()
+	// In order, as the kubelet: a container with a postStart hook holds
+	// the next one back until the hook has run.
 	for _, c := range p.containers {
-		if c.argv != nil {
-			p.wg.Add(1)
-			go c.supervise()
+		if c.argv == nil {
+			continue
+		}
+		p.mu.Lock()
+		if p.stopping {
+			p.mu.Unlock()
+			break
+		}
+		p.wg.Add(1)
+		go c.supervise()
+		p.mu.Unlock()
+		if lc := c.spec.Lifecycle; lc != nil && lc.PostStart != nil {
+			<-c.postStarted
 		}
 	}
-	p.mu.Unlock()
 	p.a.notifyPod(p)
 }
 
-// stop terminates the containers (SIGTERM, SIGKILL after grace), then
-// removes the Pod's network and files. It returns at once; stopped is
-// closed when done.
-func (p *podRuntime) stop(grace time.Duration) {
+// stop terminates the containers, each at once and on its own (with
+// hooks, its preStop hook first; then SIGTERM, SIGKILL after what is left
+// of grace), then removes the Pod's network and files. It returns at
+// once; stopped is closed when done.
+func (p *podRuntime) stop(grace time.Duration, hooks bool) {
 	p.mu.Lock()
 	if p.stopping {
 		p.mu.Unlock()
@@ -172,7 +185,11 @@ func (p *podRuntime) stop(grace time.Duration) {
 	p.mu.Unlock()
 	for _, c := range cs {
 		c.wake()
-		c.kill(grace)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			c.terminate(grace, hooks, "Stopping container "+c.spec.Name)
+		}()
 	}
 	go func() {
 		p.wg.Wait()

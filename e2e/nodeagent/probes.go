@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -127,31 +127,10 @@ func (c *container) check(ctx context.Context, pr *corev1.Probe, timeout time.Du
 	ip := c.p.pod.Status.PodIP
 	switch {
 	case pr.HTTPGet != nil:
-		h := pr.HTTPGet
-		port, err := c.port(h.Port)
+		req, err := c.httpGetRequest(ctx, pr.HTTPGet, "kube-probe/1.37")
 		if err != nil {
 			return err
 		}
-		host := ip
-		if h.Host != "" {
-			host = h.Host
-		}
-		scheme := "http"
-		if h.Scheme == corev1.URISchemeHTTPS {
-			scheme = "https"
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), h.Path), nil)
-		if err != nil {
-			return err
-		}
-		for _, hd := range h.HTTPHeaders {
-			if hd.Name == "Host" {
-				req.Host = hd.Value
-			} else {
-				req.Header.Add(hd.Name, hd.Value)
-			}
-		}
-		req.Header.Set("User-Agent", "kube-probe/1.37")
 		resp, err := probeClient.Do(req)
 		if err != nil {
 			return err
@@ -191,41 +170,77 @@ func (c *container) check(ctx context.Context, pr *corev1.Probe, timeout time.Du
 		}
 		return nil
 	case pr.Exec != nil:
-		if len(pr.Exec.Command) == 0 {
-			return fmt.Errorf("exec probe without a command")
-		}
-		im, err := c.p.a.images.get(c.spec.Image)
-		if err != nil {
-			return err
-		}
-		argv := append([]string(nil), pr.Exec.Command...)
-		if argv[0], err = im.resolve(argv[0]); err != nil {
-			return err
-		}
-		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		defer devnull.Close()
-		cmd, err := c.command(argv, devnull)
-		if err != nil {
-			return err
-		}
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			return ctx.Err()
-		}
+		return c.exec(ctx, pr.Exec.Command, nil)
 	}
 	return fmt.Errorf("probe without a handler")
+}
+
+// httpGetRequest is the GET of a probe's or a hook's httpGet action: to
+// the Pod's address unless it names a host, on a port number or a
+// container port's name.
+func (c *container) httpGetRequest(ctx context.Context, h *corev1.HTTPGetAction, userAgent string) (*http.Request, error) {
+	port, err := c.port(h.Port)
+	if err != nil {
+		return nil, err
+	}
+	host := c.p.pod.Status.PodIP
+	if h.Host != "" {
+		host = h.Host
+	}
+	scheme := "http"
+	if h.Scheme == corev1.URISchemeHTTPS {
+		scheme = "https"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), h.Path), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, hd := range h.HTTPHeaders {
+		if hd.Name == "Host" {
+			req.Host = hd.Value
+		} else {
+			req.Header.Add(hd.Name, hd.Value)
+		}
+	}
+	req.Header.Set("User-Agent", userAgent)
+	return req, nil
+}
+
+// exec runs command in the container's namespaces, mounts, user and
+// environment (an exec probe's or hook's), its output to out (nil:
+// discarded), killed when ctx ends.
+func (c *container) exec(ctx context.Context, command []string, out io.Writer) error {
+	if len(command) == 0 {
+		return fmt.Errorf("exec without a command")
+	}
+	im, err := c.p.a.images.get(c.spec.Image)
+	if err != nil {
+		return err
+	}
+	argv := append([]string(nil), command...)
+	if argv[0], err = im.resolve(argv[0]); err != nil {
+		return err
+	}
+	cmd, err := c.command(argv, out)
+	if err != nil {
+		return err
+	}
+	// Output copied from a pipe: a process the command left behind must
+	// not hold Wait.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return ctx.Err()
+	}
 }
 
 // port resolves a probe's port: a number, or a container port's name.

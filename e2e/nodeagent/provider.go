@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
@@ -64,16 +63,12 @@ func (a *Agent) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	if p == nil || p.pod.UID != pod.UID {
 		return errdefs.NotFoundf("pod %s/%s", pod.Namespace, pod.Name)
 	}
-	grace := 30 * time.Second
-	if pod.DeletionGracePeriodSeconds != nil {
-		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
-	}
+	grace := terminationGrace(pod)
 	p.mu.Lock()
 	p.pod.DeletionTimestamp = pod.DeletionTimestamp
+	p.pod.DeletionGracePeriodSeconds = pod.DeletionGracePeriodSeconds
 	p.mu.Unlock()
-	p.stop(grace)
+	p.stop(grace, true)
 	slog.Info("pod stopping", "pod", podKey(pod.Namespace, pod.Name), "grace", grace)
 	go func() {
 		<-p.stopped

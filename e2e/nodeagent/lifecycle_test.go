@@ -1,0 +1,173 @@
+package nodeagent
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+)
+
+func TestGraceAfterPreStop(t *testing.T) {
+	for _, tc := range []struct {
+		grace, took, want time.Duration
+	}{
+		{60 * time.Second, 30 * time.Second, 30 * time.Second},
+		{60 * time.Second, 100 * time.Millisecond, 59900 * time.Millisecond},
+		{10 * time.Second, 9 * time.Second, 2 * time.Second},  // the kubelet's minimum
+		{10 * time.Second, 10 * time.Second, 2 * time.Second}, // the hook used it all
+		{0, 0, 2 * time.Second},
+	} {
+		if got := graceAfterPreStop(tc.grace, tc.took); got != tc.want {
+			t.Errorf("graceAfterPreStop(%s, %s) = %s, want %s", tc.grace, tc.took, got, tc.want)
+		}
+	}
+}
+
+func TestTerminationGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		deletion, spec *int64
+		want           time.Duration
+	}{
+		{"default", nil, nil, 30 * time.Second},
+		{"the spec's", nil, ptr.To[int64](60), 60 * time.Second},
+		{"the deletion's over the spec's", ptr.To[int64](5), ptr.To[int64](60), 5 * time.Second},
+		{"a deletion without grace", ptr.To[int64](0), ptr.To[int64](60), 0},
+	} {
+		pod := &corev1.Pod{}
+		pod.DeletionGracePeriodSeconds = tc.deletion
+		pod.Spec.TerminationGracePeriodSeconds = tc.spec
+		if got := terminationGrace(pod); got != tc.want {
+			t.Errorf("%s: terminationGrace = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTerminate stops real processes as a deleted Pod's containers: the
+// preStop hook runs first while the process keeps running, then SIGTERM,
+// then SIGKILL once what is left of the grace period (at least 2 s) has
+// passed.
+func TestTerminate(t *testing.T) {
+	hook := struct {
+		sync.Mutex
+		at        time.Time
+		userAgent string
+	}{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hook.Lock()
+		defer hook.Unlock()
+		if r.URL.Path == "/prestop" {
+			hook.at, hook.userAgent = time.Now(), r.UserAgent()
+		}
+		w.WriteHeader(http.StatusInternalServerError) // the kubelet does not look at the status
+	}))
+	t.Cleanup(srv.Close) // the subtests run in parallel, after this function returned
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	const (
+		exits   = "sleep 100"                                 // SIGTERM ends it
+		ignores = `trap "" TERM; while :; do sleep 0.1; done` // only SIGKILL ends it
+	)
+	sleep := func(s int64) *corev1.Lifecycle {
+		return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: s}}}
+	}
+	tests := []struct {
+		name      string
+		script    string
+		lifecycle *corev1.Lifecycle
+		grace     time.Duration
+		hooks     bool
+		// The process exits by signal after at least min, less than max.
+		signal   syscall.Signal
+		min, max time.Duration
+		events   []string
+	}{
+		{name: "no hook: SIGTERM at once", script: exits, grace: 10 * time.Second, hooks: true,
+			signal: syscall.SIGTERM, max: time.Second, events: []string{"Normal Killing stop"}},
+		{name: "hooks off (the agent stopping)", script: exits, lifecycle: sleep(5), grace: 10 * time.Second,
+			signal: syscall.SIGTERM, max: time.Second},
+		{name: "preStop sleep, then SIGTERM", script: exits, lifecycle: sleep(1), grace: 10 * time.Second, hooks: true,
+			signal: syscall.SIGTERM, min: time.Second, max: 2500 * time.Millisecond},
+		{name: "SIGKILL once what the hook left of grace is over", script: ignores, lifecycle: sleep(1), grace: 3500 * time.Millisecond, hooks: true,
+			signal: syscall.SIGKILL, min: 3500 * time.Millisecond, max: 5 * time.Second},
+		{name: "a hook longer than grace is cut, then 2 s to SIGKILL", script: ignores, lifecycle: sleep(30), grace: time.Second, hooks: true,
+			signal: syscall.SIGKILL, min: 3 * time.Second, max: 4500 * time.Millisecond,
+			events: []string{"Normal Killing stop", "Warning FailedPreStopHook PreStopHook failed"}},
+		{name: "preStop httpGet, then SIGTERM", script: exits, grace: 10 * time.Second, hooks: true,
+			lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+				Host: "127.0.0.1", Port: intstr.FromString("hook"), Path: "/prestop"}}},
+			signal: syscall.SIGTERM, max: time.Second},
+		{name: "tcpSocket is not run: an event, SIGTERM", script: exits, grace: 10 * time.Second, hooks: true,
+			lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(1)}}},
+			signal:    syscall.SIGTERM, max: time.Second,
+			events: []string{"Normal Killing stop", "Warning FailedPreStopHook PreStopHook failed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := record.NewFakeRecorder(10)
+			p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
+			p.pod.Name, p.pod.Namespace = "pod", "ns"
+			p.pod.Status.PodIP = "127.0.0.1"
+			c := &container{p: p, spec: &corev1.Container{Name: "c", Lifecycle: tc.lifecycle,
+				Ports: []corev1.ContainerPort{{Name: "hook", ContainerPort: int32(port)}}}}
+			cmd := exec.Command("sh", "-c", tc.script)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			var exitedAt time.Time
+			go func() {
+				_ = cmd.Wait()
+				exitedAt = time.Now()
+				close(exited)
+			}()
+			c.cmd, c.exited = cmd, exited
+			time.Sleep(200 * time.Millisecond) // the shell's trap in place
+			start := time.Now()
+			c.terminate(tc.grace, tc.hooks, "stop")
+			select {
+			case <-exited:
+			default:
+				t.Fatal("terminate returned before the process exited")
+			}
+			took := exitedAt.Sub(start)
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != tc.signal {
+				t.Errorf("process ended %v, want by %v", cmd.ProcessState, tc.signal)
+			}
+			if took < tc.min || took >= tc.max {
+				t.Errorf("process exited after %s, want in [%s, %s)", took, tc.min, tc.max)
+			}
+			close(rec.Events)
+			var events []string
+			for e := range rec.Events {
+				events = append(events, e)
+			}
+			if tc.events != nil && strings.Join(events, "; ") != strings.Join(tc.events, "; ") {
+				t.Errorf("events %q, want %q", events, tc.events)
+			}
+			if tc.lifecycle != nil && tc.lifecycle.PreStop.HTTPGet != nil {
+				hook.Lock()
+				at, ua := hook.at, hook.userAgent
+				hook.Unlock()
+				if at.IsZero() || at.After(exitedAt) || !strings.HasPrefix(ua, "kube-lifecycle/") {
+					t.Errorf("preStop GET /prestop at %v (User-Agent %q), process exited at %v: want the GET first, as kube-lifecycle", at, ua, exitedAt)
+				}
+			}
+		})
+	}
+}
