@@ -279,6 +279,46 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 	refused.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
 	create(cs.CoreV1().Pods(clusterNS).Create(ctx, refused, metav1.CreateOptions{}))
 
+	// Lifecycle hooks: a postStart hook runs before the next container
+	// starts; on deletion each container's preStop hook (exec in the
+	// container, an httpGet to a server of the test) runs before its
+	// SIGTERM, the containers' on their own.
+	hooksDir, hookGets := t.TempDir(), make(chan string, 10)
+	hookSrv := &http.Server{Addr: "127.0.0.1:0", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hookGets <- r.URL.Path + " " + r.UserAgent()
+	})}
+	hookLn, err := net.Listen("tcp", "127.0.0.1:0") // the node agent's GET comes from the host
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hookSrv.Serve(hookLn)
+	defer hookSrv.Close()
+	// Each line a container writes to the shared log.
+	logLine := func(line string) string { return "echo " + line + " >> /cluster-e2e-hooks/log" }
+	loop := func(name string) string {
+		return fmt.Sprintf(`%s; trap '%s; exit 0' TERM; while :; do sleep 0.1; done`, logLine(name+":started"), logLine(name+":sigterm"))
+	}
+	hooks := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hooks"}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](20),
+		Volumes:                       []corev1.Volume{{Name: "log", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hooksDir}}}},
+		Containers: []corev1.Container{{
+			Name: "exec", Image: shellImage, Command: []string{"sh", "-c", loop("exec")},
+			Lifecycle: &corev1.Lifecycle{
+				PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 1; " + logLine("exec:post-start")}}},
+				PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
+					logLine("exec:pre-stop") + "; sleep 3; " + logLine("exec:pre-stop-done")}}},
+			},
+		}, {
+			Name: "http", Image: shellImage, Command: []string{"sh", "-c", loop("http")},
+			Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+				Host: "127.0.0.1", Port: intstr.FromInt(hookLn.Addr().(*net.TCPAddr).Port), Path: "/prestop"}}},
+		}},
+	}}
+	for i := range hooks.Spec.Containers {
+		hooks.Spec.Containers[i].VolumeMounts = []corev1.VolumeMount{{Name: "log", MountPath: "/cluster-e2e-hooks"}}
+	}
+	create(cs.CoreV1().Pods(clusterNS).Create(ctx, hooks, metav1.CreateOptions{}))
+
 	for _, name := range []string{"client", "version", "secure", "readonly", "init"} {
 		waitFor(t, time.Minute, "pod "+name+" Succeeded", func() error {
 			p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, name, metav1.GetOptions{})
@@ -412,9 +452,67 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 		return nil
 	})
 
+	// The hooks Pod deleted: exec's preStop hook (3 s) holds its SIGTERM,
+	// not http's, whose GET came first; the Pod goes once both exited.
+	waitFor(t, time.Minute, "pod hooks Ready", func() error {
+		p, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "hooks", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	start := time.Now()
+	if err := cs.CoreV1().Pods(clusterNS).Delete(ctx, "hooks", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "pod hooks gone", func() error {
+		_, err := cs.CoreV1().Pods(clusterNS).Get(ctx, "hooks", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	took := time.Since(start)
+	t.Logf("pod hooks deleted in %s (exec's preStop hook: 3 s)", took.Round(100*time.Millisecond))
+	if took < 3*time.Second || took > 20*time.Second {
+		t.Errorf("pod hooks deleted in %s: want its preStop hook's 3 s at least, less than its 20 s grace", took)
+	}
+	select {
+	case got := <-hookGets:
+		if !strings.HasPrefix(got, "/prestop kube-lifecycle/") {
+			t.Errorf("preStop httpGet: %q, want /prestop from kube-lifecycle", got)
+		}
+	default:
+		t.Error("http's preStop httpGet never came")
+	}
+	b, err := os.ReadFile(filepath.Join(hooksDir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	at := func(line string) int {
+		for i, l := range lines {
+			if l == line {
+				return i
+			}
+		}
+		t.Errorf("pod hooks' log lacks %s: %q", line, lines)
+		return -1
+	}
+	if len(lines) != 7 || !(at("exec:started") < at("exec:post-start") && at("exec:post-start") < at("http:started") &&
+		at("exec:pre-stop") < at("exec:pre-stop-done") && at("http:sigterm") < at("exec:pre-stop-done") &&
+		at("exec:pre-stop-done") < at("exec:sigterm")) {
+		t.Errorf("pod hooks' log %q: want exec's postStart before http started, http's SIGTERM before exec's preStop hook ended, exec's SIGTERM after it", lines)
+	}
+
 	// Deleting the namespace: the controller manager deletes its Pods, the
 	// node stops them, the namespace goes.
-	start := time.Now()
+	start = time.Now()
 	if err := cs.CoreV1().Namespaces().Delete(ctx, clusterNS, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
