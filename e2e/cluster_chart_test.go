@@ -5,17 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,7 +57,8 @@ func TestClusterChart(t *testing.T) {
 
 	start := time.Now()
 	install := []string{"install", chartRelease, "charts/portcullis", "--namespace", chartNamespace, "--create-namespace",
-		"--set", "authserver.enabled=true", "--set", "authserver.backend=testserver"}
+		"--set", "authserver.enabled=true", "--set", "authserver.backend=testserver",
+		"--set", fmt.Sprintf("envoy.drainSeconds=%d", int(envoyDrain/time.Second))}
 	if out, err := c.Helm(t, install...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
@@ -116,6 +120,10 @@ func TestClusterChart(t *testing.T) {
 		https := harness.HTTPSClient(quickstartCA(t), net.JoinHostPort(p.Status.PodIP, "8443"))
 		harness.EventuallyEcho(t, https, harness.MustRequest(t, "https://echo.example.com/public/"+p.Name), 200)
 	}
+	t.Run("EnvoyPodDeletedUnderLoad", func(t *testing.T) {
+		envoyPodDeletedUnderLoad(ctx, t, c, clusterIP)
+	})
+	waitAvailable(ctx, t, c, chartRelease, 2)
 
 	// helm upgrade: the Service's HTTPS port changes (so does the
 	// redirect's), and the GatewayClass is created now that the Gateway
@@ -177,6 +185,156 @@ func TestClusterChart(t *testing.T) {
 	})
 	if err := cs.CoreV1().Namespaces().Delete(ctx, quickstartNS, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// envoyDrain is the chart's envoy.drainSeconds in TestClusterChart (30 s
+// by default): how long a deleted Envoy Pod drains.
+const envoyDrain = 10 * time.Second
+
+// envoyPodDeletedUnderLoad is the Envoy drain fault (fault 5 of
+// docs/production-faults.md) in a Pod: one Envoy Pod deleted as kubectl
+// delete pod does (the Pod's own grace period) while clients send requests
+// through the Envoy Service's ClusterIP, on keep-alive connections and on a
+// new connection each. The Pod leaves the Service's ready endpoints at
+// once; the chart's drainer fails Envoy's readiness and drains its
+// listeners while Envoy's preStop hook keeps it running: the Pod's own
+// address answers for the whole drain time, closing connections
+// (Connection: close) as it goes, and the Pod goes only after it. No
+// request fails, and every answer is the echo's for the request.
+func envoyPodDeletedUnderLoad(ctx context.Context, t *testing.T, c *harness.KubeCluster, clusterIP string) {
+	ca := quickstartCA(t)
+	victim := envoyPods(ctx, t, c)[0]
+	get := func(cl *http.Client, path string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodGet, "https://echo.example.com"+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: status %d: %s", path, resp.StatusCode, body)
+		}
+		got, err := harness.DecodeEcho(body)
+		if err != nil {
+			return nil, err
+		}
+		if got.Path != path || got.Host != "echo.example.com" {
+			return nil, fmt.Errorf("%s: the answer of %s%s", path, got.Host, got.Path)
+		}
+		return resp, nil
+	}
+	keepAlive := func(cl *http.Client) *http.Client {
+		cl.Transport.(*http.Transport).DisableKeepAlives = false
+		return cl
+	}
+
+	// 4 workers on a keep-alive connection each, 2 on a new connection
+	// per request: the ClusterIP spreads them over both Envoy Pods.
+	const keepAlives, fresh = 4, 2
+	var clients []*http.Client
+	for i := range keepAlives + fresh {
+		cl := harness.HTTPSClient(ca, net.JoinHostPort(clusterIP, "443"))
+		if i < keepAlives {
+			cl = keepAlive(cl)
+		}
+		clients = append(clients, cl)
+	}
+	var seq atomic.Int64
+	load := harness.StartSteadyLoad(len(clients), envoyDrain+15*time.Second, func(_ context.Context, w int) error {
+		_, err := get(clients[w], fmt.Sprintf("/public/drain/%d/%d", w, seq.Add(1)))
+		return err
+	})
+	time.Sleep(2 * time.Second)
+
+	start := time.Now()
+	if err := c.Clientset.CoreV1().Pods(chartNamespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The deleted Envoy's own address, on a keep-alive connection, until
+	// it stops answering: it serves for the drain time, closing
+	// connections as it drains.
+	type directRun struct {
+		answered, closed int
+		failedAfter      time.Duration
+		err              error
+	}
+	directc := make(chan directRun, 1)
+	go func() {
+		var r directRun
+		cl := keepAlive(harness.HTTPSClient(ca, net.JoinHostPort(victim.Status.PodIP, "8443")))
+		for i := 0; ; i++ {
+			resp, err := get(cl, fmt.Sprintf("/public/direct/%d", i))
+			if err != nil {
+				r.failedAfter, r.err = time.Since(start), err
+				break
+			}
+			r.answered++
+			if resp.Close {
+				r.closed++
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		directc <- r
+	}()
+
+	// At once out of the Service's ready endpoints (the EndpointSlice
+	// controller, from the Pod's deletion), and not ready itself once the
+	// drainer failed Envoy's readiness.
+	waitFor(t, 10*time.Second, "the deleted Envoy Pod's endpoint not ready", func() error {
+		eps, err := c.Clientset.DiscoveryV1().EndpointSlices(chartNamespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + chartRelease})
+		if err != nil {
+			return err
+		}
+		for _, s := range eps.Items {
+			for _, e := range s.Endpoints {
+				if e.TargetRef != nil && e.TargetRef.Name == victim.Name && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+					return fmt.Errorf("ready: %+v", e.Conditions)
+				}
+			}
+		}
+		return nil
+	})
+	t.Logf("the deleted Envoy Pod's endpoint not ready after %s", time.Since(start).Round(10*time.Millisecond))
+	waitFor(t, envoyDrain/2, "the deleted Envoy's /ready 503 (draining)", func() error {
+		resp, err := http.Get("http://" + net.JoinHostPort(victim.Status.PodIP, "8003") + "/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	waitFor(t, 2*time.Minute, "the deleted Envoy Pod gone", func() error {
+		_, err := c.Clientset.CoreV1().Pods(chartNamespace).Get(ctx, victim.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	gone := time.Since(start)
+	grace := time.Duration(*victim.Spec.TerminationGracePeriodSeconds) * time.Second
+	if gone < envoyDrain || gone >= grace {
+		t.Errorf("the deleted Envoy Pod went after %s: want its drain time %s (the preStop hook) at least, less than its grace period %s", gone, envoyDrain, grace)
+	}
+	direct := <-directc
+	t.Logf("the deleted Envoy Pod gone after %s; its own address answered %d requests (%d with Connection: close) and stopped after %s (%v)",
+		gone.Round(10*time.Millisecond), direct.answered, direct.closed, direct.failedAfter.Round(10*time.Millisecond), direct.err)
+	if direct.failedAfter < envoyDrain || direct.closed == 0 {
+		t.Errorf("the deleted Envoy's own address answered %d requests, %d with Connection: close, and failed after %s: want answers with Connection: close for the drain time %s",
+			direct.answered, direct.closed, direct.failedAfter, envoyDrain)
+	}
+
+	r := load.Wait()
+	t.Logf("load through the Envoy Service across the Pod's deletion: %s", r)
+	if r.Requests == 0 || r.Errors != 0 {
+		t.Errorf("load through the Envoy Service across the Pod's deletion: %s; want requests and none failed", r)
 	}
 }
 
