@@ -46,9 +46,11 @@ const (
 // the auth server's probes pass), the control plane writes statuses, and
 // the demo's requests (examples/quickstart: a protected route, a public
 // one, a denial, the HTTPS redirect) go through the Pod-networked Envoys,
-// reached at their Service's ClusterIP from the host, to an echo Pod. Then
-// helm upgrade with changed values takes effect, and helm uninstall
-// leaves none of the release's objects behind.
+// reached at their Service's ClusterIP from the host, to an echo Pod. An
+// Envoy Pod deleted under load through that Service drains with no failed
+// request (EnvoyPodDeletedUnderLoad). Then helm upgrade with changed
+// values takes effect, and helm uninstall leaves none of the release's
+// objects behind.
 func TestClusterChart(t *testing.T) {
 	c := harness.StartCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
