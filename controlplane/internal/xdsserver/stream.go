@@ -27,8 +27,8 @@ import (
 // once the Envoy has answered all of them, the removals, in the reverse
 // order (a cluster is removed after the routes that used it changed). The
 // next response of a type waits for the Envoy's answer (ACK or NACK) to
-// the last one (not for those of the types before it: Envoy answers a
-// response of clusters only once it has their endpoints).
+// the last one, and listeners and routes wait while clusters are
+// unanswered (warming).
 
 // typeState is what a stream knows of one resource type.
 type typeState struct {
@@ -275,15 +275,22 @@ func (a *adsStream) step(w *world) error {
 		// first one is built.
 		return nil
 	}
+	// Envoy answers a response of clusters once they are warm (their
+	// endpoints and secrets received), so listeners and routes wait for
+	// that answer: a route never reaches Envoy before its cluster can
+	// serve. Endpoints and secrets cannot wait for it, and routes cannot
+	// wait for the listeners' (a listener is warm once it has its routes).
+	clustersWarming := a.types[resourcev3.ClusterType] != nil && a.types[resourcev3.ClusterType].awaiting != ""
 	for _, t := range publishOrder {
-		// Each type waits for the answer to its own last response only:
-		// Envoy does not answer a response of clusters (or listeners)
-		// until they are warm, that is until it has their endpoints and
-		// secrets (routes), so those cannot wait for that answer. They are
-		// written in this order, which Envoy reads them in.
+		if clustersWarming && (t == resourcev3.ListenerType || t == resourcev3.RouteType) {
+			continue
+		}
 		if ts := a.types[t]; ts != nil && ts.awaiting == "" && ts.pending(w.table(t)) {
 			if err := a.update(t, ts, w.table(t)); err != nil {
 				return err
+			}
+			if t == resourcev3.ClusterType && ts.awaiting != "" {
+				clustersWarming = true
 			}
 		}
 	}

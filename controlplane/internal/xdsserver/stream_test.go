@@ -336,11 +336,12 @@ func TestLargeResponsesWaitForSlots(t *testing.T) {
 	second.expect("route.v3.RouteConfiguration [big] removed []")
 }
 
-// TestEndpointsDoNotWaitForTheClustersAnswer: Envoy answers a response of
-// clusters only once they are warm, when it has their endpoints: those
-// must not wait for that answer (they did once; Envoy's initial fetch
-// timed out).
-func TestEndpointsDoNotWaitForTheClustersAnswer(t *testing.T) {
+// TestRoutesWaitForWarmClusters: Envoy answers a response of clusters
+// only once they are warm, when it has their endpoints: endpoints must not
+// wait for that answer (they did once; Envoy's initial fetch timed out),
+// and routes do, so that a route never reaches Envoy before the cluster
+// it sends to can serve.
+func TestRoutesWaitForWarmClusters(t *testing.T) {
 	for _, delta := range []bool{false, true} {
 		t.Run(fmt.Sprint("delta=", delta), func(t *testing.T) {
 			s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -348,8 +349,11 @@ func TestEndpointsDoNotWaitForTheClustersAnswer(t *testing.T) {
 			c := connect(t, s, delta)
 			c.subscribe(resourcev3.ClusterType)
 			c.expect("cluster.v3.Cluster [a] removed []")
-			r := switched(t, "a")
-			r.Clusters = append(r.Clusters, &clusterv3.Cluster{Name: "e", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}})
+			c.subscribe(resourcev3.RouteType, "r")
+			c.expect("route.v3.RouteConfiguration [r] removed []")
+			// The route moves to a new EDS cluster e.
+			r := switched(t, "e", "a")
+			r.Clusters[0] = &clusterv3.Cluster{Name: "e", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}}
 			r.Endpoints = append(r.Endpoints, &endpointv3.ClusterLoadAssignment{ClusterName: "e"})
 			update(t, s, r)
 			clusters := c.next() // not answered: e is warming
@@ -358,7 +362,9 @@ func TestEndpointsDoNotWaitForTheClustersAnswer(t *testing.T) {
 			}
 			c.subscribe(resourcev3.EndpointType, "e")
 			c.expect("endpoint.v3.ClusterLoadAssignment [e] removed []")
+			c.quiet() // no route yet
 			c.ack(clusters)
+			c.expect("route.v3.RouteConfiguration [r] removed []")
 			c.quiet()
 		})
 	}
