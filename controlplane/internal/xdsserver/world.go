@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -28,18 +27,26 @@ func newResource(name, version string, any *anypb.Any) *resource {
 }
 
 // table holds the resources of one type at one version. A published table
-// is never modified (but for prev, atomically): every stream reads it
-// without a lock, and a change costs each stream the names it touched,
-// not the whole set.
+// is never modified: every stream reads it without a lock, and a change
+// costs each stream the names it touched, not the whole set. A table
+// keeps the names its recent versions touched, not those versions: an old
+// table lives only while a stream has not been sent past it (at 10,000
+// TLS hosts each version's HTTPS listener is 9 MB).
 type table struct {
 	version uint64
 	byName  map[string]*resource
 	// all is every resource, by name: a full state-of-the-world response.
 	all []*resource
-	// touched names the resources added, changed or removed since prev.
+	// history lists the names touched by this version and by up to
+	// keptVersions-1 before it, oldest first.
+	history []change
+}
+
+// change is what one version of a table touched: the resources it added,
+// changed or removed.
+type change struct {
+	version uint64
 	touched []string
-	// prev is the table before this one, nil beyond keptVersions.
-	prev atomic.Pointer[table]
 }
 
 // versionString is the table's version as the protocol carries it.
@@ -52,48 +59,52 @@ func (t *table) next(update map[string]*resource, remove []string) *table {
 	if t != nil {
 		n.version = t.version
 		n.byName = maps.Clone(t.byName)
-		n.prev.Store(t)
+		n.history = t.history[max(0, len(t.history)-(keptVersions-1)):]
 	}
 	n.version++
+	c := change{version: n.version}
 	for name, r := range update {
 		n.byName[name] = r
-		n.touched = append(n.touched, name)
+		c.touched = append(c.touched, name)
 	}
 	for _, name := range remove {
 		delete(n.byName, name)
-		n.touched = append(n.touched, name)
+		c.touched = append(c.touched, name)
 	}
+	n.history = append(slices.Clip(n.history), c)
 	n.all = make([]*resource, 0, len(n.byName))
 	for _, r := range n.byName {
 		n.all = append(n.all, r)
 	}
 	slices.SortFunc(n.all, func(a, b *resource) int { return strings.Compare(a.name, b.name) })
-	// Forget the tables beyond keptVersions, so that they can be freed
-	// once no stream is behind them.
-	c := n
-	for range keptVersions {
-		if c = c.prev.Load(); c == nil {
-			break
-		}
-	}
-	if c != nil {
-		c.prev.Store(nil)
-	}
 	return n
 }
 
-// since returns the names touched after old up to t (old before t), and
-// false when old is no longer among t's recent versions: then the two
-// must be compared in full (diff).
-func (t *table) since(old *table) ([]string, bool) {
-	var names []string
-	for c := t; c != nil; c = c.prev.Load() {
-		if c == old {
-			return names, true
-		}
-		names = append(names, c.touched...)
+// touchedSince returns the names touched after version v up to t, and
+// false when those versions are no longer all kept.
+func (t *table) touchedSince(v uint64) ([]string, bool) {
+	if v == t.version {
+		return nil, true
 	}
-	return nil, false
+	if len(t.history) == 0 || t.history[0].version > v+1 || v > t.version {
+		return nil, false
+	}
+	var names []string
+	for _, c := range t.history {
+		if c.version > v {
+			names = append(names, c.touched...)
+		}
+	}
+	return names, true
+}
+
+// since returns the names touched after old up to t, and false when old
+// is too far behind: then the two must be compared in full (diff).
+func (t *table) since(old *table) ([]string, bool) {
+	if old == nil {
+		return nil, false
+	}
+	return t.touchedSince(old.version)
 }
 
 // diff names the resources that differ between old and t.
@@ -118,19 +129,6 @@ func (t *table) lookup(name string) *resource {
 		return nil
 	}
 	return t.byName[name]
-}
-
-// at returns the table of version v among t's recent versions.
-func (t *table) at(v string) *table {
-	if t == nil {
-		return nil
-	}
-	for c := t; c != nil; c = c.prev.Load() {
-		if c.versionString() == v {
-			return c
-		}
-	}
-	return nil
 }
 
 // world is every type's table as published together.

@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,29 +303,37 @@ func mentions(message, name string) bool {
 }
 
 // rejectedResources names the resources of a rejected version that Envoy
-// refused: those the message names, else those that differ from the
-// version Envoy kept (all of them when it kept none). Called with mu held.
+// refused: those the message names, else those that changed since the
+// version Envoy kept (all of them when it kept none, or one no longer
+// known). Called with mu held.
 func (s *Server) rejectedResources(typeURL, rejected, accepted, message string) []string {
 	t := s.world.Load().tables[typeURL]
-	cur, base := t.at(rejected), t.at(accepted)
-	if cur == nil {
+	if t == nil {
 		return nil
 	}
-	var named, changed []string
-	for name, r := range cur.byName {
+	candidates := slices.Collect(maps.Keys(t.byName))
+	var changed []string
+	if v, err := strconv.ParseUint(accepted, 10, 64); err == nil {
+		if touched, ok := t.touchedSince(v); ok {
+			changed = touched
+			candidates = append(candidates, touched...) // removed since
+		}
+	}
+	if changed == nil {
+		changed = slices.Collect(maps.Keys(t.byName))
+	}
+	var named []string
+	for _, name := range candidates {
 		if mentions(message, name) {
 			named = append(named, name)
-		}
-		if base == nil || base.byName[name] != r {
-			changed = append(changed, name)
 		}
 	}
 	out := named
 	if len(out) == 0 {
 		out = changed
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Rejections lists the configurations Envoy currently refuses, by type.
