@@ -121,7 +121,7 @@ func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
 			}
 			var err error
 			switch r := req.(type) {
-			case *discoveryv3.DiscoveryRequest:
+			case *sotwRequest:
 				err = a.onSotW(r)
 			case *discoveryv3.DeltaDiscoveryRequest:
 				err = a.onDelta(r)
@@ -134,20 +134,18 @@ func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
 }
 
 // onSotW takes a state-of-the-world request.
-func (a *adsStream) onSotW(req *discoveryv3.DiscoveryRequest) error {
+func (a *adsStream) onSotW(req *sotwRequest) error {
 	if req.TypeUrl == "" {
 		return status.Error(codes.InvalidArgument, "type URL is required for ADS")
 	}
-	if err := a.s.onRequest(a.id, req); err != nil {
+	if err := a.s.onRequest(a.id, &req.DiscoveryRequest); err != nil {
 		return err
 	}
 	ts := a.state(req.TypeUrl)
-	if req.ResponseNonce != ts.awaiting {
-		if ts.awaiting != "" && req.ResponseNonce != "" {
-			// An answer to an older response: the Envoy answers the
-			// latest next.
-			return nil
-		}
+	if req.ResponseNonce != ts.awaiting && ts.awaiting != "" && req.ResponseNonce != "" {
+		// An answer to an older response: the Envoy answers the latest
+		// next.
+		return nil
 	}
 	if ts.awaiting != "" {
 		ts.awaiting = ""
@@ -155,16 +153,18 @@ func (a *adsStream) onSotW(req *discoveryv3.DiscoveryRequest) error {
 	}
 	first := !ts.subscribed
 	ts.subscribed = true
-	names := req.ResourceNames
-	wildcard := fullState(req.TypeUrl) && len(names) == 0 || slices.Contains(names, "*")
-	key := fingerprintOf(names)
-	if !first && key == ts.sotwKey && wildcard == ts.wildcard {
-		return nil
+	if !first && req.key == ts.sotwKey {
+		return nil // nearly always: an ACK repeating the names
 	}
+	names, err := req.resourceNames()
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	wildcard := fullState(req.TypeUrl) && len(names) == 0 || slices.Contains(names, "*")
 	old := ts.names
 	ts.names = nil
 	if len(names) > 0 {
-		ts.names = a.s.sets.get(key, func() map[string]struct{} {
+		ts.names = a.s.sets.get(req.key, func() map[string]struct{} {
 			set := make(map[string]struct{}, len(names))
 			for _, n := range names {
 				if n != "*" {
@@ -185,7 +185,7 @@ func (a *adsStream) onSotW(req *discoveryv3.DiscoveryRequest) error {
 			}
 		}
 	}
-	ts.sotwKey, ts.wildcard = key, wildcard
+	ts.sotwKey, ts.wildcard = req.key, wildcard
 	if first {
 		ts.mustAnswer = wildcard
 	}

@@ -27,6 +27,14 @@ func (f *fingerprint) add(name string) {
 	f.n++
 }
 
+// addBytes is add for a name still encoded (the same hash as its string).
+func (f *fingerprint) addBytes(name []byte) {
+	h := maphash.Bytes(nameSeed, name)
+	f.sum += h
+	f.xor ^= h
+	f.n++
+}
+
 func (f *fingerprint) remove(name string) {
 	h := maphash.String(nameSeed, name)
 	f.sum -= h

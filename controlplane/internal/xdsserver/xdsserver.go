@@ -608,8 +608,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	if tlsConfig != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 	}
+	opts = append(opts, grpc.ForceServerCodecV2(newCodec()))
 	g := grpc.NewServer(opts...)
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, ads{s})
+	g.RegisterService(&adsService, s)
 	go func() {
 		<-ctx.Done()
 		g.Stop()
@@ -617,15 +618,33 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 	return g.Serve(lis)
 }
 
-// ads is the gRPC service: a stream of either protocol.
-type ads struct{ s *Server }
-
-func (a ads) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return a.s.serveStream(st.Context(), &adsStream{sendSotW: st.Send}, func() (any, error) { return st.Recv() })
-}
-
-func (a ads) DeltaAggregatedResources(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	return a.s.serveStream(st.Context(), &adsStream{delta: true, sendDelta: st.Send}, func() (any, error) { return st.Recv() })
+// adsService is Envoy's AggregatedDiscoveryService, registered by hand so
+// that a state-of-the-world stream receives its requests as sotwRequest.
+var adsService = grpc.ServiceDesc{
+	ServiceName: "envoy.service.discovery.v3.AggregatedDiscoveryService",
+	HandlerType: (*any)(nil),
+	Streams: []grpc.StreamDesc{{
+		StreamName:    "StreamAggregatedResources",
+		ServerStreams: true, ClientStreams: true,
+		Handler: func(srv any, st grpc.ServerStream) error {
+			send := func(r *discoveryv3.DiscoveryResponse) error { return st.SendMsg(r) }
+			return srv.(*Server).serveStream(st.Context(), &adsStream{sendSotW: send}, func() (any, error) {
+				r := &sotwRequest{}
+				return r, st.RecvMsg(r)
+			})
+		},
+	}, {
+		StreamName:    "DeltaAggregatedResources",
+		ServerStreams: true, ClientStreams: true,
+		Handler: func(srv any, st grpc.ServerStream) error {
+			send := func(r *discoveryv3.DeltaDiscoveryResponse) error { return st.SendMsg(r) }
+			return srv.(*Server).serveStream(st.Context(), &adsStream{delta: true, sendDelta: send}, func() (any, error) {
+				r := &discoveryv3.DeltaDiscoveryRequest{}
+				return r, st.RecvMsg(r)
+			})
+		},
+	}},
+	Metadata: "envoy/service/discovery/v3/ads.proto",
 }
 
 // serveStream runs one stream: its requests are read by a goroutine of
