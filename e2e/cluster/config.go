@@ -34,6 +34,13 @@ const (
 	// RuleComment marks the iptables rules Up adds (kube-proxy's own are
 	// removed by kube-proxy --cleanup).
 	RuleComment = "portcullis-cluster"
+	// PolicyChain is the filter chain every packet forwarded to a Pod
+	// goes through (from FORWARD): the node agent fills it, and the
+	// chains it jumps to (named PolicyChainPrefix...), with the
+	// NetworkPolicies' Ingress rules. Down deletes every chain of the
+	// prefix.
+	PolicyChain       = "PCL-INGRESS"
+	PolicyChainPrefix = "PCL-"
 )
 
 // LockFile is held by the node agent for the cluster's life: one cluster

@@ -24,7 +24,8 @@ var sysctls = map[string]string{
 
 // hostRules are the iptables rules Up adds (marked with RuleComment):
 // Pods reach beyond the node masqueraded, and the bridge's traffic is
-// forwarded whatever the FORWARD policy. A ClusterIP kube-proxy has not
+// forwarded whatever the FORWARD policy, once the NetworkPolicies' chain
+// (PolicyChain, before the ACCEPTs) has let it through. A ClusterIP kube-proxy has not
 // translated yet (a Service just created) is refused at once rather than
 // sent out of the machine by the default route, where a network's proxy
 // may answer it: a client connected then stays connected to that proxy.
@@ -34,6 +35,7 @@ var hostRules = [][]string{
 	{"-t", "filter", "FORWARD", "-d", ServiceCIDR, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"},
 	{"-t", "filter", "FORWARD", "-d", ServiceCIDR, "-j", "REJECT"},
 	{"-t", "nat", "POSTROUTING", "-s", PodCIDR, "!", "-o", Bridge, "-j", "MASQUERADE"},
+	{"-t", "filter", "FORWARD", "-o", Bridge, "-j", PolicyChain},
 	{"-t", "filter", "FORWARD", "-i", Bridge, "-j", "ACCEPT"},
 	{"-t", "filter", "FORWARD", "-o", Bridge, "-j", "ACCEPT"},
 }
@@ -70,6 +72,10 @@ func setupHost(st *state) error {
 	if err := run("ip", "link", "set", Bridge, "up"); err != nil {
 		return err
 	}
+	// Empty until the node agent fills it.
+	if err := run("iptables", "-t", "filter", "-N", PolicyChain); err != nil {
+		return err
+	}
 	for _, r := range hostRules {
 		args := append([]string{r[0], r[1], "-A", r[2]}, r[3:]...)
 		args = append(args, "-m", "comment", "--comment", RuleComment)
@@ -82,8 +88,9 @@ func setupHost(st *state) error {
 
 // teardownHost removes what setupHost and the node agent created: the
 // Pods' processes and network namespaces, the veths, the bridge, our
-// iptables rules; it restores the sysctls recorded in st (when known).
-// Every step runs even if an earlier one fails.
+// iptables rules and chains (the NetworkPolicies'); it restores the
+// sysctls recorded in st (when known). Every step runs even if an earlier
+// one fails.
 func teardownHost(st *state) []error {
 	var errs []error
 	// Pods' processes, then their namespaces (which removes their veths).
@@ -127,6 +134,23 @@ func teardownHost(st *state) []error {
 			args := append([]string{"-t", table, "-D"}, splitRule(line[3:])...)
 			if err := run("iptables", args...); err != nil {
 				errs = append(errs, err)
+			}
+		}
+	}
+	// The NetworkPolicies' chains, no longer referenced from FORWARD.
+	if out, err := output("iptables", "-t", "filter", "-S"); err == nil {
+		var chains []string
+		for _, line := range strings.Split(out, "\n") {
+			if name, ok := strings.CutPrefix(line, "-N "); ok && strings.HasPrefix(name, PolicyChainPrefix) {
+				chains = append(chains, name)
+			}
+		}
+		// Flushed first: the chains jump to one another.
+		for _, op := range []string{"-F", "-X"} {
+			for _, c := range chains {
+				if err := run("iptables", "-t", "filter", op, c); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

@@ -57,6 +57,8 @@ type Agent struct {
 
 	// services lists the Services for the Pods' /etc/hosts (hosts.go).
 	services corelisters.ServiceLister
+	// policies enforces the NetworkPolicies' Ingress rules (netpol.go).
+	policies *policies
 }
 
 // Run runs the node until ctx ends, then stops its Pods.
@@ -116,8 +118,12 @@ func Run(ctx context.Context, cfg *cluster.NodeConfig) error {
 	if err := a.watchServices(services.Informer(), services.Lister()); err != nil {
 		return err
 	}
+	if a.policies, err = newPolicies(factory, a.recorder); err != nil {
+		return err
+	}
 	podFactory.Start(ctx.Done())
 	factory.Start(ctx.Done())
+	go a.policies.run(ctx)
 
 	srv, err := a.kubeletServer(podFactory)
 	if err != nil {

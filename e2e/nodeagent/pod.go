@@ -54,6 +54,7 @@ func (a *Agent) startPod(ctx context.Context, pod *corev1.Pod) (_ *podRuntime, e
 			if p.net != nil {
 				p.net.teardown()
 			}
+			a.policies.podDown(pod.UID)
 			a.ipam.release(ip)
 			os.RemoveAll(p.dir)
 		}
@@ -66,6 +67,10 @@ func (a *Agent) startPod(ctx context.Context, pod *corev1.Pod) (_ *podRuntime, e
 	p.pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	p.pod.Status.HostIP = a.cfg.GatewayIP
 	p.pod.Status.HostIPs = []corev1.HostIP{{IP: a.cfg.GatewayIP}}
+	// The NetworkPolicies that select it apply before anything listens.
+	if err := a.policies.podUp(p.pod, ip); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -194,6 +199,7 @@ func (p *podRuntime) stop(grace time.Duration, hooks bool) {
 	go func() {
 		p.wg.Wait()
 		p.net.teardown()
+		p.a.policies.podDown(p.pod.UID)
 		p.a.ipam.release(p.net.ip)
 		os.RemoveAll(p.dir)
 		close(p.stopped)

@@ -52,6 +52,8 @@ func (a *Agent) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	p.pod.ObjectMeta = *pod.ObjectMeta.DeepCopy()
 	p.mu.Unlock()
+	// Its labels select it for policies and as a policy's peer.
+	a.policies.podLabels(pod.UID, pod.Labels)
 	return nil
 }
 
