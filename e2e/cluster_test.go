@@ -40,8 +40,8 @@ const (
 // Deployment of the echoserver behind a Service, reaches its ClusterIP from
 // the host and from a Pod, checks env (downward API, ConfigMap and Secret
 // keys), volumes, the service account token, logs, restarts, an image
-// tarball of make image, an unknown image, namespace deletion, and that
-// Down leaves nothing behind.
+// tarball of make image, an unknown image, NetworkPolicies' Ingress rules,
+// namespace deletion, and that Down leaves nothing behind.
 func TestCluster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the cluster creates network namespaces, a bridge and iptables rules: run the tests as root")
@@ -510,6 +510,11 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 		t.Errorf("pod hooks' log %q: want exec's postStart before http started, http's SIGTERM before exec's preStop hook ended, exec's SIGTERM after it", lines)
 	}
 
+	// NetworkPolicies' Ingress rules enforced (cluster_netpol_test.go).
+	start = time.Now()
+	clusterNetworkPolicies(ctx, t, cs, clusterNS)
+	t.Logf("network policies checked in %s", time.Since(start).Round(100*time.Millisecond))
+
 	// Deleting the namespace: the controller manager deletes its Pods, the
 	// node stops them, the namespace goes.
 	start = time.Now()
@@ -569,7 +574,8 @@ func checkClusterGone(t *testing.T, cfg cluster.Config, executables ...string) {
 	for _, table := range []string{"nat", "filter"} {
 		out, _ := exec.Command("iptables", "-t", table, "-S").Output()
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, cluster.RuleComment) || strings.Contains(line, "KUBE-SERVICES") {
+			if strings.Contains(line, cluster.RuleComment) || strings.Contains(line, "KUBE-SERVICES") ||
+				strings.HasPrefix(line, "-N "+cluster.PolicyChainPrefix) {
 				t.Errorf("iptables rule left in %s: %s", table, line)
 			}
 		}
