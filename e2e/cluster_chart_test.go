@@ -46,7 +46,10 @@ const (
 // the auth server's probes pass), the control plane writes statuses, and
 // the demo's requests (examples/quickstart: a protected route, a public
 // one, a denial, the HTTPS redirect) go through the Pod-networked Envoys,
-// reached at their Service's ClusterIP from the host, to an echo Pod. An
+// reached at their Service's ClusterIP from the host, to an echo Pod. The
+// chart's NetworkPolicies are on (networkPolicy.enabled) and enforced:
+// Envoy gets its configuration over xDS and reaches the auth server, a
+// Pod without Envoy's labels reaches neither (NetworkPolicies). An
 // Envoy Pod deleted under load through that Service drains with no failed
 // request (EnvoyPodDeletedUnderLoad). Then helm upgrade with changed
 // values takes effect, and helm uninstall leaves none of the release's
@@ -60,7 +63,8 @@ func TestClusterChart(t *testing.T) {
 	start := time.Now()
 	install := []string{"install", chartRelease, "charts/portcullis", "--namespace", chartNamespace, "--create-namespace",
 		"--set", "authserver.enabled=true", "--set", "authserver.backend=testserver",
-		"--set", fmt.Sprintf("envoy.drainSeconds=%d", int(envoyDrain/time.Second))}
+		"--set", fmt.Sprintf("envoy.drainSeconds=%d", int(envoyDrain/time.Second)),
+		"--set", "networkPolicy.enabled=true"}
 	if out, err := c.Helm(t, install...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
@@ -122,6 +126,9 @@ func TestClusterChart(t *testing.T) {
 		https := harness.HTTPSClient(quickstartCA(t), net.JoinHostPort(p.Status.PodIP, "8443"))
 		harness.EventuallyEcho(t, https, harness.MustRequest(t, "https://echo.example.com/public/"+p.Name), 200)
 	}
+	t.Run("NetworkPolicies", func(t *testing.T) {
+		chartNetworkPolicies(ctx, t, c)
+	})
 	t.Run("EnvoyPodDeletedUnderLoad", func(t *testing.T) {
 		envoyPodDeletedUnderLoad(ctx, t, c, clusterIP)
 	})
@@ -187,6 +194,31 @@ func TestClusterChart(t *testing.T) {
 	})
 	if err := cs.CoreV1().Namespaces().Delete(ctx, quickstartNS, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chartNetworkPolicies checks the chart's NetworkPolicies from a Pod of
+// the release's namespace with the release's labels but not Envoy's
+// component: the control plane's xDS port and the auth server's gRPC port
+// (through their Services) do not let it connect, the auth server's
+// metrics port (metricsFrom empty: any source) does. Envoy's own
+// connections are the demo's requests: its configuration over xDS, the
+// protected route's check by the auth server.
+func chartNetworkPolicies(ctx context.Context, t *testing.T, c *harness.KubeCluster) {
+	svcAddr := func(name, port string) string {
+		s, err := c.Clientset.CoreV1().Services(chartNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return net.JoinHostPort(s.Spec.ClusterIP, port)
+	}
+	xds, grpc, metrics := svcAddr(chartRelease+"-xds", "8001"), svcAddr(testserverES, "9443"), svcAddr(testserverES, "9090")
+	got := dialFromPods(ctx, t, c.Clientset, chartNamespace, map[string]map[string]string{"np-intruder": {
+		"app.kubernetes.io/name": "portcullis", "app.kubernetes.io/instance": chartRelease, "app.kubernetes.io/component": "intruder",
+	}}, []string{xds, grpc, metrics})
+	checkOpen(t, "a Pod without Envoy's labels", got["np-intruder"], map[string]bool{xds: false, grpc: false, metrics: true})
+	if err := c.Clientset.CoreV1().Pods(chartNamespace).Delete(ctx, "np-intruder", metav1.DeleteOptions{}); err != nil {
+		t.Error(err)
 	}
 }
 
