@@ -4,7 +4,7 @@
 // built from their Go modules (.tools/bin), and one node whose agent
 // (package nodeagent, on the virtual-kubelet node library) runs each Pod's
 // containers as local processes in a network namespace per Pod, on a Linux
-// bridge.
+// bridge, and enforces NetworkPolicies' Ingress rules with iptables.
 //
 // The cluster is one per machine: its bridge, Pod and Service ranges and
 // kube-proxy's iptables chains are the host's. A lock file keeps a second
