@@ -81,8 +81,9 @@ type adsStream struct {
 	// slot is the type whose response holds one of the server's bigSends.
 	slot *typeState
 
-	sendSotW  func(*discoveryv3.DiscoveryResponse) error
-	sendDelta func(*discoveryv3.DeltaDiscoveryResponse) error
+	// send writes a response: a DiscoveryResponse, a DeltaDiscoveryResponse
+	// or a preEncoded one.
+	send func(any) error
 }
 
 func (a *adsStream) state(typeURL string) *typeState {
@@ -461,28 +462,55 @@ func (a *adsStream) nextNonce() string {
 }
 
 func (a *adsStream) respondSotW(typeURL string, ts *typeState, cur *table, rs []*resource) error {
-	anys := make([]*anypb.Any, len(rs))
-	for i, r := range rs {
-		anys[i] = r.any
-	}
-	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: cur.versionString(), Resources: anys, Nonce: a.nextNonce()}
-	a.takeSlot(ts, rs)
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: cur.versionString(), Nonce: a.nextNonce()}
 	ts.awaiting = resp.Nonce
 	a.s.onResponse(context.Background(), a.id, nil, resp)
-	return a.sendSotW(resp)
+	if all(rs, cur) {
+		b, err := cur.encodeAll(typeURL, false)
+		if err != nil {
+			return err
+		}
+		return a.send(&preEncoded{shared: b, nonce: resp.Nonce})
+	}
+	resp.Resources = make([]*anypb.Any, len(rs))
+	for i, r := range rs {
+		resp.Resources[i] = r.any
+	}
+	a.takeSlot(ts, rs)
+	return a.send(resp)
 }
 
 func (a *adsStream) respondDelta(typeURL string, ts *typeState, cur *table, rs []*resource, removed []string) error {
-	res := make([]*discoveryv3.Resource, len(rs))
-	for i, r := range rs {
-		res[i] = r.delta
-	}
-	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: cur.versionString(), Resources: res,
+	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: cur.versionString(), Resources: make([]*discoveryv3.Resource, len(rs)),
 		RemovedResources: removed, Nonce: a.nextNonce()}
-	a.takeSlot(ts, rs)
+	for i, r := range rs {
+		resp.Resources[i] = r.delta
+	}
 	ts.awaiting = resp.Nonce
 	a.s.onDeltaResponse(a.id, nil, resp)
-	return a.sendDelta(resp)
+	if len(removed) == 0 && all(rs, cur) {
+		b, err := cur.encodeAll(typeURL, true)
+		if err != nil {
+			return err
+		}
+		return a.send(&preEncoded{shared: b, nonce: resp.Nonce})
+	}
+	a.takeSlot(ts, rs)
+	return a.send(resp)
+}
+
+// all reports whether rs, distinct resources, are every resource of cur,
+// whose shared encoding can then be sent.
+func all(rs []*resource, cur *table) bool {
+	if len(rs) != len(cur.all) || len(rs) == 0 {
+		return false
+	}
+	for _, r := range rs {
+		if cur.byName[r.name] != r {
+			return false
+		}
+	}
+	return true
 }
 
 // streamIDs numbers the streams of every server of the process.

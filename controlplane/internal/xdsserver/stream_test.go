@@ -237,6 +237,11 @@ func TestFleetSharesSubscriptions(t *testing.T) {
 	if n, refs := sets(); n != 1 || refs != 3 {
 		t.Errorf("%d sets held %d times, want one held by the 3 streams", n, refs)
 	}
+	// Each got every route configuration: the table's response, encoded
+	// once per protocol and shared.
+	if routes := s.world.Load().tables[resourcev3.RouteType]; routes.sotw.b == nil || routes.delta.b == nil {
+		t.Error("the responses of every route configuration were not the table's shared encodings")
+	}
 	clients[0].subscribe(resourcev3.RouteType, "a", "b")
 	clients[0].quiet()
 	if n, refs := sets(); n != 2 || refs != 3 {
@@ -321,7 +326,9 @@ func TestStaleAnswersAreIgnored(t *testing.T) {
 func TestLargeResponsesWaitForSlots(t *testing.T) {
 	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s.bigSends = make(chan struct{}, 1)
-	r := routed(t, "a.example.com", "big")
+	// Two route configurations, one large: a response of the large one is
+	// not the table's (whose encoding would be shared, needing no slot).
+	r := routed(t, "a.example.com", "big", "small")
 	vh := r.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0]
 	for i := range bigResponse / 20 {
 		vh.Domains = append(vh.Domains, fmt.Sprintf("h%08d.example.com", i))

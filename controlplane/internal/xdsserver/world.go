@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -40,6 +42,45 @@ type table struct {
 	// history lists the names touched by this version and by up to
 	// keptVersions-1 before it, oldest first.
 	history []change
+	// sotw and delta are the encodings of a response of every resource
+	// (but its nonce), made once for every Envoy a first configuration is
+	// sent to.
+	sotw, delta encoded
+}
+
+// encoded is an encoded response, made once.
+type encoded struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// encodeAll returns the encoding of a response of every resource of t
+// but its nonce, made once: sent to many Envoys, which gRPC writes from
+// without copying it (see preEncoded).
+func (t *table) encodeAll(typeURL string, delta bool) ([]byte, error) {
+	e := &t.sotw
+	if delta {
+		e = &t.delta
+	}
+	e.once.Do(func() {
+		var m proto.Message
+		if delta {
+			res := make([]*discoveryv3.Resource, len(t.all))
+			for i, r := range t.all {
+				res[i] = r.delta
+			}
+			m = &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: t.versionString(), Resources: res}
+		} else {
+			anys := make([]*anypb.Any, len(t.all))
+			for i, r := range t.all {
+				anys[i] = r.any
+			}
+			m = &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: t.versionString(), Resources: anys}
+		}
+		e.b, e.err = proto.Marshal(m)
+	})
+	return e.b, e.err
 }
 
 // change is what one version of a table touched: the resources it added,

@@ -627,8 +627,7 @@ var adsService = grpc.ServiceDesc{
 		StreamName:    "StreamAggregatedResources",
 		ServerStreams: true, ClientStreams: true,
 		Handler: func(srv any, st grpc.ServerStream) error {
-			send := func(r *discoveryv3.DiscoveryResponse) error { return st.SendMsg(r) }
-			return srv.(*Server).serveStream(st.Context(), &adsStream{sendSotW: send}, func() (any, error) {
+			return srv.(*Server).serveStream(st.Context(), &adsStream{send: st.SendMsg}, func() (any, error) {
 				r := &sotwRequest{}
 				return r, st.RecvMsg(r)
 			})
@@ -637,8 +636,7 @@ var adsService = grpc.ServiceDesc{
 		StreamName:    "DeltaAggregatedResources",
 		ServerStreams: true, ClientStreams: true,
 		Handler: func(srv any, st grpc.ServerStream) error {
-			send := func(r *discoveryv3.DeltaDiscoveryResponse) error { return st.SendMsg(r) }
-			return srv.(*Server).serveStream(st.Context(), &adsStream{delta: true, sendDelta: send}, func() (any, error) {
+			return srv.(*Server).serveStream(st.Context(), &adsStream{delta: true, send: st.SendMsg}, func() (any, error) {
 				r := &discoveryv3.DeltaDiscoveryRequest{}
 				return r, st.RecvMsg(r)
 			})
