@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,36 +52,18 @@ func TestXDSProtocols(t *testing.T) {
 			}
 
 			// Load on the moving route while it moves to b.
-			var sent, failed atomic.Int64
-			var firstFailure atomic.Value
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						sent.Add(1)
-						got, err := harness.GetEcho(c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK)
-						if err == nil && got.Name != "a" && got.Name != "b" {
-							err = fmt.Errorf("answered by %s", got.Name)
-						}
-						if err != nil {
-							failed.Add(1)
-							firstFailure.CompareAndSwap(nil, err.Error())
-						}
-					}
-				}()
-			}
+			load := harness.StartSteadyLoad(4, 5*time.Second, func(context.Context, int) error {
+				got, err := harness.GetEcho(c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK)
+				if err == nil && got.Name != "a" && got.Name != "b" {
+					err = fmt.Errorf("answered by %s", got.Name)
+				}
+				return err
+			})
 			time.Sleep(300 * time.Millisecond)
 			if err := objects.Apply(ctx, proxy("move", "move.example.com", "b")); err != nil {
 				t.Fatal(err)
 			}
+			moved := time.Now()
 			harness.Eventually(t, 30*time.Second, func() error {
 				got, err := harness.GetEcho(c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK)
 				if err != nil {
@@ -106,13 +86,15 @@ func TestXDSProtocols(t *testing.T) {
 				}
 				return nil
 			})
-			time.Sleep(300 * time.Millisecond)
-			close(stop)
-			wg.Wait()
-			if failed.Load() > 0 || sent.Load() < 20 {
-				t.Errorf("%d of %d requests failed while the route moved (first: %v); want 0 of at least 20", failed.Load(), sent.Load(), firstFailure.Load())
+			done := time.Since(moved)
+			report := load.Wait()
+			t.Logf("while the route moved (%s until a's cluster was gone): %s", done.Round(time.Millisecond), report)
+			if done > 4*time.Second {
+				t.Errorf("the move took %s, longer than the load lasted", done)
 			}
-			t.Logf("%d requests while the route moved, %d failed", sent.Load(), failed.Load())
+			if report.Errors > 0 || report.Requests < 20 {
+				t.Errorf("%d of %d requests failed while the route moved; want 0 of at least 20", report.Errors, report.Requests)
+			}
 
 			// A host removed is no longer served; the other stays.
 			if err := objects.Delete(ctx, proxy("move", "", "")); err != nil {

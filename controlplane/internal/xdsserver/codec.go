@@ -2,6 +2,7 @@ package xdsserver
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -28,8 +29,24 @@ type sotwRequest struct {
 	discoveryv3.DiscoveryRequest
 	// key is the fingerprint of the resource names.
 	key fingerprint
-	// raw is the encoded request, to read the names from.
-	raw []byte
+	// raw is the encoded request, to read the names from, in a buffer of
+	// rawBuffers until release.
+	raw    []byte
+	pooled *[]byte
+}
+
+// rawBuffers holds the buffers of requests' encodings: one per ACK of
+// 350 KB at 10,000 TLS hosts, which made the garbage collector run over
+// the control plane's whole heap every few hundred ACKs.
+var rawBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// release gives the request's encoding back, once its names are read.
+func (r *sotwRequest) release() {
+	if r.pooled != nil {
+		*r.pooled = r.raw[:0]
+		rawBuffers.Put(r.pooled)
+		r.raw, r.pooled = nil, nil
+	}
 }
 
 // resourceNames decodes the request's resource names.
@@ -87,7 +104,11 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.std.Unmarshal(data, v)
 	}
-	r.raw = data.Materialize()
+	r.pooled = rawBuffers.Get().(*[]byte)
+	r.raw = (*r.pooled)[:0]
+	for _, buf := range data {
+		r.raw = append(r.raw, buf.ReadOnlyData()...)
+	}
 	rest := make([]byte, 0, 256)
 	for b := r.raw; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)

@@ -94,6 +94,7 @@ func BenchmarkDecodeACK(b *testing.B) {
 			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &r); err != nil {
 				b.Fatal(err)
 			}
+			r.release()
 		}
 	})
 }

@@ -124,6 +124,7 @@ func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
 			switch r := req.(type) {
 			case *sotwRequest:
 				err = a.onSotW(r)
+				r.release()
 			case *discoveryv3.DeltaDiscoveryRequest:
 				err = a.onDelta(r)
 			}
