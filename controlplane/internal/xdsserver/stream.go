@@ -221,7 +221,10 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	if ts.names != nil {
 		key = ts.names.key
 	}
+	// seen drops names a request repeats: an Envoy's first request names
+	// all 10,001 route configurations, so no search of add or remove.
 	var add, remove []string
+	seen := map[string]bool{}
 	for _, n := range req.ResourceNamesSubscribe {
 		if n == "*" {
 			if !ts.wildcard {
@@ -229,17 +232,20 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			}
 			continue
 		}
-		if !ts.names.has(n) && !slices.Contains(add, n) {
+		if !ts.names.has(n) && !seen[n] {
+			seen[n] = true
 			add = append(add, n)
 			key.add(n)
 		}
 	}
+	clear(seen)
 	for _, n := range req.ResourceNamesUnsubscribe {
 		if n == "*" {
 			ts.wildcard = false
 			continue
 		}
-		if ts.names.has(n) && !slices.Contains(remove, n) {
+		if ts.names.has(n) && !seen[n] {
+			seen[n] = true
 			remove = append(remove, n)
 			key.remove(n)
 		}

@@ -376,3 +376,31 @@ func TestRoutesWaitForWarmClusters(t *testing.T) {
 		})
 	}
 }
+
+// TestDeltaSubscribesManyNames: an Envoy's first request names every
+// route configuration (10,001 at 10,000 TLS hosts), some twice; each is
+// subscribed once, the fingerprint is that of the set, and a later
+// request unsubscribing some (twice too) leaves the rest.
+func TestDeltaSubscribesManyNames(t *testing.T) {
+	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := &adsStream{s: s, delta: true, types: map[string]*typeState{}}
+	var names []string
+	for i := range 10001 {
+		names = append(names, fmt.Sprintf("https/h%d.example.com", i))
+	}
+	sub := append(slices.Clone(names), names[:100]...)
+	if err := a.onDelta(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNamesSubscribe: sub}); err != nil {
+		t.Fatal(err)
+	}
+	ts := a.types[resourcev3.RouteType]
+	if len(ts.names.names) != len(names) || ts.names.key != fingerprintOf(names) || len(ts.fresh) != len(names) {
+		t.Fatalf("subscribed %d names (fresh %d), want %d, with the fingerprint of the set", len(ts.names.names), len(ts.fresh), len(names))
+	}
+	unsub := append(slices.Clone(names[:5000]), names[:10]...)
+	if err := a.onDelta(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNamesUnsubscribe: unsub}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ts.names.names) != len(names)-5000 || ts.names.key != fingerprintOf(names[5000:]) {
+		t.Errorf("after unsubscribing 5,000: %d names, want %d, with the fingerprint of the rest", len(ts.names.names), len(names)-5000)
+	}
+}
