@@ -343,7 +343,7 @@ func (a *adsStream) update(typeURL string, ts *typeState, cur *table) error {
 	}
 	switch {
 	case ts.sent == nil && ts.wildcard:
-		for _, r := range cur.all {
+		for _, r := range cur.list() {
 			add(r)
 		}
 	case ts.sent == nil:
@@ -407,10 +407,10 @@ func (a *adsStream) update(typeURL string, ts *typeState, cur *table) error {
 // fullSet is every resource of cur the type's subscription wants.
 func (a *adsStream) fullSet(ts *typeState, cur *table) []*resource {
 	if ts.wildcard {
-		return slices.Clone(cur.all)
+		return slices.Clone(cur.list())
 	}
 	var out []*resource
-	for _, r := range cur.all {
+	for _, r := range cur.list() {
 		if ts.names.has(r.name) {
 			out = append(out, r)
 		}
@@ -509,7 +509,7 @@ func (a *adsStream) respondDelta(typeURL string, ts *typeState, cur *table, rs [
 // all reports whether rs, distinct resources, are every resource of cur,
 // whose shared encoding can then be sent.
 func all(rs []*resource, cur *table) bool {
-	if len(rs) != len(cur.all) || len(rs) == 0 {
+	if len(rs) != len(cur.byName) || len(rs) == 0 {
 		return false
 	}
 	for _, r := range rs {

@@ -37,8 +37,12 @@ func newResource(name, version string, any *anypb.Any) *resource {
 type table struct {
 	version uint64
 	byName  map[string]*resource
-	// all is every resource, by name: a full state-of-the-world response.
-	all []*resource
+	// all is every resource, by name, made on first use (a full response:
+	// a first configuration, listeners and clusters over state of the
+	// world), not for every version: a route change would sort 10,001
+	// route configurations.
+	all     []*resource
+	allOnce sync.Once
 	// history lists the names touched by this version and by up to
 	// keptVersions-1 before it, oldest first.
 	history []change
@@ -66,14 +70,14 @@ func (t *table) encodeAll(typeURL string, delta bool) ([]byte, error) {
 	e.once.Do(func() {
 		var m proto.Message
 		if delta {
-			res := make([]*discoveryv3.Resource, len(t.all))
-			for i, r := range t.all {
+			res := make([]*discoveryv3.Resource, len(t.list()))
+			for i, r := range t.list() {
 				res[i] = r.delta
 			}
 			m = &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: t.versionString(), Resources: res}
 		} else {
-			anys := make([]*anypb.Any, len(t.all))
-			for i, r := range t.all {
+			anys := make([]*anypb.Any, len(t.list()))
+			for i, r := range t.list() {
 				anys[i] = r.any
 			}
 			m = &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: t.versionString(), Resources: anys}
@@ -113,12 +117,19 @@ func (t *table) next(update map[string]*resource, remove []string) *table {
 		c.touched = append(c.touched, name)
 	}
 	n.history = append(slices.Clip(n.history), c)
-	n.all = make([]*resource, 0, len(n.byName))
-	for _, r := range n.byName {
-		n.all = append(n.all, r)
-	}
-	slices.SortFunc(n.all, func(a, b *resource) int { return strings.Compare(a.name, b.name) })
 	return n
+}
+
+// list returns every resource of t, by name.
+func (t *table) list() []*resource {
+	t.allOnce.Do(func() {
+		t.all = make([]*resource, 0, len(t.byName))
+		for _, r := range t.byName {
+			t.all = append(t.all, r)
+		}
+		slices.SortFunc(t.all, func(a, b *resource) int { return strings.Compare(a.name, b.name) })
+	})
+	return t.all
 }
 
 // touchedSince returns the names touched after version v up to t, and
