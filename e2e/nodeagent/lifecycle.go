@@ -31,7 +31,7 @@ func terminationGrace(pod *corev1.Pod) time.Duration {
 }
 
 // graceAfterPreStop is how long SIGTERM is given before SIGKILL once a
-// preStop hook took took of grace: what is left, at least minimumGrace
+// preStop hook took part of it: what is left, at least minimumGrace
 // (the kubelet's arithmetic, to the nanosecond rather than in whole
 // seconds).
 func graceAfterPreStop(grace, took time.Duration) time.Duration {
