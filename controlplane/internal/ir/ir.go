@@ -693,6 +693,16 @@ type CircuitBreakers struct {
 	MaxConnections, MaxPendingRequests, MaxRequests, MaxRetries uint32
 	// PerHostMaxConnections limits the connections to each endpoint.
 	PerHostMaxConnections uint32
+	// RetryBudget, when set, bounds the retries in flight by the requests
+	// in flight instead of by MaxRetries (which must then be 0).
+	RetryBudget *RetryBudget
+}
+
+// RetryBudget lets Percent of the requests in flight (and pending) be
+// retries at once, and never fewer than MinConcurrency.
+type RetryBudget struct {
+	Percent        float64
+	MinConcurrency uint32
 }
 
 // LBRingHash is the LBPolicy of consistent hashing.
