@@ -18,7 +18,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build image cluster cluster-down conformance soak faults test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build image cluster cluster-down conformance soak test test-unit test-e2e bench demo vet fmt clean
 
 all: build
 
@@ -88,11 +88,6 @@ SOAK ?= 10m
 soak:
 	@hack/install-tools.sh kube envoy
 	cd e2e && PORTCULLIS_SOAK_DURATION=$(SOAK) go test -tags soak -count=1 -timeout 60m -v -run 'TestSoak$$' .
-
-## faults: the fault tests not in make test (the rolling restart of the auth and processing servers: intermittent, docs/production-faults.md)
-faults:
-	@hack/install-tools.sh kube envoy
-	cd e2e && go test -tags faults -count=1 -timeout 30m -v -run 'TestRollingRestartOfExtensions$$' .
 
 ## test: everything (unit, golden, envtest, e2e) — the README's test command
 test: tools vet

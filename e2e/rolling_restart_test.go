@@ -1,5 +1,3 @@
-//go:build faults
-
 package e2e
 
 import (
@@ -64,7 +62,9 @@ func TestRollingRestartOfExtensions(t *testing.T) {
 	}
 
 	dir := harness.Dir(t.TempDir())
-	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", string(dir))
+	httpsAddr := harness.FreeAddr(t)
+	cp := harness.StartControlPlane(t, "portcullis", harness.FreeAddr(t), httpsAddr, "--provider", "file", "-f", string(dir))
+	envoy := harness.StartEnvoyOn(t, cp.XDSAddr)
 	h2c := "h2c"
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rollingNamespace}},
@@ -161,6 +161,23 @@ func TestRollingRestartOfExtensions(t *testing.T) {
 	t.Logf("load: %s", r)
 	if r.Requests == 0 || r.Errors != 0 {
 		t.Errorf("load: %s; want requests and none failed (failures by kind: %v)", r, failures)
+	}
+	// The calls Envoy sent again, and those it could not: Envoy's default
+	// of 3 retries in flight per cluster failed checks here before the
+	// ExtensionService clusters got a retry budget.
+	for _, name := range []string{"auth", "extproc"} {
+		stat := func(s string) int64 {
+			v, err := envoy.Stat("cluster.extension/" + rollingNamespace + "/" + name + "." + s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		retries, overflow := stat("upstream_rq_retry"), stat("upstream_rq_retry_overflow")
+		t.Logf("%s: %d calls sent again, %d connections refused", name, retries, stat("upstream_cx_connect_fail"))
+		if retries == 0 || overflow != 0 {
+			t.Errorf("%s: %d calls sent again, %d not for want of a retry budget; want some and none", name, retries, overflow)
+		}
 	}
 }
 
