@@ -1,7 +1,9 @@
 package xdsserver
 
 import (
+	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"unicode/utf8"
 
@@ -33,6 +35,8 @@ type sotwRequest struct {
 	// rawBuffers until release.
 	raw    []byte
 	pooled *[]byte
+	// known are the runs of names of the stream's earlier requests.
+	known *nameRuns
 }
 
 // rawBuffers holds the buffers of requests' encodings: one per ACK of
@@ -109,23 +113,110 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	for _, buf := range data {
 		r.raw = append(r.raw, buf.ReadOnlyData()...)
 	}
+	rest, err := r.readNames(r.known)
+	if errors.Is(err, errNamesSplit) {
+		rest, err = r.readNames(nil)
+	}
+	if err != nil {
+		return err
+	}
+	return proto.Unmarshal(rest, &r.DiscoveryRequest)
+}
+
+// errNamesSplit: a request's names are not all in one run of fields, so a
+// run told known does not hold them all.
+var errNamesSplit = errors.New("resource names in more than one run")
+
+// readNames sets r.key from r.raw's names, using the runs of names known
+// (nil: none), and returns the encoding of the request's other fields.
+func (r *sotwRequest) readNames(known *nameRuns) ([]byte, error) {
+	r.key = fingerprint{}
 	rest := make([]byte, 0, 256)
-	for b := r.raw; len(b) > 0; {
+	start, end := -1, -1 // the first run of names
+	matched := false     // it is a known one
+	one := true          // the names are all in it
+	for off := 0; off < len(r.raw); {
+		b := r.raw[off:]
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return protowire.ParseError(n)
+			return nil, protowire.ParseError(n)
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
-			return protowire.ParseError(m)
+			return nil, protowire.ParseError(m)
 		}
-		if num == resourceNamesField && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(b[n:])
-			r.key.addBytes(v)
-		} else {
+		if num != resourceNamesField || typ != protowire.BytesType {
 			rest = append(rest, b[:n+m]...)
+			off += n + m
+			continue
 		}
-		b = b[n+m:]
+		switch {
+		case start < 0:
+			start = off
+			if l, key, ok := known.match(b); ok {
+				r.key, matched = key, true
+				off, end = off+l, off+l
+				continue
+			}
+		case matched:
+			return nil, errNamesSplit
+		case off != end:
+			one = false
+		}
+		v, _ := protowire.ConsumeBytes(b[n:])
+		r.key.addBytes(v)
+		off += n + m
+		end = off
 	}
-	return proto.Unmarshal(rest, &r.DiscoveryRequest)
+	if start >= 0 && one && !matched {
+		known.remember(r.raw[start:end], r.key)
+	}
+	return rest, nil
+}
+
+// nameRuns are the runs of encoded names a stream's requests carried
+// lately. An Envoy repeats its names, in the same order, on every ACK
+// (10,001 route configurations at 10,000 TLS hosts): one hash of their
+// bytes then tells them unchanged, instead of a hash per name, which was
+// a tenth of the control plane's CPU when a change reached 1,000 Envoys.
+type nameRuns struct {
+	runs [4]nameRun // one per type with names (endpoints, routes, secrets)
+	next int
+}
+
+type nameRun struct {
+	len  int
+	hash uint64
+	key  fingerprint
+}
+
+// match tells whether b begins with a known run of names, and nothing but
+// it (the field after it is not a name): its length and fingerprint.
+func (k *nameRuns) match(b []byte) (int, fingerprint, bool) {
+	if k == nil {
+		return 0, fingerprint{}, false
+	}
+	for _, run := range k.runs {
+		if run.len == 0 || run.len > len(b) {
+			continue
+		}
+		if run.len < len(b) {
+			if num, _, n := protowire.ConsumeTag(b[run.len:]); n < 0 || num == resourceNamesField {
+				continue
+			}
+		}
+		if maphash.Bytes(nameSeed, b[:run.len]) == run.hash {
+			return run.len, run.key, true
+		}
+	}
+	return 0, fingerprint{}, false
+}
+
+// remember adds the run of names b, of fingerprint key, to those known.
+func (k *nameRuns) remember(b []byte, key fingerprint) {
+	if k == nil {
+		return
+	}
+	k.runs[k.next] = nameRun{len: len(b), hash: maphash.Bytes(nameSeed, b), key: key}
+	k.next = (k.next + 1) % len(k.runs)
 }

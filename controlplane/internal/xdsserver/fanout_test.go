@@ -25,7 +25,7 @@ import (
 
 // routed is a listener naming route configurations routes, and those, each
 // with one virtual host for domain.
-func routed(t *testing.T, domain string, routes ...string) *translator.Resources {
+func routed(t testing.TB, domain string, routes ...string) *translator.Resources {
 	t.Helper()
 	l := &listenerv3.Listener{Name: "ingress"}
 	r := &translator.Resources{Listeners: []proto.Message{l}}

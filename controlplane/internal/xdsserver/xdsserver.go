@@ -627,8 +627,9 @@ var adsService = grpc.ServiceDesc{
 		StreamName:    "StreamAggregatedResources",
 		ServerStreams: true, ClientStreams: true,
 		Handler: func(srv any, st grpc.ServerStream) error {
+			known := &nameRuns{} // read by this stream's receiving goroutine only
 			return srv.(*Server).serveStream(st.Context(), &adsStream{send: st.SendMsg}, func() (any, error) {
-				r := &sotwRequest{}
+				r := &sotwRequest{known: known}
 				return r, st.RecvMsg(r)
 			})
 		},
