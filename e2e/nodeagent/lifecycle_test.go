@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -169,5 +170,80 @@ func TestTerminate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLivenessFailureTerminates: a container failing its liveness probe is
+// stopped as the kubelet does it: its preStop hook, then SIGTERM, with an
+// event saying why (it then restarts by the Pod's policy).
+func TestLivenessFailureTerminates(t *testing.T) {
+	var mu sync.Mutex
+	var preStopAt time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/prestop" {
+			mu.Lock()
+			preStopAt = time.Now()
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusInternalServerError) // /healthz: not alive
+	}))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	rec := record.NewFakeRecorder(10)
+	p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
+	p.pod.Name, p.pod.Namespace = "pod", "ns"
+	p.pod.Status.PodIP = "127.0.0.1"
+	p.pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
+	get := func(path string) *corev1.HTTPGetAction {
+		return &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(int32(port)), Path: path}
+	}
+	c := &container{p: p, spec: &corev1.Container{Name: "c",
+		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: get("/healthz")}, PeriodSeconds: 1, FailureThreshold: 1},
+		Lifecycle:     &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: get("/prestop")}}}}
+	cmd := exec.Command("sh", "-c", "sleep 100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var exitedAt time.Time
+	go func() {
+		_ = cmd.Wait()
+		exitedAt = time.Now()
+		close(exited)
+	}()
+	c.cmd, c.exited = cmd, exited
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.probes(ctx)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatal("the container failing its liveness probe was not stopped")
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("process ended %v, want by SIGTERM", cmd.ProcessState)
+	}
+	mu.Lock()
+	at := preStopAt
+	mu.Unlock()
+	if at.IsZero() || at.After(exitedAt) {
+		t.Errorf("preStop hook at %v, process exited at %v: want the hook first", at, exitedAt)
+	}
+	want := []string{"Warning Unhealthy Liveness probe failed: HTTP probe failed with statuscode: 500",
+		"Normal Killing Container c failed liveness probe, will be restarted"}
+	for _, w := range want {
+		select {
+		case e := <-rec.Events:
+			if e != w {
+				t.Errorf("event %q, want %q", e, w)
+			}
+		default:
+			t.Errorf("no event %q", w)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -95,13 +96,14 @@ func (c *container) loop(ctx context.Context, pr *corev1.Probe, kind probeKind) 
 		case err == nil && kind == startupProbe:
 			return true
 		case failRun >= failure:
-			c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed, killing container %s: %v", kind, c.spec.Name, err)
-			c.p.mu.Lock()
-			cmd := c.cmd
-			c.p.mu.Unlock()
-			if cmd != nil && cmd.Process != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
+			// As the kubelet: the preStop hook, SIGTERM, then SIGKILL after
+			// the probe's grace period, else the Pod's.
+			grace := terminationGrace(c.p.pod)
+			if pr.TerminationGracePeriodSeconds != nil {
+				grace = time.Duration(*pr.TerminationGracePeriodSeconds) * time.Second
 			}
+			c.terminate(grace, true, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.spec.Name, strings.ToLower(string(kind))))
 			return false
 		}
 		select {
