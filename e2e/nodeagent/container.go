@@ -42,8 +42,11 @@ type container struct {
 	done   bool // exited and will not restart
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has exited
-	wakeCh chan struct{}
-	once   sync.Once
+	// stopped is closed when the stop of this run (terminate) is over;
+	// nil until one begins.
+	stopped chan struct{}
+	wakeCh  chan struct{}
+	once    sync.Once
 	// postStarted is closed once the first run's postStart hook has run
 	// (or the container will not run): the next container starts then.
 	postStarted chan struct{}
@@ -225,7 +228,7 @@ func (c *container) runOnce() (exit int, err error) {
 		return -1, err
 	}
 	now := metav1.Now()
-	c.cmd, c.exited = cmd, make(chan struct{})
+	c.cmd, c.exited, c.stopped = cmd, make(chan struct{}), nil
 	exited := c.exited
 	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
 	c.status.ContainerID = fmt.Sprintf("portcullis://%s-%d", c.p.pod.UID, cmd.Process.Pid)

@@ -43,13 +43,33 @@ func graceAfterPreStop(grace, took time.Duration) time.Duration {
 // grace, then SIGTERM to its process group and SIGKILL once what is left
 // of grace has passed. It returns when the process has exited. A
 // container that is not running (waiting, exited) has nothing to stop.
+//
+// A run is stopped once, as the kubelet does: a second call while a stop
+// is under way (a failed probe, then the Pod deleted) waits for it, and
+// sends SIGKILL if its own grace period ends first.
 func (c *container) terminate(grace time.Duration, hooks bool, why string) {
 	c.p.mu.Lock()
-	cmd, exited := c.cmd, c.exited
-	c.p.mu.Unlock()
+	cmd, exited, done := c.cmd, c.exited, c.stopped
 	if cmd == nil || cmd.Process == nil {
+		c.p.mu.Unlock()
 		return
 	}
+	first := done == nil
+	if first {
+		done = make(chan struct{})
+		c.stopped = done
+	}
+	c.p.mu.Unlock()
+	if !first {
+		select {
+		case <-done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		return
+	}
+	defer close(done)
 	a := c.p.a
 	a.recorder.Eventf(c.p.pod, corev1.EventTypeNormal, "Killing", "%s", why)
 	if lc := c.spec.Lifecycle; hooks && lc != nil && lc.PreStop != nil && grace > 0 {

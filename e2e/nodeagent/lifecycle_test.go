@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -245,5 +246,65 @@ func TestLivenessFailureTerminates(t *testing.T) {
 		default:
 			t.Errorf("no event %q", w)
 		}
+	}
+}
+
+// TestTerminateOnce: two stops of one run at once (a failed probe, then
+// the Pod deleted) stop it once: one preStop hook, one Killing event, and
+// both return once the process has exited.
+func TestTerminateOnce(t *testing.T) {
+	var hooks atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hooks.Add(1)
+		time.Sleep(500 * time.Millisecond) // the second stop comes during the hook
+	}))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+
+	rec := record.NewFakeRecorder(10)
+	p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
+	p.pod.Name, p.pod.Namespace = "pod", "ns"
+	c := &container{p: p, spec: &corev1.Container{Name: "c", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(int32(port)), Path: "/prestop"}}}}}
+	cmd := exec.Command("sh", "-c", "sleep 100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	c.cmd, c.exited = cmd, exited
+	var wg sync.WaitGroup
+	for _, why := range []string{"probe", "deleted"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.terminate(10*time.Second, true, why)
+			select {
+			case <-exited:
+			default:
+				t.Errorf("%s: terminate returned before the process exited", why)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+	}
+	wg.Wait()
+	if n := hooks.Load(); n != 1 {
+		t.Errorf("the preStop hook ran %d times, want once", n)
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("process ended %v, want by SIGTERM", cmd.ProcessState)
+	}
+	close(rec.Events)
+	var events []string
+	for e := range rec.Events {
+		events = append(events, e)
+	}
+	if len(events) != 1 || events[0] != "Normal Killing probe" {
+		t.Errorf("events %q, want one: Normal Killing probe", events)
 	}
 }
