@@ -27,12 +27,14 @@ func circuitBreakers(p *v1alpha1.CircuitBreakers) *ir.CircuitBreakers {
 
 // extensionRetryBudget replaces Envoy's default limit of 3 retries in
 // flight per cluster for ExtensionServices. Their calls are sent again
-// only when no answer began (a replica stopping: its connection refused,
-// its streams refused or reset), and then every call in flight to that
-// replica is retried at the same moment: with the default, a replica
-// replaced under a load of only 4 concurrent checks failed the 4th
-// (upstream_rq_retry_overflow; fail-closed routes answered 403). All of
-// the calls in flight may be retries, and at least 16 at once when few
-// are (a budget counts the requests in flight, which the failed ones have
-// just left).
+// only when no answer began (grpcservice.go in the translator). When a
+// replica stops, round robin keeps choosing it until it is replaced or
+// its endpoint is removed: each call sent to it is refused, then waits
+// 25 ms to go elsewhere, so under load most calls in flight can be retries
+// at the same moment. With the default, a replica replaced under 4
+// concurrent requests failed one (upstream_rq_retry_overflow; a
+// fail-closed route answered 403). Here all of the calls in flight may be
+// retries, and at least 16 when few are. Each call is still sent at most
+// 3 times, and only after a refused connection or stream, or a reset
+// before any answer.
 var extensionRetryBudget = ir.RetryBudget{Percent: 100, MinConcurrency: 16}

@@ -449,7 +449,9 @@ func sdsNames(ctc *tlsv3.CommonTlsContext) []string {
 // changes, and encoding it on every ACK was most of the CPU the clients
 // took from the two cores they share with the control plane, which a
 // real fleet spends on machines of its own. The bytes sent are the same
-// fields (the names last); the control plane still reads them all.
+// fields (the names last); the control plane still reads them all. A list
+// is known by its slice: the client replaces a subscription's slice when
+// it changes, never edits it in place.
 type namesCodec struct {
 	std  encoding.CodecV2
 	mu   sync.Mutex
