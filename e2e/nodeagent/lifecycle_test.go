@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,8 +74,7 @@ func TestTerminate(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError) // the kubelet does not look at the status
 	}))
 	t.Cleanup(srv.Close) // the subtests run in parallel, after this function returned
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
 
 	const (
 		exits   = "sleep 100"                                 // SIGTERM ends it
@@ -120,24 +118,9 @@ func TestTerminate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := record.NewFakeRecorder(10)
-			p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
-			p.pod.Name, p.pod.Namespace = "pod", "ns"
-			p.pod.Status.PodIP = "127.0.0.1"
-			c := &container{p: p, spec: &corev1.Container{Name: "c", Lifecycle: tc.lifecycle,
+			c := &container{p: testPod(rec), spec: &corev1.Container{Name: "c", Lifecycle: tc.lifecycle,
 				Ports: []corev1.ContainerPort{{Name: "hook", ContainerPort: int32(port)}}}}
-			cmd := exec.Command("sh", "-c", tc.script)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan struct{})
-			var exitedAt time.Time
-			go func() {
-				_ = cmd.Wait()
-				exitedAt = time.Now()
-				close(exited)
-			}()
-			c.cmd, c.exited = cmd, exited
+			cmd, exited, exitedAt := startRun(t, c, tc.script)
 			time.Sleep(200 * time.Millisecond) // the shell's trap in place
 			start := time.Now()
 			c.terminate(tc.grace, tc.hooks, "stop")
@@ -146,7 +129,7 @@ func TestTerminate(t *testing.T) {
 			default:
 				t.Fatal("terminate returned before the process exited")
 			}
-			took := exitedAt.Sub(start)
+			took := (*exitedAt).Sub(start)
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if !ws.Signaled() || ws.Signal() != tc.signal {
 				t.Errorf("process ended %v, want by %v", cmd.ProcessState, tc.signal)
@@ -166,8 +149,8 @@ func TestTerminate(t *testing.T) {
 				hook.Lock()
 				at, ua := hook.at, hook.userAgent
 				hook.Unlock()
-				if at.IsZero() || at.After(exitedAt) || !strings.HasPrefix(ua, "kube-lifecycle/") {
-					t.Errorf("preStop GET /prestop at %v (User-Agent %q), process exited at %v: want the GET first, as kube-lifecycle", at, ua, exitedAt)
+				if at.IsZero() || at.After(*exitedAt) || !strings.HasPrefix(ua, "kube-lifecycle/") {
+					t.Errorf("preStop GET /prestop at %v (User-Agent %q), process exited at %v: want the GET first, as kube-lifecycle", at, ua, *exitedAt)
 				}
 			}
 		})
@@ -189,13 +172,10 @@ func TestLivenessFailureTerminates(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError) // /healthz: not alive
 	}))
 	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
 
 	rec := record.NewFakeRecorder(10)
-	p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
-	p.pod.Name, p.pod.Namespace = "pod", "ns"
-	p.pod.Status.PodIP = "127.0.0.1"
+	p := testPod(rec)
 	p.pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
 	get := func(path string) *corev1.HTTPGetAction {
 		return &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(int32(port)), Path: path}
@@ -203,19 +183,7 @@ func TestLivenessFailureTerminates(t *testing.T) {
 	c := &container{p: p, spec: &corev1.Container{Name: "c",
 		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: get("/healthz")}, PeriodSeconds: 1, FailureThreshold: 1},
 		Lifecycle:     &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: get("/prestop")}}}}
-	cmd := exec.Command("sh", "-c", "sleep 100")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var exitedAt time.Time
-	go func() {
-		_ = cmd.Wait()
-		exitedAt = time.Now()
-		close(exited)
-	}()
-	c.cmd, c.exited = cmd, exited
+	cmd, exited, exitedAt := startRun(t, c, "sleep 100")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.probes(ctx)
@@ -232,8 +200,8 @@ func TestLivenessFailureTerminates(t *testing.T) {
 	mu.Lock()
 	at := preStopAt
 	mu.Unlock()
-	if at.IsZero() || at.After(exitedAt) {
-		t.Errorf("preStop hook at %v, process exited at %v: want the hook first", at, exitedAt)
+	if at.IsZero() || at.After(*exitedAt) {
+		t.Errorf("preStop hook at %v, process exited at %v: want the hook first", at, *exitedAt)
 	}
 	want := []string{"Warning Unhealthy Liveness probe failed: HTTP probe failed with statuscode: 500",
 		"Normal Killing Container c failed liveness probe, will be restarted"}
@@ -259,25 +227,12 @@ func TestTerminateOnce(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // the second stop comes during the hook
 	}))
 	defer srv.Close()
-	_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(portStr)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
 
 	rec := record.NewFakeRecorder(10)
-	p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
-	p.pod.Name, p.pod.Namespace = "pod", "ns"
-	c := &container{p: p, spec: &corev1.Container{Name: "c", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+	c := &container{p: testPod(rec), spec: &corev1.Container{Name: "c", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 		HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(int32(port)), Path: "/prestop"}}}}}
-	cmd := exec.Command("sh", "-c", "sleep 100")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	c.cmd, c.exited = cmd, exited
+	cmd, exited, _ := startRun(t, c, "sleep 100")
 	var wg sync.WaitGroup
 	for _, why := range []string{"probe", "deleted"} {
 		wg.Add(1)
@@ -307,4 +262,32 @@ func TestTerminateOnce(t *testing.T) {
 	if len(events) != 1 || events[0] != "Normal Killing probe" {
 		t.Errorf("events %q, want one: Normal Killing probe", events)
 	}
+}
+
+// testPod is a Pod's runtime at 127.0.0.1 whose events go to rec.
+func testPod(rec *record.FakeRecorder) *podRuntime {
+	p := &podRuntime{a: &Agent{recorder: rec}, pod: &corev1.Pod{}}
+	p.pod.Name, p.pod.Namespace = "pod", "ns"
+	p.pod.Status.PodIP = "127.0.0.1"
+	return p
+}
+
+// startRun starts script, in a process group of its own, as c's running
+// process (c.cmd, c.exited). *exitedAt is when it exited, once exited is
+// closed.
+func startRun(t *testing.T, c *container, script string) (cmd *exec.Cmd, exited chan struct{}, exitedAt *time.Time) {
+	t.Helper()
+	cmd = exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited, exitedAt = make(chan struct{}), new(time.Time)
+	go func() {
+		_ = cmd.Wait()
+		*exitedAt = time.Now()
+		close(exited)
+	}()
+	c.cmd, c.exited = cmd, exited
+	return cmd, exited, exitedAt
 }
