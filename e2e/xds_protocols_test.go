@@ -55,7 +55,8 @@ func TestXDSProtocols(t *testing.T) {
 			}
 
 			// Load on the moving route while it moves to b.
-			load := harness.StartSteadyLoad(4, 5*time.Second, func(context.Context, int) error {
+			// Until the move is over, however long it takes.
+			load := harness.StartSteadyLoad(4, 5*time.Minute, func(context.Context, int) error {
 				got, err := harness.GetEcho(c, harness.MustRequest(t, "http://move.example.com/"), http.StatusOK)
 				if err == nil && got.Name != "a" && got.Name != "b" {
 					err = fmt.Errorf("answered by %s", got.Name)
@@ -90,11 +91,8 @@ func TestXDSProtocols(t *testing.T) {
 				return nil
 			})
 			done := time.Since(moved)
-			report := load.Wait()
+			report := load.Stop()
 			t.Logf("while the route moved (%s until a's cluster was gone): %s", done.Round(time.Millisecond), report)
-			if done > 4*time.Second {
-				t.Errorf("the move took %s, longer than the load lasted", done)
-			}
 			if report.Errors > 0 || report.Requests < 20 {
 				t.Errorf("%d of %d requests failed while the route moved; want 0 of at least 20", report.Errors, report.Requests)
 			}

@@ -14,6 +14,7 @@ import (
 // request (the gap a client would see).
 type SteadyLoad struct {
 	done   chan struct{}
+	cancel context.CancelFunc
 	result loadgen.Result
 
 	mu          sync.Mutex
@@ -38,12 +39,13 @@ func (r LoadReport) String() string {
 }
 
 // StartSteadyLoad runs do with concurrency workers for d in the
-// background; Wait returns the report.
+// background (or until Stop); Wait returns the report.
 func StartSteadyLoad(concurrency int, d time.Duration, do loadgen.Do) *SteadyLoad {
-	l := &SteadyLoad{done: make(chan struct{}), lastSuccess: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &SteadyLoad{done: make(chan struct{}), cancel: cancel, lastSuccess: time.Now()}
 	go func() {
 		defer close(l.done)
-		l.result = loadgen.Run(context.Background(), "steady", loadgen.Config{Concurrency: concurrency, Duration: d}, func(ctx context.Context, w int) error {
+		l.result = loadgen.Run(ctx, "steady", loadgen.Config{Concurrency: concurrency, Duration: d}, func(ctx context.Context, w int) error {
 			err := do(ctx, w)
 			if err == nil {
 				now := time.Now()
@@ -60,6 +62,14 @@ func StartSteadyLoad(concurrency int, d time.Duration, do loadgen.Do) *SteadyLoa
 		l.mu.Unlock()
 	}()
 	return l
+}
+
+// Stop ends the load now (a request it cuts short is not counted) and
+// reports it: for a load that must last until a fault is over, however
+// long that takes.
+func (l *SteadyLoad) Stop() LoadReport {
+	l.cancel()
+	return l.Wait()
 }
 
 // Wait waits for the load to end and reports it.
