@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // The cluster's fixed names and ranges. They are the host's (one cluster
@@ -42,6 +43,18 @@ const (
 	PolicyChain       = "PCL-INGRESS"
 	PolicyChainPrefix = "PCL-"
 )
+
+// PolicyChains is the NetworkPolicies' chains (PolicyChainPrefix) that
+// `iptables -t filter -S` printed.
+func PolicyChains(rules string) []string {
+	var chains []string
+	for _, line := range strings.Split(rules, "\n") {
+		if name, ok := strings.CutPrefix(line, "-N "); ok && strings.HasPrefix(name, PolicyChainPrefix) {
+			chains = append(chains, name)
+		}
+	}
+	return chains
+}
 
 // LockFile is held by the node agent for the cluster's life: one cluster
 // per machine, whatever its state dir.

@@ -139,12 +139,7 @@ func teardownHost(st *state) []error {
 	}
 	// The NetworkPolicies' chains, no longer referenced from FORWARD.
 	if out, err := output("iptables", "-t", "filter", "-S"); err == nil {
-		var chains []string
-		for _, line := range strings.Split(out, "\n") {
-			if name, ok := strings.CutPrefix(line, "-N "); ok && strings.HasPrefix(name, PolicyChainPrefix) {
-				chains = append(chains, name)
-			}
-		}
+		chains := PolicyChains(out)
 		// Flushed first: the chains jump to one another.
 		for _, op := range []string{"-F", "-X"} {
 			for _, c := range chains {

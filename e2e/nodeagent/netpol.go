@@ -135,8 +135,12 @@ func (p *policies) podLabels(uid types.UID, l map[string]string) {
 // be given again.
 func (p *policies) podDown(uid types.UID) {
 	p.mu.Lock()
+	_, known := p.pods[uid]
 	delete(p.pods, uid)
 	p.mu.Unlock()
+	if !known {
+		return // never up (its start failed first): nothing to remove
+	}
 	if err := p.sync(false); err != nil {
 		slog.Error("network policies", "error", err)
 		p.changed()
@@ -169,7 +173,7 @@ func (p *policies) sync(force bool) error {
 	}
 	chains, warnings := renderPolicies(nps, nss, pods)
 	for _, w := range warnings {
-		key := fmt.Sprintf("%s/%d/%s", w.Policy.UID, w.Policy.Generation, w.Reason)
+		key := fmt.Sprintf("%s/%d/%s/%s", w.Policy.UID, w.Policy.Generation, w.Reason, w.Message)
 		if p.warned[key] {
 			continue
 		}
@@ -201,11 +205,5 @@ func policyChains() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iptables -S: %w", err)
 	}
-	var chains []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if name, ok := strings.CutPrefix(line, "-N "); ok && strings.HasPrefix(name, cluster.PolicyChainPrefix) {
-			chains = append(chains, name)
-		}
-	}
-	return chains, nil
+	return cluster.PolicyChains(string(out)), nil
 }

@@ -295,7 +295,17 @@ func podChainName(p policyPod) string {
 	return cluster.PolicyChainPrefix + "POD-" + hex.EncodeToString(h[:])[:12]
 }
 
-func comment(s string) string { return `-m comment --comment "` + s + `"` }
+// comment is an iptables comment of s, cut to the 255 bytes iptables
+// takes (a longer one fails the whole iptables-restore, leaving the rules
+// as they were).
+func comment(s string) string {
+	if len(s) > maxComment {
+		s = s[:maxComment]
+	}
+	return `-m comment --comment "` + s + `"`
+}
+
+const maxComment = 255
 
 func nonEmpty(s ...string) []string {
 	return slices.DeleteFunc(s, func(x string) bool { return x == "" })

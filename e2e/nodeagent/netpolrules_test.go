@@ -247,3 +247,17 @@ func TestRestoreInput(t *testing.T) {
 		t.Errorf("restore input:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestCommentFitsIptables: a comment naming a policy of 253-character
+// names is cut to what iptables takes (longer, the whole restore fails).
+func TestCommentFitsIptables(t *testing.T) {
+	long := strings.Repeat("n", 253) + "/" + strings.Repeat("p", 253) + " ingress[0]"
+	got := comment(long)
+	value := strings.TrimSuffix(strings.TrimPrefix(got, `-m comment --comment "`), `"`)
+	if len(value) != 255 || !strings.HasPrefix(long, value) {
+		t.Errorf("comment of %d bytes: %d bytes kept, want the first 255", len(long), len(value))
+	}
+	if short := comment("ns/p ingress[0]"); short != `-m comment --comment "ns/p ingress[0]"` {
+		t.Errorf("a short comment changed: %s", short)
+	}
+}
