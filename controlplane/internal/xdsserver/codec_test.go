@@ -168,3 +168,29 @@ func BenchmarkDecodeACK(b *testing.B) {
 		}
 	})
 }
+
+// TestCodecKnownRunIsTaken: a request repeating a known run is told by
+// that run (its remembered fingerprint is the one returned), not read
+// name by name; the correctness of every case is TestCodecKnownNames's.
+func TestCodecKnownRunIsTaken(t *testing.T) {
+	b, err := proto.Marshal(&discoveryv3.DiscoveryRequest{ResourceNames: []string{"https/a.example.com", "ingress_http"}, TypeUrl: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := &nameRuns{}
+	c := newCodec()
+	decode := func() fingerprint {
+		r := &sotwRequest{known: known}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r); err != nil {
+			t.Fatal(err)
+		}
+		r.release()
+		return r.key
+	}
+	decode()
+	marker := fingerprint{n: 42}
+	known.runs[0].key = marker // what only the known run can give
+	if got := decode(); got != marker {
+		t.Errorf("a repeated run was read name by name (fingerprint %+v), not told by its hash", got)
+	}
+}
