@@ -18,7 +18,7 @@ func TestExtAuthz(t *testing.T) {
 		return &extauthzv3.ExtAuthz_GrpcService{GrpcService: &corev3.GrpcService{
 			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "extension/auth/authz", Authority: "authz.auth"}},
 			Timeout:         durationpb.New(timeout),
-			RetryPolicy:     extensionRetryPolicy,
+			RetryPolicy:     extensionRetryPolicy(&timeout),
 		}}
 	}
 	base := func(timeout time.Duration) *extauthzv3.ExtAuthz {

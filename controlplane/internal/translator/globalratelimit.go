@@ -37,7 +37,7 @@ func (globalRateLimitFilter) httpFilters(h hcmSettings) []*hcmv3.HttpFilter {
 		FailureModeDeny:                !s.FailOpen,
 		RateLimitedAsResourceExhausted: s.ResourceExhausted,
 		RateLimitService: &ratelimitconfigv3.RateLimitServiceConfig{
-			GrpcService:         rateLimitService(s.Cluster, s.Authority),
+			GrpcService:         rateLimitService(s.Cluster, s.Authority, s.Timeout),
 			TransportApiVersion: corev3.ApiVersion_V3,
 		},
 	}

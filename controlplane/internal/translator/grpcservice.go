@@ -18,7 +18,7 @@ func grpcService(cluster, authority string, timeout *time.Duration) *corev3.Grpc
 			ClusterName: cluster,
 			Authority:   authority,
 		}},
-		RetryPolicy: extensionRetryPolicy,
+		RetryPolicy: extensionRetryPolicy(timeout),
 	}
 	if timeout != nil {
 		grpc.Timeout = durationpb.New(*timeout)
@@ -26,35 +26,42 @@ func grpcService(cluster, authority string, timeout *time.Duration) *corev3.Grpc
 	return grpc
 }
 
-// extensionRetryPolicy sends a call again, to another endpoint, when no
-// answer to it began: the connection was refused (a replica stopping or
-// not started yet), the stream refused (it came in after the server's
-// GOAWAY) or reset before any answer (a connection a stopping replica
-// closed as the call went out). A rolling restart of a replicated auth or
-// processing server then fails no request, even when its routes fail
-// closed: checks and processing are safe to ask again. Rate-limit calls
-// are not resent after a reset (rateLimitRetryPolicy): the server may have
-// counted the hit. The backoff is the route retries' (25 ms), not 1 s.
-var extensionRetryPolicy = grpcRetryPolicy("connect-failure,refused-stream,reset")
+// extensionRetryOn sends a call again, to another endpoint, only when it
+// provably never reached a server: the connection was refused (a replica
+// stopping or not started yet), the stream refused (it came in after the
+// server's GOAWAY), or the stream was reset before its request went out.
+// A rolling restart of a replicated auth or processing server then fails no
+// request, even when its routes fail closed. A call that reached a server
+// is never sent again, whatever happened to it: an OIDC callback replays a
+// one-time state, a rate-limit hit may have been counted, and a slow
+// answer is not a failure.
+const extensionRetryOn = "connect-failure,refused-stream,reset-before-request"
 
-// rateLimitService is grpcService for the rate limit service, whose calls
-// are resent only when they never reached a server.
-func rateLimitService(cluster, authority string) *corev3.GrpcService {
-	g := grpcService(cluster, authority, nil)
-	g.RetryPolicy = rateLimitRetryPolicy
-	return g
-}
+// maxCallTimeout is the per-try bound of a call whose own timeout is unset
+// or infinite: Envoy gives every retried call one (below), and an hour is
+// also the longest ext_proc message timeout it accepts.
+const maxCallTimeout = time.Hour
 
-// rateLimitRetryPolicy resends only calls that never reached a server.
-var rateLimitRetryPolicy = grpcRetryPolicy("connect-failure,refused-stream")
-
-func grpcRetryPolicy(on string) *corev3.RetryPolicy {
+// extensionRetryPolicy is the retry policy of a call with this timeout.
+//
+// Envoy turns a GrpcService's core RetryPolicy into a route retry policy
+// whose per_try_timeout is retry_back_off.max_interval: a max_interval
+// shorter than the call's timeout cuts every call at it (it was 250 ms, and
+// every Check slower than that failed closed). So max_interval is the
+// call's own timeout, or maxCallTimeout when it has none. The backoff is
+// still short: Envoy's jittered backoff waits at most base * (2^n - 1)
+// before the nth retry, 25 and 75 ms here, whatever max_interval is.
+func extensionRetryPolicy(timeout *time.Duration) *corev3.RetryPolicy {
+	perTry := maxCallTimeout
+	if timeout != nil && *timeout > 0 && *timeout < maxCallTimeout {
+		perTry = max(*timeout, retryBaseInterval)
+	}
 	return &corev3.RetryPolicy{
-		RetryOn:    on,
+		RetryOn:    extensionRetryOn,
 		NumRetries: wrapperspb.UInt32(2),
 		RetryBackOff: &corev3.BackoffStrategy{
-			BaseInterval: durationpb.New(25 * time.Millisecond),
-			MaxInterval:  durationpb.New(250 * time.Millisecond),
+			BaseInterval: durationpb.New(retryBaseInterval),
+			MaxInterval:  durationpb.New(perTry),
 		},
 		RetryHostPredicate: []*corev3.RetryPolicy_RetryHostPredicate{{
 			Name:       "envoy.retry_host_predicates.previous_hosts",
@@ -62,4 +69,16 @@ func grpcRetryPolicy(on string) *corev3.RetryPolicy {
 		}},
 		HostSelectionRetryMaxAttempts: 3,
 	}
+}
+
+// retryBaseInterval is the route retries' backoff (Envoy's default for a
+// GrpcService is 1 s).
+const retryBaseInterval = 25 * time.Millisecond
+
+// rateLimitService is grpcService for the rate limit service, whose calls
+// the filter bounds by its own timeout: that is the per-try bound too.
+func rateLimitService(cluster, authority string, timeout time.Duration) *corev3.GrpcService {
+	g := grpcService(cluster, authority, nil)
+	g.RetryPolicy = extensionRetryPolicy(&timeout)
+	return g
 }
