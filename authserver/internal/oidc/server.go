@@ -692,7 +692,7 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 // when the session changed, its cookies on the response. stripAuthz
 // removes the Authorization header (the bearer token just checked).
 func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, cookies []string, stripAuthz bool) (*authv3.CheckResponse, error) {
-	if srv.unverifiedEmail(claims) {
+	if srv.unverifiedEmail(claims, rules) {
 		// Some providers let users set any address: an unverified one
 		// must not become an identity the upstream trusts.
 		srv.m.failure(failEmailUnverified)
@@ -826,16 +826,25 @@ func (s *expiringSet) add(v string, exp, now time.Time) bool {
 	return true
 }
 
-// unverifiedEmail reports whether a header is made from the email claim
-// while the provider says the address is not verified (email_verified:
-// false; providers that do not send the claim are trusted, as their
-// addresses are their own), unless allowUnverifiedEmail is set.
-func (srv *Server) unverifiedEmail(claims map[string]any) bool {
+// unverifiedEmail reports whether an address the provider says is not
+// verified (email_verified: false) would be used: the token has an email
+// claim and a header is made from it or the route's rule reads it. A
+// token without an address has nothing to refuse (Keycloak's
+// service-account tokens say email_verified: false and carry no email).
+// Providers that send no email_verified are trusted, as their addresses
+// are their own. allowUnverifiedEmail turns the check off.
+func (srv *Server) unverifiedEmail(claims map[string]any, rules *routeRules) bool {
 	if srv.s.AllowUnverifiedEmail {
 		return false
 	}
 	if v, ok := claims["email_verified"].(bool); !ok || v {
 		return false
+	}
+	if _, ok := claimString(claims["email"]); !ok {
+		return false
+	}
+	if _, ok := rules.claims["email"]; ok {
+		return true
 	}
 	for _, h := range srv.s.Headers {
 		if h.Claim == "email" {

@@ -67,13 +67,29 @@ func newStandInOP(t *testing.T, claims map[string]any) *standInOP {
 	return op
 }
 
-// idToken signs op.claims for audience aud with the usual registered claims.
+// idToken signs op.claims for audience aud with the usual registered
+// claims and the nonce: the shape of an ID token.
 func (op *standInOP) idToken(t testing.TB, aud string) string {
 	claims := maps.Clone(op.claims)
-	claims["iss"], claims["aud"], claims["nonce"] = op.URL, aud, op.nonce
+	claims["nonce"] = op.nonce
+	return op.sign(t, map[string]string{"typ": "JWT"}, claims, aud)
+}
+
+// accessToken signs op.claims for audience aud as a JWT access token
+// (RFC 9068: typ at+jwt, no nonce).
+func (op *standInOP) accessToken(t testing.TB, aud string) string {
+	return op.sign(t, map[string]string{"typ": "at+jwt"}, maps.Clone(op.claims), aud)
+}
+
+// sign signs claims with the registered claims added and header's
+// fields beside alg and kid.
+func (op *standInOP) sign(t testing.TB, header map[string]string, claims map[string]any, aud string) string {
+	claims["iss"], claims["aud"] = op.URL, aud
 	claims["iat"], claims["exp"] = time.Now().Unix(), time.Now().Add(time.Minute).Unix()
 	enc := base64.RawURLEncoding
-	h, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": "k", "typ": "JWT"})
+	header = maps.Clone(header)
+	header["alg"], header["kid"] = "RS256", "k"
+	h, _ := json.Marshal(header)
 	p, _ := json.Marshal(claims)
 	input := enc.EncodeToString(h) + "." + enc.EncodeToString(p)
 	sum := sha256.Sum256([]byte(input))
@@ -380,22 +396,34 @@ func TestBearerStripAuthorization(t *testing.T) {
 // false) gets no Auth-Username from it: the request is refused, unless
 // allowUnverifiedEmail. A provider that does not send the claim is
 // trusted.
+//
+// Only an address that is there and used can be refused: Keycloak's
+// service-account (client credentials) tokens say email_verified: false
+// and carry no email, and were refused.
 func TestUnverifiedEmailRefused(t *testing.T) {
+	noEmailHeader := []HeaderMapping{{"Auth-Subject", "sub"}}
 	for _, tc := range []struct {
-		name   string
-		claims map[string]any
-		allow  bool
-		want   bool // allowed
+		name    string
+		claims  map[string]any
+		allow   bool
+		headers []HeaderMapping   // default: the default headers (Auth-Username from email)
+		context map[string]string // the route's rules
+		want    bool              // allowed
 	}{
-		{"verified", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": true}, false, true},
-		{"no email_verified claim", map[string]any{"sub": "u", "email": "a@example.com"}, false, true},
-		{"unverified", map[string]any{"sub": "u", "email": "victim@example.com", "email_verified": false}, false, false},
-		{"unverified, allowed by the operator", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": false}, true, true},
+		{"verified", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": true}, false, nil, nil, true},
+		{"no email_verified claim", map[string]any{"sub": "u", "email": "a@example.com"}, false, nil, nil, true},
+		{"unverified", map[string]any{"sub": "u", "email": "victim@example.com", "email_verified": false}, false, nil, nil, false},
+		{"unverified, allowed by the operator", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": false}, true, nil, nil, true},
+		{"service account: unverified, no email", map[string]any{"sub": "sa", "email_verified": false}, false, nil, nil, true},
+		{"service account: unverified, empty email", map[string]any{"sub": "sa", "email": "", "email_verified": false}, false, nil, nil, true},
+		{"unverified, email in no header", map[string]any{"sub": "u", "email": "a@example.com", "email_verified": false}, false, noEmailHeader, nil, true},
+		{"unverified, email read by the route's rule", map[string]any{"sub": "u", "email": "victim@example.com", "email_verified": false}, false, noEmailHeader,
+			map[string]string{KeyClaimPrefix + "email": "victim@example.com"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			op := newStandInOP(t, tc.claims)
-			srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.AllowUnverifiedEmail = tc.allow })
-			resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + op.idToken(t, "api")}, nil))
+			srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.AllowUnverifiedEmail, c.Headers = tc.allow, tc.headers })
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + op.accessToken(t, "api")}, tc.context))
 			if err != nil {
 				t.Fatal(err)
 			}
