@@ -145,9 +145,11 @@ func (f ClaimFilter) apply(claims map[string]any) map[string]any {
 	return out
 }
 
-// keeps reports whether the filter keeps claim name.
+// keeps reports whether the filter keeps claim name. Keeping email keeps
+// email_verified: without it an unverified address would pass as a
+// verified one (see Server.unverifiedEmail).
 func (f ClaimFilter) keeps(name string) bool {
-	if name == "sub" {
+	if name == "sub" || (name == "email_verified" && len(f.Keep) > 0 && f.keeps("email")) {
 		return true
 	}
 	if len(f.Keep) > 0 {
@@ -284,6 +286,9 @@ func (c Config) Load() (*Settings, error) {
 	}
 	if slices.Contains(cf.Drop, "sub") {
 		fail("session.claims.drop: sub identifies the user and is always kept")
+	}
+	if slices.Contains(cf.Drop, "email_verified") && cf.keeps("email") && !c.AllowUnverifiedEmail {
+		fail("session.claims.drop: email_verified is needed while email is kept (an unverified address would pass as verified); drop email too, or set allowUnverifiedEmail: true")
 	}
 	for _, a := range c.Bearer.Algorithms {
 		if !allowedAlgorithms[a] {

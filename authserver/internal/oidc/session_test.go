@@ -436,3 +436,40 @@ func TestUnverifiedEmailRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimFilterKeepsEmailVerified: the Keycloak example's
+// `keep: [sub, email, name, groups]` dropped email_verified, so an
+// address the provider had not verified became Auth-Username. Keeping
+// email keeps email_verified.
+func TestClaimFilterKeepsEmailVerified(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		filter   ClaimFilter
+		verified bool
+		allowed  bool
+	}{
+		{"keep email, unverified", ClaimFilter{Keep: []string{"sub", "email", "name", "groups"}}, false, false},
+		{"keep email, verified", ClaimFilter{Keep: []string{"sub", "email", "name", "groups"}}, true, true},
+		{"drop others, unverified", ClaimFilter{Drop: []string{"groups"}}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := newStandInOP(t, map[string]any{"sub": "u", "email": "victim@example.test", "email_verified": tc.verified, "name": "U"})
+			srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.Session.Claims = tc.filter })
+			plain, cookie := sessionOf(t, srv, callback(t, srv, op))
+			var sess session
+			if err := json.Unmarshal(plain, &sess); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := sess.Claims["email_verified"]; !ok || v != tc.verified {
+				t.Errorf("session claims %v: email_verified not kept", sortedKeys(sess.Claims))
+			}
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/x", map[string]string{"cookie": cookie}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetOkResponse() != nil; got != tc.allowed {
+				t.Errorf("allowed = %t, want %t (status %v)", got, tc.allowed, resp.GetDeniedResponse().GetStatus())
+			}
+		})
+	}
+}
