@@ -821,7 +821,8 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		if p.StatusCode != http.StatusFound || !strings.HasPrefix(loc.String(), s.op.Issuer+"/session/end?") {
 			t.Fatalf("logout: status %d Location %s, want 302 to the end-session endpoint", p.StatusCode, loc)
 		}
-		if q := loc.Query(); q.Get("id_token_hint") == "" || q.Get("post_logout_redirect_uri") != oidcSignedOut {
+		// client_id, not the raw ID token, names the sign-out in the URL.
+		if q := loc.Query(); q.Has("id_token_hint") || q.Get("client_id") != oidcClientID || q.Get("post_logout_redirect_uri") != oidcSignedOut {
 			t.Errorf("end-session query = %v", q)
 		}
 		for _, c := range alice.appCookies() {

@@ -66,6 +66,12 @@ type Config struct {
 	// post_logout_redirect_uri (it must be registered there). Without an
 	// end_session_endpoint, logout redirects to it (or to `rd`, or "/").
 	PostLogoutRedirectURL string `json:"postLogoutRedirectURL,omitempty"`
+	// LogoutIDTokenHint sends the raw ID token to the end_session_endpoint
+	// as id_token_hint. Off: logout sends client_id (and
+	// post_logout_redirect_uri) instead, keeping the token out of a URL
+	// (history, the provider's access log); for providers that need the
+	// hint.
+	LogoutIDTokenHint bool `json:"logoutIDTokenHint,omitempty"`
 	// AllowedRedirectHosts are the hosts that absolute post-login and
 	// post-logout redirect targets may name ("app.example.com", or
 	// "*.example.com" for any subdomain). Relative paths are always allowed.

@@ -13,30 +13,31 @@ const (
 
 // Reasons counted by portcullis_authserver_oidc_failures_total.
 const (
-	failProviderError   = "provider_error"    // the provider answered the callback with an error
-	failStateMissing    = "state_missing"     // callback without a usable state cookie
-	failStateMismatch   = "state_mismatch"    // state parameter does not match the cookie
-	failStateReplayed   = "state_replayed"    // a state already used (in this process)
-	failExchange        = "exchange"          // code exchange failed
-	failIDToken         = "id_token"          // the ID token failed verification
-	failNonce           = "nonce"             // the ID token's nonce is not ours
-	failRefresh         = "refresh"           // refreshing a session failed
-	failSessionInvalid  = "session_invalid"   // a session cookie that does not decrypt or parse
-	failBearer          = "bearer_invalid"    // a bearer token failed validation
-	failRedirect        = "redirect_refused"  // an unsafe redirect target
-	failForbidden       = "forbidden"         // authenticated but not permitted on the route
-	failDiscovery       = "discovery"         // the provider could not be discovered
-	failBadRouteContext = "route_context"     // an invalid oidc.portcullis.dev/ context key
-	failDuplicateCookie = "duplicate_cookie"  // a session or state cookie name sent twice (one may be planted)
-	failLogoutOrigin    = "logout_origin"     // a sign-out POST not from this site's own page
-	failSessionTooLarge = "session_too_large" // a session that needs more than maxChunks cookies
-	failEmailUnverified = "email_unverified"  // email_verified: false while a header is made from email
+	failProviderError   = "provider_error"          // the provider answered the callback with an error
+	failStateMissing    = "state_missing"           // callback without a usable state cookie
+	failStateMismatch   = "state_mismatch"          // state parameter does not match the cookie
+	failStateReplayed   = "state_replayed"          // a state already used (in this process)
+	failExchange        = "exchange"                // code exchange failed
+	failIDToken         = "id_token"                // the ID token failed verification
+	failNonce           = "nonce"                   // the ID token's nonce is not ours
+	failRefresh         = "refresh"                 // refreshing a session failed
+	failSessionInvalid  = "session_invalid"         // a session cookie that does not decrypt or parse
+	failBearer          = "bearer_invalid"          // a bearer token failed validation
+	failBearerNotAccess = "bearer_not_access_token" // a valid JWT that is not an access token (an ID token)
+	failRedirect        = "redirect_refused"        // an unsafe redirect target
+	failForbidden       = "forbidden"               // authenticated but not permitted on the route
+	failDiscovery       = "discovery"               // the provider could not be discovered
+	failBadRouteContext = "route_context"           // an invalid oidc.portcullis.dev/ context key
+	failDuplicateCookie = "duplicate_cookie"        // a session or state cookie name sent twice (one may be planted)
+	failLogoutOrigin    = "logout_origin"           // a sign-out POST not from this site's own page
+	failSessionTooLarge = "session_too_large"       // a session that needs more than maxChunks cookies
+	failEmailUnverified = "email_unverified"        // email_verified: false while a header is made from email
 )
 
 var (
 	allEvents   = []string{eventSignIn, eventCallback, eventRefresh, eventLogout, eventBearer}
 	allFailures = []string{failProviderError, failStateMissing, failStateMismatch, failStateReplayed, failExchange,
-		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin, failSessionTooLarge, failEmailUnverified}
+		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failBearerNotAccess, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin, failSessionTooLarge, failEmailUnverified}
 )
 
 type metrics struct {

@@ -531,8 +531,8 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
 		return check.Deny(http.StatusForbidden, "403 Forbidden: sign-out must come from this site's own page\n")
 	}
-	var idToken string
-	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok && !r.duplicated(srv.sessNames) {
+	var idToken string // sent only when configured: a URL is no place for it
+	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok && srv.s.LogoutIDTokenHint && !r.duplicated(srv.sessNames) {
 		if plain, err := srv.sealer.open(srv.s.Cookie.Name, value); err == nil {
 			var sess session
 			if json.Unmarshal(plain, &sess) == nil {
@@ -671,21 +671,35 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 		srv.m.failure(failBearer)
 		return srv.challenge("invalid_token")
 	}
-	t, err := d.bearer.Verify(ctx, token)
-	if err == nil && !intersects(t.Audience, srv.s.Bearer.Audiences) {
-		err = errors.New("audience not accepted")
-	}
+	claims, err := srv.verifyBearer(ctx, d, token)
 	if err != nil {
-		srv.m.failure(failBearer)
-		srv.log.Info("bearer token rejected", "error", err)
+		reason := failBearer
+		if errors.Is(err, errNotAccessToken) {
+			reason = failBearerNotAccess
+		}
+		srv.m.failure(reason)
+		srv.log.Info("bearer token rejected", "reason", reason, "error", err)
 		return srv.challenge("invalid_token")
+	}
+	srv.m.event(eventBearer)
+	return srv.allow(r, rules, claims, nil, srv.s.Bearer.StripAuthorization)
+}
+
+// verifyBearer verifies token (signature, issuer, expiry, algorithm),
+// its audience and its kind, and returns its claims.
+func (srv *Server) verifyBearer(ctx context.Context, d *discovered, token string) (map[string]any, error) {
+	t, err := d.bearer.Verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if !intersects(t.Audience, srv.s.Bearer.Audiences) {
+		return nil, errors.New("audience not accepted")
 	}
 	var claims map[string]any
 	if err := t.Claims(&claims); err != nil {
 		return nil, err
 	}
-	srv.m.event(eventBearer)
-	return srv.allow(r, rules, claims, nil, srv.s.Bearer.StripAuthorization)
+	return claims, checkAccessToken(token, claims)
 }
 
 // allow authorizes the route and answers OK with the claim headers and,

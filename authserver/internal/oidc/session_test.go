@@ -219,13 +219,111 @@ func TestSessionHoldsTheClaimsOnce(t *testing.T) {
 	if got["Auth-Subject"] != "big" || !strings.HasSuffix(got["Auth-Groups"], "team-with-a-rather-long-name-0199") {
 		t.Errorf("headers from the session: Auth-Subject %q Auth-Groups %.60q...", got["Auth-Subject"], got["Auth-Groups"])
 	}
-	// Logout still has the ID token for id_token_hint.
+	// Logout still has the ID token for id_token_hint, when asked to send it.
+	srv.s.LogoutIDTokenHint = true
 	out, err := srv.Check(context.Background(), checkReq("POST", "/oauth2/sign_out", map[string]string{"cookie": cookie, "origin": "https://app.example.com"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if loc := deniedHeader(out, "Location"); len(loc) != 1 || !strings.Contains(loc[0], "id_token_hint="+url.QueryEscape(sess.IDToken)) {
 		t.Errorf("logout Location %.120q..., want the ID token as id_token_hint", loc)
+	}
+}
+
+// TestLogoutKeepsTheIDTokenOutOfTheURL: the end-session redirect is a URL
+// (browser history, the provider's access log, Referer); the raw ID token
+// used to travel in it as id_token_hint. By default logout names the
+// client instead; logoutIDTokenHint: true sends the hint for providers
+// that need it.
+func TestLogoutKeepsTheIDTokenOutOfTheURL(t *testing.T) {
+	op := newStandInOP(t, map[string]any{"sub": "u", "email": "u@example.test"})
+	for _, tc := range []struct {
+		name string
+		hint bool
+		want map[string]string // query parameters; "" means absent
+	}{
+		{"default", false, map[string]string{"client_id": "portcullis", "post_logout_redirect_uri": "https://app.example.com/bye", "id_token_hint": ""}},
+		{"logoutIDTokenHint", true, map[string]string{"client_id": "portcullis", "post_logout_redirect_uri": "https://app.example.com/bye", "id_token_hint": "set"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) {
+				c.PostLogoutRedirectURL, c.LogoutIDTokenHint = "https://app.example.com/bye", tc.hint
+			})
+			_, cookie := sessionOf(t, srv, callback(t, srv, op))
+			out, err := srv.Check(context.Background(), checkReq("POST", "/oauth2/sign_out", map[string]string{"cookie": cookie, "origin": "https://app.example.com"}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc := deniedHeader(out, "Location")
+			if len(loc) != 1 || !strings.HasPrefix(loc[0], op.URL+"/session/end?") {
+				t.Fatalf("Location %q, want the end-session endpoint", loc)
+			}
+			u, _ := url.Parse(loc[0])
+			for k, want := range tc.want {
+				got := u.Query().Get(k)
+				if (want == "set" && got == "") || (want != "set" && got != want) {
+					t.Errorf("%s = %.40q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestBearerRefusesNonAccessTokens: a bearer credential must be an access
+// token. ID tokens were accepted (their aud is the client ID, which
+// bearer.audiences names for Keycloak), and they travel where access
+// tokens do not (URLs, the browser). The rule: the JOSE typ, when set, is
+// JWT or at+jwt; a typ claim, when set, is Bearer (Keycloak: ID, Refresh,
+// Logout otherwise); without a typ claim, a nonce marks an ID token.
+func TestBearerRefusesNonAccessTokens(t *testing.T) {
+	op := newStandInOP(t, map[string]any{"sub": "client"})
+	srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.Bearer.Audiences = []string{"portcullis"} })
+	claims := func(extra map[string]any) map[string]any {
+		c := maps.Clone(op.claims)
+		maps.Copy(c, extra)
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		header  map[string]string
+		claims  map[string]any
+		allowed bool
+	}{
+		{"RFC 9068 access token", map[string]string{"typ": "at+jwt"}, claims(nil), true},
+		{"access token, typ application/at+jwt", map[string]string{"typ": "application/at+jwt"}, claims(nil), true},
+		{"access token, typ JWT", map[string]string{"typ": "JWT"}, claims(nil), true},
+		{"access token, no typ", map[string]string{}, claims(nil), true},
+		{"Keycloak access token", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": "Bearer"}), true},
+		{"Keycloak < 24 access token with a nonce", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": "Bearer", "nonce": "n"}), true},
+		{"ID token (nonce)", map[string]string{"typ": "JWT"}, claims(map[string]any{"nonce": "n", "at_hash": "h"}), false},
+		{"Keycloak ID token", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": "ID", "azp": "portcullis"}), false},
+		{"Keycloak ID token without a nonce", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": "ID"}), false},
+		{"Keycloak refresh token", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": "Refresh"}), false},
+		{"Keycloak logout token", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": "Logout"}), false},
+		{"typ claim not a string", map[string]string{"typ": "JWT"}, claims(map[string]any{"typ": 1}), false},
+		{"logout token (JOSE typ)", map[string]string{"typ": "logout+jwt"}, claims(nil), false},
+		{"security event (JOSE typ)", map[string]string{"typ": "secevent+jwt"}, claims(nil), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			token := op.sign(t, tc.header, tc.claims, "portcullis")
+			before := testutil.ToFloat64(srv.m.failures.WithLabelValues(failBearerNotAccess))
+			resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + token}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetOkResponse() != nil; got != tc.allowed {
+				t.Fatalf("allowed = %t, want %t", got, tc.allowed)
+			}
+			if tc.allowed {
+				return
+			}
+			if c := deniedHeader(resp, "WWW-Authenticate"); resp.GetDeniedResponse().GetStatus().GetCode() != 401 || len(c) != 1 || !strings.Contains(c[0], "invalid_token") {
+				t.Errorf("status %v WWW-Authenticate %q, want 401 invalid_token", resp.GetDeniedResponse().GetStatus(), c)
+			}
+			if after := testutil.ToFloat64(srv.m.failures.WithLabelValues(failBearerNotAccess)); after != before+1 {
+				t.Errorf("%s failures %v -> %v", failBearerNotAccess, before, after)
+			}
+		})
 	}
 }
 
@@ -377,7 +475,7 @@ func TestBearerStripAuthorization(t *testing.T) {
 	op := newStandInOP(t, map[string]any{"sub": "client"})
 	for _, strip := range []bool{false, true} {
 		srv := newServerFor(t, op, &bytes.Buffer{}, func(c *Config) { c.Bearer.StripAuthorization = strip })
-		token := op.idToken(t, "api")
+		token := op.accessToken(t, "api")
 		resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + token}, nil))
 		if err != nil || resp.GetOkResponse() == nil {
 			t.Fatalf("stripAuthorization %t: %v, %v", strip, resp, err)
