@@ -96,6 +96,10 @@ type Config struct {
 	GroupsClaim string `json:"groupsClaim,omitempty"`
 
 	Bearer BearerConfig `json:"bearer,omitempty"`
+
+	// JWKSRefreshInterval is how often the provider's key set is fetched
+	// again, so that a key it withdrew stops verifying. Default 5m.
+	JWKSRefreshInterval Duration `json:"jwksRefreshInterval,omitempty"`
 }
 
 // CookieConfig configures the session cookie.
@@ -276,6 +280,9 @@ func (c Config) Load() (*Settings, error) {
 	if c.Cookie.SessionLifetime.Duration <= 0 {
 		fail("cookie.sessionLifetime must be positive")
 	}
+	if c.JWKSRefreshInterval.Duration < minRefetchInterval {
+		fail("jwksRefreshInterval must be at least %v", minRefetchInterval)
+	}
 	for _, h := range c.Headers {
 		if !check.ValidHeaderName(h.Name) || h.Claim == "" {
 			fail("headers: name %q claim %q: need a valid header name and a claim", h.Name, h.Claim)
@@ -361,6 +368,9 @@ func (c *Config) setDefaults() {
 	def(&c.GroupsClaim, "groups")
 	if c.Cookie.SessionLifetime.Duration == 0 {
 		c.Cookie.SessionLifetime.Duration = 12 * time.Hour
+	}
+	if c.JWKSRefreshInterval.Duration == 0 {
+		c.JWKSRefreshInterval.Duration = 5 * time.Minute
 	}
 	if len(c.Headers) == 0 {
 		c.Headers = []HeaderMapping{{"Auth-Subject", "sub"}, {"Auth-Username", "email"}, {"Auth-Groups", "groups"}}

@@ -105,6 +105,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"drop sub", good + "session: {claims: {drop: [groups, sub]}}\n", "sub"},
 		{"empty claim name", good + "session: {claims: {keep: [\"\"]}}\n", "session.claims"},
 		{"unknown session field", good + "session: {claims: {only: [email]}}\n", "unknown field"},
+		{"JWKS refresh too often", good + "jwksRefreshInterval: 10ms\n", "jwksRefreshInterval"},
 		{"drop email_verified, keep email", good + "session: {claims: {drop: [groups, email_verified]}}\n", "email_verified"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,42 +8,65 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// refetchInterval is the least time between two JWKS fetches caused by a
-// token that no cached key verifies: forged kids must not turn every
-// request into a request to the provider.
-const refetchInterval = 10 * time.Second
+// minRefetchInterval is the least time between two JWKS fetches caused by
+// tokens that no cached key verifies: forged kids must not turn every
+// request into a request to the provider. A token arriving sooner waits
+// for the next allowed fetch rather than being refused, so a key the
+// provider has just rotated in is taken within this interval.
+const minRefetchInterval = time.Second
 
-// maxJWKSSize bounds the provider's key set document.
-const maxJWKSSize = 1 << 20
+// maxJWKSSize and maxJWKSKeys bound the provider's key set document: a
+// token without a kid is tried against every key.
+const (
+	maxJWKSSize = 1 << 20
+	maxJWKSKeys = 100
+)
 
-// limitedKeySet is the provider's JWKS, cached and refetched when a token
-// names a key the cache does not have, at most once per refetchInterval.
-// Only fetches are limited: a token that a cached key verifies always
-// verifies (go-oidc's RemoteKeySet gives no cache-only verification, so
-// limiting around it refused valid tokens).
+// limitedKeySet is the provider's JWKS, cached, fetched again every
+// refreshEvery (in the background, so that withdrawn keys leave) and when
+// a token names a key the cache does not have (at most once per
+// minRefetchInterval). Only fetches are limited: a token that a cached key
+// verifies always verifies (go-oidc's RemoteKeySet gives no cache-only
+// verification, so limiting around it refused valid tokens).
 type limitedKeySet struct {
-	client *http.Client
-	url    string
-	now    func() time.Time
+	client       *http.Client
+	url          string
+	refreshEvery time.Duration
+	now          func() time.Time
+	sleep        func(context.Context, time.Duration) error
 
-	fetchMu sync.Mutex // one fetch at a time
+	fetchMu    sync.Mutex     // one fetch at a time
+	refreshing atomic.Bool    // a background refresh is running
+	bg         sync.WaitGroup // background refreshes (tests wait)
 
 	mu        sync.RWMutex
 	keys      []jose.JSONWebKey
-	gen       int // fetches done
-	lastFetch time.Time
+	gen       int       // fetches done
+	lastFetch time.Time // of the last attempt, failed or not
 }
 
-func newLimitedKeySet(client *http.Client, jwksURL string) *limitedKeySet {
-	return &limitedKeySet{client: client, url: jwksURL, now: time.Now}
+func newLimitedKeySet(client *http.Client, jwksURL string, refreshEvery time.Duration) *limitedKeySet {
+	refreshEvery = max(refreshEvery, minRefetchInterval) // Load refuses less; an unset one must not mean "always"
+	return &limitedKeySet{client: client, url: jwksURL, refreshEvery: refreshEvery, now: time.Now, sleep: sleepCtx}
 }
 
-var errKeyRateLimited = errors.New("unknown signing key; key set refetch rate-limited")
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // signingAlgorithms are the algorithms a token may be parsed with; the
 // verifier narrows them to the configured ones before calling us.
@@ -63,8 +86,11 @@ func (k *limitedKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	k.mu.RLock()
-	keys, gen := k.keys, k.gen
+	keys, gen, last := k.keys, k.gen, k.lastFetch
 	k.mu.RUnlock()
+	if gen > 0 && k.now().Sub(last) >= k.refreshEvery {
+		k.refreshInBackground(gen)
+	}
 	if p, ok := verifyWith(jws, kid, keys); ok {
 		return p, nil
 	}
@@ -88,8 +114,23 @@ func verifyWith(jws *jose.JSONWebSignature, kid string, keys []jose.JSONWebKey) 
 	return nil, false
 }
 
+// refreshInBackground fetches the key set again without holding up the
+// request that noticed it was due; the cached keys serve meanwhile.
+func (k *limitedKeySet) refreshInBackground(seen int) {
+	if !k.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	k.bg.Add(1)
+	go func() {
+		defer k.bg.Done()
+		defer k.refreshing.Store(false)
+		k.refetch(context.Background(), seen)
+	}()
+}
+
 // refetch fetches the key set unless a fetch newer than generation seen
-// happened meanwhile (then its keys serve) or the last one is too recent.
+// happened meanwhile (then its keys serve). A fetch sooner than
+// minRefetchInterval after the last one waits for it.
 func (k *limitedKeySet) refetch(ctx context.Context, seen int) ([]jose.JSONWebKey, error) {
 	k.fetchMu.Lock()
 	defer k.fetchMu.Unlock()
@@ -99,20 +140,22 @@ func (k *limitedKeySet) refetch(ctx context.Context, seen int) ([]jose.JSONWebKe
 	if gen != seen {
 		return keys, nil
 	}
-	now := k.now()
-	if gen > 0 && now.Sub(last) < refetchInterval {
-		return nil, errKeyRateLimited
+	if wait := minRefetchInterval - k.now().Sub(last); gen > 0 && wait > 0 {
+		if err := k.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("unknown signing key; waiting for the key set: %w", err)
+		}
 	}
-	keys, err := k.fetch(ctx)
+	now := k.now()
+	fresh, err := k.fetch(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.lastFetch = now // failures count too: a down provider is not hammered
 	k.gen++
 	if err != nil {
-		return nil, err
+		return keys, err // the keys we had still serve
 	}
-	k.keys = keys
-	return keys, nil
+	k.keys = fresh // a key the provider withdrew leaves here
+	return fresh, nil
 }
 
 func (k *limitedKeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
@@ -139,11 +182,20 @@ func (k *limitedKeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	if len(body) > maxJWKSSize {
 		return nil, fmt.Errorf("key set larger than %d bytes", maxJWKSSize)
 	}
+	return parseKeySet(body)
+}
+
+// parseKeySet decodes a JWKS document and keeps the keys that can verify
+// a signature.
+func parseKeySet(body []byte) ([]jose.JSONWebKey, error) {
 	var raw struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("decoding the key set: %w", err)
+	}
+	if len(raw.Keys) > maxJWKSKeys {
+		return nil, fmt.Errorf("key set has %d keys, more than %d", len(raw.Keys), maxJWKSKeys)
 	}
 	var keys []jose.JSONWebKey
 	for _, r := range raw.Keys {

@@ -84,7 +84,7 @@ func (d *discovery) discover(ctx context.Context) (*discovered, error) {
 		return nil, fmt.Errorf("discovery of %s: %w", d.s.Issuer, err)
 	}
 	// The key set outlives this call and fetches with our HTTP client.
-	keys := newLimitedKeySet(d.client, claims.JWKS)
+	keys := newLimitedKeySet(d.client, claims.JWKS, d.s.JWKSRefreshInterval.Duration)
 	r := &discovered{
 		endpoint:   p.Endpoint(),
 		endSession: claims.EndSession,
