@@ -172,7 +172,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 		}
 		if err := srv.redirect.check(target); err != nil {
 			srv.m.failure(failRedirect)
-			return check.Deny(http.StatusBadRequest, "400 Bad Request: "+err.Error()+"\n")
+			return signInFailed(http.StatusBadRequest, "The page to return to after signing in is not allowed: "+err.Error()+".", "/").respond(r)
 		}
 		return srv.startSignIn(ctx, r, target)
 	}
@@ -188,6 +188,9 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 	claims, err := sess.claims() // decodes: currentSession checked it does
 	if err != nil {
 		return nil, err
+	}
+	if srv.unverifiedEmail(claims, rules) {
+		return srv.unverifiedSession(r, rules)
 	}
 	return srv.allow(r, rules, claims, cookies, false)
 }
@@ -261,6 +264,29 @@ func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *route
 	}
 	return srv.startSignIn(ctx, r, returnTo)
 }
+
+// unverifiedSession refuses a signed-in browser whose address the
+// provider has not verified (403). The session is cleared, so that "Sign
+// in again" signs in anew (after verifying the address, or as someone
+// else) instead of meeting the same refusal.
+func (srv *Server) unverifiedSession(r *request, rules *routeRules) (*authv3.CheckResponse, error) {
+	srv.m.failure(failEmailUnverified)
+	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
+	if srv.isAPIClient(r, rules) {
+		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
+	}
+	link := r.pathQ
+	if srv.redirect.check(link) != nil {
+		link = "/"
+	}
+	resp, err := signInFailed(http.StatusForbidden, "The identity provider says the email address of this account is not verified. Verify it with the provider, then sign in again.", link).respond(r)
+	if err != nil {
+		return nil, err
+	}
+	return withCookies(resp, cookies)
+}
+
+const unverifiedEmailText = "403 Forbidden: the provider says this account's email address is not verified\n"
 
 // isAPIClient tells API calls (which a redirect to a login page would
 // only confuse) from browser navigation.
@@ -336,10 +362,11 @@ func (srv *Server) startSignIn(ctx context.Context, r *request, returnTo string)
 // verifier, ID token verification (issuer, audience, expiry, nonce).
 func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckResponse, error) {
 	clearState := []string{srv.jar.clear(srv.stateCookie())}
+	link := "/" // where "Sign in again" goes: the original URL once known
 	refuse := func(status int, reason, msg string) (*authv3.CheckResponse, error) {
 		srv.m.failure(reason)
 		srv.log.Info("sign-in refused", "reason", reason, "host", r.host)
-		resp, err := check.Deny(status, fmt.Sprintf("%d %s: %s\n", status, http.StatusText(status), msg))
+		resp, err := signInFailed(status, msg, link).respond(r)
 		if err != nil {
 			return nil, err
 		}
@@ -370,6 +397,7 @@ func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckRespo
 	if err := srv.redirect.check(fs.Return); err != nil {
 		return refuse(http.StatusBadRequest, failRedirect, err.Error())
 	}
+	link = fs.Return
 	d, err := srv.disc.get(ctx)
 	if err != nil {
 		srv.m.failure(failDiscovery)
@@ -515,7 +543,8 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	if target != "" {
 		if err := srv.redirect.check(target); err != nil {
 			srv.m.failure(failRedirect)
-			return check.Deny(http.StatusBadRequest, "400 Bad Request: "+err.Error()+"\n")
+			return errorPage{status: http.StatusBadRequest, title: "Sign-out failed",
+				message: "The page to return to after signing out is not allowed: " + err.Error() + ".", linkText: "Back to the site"}.respond(r)
 		}
 	}
 	switch r.method {
@@ -529,7 +558,8 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	if err := sameOrigin(r); err != nil {
 		srv.m.failure(failLogoutOrigin)
 		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
-		return check.Deny(http.StatusForbidden, "403 Forbidden: sign-out must come from this site's own page\n")
+		return errorPage{status: http.StatusForbidden, title: "Sign-out refused", message: "Sign-out must come from this site's own page.",
+			link: srv.s.LogoutPath, linkText: "Sign out from this site's page"}.respond(r)
 	}
 	var idToken string // sent only when configured: a URL is no place for it
 	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok && srv.s.LogoutIDTokenHint && !r.duplicated(srv.sessNames) {
@@ -710,7 +740,7 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 		// Some providers let users set any address: an unverified one
 		// must not become an identity the upstream trusts.
 		srv.m.failure(failEmailUnverified)
-		return withCookies(mustDeny(http.StatusForbidden, "403 Forbidden: the provider says this account's email address is not verified\n"), cookies)
+		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
 	}
 	if !rules.permits(claims, srv.s.GroupsClaim) {
 		srv.m.failure(failForbidden)

@@ -129,12 +129,17 @@ func manyGroups(n int) []any {
 func callback(t *testing.T, srv *Server, op *standInOP) *authv3.CheckResponse {
 	t.Helper()
 	fs, _ := json.Marshal(flowState{State: "st", Nonce: op.nonce, Verifier: "v", Return: "/orig?x=1", Expiry: time.Now().Add(time.Minute).Unix()})
-	state := srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), fs)
-	resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=st", map[string]string{"cookie": state}, nil))
+	resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=st", map[string]string{"cookie": flowCookieFor(srv, "st", fs)}, nil))
 	if err != nil {
 		t.Fatalf("callback: %v", err)
 	}
 	return resp
+}
+
+// flowCookieFor is the Cookie header entry of the sign-in state for
+// state holding the sealed flowState JSON plain.
+func flowCookieFor(srv *Server, state string, plain []byte) string {
+	return srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), plain)
 }
 
 // setCookies parses the Set-Cookie headers of a denial (a redirect) or of
