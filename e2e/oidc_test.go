@@ -344,7 +344,7 @@ func (b *browser) signIn(u, login string, rewriteAuthorize func(*url.URL)) *flow
 		switch {
 		case p.StatusCode >= 300 && p.StatusCode < 400:
 			for _, c := range p.Cookies() {
-				if c.Name == oidcCookie+"_state" && c.MaxAge > 0 {
+				if strings.HasPrefix(c.Name, oidcCookie+"_state_") && c.MaxAge > 0 { // one per sign-in
 					f.state = &http.Cookie{Name: c.Name, Value: c.Value}
 				}
 			}
@@ -469,7 +469,7 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 			t.Errorf("authorization request = %v", q)
 		}
 		for _, c := range first.Cookies() {
-			if c.Name == oidcCookie+"_state" {
+			if strings.HasPrefix(c.Name, oidcCookie+"_state_") {
 				stateCookie = c
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -30,10 +29,6 @@ import (
 // Name is the backend name in metrics and logs.
 const Name = "oidc"
 
-// stateLifetime is how long a sign-in may take, from the redirect to the
-// provider to the callback.
-const stateLifetime = 10 * time.Minute
-
 // Server is the OIDC backend's Authorization service.
 type Server struct {
 	authv3.UnimplementedAuthorizationServer
@@ -48,11 +43,12 @@ type Server struct {
 	client   *http.Client
 	now      func() time.Time
 
-	usedStates *expiringSet    // state values already redeemed
-	refreshes  *refreshFlights // one refresh per session at a time
-	stateName  string          // the state cookie's name
-	ownCookies map[string]bool // session cookie, its chunks, state cookie
-	sessNames  []string        // session cookie and its chunks
+	usedStates  *expiringSet    // state values already redeemed
+	refreshes   *refreshFlights // one refresh per session at a time
+	flowPrefix  string          // starts the name of each sign-in's state cookie
+	legacyState string          // the single state cookie of earlier versions
+	ownCookies  map[string]bool // session cookie and its chunks
+	sessNames   []string        // session cookie and its chunks
 }
 
 // New builds the backend from validated settings and registers its metrics
@@ -71,9 +67,8 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 	if err != nil {
 		return nil, err
 	}
-	stateName := s.Cookie.Name + "_state"
 	sessNames := append([]string{s.Cookie.Name}, chunkNames(s.Cookie.Name)...)
-	own := map[string]bool{stateName: true}
+	own := map[string]bool{}
 	for _, n := range sessNames {
 		own[n] = true
 	}
@@ -91,7 +86,7 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 	}
 	return &Server{
 		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
-		stateName: stateName, ownCookies: own, sessNames: sessNames,
+		flowPrefix: s.Cookie.Name + "_state_", legacyState: s.Cookie.Name + "_state", ownCookies: own, sessNames: sessNames,
 		jar:        cookieJar{domain: s.Cookie.Domain, path: s.Cookie.Path},
 		redirect:   newRedirectPolicy(s.AllowedRedirectHosts),
 		disc:       &discovery{s: s, client: client},
@@ -309,17 +304,6 @@ func (srv *Server) challenge(errCode string) (*authv3.CheckResponse, error) {
 	return check.Unauthorized(c)
 }
 
-// flowState is the sealed content of the state cookie.
-type flowState struct {
-	State    string `json:"s"`
-	Nonce    string `json:"n"`
-	Verifier string `json:"v"`
-	Return   string `json:"r"`
-	Expiry   int64  `json:"e"`
-}
-
-func (srv *Server) stateCookie() string { return srv.stateName }
-
 func (srv *Server) oauth2Config(r *request, d *discovered) *oauth2.Config {
 	redirect := srv.s.RedirectURL
 	if redirect == "" {
@@ -332,116 +316,6 @@ func (srv *Server) oauth2Config(r *request, d *discovered) *oauth2.Config {
 		RedirectURL:  redirect,
 		Scopes:       srv.s.Scopes,
 	}
-}
-
-// startSignIn answers 302 to the provider's authorization endpoint with a
-// fresh state, nonce and PKCE verifier sealed in the state cookie.
-func (srv *Server) startSignIn(ctx context.Context, r *request, returnTo string) (*authv3.CheckResponse, error) {
-	d, err := srv.disc.get(ctx)
-	if err != nil {
-		srv.m.failure(failDiscovery)
-		return nil, err
-	}
-	fs := flowState{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(),
-		Return: returnTo, Expiry: srv.now().Add(stateLifetime).Unix()}
-	plain, _ := json.Marshal(fs)
-	location := srv.oauth2Config(r, d).AuthCodeURL(fs.State,
-		oauth2.SetAuthURLParam("nonce", fs.Nonce), oauth2.S256ChallengeOption(fs.Verifier))
-	resp, err := check.Redirect(location)
-	if err != nil {
-		return nil, err
-	}
-	// A new sign-in replaces whatever session the browser had.
-	cookies := append(srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name),
-		srv.jar.set(srv.stateCookie(), srv.sealer.seal(srv.stateCookie(), plain), stateLifetime))
-	srv.m.event(eventSignIn)
-	return withCookies(resp, cookies)
-}
-
-// callback completes a sign-in: state, code exchange with the PKCE
-// verifier, ID token verification (issuer, audience, expiry, nonce).
-func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckResponse, error) {
-	clearState := []string{srv.jar.clear(srv.stateCookie())}
-	link := "/" // where "Sign in again" goes: the original URL once known
-	refuse := func(status int, reason, msg string) (*authv3.CheckResponse, error) {
-		srv.m.failure(reason)
-		srv.log.Info("sign-in refused", "reason", reason, "host", r.host)
-		resp, err := signInFailed(status, msg, link).respond(r)
-		if err != nil {
-			return nil, err
-		}
-		return withCookies(resp, clearState)
-	}
-	if e := r.query.Get("error"); e != "" {
-		return refuse(http.StatusUnauthorized, failProviderError, "the identity provider refused the sign-in")
-	}
-	if r.dup[srv.stateCookie()] {
-		// Maybe ours and a planted one: refuse rather than guess (login CSRF).
-		return refuse(http.StatusBadRequest, failDuplicateCookie, "the sign-in state cookie was sent more than once")
-	}
-	value, ok := r.cookies[srv.stateCookie()]
-	if !ok {
-		return refuse(http.StatusBadRequest, failStateMissing, "no sign-in in progress (missing or expired state cookie)")
-	}
-	plain, err := srv.sealer.open(srv.stateCookie(), value)
-	var fs flowState
-	if err != nil || json.Unmarshal(plain, &fs) != nil || srv.now().Unix() > fs.Expiry {
-		return refuse(http.StatusBadRequest, failStateMissing, "no sign-in in progress (invalid or expired state cookie)")
-	}
-	if subtle.ConstantTimeCompare([]byte(fs.State), []byte(r.query.Get("state"))) != 1 {
-		return refuse(http.StatusBadRequest, failStateMismatch, "state does not match")
-	}
-	if !srv.usedStates.add(fs.State, time.Unix(fs.Expiry, 0), srv.now()) {
-		return refuse(http.StatusBadRequest, failStateReplayed, "this sign-in was already completed")
-	}
-	if err := srv.redirect.check(fs.Return); err != nil {
-		return refuse(http.StatusBadRequest, failRedirect, err.Error())
-	}
-	link = fs.Return
-	d, err := srv.disc.get(ctx)
-	if err != nil {
-		srv.m.failure(failDiscovery)
-		return nil, err
-	}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, srv.client)
-	tok, err := srv.oauth2Config(r, d).Exchange(ctx, r.query.Get("code"), oauth2.VerifierOption(fs.Verifier))
-	if err != nil {
-		srv.log.Info("code exchange failed", "error", err)
-		return refuse(http.StatusUnauthorized, failExchange, "the authorization code was not accepted")
-	}
-	rawID, _ := tok.Extra("id_token").(string)
-	if rawID == "" {
-		return refuse(http.StatusUnauthorized, failIDToken, "no ID token")
-	}
-	idt, err := d.idTokens.Verify(ctx, rawID)
-	if err != nil {
-		srv.log.Info("ID token rejected", "error", err)
-		return refuse(http.StatusUnauthorized, failIDToken, "the ID token is not valid")
-	}
-	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(fs.Nonce)) != 1 {
-		return refuse(http.StatusUnauthorized, failNonce, "the ID token's nonce does not match")
-	}
-	sess, err := newSession(idt, rawID, tok, srv.now(), srv.s.Session.Claims)
-	if err != nil {
-		return nil, err
-	}
-	cookies, err := srv.sessionCookies(r, sess)
-	if srv.sessionTooLarge(r, err) {
-		resp, err := tooLargePage()
-		if err != nil {
-			return nil, err
-		}
-		return withCookies(resp, clearState)
-	}
-	if err != nil {
-		return nil, err
-	}
-	resp, err := check.Redirect(fs.Return)
-	if err != nil {
-		return nil, err
-	}
-	srv.m.event(eventCallback)
-	return withCookies(resp, append(cookies, clearState...))
 }
 
 // sessionCookies seals sess into Set-Cookie values, or returns a
@@ -571,8 +445,8 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 		}
 	}
 	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
-	if _, ok := r.cookies[srv.stateCookie()]; ok {
-		cookies = append(cookies, srv.jar.clear(srv.stateCookie()))
+	for _, n := range srv.flowCookies(r) { // sign-ins in progress end too
+		cookies = append(cookies, srv.jar.clear(n))
 	}
 	location := target
 	if location == "" {
@@ -801,7 +675,7 @@ func withCookies(resp *authv3.CheckResponse, cookies []string) (*authv3.CheckRes
 }
 
 // withoutOwnCookies removes the session cookie, its chunks and the state
-// cookie from a Cookie header; stripped reports whether there were any.
+// cookies from a Cookie header; stripped reports whether there were any.
 func (srv *Server) withoutOwnCookies(header string) (rest string, stripped bool) {
 	if header == "" {
 		return "", false
@@ -810,7 +684,7 @@ func (srv *Server) withoutOwnCookies(header string) (rest string, stripped bool)
 	for _, part := range strings.Split(header, ";") {
 		part = strings.TrimSpace(part)
 		name, _, _ := strings.Cut(part, "=")
-		if srv.ownCookies[strings.TrimSpace(name)] {
+		if name = strings.TrimSpace(name); srv.ownCookies[name] || srv.isFlowCookie(name) {
 			stripped = true
 			continue
 		}

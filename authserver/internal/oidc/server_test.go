@@ -242,35 +242,76 @@ func TestCheckRefusesUnsafeRedirectsBeforeAnything(t *testing.T) {
 	}
 }
 
-func TestCallbackWithoutState(t *testing.T) {
+// TestCallbackStates: a callback reads only the state cookie named after
+// its own state, clears only that one (another tab's sign-in goes on),
+// answers 400 when there is none usable, and starts again (302 to the
+// provider, returning to the same page) when its sign-in has expired.
+func TestCallbackStates(t *testing.T) {
 	srv := newTestServer(t)
+	srv.disc.result = &discovered{endpoint: oauth2.Endpoint{AuthURL: "https://idp.example/auth", TokenURL: "https://idp.example/token"}}
+	own, other := srv.flowCookie("abc"), srv.flowCookie("other")
+	seal := func(name, plain string) string { return name + "=" + srv.sealer.seal(name, []byte(plain)) }
 	for _, tc := range []struct {
 		name, cookie, reason string
+		status               int
+		cleared              []string // Set-Cookie values clearing these
 	}{
-		{"no state cookie", "", failStateMissing},
-		{"state cookie from another key", srv.stateCookie() + "=" + newTestServer(t, key(9)).sealer.seal(srv.stateCookie(), []byte(`{"s":"abc","e":9999999999}`)), failStateMissing},
-		{"session cookie moved into the state cookie", srv.stateCookie() + "=" + srv.sealer.seal(srv.s.Cookie.Name, []byte(`{"s":"abc","e":9999999999}`)), failStateMissing},
-		{"expired state", srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"abc","e":1}`)), failStateMissing},
-		{"state mismatch", srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"other","e":9999999999}`)), failStateMismatch},
+		{"no state cookie", "", failStateMissing, 400, nil},
+		{"only another sign-in's state cookie", seal(other, `{"s":"other","r":"/","e":9999999999}`), failStateMissing, 400, nil},
+		{"state cookie from another key", own + "=" + newTestServer(t, key(9)).sealer.seal(own, []byte(`{"s":"abc","e":9999999999}`)), failStateMissing, 400, []string{own}},
+		{"session cookie moved into the state cookie", own + "=" + srv.sealer.seal(srv.s.Cookie.Name, []byte(`{"s":"abc","e":9999999999}`)), failStateMissing, 400, []string{own}},
+		{"another sign-in's state moved under this name", own + "=" + srv.sealer.seal(other, []byte(`{"s":"abc","e":9999999999}`)), failStateMissing, 400, []string{own}},
+		{"state cookie too large", own + "=" + strings.Repeat("A", maxFlowCookieBytes+1), failStateMissing, 400, []string{own}},
+		{"state mismatch", seal(own, `{"s":"evil","e":9999999999}`), failStateMismatch, 400, []string{own}},
+		{"expired: starts again", seal(own, `{"s":"abc","r":"/orig?x=1","e":1}`) + "; " + seal(other, `{"s":"other","r":"/","e":9999999999}`), failStateMissing, 302, []string{own}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testutil.ToFloat64(srv.m.failures.WithLabelValues(tc.reason))
 			resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=abc", map[string]string{"cookie": tc.cookie}, nil))
-			if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusBadRequest {
-				t.Fatalf("%v, %v; want 400", resp, err)
+			if err != nil || int(resp.GetDeniedResponse().GetStatus().GetCode()) != tc.status {
+				t.Fatalf("%v, %v; want %d", resp, err, tc.status)
 			}
 			if after := testutil.ToFloat64(srv.m.failures.WithLabelValues(tc.reason)); after != before+1 {
 				t.Errorf("%s failures %v -> %v", tc.reason, before, after)
 			}
-			cleared := false
-			for _, c := range deniedHeader(resp, "Set-Cookie") {
-				cleared = cleared || strings.HasPrefix(c, srv.stateCookie()+"=;")
+			var cleared, set []string
+			for _, c := range setCookies(t, resp) {
+				if c.MaxAge < 0 {
+					cleared = append(cleared, c.Name)
+				} else {
+					set = append(set, c.Name)
+				}
 			}
-			if !cleared {
-				t.Errorf("state cookie not cleared: %v", deniedHeader(resp, "Set-Cookie"))
+			if strings.Join(cleared, ",") != strings.Join(tc.cleared, ",") {
+				t.Errorf("cleared %v, want %v: a callback clears its own state cookie and nothing else", cleared, tc.cleared)
+			}
+			if tc.status != 302 {
+				return
+			}
+			loc, _ := url.Parse(deniedHeader(resp, "Location")[0])
+			if loc.Host != "idp.example" || len(set) != 1 || set[0] != srv.flowCookie(loc.Query().Get("state")) {
+				t.Fatalf("Location %s, cookies set %v: want a new sign-in with its own state cookie", loc, set)
+			}
+			if fs := readFlowCookie(t, srv, resp); fs.Return != "/orig?x=1" {
+				t.Errorf("the new sign-in returns to %q, want /orig?x=1", fs.Return)
 			}
 		})
 	}
+}
+
+// readFlowCookie opens the state cookie a response sets.
+func readFlowCookie(t *testing.T, srv *Server, resp *authv3.CheckResponse) flowState {
+	t.Helper()
+	var fs flowState
+	for _, c := range setCookies(t, resp) {
+		if srv.isFlowCookie(c.Name) && c.MaxAge > 0 {
+			plain, err := srv.sealer.open(c.Name, c.Value)
+			if err != nil || json.Unmarshal(plain, &fs) != nil {
+				t.Fatalf("state cookie %s: %v", c.Name, err)
+			}
+		}
+	}
+	return fs
 }
 
 func TestRefreshFlightsRunOncePerSession(t *testing.T) {
@@ -401,16 +442,7 @@ func TestSignInReturnTargetIsAlwaysRedeemable(t *testing.T) {
 		if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusFound {
 			t.Fatalf("%s: %v, %v; want 302", tc.path, resp, err)
 		}
-		var fs flowState
-		for _, c := range deniedHeader(resp, "Set-Cookie") {
-			if v, ok := strings.CutPrefix(c, srv.stateCookie()+"="); ok {
-				v, _, _ = strings.Cut(v, ";")
-				plain, err := srv.sealer.open(srv.stateCookie(), v)
-				if err != nil || json.Unmarshal(plain, &fs) != nil {
-					t.Fatalf("%s: state cookie: %v", tc.path, err)
-				}
-			}
-		}
+		fs := readFlowCookie(t, srv, resp)
 		if fs.Return != tc.want {
 			t.Errorf("%s: returns to %q, want %q", tc.path, fs.Return, tc.want)
 		}
@@ -465,8 +497,8 @@ func TestDefaultCookiesHoldTheHostPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines = append(lines, deniedHeader(resp, "Set-Cookie")...)
-	// A callback that fails clears the state cookie.
-	resp, err = srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?state=x", nil, nil))
+	// A callback that fails clears its state cookie.
+	resp, err = srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?state=x", map[string]string{"cookie": srv.flowCookie("x") + "=garbage"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,8 +585,9 @@ func TestDuplicateCookiesAreNotRead(t *testing.T) {
 
 	// The state cookie twice at the callback, a valid one first: 400, not
 	// a sign-in completed with whichever came first.
-	state := srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"abc","r":"/","e":9999999999}`))
-	planted := srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), []byte(`{"s":"evil","r":"/","e":9999999999}`))
+	flow := srv.flowCookie("abc")
+	state := flow + "=" + srv.sealer.seal(flow, []byte(`{"s":"abc","r":"/","e":9999999999}`))
+	planted := flow + "=" + srv.sealer.seal(flow, []byte(`{"s":"evil","r":"/","e":9999999999}`))
 	resp, err := srv.Check(context.Background(), checkReq("GET", "/oauth2/callback?code=c&state=abc", map[string]string{"cookie": state + "; " + planted}, nil))
 	if err != nil || resp.GetDeniedResponse().GetStatus().GetCode() != http.StatusBadRequest {
 		t.Fatalf("state cookie twice: %v, %v; want 400", resp, err)

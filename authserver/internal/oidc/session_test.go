@@ -139,7 +139,8 @@ func callback(t *testing.T, srv *Server, op *standInOP) *authv3.CheckResponse {
 // flowCookieFor is the Cookie header entry of the sign-in state for
 // state holding the sealed flowState JSON plain.
 func flowCookieFor(srv *Server, state string, plain []byte) string {
-	return srv.stateCookie() + "=" + srv.sealer.seal(srv.stateCookie(), plain)
+	name := srv.flowCookie(state)
+	return name + "=" + srv.sealer.seal(name, plain)
 }
 
 // setCookies parses the Set-Cookie headers of a denial (a redirect) or of
@@ -168,7 +169,7 @@ func sessionOf(t *testing.T, srv *Server, resp *authv3.CheckResponse) ([]byte, s
 	jar := map[string]string{}
 	var header []string
 	for _, c := range setCookies(t, resp) {
-		if c.MaxAge > 0 && c.Name != srv.stateCookie() {
+		if c.MaxAge > 0 && !srv.isFlowCookie(c.Name) {
 			jar[c.Name] = c.Value
 			header = append(header, c.Name+"="+c.Value)
 		}
@@ -351,7 +352,7 @@ func TestSessionTooLarge(t *testing.T) {
 	}
 	var cleared bool
 	for _, c := range setCookies(t, resp) {
-		if c.Name == srv.stateCookie() && c.MaxAge < 0 {
+		if c.Name == srv.flowCookie("st") && c.MaxAge < 0 {
 			cleared = true
 		} else {
 			t.Errorf("Set-Cookie %s (Max-Age %d): only the state cookie should be cleared", c.Name, c.MaxAge)
