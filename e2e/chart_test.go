@@ -62,6 +62,7 @@ var chartValues = map[string][]string{
 		"--set", "authserver.backend=oidc",
 		"--set", "authserver.oidc.issuer=https://id.example.com",
 		"--set", "authserver.oidc.clientID=portcullis",
+		"--set", "authserver.oidcSecret.name=portcullis-oidc",
 	},
 	// The values of older charts: oidc's settings under oidc.config.
 	"oidc-older-values": {
@@ -69,6 +70,17 @@ var chartValues = map[string][]string{
 		"--set", "authserver.backend=oidc",
 		"--set", "authserver.oidc.config.issuer=https://id.example.com",
 		"--set", "authserver.oidc.config.clientID=portcullis",
+		"--set", "authserver.oidc.config.cookie.keyEnv=COOKIE_KEY",
+	},
+	// TLS between Envoy and both servers (TestHelmChartServerTLS checks
+	// what it renders).
+	"server-tls": {
+		"--set", "authserver.enabled=true",
+		"--set", "authserver.backend=testserver",
+		"--set", "authserver.tls.enabled=true",
+		"--set", "extprocserver.enabled=true",
+		"--set", "extprocserver.tls.enabled=true",
+		"--set", "networkPolicy.enabled=true",
 	},
 	"testserver": {
 		"--set", "authserver.enabled=true",
@@ -93,8 +105,8 @@ var chartValues = map[string][]string{
 // authserver with each value set: one shape, {<backend>: <settings>}.
 var authserverConfigs = map[string]string{
 	"everything":        "htpasswd:\n  realm: default\n  watchNamespaces:\n  - team-a\n  - team-b\n",
-	"oidc":              "oidc:\n  clientID: portcullis\n  issuer: https://id.example.com\n",
-	"oidc-older-values": "oidc:\n  clientID: portcullis\n  issuer: https://id.example.com\n",
+	"oidc":              "oidc:\n  clientID: portcullis\n  clientSecretFile: /etc/authserver-oidc/client-secret\n  cookie:\n    keyFile: /etc/authserver-oidc/cookie-key\n  issuer: https://id.example.com\n",
+	"oidc-older-values": "oidc:\n  clientID: portcullis\n  cookie:\n    keyEnv: COOKIE_KEY\n  issuer: https://id.example.com\n",
 	"testserver":        "testserver: {}\n",
 }
 
