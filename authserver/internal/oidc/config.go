@@ -236,88 +236,125 @@ func LoadConfig(path string) (*Settings, error) {
 // Load applies defaults, validates c and reads its secrets.
 func (c Config) Load() (*Settings, error) {
 	c.setDefaults()
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	e := &configErrors{}
+	for _, check := range []func(*configErrors){c.checkIssuer, c.checkPaths, c.checkRedirects, c.checkCookie, c.checkClaims, c.checkBearer} {
+		check(e)
+	}
+	s := &Settings{Config: c}
+	s.loadSecrets(e)
+	if err := errors.Join(e.errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// configErrors collects every problem of a configuration, so that one
+// start-up reports them all.
+type configErrors struct{ errs []error }
+
+func (e *configErrors) fail(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Errorf(format, args...))
+}
+
+func (c *Config) checkIssuer(e *configErrors) {
 	if u, err := url.Parse(c.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		fail("issuer %q is not an http(s) URL", c.Issuer)
+		e.fail("issuer %q is not an http(s) URL", c.Issuer)
 	} else if u.Scheme == "http" && !c.AllowInsecureIssuer {
 		// Fail closed: over http anyone on the path reads the client secret,
 		// codes and tokens, and can forge discovery and the signing keys.
-		fail("issuer %q is plain http: the client secret, codes and tokens would cross the network unprotected; use https, or set allowInsecureIssuer: true for a local test provider", c.Issuer)
+		e.fail("issuer %q is plain http: the client secret, codes and tokens would cross the network unprotected; use https, or set allowInsecureIssuer: true for a local test provider", c.Issuer)
 	}
 	if c.ClientID == "" {
-		fail("clientID is required")
+		e.fail("clientID is required")
 	}
+	if c.JWKSRefreshInterval.Duration < minRefetchInterval {
+		e.fail("jwksRefreshInterval must be at least %v", minRefetchInterval)
+	}
+}
+
+func (c *Config) checkPaths(e *configErrors) {
 	for name, p := range map[string]string{"callbackPath": c.CallbackPath, "loginPath": c.LoginPath, "logoutPath": c.LogoutPath} {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?# ") {
-			fail("%s %q must be an absolute path without query", name, p)
+			e.fail("%s %q must be an absolute path without query", name, p)
 		}
 	}
 	if c.CallbackPath == c.LoginPath || c.CallbackPath == c.LogoutPath || c.LoginPath == c.LogoutPath {
-		fail("callbackPath, loginPath and logoutPath must differ")
+		e.fail("callbackPath, loginPath and logoutPath must differ")
 	}
+}
+
+func (c *Config) checkRedirects(e *configErrors) {
 	for _, h := range c.AllowedRedirectHosts {
 		if h == "" || strings.ContainsAny(h, "/@:\\ ") {
-			fail("allowedRedirectHosts: %q is not a host name", h)
+			e.fail("allowedRedirectHosts: %q is not a host name", h)
 		}
 	}
 	if c.RedirectURL != "" {
 		if u, err := url.Parse(c.RedirectURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != c.CallbackPath {
-			fail("redirectURL %q must be an absolute http(s) URL whose path is callbackPath %s", c.RedirectURL, c.CallbackPath)
+			e.fail("redirectURL %q must be an absolute http(s) URL whose path is callbackPath %s", c.RedirectURL, c.CallbackPath)
 		}
 	}
 	if c.PostLogoutRedirectURL != "" {
 		if u, err := url.Parse(c.PostLogoutRedirectURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			fail("postLogoutRedirectURL %q is not an absolute http(s) URL", c.PostLogoutRedirectURL)
+			e.fail("postLogoutRedirectURL %q is not an absolute http(s) URL", c.PostLogoutRedirectURL)
 		}
 	}
+}
+
+func (c *Config) checkCookie(e *configErrors) {
 	if !check.ValidHeaderName(c.Cookie.Name) || strings.ContainsAny(c.Cookie.Name, "=;,") {
-		fail("cookie.name %q is not a valid cookie name", c.Cookie.Name)
+		e.fail("cookie.name %q is not a valid cookie name", c.Cookie.Name)
 	}
 	if hasPrefixFold(c.Cookie.Name, hostPrefix) && (c.Cookie.Domain != "" || c.Cookie.Path != "/") {
-		fail("cookie.name %q: a %s cookie needs no cookie.domain and cookie.path \"/\" (browsers drop it otherwise)", c.Cookie.Name, hostPrefix)
+		e.fail("cookie.name %q: a %s cookie needs no cookie.domain and cookie.path \"/\" (browsers drop it otherwise)", c.Cookie.Name, hostPrefix)
 	}
 	if c.Cookie.SessionLifetime.Duration <= 0 {
-		fail("cookie.sessionLifetime must be positive")
+		e.fail("cookie.sessionLifetime must be positive")
 	}
-	if c.JWKSRefreshInterval.Duration < minRefetchInterval {
-		fail("jwksRefreshInterval must be at least %v", minRefetchInterval)
-	}
+}
+
+func (c *Config) checkClaims(e *configErrors) {
 	for _, h := range c.Headers {
 		if !check.ValidHeaderName(h.Name) || h.Claim == "" {
-			fail("headers: name %q claim %q: need a valid header name and a claim", h.Name, h.Claim)
+			e.fail("headers: name %q claim %q: need a valid header name and a claim", h.Name, h.Claim)
 		}
 	}
 	cf := c.Session.Claims
 	if len(cf.Keep) > 0 && len(cf.Drop) > 0 {
-		fail("session.claims: set keep or drop, not both")
+		e.fail("session.claims: set keep or drop, not both")
 	}
 	for _, n := range append(slices.Clone(cf.Keep), cf.Drop...) {
 		if n == "" || strings.TrimSpace(n) != n {
-			fail("session.claims: %q is not a claim name", n)
+			e.fail("session.claims: %q is not a claim name", n)
 		}
 	}
 	if slices.Contains(cf.Drop, "sub") {
-		fail("session.claims.drop: sub identifies the user and is always kept")
+		e.fail("session.claims.drop: sub identifies the user and is always kept")
 	}
 	if slices.Contains(cf.Drop, "email_verified") && cf.keeps("email") && !c.AllowUnverifiedEmail {
-		fail("session.claims.drop: email_verified is needed while email is kept (an unverified address would pass as verified); drop email too, or set allowUnverifiedEmail: true")
+		e.fail("session.claims.drop: email_verified is needed while email is kept (an unverified address would pass as verified); drop email too, or set allowUnverifiedEmail: true")
 	}
+}
+
+func (c *Config) checkBearer(e *configErrors) {
 	for _, a := range c.Bearer.Algorithms {
 		if !allowedAlgorithms[a] {
-			fail("bearer.algorithms: %q is not an asymmetric JWS algorithm", a)
+			e.fail("bearer.algorithms: %q is not an asymmetric JWS algorithm", a)
 		}
 	}
-	s := &Settings{Config: c}
+}
+
+// loadSecrets reads the client secret and the cookie keys.
+func (s *Settings) loadSecrets(e *configErrors) {
 	var err error
-	if s.ClientSecret, err = secret("clientSecret", c.ClientSecretFile, c.ClientSecretEnv, false); err != nil {
-		errs = append(errs, err)
+	if s.ClientSecret, err = secret("clientSecret", s.ClientSecretFile, s.ClientSecretEnv, false); err != nil {
+		e.errs = append(e.errs, err)
 	}
-	for i, src := range [][2]string{{c.Cookie.KeyFile, c.Cookie.KeyEnv}, {c.Cookie.PreviousKeyFile, c.Cookie.PreviousKeyEnv}} {
+	for i, src := range [][2]string{{s.Cookie.KeyFile, s.Cookie.KeyEnv}, {s.Cookie.PreviousKeyFile, s.Cookie.PreviousKeyEnv}} {
 		name := []string{"cookie.key", "cookie.previousKey"}[i]
 		raw, err := secret(name, src[0], src[1], i == 0)
 		if err != nil {
-			errs = append(errs, err)
+			e.errs = append(e.errs, err)
 			continue
 		}
 		if raw == "" {
@@ -325,15 +362,11 @@ func (c Config) Load() (*Settings, error) {
 		}
 		key, err := decodeKey(raw)
 		if err != nil {
-			fail("%s: %v", name, err)
+			e.fail("%s: %v", name, err)
 			continue
 		}
 		s.Keys = append(s.Keys, key)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 func (c *Config) setDefaults() {

@@ -435,41 +435,13 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 		return errorPage{status: http.StatusForbidden, title: "Sign-out refused", message: "Sign-out must come from this site's own page.",
 			link: srv.s.LogoutPath, linkText: "Sign out from this site's page"}.respond(r)
 	}
-	var idToken string // sent only when configured: a URL is no place for it
-	if value, ok := readChunked(r.cookies, srv.s.Cookie.Name); ok && srv.s.LogoutIDTokenHint && !r.duplicated(srv.sessNames) {
-		if plain, err := srv.sealer.open(srv.s.Cookie.Name, value); err == nil {
-			var sess session
-			if json.Unmarshal(plain, &sess) == nil {
-				idToken = sess.IDToken
-			}
-		}
-	}
 	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
 	for _, n := range srv.flowCookies(r) { // sign-ins in progress end too
 		cookies = append(cookies, srv.jar.clear(n))
 	}
-	location := target
-	if location == "" {
-		location = srv.s.PostLogoutRedirectURL
-	}
-	if location == "" {
-		location = "/"
-	}
-	if d, err := srv.disc.get(ctx); err == nil && d.endSession != "" {
-		u, err := url.Parse(d.endSession)
-		if err != nil {
-			return nil, err
-		}
-		q := u.Query()
-		q.Set("client_id", srv.s.ClientID)
-		if idToken != "" {
-			q.Set("id_token_hint", idToken)
-		}
-		if srv.s.PostLogoutRedirectURL != "" {
-			q.Set("post_logout_redirect_uri", srv.s.PostLogoutRedirectURL)
-		}
-		u.RawQuery = q.Encode()
-		location = u.String()
+	location, err := srv.logoutLocation(ctx, r, target)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := check.Redirect(location)
 	if err != nil {
@@ -477,6 +449,46 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	}
 	srv.m.event(eventLogout)
 	return withCookies(resp, cookies)
+}
+
+// logoutLocation is where a sign-out goes: the provider's end-session
+// endpoint when it has one, naming this client; else target, else
+// postLogoutRedirectURL, else "/".
+func (srv *Server) logoutLocation(ctx context.Context, r *request, target string) (string, error) {
+	location := cmp.Or(target, srv.s.PostLogoutRedirectURL, "/")
+	d, err := srv.disc.get(ctx)
+	if err != nil || d.endSession == "" {
+		return location, nil
+	}
+	u, err := url.Parse(d.endSession)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("client_id", srv.s.ClientID)
+	if hint := srv.logoutIDTokenHint(r); hint != "" {
+		q.Set("id_token_hint", hint)
+	}
+	if srv.s.PostLogoutRedirectURL != "" {
+		q.Set("post_logout_redirect_uri", srv.s.PostLogoutRedirectURL)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// logoutIDTokenHint is the session's raw ID token when logoutIDTokenHint
+// is set (a URL is no place for it otherwise), "" when there is none.
+func (srv *Server) logoutIDTokenHint(r *request) string {
+	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
+	if !ok || !srv.s.LogoutIDTokenHint || r.duplicated(srv.sessNames) {
+		return ""
+	}
+	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
+	var sess session
+	if err != nil || json.Unmarshal(plain, &sess) != nil {
+		return ""
+	}
+	return sess.IDToken
 }
 
 // logoutPageHTML is the page at the logout path: one button that POSTs
