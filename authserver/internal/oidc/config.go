@@ -104,8 +104,9 @@ type Config struct {
 
 // CookieConfig configures the session cookie.
 type CookieConfig struct {
-	// Name of the session cookie (chunks are Name_0, Name_1, ...; the
-	// sign-in state cookie is Name_state). Default __Host-portcullis_session
+	// Name of the session cookie (chunks are Name_0, Name_1, ...; each
+	// sign-in in progress has a state cookie Name_state_<hash of its
+	// state>). Default __Host-portcullis_session
 	// when Domain is empty and Path is "/", else portcullis_session. A
 	// __Host- name requires exactly that (browsers refuse it otherwise).
 	Name string `json:"name,omitempty"`
