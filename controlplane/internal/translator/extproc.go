@@ -44,23 +44,24 @@ func (extProcFilter) perRoute(r *ir.Route) (string, proto.Message) {
 // maxMessageTimeout is the largest message_timeout Envoy accepts.
 const maxMessageTimeout = time.Hour
 
+// defaultMessageTimeout bounds each message exchange when no timeout is
+// given: the default of a check (builder.DefaultAuthTimeout), in place of
+// Envoy's 200ms, which failed every processor slower than that.
+const defaultMessageTimeout = 2 * time.Second
+
 // extProc is the ext_proc filter of one HCM. The response timeout bounds
 // both the gRPC stream and each message exchange (Envoy's message_timeout
 // defaults to 200ms, too short for a processor that looks at bodies, and
 // cannot exceed an hour: "infinity" and longer timeouts get the hour).
+// Without one, the stream is unbounded and each message gets
+// defaultMessageTimeout.
 func extProc(p *ir.ExtProc) *extprocv3.ExternalProcessor {
 	cfg := &extprocv3.ExternalProcessor{
 		GrpcService:       grpcService(p.Cluster, p.Authority, streamTimeout(p.Timeout)),
 		FailureModeAllow:  p.FailOpen,
 		ProcessingMode:    processingMode(p.Mode),
 		AllowModeOverride: p.AllowModeOverride,
-	}
-	if t := p.Timeout; t != nil {
-		d := *t
-		if d == 0 || d > maxMessageTimeout {
-			d = maxMessageTimeout
-		}
-		cfg.MessageTimeout = durationpb.New(d)
+		MessageTimeout:    durationpb.New(messageTimeout(p.Timeout)),
 	}
 	if m := p.MutationRules; m != nil {
 		cfg.MutationRules = &mutationv3.HeaderMutationRules{
@@ -87,6 +88,17 @@ func extProcPerRoute(r *ir.ExtProcPerRoute) *extprocv3.ExtProcPerRoute {
 		o.FailureModeAllow = wrapperspb.Bool(*f)
 	}
 	return &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}
+}
+
+// messageTimeout is the message_timeout for a response timeout t.
+func messageTimeout(t *time.Duration) time.Duration {
+	switch {
+	case t == nil:
+		return defaultMessageTimeout
+	case *t == 0 || *t > maxMessageTimeout:
+		return maxMessageTimeout
+	}
+	return *t
 }
 
 // streamTimeout is the gRPC timeout of a processor's stream: unset (none)

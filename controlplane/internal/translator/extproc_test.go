@@ -12,7 +12,7 @@ import (
 )
 
 // The response timeout bounds the stream (none when unset or infinite) and
-// each message (at most Envoy's hour).
+// each message (at most Envoy's hour; 2s when unset, not Envoy's 200ms).
 func TestExtProcTimeouts(t *testing.T) {
 	d := func(d time.Duration) *time.Duration { return &d }
 	for _, tc := range []struct {
@@ -20,7 +20,7 @@ func TestExtProcTimeouts(t *testing.T) {
 		timeout              *time.Duration
 		wantStream, wantMsgs *time.Duration
 	}{
-		{"unset: Envoy's defaults", nil, nil, nil},
+		{"unset: no stream timeout, 2s per message (not Envoy's 200ms)", nil, nil, d(2 * time.Second)},
 		{"infinite: no stream timeout, an hour per message", d(0), nil, d(time.Hour)},
 		{"a second", d(time.Second), d(time.Second), d(time.Second)},
 		{"two hours: the stream's, an hour per message", d(2 * time.Hour), d(2 * time.Hour), d(time.Hour)},

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/e2e/harness"
+)
+
+// Real peers answer in seconds: a bcrypt cost of 12, an LDAP lookup, a
+// JWKS fetch, a provider's first sign-in after it started. These tests put
+// a harness.SlowPeer between the real Envoy and each kind of service Envoy
+// calls, and assert that a call is bounded by the ExtensionService's
+// response timeout and by nothing shorter, and is never sent twice.
+
+const slowNamespace = "portcullis-slow"
+
+// slowStack is Envoy and the control plane (file provider), the echo
+// upstream, and a CA for the virtual hosts' certificates.
+type slowStack struct {
+	ca    *harness.CA
+	dir   harness.Dir
+	envoy *harness.Envoy
+	https *http.Client
+	objs  []client.Object
+}
+
+func startSlowStack(t *testing.T) *slowStack {
+	echo := harness.StartEcho(t, "echo")
+	s := &slowStack{ca: harness.NewCA(t, "portcullis-slow"), dir: harness.Dir(t.TempDir())}
+	httpsAddr := harness.FreeAddr(t)
+	cp := harness.StartControlPlane(t, "portcullis", harness.FreeAddr(t), httpsAddr, "--provider", "file", "-f", string(s.dir))
+	s.envoy = harness.StartEnvoyOn(t, cp.XDSAddr)
+	s.https = harness.HTTPSClient(s.ca.CertPEM, httpsAddr)
+	s.https.Timeout = 30 * time.Second
+	s.objs = append([]client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: slowNamespace}}},
+		harness.LoopbackEndpointSlice(slowNamespace, "echo", 80, echo.Port)...)
+	return s
+}
+
+// extensionService is an h2c ExtensionService whose one endpoint is addr
+// (a SlowPeer), with this response timeout ("" for none).
+func (s *slowStack) extensionService(t *testing.T, name, addr, response string) {
+	h2c := "h2c"
+	ext := &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: slowNamespace, Name: name},
+		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: name, Port: 9000}}}}
+	if response != "" {
+		ext.Spec.TimeoutPolicy = &contourv1.TimeoutPolicy{Response: response}
+	}
+	s.objs = append(s.objs, harness.LoopbackEndpointSlice(slowNamespace, name, 9000, harness.Port(t, addr))...)
+	s.objs = append(s.objs, ext)
+}
+
+// host is an HTTPS virtual host routing to the echo upstream.
+func (s *slowStack) host(t *testing.T, fqdn string, vh func(*contourv1.VirtualHost)) {
+	secret := fqdn + "-tls"
+	v := &contourv1.VirtualHost{Fqdn: fqdn, TLS: &contourv1.TLS{SecretName: secret}}
+	vh(v)
+	s.objs = append(s.objs, s.ca.Issue(t, fqdn).Secret(slowNamespace, secret),
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: slowNamespace, Name: fqdn},
+			Spec: contourv1.HTTPProxySpec{VirtualHost: v, Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}}}})
+}
+
+func (s *slowStack) apply(t *testing.T) {
+	if err := s.dir.Apply(context.Background(), s.objs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// get fetches url and returns the status and the upstream's view of the
+// request (nil when the answer did not come from the upstream).
+func (s *slowStack) get(url string) (int, *harness.EchoRequest, error) {
+	resp, err := s.https.Get(url)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	e, _ := harness.DecodeEcho(body)
+	return resp.StatusCode, e, nil
+}
+
+// stat is one of Envoy's counters for an ExtensionService's cluster.
+func (s *slowStack) stat(t *testing.T, name, counter string) int64 {
+	t.Helper()
+	v, err := s.envoy.Stat("cluster.extension/" + slowNamespace + "/" + name + "." + counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// parallel runs n calls of f at once and returns their errors.
+func parallel(n int, f func() error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f() })
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestSlowAuthServer: a check answered in 1 s or 4 s under a response
+// timeout of 5 s is allowed every time, and sent once; at 6 s the request
+// fails closed (403) or open (the upstream, without the auth server's
+// headers) as each virtual host says, after the 5 s and not before.
+func TestSlowAuthServer(t *testing.T) {
+	addr := harness.FreeAddr(t)
+	harness.StartProcess(t, "authserver", harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver"),
+		"testserver", "--address", addr)
+	peer := harness.StartSlowPeer(t, addr)
+	s := startSlowStack(t)
+	s.extensionService(t, "auth", peer.Addr, "5s")
+	for fqdn, open := range map[string]bool{"closed.slow.test": false, "open.slow.test": true} {
+		s.host(t, fqdn, func(v *contourv1.VirtualHost) {
+			v.Authorization = &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: slowNamespace, Name: "auth"}, FailOpen: open}
+		})
+	}
+	s.apply(t)
+	authorized := func(url string) error {
+		code, e, err := s.get(url)
+		switch {
+		case err != nil:
+			return err
+		case code != http.StatusOK || e == nil:
+			return fmt.Errorf("%s: status %d, want 200 from the upstream", url, code)
+		case e.Headers.Get("Auth-Handler") != "testserver":
+			return fmt.Errorf("%s: the upstream saw no Auth-Handler: not authorized", url)
+		}
+		return nil
+	}
+	harness.Eventually(t, 30*time.Second, func() error { return authorized("https://closed.slow.test/") })
+	sent := s.stat(t, "auth", "upstream_rq_total")
+
+	for _, delay := range []time.Duration{time.Second, 4 * time.Second} {
+		peer.SetFault(harness.Fault{Delay: delay})
+		for i, err := range parallel(3, func() error { return authorized("https://closed.slow.test/") }) {
+			if err != nil {
+				t.Errorf("check answered in %v under response: 5s, request %d: %v", delay, i, err)
+			}
+		}
+	}
+
+	peer.SetFault(harness.Fault{Delay: 6 * time.Second})
+	start := time.Now()
+	errs := parallel(2, func() error {
+		code, e, err := s.get("https://closed.slow.test/")
+		if err == nil && code != http.StatusForbidden {
+			err = fmt.Errorf("failOpen false: status %d (upstream %v), want 403", code, e != nil)
+		}
+		return err
+	})
+	errs = append(errs, func() error {
+		code, e, err := s.get("https://open.slow.test/")
+		switch {
+		case err != nil:
+			return err
+		case code != http.StatusOK || e == nil || e.Headers.Get("Auth-Handler") != "":
+			return fmt.Errorf("failOpen true: status %d, upstream %v; want 200 from the upstream without the auth server's headers", code, e != nil)
+		}
+		return nil
+	}())
+	// A lower bound, not a timing goal: the 5 s timeout decided, nothing shorter.
+	if took := time.Since(start); took < 4500*time.Millisecond {
+		t.Errorf("checks answered in 6 s were cut after %v: want the 5 s response timeout", took)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("check answered in 6 s: %v", err)
+		}
+	}
+
+	// 8 checks slower than 250 ms, each sent once: no per-try timeout, no
+	// retry (a retry would have been a second upstream request).
+	if n := s.stat(t, "auth", "upstream_rq_per_try_timeout"); n != 0 {
+		t.Errorf("%d checks cut by a per-try timeout, want none", n)
+	}
+	if n := s.stat(t, "auth", "upstream_rq_retry"); n != 0 {
+		t.Errorf("%d checks sent again, want none", n)
+	}
+	if n := s.stat(t, "auth", "upstream_rq_total") - sent; n != 9 {
+		t.Errorf("%d checks sent for 9 requests, want 9", n)
+	}
+}
+
+// TestSlowExtProc: a processor whose every answer takes 1 s (the request
+// headers, then the response headers) completes, its stream never cut or
+// sent again: under a response timeout of 5 s, and under none (each
+// message then has 2 s; Envoy's default of 200 ms failed it).
+func TestSlowExtProc(t *testing.T) {
+	proc := harness.StartExtProcServer(t, markingProcessor("slow"))
+	peer := harness.StartSlowPeer(t, proc.Addr)
+	s := startSlowStack(t)
+	hosts := map[string]string{"extproc-5s": "timeout.slow.test", "extproc": "default.slow.test"}
+	s.extensionService(t, "extproc-5s", peer.Addr, "5s")
+	s.extensionService(t, "extproc", peer.Addr, "")
+	for ext, fqdn := range hosts {
+		s.host(t, fqdn, func(v *contourv1.VirtualHost) {
+			v.ExtProc = &contourv1.ExternalProcessor{Processor: &contourv1.ExtProc{
+				GRPCService:    &contourv1.GRPCService{ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: slowNamespace, Name: ext}},
+				ProcessingMode: &contourv1.ProcessingMode{RequestHeaderMode: contourv1.ProcessingModeSend, ResponseHeaderMode: contourv1.ProcessingModeSend},
+			}}
+		})
+	}
+	s.apply(t)
+	processed := func(fqdn string) error {
+		p, err := fetchProcessed(s.https, "https://"+fqdn+"/")
+		if err == nil && (p.request != "slow" || p.response != "slow") {
+			err = fmt.Errorf("processed by %+v, want slow both ways", p)
+		}
+		return err
+	}
+	for _, fqdn := range hosts {
+		harness.Eventually(t, 30*time.Second, func() error { return processed(fqdn) })
+	}
+
+	peer.SetFault(harness.Fault{Delay: time.Second})
+	start := time.Now()
+	for ext, fqdn := range hosts {
+		for i, err := range parallel(2, func() error { return processed(fqdn) }) {
+			if err != nil {
+				t.Errorf("%s, processor answering in 1 s, request %d: %v", ext, i, err)
+			}
+		}
+		if n := s.stat(t, ext, "upstream_rq_per_try_timeout") + s.stat(t, ext, "upstream_rq_retry"); n != 0 {
+			t.Errorf("%s: %d streams cut by a per-try timeout or sent again, want none", ext, n)
+		}
+	}
+	if took := time.Since(start); took < 4*time.Second {
+		t.Errorf("4 requests took %v: the 1 s delay on each of two answers was not in the path", took)
+	}
+}
