@@ -21,6 +21,8 @@
 #                  github.com/envoyproxy/ratelimit (hack/tools/ratelimit), and
 #                  redis-server, the Debian package, linked into .tools/bin
 #                  (installed with apt-get when run as root)
+#   dex            Dex, the OIDC identity provider, built from the Go module
+#                  github.com/dexidp/dex (hack/tools/dex), for e2e/dex_test.go
 #   chromium       Debian packages chromium and libnss3-tools (certutil), for the
 #                  browser tests; installed with apt-get when run as root, not
 #                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
@@ -29,7 +31,7 @@
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +52,8 @@ HELM_BUILD=2                 # bump when the way helm is built changes
 PROTOC_GEN_GO_VERSION=v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION=v1.6.2
 RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36 # also in hack/tools/ratelimit/go.mod
+# Dex's release tag; hack/tools/dex/go.mod pins its commit's pseudo-version.
+DEX_VERSION=v2.45.1
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -205,6 +209,16 @@ install_chromium() {
 	apt_install "the browser tests" "; or set PORTCULLIS_CHROMIUM to a Chromium binary" "${missing[@]}"
 }
 
+install_dex() {
+	# e2e/dex_test.go runs the real Dex (harness.StartDex). Without cgo:
+	# the tests use its memory storage, and sqlite's C would double the build.
+	if stamp_ok dex "$DEX_VERSION" && [ -x "$BIN/dex" ]; then return; fi
+	log "building Dex $DEX_VERSION from github.com/dexidp/dex (2 to 5 minutes on 2 cores the first time)"
+	(cd "$ROOT/hack/tools/dex" && CGO_ENABLED=0 GOWORK=off go build -ldflags "-X main.version=$DEX_VERSION" -o "$BIN/dex.new" github.com/dexidp/dex/cmd/dex)
+	mv -f "$BIN/dex.new" "$BIN/dex"
+	stamp dex "$DEX_VERSION"
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(all)
 for t in "${targets[@]}"; do
@@ -218,12 +232,13 @@ for t in "${targets[@]}"; do
 	cluster) install_cluster ;;
 	chromium) install_chromium ;;
 	ratelimit) install_ratelimit ;;
+	dex) install_dex ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
-			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm and the rate limit service into .tools/, and Chromium and redis-server;" \
+			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service and Dex into .tools/, and Chromium and redis-server;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_dex ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
