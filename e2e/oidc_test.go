@@ -239,6 +239,9 @@ type browser struct {
 	t      *testing.T
 	client *http.Client
 	issuer string // the provider's
+	// beforeCallback, when set, runs just before the browser follows the
+	// provider's redirect to the app's callback.
+	beforeCallback func()
 }
 
 func newBrowser(t *testing.T, s *oidcStack) *browser {
@@ -358,6 +361,9 @@ func (b *browser) signIn(u, login string, rewriteAuthorize func(*url.URL)) *flow
 			if strings.HasSuffix(next.Host, ".oidc.test") {
 				if next.Path == "/oauth2/callback" {
 					f.callback = next
+					if b.beforeCallback != nil {
+						b.beforeCallback()
+					}
 				} else if f.callback != nil {
 					f.final = b.get(next.String())
 					return f

@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,11 +33,12 @@ const slowNamespace = "portcullis-slow"
 // slowStack is Envoy and the control plane (file provider), the echo
 // upstream, and a CA for the virtual hosts' certificates.
 type slowStack struct {
-	ca    *harness.CA
-	dir   harness.Dir
-	envoy *harness.Envoy
-	https *http.Client
-	objs  []client.Object
+	ca        *harness.CA
+	httpsAddr string
+	dir       harness.Dir
+	envoy     *harness.Envoy
+	https     *http.Client
+	objs      []client.Object
 }
 
 func startSlowStack(t *testing.T) *slowStack {
@@ -42,6 +47,7 @@ func startSlowStack(t *testing.T) *slowStack {
 	httpsAddr := harness.FreeAddr(t)
 	cp := harness.StartControlPlane(t, "portcullis", harness.FreeAddr(t), httpsAddr, "--provider", "file", "-f", string(s.dir))
 	s.envoy = harness.StartEnvoyOn(t, cp.XDSAddr)
+	s.httpsAddr = httpsAddr
 	s.https = harness.HTTPSClient(s.ca.CertPEM, httpsAddr)
 	s.https.Timeout = 30 * time.Second
 	s.objs = append([]client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: slowNamespace}}},
@@ -241,4 +247,78 @@ func TestSlowExtProc(t *testing.T) {
 	if took := time.Since(start); took < 4*time.Second {
 		t.Errorf("4 requests took %v: the 1 s delay on each of two answers was not in the path", took)
 	}
+}
+
+// TestSlowOIDCCallback: a sign-in whose code exchange takes 2 s (the
+// provider's answers come late) signs in once, with one code exchange. The
+// callback's check used to be cut after 250 ms and sent again, and the
+// second one replayed its one-time state: "this sign-in was already
+// completed".
+func TestSlowOIDCCallback(t *testing.T) {
+	const host = "slow.oidc.test"
+	providerPort := harness.FreePort(t)
+	peer := harness.StartSlowPeer(t, fmt.Sprintf("127.0.0.1:%d", providerPort))
+	op := harness.StartOIDCProvider(t, harness.OIDCProviderConfig{ClientID: oidcClientID, ClientSecret: oidcClientPass,
+		RedirectURIs: []string{"https://" + host + "/oauth2/callback"}, Port: providerPort, Issuer: "http://" + peer.Addr})
+	key := make([]byte, 32)
+	rand.Read(key)
+	keyFile, config := filepath.Join(t.TempDir(), "cookie-key"), filepath.Join(t.TempDir(), "oidc.yaml")
+	writeTestFile(t, keyFile, base64.StdEncoding.EncodeToString(key))
+	writeTestFile(t, config, fmt.Sprintf("issuer: %s\nallowInsecureIssuer: true\nclientID: %s\nclientSecretEnv: OIDC_CLIENT_SECRET\n"+
+		"allowedRedirectHosts: [%s]\ncookie:\n  keyFile: %s\n", op.Issuer, oidcClientID, host, keyFile))
+	addr, metrics := harness.FreeAddr(t), harness.FreeAddr(t)
+	p := harness.NewProcess(t, "authserver-oidc", harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver"),
+		"oidc", "--config", config, "--address", addr, "--metrics-address", metrics)
+	p.Env = []string{"OIDC_CLIENT_SECRET=" + oidcClientPass}
+	p.Start()
+
+	s := startSlowStack(t)
+	s.extensionService(t, "oidc", addr, "5s")
+	s.host(t, host, func(v *contourv1.VirtualHost) {
+		v.Authorization = &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: slowNamespace, Name: "oidc"}}
+	})
+	s.apply(t)
+	harness.Eventually(t, 30*time.Second, func() error {
+		code, _, err := s.get("https://" + host + "/")
+		if err == nil && code != http.StatusFound {
+			err = fmt.Errorf("status %d, want 302 to the provider", code)
+		}
+		return err
+	})
+
+	b := newBrowser(t, &oidcStack{Stack: &harness.Stack{HTTPSAddr: s.httpsAddr}, ca: s.ca, op: op})
+	var exchanges int
+	b.beforeCallback = func() {
+		peer.SetFault(harness.Fault{Delay: 2 * time.Second})
+		exchanges = len(tokenRequests(peer))
+	}
+	f := b.signIn("https://"+host+"/after/sign-in?x=1", "alice", nil)
+	if f.callback == nil || f.final == nil {
+		t.Fatalf("the sign-in did not come back through the callback: %+v", f)
+	}
+	e := b.echo(f.final)
+	if e.Path != "/after/sign-in" || e.Query != "x=1" {
+		t.Errorf("signed in to %s?%s, want the original URL", e.Path, e.Query)
+	}
+	if n := len(tokenRequests(peer)) - exchanges; n != 1 {
+		t.Errorf("%d code exchanges for one callback, want 1", n)
+	}
+	m := "http://" + metrics + "/metrics"
+	if got := metric(t, m, `portcullis_authserver_oidc_events_total{event="callback"}`); got != 1 {
+		t.Errorf("%v callbacks signed in, want 1", got)
+	}
+	if n := s.stat(t, "oidc", "upstream_rq_retry") + s.stat(t, "oidc", "upstream_rq_per_try_timeout"); n != 0 {
+		t.Errorf("%d checks cut or sent again, want none", n)
+	}
+}
+
+// tokenRequests are the calls to the provider's token endpoint so far.
+func tokenRequests(p *harness.SlowPeer) []string {
+	var out []string
+	for _, r := range p.Requests() {
+		if strings.HasPrefix(r, "POST /token ") {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -33,6 +33,11 @@ type OIDCProviderConfig struct {
 	TokenTTL               time.Duration       // access and ID token lifetime (whole seconds)
 	Groups                 map[string][]string // login -> groups claim
 	SigningJWK             string              // private RSA JWK (NewSigningJWK); empty: a fresh key
+	// Port to listen on (0: a free one) and Issuer to announce (empty:
+	// http://127.0.0.1:Port). An Issuer on another port puts a proxy such as
+	// a SlowPeer between the relying party and the provider.
+	Port   int
+	Issuer string
 }
 
 // NewSigningJWK returns a new private RSA signing key as a JWK (JSON), for
@@ -79,8 +84,14 @@ func StartOIDCProvider(t testing.TB, cfg OIDCProviderConfig) *OIDCProvider {
 	if _, err := os.Stat(filepath.Join(modules, "node_modules", "oidc-provider", "package.json")); err != nil {
 		t.Fatalf("oidc-provider not installed in %s: run `make tools`", modules)
 	}
-	port := FreePort(t)
-	issuer := fmt.Sprintf("http://127.0.0.1:%d", port)
+	port := cfg.Port
+	if port == 0 {
+		port = FreePort(t)
+	}
+	issuer := cfg.Issuer
+	if issuer == "" {
+		issuer = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
 	if cfg.APIAudience == "" {
 		cfg.APIAudience = "https://api.portcullis.test"
 	}
@@ -116,7 +127,7 @@ func StartOIDCProvider(t testing.TB, cfg OIDCProviderConfig) *OIDCProvider {
 	p.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := WaitHTTP(ctx, issuer+"/.well-known/openid-configuration", 200); err != nil {
+	if err := WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/.well-known/openid-configuration", port), 200); err != nil {
 		t.Fatalf("oidc-provider at %s: %v", issuer, err)
 	}
 	return &OIDCProvider{Process: p, Issuer: issuer, APIAudience: cfg.APIAudience}
