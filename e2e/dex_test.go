@@ -456,11 +456,14 @@ func testDexRefresh(t *testing.T, s *dexStack, rita *browser, expired string) {
 }
 
 // testDexRefreshReplaced: Dex keeps one refresh token per user and
-// client, and deletes it when the user signs in through the client again
-// (alice did, in the cases since her first sign-in): her first session's
-// refresh is refused, and a failed refresh is a new sign-in.
+// client, and deletes it when the user signs in through the client again:
+// alice's first session (its tokens expired during the refresh case) can
+// no longer refresh once she signs in on a second device, and a failed
+// refresh is a new sign-in.
 func testDexRefreshReplaced(t *testing.T, s *dexStack, alice *browser) {
 	alice = dexTab(alice, t)
+	second := s.browser(t)
+	second.echo(s.signIn(second, dexApp+"/second-device", "alice@example.test"))
 	series := `portcullis_authserver_oidc_failures_total{reason="refresh"}`
 	before := s.sum(t, series)
 	p := alice.get(dexApp + "/first-session")
