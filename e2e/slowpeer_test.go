@@ -322,3 +322,55 @@ func tokenRequests(p *harness.SlowPeer) []string {
 	}
 	return out
 }
+
+// TestSlowJWKS: Envoy's fetch of a remote JWKS that answers in 2 s, under
+// a timeout of 5 s, verifies tokens; at 6 s the fetch fails and tokens are
+// refused (401), never let through unverified.
+func TestSlowJWKS(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	jwks := startJWKS(t)
+	key := newSigningKey(t, "k1")
+	jwks.set(key)
+	peer := harness.StartSlowPeer(t, strings.TrimSuffix(strings.TrimPrefix(jwks.url, "http://"), "/jwks"))
+	peer.SetFault(harness.Fault{Delay: 2 * time.Second})
+
+	ca := harness.NewCA(t, "portcullis-slow")
+	dir := t.TempDir()
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--allow-loopback-external-names")
+	objs := append(harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port), ca.Issue(t, "jwt.slow.test", "late.slow.test").Secret("default", "jwt-cert"))
+	for _, host := range []string{"jwt.slow.test", "late.slow.test"} {
+		objs = append(objs, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: host}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: host, TLS: &contourv1.TLS{SecretName: "jwt-cert"},
+				JWTProviders: []contourv1.JWTProvider{{Name: "idp", Default: true, Issuer: "https://issuer.test",
+					RemoteJWKS: contourv1.RemoteJWKS{URI: "http://" + peer.Addr + "/jwks", Timeout: "5s", CacheDuration: "1h"}}}},
+			Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}}}})
+	}
+	if err := harness.Dir(dir).Apply(context.Background(), objs...); err != nil {
+		t.Fatal(err)
+	}
+	c := harness.HTTPSClient(ca.CertPEM, httpsAddr)
+	c.Timeout = 30 * time.Second
+	token := key.sign(t, claims{"iss": "https://issuer.test", "sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
+	send := func(host string) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	// The first request waits for the fetch (2 s).
+	harness.Eventually(t, 60*time.Second, func() error {
+		code, err := send("jwt.slow.test")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("a valid token with the JWKS answering in 2 s: status %d, want 200", code)
+		}
+		return err
+	})
+	peer.SetFault(harness.Fault{Delay: 6 * time.Second})
+	if code, err := send("late.slow.test"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("a token whose JWKS answers after the 5 s timeout: status %d, %v; want 401", code, err)
+	}
+}
