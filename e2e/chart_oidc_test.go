@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -584,4 +586,104 @@ func TestHelmChartServerTLSThroughEnvoy(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestHelmChartServerTLSInstall installs and upgrades a release with
+// helm against a real API server, to check what `helm template` (no
+// cluster to look up) cannot: the TLS Secret the chart made is kept by
+// upgrades, with its pods' checksum; a TLS Secret of the user's is left
+// alone and named; a new certificate (the Secret deleted, then an
+// upgrade) or a changed oidc Secret changes the pods' checksums, so
+// the servers, which read them at start, restart.
+func TestHelmChartServerTLSInstall(t *testing.T) {
+	helm := harness.Tool(t, "helm")
+	chart := installableChart(t)
+	api := harness.StartAPIServer(t, harness.CRDDir(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const ns = "tls"
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := harness.RunCommand(helm, append(args, "--namespace", ns, "--kubeconfig", api.KubeconfigPath)...)
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	userTLS := harness.NewCA(t, "mine").Issue(t, "a-portcullis-extprocserver.tls.svc").Secret(ns, "a-portcullis-extprocserver-tls")
+	userTLS.Data["ca.crt"] = []byte("-----BEGIN CERTIFICATE-----\nmine\n-----END CERTIFICATE-----\n")
+	oidcSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oidc"},
+		Data: map[string][]byte{"client-secret": []byte("s3cret"), "cookie-key": bytes.Repeat([]byte{'a'}, 64)}}
+	if err := api.Apply(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, userTLS, oidcSecret); err != nil {
+		t.Fatal(err)
+	}
+	secretData := func(name string) map[string][]byte {
+		t.Helper()
+		var s corev1.Secret
+		if err := api.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			t.Fatalf("Secret %s: %v", name, err)
+		}
+		return s.Data
+	}
+	annotations := func(name string) map[string]string {
+		t.Helper()
+		var d appsv1.Deployment
+		if err := api.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+			t.Fatalf("Deployment %s: %v", name, err)
+		}
+		return d.Spec.Template.Annotations
+	}
+
+	run("install", "a", chart, "--set", "authserver.enabled=true", "--set", "authserver.backend=oidc",
+		"--set", "authserver.oidc.issuer=https://id.example.com", "--set", "authserver.oidc.clientID=portcullis",
+		"--set", "authserver.oidcSecret.name=oidc", "--set", "authserver.tls.enabled=true",
+		"--set", "extprocserver.enabled=true", "--set", "extprocserver.tls.enabled=true")
+	made := secretData("a-portcullis-authserver-tls")
+	if len(made["tls.crt"]) == 0 || len(made["ca.crt"]) == 0 || len(made["tls.key"]) == 0 {
+		t.Fatalf("the chart's TLS Secret holds %d keys", len(made))
+	}
+	auth := annotations("a-portcullis-authserver")
+	if auth["checksum/tls"] == "" || auth["checksum/oidc-secret"] == "" {
+		t.Errorf("the auth server's pods have annotations %v; want checksum/tls and checksum/oidc-secret", auth)
+	}
+	// The user's Secret: left as it is, named by the ExtensionService and
+	// the server, its checksum on the pods.
+	if got := secretData(userTLS.Name); !reflect.DeepEqual(got, userTLS.Data) {
+		t.Error("the release changed the user's TLS Secret")
+	}
+	if objs, err := decodeManifests(run("get", "manifest", "a")); err != nil || renderedObject(objs, "Secret", userTLS.Name) != nil || renderedObject(objs, "Secret", "a-portcullis-authserver-tls") == nil {
+		t.Errorf("release a's manifest (%v): want the auth server's TLS Secret and not the user's %s", err, userTLS.Name)
+	}
+	if annotations("a-portcullis-extprocserver")["checksum/tls"] == "" {
+		t.Error("the processing server's pods have no checksum of the user's TLS Secret")
+	}
+
+	// An upgrade keeps the certificate and the pods.
+	run("upgrade", "a", chart, "--reuse-values", "--set", "authserver.replicas=3")
+	if got := secretData("a-portcullis-authserver-tls"); !reflect.DeepEqual(got, made) {
+		t.Error("helm upgrade made a new auth server certificate")
+	}
+	if got := annotations("a-portcullis-authserver"); got["checksum/tls"] != auth["checksum/tls"] || got["checksum/oidc-secret"] != auth["checksum/oidc-secret"] {
+		t.Errorf("helm upgrade changed the checksums: %v, before %v", got, auth)
+	}
+
+	// A new cookie key in the oidc Secret, and a new certificate (the
+	// Secret deleted): the upgrade rolls the pods.
+	oidcSecret.Data["cookie-key"] = bytes.Repeat([]byte{'b'}, 64)
+	if err := api.Apply(ctx, oidcSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a-portcullis-authserver-tls"}}); err != nil {
+		t.Fatal(err)
+	}
+	run("upgrade", "a", chart, "--reuse-values")
+	if got := secretData("a-portcullis-authserver-tls"); bytes.Equal(got["tls.crt"], made["tls.crt"]) || len(got["tls.crt"]) == 0 {
+		t.Error("no new certificate after the Secret was deleted")
+	}
+	if got := annotations("a-portcullis-authserver"); got["checksum/tls"] == auth["checksum/tls"] || got["checksum/oidc-secret"] == auth["checksum/oidc-secret"] {
+		t.Errorf("a new certificate and cookie key left the checksums as they were: %v", got)
+	}
+	if got := secretData(userTLS.Name); !reflect.DeepEqual(got, userTLS.Data) {
+		t.Error("an upgrade changed the user's TLS Secret")
+	}
 }

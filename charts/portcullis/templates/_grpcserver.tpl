@@ -4,7 +4,8 @@ Service and the ExtensionService that lets HTTPProxies and the global
 configuration use it, and with <server>.tls.enabled its TLS Secret. Call with
   (dict "root" $ "name" "authserver" "values" .Values.authserver
         "command" "authserver" "args" (list ...) "config" <map or nil>
-        "mounts" (list (dict "name" ... "mountPath" ... "volume" <volume source>)))
+        "mounts" (list (dict "name" ... "mountPath" ... "volume" <volume source>))
+        "checksums" (dict "checksum/<name>" <sha256>))
 */}}
 {{- define "portcullis.grpcServer" -}}
 {{- $root := .root -}}
@@ -98,6 +99,9 @@ spec:
         {{- with $tlsChecksum }}
         # The server reads its certificate at start: a new one rolls the pods.
         checksum/tls: {{ . }}
+        {{- end }}
+        {{- range $k, $sum := .checksums }}
+        {{ $k }}: {{ $sum }}
         {{- end }}
     spec:
       serviceAccountName: {{ .serviceAccountName | default (include "portcullis.serviceAccountName" $root) }}
