@@ -410,6 +410,19 @@ func (s *dexStack) codeFlowTokens(t *testing.T) *harness.DexTokens {
 		"code": {callback.Query().Get("code")}, "redirect_uri": {dexApp + "/oauth2/callback"}})
 }
 
+// dexKid is the kid of a JWS's header.
+func dexKid(t *testing.T, token string) string {
+	h, _, _ := strings.Cut(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(h)
+	var header struct {
+		Kid string `json:"kid"`
+	}
+	if err != nil || json.Unmarshal(b, &header) != nil {
+		t.Fatalf("not a JWS: %.20q", token)
+	}
+	return header.Kid
+}
+
 // dexAlgNone is token's claims under an unsigned header (alg none).
 func dexAlgNone(t *testing.T, token string) string {
 	parts := strings.Split(token, ".")
@@ -509,6 +522,9 @@ func testDexKeyRotation(t *testing.T, s *dexStack, firstKid string) {
 		return nil
 	})
 	tok := s.dex.PasswordToken(t, dexClientID, dexSecret, "alice@example.test")
+	if kid := dexKid(t, tok.AccessToken); kid == firstKid {
+		t.Fatalf("the token after the rotation is signed with the first key %s", kid)
+	}
 	api := s.browser(t)
 	api.echo(api.get(dexApp+"/api/items", "Authorization", "Bearer "+tok.AccessToken))
 	// A browser signs in with an ID token of the new key too.
