@@ -26,12 +26,17 @@
 #   chromium       Debian packages chromium and libnss3-tools (certutil), for the
 #                  browser tests; installed with apt-get when run as root, not
 #                  into .tools/ (PORTCULLIS_CHROMIUM names another Chromium)
+#   keycloak       Keycloak (org.keycloak:keycloak-quarkus-dist from Maven Central,
+#                  with mvn) unzipped into .tools/keycloak-<version> and built
+#                  for the tests (kc.sh build); needs Java 17 or later and
+#                  Maven: Debian's openjdk-17-jre-headless and maven, with
+#                  apt-get when run as root
 #
 # The Gateway API CRDs the tests' API servers and the chart install are not
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,6 +59,8 @@ PROTOC_GEN_GO_GRPC_VERSION=v1.6.2
 RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36 # also in hack/tools/ratelimit/go.mod
 # Dex's release tag; hack/tools/dex/go.mod pins its commit's pseudo-version.
 DEX_VERSION=v2.45.1
+KEYCLOAK_VERSION=26.5.6      # also keycloakVersion in e2e/harness/keycloak.go
+KEYCLOAK_BUILD=1             # bump when the kc.sh build options change
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -209,6 +216,35 @@ install_chromium() {
 	apt_install "the browser tests" "; or set PORTCULLIS_CHROMIUM to a Chromium binary" "${missing[@]}"
 }
 
+install_keycloak() {
+	# e2e/keycloak_test.go runs a real Keycloak (harness.StartKeycloak).
+	local dir="$TOOLS/keycloak-$KEYCLOAK_VERSION"
+	if stamp_ok keycloak "$KEYCLOAK_VERSION-$KEYCLOAK_BUILD" && [ -x "$dir/bin/kc.sh" ]; then return; fi
+	local missing=() java
+	command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+	command -v mvn >/dev/null || missing+=(maven)
+	command -v unzip >/dev/null || missing+=(unzip)
+	[ ${#missing[@]} -eq 0 ] || apt_install "the Keycloak tests" "" "${missing[@]}"
+	java=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+	if [ "${java:-0}" -lt 17 ]; then
+		echo "Keycloak $KEYCLOAK_VERSION needs Java 17 or later; java on PATH is version ${java:-unknown}" >&2
+		exit 1
+	fi
+	log "installing Keycloak $KEYCLOAK_VERSION from Maven Central (165 MB, about a minute)"
+	local dl="$TOOLS/keycloak-download"
+	rm -rf "$dl" "$dir" && mkdir -p "$dl"
+	mvn -q -B dependency:copy "-Dartifact=org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:zip" "-DoutputDirectory=$dl"
+	unzip -q "$dl/keycloak-quarkus-dist-$KEYCLOAK_VERSION.zip" -d "$dl"
+	mv "$dl/keycloak-$KEYCLOAK_VERSION" "$dir"
+	rm -rf "$dl"
+	# Quarkus' build step once here, not at each start (about 20 s):
+	# the tests run `kc.sh start --optimized`. An in-memory database: each
+	# run starts empty.
+	log "building Keycloak for the tests (kc.sh build, about 30 s)"
+	"$dir/bin/kc.sh" build --db=dev-mem >/dev/null
+	stamp keycloak "$KEYCLOAK_VERSION-$KEYCLOAK_BUILD"
+}
+
 install_dex() {
 	# e2e/dex_test.go runs the real Dex (harness.StartDex). Without cgo:
 	# the tests use its memory storage, and sqlite's C would double the build.
@@ -233,12 +269,13 @@ for t in "${targets[@]}"; do
 	chromium) install_chromium ;;
 	ratelimit) install_ratelimit ;;
 	dex) install_dex ;;
+	keycloak) install_keycloak ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
 			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service and Dex into .tools/, and Chromium and redis-server;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_dex ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_keycloak; install_dex ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
