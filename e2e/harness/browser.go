@@ -199,6 +199,21 @@ func Run[T any](s *Session, action chromedp.Action[T]) T {
 // (after redirects).
 func (s *Session) Navigate(url string) *network.Response {
 	s.t.Helper()
+	// Chromium fails a load when the machine's network interfaces change
+	// (other tests add and remove links): that is no answer from the page,
+	// and a GET can be sent again.
+	for range 2 {
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+			if err != nil {
+				s.t.Fatalf("browser: navigate to %s: %v (at %s)", url, err, s.URL())
+			}
+			return resp
+		}
+		s.t.Logf("navigate to %s: %v; again", url, err)
+	}
 	return s.respond("navigate to "+url, chromedp.Navigate(url))
 }
 
