@@ -31,6 +31,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"github.com/portcullis/portcullis/e2e/harness"
 )
 
@@ -52,8 +53,9 @@ const (
 // Pod without Envoy's labels reaches neither (NetworkPolicies). An
 // Envoy Pod deleted under load through that Service drains with no failed
 // request (EnvoyPodDeletedUnderLoad). Then helm upgrade with changed
-// values takes effect, and helm uninstall leaves none of the release's
-// objects behind.
+// values takes effect (among them TLS between Envoy and the auth server:
+// the protected route is still allowed), and helm uninstall leaves none
+// of the release's objects behind.
 func TestClusterChart(t *testing.T) {
 	c := harness.StartCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -136,7 +138,12 @@ func TestClusterChart(t *testing.T) {
 
 	// helm upgrade: the Service's HTTPS port changes (so does the
 	// redirect's), and the GatewayClass is created now that the Gateway
-	// API CRDs are there; the control plane accepts it.
+	// API CRDs are there; the control plane accepts it. TLS between Envoy
+	// and the auth server is turned on (authserver.tls): the auth server's
+	// Pods roll (beside Envoy's) with the chart's certificate, ready by
+	// their HTTP probes, and the ExtensionService turns h2 with
+	// validation; the protected route is still allowed by the testserver,
+	// which now speaks TLS only.
 	// The xDS Secrets the chart made (xds.tls.generate) are kept by the
 	// upgrade: new ones would not match the connected Envoys' CA.
 	xdsSecret := func() []byte {
@@ -149,7 +156,8 @@ func TestClusterChart(t *testing.T) {
 	xdsCert := xdsSecret()
 	start = time.Now()
 	upgrade := []string{"upgrade", chartRelease, "charts/portcullis", "--namespace", chartNamespace, "--reuse-values",
-		"--set", "envoy.service.httpsPort=9443", "--set", "gatewayAPI.gatewayClass.create=true"}
+		"--set", "envoy.service.httpsPort=9443", "--set", "gatewayAPI.gatewayClass.create=true",
+		"--set", "authserver.tls.enabled=true"}
 	if out, err := c.Helm(t, upgrade...); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
@@ -163,7 +171,37 @@ func TestClusterChart(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("helm upgrade: rolled out in %s", time.Since(start).Round(100*time.Millisecond))
+	envoyRolled := time.Now()
+	waitFor(t, 3*time.Minute, "the auth server rolled out with TLS", func() error {
+		d, err := cs.AppsV1().Deployments(chartNamespace).Get(ctx, testserverES, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.Replicas != 2 {
+			return fmt.Errorf("%d updated, %d available, %d in all; pods: %s", d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.Replicas, podStates(ctx, c, chartNamespace, d))
+		}
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--tls-cert-path=/etc/authserver-tls/tls.crt") {
+			return fmt.Errorf("the auth server's args %v have no TLS", args)
+		}
+		return nil
+	})
+	t.Logf("helm upgrade: rolled out in %s (the auth server with TLS %s after Envoy)", time.Since(start).Round(100*time.Millisecond), time.Since(envoyRolled).Round(100*time.Millisecond))
+	waitFor(t, time.Minute, "the ExtensionService h2 with validation, valid", func() error {
+		var es v1alpha1.ExtensionService
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: chartNamespace, Name: testserverES}, &es); err != nil {
+			return err
+		}
+		v := es.Spec.UpstreamValidation
+		if es.Spec.Protocol == nil || *es.Spec.Protocol != "h2" || v == nil || v.SubjectName != testserverES+"."+chartNamespace+".svc" || v.CACertificate != testserverES+"-tls" {
+			return fmt.Errorf("protocol %v, validation %+v", es.Spec.Protocol, v)
+		}
+		for _, cond := range es.Status.Conditions {
+			if cond.Type == contourv1.ValidConditionType && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == es.Generation {
+				return nil
+			}
+		}
+		return fmt.Errorf("not Valid for generation %d: %+v", es.Generation, es.Status.Conditions)
+	})
 	demoRequests(t, clusterIP, 9443, 80)
 	if !bytes.Equal(xdsSecret(), xdsCert) {
 		t.Error("helm upgrade made new xDS certificates")
