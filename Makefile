@@ -18,7 +18,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build image cluster cluster-down conformance soak test test-unit test-e2e bench demo vet fmt clean
+.PHONY: all help tools generate build image cluster cluster-down conformance soak test test-unit test-e2e bench demo lint vet fmt clean
 
 all: build
 
@@ -26,7 +26,7 @@ all: build
 help:
 	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  make %-10s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
 
-## tools: install Envoy, kube-apiserver, etcd, controller-gen, protoc-gen-go(-grpc), oidc-provider, helm (.tools/) and Chromium (10-15 min the first time)
+## tools: install Envoy, kube-apiserver, etcd, controller-gen, protoc-gen-go(-grpc), oidc-provider, helm, Keycloak, Dex, golangci-lint (.tools/) and Chromium (15-20 min the first time)
 tools:
 	@hack/install-tools.sh all
 
@@ -72,6 +72,11 @@ cluster: image
 cluster-down:
 	@if [ -x $(CLUSTER_BIN)/cluster ]; then $(CLUSTER_BIN)/cluster down --state $(CLUSTER_STATE) --tools $(TOOLS)/bin; \
 	else go run ./e2e/cmd/cluster down --state $(CLUSTER_STATE) --tools $(TOOLS)/bin; fi
+
+## lint: golangci-lint in every module (.golangci.yml; installed by make tools)
+lint:
+	@hack/install-tools.sh golangci-lint
+	@hack/lint.sh
 
 ## vet: go vet every module
 vet:

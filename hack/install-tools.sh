@@ -31,12 +31,13 @@
 #                  for the tests (kc.sh build); needs Java 17 or later and
 #                  Maven: Debian's openjdk-17-jre-headless and maven, with
 #                  apt-get when run as root
+#   golangci-lint  go install github.com/golangci/golangci-lint/v2 (make lint)
 #
 # The Gateway API CRDs the tests' API servers and the chart install are not
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|golangci-lint|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,6 +62,7 @@ RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36 # also in hack/tools/rate
 DEX_VERSION=v2.45.1
 KEYCLOAK_VERSION=26.5.6      # also keycloakVersion in e2e/harness/keycloak.go
 KEYCLOAK_BUILD=1             # bump when the kc.sh build options change
+GOLANGCI_LINT_VERSION=v2.15.0
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -255,6 +257,15 @@ install_dex() {
 	stamp dex "$DEX_VERSION"
 }
 
+install_golangci_lint() {
+	# make lint (hack/lint.sh, .golangci.yml). Built from its module with
+	# go install: the project's own Go, no prebuilt download.
+	if stamp_ok golangci-lint "$GOLANGCI_LINT_VERSION" && [ -x "$BIN/golangci-lint" ]; then return; fi
+	log "building golangci-lint $GOLANGCI_LINT_VERSION (2 to 4 minutes on 2 cores the first time)"
+	GOBIN="$BIN" GOWORK=off go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+	stamp golangci-lint "$GOLANGCI_LINT_VERSION"
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(all)
 for t in "${targets[@]}"; do
@@ -270,12 +281,13 @@ for t in "${targets[@]}"; do
 	ratelimit) install_ratelimit ;;
 	dex) install_dex ;;
 	keycloak) install_keycloak ;;
+	golangci-lint) install_golangci_lint ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
-			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service and Dex into .tools/, and Chromium and redis-server;" \
+			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service, Keycloak, Dex and golangci-lint into .tools/, and Chromium and redis-server;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_keycloak; install_dex ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_keycloak; install_dex; install_golangci_lint ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
