@@ -4,15 +4,15 @@ package v1
 type HeaderSendMode string
 
 const (
-	// The default HeaderSendMode depends on which part of the message is being
+	// ProcessingModeDefault means the default HeaderSendMode depends on which part of the message is being
 	// processed. By default, request and response headers are sent,
 	// while trailers are skipped.
 	ProcessingModeDefault HeaderSendMode = "DEFAULT"
 
-	// Send the header or trailer.
+	// ProcessingModeSend sends the header or trailer.
 	ProcessingModeSend HeaderSendMode = "SEND"
 
-	// Do not send the header or trailer.
+	// ProcessingModeSkip does not send the header or trailer.
 	ProcessingModeSkip HeaderSendMode = "SKIP"
 )
 
@@ -20,20 +20,21 @@ const (
 type BodySendMode string
 
 const (
-	// Do not send the body at all. This is the default.
+	// ProcessingModeNone does not send the body at all. This is the default.
 	ProcessingModeNone BodySendMode = "NONE"
 
-	// Stream the body to the server in pieces as they arrive at the
+	// ProcessingModeStreamed streams the body to the server in pieces as they arrive at the
 	// proxy.
 	ProcessingModeStreamed BodySendMode = "STREAMED"
 
-	// Buffer the message body in memory and send the entire body at once.
+	// ProcessingModeBuffered buffers the message body in memory and sends the
+	// entire body at once.
 	// If the body exceeds the configured buffer limit, then the
 	// downstream system will receive an error.
 	ProcessingModeBuffered BodySendMode = "BUFFERED"
 
-	// Buffer the message body in memory and send the entire body in one
-	// chunk. If the body exceeds the configured buffer limit, then the body contents
+	// ProcessingModeBufferedPartial buffers the message body in memory and
+	// sends the entire body in one chunk. If the body exceeds the configured buffer limit, then the body contents
 	// up to the buffer limit will be sent.
 	ProcessingModeBufferedPartial BodySendMode = "BUFFERED_PARTIAL"
 )
