@@ -106,7 +106,7 @@ func New(opts Options, logger *slog.Logger, register func(*grpc.Server)) (*Serve
 	if opts.MetricsAddress != "" {
 		s.mlis, err = net.Listen("tcp", opts.MetricsAddress)
 		if err != nil {
-			s.lis.Close()
+			_ = s.lis.Close() // unused yet; the metrics listener's error is the one to report
 			return nil, fmt.Errorf("metrics listener: %w", err)
 		}
 		mux := http.NewServeMux()
@@ -210,7 +210,9 @@ func (s *Server) shutdown() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := s.metrics.Shutdown(ctx); err != nil {
-			s.metrics.Close()
+			// Shutdown timed out on open connections: drop them. Close's
+			// error is only the listener's, which Shutdown already closed.
+			_ = s.metrics.Close()
 		}
 	}
 }

@@ -104,7 +104,10 @@ func start(t *testing.T, mutate func(*serverkit.Options)) *running {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-r.done:
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("Serve = %v after its context was canceled", err)
+			}
 		case <-time.After(10 * time.Second):
 			t.Error("server did not stop")
 		}

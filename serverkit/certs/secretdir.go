@@ -11,12 +11,12 @@ import (
 // new version's directory is written, then ..data is swapped to it with a
 // rename, atomically (a reader sees the old files or the new ones, never
 // a mix).
+//
+// The version directory keeps MkdirTemp's 0700 (the kubelet's is 0755):
+// its files are 0600, readable by their owner only either way.
 func WriteSecretDir(dir string, files map[string][]byte) error {
 	version, err := os.MkdirTemp(dir, "..version_")
 	if err != nil {
-		return err
-	}
-	if err := os.Chmod(version, 0o755); err != nil {
 		return err
 	}
 	for name, b := range files {
