@@ -29,7 +29,7 @@ type backend struct {
 func (r *Resolver) backend(key types.NamespacedName, port int) (*backend, error) {
 	svc := r.service(key)
 	if svc == nil {
-		return nil, fmt.Errorf("Service %q not found", key.String())
+		return nil, fmt.Errorf("%s %q not found", serviceKind, key.String())
 	}
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
@@ -40,7 +40,10 @@ func (r *Resolver) backend(key types.NamespacedName, port int) (*backend, error)
 	}
 	if sp == nil {
 		if svc.Spec.Type != corev1.ServiceTypeExternalName {
-			return nil, fmt.Errorf("Service %q has no port %d", key.String(), port)
+			return nil, fmt.Errorf("%s %q has no port %d", serviceKind, key.String(), port)
+		}
+		if port < 1 || port > maxPort {
+			return nil, fmt.Errorf("%s %q: %d is not a port number (1-%d)", serviceKind, key.String(), port, maxPort)
 		}
 		// ExternalName services often list no ports: the port is the
 		// destination's.
@@ -49,7 +52,7 @@ func (r *Resolver) backend(key types.NamespacedName, port int) (*backend, error)
 	be := &backend{service: svc, port: *sp}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		if err := r.opts().externalNameAllowed(svc.Spec.ExternalName); err != nil {
-			return nil, fmt.Errorf("Service %q: %w", key.String(), err)
+			return nil, fmt.Errorf("%s %q: %w", serviceKind, key.String(), err)
 		}
 		return be, nil
 	}
@@ -77,7 +80,7 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 				seen[id] = true
 				total++
 				if ready {
-					out = append(out, ir.Endpoint{Address: addr, Port: uint32(port)})
+					out = append(out, ir.Endpoint{Address: addr, Port: port})
 				}
 			}
 		}
@@ -86,11 +89,13 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 }
 
 // slicePort is the TCP port of an IP EndpointSlice named name (the
-// Service port's name); 0 for none.
-func slicePort(slice *discoveryv1.EndpointSlice, name string) (port int32) {
+// Service port's name); 0 for none, or for a negative one (only a file
+// could hold it: the API server refuses it).
+func slicePort(slice *discoveryv1.EndpointSlice, name string) uint32 {
 	if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
 		return 0
 	}
+	var port int32
 	for _, p := range slice.Ports {
 		proto := corev1.ProtocolTCP
 		if p.Protocol != nil {
@@ -100,7 +105,31 @@ func slicePort(slice *discoveryv1.EndpointSlice, name string) (port int32) {
 			port = *p.Port
 		}
 	}
-	return port
+	return nonNegativeUint32(port)
+}
+
+// maxPort is the highest TCP port.
+const maxPort = 65535
+
+// nonNegativeUint32 is v as a uint32; a negative v, which only a file
+// could hold where Kubernetes validates a port or count, is 0 rather than
+// a wrapped 4-billion value.
+func nonNegativeUint32(v int32) uint32 {
+	if v < 0 {
+		return 0
+	}
+	return uint32(v)
+}
+
+// destinationPort is the port Envoy connects to for a Service port: the
+// API server defaults targetPort to port, so this is the port unless the
+// Service maps it elsewhere (a target port that is not a port number is
+// not used).
+func destinationPort(sp corev1.ServicePort) uint32 {
+	if tp := sp.TargetPort.IntValue(); tp > 0 && tp <= maxPort {
+		return uint32(tp)
+	}
+	return nonNegativeUint32(sp.Port)
 }
 
 func ptrValue[T any](p *T) T {
@@ -122,6 +151,11 @@ func (o *Options) externalNameAllowed(name string) error {
 // externalNameKind is what loopbackAllowed's messages call an
 // ExternalName.
 const externalNameKind = "ExternalName"
+
+// serviceKind is the kind of Kubernetes object the status messages of
+// backend name ("Service \"ns/name\" not found"): a kind keeps its
+// capital at the start of a message.
+const serviceKind = "Service"
 
 // loopbackAllowed refuses a name (what: "ExternalName", "host") that
 // names Envoy's own host, unless Options.LoopbackExternalNames.

@@ -94,12 +94,7 @@ func newCluster(name string, bes []*backend, weights []uint32, protocol ir.Proto
 	for i, be := range bes {
 		if be.service.Spec.Type == corev1.ServiceTypeExternalName {
 			c.DNSName = be.service.Spec.ExternalName
-			// The API server defaults targetPort to port, so this is the
-			// port unless the Service maps it elsewhere.
-			c.DNSPort = uint32(be.port.Port)
-			if tp := be.port.TargetPort.IntValue(); tp > 0 {
-				c.DNSPort = uint32(tp)
-			}
+			c.DNSPort = destinationPort(be.port)
 			if c.SNI == "" && (protocol == ir.H2 || protocol == ir.TLS) {
 				c.SNI = c.DNSName
 			}

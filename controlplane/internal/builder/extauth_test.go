@@ -39,9 +39,9 @@ func TestAuthorizationRefProblem(t *testing.T) {
 }
 
 func TestExtAuth(t *testing.T) {
-	fiveSeconds := 5 * time.Second
+	slowTimeout := 5 * time.Second
 	ext := &extension{cluster: &ir.Cluster{Name: "extension/ns/auth"}, authority: "auth.ns"}
-	slow := &extension{cluster: ext.cluster, authority: ext.authority, timeout: &fiveSeconds}
+	slow := &extension{cluster: ext.cluster, authority: ext.authority, timeout: &slowTimeout}
 	for _, tc := range []struct {
 		name    string
 		a       contourv1.AuthorizationServer
@@ -50,7 +50,7 @@ func TestExtAuth(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "defaults", ext: ext, want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: DefaultAuthTimeout}},
-		{name: "the ExtensionService's timeout", ext: slow, want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: fiveSeconds}},
+		{name: "the ExtensionService's timeout", ext: slow, want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: slowTimeout}},
 		{name: "the host's timeout wins", a: contourv1.AuthorizationServer{ResponseTimeout: "1s", FailOpen: true}, ext: slow,
 			want: ir.ExtAuth{Cluster: "extension/ns/auth", Authority: "auth.ns", Timeout: time.Second, FailOpen: true}},
 		{name: "a bad timeout", a: contourv1.AuthorizationServer{ResponseTimeout: "later"}, ext: ext, wantErr: true},

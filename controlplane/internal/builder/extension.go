@@ -202,10 +202,11 @@ func healthCheck(p *v1alpha1.GRPCHealthCheckPolicy) (*ir.HealthCheck, error) {
 	if p == nil {
 		return nil, nil
 	}
-	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds, p.UnhealthyThresholdCount, p.HealthyThresholdCount)
+	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds)
 	if err != nil {
 		return nil, err
 	}
+	setHealthThresholds(hc, p.UnhealthyThresholdCount, p.HealthyThresholdCount)
 	hc.ServiceName = p.ServiceName
 	if hc.Timeout > hc.Interval {
 		return nil, fmt.Errorf("timeoutSeconds (%v) must not exceed intervalSeconds (%v)", hc.Timeout, hc.Interval)

@@ -167,7 +167,7 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 // hostname. The default port of the listener's scheme is left out, as
 // URLs leave it out.
 func withListenerPort(l *gwListener, routes []gwIRRoute) []gwIRRoute {
-	port := uint32(l.spec.Port)
+	port := nonNegativeUint32(l.spec.Port)
 	if (!l.tls && port == 80) || (l.tls && port == 443) {
 		return routes
 	}

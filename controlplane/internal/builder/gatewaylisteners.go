@@ -68,9 +68,9 @@ func (l *gwListener) String() string {
 // that 80 and 443 are the shared listeners' 8080 and 8443.
 func envoyPort(p int32) uint32 {
 	if p < 1024 {
-		return uint32(p) + 8000
+		return nonNegativeUint32(p) + 8000
 	}
-	return uint32(p)
+	return nonNegativeUint32(p)
 }
 
 // buildGateway checks one of our Gateways and its listeners on their

@@ -52,24 +52,9 @@ func gatewayServiceName(gw types.NamespacedName) string {
 // client connected in between stayed on the wrong listener. A port left
 // without one (the range is full) is missing from the map.
 func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[types.NamespacedName]map[int32]uint32 {
-	gws = slices.Clone(gws)
-	slices.SortStableFunc(gws, func(a, b *gwapiv1.Gateway) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	gws = oldestGatewayFirst(gws)
 	out := map[types.NamespacedName]map[int32]uint32{}
 	taken := map[uint32]bool{}
-	listenerPorts := func(gw *gwapiv1.Gateway) []int32 {
-		var ps []int32
-		for _, l := range gw.Spec.Listeners {
-			if l.Port >= 1 && l.Port <= 65535 && !slices.Contains(ps, l.Port) {
-				ps = append(ps, l.Port)
-			}
-		}
-		return ps
-	}
 	// Kept: what the Service maps now.
 	for _, gw := range gws {
 		key := nn(gw.Namespace, gw.Name)
@@ -78,37 +63,93 @@ func gatewayPorts(snap *snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[ty
 		if svc == nil || svc.Annotations[objects.GatewayServiceAnnotation] != key.String() {
 			continue
 		}
-		for _, p := range listenerPorts(gw) {
-			for _, sp := range svc.Spec.Ports {
-				e := uint32(sp.TargetPort.IntValue())
-				if sp.Port == p && e >= gatewayPortFirst && e <= gatewayPortLast && !taken[e] {
-					out[key][p], taken[e] = e, true
-				}
-			}
-		}
+		keepGatewayPorts(out[key], gatewayListenerPorts(gw), svc, taken)
 	}
-	const size = gatewayPortLast - gatewayPortFirst + 1
 	for _, gw := range gws {
 		key := nn(gw.Namespace, gw.Name)
-		id := string(gw.UID)
-		if id == "" { // read from files: no UID
-			id = key.String()
-		}
-		for _, p := range listenerPorts(gw) {
+		for _, p := range gatewayListenerPorts(gw) {
 			if _, ok := out[key][p]; ok {
 				continue
 			}
-			h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", id, p)))
-			start := binary.BigEndian.Uint32(h[:4]) % size
-			for i := uint32(0); i < size; i++ {
-				if e := gatewayPortFirst + (start+i)%size; !taken[e] {
-					out[key][p], taken[e] = e, true
-					break
-				}
+			if e, ok := hashedGatewayPort(gatewayPortID(gw), p, taken); ok {
+				out[key][p], taken[e] = e, true
 			}
 		}
 	}
 	return out
+}
+
+// oldestGatewayFirst is a copy of gws, oldest first (then by namespace
+// and name): older Gateways keep and pick their ports first.
+func oldestGatewayFirst(gws []*gwapiv1.Gateway) []*gwapiv1.Gateway {
+	gws = slices.Clone(gws)
+	slices.SortStableFunc(gws, func(a, b *gwapiv1.Gateway) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return gws
+}
+
+// gatewayListenerPorts are the distinct valid ports of a Gateway's
+// listeners, in their order.
+func gatewayListenerPorts(gw *gwapiv1.Gateway) []int32 {
+	var ps []int32
+	for _, l := range gw.Spec.Listeners {
+		if l.Port >= 1 && l.Port <= 65535 && !slices.Contains(ps, l.Port) {
+			ps = append(ps, l.Port)
+		}
+	}
+	return ps
+}
+
+// keepGatewayPorts keeps in ports the Envoy ports the Gateway's Service
+// svc maps its listener ports to, those still free and in the range.
+func keepGatewayPorts(ports map[int32]uint32, listenerPorts []int32, svc *corev1.Service, taken map[uint32]bool) {
+	for _, p := range listenerPorts {
+		for _, sp := range svc.Spec.Ports {
+			e, ok := gatewayTargetPort(sp)
+			if sp.Port == p && ok && !taken[e] {
+				ports[p], taken[e] = e, true
+			}
+		}
+	}
+}
+
+// gatewayTargetPort is the Envoy port a Gateway Service's port maps to,
+// when it is in the range of Gateways' ports (compared before the
+// conversion: a wrapped number could fall in it).
+func gatewayTargetPort(sp corev1.ServicePort) (uint32, bool) {
+	e := sp.TargetPort.IntValue()
+	if e < gatewayPortFirst || e > gatewayPortLast {
+		return 0, false
+	}
+	return uint32(e), true
+}
+
+// gatewayPortID is what the hash of a Gateway's ports is of: its UID, or
+// its name when read from files (no UID).
+func gatewayPortID(gw *gwapiv1.Gateway) string {
+	if gw.UID == "" {
+		return nn(gw.Namespace, gw.Name).String()
+	}
+	return string(gw.UID)
+}
+
+// hashedGatewayPort is the first Envoy port not taken from the place in
+// the range that the hash of the Gateway's id and listener port p picks;
+// false when the range is full.
+func hashedGatewayPort(id string, p int32, taken map[uint32]bool) (uint32, bool) {
+	const size = gatewayPortLast - gatewayPortFirst + 1
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", id, p)))
+	start := binary.BigEndian.Uint32(h[:4]) % size
+	for i := uint32(0); i < size; i++ {
+		if e := gatewayPortFirst + (start+i)%size; !taken[e] {
+			return e, true
+		}
+	}
+	return 0, false
 }
 
 // gatewayService is the Service of a Gateway: in Envoy's namespace, with
@@ -155,10 +196,11 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 	slices.Sort(listenerPorts)
 	for _, p := range listenerPorts {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-			Name:       fmt.Sprintf("port-%d", p),
-			Protocol:   corev1.ProtocolTCP,
-			Port:       p,
-			TargetPort: intstr.FromInt32(int32(ports[p])),
+			Name:     fmt.Sprintf("port-%d", p),
+			Protocol: corev1.ProtocolTCP,
+			Port:     p,
+			// Envoy ports are in the range of Gateways' ports.
+			TargetPort: intstr.FromInt32(int32(min(ports[p], gatewayPortLast))),
 		})
 	}
 	return svc

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"math"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +43,7 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 		x.st.GatewayAPI.Listeners = append(x.st.GatewayAPI.Listeners, gwapiv1.ListenerStatus{
 			Name:           l.spec.Name,
 			SupportedKinds: kinds,
-			AttachedRoutes: int32(len(l.attached)),
+			AttachedRoutes: int32(min(len(l.attached), math.MaxInt32)),
 			Conditions: []metav1.Condition{
 				goodWhenEmpty(gwapiv1.ListenerConditionAccepted, l.accepted, gwapiv1.ListenerReasonAccepted, "accepted", gen),
 				goodWhenEmpty(gwapiv1.ListenerConditionResolvedRefs, refs, gwapiv1.ListenerReasonResolvedRefs, "references resolved", gen),

@@ -28,14 +28,15 @@ func httpHealthCheck(p *contourv1.HTTPHealthCheckPolicy) (*ir.HealthCheck, error
 	if strings.ContainsAny(p.Path, "\r\n\x00?#") || strings.ContainsAny(p.Host, "\r\n\x00/") {
 		return nil, fmt.Errorf("path %q or host %q holds a character not allowed there", p.Path, p.Host)
 	}
-	// The thresholds' range is checked next: a wrapped uint32 is not kept.
-	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds, uint32(p.UnhealthyThresholdCount), uint32(p.HealthyThresholdCount))
+	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds)
 	if err != nil {
 		return nil, err
 	}
-	if p.UnhealthyThresholdCount < 0 || p.HealthyThresholdCount < 0 || p.UnhealthyThresholdCount > math.MaxUint32 || p.HealthyThresholdCount > math.MaxUint32 {
-		return nil, fmt.Errorf("unhealthyThresholdCount and healthyThresholdCount must be in the range 0-%d", uint32(math.MaxUint32))
+	unhealthy, healthy, err := healthThresholds(p.UnhealthyThresholdCount, p.HealthyThresholdCount)
+	if err != nil {
+		return nil, err
 	}
+	setHealthThresholds(hc, unhealthy, healthy)
 	http := &ir.HTTPHealthCheck{Path: p.Path, Host: p.Host}
 	if http.Host == "" {
 		http.Host = defaultHealthCheckHost
@@ -50,10 +51,19 @@ func httpHealthCheck(p *contourv1.HTTPHealthCheckPolicy) (*ir.HealthCheck, error
 	return hc, nil
 }
 
+// healthThresholds are an HTTP policy's threshold counts (int64 in its
+// API) as the uint32 of Envoy's, refused out of that range.
+func healthThresholds(unhealthy, healthy int64) (uint32, uint32, error) {
+	if unhealthy < 0 || healthy < 0 || unhealthy > math.MaxUint32 || healthy > math.MaxUint32 {
+		return 0, 0, fmt.Errorf("unhealthyThresholdCount and healthyThresholdCount must be in the range 0-%d", uint32(math.MaxUint32))
+	}
+	return uint32(unhealthy), uint32(healthy), nil
+}
+
 // healthTiming is a health check of a policy's interval and timeout (in
-// seconds) and thresholds, each 0 for the default of the HTTP and TCP
-// checks.
-func healthTiming(intervalSeconds, timeoutSeconds int64, unhealthy, healthy uint32) (*ir.HealthCheck, error) {
+// seconds), each 0 for the default of the HTTP and TCP checks, and the
+// default thresholds (setHealthThresholds sets a policy's).
+func healthTiming(intervalSeconds, timeoutSeconds int64) (*ir.HealthCheck, error) {
 	if intervalSeconds < 0 || timeoutSeconds < 0 {
 		return nil, fmt.Errorf("intervalSeconds and timeoutSeconds must not be negative")
 	}
@@ -67,13 +77,18 @@ func healthTiming(intervalSeconds, timeoutSeconds int64, unhealthy, healthy uint
 	if timeoutSeconds > 0 {
 		hc.Timeout = time.Duration(min(timeoutSeconds, math.MaxInt32)) * time.Second
 	}
+	return hc, nil
+}
+
+// setHealthThresholds sets a policy's thresholds on hc, each 0 for the
+// default.
+func setHealthThresholds(hc *ir.HealthCheck, unhealthy, healthy uint32) {
 	if unhealthy > 0 {
 		hc.UnhealthyThreshold = unhealthy
 	}
 	if healthy > 0 {
 		hc.HealthyThreshold = healthy
 	}
-	return hc, nil
 }
 
 // healthPorts resolves a service's healthPort (a port of the Service, as
@@ -85,11 +100,7 @@ func (b stage) healthPorts(be *backend, healthPort int) (map[string]uint32, uint
 		return nil, 0, err
 	}
 	if hb.service.Spec.ExternalName != "" {
-		port := uint32(hb.port.Port)
-		if tp := hb.port.TargetPort.IntValue(); tp > 0 {
-			port = uint32(tp)
-		}
-		return nil, port, nil
+		return nil, destinationPort(hb.port), nil
 	}
 	ports := map[string]uint32{}
 	for _, ep := range hb.endpoints {
@@ -104,10 +115,11 @@ func tcpHealthCheck(p *contourv1.TCPHealthCheckPolicy) (*ir.HealthCheck, error) 
 	if p == nil {
 		return nil, nil
 	}
-	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds, p.UnhealthyThresholdCount, p.HealthyThresholdCount)
+	hc, err := healthTiming(p.IntervalSeconds, p.TimeoutSeconds)
 	if err != nil {
 		return nil, err
 	}
+	setHealthThresholds(hc, p.UnhealthyThresholdCount, p.HealthyThresholdCount)
 	hc.TCP = true
 	return hc, nil
 }

@@ -46,7 +46,7 @@ func olderClaim(a, b metav1.Object) int {
 		}
 		return -1
 	case !at.Equal(&bt):
-		return at.Time.Compare(bt.Time)
+		return at.Compare(bt.Time)
 	}
 	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 }

@@ -43,7 +43,9 @@ func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1
 			continue
 		}
 		if c, ok := b.routeService(p, j, s, cs, errs); ok {
-			c.Weight = uint32(min(s.Weight, math.MaxUint32))
+			// A negative weight (only a file can hold one) counts as 0,
+			// as in serviceWeights.
+			c.Weight = uint32(min(max(s.Weight, 0), math.MaxUint32))
 			if allZero {
 				c.Weight = 1
 			}
