@@ -4,6 +4,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/portcullis/portcullis/serverkit/httpheader"
 )
@@ -141,11 +143,12 @@ func InternalError() *authv3.CheckResponse {
 func denied(status int, code codes.Code, body string, headers ...Header) (*authv3.CheckResponse, error) {
 	// Envoy rejects status codes outside its enum, which would turn the
 	// answer into an error (and, with failOpen, into an allow).
-	if _, known := typev3.StatusCode_name[int32(status)]; !known {
+	code32, known := envoyStatus(status)
+	if !known {
 		return nil, fmt.Errorf("HTTP status %d is unknown to Envoy", status)
 	}
 	d := &authv3.DeniedHttpResponse{
-		Status: &typev3.HttpStatus{Code: typev3.StatusCode(status)},
+		Status: &typev3.HttpStatus{Code: code32},
 		Body:   body,
 	}
 	for _, h := range headers {
@@ -155,9 +158,21 @@ func denied(status int, code codes.Code, body string, headers ...Header) (*authv
 		d.Headers = append(d.Headers, overwrite(h))
 	}
 	return &authv3.CheckResponse{
-		Status:       &rpcstatus.Status{Code: int32(code)},
+		Status:       grpcstatus.New(code, "").Proto(), // the code as int32, as gRPC converts it
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: d},
 	}, nil
+}
+
+// envoyStatus is status as Envoy's enum, and whether Envoy knows it. A
+// status outside int32 is not: converting it would wrap around to
+// another, maybe known, status.
+func envoyStatus(status int) (typev3.StatusCode, bool) {
+	if status < math.MinInt32 || status > math.MaxInt32 {
+		return 0, false
+	}
+	code := int32(status)
+	_, known := typev3.StatusCode_name[code]
+	return typev3.StatusCode(code), known
 }
 
 func overwrite(h Header) *corev3.HeaderValueOption {

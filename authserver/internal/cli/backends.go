@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -198,7 +199,7 @@ func loadConfig(path, name string, flat bool, cfg any) error {
 //
 // With flat, a file without that key is the settings themselves.
 func readConfig(path, name string, flat bool) (json.RawMessage, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
 )
 
-const htpasswdLong = `htpasswd authenticates requests with HTTP Basic credentials checked against
+// basicAuthLong is the htpasswd command's long help.
+const basicAuthLong = `htpasswd authenticates requests with HTTP Basic credentials checked against
 htpasswd data from Kubernetes Secrets and/or files.
 
 It is configured with the flags below, or with --config FILE holding the
@@ -96,7 +97,7 @@ type htpasswdConfig struct {
 var htpasswdBackend = backendSpec[htpasswdConfig]{
 	name:  htpasswd.Name,
 	short: "HTTP Basic authentication (bcrypt) from htpasswd Secrets and files",
-	long:  htpasswdLong,
+	long:  basicAuthLong,
 	example: `  # in a pod: every Secret annotated projectcontour.io/auth-type: basic
   authserver htpasswd --address :9443 --metrics-address :9090 \
     --tls-cert-path tls.crt --tls-key-path tls.key --tls-ca-path ca.crt
@@ -215,7 +216,7 @@ func (f *htpasswdConfig) kubeClient() (kubernetes.Interface, error) {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes client: %w", err)
+		return nil, fmt.Errorf("configuring the Kubernetes client: %w", err)
 	}
 	cfg.UserAgent = "portcullis-authserver-htpasswd"
 	return kubernetes.NewForConfig(cfg)

@@ -39,8 +39,7 @@ func (k *keyer) key(realm, user, password, storedHash string) cacheKey {
 	st := k.pool.Get().(*keyState)
 	b := st.buf[:0]
 	for _, s := range []string{realm, user, password, storedHash} {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-		b = append(b, s...)
+		b = appendLenPrefixed(b, s)
 	}
 	st.mac.Reset()
 	st.mac.Write(b)
@@ -168,4 +167,12 @@ func (f *flight) do(k cacheKey, fn func() (ok, abandoned bool)) (ok, abandoned, 
 	}()
 	c.ok, c.abandoned = fn()
 	return c.ok, c.abandoned, false
+}
+
+// appendLenPrefixed appends s after its length, so that the fields' encoding
+// is unambiguous ("ab", "c" is not "a", "bc"). A varint holds any length:
+// a fixed 32 bits would wrap around on a string of 4 GiB.
+func appendLenPrefixed(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -94,8 +96,11 @@ func (s *Server) filePaths() []string {
 // fileKey sorts files before Secrets ("file:" < "secret:").
 func fileKey(path string) string { return "file:" + path }
 
+// readFile reads the file at path, an operator's --htpasswd-file, up to
+// maxFileSize. It reads the file it checked: the path may be replaced
+// meanwhile (a Secret volume's update, say).
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.Open(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}
@@ -110,5 +115,12 @@ func readFile(path string) ([]byte, error) {
 	if fi.Size() > maxFileSize {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxFileSize)
 	}
-	return os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1)) // it may grow after Stat
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxFileSize)
+	}
+	return b, nil
 }

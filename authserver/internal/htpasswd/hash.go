@@ -134,6 +134,11 @@ func legacyFormat(enc string) (string, gohtpasswd.PasswdParser) {
 	}
 }
 
+// isCryptChar tells whether c is of crypt(3)'s alphabet [a-zA-Z0-9./].
+func isCryptChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '/'
+}
+
 // looksLikeDESCrypt matches the 13-character traditional crypt(3) form.
 func looksLikeDESCrypt(enc string) bool {
 	if len(enc) != 13 {
@@ -141,7 +146,7 @@ func looksLikeDESCrypt(enc string) bool {
 	}
 	for i := 0; i < len(enc); i++ {
 		c := enc[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '/') {
+		if !isCryptChar(c) {
 			return false
 		}
 	}

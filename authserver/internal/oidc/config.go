@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -219,7 +220,7 @@ type Settings struct {
 // LoadConfig reads and validates the YAML file at path, and loads the
 // secrets it names.
 func LoadConfig(path string) (*Settings, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +442,7 @@ func secret(name, file, env string, required bool) (string, error) {
 	case file != "" && env != "":
 		return "", fmt.Errorf("%s: set %sFile or %sEnv, not both", name, name, name)
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := os.ReadFile(filepath.Clean(file))
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)
 		}

@@ -124,7 +124,9 @@ func (k *limitedKeySet) refreshInBackground(seen int) {
 	go func() {
 		defer k.bg.Done()
 		defer k.refreshing.Store(false)
-		k.refetch(context.Background(), seen)
+		// A failure keeps the cached keys (refetch says so) and counts as a
+		// fetch: a token with a key they lack fetches again and reports it.
+		_, _ = k.refetch(context.Background(), seen)
 	}()
 }
 

@@ -108,7 +108,7 @@ func newJWKSFixture(t *testing.T) *jwksFixture {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(doc)
+		_, _ = w.Write(doc) // a failed write is the client's error
 	}))
 	t.Cleanup(srv.Close)
 	f.ks = newLimitedKeySet(srv.Client(), srv.URL, testRefreshEvery)
@@ -163,7 +163,7 @@ func TestKeySetRefetchIsRateLimited(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f.ks.VerifySignature(context.Background(), forged)
+			_, _ = f.ks.VerifySignature(context.Background(), forged) // refused: only the fetches count
 		}()
 	}
 	wg.Wait()
@@ -218,7 +218,9 @@ func TestKeySetDropsWithdrawnKeys(t *testing.T) {
 		t.Fatalf("before refreshEvery: %v, fetches %d; want the cached key, no fetch", err, f.fetches.Load())
 	}
 	f.clock.advance(time.Second)
-	f.verify(t, "good") // starts the refresh; the answer does not wait for it
+	if err := f.verify(t, "good"); err != nil { // starts the refresh; the answer does not wait for it
+		t.Fatalf("a cached key when the refresh is due: %v", err)
+	}
 	f.ks.bg.Wait()
 	if f.fetches.Load() != 2 {
 		t.Fatalf("fetches = %d after refreshEvery, want 2", f.fetches.Load())
@@ -232,7 +234,9 @@ func TestKeySetDropsWithdrawnKeys(t *testing.T) {
 
 	f.serve() // the provider fails: keep what we have
 	f.clock.advance(testRefreshEvery)
-	f.verify(t, "good")
+	if err := f.verify(t, "good"); err != nil { // starts the refresh, which fails
+		t.Fatalf("a cached key when the refresh is due: %v", err)
+	}
 	f.ks.bg.Wait()
 	if err := f.verify(t, "good"); err != nil || f.fetches.Load() < 4 {
 		t.Errorf("after a failed refresh: %v (fetches %d); want the keys kept", err, f.fetches.Load())

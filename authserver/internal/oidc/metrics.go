@@ -23,7 +23,7 @@ const (
 	failRefresh         = "refresh"                 // refreshing a session failed
 	failSessionInvalid  = "session_invalid"         // a session cookie that does not decrypt or parse
 	failBearer          = "bearer_invalid"          // a bearer token failed validation
-	failBearerNotAccess = "bearer_not_access_token" // a valid JWT that is not an access token (an ID token)
+	failJWTNotAccess    = "bearer_not_access_token" // a valid JWT that is not an access token (an ID token)
 	failRedirect        = "redirect_refused"        // an unsafe redirect target
 	failForbidden       = "forbidden"               // authenticated but not permitted on the route
 	failDiscovery       = "discovery"               // the provider could not be discovered
@@ -37,7 +37,7 @@ const (
 var (
 	allEvents   = []string{eventSignIn, eventCallback, eventRefresh, eventLogout, eventBearer}
 	allFailures = []string{failProviderError, failStateMissing, failStateMismatch, failStateReplayed, failExchange,
-		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failBearerNotAccess, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin, failSessionTooLarge, failEmailUnverified}
+		failIDToken, failNonce, failRefresh, failSessionInvalid, failBearer, failJWTNotAccess, failRedirect, failForbidden, failDiscovery, failBadRouteContext, failDuplicateCookie, failLogoutOrigin, failSessionTooLarge, failEmailUnverified}
 )
 
 type metrics struct {

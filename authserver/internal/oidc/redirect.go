@@ -31,28 +31,8 @@ func (p redirectPolicy) check(target string) error {
 	if target == "" {
 		return errors.New("empty redirect target")
 	}
-	// The raw form and every percent-decoded one, the last included:
-	// browsers and upstreams decode, and a tab or newline in a URL is
-	// dropped by browsers ("/\t/evil" -> "//evil"). A target that still
-	// changes after maxDecodes passes is refused rather than left unchecked.
-	for s, i := target, 0; ; i++ {
-		if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			return errors.New("redirect target contains whitespace or control characters")
-		}
-		if strings.Contains(s, `\`) {
-			return errors.New(`redirect target contains a backslash`)
-		}
-		d, err := url.PathUnescape(s)
-		if err != nil {
-			return fmt.Errorf("redirect target is badly encoded: %w", err)
-		}
-		if d == s {
-			break
-		}
-		if i == maxDecodes {
-			return fmt.Errorf("redirect target is percent-encoded more than %d times", maxDecodes)
-		}
-		s = d
+	if err := checkDecodedForms(target); err != nil {
+		return err
 	}
 	if strings.HasPrefix(target, "/") {
 		// "//host" is scheme-relative: another origin.
@@ -61,6 +41,48 @@ func (p redirectPolicy) check(target string) error {
 		}
 		return nil
 	}
+	return p.checkAbsolute(target)
+}
+
+// checkDecodedForms checks the raw form of target and every percent-decoded
+// one, the last included: browsers and upstreams decode, and a tab or
+// newline in a URL is dropped by browsers ("/\t/evil" -> "//evil"). A
+// target that still changes after maxDecodes passes is refused rather than
+// left unchecked.
+func checkDecodedForms(target string) error {
+	for s, i := target, 0; ; i++ {
+		if err := checkChars(s); err != nil {
+			return err
+		}
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return fmt.Errorf("redirect target is badly encoded: %w", err)
+		}
+		if d == s {
+			return nil
+		}
+		if i == maxDecodes {
+			return fmt.Errorf("redirect target is percent-encoded more than %d times", maxDecodes)
+		}
+		s = d
+	}
+}
+
+// checkChars refuses whitespace, control characters and backslashes, which
+// browsers drop or read as slashes.
+func checkChars(s string) error {
+	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New("redirect target contains whitespace or control characters")
+	}
+	if strings.Contains(s, `\`) {
+		return errors.New(`redirect target contains a backslash`)
+	}
+	return nil
+}
+
+// checkAbsolute checks a target that is not a path: an http(s) URL with
+// a host of the policy and no user information.
+func (p redirectPolicy) checkAbsolute(target string) error {
 	u, err := url.Parse(target)
 	if err != nil {
 		return fmt.Errorf("redirect target: %w", err)

@@ -534,25 +534,27 @@ func sameOrigin(r *request) error {
 	}
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return fmt.Errorf("Origin %q is not an origin", origin)
+		return fmt.Errorf("the Origin header %q is not an origin", origin)
 	}
 	if !strings.EqualFold(u.Scheme, r.scheme) {
-		return fmt.Errorf("Origin %q is not this site's scheme %s", origin, r.scheme)
+		return fmt.Errorf("the Origin header %q is not this site's scheme %s", origin, r.scheme)
 	}
+	if !sameHost(u, r) {
+		return fmt.Errorf("the Origin header %q is not this host %s", origin, r.host)
+	}
+	return nil
+}
+
+// sameHost tells whether the origin u is the request's host and port.
+func sameHost(u *url.URL, r *request) bool {
 	host, port, err := net.SplitHostPort(r.host)
 	if err != nil {
 		// No port: Envoy strips it from the host it reports (Portcullis
 		// listeners strip any port), so the Origin's port cannot be
 		// compared. Another port of the same host shares its cookies anyway.
-		if !strings.EqualFold(u.Hostname(), strings.Trim(r.host, "[]")) {
-			return fmt.Errorf("Origin %q is not this host %s", origin, r.host)
-		}
-		return nil
+		return strings.EqualFold(u.Hostname(), strings.Trim(r.host, "[]"))
 	}
-	if !strings.EqualFold(u.Hostname(), host) || portOr(u.Port(), u.Scheme) != portOr(port, r.scheme) {
-		return fmt.Errorf("Origin %q is not this host %s", origin, r.host)
-	}
-	return nil
+	return strings.EqualFold(u.Hostname(), host) && portOr(u.Port(), u.Scheme) == portOr(port, r.scheme)
 }
 
 // portOr is port, or the default port of scheme when port is empty.
@@ -591,7 +593,7 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 	if err != nil {
 		reason := failBearer
 		if errors.Is(err, errNotAccessToken) {
-			reason = failBearerNotAccess
+			reason = failJWTNotAccess
 		}
 		srv.m.failure(reason)
 		srv.log.Info("bearer token rejected", "reason", reason, "error", err)

@@ -356,7 +356,9 @@ func TestRefreshFlightsRunOncePerSession(t *testing.T) {
 		t.Errorf("calls = %d, want 1", calls)
 	}
 	// Much later, a new refresh runs.
-	r.do("old", now.Add(time.Hour), func() (*session, error) { calls++; return &session{}, nil })
+	if _, err := r.do("old", now.Add(time.Hour), func() (*session, error) { calls++; return &session{}, nil }); err != nil {
+		t.Fatal(err)
+	}
 	if calls != 2 {
 		t.Errorf("calls = %d, want 2 after the result expired", calls)
 	}
@@ -369,7 +371,9 @@ func TestRefreshFlightsRunOncePerSession(t *testing.T) {
 	if _, err := r.do("dead", now.Add(time.Second), fail); err == nil || calls != 3 {
 		t.Errorf("calls = %d, want 3: a failure within refreshErrorTTL is not retried", calls)
 	}
-	r.do("dead", now.Add(refreshErrorTTL+time.Second), fail)
+	if _, err := r.do("dead", now.Add(refreshErrorTTL+time.Second), fail); err == nil {
+		t.Error("no error from the retried refresh")
+	}
 	if calls != 4 {
 		t.Errorf("calls = %d, want 4 after refreshErrorTTL", calls)
 	}

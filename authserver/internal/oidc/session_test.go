@@ -47,17 +47,18 @@ func newStandInOP(t *testing.T, claims map[string]any) *standInOP {
 	op := &standInOP{key: k, claims: claims, nonce: "the-nonce", ttl: 60}
 	op.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		// Write errors are discarded: a failed answer is the client's error.
 		switch r.URL.Path {
 		case "/.well-known/openid-configuration":
 			fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"%[1]s/auth","token_endpoint":"%[1]s/token","jwks_uri":"%[1]s/jwks","end_session_endpoint":"%[1]s/session/end"}`, op.URL)
 		case "/jwks":
-			json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
+			_ = json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
 				"kty": "RSA", "kid": "k", "alg": "RS256", "use": "sig",
 				"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
 				"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes()),
 			}}})
 		case "/token":
-			json.NewEncoder(w).Encode(map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": op.ttl,
+			_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": op.ttl,
 				"refresh_token": "rt-" + randomString(), "id_token": op.idToken(t, "portcullis")})
 		default:
 			http.NotFound(w, r)
@@ -312,7 +313,7 @@ func TestBearerRefusesNonAccessTokens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			token := op.sign(t, tc.header, tc.claims, "portcullis")
-			before := testutil.ToFloat64(srv.m.failures.WithLabelValues(failBearerNotAccess))
+			before := testutil.ToFloat64(srv.m.failures.WithLabelValues(failJWTNotAccess))
 			resp, err := srv.Check(context.Background(), checkReq("GET", "/api", map[string]string{"authorization": "Bearer " + token}, nil))
 			if err != nil {
 				t.Fatal(err)
@@ -326,8 +327,8 @@ func TestBearerRefusesNonAccessTokens(t *testing.T) {
 			if c := deniedHeader(resp, "WWW-Authenticate"); resp.GetDeniedResponse().GetStatus().GetCode() != 401 || len(c) != 1 || !strings.Contains(c[0], "invalid_token") {
 				t.Errorf("status %v WWW-Authenticate %q, want 401 invalid_token", resp.GetDeniedResponse().GetStatus(), c)
 			}
-			if after := testutil.ToFloat64(srv.m.failures.WithLabelValues(failBearerNotAccess)); after != before+1 {
-				t.Errorf("%s failures %v -> %v", failBearerNotAccess, before, after)
+			if after := testutil.ToFloat64(srv.m.failures.WithLabelValues(failJWTNotAccess)); after != before+1 {
+				t.Errorf("%s failures %v -> %v", failJWTNotAccess, before, after)
 			}
 		})
 	}
@@ -467,7 +468,9 @@ func TestRefreshKeepsTheClaimsOnce(t *testing.T) {
 			}
 			plain, _ := sessionOf(t, srv, resp)
 			var sess session
-			json.Unmarshal(plain, &sess)
+			if err := json.Unmarshal(plain, &sess); err != nil {
+				t.Fatalf("refreshed session: %v", err)
+			}
 			if (sess.IDToken != "") != tc.wantToken || (sess.Claims != nil) == tc.wantToken {
 				t.Errorf("refreshed session: ID token %t, claims %t; want the ID token %t", sess.IDToken != "", sess.Claims != nil, tc.wantToken)
 			}
