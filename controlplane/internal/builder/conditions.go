@@ -21,72 +21,112 @@ import (
 // entry counts as two path matches.
 func mergeConditions(parent route, conds []contourv1.MatchCondition, where string, st *status.Object) (route, bool) {
 	out := route{Route: ir.Route{PathKind: parent.PathKind, Path: parent.Path, Headers: slices.Clone(parent.Headers), QueryParams: slices.Clone(parent.QueryParams)}}
+	var paths pathFields
+	for _, c := range conds {
+		if bad := addCondition(&out, &paths, c); bad != nil {
+			st.AddError(bad.condType, bad.reason, where+": "+bad.err.Error())
+			return out, false
+		}
+	}
 	pathErr := func(format string, args ...any) (route, bool) {
 		st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, where+": "+fmt.Sprintf(format, args...))
 		return out, false
 	}
-	prefixes, exacts, regexes := 0, 0, 0
-	regex := ""
-	for _, c := range conds {
-		if c.Prefix != "" {
-			prefixes++
-			if err := pathConditionValid("prefix", c.Prefix); err != nil {
-				return pathErr("%v", err)
-			}
-			out.Path = joinPath(out.Path, c.Prefix)
-		}
-		if c.Exact != "" {
-			exacts++
-			if err := pathConditionValid("exact", c.Exact); err != nil {
-				return pathErr("%v", err)
-			}
-			out.Path = joinPath(out.Path, c.Exact)
-			out.PathKind = ir.PathExact
-		}
-		if c.Regex != "" {
-			regexes++
-			regex = c.Regex
-		}
-		if c.Header != nil {
-			h, err := headerMatch(c.Header)
-			if err != nil {
-				st.AddError(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, fmt.Sprintf("%s: %v", where, err))
-				return out, false
-			}
-			out.Headers = append(out.Headers, h)
-		}
-		if c.QueryParameter != nil {
-			q, err := queryParamMatch(c.QueryParameter)
-			if err != nil {
-				st.AddError(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, fmt.Sprintf("%s: %v", where, err))
-				return out, false
-			}
-			out.QueryParams = append(out.QueryParams, q)
-		}
+	if problem := paths.problem(parent.PathKind); problem != "" {
+		return pathErr("%s", problem)
 	}
-	switch {
-	case prefixes > 1:
-		return pathErr("more than one prefix is not allowed in a condition block")
-	case exacts > 1:
-		return pathErr("more than one exact is not allowed in a condition block")
-	case regexes > 1:
-		return pathErr("more than one regex is not allowed in a condition block")
-	case prefixes+exacts > 1:
-		return pathErr("prefix and exact conditions cannot be combined in a condition block")
-	case regexes == 1 && prefixes+exacts > 0:
-		return pathErr("a regex condition cannot be combined with a prefix or exact condition in a condition block")
-	case exacts+regexes == 1 && parent.PathKind == ir.PathExact:
-		return pathErr("cannot add a path condition under an exact match")
-	case prefixes+exacts+regexes > 0 && parent.PathKind == ir.PathRegex:
-		return pathErr("cannot add a path condition under a regex match")
-	case regexes == 1:
-		re, err := regexUnder(parent.Path, regex)
+	if paths.regexes == 1 {
+		re, err := regexUnder(parent.Path, paths.regex)
 		if err != nil {
-			return pathErr("regex condition %q: %v", regex, err)
+			return pathErr("regex condition %q: %v", paths.regex, err)
 		}
 		out.PathKind, out.Path = ir.PathRegex, re
 	}
 	return out, true
+}
+
+// pathFields counts the path match fields of a condition block, which
+// allows one path match in all; regex is the last regex.
+type pathFields struct {
+	prefixes, exacts, regexes int
+	regex                     string
+}
+
+// conditionError is a condition refused, with the status condition type
+// and reason that say which kind of condition it is.
+type conditionError struct {
+	condType, reason string
+	err              error
+}
+
+// addCondition adds one entry of a condition block to out, and its path
+// fields to paths; every match field of the entry applies.
+func addCondition(out *route, paths *pathFields, c contourv1.MatchCondition) *conditionError {
+	if err := addPathCondition(out, paths, c); err != nil {
+		return &conditionError{contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, err}
+	}
+	if c.Header != nil {
+		h, err := headerMatch(c.Header)
+		if err != nil {
+			return &conditionError{contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, err}
+		}
+		out.Headers = append(out.Headers, h)
+	}
+	if c.QueryParameter != nil {
+		q, err := queryParamMatch(c.QueryParameter)
+		if err != nil {
+			return &conditionError{contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, err}
+		}
+		out.QueryParams = append(out.QueryParams, q)
+	}
+	return nil
+}
+
+// addPathCondition joins an entry's prefix and exact paths to out's and
+// counts them and its regex (applied once the block is checked whole).
+func addPathCondition(out *route, paths *pathFields, c contourv1.MatchCondition) error {
+	if c.Prefix != "" {
+		paths.prefixes++
+		if err := pathConditionValid("prefix", c.Prefix); err != nil {
+			return err
+		}
+		out.Path = joinPath(out.Path, c.Prefix)
+	}
+	if c.Exact != "" {
+		paths.exacts++
+		if err := pathConditionValid("exact", c.Exact); err != nil {
+			return err
+		}
+		out.Path = joinPath(out.Path, c.Exact)
+		out.PathKind = ir.PathExact
+	}
+	if c.Regex != "" {
+		paths.regexes++
+		paths.regex = c.Regex
+	}
+	return nil
+}
+
+// problem says what is wrong with a block's path fields under a parent
+// path match of kind parentKind; "" when nothing is.
+func (f pathFields) problem(parentKind ir.PathMatchKind) string {
+	switch {
+	case f.prefixes > 1:
+		return "more than one prefix is not allowed in a condition block"
+	case f.exacts > 1:
+		return "more than one exact is not allowed in a condition block"
+	case f.regexes > 1:
+		return "more than one regex is not allowed in a condition block"
+	case f.prefixes+f.exacts > 1:
+		return "prefix and exact conditions cannot be combined in a condition block"
+	case f.regexes == 1 && f.prefixes+f.exacts > 0:
+		return "a regex condition cannot be combined with a prefix or exact condition in a condition block"
+	case f.exacts+f.regexes == 1 && parentKind == ir.PathExact:
+		return "cannot add a path condition under an exact match"
+	case f.prefixes+f.exacts+f.regexes > 0 && parentKind == ir.PathRegex:
+		return "cannot add a path condition under a regex match"
+	}
+	return ""
 }
 
 // regexUnder is the regex path condition re of a route under the
@@ -152,6 +192,9 @@ func joinPath(parent, p string) string {
 	return parent + p
 }
 
+// headerMatch checks one header condition: a name and exactly one match
+// field; ignoreCase and treatMissingAsEmpty only with the kinds they apply
+// to.
 func headerMatch(h *contourv1.HeaderMatchCondition) (ir.HeaderMatch, error) {
 	out := ir.HeaderMatch{Name: h.Name, IgnoreCase: h.IgnoreCase, TreatMissingAsEmpty: h.TreatMissingAsEmpty}
 	if h.Name == "" {
@@ -162,47 +205,58 @@ func headerMatch(h *contourv1.HeaderMatchCondition) (ir.HeaderMatch, error) {
 			return out, fmt.Errorf("header condition on %q: %w", h.Name, err)
 		}
 	}
-	n := 0
-	set := func(kind, value string) {
-		n++
-		out.Kind, out.Value = kind, value
-	}
-	if h.Present {
-		set("present", "")
-	}
-	if h.NotPresent {
-		set("notpresent", "")
-	}
-	if h.Contains != "" {
-		set("contains", h.Contains)
-	}
-	if h.NotContains != "" {
-		set("notcontains", h.NotContains)
-	}
-	if h.Exact != "" {
-		set("exact", h.Exact)
-	}
-	if h.NotExact != "" {
-		set("notexact", h.NotExact)
-	}
-	if h.Regex != "" {
-		set("regex", h.Regex)
-	}
-	if n != 1 {
+	f, one := onlyMatchField([]matchField{
+		{"present", "", h.Present},
+		{"notpresent", "", h.NotPresent},
+		{"contains", h.Contains, h.Contains != ""},
+		{"notcontains", h.NotContains, h.NotContains != ""},
+		{"exact", h.Exact, h.Exact != ""},
+		{"notexact", h.NotExact, h.NotExact != ""},
+		{"regex", h.Regex, h.Regex != ""},
+	})
+	out.Kind, out.Value = f.kind, f.value
+	if !one {
 		return out, fmt.Errorf("header condition on %q must set exactly one of present, notpresent, contains, notcontains, exact, notexact, regex", h.Name)
 	}
-	if out.Kind == "regex" {
+	return out, headerMatchOptionsValid(h, out.Kind)
+}
+
+// headerMatchOptionsValid checks a header condition's regex and that its
+// options apply to its kind of match.
+func headerMatchOptionsValid(h *contourv1.HeaderMatchCondition, kind string) error {
+	if kind == "regex" {
 		if err := regexValid(h.Regex); err != nil {
-			return out, fmt.Errorf("header condition on %q: %w", h.Name, err)
+			return fmt.Errorf("header condition on %q: %w", h.Name, err)
 		}
 	}
-	if h.IgnoreCase && !slices.Contains([]string{"exact", "notexact", "contains", "notcontains"}, out.Kind) {
-		return out, fmt.Errorf("header condition on %q: ignoreCase applies to exact, notexact, contains and notcontains only, not %s (a regex can start with (?i))", h.Name, out.Kind)
+	if h.IgnoreCase && !slices.Contains([]string{"exact", "notexact", "contains", "notcontains"}, kind) {
+		return fmt.Errorf("header condition on %q: ignoreCase applies to exact, notexact, contains and notcontains only, not %s (a regex can start with (?i))", h.Name, kind)
 	}
-	if h.TreatMissingAsEmpty && out.Kind != "notexact" && out.Kind != "notcontains" {
-		return out, fmt.Errorf("header condition on %q: treatMissingAsEmpty applies to notexact and notcontains only, not %s", h.Name, out.Kind)
+	if h.TreatMissingAsEmpty && kind != "notexact" && kind != "notcontains" {
+		return fmt.Errorf("header condition on %q: treatMissingAsEmpty applies to notexact and notcontains only, not %s", h.Name, kind)
 	}
-	return out, nil
+	return nil
+}
+
+// matchField is one of the mutually exclusive match fields of a header or
+// query parameter condition: its kind, value, and whether it is set.
+type matchField struct {
+	kind, value string
+	set         bool
+}
+
+// onlyMatchField is the last of fs that is set (the zero matchField for
+// none), and whether it is the only one.
+func onlyMatchField(fs []matchField) (matchField, bool) {
+	var out matchField
+	n := 0
+	for _, f := range fs {
+		if f.set {
+			n++
+			out = f
+		}
+	}
+	return out, n == 1
 }
 
 func headerConditionsValid(hs []ir.HeaderMatch) error {

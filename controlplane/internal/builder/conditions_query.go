@@ -27,30 +27,16 @@ func queryParamMatch(q *contourv1.QueryParameterMatchCondition) (ir.QueryParamMa
 			return out, fmt.Errorf("query parameter condition on %q: %w", q.Name, err)
 		}
 	}
-	n := 0
-	set := func(kind, value string) {
-		n++
-		out.Kind, out.Value = kind, value
-	}
-	if q.Exact != "" {
-		set("exact", q.Exact)
-	}
-	if q.Prefix != "" {
-		set("prefix", q.Prefix)
-	}
-	if q.Suffix != "" {
-		set("suffix", q.Suffix)
-	}
-	if q.Regex != "" {
-		set("regex", q.Regex)
-	}
-	if q.Contains != "" {
-		set("contains", q.Contains)
-	}
-	if q.Present {
-		set("present", "")
-	}
-	if n != 1 {
+	f, one := onlyMatchField([]matchField{
+		{"exact", q.Exact, q.Exact != ""},
+		{"prefix", q.Prefix, q.Prefix != ""},
+		{"suffix", q.Suffix, q.Suffix != ""},
+		{"regex", q.Regex, q.Regex != ""},
+		{"contains", q.Contains, q.Contains != ""},
+		{"present", "", q.Present},
+	})
+	out.Kind, out.Value = f.kind, f.value
+	if !one {
 		return out, fmt.Errorf("query parameter condition on %q must set exactly one of exact, prefix, suffix, regex, contains, present", q.Name)
 	}
 	if out.Kind == "regex" {

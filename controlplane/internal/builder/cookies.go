@@ -31,33 +31,43 @@ func cookieRewrites(ps []contourv1.CookieRewritePolicy) ([]ir.CookieRewrite, err
 			return nil, fmt.Errorf("[%d]: cookie %q is rewritten twice: names must be unique", i, p.Name)
 		}
 		seen[p.Name] = true
-		c := ir.CookieRewrite{Name: p.Name, Secure: p.Secure}
-		if r := p.PathRewrite; r != nil {
-			if !cookiePathRE.MatchString(r.Value) || len(r.Value) > 4096 {
-				return nil, fmt.Errorf("[%d]: pathRewrite %q is not a cookie path", i, r.Value)
-			}
-			c.Path = r.Value
-		}
-		if r := p.DomainRewrite; r != nil {
-			if !cookieDomainRE.MatchString(r.Value) || len(r.Value) > 4096 {
-				return nil, fmt.Errorf("[%d]: domainRewrite %q is not a lower-case domain", i, r.Value)
-			}
-			c.Domain = r.Value
-		}
-		if s := p.SameSite; s != nil {
-			switch *s {
-			case "Strict", "Lax", "None":
-				c.SameSite = *s
-			default:
-				return nil, fmt.Errorf("[%d]: sameSite %q is not one of Strict, Lax and None", i, *s)
-			}
-		}
-		if c.Path == "" && c.Domain == "" && c.Secure == nil && c.SameSite == "" {
-			return nil, fmt.Errorf("[%d]: cookie %q: set at least one of pathRewrite, domainRewrite, secure and sameSite", i, p.Name)
+		c, err := cookieRewrite(p)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// cookieRewrite validates what one cookieRewritePolicy rewrites (its name
+// is checked by the caller): values the API allows, at least one of them.
+func cookieRewrite(p contourv1.CookieRewritePolicy) (ir.CookieRewrite, error) {
+	c := ir.CookieRewrite{Name: p.Name, Secure: p.Secure}
+	if r := p.PathRewrite; r != nil {
+		if !cookiePathRE.MatchString(r.Value) || len(r.Value) > 4096 {
+			return c, fmt.Errorf("pathRewrite %q is not a cookie path", r.Value)
+		}
+		c.Path = r.Value
+	}
+	if r := p.DomainRewrite; r != nil {
+		if !cookieDomainRE.MatchString(r.Value) || len(r.Value) > 4096 {
+			return c, fmt.Errorf("domainRewrite %q is not a lower-case domain", r.Value)
+		}
+		c.Domain = r.Value
+	}
+	if s := p.SameSite; s != nil {
+		switch *s {
+		case "Strict", "Lax", "None":
+			c.SameSite = *s
+		default:
+			return c, fmt.Errorf("sameSite %q is not one of Strict, Lax and None", *s)
+		}
+	}
+	if c.Path == "" && c.Domain == "" && c.Secure == nil && c.SameSite == "" {
+		return c, fmt.Errorf("cookie %q: set at least one of pathRewrite, domainRewrite, secure and sameSite", p.Name)
+	}
+	return c, nil
 }
 
 // mergeCookieRewrites is a service's rewrites over its route's: for a

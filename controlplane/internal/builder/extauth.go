@@ -225,14 +225,33 @@ func routeAuth(rt *route, r contourv1.Route, scope authScope, errs *routeErrors)
 // with no global authorization has nothing to opt out of: a warning, the
 // host is served as written.
 func withoutServer(a *contourv1.AuthorizationServer, global, globalHTTP bool, st *status.Object) {
-	const where = "Spec.VirtualHost.Authorization"
-	var set []string
+	serverSettingsWithoutRef(a, globalHTTP, st)
+	ownSettings := ownServerSettings(a, st)
+	globalAuthorizationUse(a, global, ownSettings, st)
+}
+
+// authorizationWhere names a host's authorization block in messages.
+const authorizationWhere = "Spec.VirtualHost.Authorization"
+
+// serverSettingsWithoutRef refuses the protocol settings of a server of
+// the host's own, and context extensions the global HTTP server cannot
+// take.
+func serverSettingsWithoutRef(a *contourv1.AuthorizationServer, globalHTTP bool, st *status.Object) {
+	const where = authorizationWhere
 	if a.ServiceType != "" || a.HTTPServerSettings != nil {
 		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, where+": serviceType and httpSettings configure the host's own authorization server, which needs extensionRef (the global authorization's are the configuration file's serviceAPIType and httpSettings)")
 	}
 	if globalHTTP && a.AuthPolicy != nil && !a.AuthPolicy.Disabled && len(a.AuthPolicy.Context) > 0 {
 		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonAuthContextNotSupported, where+".AuthPolicy.Context: the global authorization server is an HTTP one (serviceAPIType http), and context extensions exist only in the gRPC protocol")
 	}
+}
+
+// ownServerSettings refuses the settings of a server of the host's own
+// (responseTimeout, failOpen, withRequestBody) in one error; it reports
+// whether any is set.
+func ownServerSettings(a *contourv1.AuthorizationServer, st *status.Object) bool {
+	const where = authorizationWhere
+	var set []string
 	if a.ResponseTimeout != "" {
 		if _, err := apicheck.ParseTimeout(a.ResponseTimeout); err != nil {
 			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonAuthResponseTimeoutInvalid, fmt.Sprintf("%s.ResponseTimeout is invalid: %v", where, err))
@@ -248,13 +267,22 @@ func withoutServer(a *contourv1.AuthorizationServer, global, globalHTTP bool, st
 	if len(set) > 0 {
 		st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, fmt.Sprintf("%s: %s configure the host's own authorization server, which needs extensionRef (the global authorization's settings are in the configuration file)", where, strings.Join(set, ", ")))
 	}
+	return len(set) > 0
+}
+
+// globalAuthorizationUse checks what the block does with the global
+// authorization: an opt-out or a policy with none configured is a
+// warning or an error; a block that does nothing at all (and sets no
+// server settings, already refused) needs an extensionRef.
+func globalAuthorizationUse(a *contourv1.AuthorizationServer, global, ownSettings bool, st *status.Object) {
+	const where = authorizationWhere
 	disabled := a.AuthPolicy != nil && a.AuthPolicy.Disabled
 	switch {
 	case a.GlobalExternalAuthorizationDisabled && !global:
 		st.AddWarning(contourv1.ConditionTypeAuthError, status.ReasonNoGlobalAuthorization, where+".GlobalExtAuthDisabled: no global authorization is configured (globalExtAuth): there is nothing to opt out of")
 	case a.GlobalExternalAuthorizationDisabled, global && a.AuthPolicy != nil:
 	case a.AuthPolicy == nil:
-		if len(set) == 0 {
+		if !ownSettings {
 			st.AddError(contourv1.ConditionTypeAuthError, status.ReasonExtensionServiceRefRequired, where+".ExtensionRef.Name must be specified (or set globalExtAuthDisabled: true to opt out of global authorization, or an authPolicy to refine it)")
 		}
 	case disabled:

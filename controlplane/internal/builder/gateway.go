@@ -89,41 +89,14 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo, addrs [
 		return nil // nothing can be ours (policies are: they say what they found)
 	}
 	out := newOutput()
-	g := &gatewayStage{
-		stage:           stage{r: &Resolver{snap: snap}, out: &out},
-		controller:      cmp.Or(snap.opts.GatewayControllerName, config.DefaultGatewayControllerName),
-		byName:          map[types.NamespacedName]*gwGateway{},
-		grants:          newGrantIndex(snap.in.ReferenceGrants),
-		backendTLS:      newBackendTLSIndex(snap.in.BackendTLSPolicies),
-		namespaceLabels: map[string]map[string]string{},
-		addresses:       gatewayAddresses(addrs),
-		memo:            memo,
-	}
+	g := newGatewayStage(snap, &out, memo, addrs)
 	memo.startGateway(snap)
 	defer memo.finishGateway()
-	for _, ns := range snap.in.Namespaces {
-		g.namespaceLabels[ns.Name] = ns.Labels
-	}
 	g.buildClasses()
 	if snap.opts.GatewayServicePerGateway {
-		g.perGateway = true
-		ns, name, _ := strings.Cut(snap.opts.EnvoyService, "/")
-		g.envoyNS, g.envoySvc = ns, snap.services[nn(ns, name)]
-		var ours []*gwapiv1.Gateway
-		for _, gw := range snap.in.Gateways {
-			if _, ok := g.classes[string(gw.Spec.GatewayClassName)]; ok {
-				ours = append(ours, gw)
-			}
-		}
-		g.ports = gatewayPorts(snap, ns, ours)
+		g.startPerGateway(snap)
 	}
-	for _, gw := range snap.in.Gateways {
-		if accepted, ours := g.classes[string(gw.Spec.GatewayClassName)]; ours {
-			x := g.buildGateway(gw, accepted)
-			g.gateways = append(g.gateways, x)
-			g.byName[nn(gw.Namespace, gw.Name)] = x
-		}
-	}
+	g.buildGateways(snap.in.Gateways)
 	g.resolveConflicts(proxyHosts(m))
 	for _, r := range snap.in.HTTPRoutes {
 		g.buildHTTPRoute(r)
@@ -137,13 +110,74 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo, addrs [
 		g.gatewayStatus(x)
 	}
 	g.policyStatuses()
-	if g.perGateway && g.envoySvc != nil {
-		for _, x := range g.gateways {
-			if x.accepted() {
-				services = append(services, gatewayService(x.gw, g.envoySvc, g.ports[nn(x.gw.Namespace, x.gw.Name)]))
-			}
+	services = g.gatewayServices()
+	b.addGatewayOutput(&out)
+	return services
+}
+
+// newGatewayStage is the Gateway API stage of a snapshot, adding to out.
+func newGatewayStage(snap *snapshot, out *output, memo *Memo, addrs []corev1.LoadBalancerIngress) *gatewayStage {
+	g := &gatewayStage{
+		stage:           stage{r: &Resolver{snap: snap}, out: out},
+		controller:      cmp.Or(snap.opts.GatewayControllerName, config.DefaultGatewayControllerName),
+		byName:          map[types.NamespacedName]*gwGateway{},
+		grants:          newGrantIndex(snap.in.ReferenceGrants),
+		backendTLS:      newBackendTLSIndex(snap.in.BackendTLSPolicies),
+		namespaceLabels: map[string]map[string]string{},
+		addresses:       gatewayAddresses(addrs),
+		memo:            memo,
+	}
+	for _, ns := range snap.in.Namespaces {
+		g.namespaceLabels[ns.Name] = ns.Labels
+	}
+	return g
+}
+
+// startPerGateway sets up gateway.servicePerGateway: the Envoy Service
+// the Gateways' Services copy, and the Envoy ports of our Gateways'
+// listeners.
+func (g *gatewayStage) startPerGateway(snap *snapshot) {
+	g.perGateway = true
+	ns, name, _ := strings.Cut(snap.opts.EnvoyService, "/")
+	g.envoyNS, g.envoySvc = ns, snap.services[nn(ns, name)]
+	var ours []*gwapiv1.Gateway
+	for _, gw := range snap.in.Gateways {
+		if _, ok := g.classes[string(gw.Spec.GatewayClassName)]; ok {
+			ours = append(ours, gw)
 		}
 	}
+	g.ports = gatewayPorts(snap, ns, ours)
+}
+
+// buildGateways checks the Gateways of our GatewayClasses.
+func (g *gatewayStage) buildGateways(gws []*gwapiv1.Gateway) {
+	for _, gw := range gws {
+		if accepted, ours := g.classes[string(gw.Spec.GatewayClassName)]; ours {
+			x := g.buildGateway(gw, accepted)
+			g.gateways = append(g.gateways, x)
+			g.byName[nn(gw.Namespace, gw.Name)] = x
+		}
+	}
+}
+
+// gatewayServices are the Services of the accepted Gateways with
+// gateway.servicePerGateway (none without the Envoy Service to copy).
+func (g *gatewayStage) gatewayServices() []*corev1.Service {
+	if !g.perGateway || g.envoySvc == nil {
+		return nil
+	}
+	var services []*corev1.Service
+	for _, x := range g.gateways {
+		if x.accepted() {
+			services = append(services, gatewayService(x.gw, g.envoySvc, g.ports[nn(x.gw.Namespace, x.gw.Name)]))
+		}
+	}
+	return services
+}
+
+// addGatewayOutput adds the Gateway API stage's statuses, clusters and
+// secrets, and their uses, to the merged output.
+func (b *merged) addGatewayOutput(out *output) {
 	for ref, o := range out.status {
 		b.out.status[ref] = o
 	}
@@ -151,7 +185,6 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo, addrs [
 	b.addSecrets(out.secrets)
 	b.out.clusterUses = append(b.out.clusterUses, out.clusterUses...)
 	b.out.secretUses = append(b.out.secretUses, out.secretUses...)
-	return services
 }
 
 // gatewayAPIStatus returns (creating) the findings of a Gateway API

@@ -63,30 +63,17 @@ func (g *gatewayStage) attach(rt *gwRoute, pr gwapiv1.ParentReference, gw *gwGat
 		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "Gateway %s/%s is not accepted: %s", gw.gw.Namespace, gw.gw.Name, gw.problems.message())
 		return p
 	}
-	var candidates []*gwListener
-	for _, l := range gw.listeners {
-		if (pr.SectionName == nil || *pr.SectionName == l.spec.Name) && (pr.Port == nil || *pr.Port == l.spec.Port) {
-			candidates = append(candidates, l)
-		}
-	}
+	candidates := selectedListeners(gw, pr)
 	if len(candidates) == 0 {
 		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "Gateway %s/%s has no listener%s", gw.gw.Namespace, gw.gw.Name, sectionAndPort(pr))
 		return p
 	}
-	var allowed []*gwListener
-	for _, l := range candidates {
-		if l.allowsKind(rt.kind) && g.namespaceAllowed(l, rt.ref.Namespace) {
-			allowed = append(allowed, l)
-		}
-	}
+	allowed := g.allowingListeners(candidates, rt)
 	if len(allowed) == 0 {
 		p.problems.add(string(gwapiv1.RouteReasonNotAllowedByListeners), "no listener%s of Gateway %s/%s allows %ss from namespace %s", sectionAndPort(pr), gw.gw.Namespace, gw.gw.Name, rt.kind, rt.ref.Namespace)
 		return p
 	}
-	routeHosts := make([]string, len(rt.hostnames))
-	for i, h := range rt.hostnames {
-		routeHosts[i] = strings.ToLower(string(h))
-	}
+	routeHosts := lowerHostnames(rt.hostnames)
 	for _, l := range allowed {
 		if hosts := intersectHostnames(l.hostname, routeHosts); len(hosts) > 0 {
 			p.listeners = append(p.listeners, l)
@@ -98,6 +85,39 @@ func (g *gatewayStage) attach(rt *gwRoute, pr gwapiv1.ParentReference, gw *gwGat
 		p.problems.add(string(gwapiv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches a listener%s of Gateway %s/%s", sectionAndPort(pr), gw.gw.Namespace, gw.gw.Name)
 	}
 	return p
+}
+
+// selectedListeners are the listeners of gw a parentRef selects by its
+// sectionName and port (all when unset).
+func selectedListeners(gw *gwGateway, pr gwapiv1.ParentReference) []*gwListener {
+	var out []*gwListener
+	for _, l := range gw.listeners {
+		if (pr.SectionName == nil || *pr.SectionName == l.spec.Name) && (pr.Port == nil || *pr.Port == l.spec.Port) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// allowingListeners are those of ls whose allowedRoutes admit the route's
+// kind and namespace.
+func (g *gatewayStage) allowingListeners(ls []*gwListener, rt *gwRoute) []*gwListener {
+	var out []*gwListener
+	for _, l := range ls {
+		if l.allowsKind(rt.kind) && g.namespaceAllowed(l, rt.ref.Namespace) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// lowerHostnames are a route's hostnames in lower case.
+func lowerHostnames(hs []gwapiv1.Hostname) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = strings.ToLower(string(h))
+	}
+	return out
 }
 
 func sectionAndPort(pr gwapiv1.ParentReference) string {

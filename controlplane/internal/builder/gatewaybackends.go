@@ -6,6 +6,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -79,40 +80,54 @@ func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where st
 	group, kind := orDefault(ref.Group, ""), orDefault(ref.Kind, kindService)
 	ns := string(orDefault(ref.Namespace, gwapiv1.Namespace(b.rt.ref.Namespace)))
 	key := nn(ns, string(ref.Name))
-	fail := func(reason gwapiv1.RouteConditionReason, format string, args ...any) string {
-		b.refs.add(string(reason), "%s: "+format, append([]any{where}, args...)...)
-		return ""
-	}
-	switch {
-	case group == "" && kind == kindService, group == contourGroup && kind == kindExtensionService:
-	case b.r.opts().Extensions.Backends[schema.GroupKind{Group: string(group), Kind: string(kind)}]:
-		if ns != b.rt.ref.Namespace && !b.grants.permits(gatewayGroup, b.rt.kind, b.rt.ref.Namespace, group, kind, key) {
-			return fail(gwapiv1.RouteReasonRefNotPermitted, "%s %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", kind, key, b.rt.kind, b.rt.ref.Namespace)
-		}
-		return b.extensionBackend(schema.GroupKind{Group: string(group), Kind: string(kind)}, ns, string(ref.Name), where)
-	default:
-		return fail(gwapiv1.RouteReasonInvalidKind, "%s/%s is not a supported backend kind: use a Service or a projectcontour.io ExtensionService", group, kind)
+	gk := schema.GroupKind{Group: string(group), Kind: string(kind)}
+	builtin := (group == "" && kind == kindService) || (group == contourGroup && kind == kindExtensionService)
+	if !builtin && !b.r.opts().Extensions.Backends[gk] {
+		return b.unusableBackend(where, gwapiv1.RouteReasonInvalidKind, "%s/%s is not a supported backend kind: use a Service or a projectcontour.io ExtensionService", group, kind)
 	}
 	if ns != b.rt.ref.Namespace && !b.grants.permits(gatewayGroup, b.rt.kind, b.rt.ref.Namespace, group, kind, key) {
-		return fail(gwapiv1.RouteReasonRefNotPermitted, "%s %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", kind, key, b.rt.kind, b.rt.ref.Namespace)
+		return b.unusableBackend(where, gwapiv1.RouteReasonRefNotPermitted, "%s %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", kind, key, b.rt.kind, b.rt.ref.Namespace)
 	}
-	if kind == kindExtensionService {
-		ext, _, msg := b.r.extension(ns, string(ref.Name))
-		if ext == nil {
-			return fail(gwapiv1.RouteReasonBackendNotFound, "%s", msg)
-		}
-		b.out.clusterUses.add(ext.cluster.Name, b.rt.ref)
-		return ext.cluster.Name
+	switch {
+	case !builtin:
+		return b.extensionBackend(gk, ns, string(ref.Name), where)
+	case kind == kindExtensionService:
+		return b.extensionServiceBackend(key, where)
 	}
-	if ref.Port == nil {
-		return fail(gwapiv1.RouteReasonBackendNotFound, "Service %s: port is required", key)
+	return b.serviceBackend(key, ref.Port, where)
+}
+
+// unusableBackend records in ResolvedRefs why the backend reference at
+// where cannot be used; "", no cluster, for the caller to return.
+func (b *routeBuild) unusableBackend(where string, reason gwapiv1.RouteConditionReason, format string, args ...any) string {
+	b.refs.add(string(reason), "%s: "+format, append([]any{where}, args...)...)
+	return ""
+}
+
+// extensionServiceBackend is the cluster of a projectcontour.io
+// ExtensionService used as a backend.
+func (b *routeBuild) extensionServiceBackend(key types.NamespacedName, where string) string {
+	ext, _, msg := b.r.extension(key.Namespace, key.Name)
+	if ext == nil {
+		return b.unusableBackend(where, gwapiv1.RouteReasonBackendNotFound, "%s", msg)
 	}
-	be, err := b.r.backend(key, int(*ref.Port))
+	b.out.clusterUses.add(ext.cluster.Name, b.rt.ref)
+	return ext.cluster.Name
+}
+
+// serviceBackend is the cluster of a Service port used as a backend,
+// shared with HTTPProxies' routes to it; h2c for GRPCRoutes and ports of
+// appProtocol kubernetes.io/h2c.
+func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.PortNumber, where string) string {
+	if port == nil {
+		return b.unusableBackend(where, gwapiv1.RouteReasonBackendNotFound, "Service %s: port is required", key)
+	}
+	be, err := b.r.backend(key, int(*port))
 	if err != nil {
-		return fail(gwapiv1.RouteReasonBackendNotFound, "%v", err)
+		return b.unusableBackend(where, gwapiv1.RouteReasonBackendNotFound, "%v", err)
 	}
 	if policies := b.backendTLS.targeting(key, be.port.Name); policies != "" {
-		return fail(gwapiv1.RouteReasonUnsupportedProtocol, "Service %s port %d is targeted by BackendTLSPolicy %s, which is not supported (no TLS to backends): it is not used rather than sent plaintext", key, *ref.Port, policies)
+		return b.unusableBackend(where, gwapiv1.RouteReasonUnsupportedProtocol, "Service %s port %d is targeted by BackendTLSPolicy %s, which is not supported (no TLS to backends): it is not used rather than sent plaintext", key, *port, policies)
 	}
 	protocol := ir.HTTP1
 	if b.grpc || ptrValue(be.port.AppProtocol) == "kubernetes.io/h2c" {

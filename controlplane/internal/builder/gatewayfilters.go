@@ -24,7 +24,7 @@ func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.R
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
 	for i, f := range fs {
 		where := fmt.Sprintf("%s[%d]", where, i)
-		if seen[f.Type] && f.Type != gwapiv1.HTTPRouteFilterRequestMirror && f.Type != gwapiv1.HTTPRouteFilterExtensionRef {
+		if seen[f.Type] && !repeatableFilter(f.Type) {
 			unsupported(string(gwapiv1.RouteReasonUnsupportedValue), "filter %s given twice", f.Type)
 			continue
 		}
@@ -33,32 +33,48 @@ func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.R
 			unsupported(string(gwapiv1.RouteReasonUnsupportedValue), "%v", err)
 			continue
 		}
-		var err error
-		switch f.Type {
-		case gwapiv1.HTTPRouteFilterRequestHeaderModifier:
-			err = mergeHeaderFilter(&x.RequestHeaders, f.RequestHeaderModifier, true)
-		case gwapiv1.HTTPRouteFilterResponseHeaderModifier:
-			err = mergeHeaderFilter(&x.ResponseHeaders, f.ResponseHeaderModifier, false)
-		case gwapiv1.HTTPRouteFilterRequestRedirect:
-			x.Redirect, err = redirect(f.RequestRedirect)
-		case gwapiv1.HTTPRouteFilterURLRewrite:
-			err = b.urlRewrite(f.URLRewrite, x)
-		case gwapiv1.HTTPRouteFilterRequestMirror:
-			b.mirror(f.RequestMirror, where, x)
-		case gwapiv1.HTTPRouteFilterExtensionRef:
-			ok = b.extensionRef(f.ExtensionRef, where, x) && ok
-		default:
-			err = fmt.Errorf("filter type %q is not supported", f.Type)
-		}
+		honoured, err := b.applyFilter(f, where, x)
 		if err != nil {
 			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the rule answers 500", where, err)
 			ok = false
 		}
+		ok = honoured && ok
 	}
 	if seen[gwapiv1.HTTPRouteFilterRequestRedirect] && seen[gwapiv1.HTTPRouteFilterURLRewrite] {
 		unsupported(string(gwapiv1.RouteReasonIncompatibleFilters), "RequestRedirect and URLRewrite cannot be combined")
 	}
 	return ok
+}
+
+// repeatableFilter reports whether a rule may have several filters of
+// type t: mirrors and extensions add up, the others would overwrite each
+// other.
+func repeatableFilter(t gwapiv1.HTTPRouteFilterType) bool {
+	return t == gwapiv1.HTTPRouteFilterRequestMirror || t == gwapiv1.HTTPRouteFilterExtensionRef
+}
+
+// applyFilter applies one filter, of a type that matches its fields, to
+// x; false, with no error, when an ExtensionRef cannot be honoured (it
+// says why in ResolvedRefs).
+func (b *routeBuild) applyFilter(f gwapiv1.HTTPRouteFilter, where string, x *ir.Route) (bool, error) {
+	switch f.Type {
+	case gwapiv1.HTTPRouteFilterRequestHeaderModifier:
+		return true, mergeHeaderFilter(&x.RequestHeaders, f.RequestHeaderModifier, true)
+	case gwapiv1.HTTPRouteFilterResponseHeaderModifier:
+		return true, mergeHeaderFilter(&x.ResponseHeaders, f.ResponseHeaderModifier, false)
+	case gwapiv1.HTTPRouteFilterRequestRedirect:
+		r, err := redirect(f.RequestRedirect)
+		x.Redirect = r
+		return true, err
+	case gwapiv1.HTTPRouteFilterURLRewrite:
+		return true, b.urlRewrite(f.URLRewrite, x)
+	case gwapiv1.HTTPRouteFilterRequestMirror:
+		b.mirror(f.RequestMirror, where, x)
+		return true, nil
+	case gwapiv1.HTTPRouteFilterExtensionRef:
+		return b.extensionRef(f.ExtensionRef, where, x), nil
+	}
+	return true, fmt.Errorf("filter type %q is not supported", f.Type)
 }
 
 var errFilterConfig = errors.New("the filter's configuration (the field named as its type) is missing")
