@@ -28,7 +28,7 @@ const (
 	kcClaimsApp  = "https://" + kcClaimsHost
 	kcSignedOut  = kcApp + "/public/signed-out"
 	kcRealm      = "portcullis"
-	kcForeign    = "foreign" // another realm (issuer) signing with the same key
+	kcForeign    = "master" // another realm (issuer), signing with the same key
 	kcClientID   = "portcullis"
 	kcSecret     = "e2e-keycloak-client-secret"
 	kcCLI        = "portcullis-cli" // public, password grant: users' bearer tokens for portcullis
@@ -150,8 +150,9 @@ func (s *kcStack) startAuthServer(t *testing.T, bin, name, conf, host string) (a
 	return addr, "http://" + metricsAddr + "/metrics"
 }
 
-// setUpRealms creates the realm of the tests and a foreign one through
-// the admin API, and gives both the same imported signing key.
+// setUpRealms creates the realm of the tests through the admin API, a
+// client of the same name in the master realm (a foreign issuer), and
+// gives both realms the same imported signing key.
 func (s *kcStack) setUpRealms(t *testing.T) {
 	start := time.Now()
 	callbacks := []string{kcApp + "/oauth2/callback", kcClaimsApp + "/oauth2/callback"}
@@ -171,9 +172,9 @@ func (s *kcStack) setUpRealms(t *testing.T) {
 		},
 	})
 	s.addManyInBackground(t)
-	s.kc.CreateRealm(t, harness.KeycloakRealm{Name: kcForeign, Clients: []harness.KeycloakClient{
-		{ClientID: kcClientID, Secret: kcSecret, ServiceAccount: true, Audience: kcClientID},
-	}})
+	// Another issuer: Keycloak's master realm (a realm more would cost
+	// seconds), with a client of the same name.
+	s.kc.CreateClient(t, kcForeign, harness.KeycloakClient{ClientID: kcClientID, Secret: kcSecret, ServiceAccount: true, Audience: kcClientID})
 	key := rsaKeyPEM(t)
 	s.keyComponent, s.kid = s.kc.AddRSAKey(t, kcRealm, 200, key)
 	if _, kid := s.kc.AddRSAKey(t, kcForeign, 200, key); kid != s.kid {

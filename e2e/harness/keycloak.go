@@ -406,6 +406,12 @@ func realmClients(clients []KeycloakClient) []map[string]any {
 	return reps
 }
 
+// CreateClient adds a client to an existing realm (master included).
+func (k *Keycloak) CreateClient(t testing.TB, realm string, c KeycloakClient) {
+	t.Helper()
+	k.Admin(t, http.MethodPost, realm+"/clients", realmClients([]KeycloakClient{c})[0], nil)
+}
+
 // addGroupsScope creates the client scope "groups" (a realm
 // representation naming client scopes would replace Keycloak's built-in
 // ones) and makes it a default scope of every client.
