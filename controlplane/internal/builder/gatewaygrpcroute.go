@@ -80,42 +80,12 @@ var (
 // expression on the path.
 func grpcMatch(m gwapiv1.GRPCRouteMatch) (ir.Route, error) {
 	x := ir.Route{PathKind: ir.PathPrefix, Path: "/"}
-	if mm := m.Method; mm != nil {
-		service, method := ptrValue(mm.Service), ptrValue(mm.Method)
-		switch typ := orDefault(mm.Type, gwapiv1.GRPCMethodMatchExact); {
-		case service == "" && method == "":
-			return x, fmt.Errorf("method: set service, method or both")
-		case typ == gwapiv1.GRPCMethodMatchExact:
-			if service != "" && !grpcServicePattern.MatchString(service) {
-				return x, fmt.Errorf("method.service %q is not a gRPC service name", service)
-			}
-			if method != "" && !grpcMethodPattern.MatchString(method) {
-				return x, fmt.Errorf("method.method %q is not a gRPC method name", method)
-			}
-			switch {
-			case method == "":
-				x.Path = "/" + service
-			case service == "":
-				x.PathKind, x.Path = ir.PathRegex, "/[^/]+/"+regexp.QuoteMeta(method)
-			default:
-				x.PathKind, x.Path = ir.PathExact, "/"+service+"/"+method
-			}
-		case typ == gwapiv1.GRPCMethodMatchRegularExpression:
-			for _, re := range []string{service, method} {
-				if err := regexValid(re); err != nil {
-					return x, fmt.Errorf("method: %w", err)
-				}
-			}
-			x.PathKind, x.Path = ir.PathRegex, "/"+orAny(service)+"/"+orAny(method)
-		default:
-			return x, fmt.Errorf("method match type %q is not supported", typ)
+	if m.Method != nil {
+		kind, path, err := grpcMethodPath(m.Method)
+		if err != nil {
+			return x, err
 		}
-		if x.PathKind == ir.PathRegex {
-			// The expression Envoy runs, whole.
-			if err := regexValid(x.Path); err != nil {
-				return x, fmt.Errorf("method: %w", err)
-			}
-		}
+		x.PathKind, x.Path = kind, path
 	}
 	seen := map[string]bool{}
 	for i, h := range m.Headers {
@@ -131,6 +101,64 @@ func grpcMatch(m gwapiv1.GRPCRouteMatch) (ir.Route, error) {
 		x.Headers = append(x.Headers, ir.HeaderMatch{Name: hm.Name, Kind: hm.Kind, Value: hm.Value})
 	}
 	return x, nil
+}
+
+// grpcMethodPath is the path match of a method match.
+func grpcMethodPath(mm *gwapiv1.GRPCMethodMatch) (ir.PathMatchKind, string, error) {
+	service, method := ptrValue(mm.Service), ptrValue(mm.Method)
+	var kind ir.PathMatchKind
+	var path string
+	var err error
+	switch typ := orDefault(mm.Type, gwapiv1.GRPCMethodMatchExact); {
+	case service == "" && method == "":
+		return 0, "", fmt.Errorf("method: set service, method or both")
+	case typ == gwapiv1.GRPCMethodMatchExact:
+		kind, path, err = grpcExactMethodPath(service, method)
+	case typ == gwapiv1.GRPCMethodMatchRegularExpression:
+		kind, path, err = grpcRegexMethodPath(service, method)
+	default:
+		return 0, "", fmt.Errorf("method match type %q is not supported", typ)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if kind == ir.PathRegex {
+		// The expression Envoy runs, whole.
+		if err := regexValid(path); err != nil {
+			return 0, "", fmt.Errorf("method: %w", err)
+		}
+	}
+	return kind, path, nil
+}
+
+// grpcExactMethodPath is the path match of an exact service and method
+// (either may be unset): the exact path /service/method, the prefix
+// /service, or a regular expression for a method of any service.
+func grpcExactMethodPath(service, method string) (ir.PathMatchKind, string, error) {
+	if service != "" && !grpcServicePattern.MatchString(service) {
+		return 0, "", fmt.Errorf("method.service %q is not a gRPC service name", service)
+	}
+	if method != "" && !grpcMethodPattern.MatchString(method) {
+		return 0, "", fmt.Errorf("method.method %q is not a gRPC method name", method)
+	}
+	switch {
+	case method == "":
+		return ir.PathPrefix, "/" + service, nil
+	case service == "":
+		return ir.PathRegex, "/[^/]+/" + regexp.QuoteMeta(method), nil
+	}
+	return ir.PathExact, "/" + service + "/" + method, nil
+}
+
+// grpcRegexMethodPath is the path match of regular expressions of a
+// service and a method (either may be unset: any).
+func grpcRegexMethodPath(service, method string) (ir.PathMatchKind, string, error) {
+	for _, re := range []string{service, method} {
+		if err := regexValid(re); err != nil {
+			return 0, "", fmt.Errorf("method: %w", err)
+		}
+	}
+	return ir.PathRegex, "/" + orAny(service) + "/" + orAny(method), nil
 }
 
 // orAny is a regular expression of a service or method, or any when

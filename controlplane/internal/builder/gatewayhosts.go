@@ -63,8 +63,23 @@ type gwHost struct {
 // it (listener isolation), and a TLS host gets that listener's
 // certificate. A host an HTTPProxy keeps on a shared listener stays its.
 func (g *gatewayStage) placeRoutes(m *ir.Model) {
-	opts := g.r.opts()
-	// ready are each Gateway's ready listeners, per Envoy port.
+	ready := g.readyListeners()
+	owner := g.hostOwners()
+	hosts := g.mergeAttachments(ready, owner, proxyHosts(m))
+	g.listenerCatchAll(ready, owner, hosts)
+	keys := make([]hostKey, 0, len(hosts))
+	for k := range hosts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b hostKey) int { return cmp.Or(cmp.Compare(a.port, b.port), cmp.Compare(a.host, b.host)) })
+	listeners := map[uint32]*ir.Listener{}
+	for _, k := range keys {
+		g.placeHost(m, listeners, k, hosts[k])
+	}
+}
+
+// readyListeners are each Gateway's ready listeners, per Envoy port.
+func (g *gatewayStage) readyListeners() map[portGateway][]*gwListener {
 	ready := map[portGateway][]*gwListener{}
 	for _, x := range g.gateways {
 		for _, l := range x.listeners {
@@ -74,12 +89,17 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			}
 		}
 	}
-	proxies := proxyHosts(m)
-	// A host name served through listeners of several Gateways on one
-	// port is the oldest Gateway's, as an FQDN is the oldest HTTPProxy's:
-	// another namespace's Gateway cannot take it over with a more
-	// specific listener. Within that Gateway, the listener that matches
-	// it most specifically serves it.
+	return ready
+}
+
+// hostOwners are the Gateways that keep each host name of a port.
+//
+// A host name served through listeners of several Gateways on one port
+// is the oldest Gateway's, as an FQDN is the oldest HTTPProxy's: another
+// namespace's Gateway cannot take it over with a more specific listener.
+// Within that Gateway, the listener that matches it most specifically
+// serves it.
+func (g *gatewayStage) hostOwners() map[hostKey]*gwGateway {
 	owner := map[hostKey]*gwGateway{}
 	for _, a := range g.attachments {
 		k := hostKey{a.listener.envoyPort, a.host}
@@ -87,6 +107,14 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 			owner[k] = a.listener.gw
 		}
 	}
+	return owner
+}
+
+// mergeAttachments merges the attachments through the listener that
+// serves each host (of its owner, and not kept by an HTTPProxy) into
+// virtual hosts.
+func (g *gatewayStage) mergeAttachments(ready map[portGateway][]*gwListener, owner map[hostKey]*gwGateway, proxies sharedHosts) map[hostKey]*gwHost {
+	opts := g.r.opts()
 	// best is the listener that serves each host (decided once per host,
 	// not per attachment).
 	best := map[hostKey]*gwListener{}
@@ -108,57 +136,68 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		if l != a.listener || proxies.taken(opts, k.port, k.host) {
 			continue
 		}
-		h := hosts[k]
-		if h == nil {
-			h = &gwHost{listener: a.listener}
-			hosts[k] = h
+		g.addAttachment(hosts, k, a)
+	}
+	return hosts
+}
+
+// addAttachment adds an attachment's routes, with its listener's port in
+// their redirects and the policies that apply to them, to the virtual
+// host k.
+func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a attachment) {
+	h := hosts[k]
+	if h == nil {
+		h = &gwHost{listener: a.listener}
+		hosts[k] = h
+	}
+	routes, policies := g.withPolicies(a.listener, withListenerPort(a.listener, a.routes))
+	h.routes = append(h.routes, routes...)
+	h.origins = append(append(h.origins, a.origin), policies...)
+}
+
+// placeHost puts the virtual host k on its Envoy listener: the shared
+// HTTP or HTTPS listener when its port and TLS are theirs, else one of its
+// port (in listeners, made on first use).
+func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener, k hostKey, h *gwHost) {
+	opts := g.r.opts()
+	l := h.listener
+	gw := l.gw.ref()
+	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: h.irRoutes()}
+	var secure *ir.SecureVirtualHost
+	if l.tls {
+		global := g.r.global()
+		secure = &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.auth, ExtProc: global.proc}
+		hoistHostFilters(secure)
+		g.out.secretUses.add(l.secret, gw)
+	}
+	switch {
+	case k.port == opts.EnvoyHTTPPort && !l.tls:
+		m.Insecure = append(m.Insecure, &vh)
+	case k.port == opts.EnvoyHTTPSPort && l.tls:
+		m.Secure = append(m.Secure, secure)
+	default:
+		il := listeners[k.port]
+		if il == nil {
+			il = newGatewayListener(k.port, l.tls)
+			listeners[k.port] = il
+			m.Listeners = append(m.Listeners, il)
 		}
-		routes, policies := g.withPolicies(a.listener, withListenerPort(a.listener, a.routes))
-		h.routes = append(h.routes, routes...)
-		h.origins = append(append(h.origins, a.origin), policies...)
-	}
-	g.listenerCatchAll(ready, owner, hosts)
-	keys := make([]hostKey, 0, len(hosts))
-	for k := range hosts {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b hostKey) int { return cmp.Or(cmp.Compare(a.port, b.port), cmp.Compare(a.host, b.host)) })
-	listeners := map[uint32]*ir.Listener{}
-	for _, k := range keys {
-		h := hosts[k]
-		l := h.listener
-		gw := l.gw.ref()
-		vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: h.irRoutes()}
-		var secure *ir.SecureVirtualHost
+		il.Origins = il.Origins.Union(ir.Origins{gw})
 		if l.tls {
-			global := g.r.global()
-			secure = &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.auth, ExtProc: global.proc}
-			hoistHostFilters(secure)
-			g.out.secretUses.add(l.secret, gw)
-		}
-		switch {
-		case k.port == opts.EnvoyHTTPPort && !l.tls:
-			m.Insecure = append(m.Insecure, &vh)
-		case k.port == opts.EnvoyHTTPSPort && l.tls:
-			m.Secure = append(m.Secure, secure)
-		default:
-			il := listeners[k.port]
-			if il == nil {
-				il = &ir.Listener{Name: fmt.Sprintf("http-%d", k.port), Port: k.port, TLS: l.tls}
-				if l.tls {
-					il.Name = fmt.Sprintf("https-%d", k.port)
-				}
-				listeners[k.port] = il
-				m.Listeners = append(m.Listeners, il)
-			}
-			il.Origins = il.Origins.Union(ir.Origins{gw})
-			if l.tls {
-				il.Secure = append(il.Secure, secure)
-			} else {
-				il.Insecure = append(il.Insecure, &vh)
-			}
+			il.Secure = append(il.Secure, secure)
+		} else {
+			il.Insecure = append(il.Insecure, &vh)
 		}
 	}
+}
+
+// newGatewayListener is the Envoy listener of a Gateway port of its own.
+func newGatewayListener(port uint32, tls bool) *ir.Listener {
+	il := &ir.Listener{Name: fmt.Sprintf("http-%d", port), Port: port, TLS: tls}
+	if tls {
+		il.Name = fmt.Sprintf("https-%d", port)
+	}
+	return il
 }
 
 // withListenerPort gives the redirects of routes that set neither a scheme

@@ -87,30 +87,8 @@ func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Ro
 // defaults (path: PathPrefix "/"; header and query matches: Exact).
 func httpMatch(m gwapiv1.HTTPRouteMatch) (ir.Route, error) {
 	var x ir.Route
-	typ, value := gwapiv1.PathMatchPathPrefix, "/"
-	if m.Path != nil {
-		typ = orDefault(m.Path.Type, gwapiv1.PathMatchPathPrefix)
-		if m.Path.Value != nil {
-			value = *m.Path.Value
-		}
-	}
 	var err error
-	switch typ {
-	case gwapiv1.PathMatchExact:
-		x.PathKind, x.Path, err = ir.PathExact, value, pathConditionValid("exact", value)
-	case gwapiv1.PathMatchPathPrefix:
-		// The API matches a prefix element-wise and ignores a trailing
-		// slash ("/abc/" matches "/abc"), as the IR's prefix does.
-		if err = pathConditionValid("prefix", value); value != "/" {
-			value = strings.TrimRight(value, "/")
-		}
-		x.PathKind, x.Path = ir.PathPrefix, value
-	case gwapiv1.PathMatchRegularExpression:
-		x.PathKind, x.Path, err = ir.PathRegex, value, regexValid(value)
-	default:
-		err = fmt.Errorf("path match type %q is not supported", typ)
-	}
-	if err != nil {
+	if x.PathKind, x.Path, err = httpPathMatch(m.Path); err != nil {
 		return x, fmt.Errorf("path: %w", err)
 	}
 	seen := map[string]bool{}
@@ -222,67 +200,117 @@ const (
 // compiles them. The result saturates, so that nested repetitions cannot
 // overflow it.
 func regexProgramSize(re *syntax.Regexp) int {
-	const ceiling = 1 << 20
-	sum := func(n ...int) int {
-		t := 0
-		for _, v := range n {
-			t = min(t+v, ceiling)
-		}
-		return t
-	}
-	times := func(n, k int) int {
-		if k > 0 && n > ceiling/k {
-			return ceiling
-		}
-		return n * k
-	}
-	subs := func() int {
-		t := 0
-		for _, s := range re.Sub {
-			t = sum(t, regexProgramSize(s))
-		}
-		return t
-	}
 	switch re.Op {
 	case syntax.OpLiteral:
-		n := 0
-		for _, r := range re.Rune {
-			n += max(utf8.RuneLen(r), 1)
-		}
-		return n
+		return literalProgramSize(re.Rune)
 	case syntax.OpCharClass:
-		n := 0
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			lo, hi := re.Rune[i], re.Rune[i+1]
-			switch {
-			case hi < 0x100, lo < 0x100 && hi == unicode.MaxRune:
-				n++
-			default:
-				n += 2 * max(utf8.RuneLen(hi), 1)
-			}
-		}
-		return max(n, 1)
+		return charClassProgramSize(re.Rune)
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		return 2
 	case syntax.OpCapture:
-		return sum(2, subs())
+		return saturatingSum(2, subProgramSize(re))
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
-		return sum(1, subs())
+		return saturatingSum(1, subProgramSize(re))
 	case syntax.OpRepeat:
-		sub := subs()
-		if re.Max < 0 {
-			// x{n,} is n copies and a star.
-			return sum(times(sub, re.Min), sub, 1)
-		}
-		// x{n,m} is m copies, m-n of them optional.
-		return sum(times(sub, re.Max), re.Max-re.Min)
+		return repeatProgramSize(re)
 	case syntax.OpConcat:
-		return subs()
+		return subProgramSize(re)
 	case syntax.OpAlternate:
-		return sum(subs(), len(re.Sub)-1)
+		return saturatingSum(subProgramSize(re), len(re.Sub)-1)
 	}
 	// The empty-width assertions, an empty or impossible match.
 	return 1
+}
+
+// programSizeCeiling is where regexProgramSize saturates.
+const programSizeCeiling = 1 << 20
+
+// saturatingSum is the sum of n, at most programSizeCeiling.
+func saturatingSum(n ...int) int {
+	t := 0
+	for _, v := range n {
+		t = min(t+v, programSizeCeiling)
+	}
+	return t
+}
+
+// saturatingTimes is n*k, at most programSizeCeiling.
+func saturatingTimes(n, k int) int {
+	if k > 0 && n > programSizeCeiling/k {
+		return programSizeCeiling
+	}
+	return n * k
+}
+
+// subProgramSize is the size of re's subexpressions.
+func subProgramSize(re *syntax.Regexp) int {
+	t := 0
+	for _, s := range re.Sub {
+		t = saturatingSum(t, regexProgramSize(s))
+	}
+	return t
+}
+
+// literalProgramSize is a literal's size: one instruction per UTF-8 byte.
+func literalProgramSize(runes []rune) int {
+	n := 0
+	for _, r := range runes {
+		n += max(utf8.RuneLen(r), 1)
+	}
+	return n
+}
+
+// charClassProgramSize is a class's size (ranges, lo-hi pairs): one
+// instruction per Latin-1 range, two per UTF-8 byte beyond.
+func charClassProgramSize(ranges []rune) int {
+	n := 0
+	for i := 0; i+1 < len(ranges); i += 2 {
+		lo, hi := ranges[i], ranges[i+1]
+		switch {
+		case hi < 0x100, lo < 0x100 && hi == unicode.MaxRune:
+			n++
+		default:
+			n += 2 * max(utf8.RuneLen(hi), 1)
+		}
+	}
+	return max(n, 1)
+}
+
+// repeatProgramSize is a repetition's size: x{n,} is n copies and a
+// star; x{n,m} is m copies, m-n of them optional.
+func repeatProgramSize(re *syntax.Regexp) int {
+	sub := subProgramSize(re)
+	if re.Max < 0 {
+		return saturatingSum(saturatingTimes(sub, re.Min), sub, 1)
+	}
+	return saturatingSum(saturatingTimes(sub, re.Max), re.Max-re.Min)
+}
+
+// httpPathMatch is the path match of an HTTPRouteMatch (PathPrefix "/"
+// when unset).
+func httpPathMatch(p *gwapiv1.HTTPPathMatch) (ir.PathMatchKind, string, error) {
+	typ, value := gwapiv1.PathMatchPathPrefix, "/"
+	if p != nil {
+		typ = orDefault(p.Type, gwapiv1.PathMatchPathPrefix)
+		if p.Value != nil {
+			value = *p.Value
+		}
+	}
+	switch typ {
+	case gwapiv1.PathMatchExact:
+		return ir.PathExact, value, pathConditionValid("exact", value)
+	case gwapiv1.PathMatchPathPrefix:
+		// The API matches a prefix element-wise and ignores a trailing
+		// slash ("/abc/" matches "/abc"), as the IR's prefix does.
+		err := pathConditionValid("prefix", value)
+		if value != "/" {
+			value = strings.TrimRight(value, "/")
+		}
+		return ir.PathPrefix, value, err
+	case gwapiv1.PathMatchRegularExpression:
+		return ir.PathRegex, value, regexValid(value)
+	}
+	return 0, "", fmt.Errorf("path match type %q is not supported", typ)
 }
 
 // durationPattern is the Gateway API's duration format (GEP-2257).
