@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -228,6 +229,14 @@ func ptrTo[T any](v T) *T { return &v }
 // support; the others are InvalidRouteKinds) and the namespaces (Same by
 // default).
 func (g *gatewayStage) allowedRoutes(l *gwListener) {
+	l.readAllowedKinds()
+	l.readAllowedNamespaces()
+}
+
+// readAllowedKinds reads allowedRoutes.kinds: those of the listener's
+// protocol we support (all of them when unset); the others are
+// InvalidRouteKinds.
+func (l *gwListener) readAllowedKinds() {
 	ar := l.spec.AllowedRoutes
 	supported := routeKinds
 	if len(l.accepted) > 0 && l.spec.Protocol != gwapiv1.HTTPProtocolType && l.spec.Protocol != gwapiv1.HTTPSProtocolType {
@@ -235,22 +244,22 @@ func (g *gatewayStage) allowedRoutes(l *gwListener) {
 	}
 	if ar == nil || len(ar.Kinds) == 0 {
 		l.kinds = supported
-	} else {
-		for _, k := range ar.Kinds {
-			group := orDefault(k.Group, gatewayGroup)
-			ok := false
-			for _, s := range supported {
-				if *s.Group == group && s.Kind == k.Kind {
-					ok = true
-				}
-			}
-			if !ok {
-				l.badKinds.add(string(gwapiv1.ListenerReasonInvalidRouteKinds), "route kind %s/%s is not supported", group, k.Kind)
-				continue
-			}
-			l.kinds = append(l.kinds, gwapiv1.RouteGroupKind{Group: ptrTo(group), Kind: k.Kind})
-		}
+		return
 	}
+	for _, k := range ar.Kinds {
+		group := orDefault(k.Group, gatewayGroup)
+		if !slices.ContainsFunc(supported, func(s gwapiv1.RouteGroupKind) bool { return *s.Group == group && s.Kind == k.Kind }) {
+			l.badKinds.add(string(gwapiv1.ListenerReasonInvalidRouteKinds), "route kind %s/%s is not supported", group, k.Kind)
+			continue
+		}
+		l.kinds = append(l.kinds, gwapiv1.RouteGroupKind{Group: ptrTo(group), Kind: k.Kind})
+	}
+}
+
+// readAllowedNamespaces reads allowedRoutes.namespaces (Same by default)
+// and its selector.
+func (l *gwListener) readAllowedNamespaces() {
+	ar := l.spec.AllowedRoutes
 	l.from = gwapiv1.NamespacesFromSame
 	if ar == nil || ar.Namespaces == nil {
 		return

@@ -121,49 +121,29 @@ func rateLimitDescriptors(in []contourv1.RateLimitDescriptor) ([]ir.RateLimitDes
 	return out, nil
 }
 
+// rateLimitEntry checks one descriptor entry: it sets exactly one of
+// genericKey, requestHeader, requestHeaderValueMatch and remoteAddress.
 func rateLimitEntry(e contourv1.RateLimitDescriptorEntry) (ir.RateLimitEntry, error) {
 	var out ir.RateLimitEntry
+	var err error
 	n := 0
 	if g := e.GenericKey; g != nil {
 		n++
-		if g.Value == "" {
-			return out, fmt.Errorf("genericKey.value is required")
+		if out.GenericKey, err = genericKeyEntry(g); err != nil {
+			return out, err
 		}
-		if err := noControlBytes(g.Key + g.Value); err != nil {
-			return out, fmt.Errorf("genericKey %w", err)
-		}
-		out.GenericKey = &ir.GenericKeyEntry{Key: g.Key, Value: g.Value}
 	}
 	if h := e.RequestHeader; h != nil {
 		n++
-		if msgs := validation.IsHTTPHeaderName(h.HeaderName); len(msgs) > 0 {
-			return out, fmt.Errorf("requestHeader.headerName %q is not a header name", h.HeaderName)
+		if out.RequestHeader, err = requestHeaderEntry(h); err != nil {
+			return out, err
 		}
-		if h.DescriptorKey == "" {
-			return out, fmt.Errorf("requestHeader.descriptorKey is required")
-		}
-		if err := noControlBytes(h.DescriptorKey); err != nil {
-			return out, fmt.Errorf("requestHeader.descriptorKey %w", err)
-		}
-		out.RequestHeader = &ir.RequestHeaderEntry{Header: h.HeaderName, Key: h.DescriptorKey}
 	}
 	if m := e.RequestHeaderValueMatch; m != nil {
 		n++
-		if len(m.Headers) == 0 || m.Value == "" {
-			return out, fmt.Errorf("requestHeaderValueMatch needs headers and a value")
+		if out.HeaderMatch, err = headerValueMatchEntry(m); err != nil {
+			return out, err
 		}
-		if err := noControlBytes(m.Value); err != nil {
-			return out, fmt.Errorf("requestHeaderValueMatch.value %w", err)
-		}
-		hm := &ir.HeaderMatchEntry{Value: m.Value, ExpectMatch: m.ExpectMatch}
-		for i := range m.Headers {
-			h, err := headerMatch(&m.Headers[i])
-			if err != nil {
-				return out, fmt.Errorf("requestHeaderValueMatch.headers[%d]: %v", i, err)
-			}
-			hm.Headers = append(hm.Headers, h)
-		}
-		out.HeaderMatch = hm
 	}
 	if e.RemoteAddress != nil {
 		n++
@@ -173,4 +153,49 @@ func rateLimitEntry(e contourv1.RateLimitDescriptorEntry) (ir.RateLimitEntry, er
 		return out, fmt.Errorf("an entry sets exactly one of genericKey, requestHeader, requestHeaderValueMatch and remoteAddress")
 	}
 	return out, nil
+}
+
+// genericKeyEntry checks a genericKey entry.
+func genericKeyEntry(g *contourv1.GenericKeyDescriptor) (*ir.GenericKeyEntry, error) {
+	if g.Value == "" {
+		return nil, fmt.Errorf("genericKey.value is required")
+	}
+	if err := noControlBytes(g.Key + g.Value); err != nil {
+		return nil, fmt.Errorf("genericKey %w", err)
+	}
+	return &ir.GenericKeyEntry{Key: g.Key, Value: g.Value}, nil
+}
+
+// requestHeaderEntry checks a requestHeader entry.
+func requestHeaderEntry(h *contourv1.RequestHeaderDescriptor) (*ir.RequestHeaderEntry, error) {
+	if msgs := validation.IsHTTPHeaderName(h.HeaderName); len(msgs) > 0 {
+		return nil, fmt.Errorf("requestHeader.headerName %q is not a header name", h.HeaderName)
+	}
+	if h.DescriptorKey == "" {
+		return nil, fmt.Errorf("requestHeader.descriptorKey is required")
+	}
+	if err := noControlBytes(h.DescriptorKey); err != nil {
+		return nil, fmt.Errorf("requestHeader.descriptorKey %w", err)
+	}
+	return &ir.RequestHeaderEntry{Header: h.HeaderName, Key: h.DescriptorKey}, nil
+}
+
+// headerValueMatchEntry checks a requestHeaderValueMatch entry: headers
+// (header conditions) and a value.
+func headerValueMatchEntry(m *contourv1.RequestHeaderValueMatchDescriptor) (*ir.HeaderMatchEntry, error) {
+	if len(m.Headers) == 0 || m.Value == "" {
+		return nil, fmt.Errorf("requestHeaderValueMatch needs headers and a value")
+	}
+	if err := noControlBytes(m.Value); err != nil {
+		return nil, fmt.Errorf("requestHeaderValueMatch.value %w", err)
+	}
+	hm := &ir.HeaderMatchEntry{Value: m.Value, ExpectMatch: m.ExpectMatch}
+	for i := range m.Headers {
+		h, err := headerMatch(&m.Headers[i])
+		if err != nil {
+			return nil, fmt.Errorf("requestHeaderValueMatch.headers[%d]: %v", i, err)
+		}
+		hm.Headers = append(hm.Headers, h)
+	}
+	return hm, nil
 }

@@ -91,52 +91,82 @@ func (b *rootBuilder) jwtProviders(p *contourv1.HTTPProxy, st *status.Object) ho
 // tokens. A URI naming this host is refused as an ExternalName Service
 // naming it is (it could reach Envoy's admin interface).
 func (b *rootBuilder) jwksCluster(r contourv1.RemoteJWKS, namespace string) (*ir.Cluster, string, error) {
-	u, err := url.Parse(r.URI)
-	switch {
-	case err != nil:
-		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %q is invalid: %v", r.URI, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, status.ReasonRemoteJWKSSchemeInvalid, fmt.Errorf("URI %q has scheme %q: use http or https", r.URI, u.Scheme)
-	case u.Hostname() == "" || u.User != nil || u.Fragment != "":
-		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %q must have a host, and no user or fragment", r.URI)
-	}
-	if err := noControlBytes(r.URI); err != nil {
-		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %w", err)
+	u, reason, err := jwksURI(r.URI)
+	if err != nil {
+		return nil, reason, err
 	}
 	host := u.Hostname()
 	if err := b.r.opts().loopbackAllowed("host", host); err != nil {
 		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %q: %v", r.URI, err)
 	}
-	port := map[string]uint64{"http": 80, "https": 443}[u.Scheme]
-	if u.Port() != "" {
-		if port, err = strconv.ParseUint(u.Port(), 10, 16); err != nil || port == 0 {
-			return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %q has an invalid port", r.URI)
-		}
+	port, err := jwksPort(u, r.URI)
+	if err != nil {
+		return nil, status.ReasonRemoteJWKSURIInvalid, err
 	}
 	switch r.DNSLookupFamily {
 	case "", "auto", "v4", "v6":
 	default:
 		return nil, status.ReasonRemoteJWKSDNSLookupFamilyInvalid, fmt.Errorf("dnsLookupFamily %q is not auto, v4 or v6", r.DNSLookupFamily)
 	}
-	c := &ir.Cluster{DNSName: host, DNSPort: uint32(port), DNSLookupFamily: r.DNSLookupFamily}
+	c := &ir.Cluster{DNSName: host, DNSPort: port, DNSLookupFamily: r.DNSLookupFamily}
 	c.Name = fmt.Sprintf("jwks/%s/%s/%d", u.Scheme, host, port)
 	if r.DNSLookupFamily != "" {
 		c.Name += "/" + r.DNSLookupFamily
 	}
-	switch {
-	case u.Scheme == "http" && r.UpstreamValidation != nil:
-		return nil, status.ReasonRemoteJWKSUpstreamValidationInvalid, fmt.Errorf("validation applies to an https URI only")
-	case u.Scheme == "https" && r.UpstreamValidation == nil:
-		return nil, status.ReasonRemoteJWKSUpstreamValidationInvalid, fmt.Errorf("an https URI needs a validation (caSecret and subjectName): keys fetched from an unverified server could be anyone's")
-	case u.Scheme == "https":
-		v, err := b.upstreamValidation(r.UpstreamValidation, namespace)
-		if err != nil {
-			return nil, status.ReasonRemoteJWKSUpstreamValidationInvalid, fmt.Errorf("validation: %v", err)
-		}
-		c.Protocol, c.Validation, c.SNI = ir.TLS, v, host
-		c.Name += "/" + settingsHash(fmt.Sprintf("%v", *v))
+	if err := b.jwksValidation(c, u.Scheme, r.UpstreamValidation, namespace); err != nil {
+		return nil, status.ReasonRemoteJWKSUpstreamValidationInvalid, err
 	}
 	return c, "", nil
+}
+
+// jwksURI parses a key set's URI: http or https, with a host, and no
+// user, fragment or control bytes; the reason says what is wrong.
+func jwksURI(uri string) (*url.URL, string, error) {
+	u, err := url.Parse(uri)
+	switch {
+	case err != nil:
+		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %q is invalid: %v", uri, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, status.ReasonRemoteJWKSSchemeInvalid, fmt.Errorf("URI %q has scheme %q: use http or https", uri, u.Scheme)
+	case u.Hostname() == "" || u.User != nil || u.Fragment != "":
+		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %q must have a host, and no user or fragment", uri)
+	}
+	if err := noControlBytes(uri); err != nil {
+		return nil, status.ReasonRemoteJWKSURIInvalid, fmt.Errorf("URI %w", err)
+	}
+	return u, "", nil
+}
+
+// jwksPort is the port of an http or https URI u (uri as written): its
+// own, or its scheme's.
+func jwksPort(u *url.URL, uri string) (uint32, error) {
+	if u.Port() == "" {
+		return map[string]uint32{"http": 80, "https": 443}[u.Scheme], nil
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil || port == 0 {
+		return 0, fmt.Errorf("URI %q has an invalid port", uri)
+	}
+	return uint32(port), nil
+}
+
+// jwksValidation sets the TLS of a key set's cluster c: an https URI
+// needs a validation (v), which an http one cannot have.
+func (b *rootBuilder) jwksValidation(c *ir.Cluster, scheme string, v *contourv1.UpstreamValidation, namespace string) error {
+	switch {
+	case scheme == "http" && v != nil:
+		return fmt.Errorf("validation applies to an https URI only")
+	case scheme == "https" && v == nil:
+		return fmt.Errorf("an https URI needs a validation (caSecret and subjectName): keys fetched from an unverified server could be anyone's")
+	case scheme == "https":
+		uv, err := b.upstreamValidation(v, namespace)
+		if err != nil {
+			return fmt.Errorf("validation: %v", err)
+		}
+		c.Protocol, c.Validation, c.SNI = ir.TLS, uv, c.DNSName
+		c.Name += "/" + settingsHash(fmt.Sprintf("%v", *uv))
+	}
+	return nil
 }
 
 // jwksDurations reads the fetch timeout (1s when empty, as in Contour)

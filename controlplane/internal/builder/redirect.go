@@ -100,23 +100,8 @@ func routeAnswer(rt *route, r contourv1.Route, errs *routeErrors) {
 // for an exact match), path the whole path; the query string is kept.
 func redirectPolicy(p *contourv1.HTTPRequestRedirectPolicy, kind ir.PathMatchKind) (*ir.Redirect, error) {
 	out := &ir.Redirect{StatusCode: 302}
-	if s := p.Scheme; s != nil {
-		if *s != "http" && *s != "https" {
-			return nil, fmt.Errorf("scheme %q must be http or https", *s)
-		}
-		out.Scheme = *s
-	}
-	if h := p.Hostname; h != nil {
-		if len(*h) > 253 || !redirectHostname.MatchString(*h) {
-			return nil, fmt.Errorf("hostname %q must be a lowercase DNS name without a wildcard or a port", *h)
-		}
-		out.Hostname = *h
-	}
-	if port := p.Port; port != nil {
-		if *port < 1 || *port > 65535 {
-			return nil, fmt.Errorf("port %d must be between 1 and 65535", *port)
-		}
-		out.Port = uint32(*port)
+	if err := redirectAuthority(p, out); err != nil {
+		return nil, err
 	}
 	if c := p.StatusCode; c != nil {
 		if !slices.Contains(redirectCodes, *c) {
@@ -124,6 +109,41 @@ func redirectPolicy(p *contourv1.HTTPRequestRedirectPolicy, kind ir.PathMatchKin
 		}
 		out.StatusCode = int(*c)
 	}
+	path, err := redirectPath(p, kind)
+	if err != nil {
+		return nil, err
+	}
+	out.Path = path
+	return out, nil
+}
+
+// redirectAuthority reads the scheme, hostname and port of a redirect's
+// Location into out.
+func redirectAuthority(p *contourv1.HTTPRequestRedirectPolicy, out *ir.Redirect) error {
+	if s := p.Scheme; s != nil {
+		if *s != "http" && *s != "https" {
+			return fmt.Errorf("scheme %q must be http or https", *s)
+		}
+		out.Scheme = *s
+	}
+	if h := p.Hostname; h != nil {
+		if len(*h) > 253 || !redirectHostname.MatchString(*h) {
+			return fmt.Errorf("hostname %q must be a lowercase DNS name without a wildcard or a port", *h)
+		}
+		out.Hostname = *h
+	}
+	if port := p.Port; port != nil {
+		if *port < 1 || *port > 65535 {
+			return fmt.Errorf("port %d must be between 1 and 65535", *port)
+		}
+		out.Port = uint32(*port)
+	}
+	return nil
+}
+
+// redirectPath reads a redirect's path or prefix; nil for neither (the
+// request's path).
+func redirectPath(p *contourv1.HTTPRequestRedirectPolicy, kind ir.PathMatchKind) (*ir.PathRewrite, error) {
 	switch {
 	case p.Path != nil && p.Prefix != nil:
 		return nil, fmt.Errorf("path and prefix cannot both be set")
@@ -131,7 +151,7 @@ func redirectPolicy(p *contourv1.HTTPRequestRedirectPolicy, kind ir.PathMatchKin
 		if err := redirectPathValid("path", *p.Path); err != nil {
 			return nil, err
 		}
-		out.Path = &ir.PathRewrite{Value: *p.Path}
+		return &ir.PathRewrite{Value: *p.Path}, nil
 	case p.Prefix != nil:
 		if err := redirectPathValid("prefix", *p.Prefix); err != nil {
 			return nil, err
@@ -139,9 +159,9 @@ func redirectPolicy(p *contourv1.HTTPRequestRedirectPolicy, kind ir.PathMatchKin
 		if kind == ir.PathRegex {
 			return nil, fmt.Errorf("prefix cannot replace the match of a regex path condition: use path")
 		}
-		out.Path = &ir.PathRewrite{Prefix: true, Value: *p.Prefix}
+		return &ir.PathRewrite{Prefix: true, Value: *p.Prefix}, nil
 	}
-	return out, nil
+	return nil, nil
 }
 
 // redirectPathValid checks a redirect's path or prefix: it starts with /

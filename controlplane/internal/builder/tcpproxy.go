@@ -32,6 +32,33 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 	case vh.TLS == nil:
 		return fail("Spec.TCPProxy requires Spec.VirtualHost.TLS (a secretName, or passthrough): the TLS listener proxies the connections by SNI name")
 	}
+	tcpProxyIncompatible(vh, passthrough, st)
+	src, sst := b.tcpProxySource(p, st) // tcpproxy_include.go
+	if src == nil {
+		return nil
+	}
+	t = src.Spec.TCPProxy
+	cs, allZero, ok := tcpProxySettings(t, sst)
+	if !ok {
+		return included(st, sst, src)
+	}
+	out := &ir.TCPHost{Passthrough: passthrough}
+	if secure != nil && !passthrough {
+		out.Secret, out.MinTLSVersion, out.MaxTLSVersion, out.ClientValidation = secure.Secret, secure.MinTLSVersion, secure.MaxTLSVersion, secure.ClientValidation
+	}
+	out.Clusters = b.tcpClusters(src, t.Services, cs, allZero, sst)
+	if sst != st && !sst.Valid() {
+		return included(st, sst, src)
+	}
+	return out
+}
+
+// tcpProxyIncompatible refuses the virtual host's settings that act on
+// HTTP next to a tcpproxy: its HTTP policies, and two TLS settings of a
+// terminated host that are an HCM's too (passthroughHost refuses them
+// with passthrough): the fallback certificate's filter chain is the
+// shared HTTP one, and x-forwarded-client-cert an HTTP header.
+func tcpProxyIncompatible(vh *contourv1.VirtualHost, passthrough bool, st *status.Object) {
 	for _, f := range []struct {
 		field string
 		set   bool
@@ -44,46 +71,47 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 			st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, fmt.Sprintf("Spec.VirtualHost.%s cannot be combined with Spec.TCPProxy: no HTTP filter sees the proxied connections", f.field))
 		}
 	}
-	// Two TLS settings of a terminated host are an HCM's too (passthroughHost
-	// refuses them with passthrough): the fallback certificate's filter
-	// chain is the shared HTTP one, and x-forwarded-client-cert an HTTP
-	// header.
 	if !passthrough && vh.TLS.EnableFallbackCertificate {
 		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, "Spec.VirtualHost.TLS.EnableFallbackCertificate cannot be combined with Spec.TCPProxy: the fallback certificate's filter chain serves HTTP, not the proxied connections")
 	}
 	if cv := vh.TLS.ClientValidation; !passthrough && cv != nil && cv.ForwardClientCertificate != nil {
 		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSIncompatibleFeatures, "Spec.VirtualHost.TLS.ClientValidation.ForwardClientCertificate cannot be combined with Spec.TCPProxy: the proxied connections carry no HTTP header to forward the certificate in")
 	}
-	src, sst := b.tcpProxySource(p, st) // tcpproxy_include.go
-	if src == nil {
-		return nil
-	}
-	t = src.Spec.TCPProxy
+}
+
+// tcpProxySettings checks a tcpproxy's settings shared by its services
+// (at least one service, load balancer, health check, weights) into its
+// clusters' settings; allZero: no service has a weight. False, with an
+// error on sst (the tcpproxy's source's status), when one is invalid.
+func tcpProxySettings(t *contourv1.TCPProxy, sst *status.Object) (cs clusterSettings, allZero, ok bool) {
 	if len(t.Services) == 0 {
 		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, "Spec.TCPProxy.Services must have at least one entry")
-		return included(st, sst, src)
+		return cs, false, false
 	}
 	lb, err := tcpLoadBalancer(t.LoadBalancerPolicy)
 	if err != nil {
 		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, fmt.Sprintf("Spec.TCPProxy.LoadBalancerPolicy: %v", err))
-		return included(st, sst, src)
+		return cs, false, false
 	}
 	hc, err := tcpHealthCheck(t.HealthCheckPolicy)
 	if err != nil {
 		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, fmt.Sprintf("Spec.TCPProxy.HealthCheckPolicy: %v", err))
-		return included(st, sst, src)
+		return cs, false, false
 	}
-	allZero, err := serviceWeights(t.Services)
+	allZero, err = serviceWeights(t.Services)
 	if err != nil {
 		sst.AddError(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "Spec.TCPProxy: "+err.Error())
-		return included(st, sst, src)
+		return cs, false, false
 	}
-	out := &ir.TCPHost{Passthrough: passthrough}
-	if secure != nil && !passthrough {
-		out.Secret, out.MinTLSVersion, out.MaxTLSVersion, out.ClientValidation = secure.Secret, secure.MinTLSVersion, secure.MaxTLSVersion, secure.ClientValidation
-	}
-	cs := clusterSettings{lb: lb, healthCheck: hc}
-	for j, s := range t.Services {
+	return clusterSettings{lb: lb, healthCheck: hc}, allZero, true
+}
+
+// tcpClusters resolves the services of src's tcpproxy into its weighted
+// clusters, leaving out those that are invalid (with an error on sst) and
+// those of weight 0.
+func (b *rootBuilder) tcpClusters(src *contourv1.HTTPProxy, services []contourv1.Service, cs clusterSettings, allZero bool, sst *status.Object) []ir.WeightedCluster {
+	var out []ir.WeightedCluster
+	for j, s := range services {
 		c, ok := b.tcpService(src, j, s, cs, sst)
 		if !ok {
 			continue
@@ -96,10 +124,7 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 		default:
 			c.Weight = uint32(min(s.Weight, math.MaxUint32))
 		}
-		out.Clusters = append(out.Clusters, c)
-	}
-	if sst != st && !sst.Valid() {
-		return included(st, sst, src)
+		out = append(out, c)
 	}
 	return out
 }
