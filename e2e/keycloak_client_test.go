@@ -69,6 +69,11 @@ func (c *kcClient) do(req *http.Request) *page {
 	return b.do(req)
 }
 
+// try GETs u, returning the error instead of failing.
+func (c *kcClient) try(u string) (*page, error) {
+	return (&browser{t: c.t, client: c.client}).try(harness.MustRequest(c.t, u))
+}
+
 // post sends an empty form POST with one header.
 func (c *kcClient) post(u, name, value string) *page {
 	c.t.Helper()
