@@ -1,6 +1,11 @@
 package builder
 
-import "testing"
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
 
 // TestExternalNameAllowed: with ExternalName Services on, names that
 // resolve to this host are refused, including the aliases of a hosts file
@@ -36,5 +41,35 @@ func TestExternalNameAllowed(t *testing.T) {
 	o.LoopbackExternalNames = true
 	if err := o.externalNameAllowed("localhost"); err != nil {
 		t.Errorf("with LoopbackExternalNames: %v", err)
+	}
+}
+
+// TestPortConversions: ports read from objects are converted to Envoy's
+// uint32 only within range; a number a file could hold out of it is not
+// wrapped into another port.
+func TestPortConversions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sp   corev1.ServicePort
+		want uint32
+	}{
+		{"port", corev1.ServicePort{Port: 80}, 80},
+		{"target port", corev1.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)}, 8080},
+		{"named target port", corev1.ServicePort{Port: 80, TargetPort: intstr.FromString("http")}, 80},
+		{"target port past 65535", corev1.ServicePort{Port: 80, TargetPort: intstr.FromString("4294967376")}, 80},
+		{"negative port", corev1.ServicePort{Port: -1}, 0},
+	} {
+		if got := destinationPort(tc.sp); got != tc.want {
+			t.Errorf("%s: destinationPort = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// 4294987296 is 2^32 + 20000: wrapped, it would be a Gateway port.
+	for _, tp := range []intstr.IntOrString{intstr.FromString("4294987296"), intstr.FromInt32(-1), intstr.FromInt32(19999)} {
+		if e, ok := gatewayTargetPort(corev1.ServicePort{TargetPort: tp}); ok {
+			t.Errorf("gatewayTargetPort(%s) = %d, want none", tp.String(), e)
+		}
+	}
+	if e, ok := gatewayTargetPort(corev1.ServicePort{TargetPort: intstr.FromInt32(20007)}); !ok || e != 20007 {
+		t.Errorf("gatewayTargetPort(20007) = %d, %v", e, ok)
 	}
 }
