@@ -136,7 +136,7 @@ func (r *Rule) Compile() error {
 		if h.Absent && !empty {
 			errs = append(errs, fmt.Errorf("headers[%d] %s: absent excludes a value matcher", i, h.Name))
 		} else if !empty {
-			errs = append(errs, h.String.compile("headers["+h.Name+"]"))
+			errs = append(errs, h.compile("headers["+h.Name+"]"))
 		}
 	}
 	return errors.Join(errs...)
@@ -196,7 +196,7 @@ func (r *Rule) Match(h *sdk.Headers, p Path, onUnsafe OnUnsafePath) bool {
 				return false
 			}
 		default:
-			if !slices.ContainsFunc(vals, hm.String.match) {
+			if !slices.ContainsFunc(vals, hm.match) {
 				return false
 			}
 		}

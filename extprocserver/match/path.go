@@ -43,14 +43,8 @@ func NormalizePath(raw string) (string, error) {
 		return "", err
 	}
 	segs := strings.Split(dec[1:], "/")
-	hasEmpty, hasDotDot := false, false
-	for i, s := range segs {
-		// A trailing empty segment is the trailing slash, not "//".
-		hasEmpty = hasEmpty || (s == "" && i < len(segs)-1)
-		hasDotDot = hasDotDot || s == ".."
-	}
-	if hasEmpty && hasDotDot {
-		return "", fmt.Errorf("%w: %q mixes empty segments (//) with ..", ErrUnsafePath, p)
+	if mixesEmptyAndDotDot(segs) {
+		return "", fmt.Errorf("%w: %q mixes .. with empty segments (//)", ErrUnsafePath, p)
 	}
 	// path.Clean merges slashes and removes dot segments; with no empty
 	// segment before a "..", that is RFC 3986's remove_dot_segments except
@@ -61,6 +55,17 @@ func NormalizePath(raw string) (string, error) {
 		clean += "/"
 	}
 	return clean, nil
+}
+
+// mixesEmptyAndDotDot tells whether segs has both an empty segment ("//")
+// and a "..". A trailing empty segment is the trailing slash, not "//".
+func mixesEmptyAndDotDot(segs []string) bool {
+	hasEmpty, hasDotDot := false, false
+	for i, s := range segs {
+		hasEmpty = hasEmpty || (s == "" && i < len(segs)-1)
+		hasDotDot = hasDotDot || s == ".."
+	}
+	return hasEmpty && hasDotDot
 }
 
 // decodeUnreserved decodes %XX escapes of unreserved characters (ALPHA,
@@ -75,10 +80,10 @@ func decodeUnreserved(p string) (string, error) {
 		c := p[i]
 		switch {
 		case c == '%':
-			if i+2 >= len(p) || unhex(p[i+1]) < 0 || unhex(p[i+2]) < 0 {
+			d, ok := unescape(p, i)
+			if !ok {
 				return "", fmt.Errorf("%w: invalid escape at byte %d", ErrUnsafePath, i)
 			}
-			d := byte(unhex(p[i+1])<<4 | unhex(p[i+2]))
 			switch {
 			case d == '/' || d == '\\':
 				return "", fmt.Errorf("%w: encoded %q at byte %d", ErrUnsafePath, d, i)
@@ -110,14 +115,25 @@ func unreserved(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-func unhex(c byte) int {
+// unescape decodes the escape "%XX" at p[i]; false when it is not one.
+func unescape(p string, i int) (byte, bool) {
+	if i+2 >= len(p) {
+		return 0, false
+	}
+	hi, okHi := unhex(p[i+1])
+	lo, okLo := unhex(p[i+2])
+	return hi<<4 | lo, okHi && okLo
+}
+
+// unhex is the value of the hex digit c; false when c is not one.
+func unhex(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':
-		return int(c - '0')
+		return c - '0', true
 	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
+		return c - 'a' + 10, true
 	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
+		return c - 'A' + 10, true
 	}
-	return -1
+	return 0, false
 }

@@ -47,8 +47,10 @@ func BenchmarkHeadersExchange(b *testing.B) {
 		if _, err := s.Recv(); err != nil {
 			b.Fatal(err)
 		}
-		s.CloseSend()
-		s.Recv()
+		if err := s.CloseSend(); err != nil {
+			b.Fatal(err)
+		}
+		_, _ = s.Recv() // io.EOF: the server ends the stream
 		cancel()
 	}
 }

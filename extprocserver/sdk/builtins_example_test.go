@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -34,8 +34,8 @@ func Example_builtins() {
 
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(chain))
-	go srv.Serve(lis)
+	extprocsvcv3.RegisterExternalProcessorServer(srv, sdk.NewServer(chain))
+	go func() { _ = srv.Serve(lis) }() // returns when stopped
 	defer srv.Stop()
 	conn, err := grpc.NewClient("passthrough:///example",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -44,15 +44,15 @@ func Example_builtins() {
 		panic(err)
 	}
 	defer conn.Close()
-	client := extprocv3.NewExternalProcessorClient(conn)
+	client := extprocsvcv3.NewExternalProcessorClient(conn)
 
 	for _, path := range []string{"/admin/users", "/api"} {
 		stream, err := client.Process(context.Background())
 		if err != nil {
 			panic(err)
 		}
-		err = stream.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{
-			RequestHeaders: &extprocv3.HttpHeaders{Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+		err = stream.Send(&extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestHeaders{
+			RequestHeaders: &extprocsvcv3.HttpHeaders{Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
 				{Key: ":method", RawValue: []byte("GET")}, {Key: ":path", RawValue: []byte(path)},
 				{Key: "x-tenant", RawValue: []byte("Blue")},
 			}}}}})

@@ -1,11 +1,12 @@
 package sdk
 
 import (
+	"math"
 	"strings"
 	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the fallback
@@ -40,7 +41,7 @@ func (codec) Name() string { return "proto" }
 
 func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	switch r := v.(type) {
-	case *extprocv3.ProcessingResponse:
+	case *extprocsvcv3.ProcessingResponse:
 		for i, c := range continueResponses {
 			if r == c {
 				return mem.BufferSlice{continueEncoded[i]}, nil
@@ -61,46 +62,26 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 // headers processors produce); the standard codec marshals the embedded
 // ProcessingResponse (a headersResponse is a proto.Message through it).
 type headersResponse struct {
-	extprocv3.ProcessingResponse
-	req    extprocv3.ProcessingResponse_RequestHeaders
-	res    extprocv3.ProcessingResponse_ResponseHeaders
-	hr     extprocv3.HeadersResponse
-	common extprocv3.CommonResponse
+	extprocsvcv3.ProcessingResponse
+	req    extprocsvcv3.ProcessingResponse_RequestHeaders
+	res    extprocsvcv3.ProcessingResponse_ResponseHeaders
+	hr     extprocsvcv3.HeadersResponse
+	common extprocsvcv3.CommonResponse
 }
 
 // encode writes r as protobuf does (fields in number order, proto3
 // defaults left out), or reports false when r has anything else than the
 // headers answer's mutation and clear_route_cache.
 func (r *headersResponse) encode() ([]byte, bool) {
-	field := protowire.Number(fieldRespRequestHeaders)
-	switch {
-	case r.Response == &r.req && r.req.RequestHeaders == &r.hr:
-	case r.Response == &r.res && r.res.ResponseHeaders == &r.hr:
-		field = fieldRespResponseHeaders
-	default:
+	field, ok := r.headersField()
+	if !ok || r.hasOtherFields() {
 		return nil, false
 	}
-	// Every other field of the answer sends it to protobuf, so that none
-	// is dropped (TestCodecEncodesEveryAnswerField walks them all).
 	c := &r.common
-	if r.DynamicMetadata != nil || len(r.TypedDynamicMetadata) > 0 || r.ModeOverride != nil ||
-		r.OverrideMessageTimeout != nil || r.ServerWindowUpdate != nil ||
-		r.RequestDrain || r.RequestDrainRequests || r.RequestDrainResponses ||
-		r.hr.Response != c || c.Status != 0 || c.BodyMutation != nil || c.Trailers != nil {
-		return nil, false
-	}
 	mut := c.HeaderMutation
-	mutSize := 0
-	if mut != nil {
-		for _, o := range mut.SetHeaders {
-			if o.GetHeader() == nil || o.Append != nil || o.KeepEmptyValue {
-				return nil, false
-			}
-			mutSize += sizeField(fieldSetHeaders, optionSize(o))
-		}
-		for _, name := range mut.RemoveHeaders {
-			mutSize += sizeField(fieldRemoveHeaders, len(name))
-		}
+	mutSize, ok := mutationSize(mut)
+	if !ok {
+		return nil, false
 	}
 	commonSize := 0
 	if mut != nil {
@@ -114,26 +95,7 @@ func (r *headersResponse) encode() ([]byte, bool) {
 	b = appendLen(b, field, hrSize)
 	b = appendLen(b, fieldHeadersCommon, commonSize)
 	if mut != nil {
-		b = appendLen(b, fieldCommonMutation, mutSize)
-		for _, o := range mut.SetHeaders {
-			b = appendLen(b, fieldSetHeaders, optionSize(o))
-			h := o.Header
-			b = appendLen(b, fieldOptionHeader, headerValueSize(h))
-			b = appendString(b, fieldKey, h.Key)
-			b = appendString(b, fieldValue, h.Value)
-			if len(h.RawValue) > 0 {
-				b = appendLen(b, fieldRawValue, len(h.RawValue))
-				b = append(b, h.RawValue...)
-			}
-			if o.AppendAction != 0 {
-				b = protowire.AppendTag(b, fieldOptionAction, protowire.VarintType)
-				b = protowire.AppendVarint(b, uint64(o.AppendAction))
-			}
-		}
-		for _, name := range mut.RemoveHeaders {
-			b = appendLen(b, fieldRemoveHeaders, len(name))
-			b = append(b, name...)
-		}
+		b = appendMutation(b, mut, mutSize)
 	}
 	if c.ClearRouteCache {
 		b = protowire.AppendTag(b, fieldCommonClearRoute, protowire.VarintType)
@@ -142,12 +104,92 @@ func (r *headersResponse) encode() ([]byte, bool) {
 	return b, true
 }
 
+// headersField is the ProcessingResponse field r answers in, request or
+// response headers; false when r is not a headers answer made of its own
+// messages.
+func (r *headersResponse) headersField() (protowire.Number, bool) {
+	switch {
+	case r.Response == &r.req && r.req.RequestHeaders == &r.hr:
+		return fieldRespRequestHeaders, true
+	case r.Response == &r.res && r.res.ResponseHeaders == &r.hr:
+		return fieldRespResponseHeaders, true
+	}
+	return 0, false
+}
+
+// hasOtherFields tells whether r sets anything encode does not write.
+// Every such field sends the answer to protobuf, so that none is dropped
+// (TestCodecEncodesEveryAnswerField walks them all).
+func (r *headersResponse) hasOtherFields() bool {
+	c := &r.common
+	return r.DynamicMetadata != nil || len(r.TypedDynamicMetadata) > 0 || r.ModeOverride != nil ||
+		r.OverrideMessageTimeout != nil || r.ServerWindowUpdate != nil ||
+		r.RequestDrain || //nolint:staticcheck // SA1019: read only, so that an answer setting the deprecated field is not dropped
+		r.RequestDrainRequests || r.RequestDrainResponses ||
+		r.hr.Response != c || c.Status != 0 || c.BodyMutation != nil || c.Trailers != nil
+}
+
+// mutationSize is the encoded size of mut's fields (0 for nil); false when
+// a header option has a field encode does not write, or an append action
+// outside the enum's non-negative values (left to protobuf).
+func mutationSize(mut *extprocsvcv3.HeaderMutation) (int, bool) {
+	if mut == nil {
+		return 0, true
+	}
+	n := 0
+	for _, o := range mut.SetHeaders {
+		if o.GetHeader() == nil || o.KeepEmptyValue || o.AppendAction < 0 ||
+			o.Append != nil { //nolint:staticcheck // SA1019: read only, so that an option setting the deprecated field is not dropped
+			return 0, false
+		}
+		n += sizeField(fieldSetHeaders, optionSize(o))
+	}
+	for _, name := range mut.RemoveHeaders {
+		n += sizeField(fieldRemoveHeaders, len(name))
+	}
+	return n, true
+}
+
+// appendMutation appends the header_mutation field, of mutSize bytes.
+func appendMutation(b []byte, mut *extprocsvcv3.HeaderMutation, mutSize int) []byte {
+	b = appendLen(b, fieldCommonMutation, mutSize)
+	for _, o := range mut.SetHeaders {
+		b = appendLen(b, fieldSetHeaders, optionSize(o))
+		h := o.Header
+		b = appendLen(b, fieldOptionHeader, headerValueSize(h))
+		b = appendString(b, fieldKey, h.Key)
+		b = appendString(b, fieldValue, h.Value)
+		if len(h.RawValue) > 0 {
+			b = appendLen(b, fieldRawValue, len(h.RawValue))
+			b = append(b, h.RawValue...)
+		}
+		if o.AppendAction != 0 {
+			b = protowire.AppendTag(b, fieldOptionAction, protowire.VarintType)
+			b = protowire.AppendVarint(b, actionVarint(o.AppendAction))
+		}
+	}
+	for _, name := range mut.RemoveHeaders {
+		b = appendLen(b, fieldRemoveHeaders, len(name))
+		b = append(b, name...)
+	}
+	return b
+}
+
 func optionSize(o *corev3.HeaderValueOption) int {
 	n := sizeField(fieldOptionHeader, headerValueSize(o.Header))
 	if o.AppendAction != 0 {
-		n += protowire.SizeTag(fieldOptionAction) + protowire.SizeVarint(uint64(o.AppendAction))
+		n += protowire.SizeTag(fieldOptionAction) + protowire.SizeVarint(actionVarint(o.AppendAction))
 	}
 	return n
+}
+
+// actionVarint is the varint of an append action, which mutationSize
+// checked is not negative (a negative enum is ten bytes on the wire).
+func actionVarint(a corev3.HeaderValueOption_HeaderAppendAction) uint64 {
+	if a < 0 {
+		panic("sdk: negative append action in the hand encoder")
+	}
+	return uint64(a)
 }
 
 func headerValueSize(h *corev3.HeaderValue) int {
@@ -167,6 +209,9 @@ func sizeField(num protowire.Number, n int) int {
 
 // appendLen appends the tag and length of a length-delimited field.
 func appendLen(b []byte, num protowire.Number, n int) []byte {
+	if n < 0 {
+		panic("sdk: negative length in the hand encoder") // sizes are sums of lengths
+	}
 	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.BytesType), uint64(n))
 }
 
@@ -186,7 +231,7 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 		m.lazy = false // the driver reuses its request
 		return protoCodec.Unmarshal(data, &m.ProcessingRequest)
-	case *extprocv3.ProcessingRequest:
+	case *extprocsvcv3.ProcessingRequest:
 		if withBytes(data, func(b []byte) bool { return decodeHeadersRequest(b, m) }) {
 			return nil
 		}
@@ -215,7 +260,7 @@ func withBytes(data mem.BufferSlice, f func([]byte) bool) bool {
 // first reads the headers. A processor that never reads them costs no
 // decoding, and one that does gets strings sharing one copy.
 type request struct {
-	extprocv3.ProcessingRequest
+	extprocsvcv3.ProcessingRequest
 	lazy   bool   // Codec filled the message: the map is rawMap
 	rawMap string // the HeaderMap's protobuf bytes
 
@@ -225,13 +270,13 @@ type request struct {
 
 // continueResponses answer a message that changed nothing, by phase; they
 // are shared by every stream and never modified.
-var continueResponses = [...]*extprocv3.ProcessingResponse{
-	RequestHeaders:   {Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}},
-	RequestBody:      {Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}},
-	RequestTrailers:  {Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}},
-	ResponseHeaders:  {Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}},
-	ResponseBody:     {Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}},
-	ResponseTrailers: {Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}},
+var continueResponses = [...]*extprocsvcv3.ProcessingResponse{
+	RequestHeaders:   {Response: &extprocsvcv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocsvcv3.HeadersResponse{}}},
+	RequestBody:      {Response: &extprocsvcv3.ProcessingResponse_RequestBody{RequestBody: &extprocsvcv3.BodyResponse{}}},
+	RequestTrailers:  {Response: &extprocsvcv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocsvcv3.TrailersResponse{}}},
+	ResponseHeaders:  {Response: &extprocsvcv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocsvcv3.HeadersResponse{}}},
+	ResponseBody:     {Response: &extprocsvcv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocsvcv3.BodyResponse{}}},
+	ResponseTrailers: {Response: &extprocsvcv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocsvcv3.TrailersResponse{}}},
 }
 
 // continueEncoded are their bytes, as gRPC buffers made once (a
@@ -305,19 +350,31 @@ type scanned struct {
 // false for anything else: the standard codec then decodes it, or
 // reports the error.
 func scanRequest(b []byte) (s scanned, ok bool) {
+	member, ok := s.scanTop(b)
+	if !ok || s.member == 0 {
+		return s, false
+	}
+	if !s.scanMember(member) {
+		return s, false
+	}
+	return s, s.scanHeaderMap()
+}
+
+// scanTop reads the ProcessingRequest's own fields, and returns the
+// bytes of its headers or trailers member.
+func (s *scanned) scanTop(b []byte) (member []byte, ok bool) {
 	var seen uint16
-	var member []byte
 	for len(b) > 0 {
 		num, typ, v, x, n := wireField(b)
 		if n < 0 || seen&(1<<num) != 0 {
-			return s, false
+			return nil, false
 		}
 		seen |= 1 << num
 		b = b[n:]
 		switch {
-		case (num == fieldRequestHeaders || num == fieldResponseHeaders || num == fieldRequestTrailers || num == fieldResponseTrailers) && typ == protowire.BytesType:
+		case isHeadersMember(num) && typ == protowire.BytesType:
 			if s.member != 0 {
-				return s, false // two members of the oneof: protobuf keeps the last
+				return nil, false // two members of the oneof: protobuf keeps the last
 			}
 			s.member, member = num, v
 		case num == fieldMetadataContext && typ == protowire.BytesType && len(v) == 0:
@@ -326,59 +383,83 @@ func scanRequest(b []byte) (s scanned, ok bool) {
 			s.observe = x != 0
 		case num == fieldProtocolConfig && typ == protowire.BytesType:
 			if !s.scanConfig(v) {
-				return s, false
+				return nil, false
 			}
 		default:
-			return s, false
+			return nil, false
 		}
 	}
-	if s.member == 0 {
-		return s, false
-	}
+	return member, true
+}
+
+// isHeadersMember tells whether num is one of the request oneof's headers
+// or trailers fields.
+func isHeadersMember(num protowire.Number) bool {
+	return num == fieldRequestHeaders || num == fieldResponseHeaders || num == fieldRequestTrailers || num == fieldResponseTrailers
+}
+
+// scanMember reads the HttpHeaders or HttpTrailers message b: its header
+// map, and end of stream for headers.
+func (s *scanned) scanMember(b []byte) bool {
 	headers := s.member == fieldRequestHeaders || s.member == fieldResponseHeaders
-	seen = 0
-	for len(member) > 0 {
-		num, typ, v, x, n := wireField(member)
+	var seen uint16
+	for len(b) > 0 {
+		num, typ, v, x, n := wireField(b)
 		if n < 0 || seen&(1<<num) != 0 {
-			return s, false
+			return false
 		}
 		seen |= 1 << num
-		member = member[n:]
+		b = b[n:]
 		switch {
 		case num == fieldHeaderMap && typ == protowire.BytesType:
 			s.hasMap, s.headerMap = true, v
 		case headers && num == fieldEndOfStream && typ == protowire.VarintType:
 			s.eos = x != 0
 		default:
-			return s, false
+			return false
 		}
 	}
+	return true
+}
+
+// scanHeaderMap checks the header map's values and counts them and their
+// bytes.
+func (s *scanned) scanHeaderMap() bool {
 	for m := s.headerMap; len(m) > 0; {
 		num, typ, hv, _, n := wireField(m)
 		if n < 0 || num != fieldHeaderValue || typ != protowire.BytesType {
-			return s, false
+			return false
 		}
 		m = m[n:]
 		s.count++
-		var hs uint8
-		for len(hv) > 0 {
-			num, typ, v, _, n := wireField(hv)
-			if n < 0 || num < fieldKey || num > fieldRawValue || typ != protowire.BytesType || hs&(1<<num) != 0 {
-				return s, false
-			}
-			hs |= 1 << num
-			hv = hv[n:]
-			if num == fieldRawValue {
-				s.rawSize += len(v)
-				continue
-			}
-			if !utf8.Valid(v) {
-				return s, false
-			}
-			s.strSize += len(v)
+		if !s.scanHeaderValue(hv) {
+			return false
 		}
 	}
-	return s, true
+	return true
+}
+
+// scanHeaderValue checks a HeaderValue: key, value and raw value, each at
+// most once, key and value valid UTF-8.
+func (s *scanned) scanHeaderValue(hv []byte) bool {
+	var seen uint8
+	for len(hv) > 0 {
+		num, typ, v, _, n := wireField(hv)
+		if n < 0 || num < fieldKey || num > fieldRawValue || typ != protowire.BytesType || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		hv = hv[n:]
+		if num == fieldRawValue {
+			s.rawSize += len(v)
+			continue
+		}
+		if !utf8.Valid(v) {
+			return false
+		}
+		s.strSize += len(v)
+	}
+	return true
 }
 
 // scanConfig reads a ProtocolConfiguration: varints 1 to 3, each once.
@@ -394,9 +475,9 @@ func (s *scanned) scanConfig(b []byte) bool {
 		b = b[n:]
 		switch num {
 		case fieldRequestBodyMode:
-			s.reqMode = BodyMode(int32(x)) // as protobuf decodes an enum
+			s.reqMode = enumValue(x)
 		case fieldResponseBodyMode:
-			s.respMode = BodyMode(int32(x))
+			s.respMode = enumValue(x)
 		default:
 			s.noWait = x != 0
 		}
@@ -404,25 +485,37 @@ func (s *scanned) scanConfig(b []byte) bool {
 	return true
 }
 
+// enumValue is the varint x as protobuf decodes an enum: its low 32 bits
+// as an int32 (a negative enum is sent sign-extended to 64 bits).
+func enumValue(x uint64) BodyMode {
+	lo := x & math.MaxUint32
+	if lo <= math.MaxInt32 {
+		return BodyMode(lo)
+	}
+	// Two's complement: lo - 1<<32, which is -(MaxUint32 - lo) - 1, with
+	// MaxUint32 - lo from 0 to MaxInt32.
+	return -BodyMode(math.MaxUint32-lo) - 1
+}
+
 // requestMessages holds the messages of a headers or trailers request, so
 // that they take one allocation (with the request that holds them).
 type requestMessages struct {
-	reqH  extprocv3.ProcessingRequest_RequestHeaders
-	respH extprocv3.ProcessingRequest_ResponseHeaders
-	reqT  extprocv3.ProcessingRequest_RequestTrailers
-	respT extprocv3.ProcessingRequest_ResponseTrailers
-	hh    extprocv3.HttpHeaders
-	ht    extprocv3.HttpTrailers
+	reqH  extprocsvcv3.ProcessingRequest_RequestHeaders
+	respH extprocsvcv3.ProcessingRequest_ResponseHeaders
+	reqT  extprocsvcv3.ProcessingRequest_RequestTrailers
+	respT extprocsvcv3.ProcessingRequest_ResponseTrailers
+	hh    extprocsvcv3.HttpHeaders
+	ht    extprocsvcv3.HttpTrailers
 	md    corev3.Metadata // empty when set: the exchange may keep it
 }
 
 // fill sets m to the message s scanned, made of e's messages, with hm as
 // its header map.
-func (s *scanned) fill(m *extprocv3.ProcessingRequest, e *requestMessages, hm *corev3.HeaderMap) {
+func (s *scanned) fill(m *extprocsvcv3.ProcessingRequest, e *requestMessages, hm *corev3.HeaderMap) {
 	m.Reset()
 	m.ObservabilityMode = s.observe
 	if s.config {
-		m.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: s.reqMode, ResponseBodyMode: s.respMode, SendBodyWithoutWaitingForHeaderResponse: s.noWait}
+		m.ProtocolConfig = &extprocsvcv3.ProtocolConfiguration{RequestBodyMode: s.reqMode, ResponseBodyMode: s.respMode, SendBodyWithoutWaitingForHeaderResponse: s.noWait}
 	}
 	if s.metadata {
 		e.md.Reset() // a processor may have written to the last one (x.Metadata)
@@ -459,7 +552,7 @@ func decodeLazy(b []byte, m *request) bool {
 // decodeHeadersRequest decodes b into m in full when scanRequest takes it:
 // keys and values share one string, raw values one slice, headers and
 // their pointers one slice each.
-func decodeHeadersRequest(b []byte, m *extprocv3.ProcessingRequest) bool {
+func decodeHeadersRequest(b []byte, m *extprocsvcv3.ProcessingRequest) bool {
 	s, ok := scanRequest(b)
 	if !ok {
 		return false
@@ -552,6 +645,11 @@ func wireField(b []byte) (num protowire.Number, typ protowire.Type, v []byte, x 
 func stringField(s string) (num protowire.Number, v, rest string) {
 	tag, n := uvarint(s)
 	size, m := uvarint(s[n:])
+	// scanRequest took only fields numbered up to 15, inside a message
+	// gRPC bounds far below 2 GiB; slicing s checks the rest.
+	if tag>>3 > 15 || size > math.MaxInt32 {
+		panic("sdk: a header map scanRequest did not check")
+	}
 	start := n + m
 	end := start + int(size)
 	return protowire.Number(tag >> 3), s[start:end], s[end:]

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -10,8 +11,8 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
@@ -23,16 +24,16 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-func wireHeaders(response, eos bool, kv ...string) *extprocv3.ProcessingRequest {
+func wireHeaders(response, eos bool, kv ...string) *extprocsvcv3.ProcessingRequest {
 	hm := &corev3.HeaderMap{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: kv[i], RawValue: []byte(kv[i+1])})
 	}
-	hh := &extprocv3.HttpHeaders{Headers: hm, EndOfStream: eos}
+	hh := &extprocsvcv3.HttpHeaders{Headers: hm, EndOfStream: eos}
 	if response {
-		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}}
+		return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: hh}}
 	}
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}}
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestHeaders{RequestHeaders: hh}}
 }
 
 // codecCases are wire messages: those the fast path decodes and those it
@@ -47,27 +48,27 @@ func codecCases(t testing.TB) map[string][]byte {
 	}
 	typical := wireHeaders(false, true, ":method", "GET", ":path", "/api/login?x=1", ":authority", "bench.example",
 		"user-agent", "Go-http-client/1.1", "x-request-id", "0f0e0d0c", "x-forwarded-proto", "http", "cookie", "a=1", "cookie", "b=2")
-	withConfig := proto.Clone(typical).(*extprocv3.ProcessingRequest)
-	withConfig.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: filterv3.ProcessingMode_BUFFERED, ResponseBodyMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED}
+	withConfig := proto.Clone(typical).(*extprocsvcv3.ProcessingRequest)
+	withConfig.ProtocolConfig = &extprocsvcv3.ProtocolConfiguration{RequestBodyMode: extprocv3.ProcessingMode_BUFFERED, ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
 	withConfig.ObservabilityMode = true
 	withConfig.MetadataContext = &corev3.Metadata{} // as Envoy sends it
 	valueField := wireHeaders(true, false)
 	valueField.GetResponseHeaders().Headers.Headers = []*corev3.HeaderValue{{Key: ":status", Value: "200"}, {Key: "empty", RawValue: []byte{}}, {Key: "", Value: ""}}
-	withAttrs := proto.Clone(typical).(*extprocv3.ProcessingRequest)
+	withAttrs := proto.Clone(typical).(*extprocsvcv3.ProcessingRequest)
 	withAttrs.Attributes = map[string]*structpb.Struct{"envoy.filters.http.ext_proc": {Fields: map[string]*structpb.Value{"request.path": structpb.NewStringValue("/")}}}
-	withMetadata := proto.Clone(typical).(*extprocv3.ProcessingRequest)
+	withMetadata := proto.Clone(typical).(*extprocsvcv3.ProcessingRequest)
 	withMetadata.MetadataContext = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"ns": {}}}
-	noMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{EndOfStream: true}}}
-	emptyMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: &corev3.HeaderMap{}}}}
-	body := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte("abc"), EndOfStream: true}}}
-	trailers := func(response bool, kv ...string) *extprocv3.ProcessingRequest {
-		ht := &extprocv3.HttpTrailers{Trailers: wireHeaders(false, false, kv...).GetRequestHeaders().GetHeaders()}
+	noMap := &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocsvcv3.HttpHeaders{EndOfStream: true}}}
+	emptyMap := &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocsvcv3.HttpHeaders{Headers: &corev3.HeaderMap{}}}}
+	body := &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestBody{RequestBody: &extprocsvcv3.HttpBody{Body: []byte("abc"), EndOfStream: true}}}
+	trailers := func(response bool, kv ...string) *extprocsvcv3.ProcessingRequest {
+		ht := &extprocsvcv3.HttpTrailers{Trailers: wireHeaders(false, false, kv...).GetRequestHeaders().GetHeaders()}
 		if response {
-			return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: ht}}
+			return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: ht}}
 		}
-		return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: ht}}
+		return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestTrailers{RequestTrailers: ht}}
 	}
-	noTrailerMap := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocv3.HttpTrailers{}}}
+	noTrailerMap := &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocsvcv3.HttpTrailers{}}}
 	upper := wireHeaders(false, false, "X-Upper", "u", ":path", "/")
 	tb := typical.GetRequestHeaders()
 
@@ -144,9 +145,9 @@ func TestCodecDecodesAsProtobuf(t *testing.T) {
 // what protobuf gives, or fail as it does.
 func checkDecode(t *testing.T, b []byte) {
 	t.Helper()
-	want := new(extprocv3.ProcessingRequest)
+	want := new(extprocsvcv3.ProcessingRequest)
 	wantErr := proto.Unmarshal(b, want)
-	got := new(extprocv3.ProcessingRequest)
+	got := new(extprocsvcv3.ProcessingRequest)
 	err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(append([]byte(nil), b...))}, got)
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("error %v, protobuf's %v", err, wantErr)
@@ -174,13 +175,13 @@ func checkDecode(t *testing.T, b []byte) {
 	// The header map as the driver reads it, then the rest of the message.
 	var hm *corev3.HeaderMap
 	switch r := want.GetRequest().(type) {
-	case *extprocv3.ProcessingRequest_RequestHeaders:
+	case *extprocsvcv3.ProcessingRequest_RequestHeaders:
 		hm, r.RequestHeaders.Headers = r.RequestHeaders.Headers, nil
-	case *extprocv3.ProcessingRequest_ResponseHeaders:
+	case *extprocsvcv3.ProcessingRequest_ResponseHeaders:
 		hm, r.ResponseHeaders.Headers = r.ResponseHeaders.Headers, nil
-	case *extprocv3.ProcessingRequest_RequestTrailers:
+	case *extprocsvcv3.ProcessingRequest_RequestTrailers:
 		hm, r.RequestTrailers.Trailers = r.RequestTrailers.Trailers, nil
-	case *extprocv3.ProcessingRequest_ResponseTrailers:
+	case *extprocsvcv3.ProcessingRequest_ResponseTrailers:
 		hm, r.ResponseTrailers.Trailers = r.ResponseTrailers.Trailers, nil
 	default:
 		t.Fatalf("lazily decoded a %T", r)
@@ -198,7 +199,7 @@ func TestCodecFastPathIsTaken(t *testing.T) {
 	cases := codecCases(t)
 	for _, name := range []string{"typical request headers", "response headers", "protocol config", "value field and empties", "no header map", "empty header map",
 		"request trailers", "response trailers", "trailers without a map", "upper-case name", "protocol config, large enum"} {
-		if !decodeHeadersRequest(cases[name], new(extprocv3.ProcessingRequest)) {
+		if !decodeHeadersRequest(cases[name], new(extprocsvcv3.ProcessingRequest)) {
 			t.Errorf("%s: fast path not taken", name)
 		}
 		if r := new(request); !decodeLazy(cases[name], r) || !r.lazy {
@@ -218,7 +219,7 @@ func TestCodecFastPathIsTaken(t *testing.T) {
 // reused once Unmarshal returns.
 func TestCodecCopiesTheBuffer(t *testing.T) {
 	b, _ := proto.Marshal(wireHeaders(false, true, "x-a", "value-a"))
-	got := new(extprocv3.ProcessingRequest)
+	got := new(extprocsvcv3.ProcessingRequest)
 	if err := Codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got); err != nil {
 		t.Fatal(err)
 	}
@@ -240,16 +241,16 @@ func TestCodecContinueResponses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := new(extprocv3.ProcessingResponse)
+		got := new(extprocsvcv3.ProcessingResponse)
 		if err := proto.Unmarshal(data.Materialize(), got); err != nil || !proto.Equal(got, r) {
 			t.Errorf("%s: %v %v", Phase(p), got, err)
 		}
 	}
 	// Any other response is encoded as usual.
-	r := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
-		Response: &extprocv3.CommonResponse{ClearRouteCache: true}}}}
+	r := &extprocsvcv3.ProcessingResponse{Response: &extprocsvcv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocsvcv3.HeadersResponse{
+		Response: &extprocsvcv3.CommonResponse{ClearRouteCache: true}}}}
 	data, err := Codec.Marshal(r)
-	got := new(extprocv3.ProcessingResponse)
+	got := new(extprocsvcv3.ProcessingResponse)
 	if err != nil || proto.Unmarshal(data.Materialize(), got) != nil || !proto.Equal(got, r) {
 		t.Errorf("clear_route_cache response: %v %v", got, err)
 	}
@@ -275,7 +276,7 @@ func BenchmarkDecodeHeaders(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/%d headers", c.name, len(kv)/2), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := c.codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, new(extprocv3.ProcessingRequest)); err != nil {
+				if err := c.codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, new(extprocsvcv3.ProcessingRequest)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -304,8 +305,8 @@ func BenchmarkDecodeHeaders(b *testing.B) {
 func TestContinueResponsesSharedWithoutCodec(t *testing.T) {
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer() // the standard codec
-	extprocv3.RegisterExternalProcessorServer(srv, NewServer(Continue{}))
-	go srv.Serve(lis)
+	extprocsvcv3.RegisterExternalProcessorServer(srv, NewServer(Continue{}))
+	go func() { _ = srv.Serve(lis) }() // returns when stopped
 	defer srv.Stop()
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -314,7 +315,7 @@ func TestContinueResponsesSharedWithoutCodec(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	c := extprocv3.NewExternalProcessorClient(conn)
+	c := extprocsvcv3.NewExternalProcessorClient(conn)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -324,7 +325,7 @@ func TestContinueResponsesSharedWithoutCodec(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				for _, req := range []*extprocv3.ProcessingRequest{wireHeaders(false, false, ":path", "/"), wireHeaders(true, true, ":status", "200")} {
+				for _, req := range []*extprocsvcv3.ProcessingRequest{wireHeaders(false, false, ":path", "/"), wireHeaders(true, true, ":status", "200")} {
 					if err := s.Send(req); err != nil {
 						t.Error(err)
 						return
@@ -338,7 +339,9 @@ func TestContinueResponsesSharedWithoutCodec(t *testing.T) {
 						t.Errorf("answer %v", resp)
 					}
 				}
-				s.CloseSend()
+				if err := s.CloseSend(); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}
@@ -357,34 +360,34 @@ func TestCodecEncodesHeadersAnswersAsProtobuf(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		phase    Phase
-		mut      *extprocv3.HeaderMutation
+		mut      *extprocsvcv3.HeaderMutation
 		clear    bool
 		edit     func(r *headersResponse)
 		fallback bool
 	}{
-		{name: "one overwrite", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set("x-route", "GET /api/login", overwrite)}}},
-		{name: "response: set, append, remove", phase: ResponseHeaders, mut: &extprocv3.HeaderMutation{
+		{name: "one overwrite", phase: RequestHeaders, mut: &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set("x-route", "GET /api/login", overwrite)}}},
+		{name: "response: set, append, remove", phase: ResponseHeaders, mut: &extprocsvcv3.HeaderMutation{
 			SetHeaders:    []*corev3.HeaderValueOption{set("x-a", "1", overwrite), set("x-a", "2", appendAction), set("x-long", long, overwrite)},
 			RemoveHeaders: []string{"server", "x-powered-by"}}},
-		{name: "empty value", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set("x-empty", "", overwrite)}}},
-		{name: "value field", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+		{name: "empty value", phase: RequestHeaders, mut: &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set("x-empty", "", overwrite)}}},
+		{name: "value field", phase: RequestHeaders, mut: &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
 			{Header: &corev3.HeaderValue{Key: "x-v", Value: "text"}, AppendAction: corev3.HeaderValueOption_ADD_IF_ABSENT}}}},
-		{name: "remove only", phase: ResponseHeaders, mut: &extprocv3.HeaderMutation{RemoveHeaders: []string{"x-secret"}}},
-		{name: "empty mutation", phase: RequestHeaders, mut: &extprocv3.HeaderMutation{}},
+		{name: "remove only", phase: ResponseHeaders, mut: &extprocsvcv3.HeaderMutation{RemoveHeaders: []string{"x-secret"}}},
+		{name: "empty mutation", phase: RequestHeaders, mut: &extprocsvcv3.HeaderMutation{}},
 		{name: "clear route cache only", phase: RequestHeaders, clear: true},
-		{name: "clear route cache and mutation", phase: RequestHeaders, clear: true, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set(":path", "/v2", overwrite)}}},
+		{name: "clear route cache and mutation", phase: RequestHeaders, clear: true, mut: &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{set(":path", "/v2", overwrite)}}},
 		{name: "dynamic metadata (protobuf)", phase: RequestHeaders, fallback: true, edit: func(r *headersResponse) {
 			r.DynamicMetadata, _ = structpb.NewStruct(map[string]any{"ns": map[string]any{"k": "v"}})
 		}},
 		{name: "mode override (protobuf)", phase: RequestHeaders, fallback: true, edit: func(r *headersResponse) {
-			r.ModeOverride = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_BUFFERED}
+			r.ModeOverride = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_BUFFERED}
 		}},
-		{name: "deprecated append (protobuf)", phase: RequestHeaders, fallback: true, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+		{name: "deprecated append (protobuf)", phase: RequestHeaders, fallback: true, mut: &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
 			{Header: &corev3.HeaderValue{Key: "x", RawValue: []byte("1")}, Append: wrapperspb.Bool(true)}}}},
-		{name: "keep empty value (protobuf)", phase: RequestHeaders, fallback: true, mut: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+		{name: "keep empty value (protobuf)", phase: RequestHeaders, fallback: true, mut: &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
 			{Header: &corev3.HeaderValue{Key: "x"}, KeepEmptyValue: true}}}},
 		{name: "status (protobuf)", phase: ResponseHeaders, fallback: true, edit: func(r *headersResponse) {
-			r.common.Status = extprocv3.CommonResponse_CONTINUE_AND_REPLACE
+			r.common.Status = extprocsvcv3.CommonResponse_CONTINUE_AND_REPLACE
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -414,7 +417,7 @@ func TestCodecEncodesHeadersAnswersAsProtobuf(t *testing.T) {
 			if string(got) != string(want) {
 				t.Errorf("bytes\n%x\nprotobuf's\n%x", got, want)
 			}
-			decoded := new(extprocv3.ProcessingResponse)
+			decoded := new(extprocsvcv3.ProcessingResponse)
 			if err := proto.Unmarshal(got, decoded); err != nil || !proto.Equal(decoded, &r.ProcessingResponse) {
 				t.Errorf("decodes to %v (%v), want %v", decoded, err, &r.ProcessingResponse)
 			}
@@ -524,7 +527,7 @@ func TestCodecEncodesEveryAnswerField(t *testing.T) {
 		var r *headersResponse
 		clone := func() protoreflect.Message {
 			r = new(headersResponse)
-			r.common.HeaderMutation = &extprocv3.HeaderMutation{
+			r.common.HeaderMutation = &extprocsvcv3.HeaderMutation{
 				SetHeaders:    []*corev3.HeaderValueOption{headerOption("x-a", "1", corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD)},
 				RemoveHeaders: []string{"x-b"},
 			}
@@ -564,15 +567,15 @@ func TestCodecEncodesEveryAnswerField(t *testing.T) {
 // message to protobuf, none is skipped.
 func TestCodecDecodesEveryRequestField(t *testing.T) {
 	withAll := wireHeaders(false, true, ":path", "/", "x-a", "1")
-	withAll.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: filterv3.ProcessingMode_BUFFERED}
+	withAll.ProtocolConfig = &extprocsvcv3.ProtocolConfiguration{RequestBodyMode: extprocv3.ProcessingMode_BUFFERED}
 	withAll.MetadataContext = &corev3.Metadata{}
 	withAll.ObservabilityMode = true
-	trailers := &extprocv3.HttpTrailers{Trailers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "grpc-status", RawValue: []byte("0")}}}}
-	for _, root := range []*extprocv3.ProcessingRequest{
+	trailers := &extprocsvcv3.HttpTrailers{Trailers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "grpc-status", RawValue: []byte("0")}}}}
+	for _, root := range []*extprocsvcv3.ProcessingRequest{
 		withAll,
 		wireHeaders(true, false, ":status", "200"),
-		{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: trailers}},
-		{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: trailers}},
+		{Request: &extprocsvcv3.ProcessingRequest_RequestTrailers{RequestTrailers: trailers}},
+		{Request: &extprocsvcv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: trailers}},
 	} {
 		var seen []string
 		clone := func() protoreflect.Message { return proto.Clone(root).ProtoReflect() }
@@ -586,6 +589,16 @@ func TestCodecDecodesEveryRequestField(t *testing.T) {
 		})
 		if !slices.Contains(seen, "envoy.config.core.v3.HeaderValue.value") {
 			t.Fatalf("the walk missed fields: %q", seen)
+		}
+	}
+}
+
+// enumValue decodes an enum as protobuf does: int32 of the varint.
+func TestEnumValue(t *testing.T) {
+	for _, x := range []uint64{0, 1, 7, math.MaxInt32, math.MaxInt32 + 1, math.MaxUint32, 1<<40 + 7,
+		0xffffffffffffffff, 0xffffffff80000000, 0x123456789abcdef0} {
+		if got, want := enumValue(x), BodyMode(int32(x)); got != want {
+			t.Errorf("enumValue(%#x) = %d, want %d", x, got, want)
 		}
 	}
 }

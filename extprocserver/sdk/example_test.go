@@ -5,7 +5,7 @@ import (
 	"net"
 	"strings"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 
 	"github.com/portcullis/portcullis/extprocserver/sdk"
@@ -40,7 +40,7 @@ func ExampleNewServer() {
 		panic(err)
 	}
 	s := grpc.NewServer(sdk.ServerOptions()...) // the SDK's codec
-	extprocv3.RegisterExternalProcessorServer(s, sdk.NewServer(sdk.Chain(tenant{})))
-	go s.Serve(lis)
+	extprocsvcv3.RegisterExternalProcessorServer(s, sdk.NewServer(sdk.Chain(tenant{})))
+	go func() { _ = s.Serve(lis) }() // returns when stopped
 	s.Stop()
 }

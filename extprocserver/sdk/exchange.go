@@ -10,24 +10,24 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // BodyMode is how Envoy sends a body, as far as the driver knows it: from
 // the protocol_config Envoy puts on the first message, updated by the mode
 // overrides this server sent. ModeUnknown when Envoy did not say.
-type BodyMode = filterv3.ProcessingMode_BodySendMode
+type BodyMode = extprocv3.ProcessingMode_BodySendMode
 
 // Body send modes, re-exported for convenience.
 const (
-	ModeNone       = filterv3.ProcessingMode_NONE
-	ModeStreamed   = filterv3.ProcessingMode_STREAMED
-	ModeBuffered   = filterv3.ProcessingMode_BUFFERED
-	ModePartial    = filterv3.ProcessingMode_BUFFERED_PARTIAL
-	ModeFullDuplex = filterv3.ProcessingMode_FULL_DUPLEX_STREAMED
-	ModeGRPC       = filterv3.ProcessingMode_GRPC
+	ModeNone       = extprocv3.ProcessingMode_NONE
+	ModeStreamed   = extprocv3.ProcessingMode_STREAMED
+	ModeBuffered   = extprocv3.ProcessingMode_BUFFERED
+	ModePartial    = extprocv3.ProcessingMode_BUFFERED_PARTIAL
+	ModeFullDuplex = extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	ModeGRPC       = extprocv3.ProcessingMode_GRPC
 	ModeUnknown    = BodyMode(-1)
 )
 
@@ -110,14 +110,14 @@ type Exchange struct {
 
 	// pending are FULL_DUPLEX_STREAMED body responses to send before the
 	// current message's response (see Server.Process).
-	pending []*extprocv3.ProcessingResponse
+	pending []*extprocsvcv3.ProcessingResponse
 
 	// Actions of the current message, reset by the driver.
 	phase      Phase
 	immediate  *ImmediateResponse
 	clearRoute bool
 	metadata   map[string]map[string]any
-	override   *filterv3.ProcessingMode
+	override   *extprocv3.ProcessingMode
 }
 
 func newExchange(now time.Time) *Exchange {
@@ -135,9 +135,13 @@ func (x *Exchange) Request(name string) string { return first(x.requestHeaders, 
 // Response is Request for response headers (":status" ...).
 func (x *Exchange) Response(name string) string { return first(x.responseHeaders, name) }
 
-// Path, Method and Authority are shortcuts for the request pseudo-headers.
-func (x *Exchange) Path() string      { return x.Request(":path") }
-func (x *Exchange) Method() string    { return x.Request(":method") }
+// Path is the request's :path pseudo-header (see Request).
+func (x *Exchange) Path() string { return x.Request(":path") }
+
+// Method is the request's :method pseudo-header (see Request).
+func (x *Exchange) Method() string { return x.Request(":method") }
+
+// Authority is the request's :authority pseudo-header (see Request).
 func (x *Exchange) Authority() string { return x.Request(":authority") }
 
 // RequestID is Envoy's x-request-id, or a random ID when it sent none.
@@ -209,7 +213,7 @@ var ErrModeOverrideDuplex = errors.New("mode_override cannot switch to or from F
 // Envoy ignores it unless the filter has allow_mode_override: true (and
 // send_body_without_waiting_for_header_response is off); the driver
 // assumes it is honoured when tracking body modes.
-func (x *Exchange) OverrideMode(mode *filterv3.ProcessingMode) error {
+func (x *Exchange) OverrideMode(mode *extprocv3.ProcessingMode) error {
 	if x.phase != RequestHeaders && x.phase != ResponseHeaders {
 		return ErrModeOverridePhase
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/portcullis/portcullis/serverkit/httpheader"
 )
@@ -220,11 +220,11 @@ func (h *Headers) edit(k string) *headerEdit {
 // mutation is the net HeaderMutation, or nil when nothing changed. It
 // refuses a change Envoy must never see (see checkHeader), so that one
 // invalid value fails the message instead of reaching Envoy.
-func (h *Headers) mutation() (*extprocv3.HeaderMutation, error) {
+func (h *Headers) mutation() (*extprocsvcv3.HeaderMutation, error) {
 	if len(h.edits) == 0 {
 		return nil, nil
 	}
-	m := &extprocv3.HeaderMutation{}
+	m := &extprocsvcv3.HeaderMutation{}
 	n := 0
 	for _, e := range h.edits {
 		for _, v := range e.values {

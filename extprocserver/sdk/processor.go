@@ -48,11 +48,22 @@ type Processor interface {
 // it and override the phases you need.
 type Continue struct{}
 
-func (Continue) RequestHeaders(context.Context, *Exchange, *Headers) error   { return nil }
-func (Continue) RequestBody(context.Context, *Exchange, *Body) error         { return nil }
-func (Continue) RequestTrailers(context.Context, *Exchange, *Headers) error  { return nil }
-func (Continue) ResponseHeaders(context.Context, *Exchange, *Headers) error  { return nil }
-func (Continue) ResponseBody(context.Context, *Exchange, *Body) error        { return nil }
+// RequestHeaders continues unchanged.
+func (Continue) RequestHeaders(context.Context, *Exchange, *Headers) error { return nil }
+
+// RequestBody continues unchanged.
+func (Continue) RequestBody(context.Context, *Exchange, *Body) error { return nil }
+
+// RequestTrailers continues unchanged.
+func (Continue) RequestTrailers(context.Context, *Exchange, *Headers) error { return nil }
+
+// ResponseHeaders continues unchanged.
+func (Continue) ResponseHeaders(context.Context, *Exchange, *Headers) error { return nil }
+
+// ResponseBody continues unchanged.
+func (Continue) ResponseBody(context.Context, *Exchange, *Body) error { return nil }
+
+// ResponseTrailers continues unchanged.
 func (Continue) ResponseTrailers(context.Context, *Exchange, *Headers) error { return nil }
 
 // Chain runs processors in order on every message. Each one sees the

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -41,7 +41,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l }
 func WithObserver(o Observer) Option { return func(s *Server) { s.observe = o } }
 
 // Server is the ext_proc stream driver: register it with
-// extprocv3.RegisterExternalProcessorServer.
+// extprocsvcv3.RegisterExternalProcessorServer.
 //
 // Errors end the stream with a gRPC status: a processor error that carries
 // a status (status.Error) keeps its code; context cancellation becomes
@@ -56,7 +56,7 @@ func WithObserver(o Observer) Option { return func(s *Server) { s.observe = o } 
 // streamed body responses (chunks of at most MaxStreamedChunk bytes), and
 // trailers first by the body the chain emits on its Last call.
 type Server struct {
-	extprocv3.UnimplementedExternalProcessorServer
+	extprocsvcv3.UnimplementedExternalProcessorServer
 	proc    Processor
 	logger  *slog.Logger
 	observe Observer
@@ -71,8 +71,8 @@ func NewServer(p Processor, opts ...Option) *Server {
 	return s
 }
 
-// Process implements extprocv3.ExternalProcessorServer.
-func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+// Process implements extprocsvcv3.ExternalProcessorServer.
+func (s *Server) Process(stream extprocsvcv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
 	x := newExchange(time.Now())
 	// Not stream.Recv: a request is decoded lazily by Codec (and in full
@@ -146,7 +146,7 @@ func toStatus(ctx context.Context, err error) error {
 }
 
 // handle runs the processor on one message and builds its one response:
-// a *extprocv3.ProcessingResponse, or a *headersResponse.
+// a *extprocsvcv3.ProcessingResponse, or a *headersResponse.
 func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp any, err error) {
 	if pc := req.GetProtocolConfig(); pc != nil {
 		x.RequestBodyMode, x.ResponseBodyMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
@@ -171,17 +171,17 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp an
 	}()
 
 	switch r := req.GetRequest().(type) {
-	case *extprocv3.ProcessingRequest_RequestHeaders:
+	case *extprocsvcv3.ProcessingRequest_RequestHeaders:
 		return s.headers(ctx, x, RequestHeaders, req, r.RequestHeaders)
-	case *extprocv3.ProcessingRequest_ResponseHeaders:
+	case *extprocsvcv3.ProcessingRequest_ResponseHeaders:
 		return s.headers(ctx, x, ResponseHeaders, req, r.ResponseHeaders)
-	case *extprocv3.ProcessingRequest_RequestBody:
+	case *extprocsvcv3.ProcessingRequest_RequestBody:
 		return s.body(ctx, x, RequestBody, r.RequestBody)
-	case *extprocv3.ProcessingRequest_ResponseBody:
+	case *extprocsvcv3.ProcessingRequest_ResponseBody:
 		return s.body(ctx, x, ResponseBody, r.ResponseBody)
-	case *extprocv3.ProcessingRequest_RequestTrailers:
+	case *extprocsvcv3.ProcessingRequest_RequestTrailers:
 		return s.trailers(ctx, x, RequestTrailers, req, r.RequestTrailers)
-	case *extprocv3.ProcessingRequest_ResponseTrailers:
+	case *extprocsvcv3.ProcessingRequest_ResponseTrailers:
 		return s.trailers(ctx, x, ResponseTrailers, req, r.ResponseTrailers)
 	default:
 		x.phase = 0
@@ -189,7 +189,7 @@ func (s *Server) handle(ctx context.Context, x *Exchange, req *request) (resp an
 	}
 }
 
-func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpHeaders) (any, error) {
+func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocsvcv3.HttpHeaders) (any, error) {
 	x.resetActions(p)
 	slot := &x.headers[0]
 	if p == ResponseHeaders {
@@ -222,7 +222,7 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request
 	if err != nil {
 		return nil, errInvalidHeader(err)
 	}
-	if mut == nil && !(x.clearRoute && p == RequestHeaders) && x.override == nil && len(x.metadata) == 0 {
+	if mut == nil && (!x.clearRoute || p != RequestHeaders) && x.override == nil && len(x.metadata) == 0 {
 		return continueResponses[p], nil
 	}
 	r := new(headersResponse)
@@ -246,14 +246,14 @@ func (s *Server) headers(ctx context.Context, x *Exchange, p Phase, req *request
 
 // applyOverride tracks the body modes an override asks for. An override in
 // the response-headers phase can only change the response side.
-func (x *Exchange) applyOverride(p Phase, m *filterv3.ProcessingMode) {
+func (x *Exchange) applyOverride(p Phase, m *extprocv3.ProcessingMode) {
 	if p == RequestHeaders {
 		x.RequestBodyMode = m.GetRequestBodyMode()
 	}
 	x.ResponseBodyMode = m.GetResponseBodyMode()
 }
 
-func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocsvcv3.HttpBody) (*extprocsvcv3.ProcessingResponse, error) {
 	x.resetActions(p)
 	eos := msg.GetEndOfStream()
 	b, err := s.runBody(ctx, x, p, msg.GetBody(), eos, eos)
@@ -266,27 +266,27 @@ func (s *Server) body(ctx context.Context, x *Exchange, p Phase, msg *extprocv3.
 	if b.Mode == ModeFullDuplex {
 		return x.streamed(p, b.data, b.EndOfStream), nil
 	}
-	if !b.replaced && !(x.clearRoute && p == RequestBody) && len(x.metadata) == 0 {
+	if !b.replaced && (!x.clearRoute || p != RequestBody) && len(x.metadata) == 0 {
 		return continueResponses[p], nil
 	}
-	common := &extprocv3.CommonResponse{ClearRouteCache: x.clearRoute && p == RequestBody}
+	common := &extprocsvcv3.CommonResponse{ClearRouteCache: x.clearRoute && p == RequestBody}
 	if b.replaced {
-		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: b.data}}
+		common.BodyMutation = &extprocsvcv3.BodyMutation{Mutation: &extprocsvcv3.BodyMutation_Body{Body: b.data}}
 		if x.needsContentLength(p, b) {
 			// BUFFERED + SEND headers: Envoy keeps Content-Length and
 			// rejects a body that does not match it (500), so say the new
 			// length. In the other modes Envoy drops Content-Length itself.
-			common.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			common.HeaderMutation = &extprocsvcv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
 				headerOption("content-length", strconv.Itoa(len(b.data)), corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD),
 			}}
 		}
 	}
-	br := &extprocv3.BodyResponse{Response: common}
-	resp := &extprocv3.ProcessingResponse{}
+	br := &extprocsvcv3.BodyResponse{Response: common}
+	resp := &extprocsvcv3.ProcessingResponse{}
 	if p == RequestBody {
-		resp.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}
+		resp.Response = &extprocsvcv3.ProcessingResponse_RequestBody{RequestBody: br}
 	} else {
-		resp.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}
+		resp.Response = &extprocsvcv3.ProcessingResponse_ResponseBody{ResponseBody: br}
 	}
 	x.finish(resp)
 	return resp, nil
@@ -315,7 +315,7 @@ const MaxStreamedChunk = 64 << 10
 // least one response, so every body message is answered. No header
 // mutation: the headers have left, and Envoy drops Content-Length itself
 // in this mode.
-func (x *Exchange) streamed(p Phase, data []byte, eos bool) *extprocv3.ProcessingResponse {
+func (x *Exchange) streamed(p Phase, data []byte, eos bool) *extprocsvcv3.ProcessingResponse {
 	for len(data) > MaxStreamedChunk {
 		x.pending = append(x.pending, streamedResponse(p, data[:MaxStreamedChunk], false))
 		data = data[MaxStreamedChunk:]
@@ -325,14 +325,14 @@ func (x *Exchange) streamed(p Phase, data []byte, eos bool) *extprocv3.Processin
 	return resp
 }
 
-func streamedResponse(p Phase, data []byte, eos bool) *extprocv3.ProcessingResponse {
-	br := &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
-		Mutation: &extprocv3.BodyMutation_StreamedResponse{StreamedResponse: &extprocv3.StreamedBodyResponse{Body: data, EndOfStream: eos}},
+func streamedResponse(p Phase, data []byte, eos bool) *extprocsvcv3.ProcessingResponse {
+	br := &extprocsvcv3.BodyResponse{Response: &extprocsvcv3.CommonResponse{BodyMutation: &extprocsvcv3.BodyMutation{
+		Mutation: &extprocsvcv3.BodyMutation_StreamedResponse{StreamedResponse: &extprocsvcv3.StreamedBodyResponse{Body: data, EndOfStream: eos}},
 	}}}
 	if p == RequestBody {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+		return &extprocsvcv3.ProcessingResponse{Response: &extprocsvcv3.ProcessingResponse_RequestBody{RequestBody: br}}
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+	return &extprocsvcv3.ProcessingResponse{Response: &extprocsvcv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
 }
 
 // needsContentLength: the headers of this direction were processed and
@@ -354,7 +354,7 @@ func (x *Exchange) needsContentLength(p Phase, b *Body) bool {
 	return false
 }
 
-func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocv3.HttpTrailers) (*extprocv3.ProcessingResponse, error) {
+func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, req *request, msg *extprocsvcv3.HttpTrailers) (*extprocsvcv3.ProcessingResponse, error) {
 	if bp := p - 1; x.bodyMode(bp) == ModeFullDuplex && x.chunks[bp] > 0 && !x.bodyEnded[bp] {
 		// Trailers end the body: the chain gets its Last call and what it
 		// emits goes first (without end_of_stream: trailers follow). Not
@@ -393,19 +393,19 @@ func (s *Server) trailers(ctx context.Context, x *Exchange, p Phase, req *reques
 	if mut == nil && len(x.metadata) == 0 {
 		return continueResponses[p], nil
 	}
-	tr := &extprocv3.TrailersResponse{HeaderMutation: mut}
-	resp := &extprocv3.ProcessingResponse{}
+	tr := &extprocsvcv3.TrailersResponse{HeaderMutation: mut}
+	resp := &extprocsvcv3.ProcessingResponse{}
 	if p == RequestTrailers {
-		resp.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: tr}
+		resp.Response = &extprocsvcv3.ProcessingResponse_RequestTrailers{RequestTrailers: tr}
 	} else {
-		resp.Response = &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: tr}
+		resp.Response = &extprocsvcv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: tr}
 	}
 	x.finish(resp)
 	return resp, nil
 }
 
 // finish adds the message-level actions shared by every response type.
-func (x *Exchange) finish(resp *extprocv3.ProcessingResponse) {
+func (x *Exchange) finish(resp *extprocsvcv3.ProcessingResponse) {
 	if len(x.metadata) > 0 {
 		fields := make(map[string]any, len(x.metadata))
 		for ns, kv := range x.metadata {
@@ -416,13 +416,13 @@ func (x *Exchange) finish(resp *extprocv3.ProcessingResponse) {
 	}
 }
 
-func (x *Exchange) immediateResponse() (*extprocv3.ProcessingResponse, error) {
+func (x *Exchange) immediateResponse() (*extprocsvcv3.ProcessingResponse, error) {
 	r := x.immediate
 	code := r.Status
 	if code == 0 {
 		code = 200
 	}
-	ir := &extprocv3.ImmediateResponse{
+	ir := &extprocsvcv3.ImmediateResponse{
 		Status:  &typev3.HttpStatus{Code: typev3.StatusCode(code)},
 		Body:    r.Body,
 		Details: r.Details,
@@ -443,7 +443,7 @@ func (x *Exchange) immediateResponse() (*extprocv3.ProcessingResponse, error) {
 			return nil, errInvalidHeader(fmt.Errorf("immediate response: %w", err))
 		}
 	}
-	resp := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: ir}}
+	resp := &extprocsvcv3.ProcessingResponse{Response: &extprocsvcv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: ir}}
 	x.finish(resp)
 	return resp, nil
 }

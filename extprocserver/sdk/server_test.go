@@ -11,8 +11,8 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -77,21 +77,21 @@ func (r *recorder) get() []event {
 }
 
 // kind names the response oneof, to check that answers come in order.
-func kind(r *extprocv3.ProcessingResponse) string {
+func kind(r *extprocsvcv3.ProcessingResponse) string {
 	switch r.GetResponse().(type) {
-	case *extprocv3.ProcessingResponse_RequestHeaders:
+	case *extprocsvcv3.ProcessingResponse_RequestHeaders:
 		return "request_headers"
-	case *extprocv3.ProcessingResponse_ResponseHeaders:
+	case *extprocsvcv3.ProcessingResponse_ResponseHeaders:
 		return "response_headers"
-	case *extprocv3.ProcessingResponse_RequestBody:
+	case *extprocsvcv3.ProcessingResponse_RequestBody:
 		return "request_body"
-	case *extprocv3.ProcessingResponse_ResponseBody:
+	case *extprocsvcv3.ProcessingResponse_ResponseBody:
 		return "response_body"
-	case *extprocv3.ProcessingResponse_RequestTrailers:
+	case *extprocsvcv3.ProcessingResponse_RequestTrailers:
 		return "request_trailers"
-	case *extprocv3.ProcessingResponse_ResponseTrailers:
+	case *extprocsvcv3.ProcessingResponse_ResponseTrailers:
 		return "response_trailers"
-	case *extprocv3.ProcessingResponse_ImmediateResponse:
+	case *extprocsvcv3.ProcessingResponse_ImmediateResponse:
 		return "immediate"
 	}
 	return "none"
@@ -102,7 +102,7 @@ func kind(r *extprocv3.ProcessingResponse) string {
 var protobufCodec bool
 
 // start serves p with the driver and an observer.
-func start(t *testing.T, p sdk.Processor) (extprocv3.ExternalProcessorClient, *recorder) {
+func start(t *testing.T, p sdk.Processor) (extprocsvcv3.ExternalProcessorClient, *recorder) {
 	rec := &recorder{}
 	grpcOpts := sdk.ServerOptions()
 	if protobufCodec {
@@ -134,11 +134,11 @@ func TestDriverWithProtobufCodec(t *testing.T) {
 	}
 }
 
-func open(t *testing.T, c extprocv3.ExternalProcessorClient) *sdktest.Stream {
+func open(t *testing.T, c extprocsvcv3.ExternalProcessorClient) *sdktest.Stream {
 	return sdktest.Open(t, c)
 }
 
-func roundTrip(t *testing.T, s *sdktest.Stream, req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+func roundTrip(t *testing.T, s *sdktest.Stream, req *extprocsvcv3.ProcessingRequest) *extprocsvcv3.ProcessingResponse {
 	t.Helper()
 	return s.RoundTrip(req)
 }
@@ -287,7 +287,7 @@ func TestHeadersReadWhatEnvoySent(t *testing.T) {
 		}
 		return &corev3.HeaderValue{Key: k, Value: v}
 	}
-	req := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+	req := &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocsvcv3.HttpHeaders{
 		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
 			hv(":path", "/p", true), hv("x-a", "1", true), hv("x-b", "2", false), hv("x-dup", "1", true),
 			hv("X-Upper", "u", true), hv("x-dup", "2", false), hv("x-empty", "", true),
@@ -380,7 +380,7 @@ func TestEveryModeAnswersEachMessageInOrder(t *testing.T) {
 		},
 	}
 	type step struct {
-		req      *extprocv3.ProcessingRequest
+		req      *extprocsvcv3.ProcessingRequest
 		kind     string
 		body     string // expected replaced body, for body answers
 		mutation string // expected header mutation
@@ -436,11 +436,11 @@ func TestEveryModeAnswersEachMessageInOrder(t *testing.T) {
 				if k := kind(resp); k != st.kind {
 					t.Fatalf("answer %d is %s, want %s", i, k, st.kind)
 				}
-				var m *extprocv3.HeaderMutation
+				var m *extprocsvcv3.HeaderMutation
 				switch v := resp.GetResponse().(type) {
-				case *extprocv3.ProcessingResponse_RequestTrailers:
+				case *extprocsvcv3.ProcessingResponse_RequestTrailers:
 					m = v.RequestTrailers.GetHeaderMutation()
-				case *extprocv3.ProcessingResponse_ResponseTrailers:
+				case *extprocsvcv3.ProcessingResponse_ResponseTrailers:
 					m = v.ResponseTrailers.GetHeaderMutation()
 				default:
 					m = common(resp).GetHeaderMutation()
@@ -486,7 +486,7 @@ func TestImmediateResponseAtEveryPhase(t *testing.T) {
 		}
 		return funcs{reqH: h, respH: h, reqT: h, respT: h, reqB: b, respB: b}
 	}
-	exchange := []*extprocv3.ProcessingRequest{
+	exchange := []*extprocsvcv3.ProcessingRequest{
 		withMode(reqHeaders(false, ":path", "/"), sdk.ModeStreamed, sdk.ModeStreamed),
 		reqBody("a", false), reqTrailers("t", "1"),
 		respHeaders(false, ":status", "200"), respBody("b", false), respTrailers("t", "2"),
@@ -532,13 +532,13 @@ func TestRouteCacheMetadataAndModeOverride(t *testing.T) {
 			if err := x.SetMetadata("portcullis", "bad", make(chan int)); err == nil {
 				t.Error("SetMetadata accepted a channel")
 			}
-			return x.OverrideMode(&filterv3.ProcessingMode{RequestBodyMode: sdk.ModeBuffered, ResponseHeaderMode: filterv3.ProcessingMode_SKIP})
+			return x.OverrideMode(&extprocv3.ProcessingMode{RequestBodyMode: sdk.ModeBuffered, ResponseHeaderMode: extprocv3.ProcessingMode_SKIP})
 		},
 		reqB: func(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 			if b.Mode != sdk.ModeBuffered {
 				t.Errorf("body mode after override = %v", b.Mode)
 			}
-			bodyErr = x.OverrideMode(&filterv3.ProcessingMode{})
+			bodyErr = x.OverrideMode(&extprocv3.ProcessingMode{})
 			x.ClearRouteCache()
 			return nil
 		},
@@ -556,7 +556,7 @@ func TestRouteCacheMetadataAndModeOverride(t *testing.T) {
 	if got := resp.GetDynamicMetadata().GetFields()["portcullis"].GetStructValue().GetFields()["variant"].GetStringValue(); got != "canary" {
 		t.Errorf("dynamic metadata = %v", resp.GetDynamicMetadata())
 	}
-	if mo := resp.GetModeOverride(); mo.GetRequestBodyMode() != sdk.ModeBuffered || mo.GetResponseHeaderMode() != filterv3.ProcessingMode_SKIP {
+	if mo := resp.GetModeOverride(); mo.GetRequestBodyMode() != sdk.ModeBuffered || mo.GetResponseHeaderMode() != extprocv3.ProcessingMode_SKIP {
 		t.Errorf("mode_override = %v", mo)
 	}
 	resp = roundTrip(t, s, reqBody("x", true))
@@ -598,7 +598,7 @@ func TestErrorsBecomeStatusCodes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		proc sdk.Processor
-		req  *extprocv3.ProcessingRequest
+		req  *extprocsvcv3.ProcessingRequest
 		want codes.Code
 	}{
 		{"plain error", funcs{reqH: func(context.Context, *sdk.Exchange, *sdk.Headers) error { return errors.New("boom") }}, reqHeaders(true), codes.Internal},
@@ -607,7 +607,7 @@ func TestErrorsBecomeStatusCodes(t *testing.T) {
 		}}, reqHeaders(true), codes.PermissionDenied},
 		{"deadline", funcs{reqB: func(context.Context, *sdk.Exchange, *sdk.Body) error { return context.DeadlineExceeded }}, reqBody("x", true), codes.DeadlineExceeded},
 		{"panic", funcs{respH: func(context.Context, *sdk.Exchange, *sdk.Headers) error { panic("bug") }}, respHeaders(true), codes.Internal},
-		{"empty message", funcs{}, &extprocv3.ProcessingRequest{}, codes.InvalidArgument},
+		{"empty message", funcs{}, &extprocsvcv3.ProcessingRequest{}, codes.InvalidArgument},
 		{"grpc body mode", funcs{}, withMode(reqHeaders(false), sdk.ModeGRPC, sdk.ModeNone), codes.Unimplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -667,7 +667,7 @@ func TestCancellationReachesTheProcessor(t *testing.T) {
 func TestObservabilityModeSendsNothing(t *testing.T) {
 	c, rec := start(t, funcs{})
 	s := open(t, c)
-	for _, r := range []*extprocv3.ProcessingRequest{reqHeaders(true, ":path", "/"), respHeaders(true, ":status", "200")} {
+	for _, r := range []*extprocsvcv3.ProcessingRequest{reqHeaders(true, ":path", "/"), respHeaders(true, ":status", "200")} {
 		r.ObservabilityMode = true
 		if err := s.Send(r); err != nil {
 			t.Fatal(err)

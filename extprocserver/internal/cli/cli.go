@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -136,7 +136,7 @@ func NewServer(opts serverkit.Options, logger *slog.Logger, f *config.File) (*se
 	driver := sdk.NewServer(proc, sdk.WithLogger(logger), sdk.WithObserver(newObserver(messages, took)))
 	opts.GRPCOptions = append(grpcOptions(), opts.GRPCOptions...)
 	return serverkit.New(opts, logger, func(s *grpc.Server) {
-		extprocv3.RegisterExternalProcessorServer(s, driver)
+		extprocsvcv3.RegisterExternalProcessorServer(s, driver)
 	})
 }
 
@@ -182,7 +182,7 @@ func grpcOptions() []grpc.ServerOption {
 		// ext_proc messages are small, the windows are never the limit.
 		grpc.InitialWindowSize(1<<20),
 		grpc.InitialConnWindowSize(8<<20),
-		// One write buffer per connection only while writing.
-		grpc.SharedWriteBuffer(true),
+		// One write buffer per connection only while writing: gRPC's
+		// default since grpc.SharedWriteBuffer was deprecated.
 	)
 }

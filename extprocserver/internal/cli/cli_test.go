@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -63,8 +63,8 @@ func TestServesOverMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := func(certs []tls.Certificate) extprocv3.ExternalProcessorClient {
-		return extprocv3.NewExternalProcessorClient(serverkittest.Dial(t, srv.Addr, grpc.WithTransportCredentials(credentials.NewTLS(
+	dial := func(certs []tls.Certificate) extprocsvcv3.ExternalProcessorClient {
+		return extprocsvcv3.NewExternalProcessorClient(serverkittest.Dial(t, srv.Addr, grpc.WithTransportCredentials(credentials.NewTLS(
 			&tls.Config{RootCAs: ca.Pool(), ServerName: "extprocserver.test", Certificates: certs}))))
 	}
 	got := sdktest.Mutation(sdktest.Open(t, dial([]tls.Certificate{clientCert})).RoundTrip(sdktest.RequestHeaders(true, ":path", "/")))
@@ -93,7 +93,7 @@ func TestServesTheExampleConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn := srv.Conn
-	client := extprocv3.NewExternalProcessorClient(conn)
+	client := extprocsvcv3.NewExternalProcessorClient(conn)
 
 	denied := sdktest.Open(t, client).RoundTrip(sdktest.RequestHeaders(true, ":method", "DELETE", ":path", "/admin/x"))
 	if denied.GetImmediateResponse().GetStatus().GetCode() != 403 {
@@ -107,7 +107,7 @@ func TestServesTheExampleConfig(t *testing.T) {
 		}
 	}
 
-	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: extprocv3.ExternalProcessor_ServiceDesc.ServiceName})
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: extprocsvcv3.ExternalProcessor_ServiceDesc.ServiceName})
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health: %v, %v", h, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
@@ -35,7 +36,7 @@ type Entry struct {
 // Load reads and parses path. Unknown fields are errors, so typos fail at
 // startup.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Clean(path)) // the operator's --config
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,7 +20,7 @@ import (
 // exchange through the real driver; each step names the answer it expects.
 func TestProcessors(t *testing.T) {
 	type step struct {
-		req  *extprocv3.ProcessingRequest
+		req  *extprocsvcv3.ProcessingRequest
 		want string // "immediate:<status>" or the header mutation, plus " body=<body>" when replaced
 	}
 	for _, tc := range []struct {
@@ -257,7 +257,7 @@ processors:
 		t.Run(tc.name, func(t *testing.T) {
 			s := st.Open(t, st.Serve(t, p))
 			for _, step := range []struct {
-				req  *extprocv3.ProcessingRequest
+				req  *extprocsvcv3.ProcessingRequest
 				want string
 			}{
 				{st.RequestHeaders(true, ":path", "/", "x-in", tc.in), tc.req},
@@ -298,7 +298,7 @@ func build(t *testing.T, yaml string, reg prometheus.Registerer) sdk.Processor {
 }
 
 // describe renders an answer in the form the table uses.
-func describe(r *extprocv3.ProcessingResponse) string {
+func describe(r *extprocsvcv3.ProcessingResponse) string {
 	if ir := r.GetImmediateResponse(); ir != nil {
 		return strings.TrimSpace("immediate:" + strconv.Itoa(int(ir.GetStatus().GetCode())) + " " + strings.TrimSpace(string(ir.GetBody())) + " " + st.Mutation(r))
 	}
@@ -328,7 +328,7 @@ func matchWild(want, got string) bool {
 	}
 	for i := range wf {
 		pre, post, wild := strings.Cut(wf[i], "*")
-		if !wild && wf[i] != gf[i] || wild && !(strings.HasPrefix(gf[i], pre) && strings.HasSuffix(gf[i], post)) {
+		if !wild && wf[i] != gf[i] || wild && (!strings.HasPrefix(gf[i], pre) || !strings.HasSuffix(gf[i], post)) {
 			return false
 		}
 	}

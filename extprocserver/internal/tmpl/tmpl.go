@@ -63,13 +63,22 @@ func Parse(s string) (*Template, error) {
 	if lit.Len() > 0 {
 		t.parts = append(t.parts, part{lit: lit.String()})
 	}
-	for _, p := range t.parts {
-		if err := sdk.CheckHeaderValue(p.lit); p.get == nil && err != nil {
-			return nil, fmt.Errorf("not a valid header value: %w", err)
-		}
+	if err := t.checkLiterals(); err != nil {
+		return nil, err
 	}
 	t.plain = len(t.parts) <= 1 && (len(t.parts) == 0 || t.parts[0].get == nil)
 	return t, nil
+}
+
+// checkLiterals refuses a literal part that is not a valid header value
+// (variables are checked when expanded).
+func (t *Template) checkLiterals() error {
+	for _, p := range t.parts {
+		if err := sdk.CheckHeaderValue(p.lit); p.get == nil && err != nil {
+			return fmt.Errorf("not a valid header value: %w", err)
+		}
+	}
+	return nil
 }
 
 func variable(name string) (func(*sdk.Exchange) string, error) {

@@ -27,14 +27,14 @@ type Config struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// Processor is the deny processor.
-type Processor struct {
+// processor is the deny processor.
+type processor struct {
 	sdk.Continue
 	cfg Config
 }
 
-// New validates cfg.
-func New(cfg Config) (*Processor, error) {
+// New validates cfg and returns the deny processor.
+func New(cfg Config) (sdk.Processor, error) {
 	var errs []error
 	if len(cfg.Rules) == 0 {
 		errs = append(errs, errors.New("rules: at least one rule is required"))
@@ -60,10 +60,11 @@ func New(cfg Config) (*Processor, error) {
 			errs = append(errs, fmt.Errorf("headers %s: invalid value: %w", k, err))
 		}
 	}
-	return &Processor{cfg: cfg}, errors.Join(errs...)
+	return &processor{cfg: cfg}, errors.Join(errs...)
 }
 
-func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
+// RequestHeaders answers the request itself when a rule matches it.
+func (p *processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
 	path := match.RequestPath(h)
 	for i := range p.cfg.Rules {
 		// Fail closed: a path that cannot be normalised satisfies the

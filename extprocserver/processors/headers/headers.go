@@ -124,10 +124,12 @@ func New(cfg Config) (*Processor, error) {
 	return &Processor{req: req, resp: resp}, nil
 }
 
+// RequestHeaders applies the request rules.
 func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
 	return p.req.apply("request", x, h)
 }
 
+// ResponseHeaders applies the response rules.
 func (p *Processor) ResponseHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
 	return p.resp.apply("response", x, h)
 }

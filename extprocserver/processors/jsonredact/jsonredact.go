@@ -83,11 +83,13 @@ func (p *Processor) process(b *sdk.Body, contentType string, paths [][]segment) 
 	}
 }
 
+// RequestBody redacts the request paths in a JSON request body.
 func (p *Processor) RequestBody(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 	p.process(b, x.Request("content-type"), p.req)
 	return nil
 }
 
+// ResponseBody redacts the response paths in a JSON response body.
 func (p *Processor) ResponseBody(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 	p.process(b, x.Response("content-type"), p.resp)
 	return nil

@@ -52,11 +52,15 @@ func NewNDJSON(cfg NDJSONConfig) (*NDJSONProcessor, error) {
 // heldKey keeps, per direction, the incomplete line held back so far.
 type heldKey struct{ phase sdk.Phase }
 
+// RequestBody redacts the request paths in each complete line of an
+// NDJSON request body.
 func (n *NDJSONProcessor) RequestBody(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 	n.process(x, b, sdk.RequestBody, x.Request("content-type"), n.p.req)
 	return nil
 }
 
+// ResponseBody redacts the response paths in each complete line of an
+// NDJSON response body.
 func (n *NDJSONProcessor) ResponseBody(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 	n.process(x, b, sdk.ResponseBody, x.Response("content-type"), n.p.resp)
 	return nil

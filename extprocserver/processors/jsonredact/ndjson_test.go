@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/portcullis/portcullis/extprocserver/sdk"
 	"github.com/portcullis/portcullis/extprocserver/sdk/sdktest"
@@ -40,7 +40,7 @@ func exchange(t *testing.T, p sdk.Processor, mode sdk.BodyMode, ct string, chunk
 	t.Helper()
 	s := sdktest.Open(t, sdktest.Serve(t, p))
 	s.RoundTrip(sdktest.WithModes(sdktest.RequestHeaders(false, ":path", "/", "content-type", ct), mode, sdk.ModeNone))
-	recv := func() *extprocv3.ProcessingResponse {
+	recv := func() *extprocsvcv3.ProcessingResponse {
 		r, err := s.Recv()
 		if err != nil {
 			t.Fatalf("Recv: %v", err)

@@ -33,47 +33,63 @@ func parsePath(p string) ([]segment, error) {
 	var segs []segment
 	rest := p[1:]
 	for rest != "" {
-		switch {
-		case strings.HasPrefix(rest, ".."):
-			name, r := ident(rest[2:])
-			if name == "" {
-				return nil, fmt.Errorf("path %q: .. needs a field name", p)
-			}
-			segs, rest = append(segs, segment{kind: descendant, name: name}), r
-		case strings.HasPrefix(rest, ".*"):
-			segs, rest = append(segs, segment{kind: wildcard}), rest[2:]
-		case strings.HasPrefix(rest, "."):
-			name, r := ident(rest[1:])
-			if name == "" {
-				return nil, fmt.Errorf("path %q: . needs a field name", p)
-			}
-			segs, rest = append(segs, segment{kind: field, name: name}), r
-		case strings.HasPrefix(rest, "[*]"):
-			segs, rest = append(segs, segment{kind: wildcard}), rest[3:]
-		case strings.HasPrefix(rest, "['"):
-			end := strings.Index(rest[2:], "']")
-			if end < 0 {
-				return nil, fmt.Errorf("path %q: unterminated ['", p)
-			}
-			segs, rest = append(segs, segment{kind: field, name: rest[2 : 2+end]}), rest[2+end+2:]
-		case strings.HasPrefix(rest, "["):
-			end := strings.IndexByte(rest, ']')
-			if end < 0 {
-				return nil, fmt.Errorf("path %q: unterminated [", p)
-			}
-			n, err := strconv.Atoi(rest[1:end])
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("path %q: [%s] is not an index, [*] or ['name']", p, rest[1:end])
-			}
-			segs, rest = append(segs, segment{kind: index, index: n}), rest[end+1:]
-		default:
-			return nil, fmt.Errorf("path %q: unexpected %q", p, rest)
+		seg, r, err := nextSegment(p, rest)
+		if err != nil {
+			return nil, err
 		}
+		segs, rest = append(segs, seg), r
 	}
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("path %q would redact the whole body", p)
 	}
 	return segs, nil
+}
+
+// nextSegment parses the segment at the start of rest, what is left of the
+// path p (named in errors), and returns it with what follows it.
+func nextSegment(p, rest string) (segment, string, error) {
+	switch {
+	case strings.HasPrefix(rest, ".."):
+		name, r := ident(rest[2:])
+		if name == "" {
+			return segment{}, "", fmt.Errorf("path %q: .. needs a field name", p)
+		}
+		return segment{kind: descendant, name: name}, r, nil
+	case strings.HasPrefix(rest, ".*"):
+		return segment{kind: wildcard}, rest[2:], nil
+	case strings.HasPrefix(rest, "."):
+		name, r := ident(rest[1:])
+		if name == "" {
+			return segment{}, "", fmt.Errorf("path %q: . needs a field name", p)
+		}
+		return segment{kind: field, name: name}, r, nil
+	case strings.HasPrefix(rest, "["):
+		return bracketSegment(p, rest)
+	}
+	return segment{}, "", fmt.Errorf("path %q: unexpected %q", p, rest)
+}
+
+// bracketSegment parses [*], ['name'] or [n] at the start of rest.
+func bracketSegment(p, rest string) (segment, string, error) {
+	switch {
+	case strings.HasPrefix(rest, "[*]"):
+		return segment{kind: wildcard}, rest[3:], nil
+	case strings.HasPrefix(rest, "['"):
+		end := strings.Index(rest[2:], "']")
+		if end < 0 {
+			return segment{}, "", fmt.Errorf("path %q: unterminated ['", p)
+		}
+		return segment{kind: field, name: rest[2 : 2+end]}, rest[2+end+2:], nil
+	}
+	end := strings.IndexByte(rest, ']')
+	if end < 0 {
+		return segment{}, "", fmt.Errorf("path %q: unterminated [", p)
+	}
+	n, err := strconv.Atoi(rest[1:end])
+	if err != nil || n < 0 {
+		return segment{}, "", fmt.Errorf("path %q: [%s] is not an index, [*] or ['name']", p, rest[1:end])
+	}
+	return segment{kind: index, index: n}, rest[end+1:], nil
 }
 
 func ident(s string) (string, string) {
@@ -105,6 +121,54 @@ func redact(raw []byte, segs []segment, repl []byte) ([]byte, bool, error) {
 	return raw, false, nil
 }
 
+// member is an object member as scanned: its key raw and decoded, and
+// its value's bytes.
+type member struct {
+	keyRaw, val []byte
+	key         string
+	plain       bool // keyRaw is the key as json.Marshal writes it
+}
+
+// scanMember reads the member "key": value at raw[i:]; next is the index
+// after it and the space that follows.
+func scanMember(raw []byte, i int) (m member, next int, err error) {
+	kEnd, err := skipString(raw, i)
+	if err != nil {
+		return member{}, 0, err
+	}
+	m.keyRaw = raw[i:kEnd]
+	i = skipSpace(raw, kEnd)
+	if i >= len(raw) || raw[i] != ':' {
+		return member{}, 0, errBadJSON
+	}
+	i = skipSpace(raw, i+1)
+	vEnd, err := skipValue(raw, i)
+	if err != nil {
+		return member{}, 0, err
+	}
+	m.val = raw[i:vEnd]
+	m.key, m.plain = plainKey(m.keyRaw)
+	if !m.plain {
+		if err := json.Unmarshal(m.keyRaw, &m.key); err != nil {
+			return member{}, 0, err
+		}
+	}
+	return m, skipSpace(raw, vEnd), nil
+}
+
+// appendTo appends the member with the value val to out, its key as
+// json.Marshal writes it: as it came when plain.
+func (m member) appendTo(out, val []byte) []byte {
+	if m.plain {
+		out = append(out, m.keyRaw...)
+	} else {
+		k, _ := json.Marshal(m.key) // a string always marshals
+		out = append(out, k...)
+	}
+	out = append(out, ':')
+	return append(out, val...)
+}
+
 func redactObject(raw []byte, seg segment, segs []segment, repl []byte) ([]byte, bool, error) {
 	if seg.kind == index {
 		return raw, false, nil
@@ -119,29 +183,12 @@ func redactObject(raw []byte, seg segment, segs []segment, repl []byte) ([]byte,
 		if !first {
 			i = skipSpace(raw, i+1) // the comma
 		}
-		kEnd, err := skipString(raw, i)
+		m, next, err := scanMember(raw, i)
 		if err != nil {
 			return nil, false, err
 		}
-		keyRaw := raw[i:kEnd]
-		i = skipSpace(raw, kEnd)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, false, errBadJSON
-		}
-		i = skipSpace(raw, i+1)
-		vEnd, err := skipValue(raw, i)
-		if err != nil {
-			return nil, false, err
-		}
-		val := raw[i:vEnd]
-		i = skipSpace(raw, vEnd)
-		key, plain := plainKey(keyRaw)
-		if !plain {
-			if err := json.Unmarshal(keyRaw, &key); err != nil {
-				return nil, false, err
-			}
-		}
-		newVal, ch, err := redactMember(key, val, seg, segs, repl)
+		i = next
+		newVal, ch, err := redactMember(m.key, m.val, seg, segs, repl)
 		if err != nil {
 			return nil, false, err
 		}
@@ -151,15 +198,7 @@ func redactObject(raw []byte, seg segment, segs []segment, repl []byte) ([]byte,
 		} else {
 			out = append(out, ',')
 		}
-		// The key as json.Marshal writes it: as it came when plain.
-		if plain {
-			out = append(out, keyRaw...)
-		} else {
-			k, _ := json.Marshal(key)
-			out = append(out, k...)
-		}
-		out = append(out, ':')
-		out = append(out, newVal...)
+		out = m.appendTo(out, newVal)
 	}
 	if i >= len(raw) {
 		return nil, false, errBadJSON

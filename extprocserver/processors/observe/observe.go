@@ -108,12 +108,14 @@ func declared(h *sdk.Headers) (int64, bool) {
 	return n, err == nil
 }
 
+// RequestHeaders notes the request size the headers declare.
 func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
 	s := st(x)
 	s.reqBytes, s.reqKnown = declared(h)
 	return nil
 }
 
+// RequestBody counts the request body's bytes.
 func (p *Processor) RequestBody(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 	s := st(x)
 	if b.Chunk == 1 {
@@ -124,6 +126,8 @@ func (p *Processor) RequestBody(_ context.Context, x *sdk.Exchange, b *sdk.Body)
 	return nil
 }
 
+// ResponseHeaders adds the timing and size headers and observes the
+// upstream's latency.
 func (p *Processor) ResponseHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
 	s := st(x)
 	took := x.Elapsed()
@@ -149,6 +153,8 @@ func (p *Processor) ResponseHeaders(_ context.Context, x *sdk.Exchange, h *sdk.H
 	return nil
 }
 
+// ResponseBody counts the response body's bytes, recording the sizes at
+// its end.
 func (p *Processor) ResponseBody(_ context.Context, x *sdk.Exchange, b *sdk.Body) error {
 	s := st(x)
 	if b.Chunk == 1 && !s.recorded {
@@ -163,6 +169,8 @@ func (p *Processor) ResponseBody(_ context.Context, x *sdk.Exchange, b *sdk.Body
 	return nil
 }
 
+// ResponseTrailers records the sizes of a response that ends with
+// trailers.
 func (p *Processor) ResponseTrailers(_ context.Context, x *sdk.Exchange, _ *sdk.Headers) error {
 	if p.metrics != nil {
 		p.record(st(x))

@@ -40,6 +40,7 @@ func (p *Processor) tooLarge(x *sdk.Exchange) {
 	x.Respond(r)
 }
 
+// RequestHeaders refuses a request whose Content-Length is over the limit.
 func (p *Processor) RequestHeaders(_ context.Context, x *sdk.Exchange, h *sdk.Headers) error {
 	if v := h.Get("content-length"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > p.max {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -23,20 +23,20 @@ import (
 // Serve serves p (with opts; logs are discarded unless opts set a logger)
 // until the test ends and returns a client. The gRPC server has
 // sdk.ServerOptions(), as extprocserver's.
-func Serve(t testing.TB, p sdk.Processor, opts ...sdk.Option) extprocv3.ExternalProcessorClient {
+func Serve(t testing.TB, p sdk.Processor, opts ...sdk.Option) extprocsvcv3.ExternalProcessorClient {
 	t.Helper()
 	return ServeGRPC(t, sdk.ServerOptions(), p, opts...)
 }
 
 // ServeGRPC is Serve on a gRPC server with grpcOpts instead (nil: gRPC's
 // defaults, among them the standard protobuf codec).
-func ServeGRPC(t testing.TB, grpcOpts []grpc.ServerOption, p sdk.Processor, opts ...sdk.Option) extprocv3.ExternalProcessorClient {
+func ServeGRPC(t testing.TB, grpcOpts []grpc.ServerOption, p sdk.Processor, opts ...sdk.Option) extprocsvcv3.ExternalProcessorClient {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(grpcOpts...)
 	opts = append([]sdk.Option{sdk.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
-	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p, opts...))
-	go srv.Serve(lis)
+	extprocsvcv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p, opts...))
+	go func() { _ = srv.Serve(lis) }() // returns when t's cleanup stops it
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -44,18 +44,18 @@ func ServeGRPC(t testing.TB, grpcOpts []grpc.ServerOption, p sdk.Processor, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return extprocv3.NewExternalProcessorClient(conn)
+	t.Cleanup(func() { _ = conn.Close() }) // the test is over: nothing to report to
+	return extprocsvcv3.NewExternalProcessorClient(conn)
 }
 
 // Stream is one ext_proc stream, i.e. one HTTP exchange.
 type Stream struct {
 	t testing.TB
-	extprocv3.ExternalProcessor_ProcessClient
+	extprocsvcv3.ExternalProcessor_ProcessClient
 }
 
 // Open starts a stream on c, cancelled when the test ends.
-func Open(t testing.TB, c extprocv3.ExternalProcessorClient) *Stream {
+func Open(t testing.TB, c extprocsvcv3.ExternalProcessorClient) *Stream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -67,7 +67,7 @@ func Open(t testing.TB, c extprocv3.ExternalProcessorClient) *Stream {
 }
 
 // RoundTrip sends req and returns its answer.
-func (s *Stream) RoundTrip(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+func (s *Stream) RoundTrip(req *extprocsvcv3.ProcessingRequest) *extprocsvcv3.ProcessingResponse {
 	s.t.Helper()
 	if err := s.Send(req); err != nil {
 		s.t.Fatalf("Send: %v", err)
@@ -89,47 +89,54 @@ func HeaderMap(kv ...string) *corev3.HeaderMap {
 	return m
 }
 
-// RequestHeaders and the functions below build the messages Envoy sends.
-func RequestHeaders(eos bool, kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: HeaderMap(kv...), EndOfStream: eos}}}
+// RequestHeaders and the functions below build the messages Envoy sends:
+// RequestHeaders the request headers, with the pairs kv and end_of_stream
+// eos.
+func RequestHeaders(eos bool, kv ...string) *extprocsvcv3.ProcessingRequest {
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocsvcv3.HttpHeaders{Headers: HeaderMap(kv...), EndOfStream: eos}}}
 }
 
-func ResponseHeaders(eos bool, kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: HeaderMap(kv...), EndOfStream: eos}}}
+// ResponseHeaders is the response headers message, as RequestHeaders.
+func ResponseHeaders(eos bool, kv ...string) *extprocsvcv3.ProcessingRequest {
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocsvcv3.HttpHeaders{Headers: HeaderMap(kv...), EndOfStream: eos}}}
 }
 
-func RequestBody(b string, eos bool) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
+// RequestBody is a request body chunk, the last when eos.
+func RequestBody(b string, eos bool) *extprocsvcv3.ProcessingRequest {
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestBody{RequestBody: &extprocsvcv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
 }
 
-func ResponseBody(b string, eos bool) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
+// ResponseBody is a response body chunk, the last when eos.
+func ResponseBody(b string, eos bool) *extprocsvcv3.ProcessingRequest {
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocsvcv3.HttpBody{Body: []byte(b), EndOfStream: eos}}}
 }
 
-func RequestTrailers(kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{Trailers: HeaderMap(kv...)}}}
+// RequestTrailers is the request trailers message, with the pairs kv.
+func RequestTrailers(kv ...string) *extprocsvcv3.ProcessingRequest {
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocsvcv3.HttpTrailers{Trailers: HeaderMap(kv...)}}}
 }
 
-func ResponseTrailers(kv ...string) *extprocv3.ProcessingRequest {
-	return &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocv3.HttpTrailers{Trailers: HeaderMap(kv...)}}}
+// ResponseTrailers is the response trailers message, with the pairs kv.
+func ResponseTrailers(kv ...string) *extprocsvcv3.ProcessingRequest {
+	return &extprocsvcv3.ProcessingRequest{Request: &extprocsvcv3.ProcessingRequest_ResponseTrailers{ResponseTrailers: &extprocsvcv3.HttpTrailers{Trailers: HeaderMap(kv...)}}}
 }
 
 // WithModes adds the protocol_config Envoy puts on a stream's first message.
-func WithModes(r *extprocv3.ProcessingRequest, req, resp sdk.BodyMode) *extprocv3.ProcessingRequest {
-	r.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: req, ResponseBodyMode: resp}
+func WithModes(r *extprocsvcv3.ProcessingRequest, req, resp sdk.BodyMode) *extprocsvcv3.ProcessingRequest {
+	r.ProtocolConfig = &extprocsvcv3.ProtocolConfiguration{RequestBodyMode: req, ResponseBodyMode: resp}
 	return r
 }
 
 // Common returns the CommonResponse of a headers or body answer.
-func Common(r *extprocv3.ProcessingResponse) *extprocv3.CommonResponse {
+func Common(r *extprocsvcv3.ProcessingResponse) *extprocsvcv3.CommonResponse {
 	switch v := r.GetResponse().(type) {
-	case *extprocv3.ProcessingResponse_RequestHeaders:
+	case *extprocsvcv3.ProcessingResponse_RequestHeaders:
 		return v.RequestHeaders.GetResponse()
-	case *extprocv3.ProcessingResponse_ResponseHeaders:
+	case *extprocsvcv3.ProcessingResponse_ResponseHeaders:
 		return v.ResponseHeaders.GetResponse()
-	case *extprocv3.ProcessingResponse_RequestBody:
+	case *extprocsvcv3.ProcessingResponse_RequestBody:
 		return v.RequestBody.GetResponse()
-	case *extprocv3.ProcessingResponse_ResponseBody:
+	case *extprocsvcv3.ProcessingResponse_ResponseBody:
 		return v.ResponseBody.GetResponse()
 	}
 	return nil
@@ -137,14 +144,14 @@ func Common(r *extprocv3.ProcessingResponse) *extprocv3.CommonResponse {
 
 // Mutation renders the header mutation of any answer compactly: "-name"
 // for a removal, "=name:v" for an overwrite, "+name:v" for an append.
-func Mutation(r *extprocv3.ProcessingResponse) string {
-	var m *extprocv3.HeaderMutation
+func Mutation(r *extprocsvcv3.ProcessingResponse) string {
+	var m *extprocsvcv3.HeaderMutation
 	switch v := r.GetResponse().(type) {
-	case *extprocv3.ProcessingResponse_RequestTrailers:
+	case *extprocsvcv3.ProcessingResponse_RequestTrailers:
 		m = v.RequestTrailers.GetHeaderMutation()
-	case *extprocv3.ProcessingResponse_ResponseTrailers:
+	case *extprocsvcv3.ProcessingResponse_ResponseTrailers:
 		m = v.ResponseTrailers.GetHeaderMutation()
-	case *extprocv3.ProcessingResponse_ImmediateResponse:
+	case *extprocsvcv3.ProcessingResponse_ImmediateResponse:
 		m = v.ImmediateResponse.GetHeaders()
 	default:
 		m = Common(r).GetHeaderMutation()
@@ -153,7 +160,7 @@ func Mutation(r *extprocv3.ProcessingResponse) string {
 }
 
 // MutationString is Mutation for a HeaderMutation.
-func MutationString(m *extprocv3.HeaderMutation) string {
+func MutationString(m *extprocsvcv3.HeaderMutation) string {
 	var out string
 	add := func(s string) {
 		if out != "" {
