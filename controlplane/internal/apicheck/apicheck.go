@@ -51,7 +51,20 @@ func CheckExtProc(p *contourv1.ExtProc, where string, needRef bool) []string {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, where+"."+field+": "+fmt.Sprintf(format, args...))
 	}
-	switch g := p.GRPCService; {
+	checkExtProcService(p.GRPCService, needRef, add)
+	if m := p.ProcessingMode; m != nil {
+		checkProcessingMode(m, add)
+	}
+	return errs
+}
+
+// addFunc records a problem with a field.
+type addFunc func(field, format string, args ...any)
+
+// checkExtProcService checks the processor's grpcService: its
+// extensionRef's shape and its timeout.
+func checkExtProcService(g *contourv1.GRPCService, needRef bool, add addFunc) {
+	switch {
 	case g == nil && needRef:
 		add("grpcService", "is required (extensionRef of an ExtensionService)")
 	case g != nil:
@@ -69,30 +82,31 @@ func CheckExtProc(p *contourv1.ExtProc, where string, needRef bool) []string {
 			add("grpcService.responseTimeout", "%v", err)
 		}
 	}
-	if m := p.ProcessingMode; m != nil {
-		for _, h := range []struct {
-			field string
-			v     contourv1.HeaderSendMode
-		}{
-			{"requestHeaderMode", m.RequestHeaderMode}, {"responseHeaderMode", m.ResponseHeaderMode},
-			{"requestTrailerMode", m.RequestTrailerMode}, {"responseTrailerMode", m.ResponseTrailerMode},
-		} {
-			switch h.v {
-			case "", contourv1.ProcessingModeDefault, contourv1.ProcessingModeSend, contourv1.ProcessingModeSkip:
-			default:
-				add("processingMode."+h.field, "%q is not one of DEFAULT, SEND, SKIP", h.v)
-			}
-		}
-		for _, b := range []struct {
-			field string
-			v     contourv1.BodySendMode
-		}{{"requestBodyMode", m.RequestBodyMode}, {"responseBodyMode", m.ResponseBodyMode}} {
-			switch b.v {
-			case "", contourv1.ProcessingModeNone, contourv1.ProcessingModeStreamed, contourv1.ProcessingModeBuffered, contourv1.ProcessingModeBufferedPartial:
-			default:
-				add("processingMode."+b.field, "%q is not one of NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL", b.v)
-			}
+}
+
+// checkProcessingMode checks the enums of the processing mode.
+func checkProcessingMode(m *contourv1.ProcessingMode, add addFunc) {
+	for _, h := range []struct {
+		field string
+		v     contourv1.HeaderSendMode
+	}{
+		{"requestHeaderMode", m.RequestHeaderMode}, {"responseHeaderMode", m.ResponseHeaderMode},
+		{"requestTrailerMode", m.RequestTrailerMode}, {"responseTrailerMode", m.ResponseTrailerMode},
+	} {
+		switch h.v {
+		case "", contourv1.ProcessingModeDefault, contourv1.ProcessingModeSend, contourv1.ProcessingModeSkip:
+		default:
+			add("processingMode."+h.field, "%q is not one of DEFAULT, SEND, SKIP", h.v)
 		}
 	}
-	return errs
+	for _, b := range []struct {
+		field string
+		v     contourv1.BodySendMode
+	}{{"requestBodyMode", m.RequestBodyMode}, {"responseBodyMode", m.ResponseBodyMode}} {
+		switch b.v {
+		case "", contourv1.ProcessingModeNone, contourv1.ProcessingModeStreamed, contourv1.ProcessingModeBuffered, contourv1.ProcessingModeBufferedPartial:
+		default:
+			add("processingMode."+b.field, "%q is not one of NONE, STREAMED, BUFFERED, BUFFERED_PARTIAL", b.v)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -276,7 +277,8 @@ func (r *RateLimitService) Ref() (namespace, name string) {
 	return ns, n
 }
 
-// Namespace and Name of the ExtensionService (valid after Parse).
+// Ref is the Namespace and Name of the ExtensionService (valid after
+// Parse).
 func (g *GlobalExtAuth) Ref() (namespace, name string) {
 	ns, n, _ := strings.Cut(g.ExtensionService, "/")
 	return ns, n
@@ -288,7 +290,8 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return &Config{}, nil
 	}
-	b, err := os.ReadFile(path)
+	// The path is the operator's own (a flag), not a request's.
+	b, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return nil, err
 	}
@@ -411,99 +414,129 @@ func unknownFields(v any, t reflect.Type, path string) []string {
 
 // validate checks what decoding cannot: formats, enums and ranges. Whether
 // the ExtensionServices exist is the builder's business (they may appear
-// later).
+// later). Each section is checked in file order, so the errors keep it.
 func (c *Config) validate() []string {
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
-	}
-	if g := c.GlobalExtAuth; g != nil {
-		ns, name, ok := strings.Cut(g.ExtensionService, "/")
-		switch {
-		case g.ExtensionService == "":
-			add("globalExtAuth.extensionService", "is required (namespace/name of an ExtensionService)")
-		case !ok || ns == "" || name == "" || strings.Contains(name, "/"):
-			add("globalExtAuth.extensionService", "must be namespace/name, got %q", g.ExtensionService)
-		}
-		if _, err := apicheck.ParseTimeout(g.ResponseTimeout); err != nil {
-			add("globalExtAuth.responseTimeout", "%v", err)
-		}
-		for _, e := range apicheck.CheckAuthServiceType("serviceAPIType", g.ServiceAPIType, g.HTTPServerSettings, g.WithRequestBody, g.AuthPolicy) {
-			errs = append(errs, "globalExtAuth."+e)
-		}
-		if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
-			// The API's default, applied here since no API server does it.
-			w.MaxRequestBytes = apicheck.DefaultMaxRequestBytes
-		}
-	}
-	if r := c.RateLimitService; r != nil {
-		ns, name, ok := strings.Cut(r.ExtensionService, "/")
-		switch {
-		case r.ExtensionService == "":
-			add("rateLimitService.extensionService", "is required (namespace/name of an ExtensionService)")
-		case !ok || ns == "" || name == "" || strings.Contains(name, "/"):
-			add("rateLimitService.extensionService", "must be namespace/name, got %q", r.ExtensionService)
-		}
-		if r.Domain == "" {
-			add("rateLimitService.domain", "is required (the rate limit service's domain of the descriptors)")
-		}
-		// The descriptors themselves are checked where they apply, with
-		// the hosts' own (internal/builder).
-		switch p := r.DefaultGlobalRateLimitPolicy; {
-		case p == nil:
-		case p.Disabled && len(p.Descriptors) > 0:
-			add("rateLimitService.defaultGlobalRateLimitPolicy", "disabled and descriptors cannot both be set")
-		case !p.Disabled && len(p.Descriptors) == 0:
-			add("rateLimitService.defaultGlobalRateLimitPolicy", "set descriptors (or disabled: true)")
-		}
-	}
-	for _, l := range []struct {
-		field string
-		v     int
-	}{
-		{"limits.maxIncludeDepth", c.Limits.MaxIncludeDepth},
-		{"limits.maxRoutesPerVirtualHost", c.Limits.MaxRoutesPerVirtualHost},
-		{"limits.maxIncludesPerRoot", c.Limits.MaxIncludesPerRoot},
-	} {
-		if l.v < 0 {
-			add(l.field, "must be at least 1 (or 0 for the default), got %d", l.v)
-		}
-	}
-	if n := c.Gateway.ControllerName; n != "" && (len(n) > 253 || !controllerNamePattern.MatchString(n)) {
-		add("gateway.controllerName", "must be a domain-prefixed path such as %s (at most 253 characters), got %q", DefaultGatewayControllerName, n)
-	}
-	for i, a := range c.Gateway.Addresses {
-		if net.ParseIP(a) == nil && len(validation.IsDNS1123Subdomain(a)) > 0 {
-			add(fmt.Sprintf("gateway.addresses[%d]", i), "must be an IP address or a host name, got %q", a)
-		}
-	}
-	if s := c.Gateway.EnvoyService; s != "" {
-		if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			add("gateway.envoyService", "must be namespace/name, got %q", s)
-		}
-	}
-	if c.Gateway.ServicePerGateway {
-		if c.Gateway.EnvoyService == "" {
-			add("gateway.servicePerGateway", "needs gateway.envoyService (the Service whose namespace, type and selector each Gateway's Service takes)")
-		}
-		if len(c.Gateway.Addresses) > 0 {
-			add("gateway.servicePerGateway", "excludes gateway.addresses: each Gateway's addresses are its own Service's")
-		}
-	}
-	if p := c.GlobalExtProc; p != nil {
-		errs = append(errs, apicheck.CheckExtProc(p.Processor, "globalExtProc.processor", true)...)
-		if pr := p.Processor; pr != nil && pr.GRPCService != nil && pr.GRPCService.ExtensionServiceRef.Namespace == "" {
-			add("globalExtProc.processor.grpcService.extensionRef.namespace", "is required (the configuration file has no namespace of its own)")
-		}
-		if !p.Disabled && p.Processor == nil {
-			add("globalExtProc", "set processor (or disabled: true)")
-		}
-	}
+	var p problems
+	p.globalExtAuth(c.GlobalExtAuth)
+	p.rateLimitService(c.RateLimitService)
+	p.limits(c.Limits)
+	p.gateway(c.Gateway)
+	p.globalExtProc(c.GlobalExtProc)
 	// The rest of the extension section is checked with the hook
 	// runner's own rules (extension.FromConfig) where it is used.
 	for i := range c.Extensions {
 		_, _, derrs := c.Extensions[i].Durations(fmt.Sprintf("extensions[%d]", i))
-		errs = append(errs, derrs...)
+		p = append(p, derrs...)
 	}
-	return errs
+	return p
+}
+
+// problems collects validation errors, each "field: message".
+type problems []string
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+// isNamespacedName tells whether s is "namespace/name", both non-empty.
+func isNamespacedName(s string) bool {
+	ns, name, ok := strings.Cut(s, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// extensionServiceRef checks a required "namespace/name" of an
+// ExtensionService.
+func (p *problems) extensionServiceRef(field, ref string) {
+	switch {
+	case ref == "":
+		p.add(field, "is required (namespace/name of an ExtensionService)")
+	case !isNamespacedName(ref):
+		p.add(field, "must be namespace/name, got %q", ref)
+	}
+}
+
+func (p *problems) globalExtAuth(g *GlobalExtAuth) {
+	if g == nil {
+		return
+	}
+	p.extensionServiceRef("globalExtAuth.extensionService", g.ExtensionService)
+	if _, err := apicheck.ParseTimeout(g.ResponseTimeout); err != nil {
+		p.add("globalExtAuth.responseTimeout", "%v", err)
+	}
+	for _, e := range apicheck.CheckAuthServiceType("serviceAPIType", g.ServiceAPIType, g.HTTPServerSettings, g.WithRequestBody, g.AuthPolicy) {
+		*p = append(*p, "globalExtAuth."+e)
+	}
+	if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
+		// The API's default, applied here since no API server does it.
+		w.MaxRequestBytes = apicheck.DefaultMaxRequestBytes
+	}
+}
+
+func (p *problems) rateLimitService(r *RateLimitService) {
+	if r == nil {
+		return
+	}
+	p.extensionServiceRef("rateLimitService.extensionService", r.ExtensionService)
+	if r.Domain == "" {
+		p.add("rateLimitService.domain", "is required (the rate limit service's domain of the descriptors)")
+	}
+	// The descriptors themselves are checked where they apply, with
+	// the hosts' own (internal/builder).
+	switch d := r.DefaultGlobalRateLimitPolicy; {
+	case d == nil:
+	case d.Disabled && len(d.Descriptors) > 0:
+		p.add("rateLimitService.defaultGlobalRateLimitPolicy", "disabled and descriptors cannot both be set")
+	case !d.Disabled && len(d.Descriptors) == 0:
+		p.add("rateLimitService.defaultGlobalRateLimitPolicy", "set descriptors (or disabled: true)")
+	}
+}
+
+func (p *problems) limits(l Limits) {
+	for _, f := range []struct {
+		field string
+		v     int
+	}{
+		{"limits.maxIncludeDepth", l.MaxIncludeDepth},
+		{"limits.maxRoutesPerVirtualHost", l.MaxRoutesPerVirtualHost},
+		{"limits.maxIncludesPerRoot", l.MaxIncludesPerRoot},
+	} {
+		if f.v < 0 {
+			p.add(f.field, "must be at least 1 (or 0 for the default), got %d", f.v)
+		}
+	}
+}
+
+func (p *problems) gateway(g Gateway) {
+	if n := g.ControllerName; n != "" && (len(n) > 253 || !controllerNamePattern.MatchString(n)) {
+		p.add("gateway.controllerName", "must be a domain-prefixed path such as %s (at most 253 characters), got %q", DefaultGatewayControllerName, n)
+	}
+	for i, a := range g.Addresses {
+		if net.ParseIP(a) == nil && len(validation.IsDNS1123Subdomain(a)) > 0 {
+			p.add(fmt.Sprintf("gateway.addresses[%d]", i), "must be an IP address or a host name, got %q", a)
+		}
+	}
+	if s := g.EnvoyService; s != "" && !isNamespacedName(s) {
+		p.add("gateway.envoyService", "must be namespace/name, got %q", s)
+	}
+	if g.ServicePerGateway {
+		if g.EnvoyService == "" {
+			p.add("gateway.servicePerGateway", "needs gateway.envoyService (the Service whose namespace, type and selector each Gateway's Service takes)")
+		}
+		if len(g.Addresses) > 0 {
+			p.add("gateway.servicePerGateway", "excludes gateway.addresses: each Gateway's addresses are its own Service's")
+		}
+	}
+}
+
+func (p *problems) globalExtProc(e *contourv1.ExternalProcessor) {
+	if e == nil {
+		return
+	}
+	*p = append(*p, apicheck.CheckExtProc(e.Processor, "globalExtProc.processor", true)...)
+	if pr := e.Processor; pr != nil && pr.GRPCService != nil && pr.GRPCService.ExtensionServiceRef.Namespace == "" {
+		p.add("globalExtProc.processor.grpcService.extensionRef.namespace", "is required (the configuration file has no namespace of its own)")
+	}
+	if !e.Disabled && e.Processor == nil {
+		p.add("globalExtProc", "set processor (or disabled: true)")
+	}
 }

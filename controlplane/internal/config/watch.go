@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -16,6 +17,8 @@ import (
 // new content is applied only once two reads an interval apart agree
 // (settled).
 func Watch(ctx context.Context, path string, interval time.Duration, log *slog.Logger, last []byte, update func(*Config)) {
+	// The path is the operator's own (a flag), not a request's.
+	file := filepath.Clean(path)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var lastErr string
@@ -26,7 +29,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, log *slog.L
 			return
 		case <-t.C:
 		}
-		b, err := os.ReadFile(path)
+		b, err := os.ReadFile(file)
 		if err == nil && !s.next(b) {
 			continue
 		}
