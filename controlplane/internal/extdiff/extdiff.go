@@ -26,6 +26,7 @@ import (
 // Op is what happened to a resource.
 type Op string
 
+// The operations.
 const (
 	Added   Op = "added"
 	Removed Op = "removed"
@@ -147,28 +148,53 @@ func Diff(before, after *translator.Resources) ([]Change, error) {
 }
 
 // appendRouteConfiguration appends the changes of a route configuration
-// present before and after: its own fields, then each virtual host.
+// present before and after: its own fields, then each virtual host, then
+// their order.
 func appendRouteConfiguration(out []Change, what string, a, b proto.Message) ([]Change, error) {
 	ra, okA := a.(*routev3.RouteConfiguration)
 	rb, okB := b.(*routev3.RouteConfiguration)
 	if !okA || !okB {
 		return appendChanged(out, what, a, b)
 	}
+	out, err := appendRouteConfigurationFields(out, what, ra, rb)
+	if err != nil {
+		return nil, err
+	}
+	va, vb := virtualHostsByName(ra), virtualHostsByName(rb)
+	if out, err = appendVirtualHosts(out, what, va, vb); err != nil {
+		return nil, err
+	}
+	// The virtual hosts of both in another order: Envoy matches the first
+	// of equal domains, so the order is part of the configuration.
+	if !slices.Equal(commonVirtualHostOrder(ra, vb), commonVirtualHostOrder(rb, va)) {
+		out = append(out, Change{Resource: what, Op: Changed, Text: "the order of its virtual hosts changed\n"})
+	}
+	return out, nil
+}
+
+// appendRouteConfigurationFields appends the change of the route
+// configuration's fields other than its virtual hosts, if any.
+func appendRouteConfigurationFields(out []Change, what string, ra, rb *routev3.RouteConfiguration) ([]Change, error) {
 	sa, sb := proto.Clone(ra).(*routev3.RouteConfiguration), proto.Clone(rb).(*routev3.RouteConfiguration)
 	sa.VirtualHosts, sb.VirtualHosts = nil, nil
+	if proto.Equal(sa, sb) {
+		return out, nil
+	}
+	return appendChanged(out, what+" (other than its virtual hosts)", sa, sb)
+}
+
+func virtualHostsByName(r *routev3.RouteConfiguration) map[string]proto.Message {
+	m := map[string]proto.Message{}
+	for _, vh := range r.GetVirtualHosts() {
+		m[vh.GetName()] = vh
+	}
+	return m
+}
+
+// appendVirtualHosts appends the virtual hosts added, removed or changed,
+// by name.
+func appendVirtualHosts(out []Change, what string, va, vb map[string]proto.Message) ([]Change, error) {
 	var err error
-	if !proto.Equal(sa, sb) {
-		if out, err = appendChanged(out, what+" (other than its virtual hosts)", sa, sb); err != nil {
-			return nil, err
-		}
-	}
-	va, vb := map[string]proto.Message{}, map[string]proto.Message{}
-	for _, vh := range ra.GetVirtualHosts() {
-		va[vh.GetName()] = vh
-	}
-	for _, vh := range rb.GetVirtualHosts() {
-		vb[vh.GetName()] = vh
-	}
 	for _, n := range unionNames(va, vb) {
 		w := fmt.Sprintf("virtual host %q of %s", n, what)
 		ma, inA := va[n]
@@ -185,23 +211,19 @@ func appendRouteConfiguration(out []Change, what string, a, b proto.Message) ([]
 			return nil, err
 		}
 	}
-	// The virtual hosts of both in another order: Envoy matches the first
-	// of equal domains, so the order is part of the configuration.
-	var oa, ob []string
-	for _, vh := range ra.GetVirtualHosts() {
-		if _, ok := vb[vh.GetName()]; ok {
-			oa = append(oa, vh.GetName())
-		}
-	}
-	for _, vh := range rb.GetVirtualHosts() {
-		if _, ok := va[vh.GetName()]; ok {
-			ob = append(ob, vh.GetName())
-		}
-	}
-	if !slices.Equal(oa, ob) {
-		out = append(out, Change{Resource: what, Op: Changed, Text: "the order of its virtual hosts changed\n"})
-	}
 	return out, nil
+}
+
+// commonVirtualHostOrder is the names of r's virtual hosts that are also in
+// other, in r's order.
+func commonVirtualHostOrder(r *routev3.RouteConfiguration, other map[string]proto.Message) []string {
+	var names []string
+	for _, vh := range r.GetVirtualHosts() {
+		if _, ok := other[vh.GetName()]; ok {
+			names = append(names, vh.GetName())
+		}
+	}
+	return names
 }
 
 func appendAdded(out []Change, what string, m proto.Message) ([]Change, error) {

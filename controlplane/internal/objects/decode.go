@@ -130,56 +130,85 @@ func decodeDocument(doc []byte, where string, registered map[schema.GroupVersion
 	if len(bytes.TrimSpace(doc)) == 0 || isOnlyComments(doc) {
 		return out
 	}
-	// Converting YAML is most of the work: do it once, then decode JSON.
-	// A document the strict conversion refuses (a duplicate key) goes to
-	// the deserializer as YAML, which reports it as a complaint.
-	unmarshal := func(b []byte, v any) error { return yaml.Unmarshal(b, v) }
-	if j, err := yaml.YAMLToJSONStrict(doc); err == nil {
-		doc, unmarshal = j, json.Unmarshal
-	}
-	var meta struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
+	doc, unmarshal := toJSON(doc)
+	var meta typeMeta
 	if err := unmarshal(doc, &meta); err != nil {
 		out.err = fmt.Errorf("%s: %w", where, err)
 		return out
 	}
+	if d, incomplete := incompleteTypeMeta(meta, where); incomplete {
+		return d
+	}
+	if meta.Kind == "List" {
+		return decodeList(doc, unmarshal, where, registered)
+	}
+	if gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind); registered[gvk] && !readGVK(gvk) {
+		return decodeExtension(doc, where, gvk)
+	}
+	return decodeRead(doc, where, meta)
+}
+
+// typeMeta is a document's apiVersion and kind.
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// toJSON converts a YAML document once, so that every later decoding of it
+// reads JSON (converting is most of the work). A document the strict
+// conversion refuses (a duplicate key) stays YAML, for the deserializer to
+// report as a complaint. unmarshal decodes doc as whichever it is.
+func toJSON(doc []byte) (out []byte, unmarshal func(b []byte, v any) error) {
+	if j, err := yaml.YAMLToJSONStrict(doc); err == nil {
+		return j, json.Unmarshal
+	}
+	return doc, func(b []byte, v any) error { return yaml.Unmarshal(b, v) }
+}
+
+// incompleteTypeMeta is the outcome of a document that lacks its
+// apiVersion or its kind (incomplete), or of neither.
+func incompleteTypeMeta(meta typeMeta, where string) (out decoded, incomplete bool) {
 	switch {
 	case meta.APIVersion == "" && meta.Kind == "":
 		// A configuration file of some server (an auth server's, a
 		// processor's) kept beside the resources: not ours to read.
 		out.skipped = append(out.skipped, Skipped{Source: where, Kind: "-", Reason: "not a Kubernetes object (no apiVersion or kind)"})
-		return out
+		return out, true
 	case meta.Kind == "":
 		out.err = fmt.Errorf("%s: apiVersion %q but no kind", where, meta.APIVersion)
-		return out
+		return out, true
 	case meta.APIVersion == "":
 		out.err = fmt.Errorf("%s: kind %q but no apiVersion", where, meta.Kind)
+		return out, true
+	}
+	return out, false
+}
+
+// decodeList decodes the items of a List, each a document of its own,
+// until the first error.
+func decodeList(doc []byte, unmarshal func(b []byte, v any) error, where string, registered map[schema.GroupVersionKind]bool) (out decoded) {
+	var list struct {
+		Items []runtime.RawExtension `json:"items"`
+	}
+	if err := unmarshal(doc, &list); err != nil {
+		out.err = fmt.Errorf("%s: %w", where, err)
 		return out
 	}
-	if meta.Kind == "List" {
-		var list struct {
-			Items []runtime.RawExtension `json:"items"`
-		}
-		if err := unmarshal(doc, &list); err != nil {
-			out.err = fmt.Errorf("%s: %w", where, err)
+	for j, item := range list.Items {
+		d := decodeDocument(item.Raw, fmt.Sprintf("%s[%d]", where, j), registered)
+		out.objects = append(out.objects, d.objects...)
+		out.skipped = append(out.skipped, d.skipped...)
+		if d.err != nil {
+			out.err = d.err
 			return out
 		}
-		for j, item := range list.Items {
-			d := decodeDocument(item.Raw, fmt.Sprintf("%s[%d]", where, j), registered)
-			out.objects = append(out.objects, d.objects...)
-			out.skipped = append(out.skipped, d.skipped...)
-			if d.err != nil {
-				out.err = d.err
-				return out
-			}
-		}
-		return out
 	}
-	if gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind); registered[gvk] && !readGVK(gvk) {
-		return decodeExtension(doc, where, gvk)
-	}
+	return out
+}
+
+// decodeRead decodes an object of a kind the scheme knows, strictly: an
+// unknown or duplicate field is a complaint, not an error.
+func decodeRead(doc []byte, where string, meta typeMeta) (out decoded) {
 	obj, gvk, err := strictCodecs.UniversalDeserializer().Decode(doc, nil, nil)
 	var complaints []string
 	if strict, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
@@ -285,6 +314,40 @@ func (s *Set) add(obj runtime.Object) {
 	if d, ok := obj.(defaultable); ok && d.GetNamespace() == "" && !clusterScoped(obj) {
 		d.SetNamespace(DefaultNamespace)
 	}
+	if !s.addGatewayAPI(obj) {
+		s.addOther(obj)
+	}
+}
+
+// addGatewayAPI files a Gateway API object (v1 or one of the project's
+// policies), and reports whether obj was one.
+func (s *Set) addGatewayAPI(obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *gwapiv1.GatewayClass:
+		s.GatewayClasses = append(s.GatewayClasses, o)
+	case *gwapiv1.Gateway:
+		s.Gateways = append(s.Gateways, o)
+	case *gwapiv1.HTTPRoute:
+		s.HTTPRoutes = append(s.HTTPRoutes, o)
+	case *gwapiv1.GRPCRoute:
+		s.GRPCRoutes = append(s.GRPCRoutes, o)
+	case *gwapiv1.ReferenceGrant:
+		s.ReferenceGrants = append(s.ReferenceGrants, o)
+	case *gwapiv1.BackendTLSPolicy:
+		s.BackendTLSPolicies = append(s.BackendTLSPolicies, o)
+	case *gatewayv1alpha1.ExtAuthPolicy:
+		s.ExtAuthPolicies = append(s.ExtAuthPolicies, o)
+	case *gatewayv1alpha1.ExtProcPolicy:
+		s.ExtProcPolicies = append(s.ExtProcPolicies, o)
+	default:
+		return false
+	}
+	return true
+}
+
+// addOther files the objects of the other kinds: Contour's, Kubernetes'
+// own and the extensions'.
+func (s *Set) addOther(obj runtime.Object) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		s.Extensions = append(s.Extensions, o)
@@ -302,22 +365,6 @@ func (s *Set) add(obj runtime.Object) {
 		s.EndpointSlices = append(s.EndpointSlices, o)
 	case *corev1.Namespace:
 		s.Namespaces = append(s.Namespaces, o)
-	case *gwapiv1.GatewayClass:
-		s.GatewayClasses = append(s.GatewayClasses, o)
-	case *gwapiv1.Gateway:
-		s.Gateways = append(s.Gateways, o)
-	case *gwapiv1.HTTPRoute:
-		s.HTTPRoutes = append(s.HTTPRoutes, o)
-	case *gwapiv1.GRPCRoute:
-		s.GRPCRoutes = append(s.GRPCRoutes, o)
-	case *gwapiv1.ReferenceGrant:
-		s.ReferenceGrants = append(s.ReferenceGrants, o)
-	case *gwapiv1.BackendTLSPolicy:
-		s.BackendTLSPolicies = append(s.BackendTLSPolicies, o)
-	case *gatewayv1alpha1.ExtAuthPolicy:
-		s.ExtAuthPolicies = append(s.ExtAuthPolicies, o)
-	case *gatewayv1alpha1.ExtProcPolicy:
-		s.ExtProcPolicies = append(s.ExtProcPolicies, o)
 	}
 }
 
@@ -334,7 +381,7 @@ func clusterScoped(obj runtime.Object) bool {
 // BackendTLSPolicy (the v1 type under another name), and other objects as
 // they are.
 func fromV1beta1(obj runtime.Object) runtime.Object {
-	v1 := gwapiv1.SchemeGroupVersion.String()
+	v1 := gwapiv1.GroupVersion.String()
 	switch o := obj.(type) {
 	case *gwapiv1beta1.GatewayClass:
 		return &gwapiv1.GatewayClass{TypeMeta: metav1.TypeMeta{APIVersion: v1, Kind: o.Kind}, ObjectMeta: o.ObjectMeta, Spec: o.Spec, Status: o.Status}
