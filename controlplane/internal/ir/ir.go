@@ -637,6 +637,7 @@ type HeaderValue struct {
 // Protocol is how Envoy talks to an upstream.
 type Protocol string
 
+// The protocols.
 const (
 	HTTP1 Protocol = ""    // plaintext HTTP/1.1
 	H2C   Protocol = "h2c" // plaintext HTTP/2

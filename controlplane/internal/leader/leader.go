@@ -166,8 +166,13 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) {
 			e.log.Warn("leader election: not leading: campaigning for the lease", "lease", e.opts.Namespace+"/"+e.opts.Name)
 		}
 	}
-	// The last term's lead has returned once the lock is free (a term
-	// whose goroutine starts later returns at once).
+	e.waitLead()
+}
+
+// waitLead returns once the last term's lead has: a lead runs holding mu,
+// so mu is free once it returns (a term whose goroutine starts later
+// returns at once).
+func (e *Elector) waitLead() {
 	e.mu.Lock()
-	e.mu.Unlock()
+	defer e.mu.Unlock()
 }

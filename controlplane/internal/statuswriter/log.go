@@ -56,7 +56,9 @@ func summarize(u Update) string {
 			Conditions  []condition     `json:"conditions"`
 		} `json:"ancestors,omitempty"`
 	}
-	json.Unmarshal(b, &generic)
+	// b is a status just marshalled: it decodes, and a partial decoding
+	// would still be worth logging.
+	_ = json.Unmarshal(b, &generic)
 	out, _ := json.Marshal(generic)
 	return string(out)
 }

@@ -58,7 +58,7 @@ func (u Update) APIVersion() string {
 	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
 	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute:
-		return gwapiv1.SchemeGroupVersion.String()
+		return gwapiv1.GroupVersion.String()
 	case objects.KindExtAuthPolicy, objects.KindExtProcPolicy:
 		return gatewayv1alpha1.GroupVersion.String()
 	}

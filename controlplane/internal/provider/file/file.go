@@ -60,7 +60,8 @@ func (l *loader) load(paths []string) (set *objects.Set, skipped []objects.Skipp
 	next := make(map[string]loadedFile, len(files))
 	set = &objects.Set{}
 	for _, f := range files {
-		b, readErr := os.ReadFile(f)
+		// f is one of the operator's paths or a file below one.
+		b, readErr := os.ReadFile(filepath.Clean(f))
 		if readErr != nil {
 			return nil, nil, true, readErr
 		}
