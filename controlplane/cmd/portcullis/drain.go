@@ -65,7 +65,8 @@ func drainEnvoy(ctx context.Context, admin string, drainTime time.Duration, log 
 		if err != nil {
 			return fmt.Errorf("envoy-drain: %s: %w", path, err)
 		}
-		resp.Body.Close()
+		// Only the status is read; closing returns the connection.
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("envoy-drain: %s: status %d", path, resp.StatusCode)
 		}
@@ -83,7 +84,8 @@ func drainEnvoy(ctx context.Context, admin string, drainTime time.Duration, log 
 			fmt.Fprintf(log, "envoy-drain: Envoy exited\n")
 			return nil
 		}
-		resp.Body.Close()
+		// Envoy answering at all is all this asks.
+		_ = resp.Body.Close()
 	}
 	return nil
 }

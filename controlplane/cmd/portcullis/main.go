@@ -174,15 +174,18 @@ func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
 	})
 }
 
+// translateFlags are translate's settings.
+type translateFlags struct {
+	paths   []string
+	output  string
+	strict  bool
+	stats   bool
+	extDiff bool
+	bf      buildFlags
+}
+
 func newTranslateCommand() *cobra.Command {
-	var (
-		paths   []string
-		output  string
-		strict  bool
-		stats   bool
-		extDiff bool
-		bf      buildFlags
-	)
+	var tf translateFlags
 	cmd := &cobra.Command{
 		Use:   "translate -f FILE_OR_DIR ...",
 		Short: "Print the status of every resource and the Envoy configuration they produce, without any server",
@@ -215,66 +218,91 @@ non-zero when a hook call failed, after printing the report.`,
   portcullis translate -f proxy.yaml -f extension.yaml -o json --strict
   portcullis translate --config examples/global-external-authorization/portcullis.yaml -f examples/global-external-authorization/resources/
   portcullis translate --config portcullis.yaml --show-extension-diff -f resources/`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(paths) == 0 {
-				return fmt.Errorf("no input: give files or directories with -f")
-			}
-			opts, fileCfg, regs, err := bf.options()
-			if err != nil {
-				return err
-			}
-			if extDiff && len(regs) == 0 {
-				if bf.configFile == "" {
-					return fmt.Errorf("--show-extension-diff: no extensions registered: give a --config file with an extensions: section")
-				}
-				return fmt.Errorf("--show-extension-diff: no extensions registered: --config %s has no extensions: section", bf.configFile)
-			}
-			start := time.Now()
-			set, skipped, err := file.Load(paths, extensionKinds(fileCfg)...)
-			if err != nil {
-				return err
-			}
-			for _, s := range skipped {
-				fmt.Fprintf(cmd.ErrOrStderr(), "skipped %s (%s): %s\n", s.Source, s.Kind, s.Reason)
-			}
-			loaded := time.Now()
-			res := pipeline.Run(set, opts)
-			built := time.Now()
-			if extDiff {
-				return showExtensionDiff(cmd, regs, res, strict)
-			}
-			doc, err := pipeline.NewDocument(set, res, metav1.Now())
-			if err != nil {
-				return err
-			}
-			out, err := doc.Encode(output)
-			if err != nil {
-				return err
-			}
-			if _, err := cmd.OutOrStdout().Write(out); err != nil {
-				return err
-			}
-			if stats {
-				fmt.Fprintf(cmd.ErrOrStderr(), "stats: objects=%d load=%s pipeline=%s render=%s\n", len(res.Build.Status),
-					loaded.Sub(start).Round(time.Millisecond), built.Sub(loaded).Round(time.Millisecond), time.Since(built).Round(time.Millisecond))
-			}
-			if strict {
-				for _, o := range res.Build.Status {
-					if !o.Valid() {
-						return fmt.Errorf("%s is not valid", o.Ref)
-					}
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return tf.run(cmd) },
 	}
-	cmd.Flags().StringArrayVarP(&paths, "filename", "f", nil, "YAML or JSON file, or directory of them (repeatable)")
-	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
-	cmd.Flags().BoolVar(&strict, "strict", false, "exit with an error when any resource is not valid")
-	cmd.Flags().BoolVar(&extDiff, "show-extension-diff", false, "call the extension servers the --config file registers, once, and print what each changed (unified diffs of the resources' YAML, resources added and removed, failed hook calls) instead of the document; exits non-zero when a hook call failed. Without it translate never calls extensions")
-	cmd.Flags().BoolVar(&stats, "stats", false, "print to standard error how long reading, the pipeline (build + translate) and rendering took")
-	bf.add(cmd.Flags())
+	cmd.Flags().StringArrayVarP(&tf.paths, "filename", "f", nil, "YAML or JSON file, or directory of them (repeatable)")
+	cmd.Flags().StringVarP(&tf.output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().BoolVar(&tf.strict, "strict", false, "exit with an error when any resource is not valid")
+	cmd.Flags().BoolVar(&tf.extDiff, "show-extension-diff", false, "call the extension servers the --config file registers, once, and print what each changed (unified diffs of the resources' YAML, resources added and removed, failed hook calls) instead of the document; exits non-zero when a hook call failed. Without it translate never calls extensions")
+	cmd.Flags().BoolVar(&tf.stats, "stats", false, "print to standard error how long reading, the pipeline (build + translate) and rendering took")
+	tf.bf.add(cmd.Flags())
 	return cmd
+}
+
+// run reads the files, runs the pipeline and prints the document (or,
+// with --show-extension-diff, what the extensions changed).
+func (tf *translateFlags) run(cmd *cobra.Command) error {
+	if len(tf.paths) == 0 {
+		return fmt.Errorf("no input: give files or directories with -f")
+	}
+	opts, fileCfg, regs, err := tf.bf.options()
+	if err != nil {
+		return err
+	}
+	if err := tf.checkExtensionDiff(regs); err != nil {
+		return err
+	}
+	start := time.Now()
+	set, skipped, err := file.Load(tf.paths, extensionKinds(fileCfg)...)
+	if err != nil {
+		return err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(cmd.ErrOrStderr(), "skipped %s (%s): %s\n", s.Source, s.Kind, s.Reason)
+	}
+	loaded := time.Now()
+	res := pipeline.Run(set, opts)
+	built := time.Now()
+	if tf.extDiff {
+		return showExtensionDiff(cmd, regs, res, tf.strict)
+	}
+	if err := tf.print(cmd, set, res); err != nil {
+		return err
+	}
+	if tf.stats {
+		fmt.Fprintf(cmd.ErrOrStderr(), "stats: objects=%d load=%s pipeline=%s render=%s\n", len(res.Build.Status),
+			loaded.Sub(start).Round(time.Millisecond), built.Sub(loaded).Round(time.Millisecond), time.Since(built).Round(time.Millisecond))
+	}
+	if tf.strict {
+		return allValid(res)
+	}
+	return nil
+}
+
+// checkExtensionDiff refuses --show-extension-diff without extensions to
+// call, saying where they are missing.
+func (tf *translateFlags) checkExtensionDiff(regs []extension.Registration) error {
+	if !tf.extDiff || len(regs) > 0 {
+		return nil
+	}
+	if tf.bf.configFile == "" {
+		return fmt.Errorf("--show-extension-diff: no extensions registered: give a --config file with an extensions: section")
+	}
+	return fmt.Errorf("--show-extension-diff: no extensions registered: --config %s has no extensions: section", tf.bf.configFile)
+}
+
+// print writes the document of the statuses and the xDS resources.
+func (tf *translateFlags) print(cmd *cobra.Command, set *objects.Set, res *pipeline.Result) error {
+	doc, err := pipeline.NewDocument(set, res, metav1.Now())
+	if err != nil {
+		return err
+	}
+	out, err := doc.Encode(tf.output)
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
+}
+
+// allValid fails on the first object that is not valid (--strict).
+func allValid(res *pipeline.Result) error {
+	for _, o := range res.Build.Status {
+		if !o.Valid() {
+			return fmt.Errorf("%s is not valid", o.Ref)
+		}
+	}
+	return nil
 }
 
 // showExtensionDiff runs the registered extensions' hooks once on res and
@@ -297,29 +325,28 @@ func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, res *p
 		return fmt.Errorf("--show-extension-diff: %d extension hook call(s) failed (listed above)", n)
 	}
 	if strict {
-		for _, o := range res.Build.Status {
-			if !o.Valid() {
-				return fmt.Errorf("%s is not valid", o.Ref)
-			}
-		}
+		return allValid(res)
 	}
 	return nil
 }
 
+// serveFlags are serve's settings.
+type serveFlags struct {
+	provider     string
+	paths        []string
+	kubeconfig   string
+	xdsAddress   string
+	adminAddress string
+	debounce     time.Duration
+	interval     time.Duration
+	logLevel     string
+	bf           buildFlags
+	election     electionFlags
+	xdsTLS       xdstls.Files
+}
+
 func newServeCommand() *cobra.Command {
-	var (
-		provider     string
-		paths        []string
-		kubeconfig   string
-		xdsAddress   string
-		adminAddress string
-		debounce     time.Duration
-		interval     time.Duration
-		logLevel     string
-		bf           buildFlags
-		election     electionFlags
-		xdsTLS       xdstls.Files
-	)
+	var sf serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve Envoy configuration over xDS (ADS) from Kubernetes or YAML files",
@@ -363,101 +390,130 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
                      resources added and removed) and their failed hook calls`,
 		Example: `  portcullis serve -f examples/quickstart/ --envoy-http-address 127.0.0.1:8080 --envoy-https-address 127.0.0.1:8443
   portcullis serve --provider kubernetes --kubeconfig ~/.kube/config`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
-			if err != nil {
-				return err
-			}
-			opts, fileCfg, exts, err := bf.options()
-			if err != nil {
-				return err
-			}
-			cfg := serve.Config{Pipeline: opts, XDSAddress: xdsAddress, AdminAddress: adminAddress, Debounce: debounce, Log: log, Extensions: exts}
-			if xdsTLS.Set() {
-				if cfg.XDSTLS, err = xdstls.New(xdsTLS, log); err != nil {
-					return err
-				}
-			}
-			if bf.configFile != "" {
-				cfg.Options = configWatcher{path: bf.configFile, base: opts, interval: interval, log: log, extensions: fileCfg.Extensions,
-					controller: opts.Builder.GatewayControllerName}
-			}
-			switch provider {
-			case "file":
-				if len(paths) == 0 {
-					return fmt.Errorf("the file provider needs files or directories: give them with -f")
-				}
-				// A mistyped path would otherwise serve an empty
-				// configuration, quietly.
-				files, err := file.Files(paths)
-				if err != nil {
-					return fmt.Errorf("-f: %w", err)
-				}
-				if len(files) == 0 {
-					log.Warn("no YAML or JSON files in the given paths: serving an empty configuration until some appear", "paths", paths)
-				}
-				cfg.Provider = fileProvider{paths: paths, interval: interval, log: log, extensionKinds: extensionKinds(fileCfg)}
-				cfg.Status = &statuswriter.Log{Log: log}
-			case "kubernetes":
-				p, err := kubernetes.New(kubeconfig, log, extensionKinds(fileCfg)...)
-				if err != nil {
-					return err
-				}
-				cfg.Provider = p
-				if election.enabled {
-					o := election.Options
-					if o.Namespace == "" {
-						o.Namespace = leader.DefaultNamespace()
-					}
-					if o.Identity == "" {
-						o.Identity = leader.DefaultIdentity()
-					}
-					e, err := leader.New(p.RestConfig(), o, log)
-					if err != nil {
-						return err
-					}
-					cfg.Leader = e
-				}
-				// The controller name of the configuration at the start: the
-				// route parents and policy ancestors naming it are ours.
-				cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: log,
-					GatewayController: gwapiv1.GatewayController(opts.Builder.GatewayControllerName)}
-				if opts.Builder.GatewayServicePerGateway {
-					ns, _, _ := strings.Cut(opts.Builder.EnvoyService, "/")
-					cfg.GatewayServices = &statuswriter.Services{Cache: p.Cache(), Client: p.Client(), Namespace: ns, Log: log}
-				}
-			default:
-				return fmt.Errorf("unknown provider %q: use file or kubernetes", provider)
-			}
-			if election.enabled && provider != "kubernetes" {
-				return fmt.Errorf("--leader-elect needs --provider kubernetes (the file provider writes no status)")
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return serve.Run(ctx, cfg)
-		},
+		RunE: func(*cobra.Command, []string) error { return sf.run() },
 	}
-	f := cmd.Flags()
-	f.StringVar(&provider, "provider", "file", "where resources come from: file or kubernetes")
-	f.StringArrayVarP(&paths, "filename", "f", nil, "file provider: YAML file or directory (repeatable)")
-	f.DurationVar(&interval, "poll-interval", time.Second, "how often to check the files (file provider) and the --config file for changes")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubernetes provider: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
-	f.StringVar(&xdsAddress, "xds-address", "127.0.0.1:8001", "address of the xDS (ADS) gRPC server")
-	f.StringVar(&xdsTLS.Cert, "xds-tls-cert", "", "xDS over mTLS: the server's certificate (PEM chain); read again when it changes")
-	f.StringVar(&xdsTLS.Key, "xds-tls-key", "", "xDS over mTLS: the server's private key (PEM)")
-	f.StringVar(&xdsTLS.ClientCA, "xds-tls-client-ca", "", "xDS over mTLS: the CA bundle (PEM) Envoy's client certificates must chain to; clients without one are refused")
-	f.StringVar(&adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
-	f.DurationVar(&debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	bf.add(f)
-	election.add(f)
+	sf.add(cmd.Flags())
 	return cmd
+}
+
+func (sf *serveFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&sf.provider, "provider", "file", "where resources come from: file or kubernetes")
+	f.StringArrayVarP(&sf.paths, "filename", "f", nil, "file provider: YAML file or directory (repeatable)")
+	f.DurationVar(&sf.interval, "poll-interval", time.Second, "how often to check the files (file provider) and the --config file for changes")
+	f.StringVar(&sf.kubeconfig, "kubeconfig", "", "kubernetes provider: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&sf.xdsAddress, "xds-address", "127.0.0.1:8001", "address of the xDS (ADS) gRPC server")
+	f.StringVar(&sf.xdsTLS.Cert, "xds-tls-cert", "", "xDS over mTLS: the server's certificate (PEM chain); read again when it changes")
+	f.StringVar(&sf.xdsTLS.Key, "xds-tls-key", "", "xDS over mTLS: the server's private key (PEM)")
+	f.StringVar(&sf.xdsTLS.ClientCA, "xds-tls-client-ca", "", "xDS over mTLS: the CA bundle (PEM) Envoy's client certificates must chain to; clients without one are refused")
+	f.StringVar(&sf.adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
+	f.DurationVar(&sf.debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
+	f.StringVar(&sf.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	sf.bf.add(f)
+	sf.election.add(f)
+}
+
+// run serves until SIGTERM or SIGINT.
+func (sf *serveFlags) run() error {
+	log, err := newLogger(sf.logLevel)
+	if err != nil {
+		return err
+	}
+	opts, fileCfg, exts, err := sf.bf.options()
+	if err != nil {
+		return err
+	}
+	cfg := serve.Config{Pipeline: opts, XDSAddress: sf.xdsAddress, AdminAddress: sf.adminAddress, Debounce: sf.debounce, Log: log, Extensions: exts}
+	if sf.xdsTLS.Set() {
+		if cfg.XDSTLS, err = xdstls.New(sf.xdsTLS, log); err != nil {
+			return err
+		}
+	}
+	if sf.bf.configFile != "" {
+		cfg.Options = configWatcher{path: sf.bf.configFile, base: opts, interval: sf.interval, log: log, extensions: fileCfg.Extensions,
+			controller: opts.Builder.GatewayControllerName}
+	}
+	switch sf.provider {
+	case "file":
+		err = sf.fileProvider(&cfg, fileCfg)
+	case "kubernetes":
+		err = sf.kubernetesProvider(&cfg, fileCfg)
+	default:
+		err = fmt.Errorf("unknown provider %q: use file or kubernetes", sf.provider)
+	}
+	if err != nil {
+		return err
+	}
+	if sf.election.enabled && sf.provider != "kubernetes" {
+		return fmt.Errorf("--leader-elect needs --provider kubernetes (the file provider writes no status)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve.Run(ctx, cfg)
+}
+
+// fileProvider sets up cfg to read the files of -f and log the statuses.
+func (sf *serveFlags) fileProvider(cfg *serve.Config, fileCfg *config.Config) error {
+	if len(sf.paths) == 0 {
+		return fmt.Errorf("the file provider needs files or directories: give them with -f")
+	}
+	// A mistyped path would otherwise serve an empty configuration,
+	// quietly.
+	files, err := file.Files(sf.paths)
+	if err != nil {
+		return fmt.Errorf("-f: %w", err)
+	}
+	if len(files) == 0 {
+		cfg.Log.Warn("no YAML or JSON files in the given paths: serving an empty configuration until some appear", "paths", sf.paths)
+	}
+	cfg.Provider = fileProvider{paths: sf.paths, interval: sf.interval, log: cfg.Log, extensionKinds: extensionKinds(fileCfg)}
+	cfg.Status = &statuswriter.Log{Log: cfg.Log}
+	return nil
+}
+
+// kubernetesProvider sets up cfg to watch the cluster and write the
+// statuses there (the leader only, with --leader-elect).
+func (sf *serveFlags) kubernetesProvider(cfg *serve.Config, fileCfg *config.Config) error {
+	p, err := kubernetes.New(sf.kubeconfig, cfg.Log, extensionKinds(fileCfg)...)
+	if err != nil {
+		return err
+	}
+	cfg.Provider = p
+	if sf.election.enabled {
+		e, err := sf.election.elector(p, cfg.Log)
+		if err != nil {
+			return err
+		}
+		cfg.Leader = e
+	}
+	// The controller name of the configuration at the start: the route
+	// parents and policy ancestors naming it are ours.
+	b := cfg.Pipeline.Builder
+	cfg.Status = &statuswriter.Kubernetes{Cache: p.Cache(), Client: p.Client(), Log: cfg.Log,
+		GatewayController: gwapiv1.GatewayController(b.GatewayControllerName)}
+	if b.GatewayServicePerGateway {
+		ns, _, _ := strings.Cut(b.EnvoyService, "/")
+		cfg.GatewayServices = &statuswriter.Services{Cache: p.Cache(), Client: p.Client(), Namespace: ns, Log: cfg.Log}
+	}
+	return nil
 }
 
 // electionFlags are serve's leader election settings.
 type electionFlags struct {
 	enabled bool
 	leader.Options
+}
+
+// elector campaigns for the Lease in p's cluster, with the Pod's namespace
+// and a unique identity unless the flags name them.
+func (e *electionFlags) elector(p *kubernetes.Provider, log *slog.Logger) (*leader.Elector, error) {
+	o := e.Options
+	if o.Namespace == "" {
+		o.Namespace = leader.DefaultNamespace()
+	}
+	if o.Identity == "" {
+		o.Identity = leader.DefaultIdentity()
+	}
+	return leader.New(p.RestConfig(), o, log)
 }
 
 func (e *electionFlags) add(f *pflag.FlagSet) {
@@ -505,12 +561,15 @@ func newLogger(level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
+// bootstrapFlags are bootstrap's settings.
+type bootstrapFlags struct {
+	o   bootstrap.Options
+	t   bootstrap.TLS
+	out string
+}
+
 func newBootstrapCommand() *cobra.Command {
-	var (
-		o   bootstrap.Options
-		t   bootstrap.TLS
-		out string
-	)
+	var bf bootstrapFlags
 	cmd := &cobra.Command{
 		Use:   "bootstrap",
 		Short: "Print the Envoy bootstrap that connects Envoy to the portcullis xDS server",
@@ -531,61 +590,77 @@ be absolute.`,
 		Example: `  portcullis bootstrap --xds-address 127.0.0.1:8001 -o /tmp/envoy.json && envoy -c /tmp/envoy.json
   portcullis bootstrap --xds-address portcullis.portcullis-system.svc:8001 -o /config/envoy.json \
     --xds-tls-cert /certs/tls.crt --xds-tls-key /certs/tls.key --xds-tls-ca /certs/ca.crt`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if t.CertFile != "" || t.KeyFile != "" || t.CAFile != "" {
-				if t.SDSDir == "" {
-					if out == "" || out == "-" {
-						return fmt.Errorf("--xds-tls-*: give --sds-dir (or -o: the SDS files go beside the bootstrap)")
-					}
-					abs, err := filepath.Abs(filepath.Dir(out))
-					if err != nil {
-						return err
-					}
-					t.SDSDir = abs
-				}
-				o.TLS = &t
-			}
-			b, err := bootstrap.Build(o)
-			if err != nil {
-				return err
-			}
-			sds, err := bootstrap.SDSFiles(o)
-			if err != nil {
-				return err
-			}
-			for name, content := range sds {
-				if err := writeAtomic(filepath.Join(t.SDSDir, name), append(content, '\n')); err != nil {
-					return err
-				}
-			}
-			if out == "" || out == "-" {
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return err
-			}
-			return os.WriteFile(out, append(b, '\n'), 0o644)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return bf.run(cmd) },
 	}
-	f := cmd.Flags()
+	bf.add(cmd.Flags())
+	return cmd
+}
+
+func (bf *bootstrapFlags) add(f *pflag.FlagSet) {
+	o, t := &bf.o, &bf.t
 	f.StringVar(&o.XDSAddress, "xds-address", "127.0.0.1:8001", "the portcullis xDS server, host:port")
 	f.StringVar(&o.AdminAddress, "envoy-admin-address", "127.0.0.1:9901", "where Envoy's admin interface listens (keep it on loopback)")
 	f.StringVar(&o.ReadyAddress, "ready-address", "", "a listener (host:port) that serves only GET /ready from the admin interface, for readiness probes from outside the Pod (the admin interface stays on loopback); empty for none")
 	f.StringVar(&o.NodeID, "node-id", "envoy", "this Envoy's node ID")
 	f.StringVar(&o.NodeCluster, "node-cluster", "portcullis", "this Envoy's node cluster")
 	f.BoolVar(&o.SotW, "sotw", false, "use state-of-the-world xDS instead of incremental (delta) xDS")
-	f.StringVarP(&out, "output", "o", "", "write the bootstrap to this file instead of standard output")
+	f.StringVarP(&bf.out, "output", "o", "", "write the bootstrap to this file instead of standard output")
 	f.StringVar(&t.CertFile, "xds-tls-cert", "", "xDS over mTLS: Envoy's client certificate file (PEM), as Envoy sees it; reloaded when it changes")
 	f.StringVar(&t.KeyFile, "xds-tls-key", "", "xDS over mTLS: its private key file (PEM), in the certificate's directory")
 	f.StringVar(&t.CAFile, "xds-tls-ca", "", "xDS over mTLS: the CA bundle file (PEM) the xDS server's certificate must chain to; reloaded when it changes")
 	f.StringVar(&t.ServerName, "xds-tls-server-name", "", "xDS over mTLS: the name sent as SNI, which the server's certificate must have as a subject alternative name (default: the host of --xds-address)")
 	f.StringVar(&t.SDSDir, "sds-dir", "", "xDS over mTLS: where to write the SDS files the bootstrap names (default: the directory of -o)")
-	return cmd
 }
+
+// run writes the SDS files (with --xds-tls-*), then prints or writes the
+// bootstrap.
+func (bf *bootstrapFlags) run(cmd *cobra.Command) error {
+	o, t, out := bf.o, bf.t, bf.out
+	toStdout := out == "" || out == "-"
+	if t.CertFile != "" || t.KeyFile != "" || t.CAFile != "" {
+		if t.SDSDir == "" {
+			if toStdout {
+				return fmt.Errorf("--xds-tls-*: give --sds-dir (or -o: the SDS files go beside the bootstrap)")
+			}
+			abs, err := filepath.Abs(filepath.Dir(out))
+			if err != nil {
+				return err
+			}
+			t.SDSDir = abs
+		}
+		o.TLS = &t
+	}
+	b, err := bootstrap.Build(o)
+	if err != nil {
+		return err
+	}
+	sds, err := bootstrap.SDSFiles(o)
+	if err != nil {
+		return err
+	}
+	for name, content := range sds {
+		if err := writeAtomic(filepath.Join(t.SDSDir, name), append(content, '\n')); err != nil {
+			return err
+		}
+	}
+	if toStdout {
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+		return err
+	}
+	return os.WriteFile(out, append(b, '\n'), envoyReadable)
+}
+
+// envoyReadable is the mode of the files bootstrap writes for Envoy: Envoy
+// may run as another user than bootstrap (an init container's), and they
+// hold no secret (the SDS files name the certificate and key files, which
+// keep their own modes).
+const envoyReadable os.FileMode = 0o644
 
 // writeAtomic writes a file through a rename: Envoy watches SDS files for
 // moves, and never reads half of one.
 func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, envoyReadable); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

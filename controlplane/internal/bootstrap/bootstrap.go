@@ -52,60 +52,15 @@ func Build(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin address: %w", err)
 	}
-	ads := &corev3.ConfigSource{
-		ResourceApiVersion:    corev3.ApiVersion_V3,
-		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
-	}
-	h2, err := anypb.New(&httpv3.HttpProtocolOptions{
-		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
-		}},
-	})
+	xds, err := xdsCluster(xdsHost, xdsPort, o.TLS)
 	if err != nil {
 		return nil, err
 	}
-	apiType := corev3.ApiConfigSource_DELTA_GRPC
-	if o.SotW {
-		apiType = corev3.ApiConfigSource_GRPC
-	}
-	var transport *corev3.TransportSocket
-	if o.TLS != nil {
-		t := *o.TLS
-		if err := t.validate(xdsHost); err != nil {
-			return nil, err
-		}
-		if transport, err = t.transportSocket(); err != nil {
-			return nil, err
-		}
-	}
 	b := &bootstrapv3.Bootstrap{
-		Node:  &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
-		Admin: &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
-		DynamicResources: &bootstrapv3.Bootstrap_DynamicResources{
-			AdsConfig: &corev3.ApiConfigSource{
-				ApiType:             apiType,
-				TransportApiVersion: corev3.ApiVersion_V3,
-				GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
-					EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSClusterName},
-				}}},
-				SetNodeOnFirstMessageOnly: true,
-			},
-			LdsConfig: ads,
-			CdsConfig: ads,
-		},
-		StaticResources: &bootstrapv3.Bootstrap_StaticResources{Clusters: []*clusterv3.Cluster{{
-			Name:                 XDSClusterName,
-			ConnectTimeout:       durationpb.New(5 * time.Second),
-			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS},
-			LoadAssignment: &endpointv3.ClusterLoadAssignment{
-				ClusterName: XDSClusterName,
-				Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
-					HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(xdsHost, xdsPort)}},
-				}}}},
-			},
-			TypedExtensionProtocolOptions: map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": h2},
-			TransportSocket:               transport,
-		}}},
+		Node:             &corev3.Node{Id: o.NodeID, Cluster: o.NodeCluster},
+		Admin:            &bootstrapv3.Admin{Address: socket(adminHost, adminPort)},
+		DynamicResources: dynamicResources(o.SotW),
+		StaticResources:  &bootstrapv3.Bootstrap_StaticResources{Clusters: []*clusterv3.Cluster{xds}},
 	}
 	if o.ReadyAddress != "" {
 		host, port, err := SplitHostPort(o.ReadyAddress)
@@ -123,6 +78,68 @@ func Build(o Options) ([]byte, error) {
 		return nil, err
 	}
 	return protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(b)
+}
+
+// dynamicResources takes listeners and clusters (and through them the
+// rest) over ADS from the xDS cluster: delta xDS, or state of the world
+// when sotw.
+func dynamicResources(sotw bool) *bootstrapv3.Bootstrap_DynamicResources {
+	ads := &corev3.ConfigSource{
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+	}
+	apiType := corev3.ApiConfigSource_DELTA_GRPC
+	if sotw {
+		apiType = corev3.ApiConfigSource_GRPC
+	}
+	return &bootstrapv3.Bootstrap_DynamicResources{
+		AdsConfig: &corev3.ApiConfigSource{
+			ApiType:             apiType,
+			TransportApiVersion: corev3.ApiVersion_V3,
+			GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
+				EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: XDSClusterName},
+			}}},
+			SetNodeOnFirstMessageOnly: true,
+		},
+		LdsConfig: ads,
+		CdsConfig: ads,
+	}
+}
+
+// xdsCluster is the static cluster of the xDS server: HTTP/2 (gRPC), over
+// mutual TLS when tlsOpts is set.
+func xdsCluster(host string, port uint32, tlsOpts *TLS) (*clusterv3.Cluster, error) {
+	h2, err := anypb.New(&httpv3.HttpProtocolOptions{
+		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var transport *corev3.TransportSocket
+	if tlsOpts != nil {
+		t := *tlsOpts
+		if err := t.validate(host); err != nil {
+			return nil, err
+		}
+		if transport, err = t.transportSocket(); err != nil {
+			return nil, err
+		}
+	}
+	return &clusterv3.Cluster{
+		Name:                 XDSClusterName,
+		ConnectTimeout:       durationpb.New(5 * time.Second),
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS},
+		LoadAssignment: &endpointv3.ClusterLoadAssignment{
+			ClusterName: XDSClusterName,
+			Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
+				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socket(host, port)}},
+			}}}},
+		},
+		TypedExtensionProtocolOptions: map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": h2},
+		TransportSocket:               transport,
+	}, nil
 }
 
 func socket(host string, port uint32) *corev3.Address {

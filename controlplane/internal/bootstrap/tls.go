@@ -36,10 +36,10 @@ type TLS struct {
 
 // Names of the SDS secrets and files.
 const (
-	ClientCertificateSecret = "xds_client_certificate"
-	TrustedCASecret         = "xds_trusted_ca"
-	clientCertificateFile   = "xds-client-certificate.json"
-	trustedCAFile           = "xds-trusted-ca.json"
+	ClientCertificateSDSName = "xds_client_certificate"
+	TrustedCASDSName         = "xds_trusted_ca"
+	clientCertificateFile    = "xds-client-certificate.json"
+	trustedCAFile            = "xds-trusted-ca.json"
 )
 
 func (t *TLS) validate(xdsHost string) error {
@@ -70,9 +70,9 @@ func (t *TLS) transportSocket() (*corev3.TransportSocket, error) {
 		Sni: sni,
 		CommonTlsContext: &tlsv3.CommonTlsContext{
 			AlpnProtocols:                  []string{"h2"},
-			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{t.sds(ClientCertificateSecret, clientCertificateFile)},
+			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{t.sds(ClientCertificateSDSName, clientCertificateFile)},
 			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{
-				ValidationContextSdsSecretConfig: t.sds(TrustedCASecret, trustedCAFile),
+				ValidationContextSdsSecretConfig: t.sds(TrustedCASDSName, trustedCAFile),
 			},
 		},
 	})
@@ -112,12 +112,12 @@ func SDSFiles(o Options) (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	for file, secret := range map[string]*tlsv3.Secret{
-		clientCertificateFile: {Name: ClientCertificateSecret, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+		clientCertificateFile: {Name: ClientCertificateSDSName, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
 			CertificateChain: fileSource(t.CertFile),
 			PrivateKey:       fileSource(t.KeyFile),
 			WatchedDirectory: &corev3.WatchedDirectory{Path: filepath.Dir(t.CertFile)},
 		}}},
-		trustedCAFile: {Name: TrustedCASecret, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+		trustedCAFile: {Name: TrustedCASDSName, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
 			TrustedCa:                 fileSource(t.CAFile),
 			WatchedDirectory:          &corev3.WatchedDirectory{Path: filepath.Dir(t.CAFile)},
 			MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{san},
