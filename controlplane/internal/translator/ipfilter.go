@@ -72,7 +72,17 @@ func ipFilterRules(f *ir.IPFilter) *rbacconfigv3.RBAC {
 // cidrRange is a block as Envoy takes it; the builder made it canonical.
 func cidrRange(cidr string) *corev3.CidrRange {
 	p := netip.MustParsePrefix(cidr)
-	return &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))}
+	return &corev3.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(prefixLen(p))}
+}
+
+// prefixLen is the length of a valid prefix, 0 to 128 (MustParsePrefix
+// refuses the others).
+func prefixLen(p netip.Prefix) uint32 {
+	bits := p.Bits()
+	if bits < 0 || bits > 128 {
+		panic("translator: not a valid prefix: " + p.String())
+	}
+	return uint32(bits)
 }
 
 // routesFilterIPs says whether a route of hosts filters clients by

@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"fmt"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	localratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -63,9 +65,19 @@ func localRateLimit(l *ir.LocalRateLimit, statPrefix string) *localratelimitv3.L
 		ResponseHeadersToAdd: headerValues(l.ResponseHeaders, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD),
 	}
 	if l.Status != 0 {
-		out.Status = &typev3.HttpStatus{Code: typev3.StatusCode(l.Status)}
+		out.Status = &typev3.HttpStatus{Code: statusCode(l.Status)}
 	}
 	return out
+}
+
+// statusCode is an HTTP status as Envoy's enum. The builder admits only
+// the statuses of the enum (400 to 511, envoyErrorStatuses): a larger one
+// is its bug, not to be wrapped around into another status.
+func statusCode(status uint32) typev3.StatusCode {
+	if status > 599 {
+		panic(fmt.Sprintf("translator: %d is not an HTTP status", status))
+	}
+	return typev3.StatusCode(status)
 }
 
 // allRequests is 100% of the requests, unless the runtime key says

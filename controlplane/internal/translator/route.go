@@ -272,31 +272,7 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	if g := r.GlobalRateLimits; g != nil && !g.Disabled {
 		a.RateLimits = rateLimits(g.Descriptors)
 	}
-	if len(r.Clusters) == 1 && r.Clusters[0].RequestHeaders == nil && r.Clusters[0].ResponseHeaders == nil && r.Clusters[0].CookieRewrites == nil {
-		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: r.Clusters[0].Cluster}
-	} else {
-		wc := &routev3.WeightedCluster{}
-		for _, c := range r.Clusters {
-			cw := &routev3.WeightedCluster_ClusterWeight{Name: c.Cluster, Weight: wrapperspb.UInt32(c.Weight)}
-			if p := c.RequestHeaders; p != nil {
-				cw.RequestHeadersToAdd = headerOptions(p)
-				cw.RequestHeadersToRemove = p.Remove
-				if p.HostRewrite != "" {
-					cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
-				}
-			}
-			if p := c.ResponseHeaders; p != nil {
-				cw.ResponseHeadersToAdd = headerOptions(p)
-				cw.ResponseHeadersToRemove = p.Remove
-			}
-			if c.CookieRewrites != nil {
-				// The HCM has the Lua filter: withRoutes saw the cluster.
-				cw.TypedPerFilterConfig = map[string]*anypb.Any{LuaFilterName: mustAny(cookieRewriteConfig(c.CookieRewrites))}
-			}
-			wc.Clusters = append(wc.Clusters, cw)
-		}
-		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
-	}
+	setClusters(a, r.Clusters)
 	if p := r.RequestHeaders; p != nil && p.HostRewrite != "" {
 		a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
 	}
@@ -315,6 +291,42 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 	}
 	a.RequestMirrorPolicies = mirrors(r.Mirrors)
 	return a
+}
+
+// setClusters sends the route to its one cluster, or to its weighted
+// clusters when there are several or one has policies of its own.
+func setClusters(a *routev3.RouteAction, clusters []ir.WeightedCluster) {
+	if len(clusters) == 1 && clusters[0].RequestHeaders == nil && clusters[0].ResponseHeaders == nil && clusters[0].CookieRewrites == nil {
+		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: clusters[0].Cluster}
+		return
+	}
+	wc := &routev3.WeightedCluster{}
+	for i := range clusters {
+		wc.Clusters = append(wc.Clusters, clusterWeight(&clusters[i]))
+	}
+	a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+}
+
+// clusterWeight is one weighted cluster, with its header policies and
+// cookie rewrites.
+func clusterWeight(c *ir.WeightedCluster) *routev3.WeightedCluster_ClusterWeight {
+	cw := &routev3.WeightedCluster_ClusterWeight{Name: c.Cluster, Weight: wrapperspb.UInt32(c.Weight)}
+	if p := c.RequestHeaders; p != nil {
+		cw.RequestHeadersToAdd = headerOptions(p)
+		cw.RequestHeadersToRemove = p.Remove
+		if p.HostRewrite != "" {
+			cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
+		}
+	}
+	if p := c.ResponseHeaders; p != nil {
+		cw.ResponseHeadersToAdd = headerOptions(p)
+		cw.ResponseHeadersToRemove = p.Remove
+	}
+	if c.CookieRewrites != nil {
+		// The HCM has the Lua filter: withRoutes saw the cluster.
+		cw.TypedPerFilterConfig = map[string]*anypb.Any{LuaFilterName: mustAny(cookieRewriteConfig(c.CookieRewrites))}
+	}
+	return cw
 }
 
 // headerOptions are a policy's headers to set (replacing the request's

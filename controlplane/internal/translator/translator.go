@@ -94,38 +94,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // routes in c (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	r := &Resources{Index: newIndex(m)}
-	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
-	// listener's filter chains), translated or taken from the cache.
-	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
-	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
-	translated := make([]cachedHost, len(hosts))
-	hit := make([]bool, len(hosts))
-	parallel.For(len(hosts), func(i int) { translated[i], hit[i] = c.secureHost(hosts[i]) })
-	c.commit(translated, hit)
-	var chains []*listenerv3.FilterChain
-	secure := make([]proto.Message, len(hosts))
-	if len(hosts) > 0 {
-		chains = make([]*listenerv3.FilterChain, len(hosts))
-	}
-	// The HTTPS listener serves the TLS hosts, through their own HCMs (and
-	// filters), and the fallback chain's. One allocation for all the
-	// hosts' entries: there can be ten thousand.
-	httpsHosts := make([]hostOrigins, len(hosts))
-	entries := make([]indexEntry, len(hosts))
-	for i, t := range translated {
-		chains[i], secure[i] = t.chain, t.route
-		httpsHosts[i] = secureHostOrigins(hosts[i])
-		entries[i].hosts = httpsHosts[i : i+1 : i+1]
-		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
-	}
-
-	// The hosts proxied over TCP have filter chains of their own
-	// (tcpproxy.go), among the TLS hosts' in FQDN order.
-	for _, vh := range m.TCPHosts {
-		chains = append(chains, tcpHostChain(vh))
-		httpsHosts = append(httpsHosts, tcpHostOrigins(vh))
-	}
-	sort.SliceStable(chains, func(i, j int) bool { return chains[i].Name < chains[j].Name })
+	chains, secure, httpsHosts := httpsChains(r, m, c)
 
 	// The shared HCMs' filters depend on every route they serve
 	// (routefilters.go).
@@ -154,7 +123,57 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	for _, l := range m.Listeners {
 		gatewayListener(r, l, m, opts)
 	}
+	addClustersAndSecrets(r, m)
+	sortByName(r.Listeners)
+	sortByName(r.Routes)
+	sortByName(r.Clusters)
+	sortByName(r.Endpoints)
+	sortByName(r.Secrets)
+	return r
+}
 
+// httpsChains are the HTTPS listener's filter chains of the TLS virtual
+// hosts (translated or taken from c) and of the hosts proxied over TCP, in
+// FQDN order; the TLS hosts' route configurations (indexed in r); and the
+// hosts the listener serves so far.
+func httpsChains(r *Resources, m *ir.Model, c *Cache) (chains []*listenerv3.FilterChain, secure []proto.Message, httpsHosts []hostOrigins) {
+	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
+	// listener's filter chains), translated or taken from the cache.
+	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
+	translated := make([]cachedHost, len(hosts))
+	hit := make([]bool, len(hosts))
+	parallel.For(len(hosts), func(i int) { translated[i], hit[i] = c.secureHost(hosts[i]) })
+	c.commit(translated, hit)
+	secure = make([]proto.Message, len(hosts))
+	if len(hosts) > 0 {
+		chains = make([]*listenerv3.FilterChain, len(hosts))
+	}
+	// The HTTPS listener serves the TLS hosts, through their own HCMs (and
+	// filters), and the fallback chain's. One allocation for all the
+	// hosts' entries: there can be ten thousand.
+	httpsHosts = make([]hostOrigins, len(hosts))
+	entries := make([]indexEntry, len(hosts))
+	for i, t := range translated {
+		chains[i], secure[i] = t.chain, t.route
+		httpsHosts[i] = secureHostOrigins(hosts[i])
+		entries[i].hosts = httpsHosts[i : i+1 : i+1]
+		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
+	}
+
+	// The hosts proxied over TCP have filter chains of their own
+	// (tcpproxy.go), among the TLS hosts' in FQDN order.
+	for _, vh := range m.TCPHosts {
+		chains = append(chains, tcpHostChain(vh))
+		httpsHosts = append(httpsHosts, tcpHostOrigins(vh))
+	}
+	sort.SliceStable(chains, func(i, j int) bool { return chains[i].Name < chains[j].Name })
+	return chains, secure, httpsHosts
+}
+
+// addClustersAndSecrets adds the model's clusters, their endpoints (but
+// for DNS and extension clusters) and its secrets to r, indexed.
+func addClustersAndSecrets(r *Resources, m *ir.Model) {
 	for _, c := range m.Clusters {
 		r.Clusters = append(r.Clusters, cluster(c))
 		e := &indexEntry{origins: c.Origins}
@@ -168,12 +187,6 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		r.Secrets = append(r.Secrets, secret(s))
 		r.Index.add(resourcev3.SecretType, s.Name, &indexEntry{origins: s.Origins})
 	}
-	sortByName(r.Listeners)
-	sortByName(r.Routes)
-	sortByName(r.Clusters)
-	sortByName(r.Endpoints)
-	sortByName(r.Secrets)
-	return r
 }
 
 // ResourceName returns the xDS name of an Envoy resource.
