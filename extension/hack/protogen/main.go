@@ -248,10 +248,12 @@ func write(dir string, files map[string][]byte) error {
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		// Owner-only modes for new files and directories (git records
+		// none but the executable bit).
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, content, 0o644); err != nil {
+		if err := os.WriteFile(p, content, 0o600); err != nil {
 			return err
 		}
 	}

@@ -187,7 +187,7 @@ func (e *Extension) PostRouteModify(_ context.Context, req *v1alpha1.PostRouteMo
 	if r == nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: the request has no route", where)
 	}
-	var filters []*BasicAuthFilter
+	var filters []*Filter
 	for _, res := range req.GetExtensionResources() {
 		f, err := decode(res)
 		if err != nil {

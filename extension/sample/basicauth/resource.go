@@ -26,7 +26,7 @@ const (
 // settings; an unknown one makes it fail closed with 500, so a
 // BasicAuthFilter may not set them through spec.context.
 const (
-	HtpasswdKeyPrefix = "htpasswd.portcullis.dev/"
+	HtpasswdKeyPrefix = "htpasswd.portcullis.dev/" //nolint:gosec // G101: a context key prefix named after the htpasswd server, no credential; renaming the exported name would break users
 	RealmKey          = HtpasswdKeyPrefix + "realm"
 )
 
@@ -39,17 +39,17 @@ const (
 	FilterKey = "basicauth-filter" // "<namespace>/<name>" of the BasicAuthFilter
 )
 
-// BasicAuthFilter is the Go type of the CRD (crd.yaml).
-type BasicAuthFilter struct {
+// Filter is the Go type of the BasicAuthFilter CRD (crd.yaml).
+type Filter struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              BasicAuthFilterSpec `json:"spec"`
+	Spec              FilterSpec `json:"spec"`
 	// Status is accepted (the API server serves it) and ignored.
 	Status map[string]any `json:"status,omitempty"`
 }
 
-// BasicAuthFilterSpec is what a BasicAuthFilter asks for.
-type BasicAuthFilterSpec struct {
+// FilterSpec is what a BasicAuthFilter asks for.
+type FilterSpec struct {
 	// Realm is the realm of the check: it selects the users (htpasswd
 	// Secrets annotated with this realm, plus users of every realm) and is
 	// shown in the challenge, WWW-Authenticate: Basic realm="<realm>".
@@ -65,11 +65,11 @@ type BasicAuthFilterSpec struct {
 }
 
 // ref is "<namespace>/<name>" of the filter.
-func (f *BasicAuthFilter) ref() string { return f.Namespace + "/" + f.Name }
+func (f *Filter) ref() string { return f.Namespace + "/" + f.Name }
 
 // decode reads one extension resource as a BasicAuthFilter and checks it.
 // Its error names the resource, and says what is wrong.
-func decode(r *v1alpha1.ExtensionResource) (*BasicAuthFilter, error) {
+func decode(r *v1alpha1.ExtensionResource) (*Filter, error) {
 	u, err := sdk.Unstructured(r)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func decode(r *v1alpha1.ExtensionResource) (*BasicAuthFilter, error) {
 	if gvk := u.GroupVersionKind(); gvk.Group != Group || gvk.Version != Version || gvk.Kind != Kind {
 		return nil, fmt.Errorf("%s: not a %s/%s %s (is the extension registered with other resources?)", name, Group, Version, Kind)
 	}
-	f, err := sdk.DecodeAs[BasicAuthFilter](r)
+	f, err := sdk.DecodeAs[Filter](r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -91,7 +91,7 @@ func decode(r *v1alpha1.ExtensionResource) (*BasicAuthFilter, error) {
 // validate checks the spec with the htpasswd server's own rules, so that
 // what it would refuse at request time (a 500 for every request) is
 // refused here instead, on the route's status.
-func (s *BasicAuthFilterSpec) validate() error {
+func (s *FilterSpec) validate() error {
 	if s.Realm != "" {
 		if err := validRealm(s.Realm); err != nil {
 			return fmt.Errorf("spec.realm: %w", err)

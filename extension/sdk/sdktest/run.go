@@ -101,127 +101,175 @@ func Resource(t testing.TB, obj any) *v1alpha1.ExtensionResource {
 // that.
 func Run(t testing.TB, srv v1alpha1.ExtensionServerServer, cfg Config) *Result {
 	t.Helper()
-	c := Serve(t, srv)
-	ctx := context.Background()
+	r := &runner{t: t, ctx: context.Background(), c: Serve(t, srv), cfg: cfg}
 	out := &Result{
 		Listeners:           clones(cfg.Listeners),
 		RouteConfigurations: clones(cfg.RouteConfigurations),
 		Clusters:            clones(cfg.Clusters),
 		Secrets:             clones(cfg.Secrets),
 	}
-
-	// PostTranslateInsert.
-	ins, err := c.PostTranslateInsert(ctx, &v1alpha1.PostTranslateInsertRequest{})
-	if err != nil {
-		t.Fatalf("PostTranslateInsert: %v", err)
-	}
-	checkAdded(t, "cluster", out.Clusters, ins.GetClusters())
-	checkAdded(t, "secret", out.Secrets, ins.GetSecrets())
-	out.Clusters = append(out.Clusters, ins.GetClusters()...)
-	out.Secrets = append(out.Secrets, ins.GetSecrets()...)
-
-	// PostClusterModify, for each backend's cluster.
-	for i, cl := range out.Clusters {
-		backend, ok := cfg.Backends[cl.GetName()]
-		if !ok {
-			continue
-		}
-		resp, err := c.PostClusterModify(ctx, &v1alpha1.PostClusterModifyRequest{Cluster: cl, Backend: backend,
-			Context: &v1alpha1.ClusterContext{Origins: cfg.Origins[cl.GetName()]}})
-		if err != nil {
-			t.Fatalf("PostClusterModify of cluster %q: %v", cl.GetName(), err)
-		}
-		if resp.GetCluster() == nil || resp.GetCluster().GetName() != cl.GetName() {
-			t.Fatalf("PostClusterModify of cluster %q: answered %v; the cluster must be returned with its name", cl.GetName(), resp.GetCluster())
-		}
-		out.Clusters[i] = resp.GetCluster()
-	}
-
-	// PostRouteModify, for every route first, then PostVirtualHostModify
+	r.postTranslateInsert(out)
+	r.postClusterModify(out)
+	// PostRouteModify for every route first, then PostVirtualHostModify
 	// with the routes as PostRouteModify left them.
-	for _, rc := range out.RouteConfigurations {
-		for _, vh := range rc.GetVirtualHosts() {
-			for i, r := range vh.GetRoutes() {
-				for _, in := range cfg.Routes {
-					if r.GetName() == "" || r.GetName() != in.Name {
-						continue
-					}
-					rctx := proto.Clone(orEmpty(in.Context)).(*v1alpha1.RouteContext)
-					if len(rctx.GetHostnames()) == 0 {
-						rctx.Hostnames = hostnames(vh)
-					}
-					resp, err := c.PostRouteModify(ctx, &v1alpha1.PostRouteModifyRequest{Route: r, Context: rctx, ExtensionResources: in.ExtensionResources})
-					if err != nil {
-						t.Fatalf("PostRouteModify of route %q of virtual host %q of RouteConfiguration %q: %v", r.GetName(), vh.GetName(), rc.GetName(), err)
-					}
-					if got := resp.GetRoute(); got == nil || got.GetName() != r.GetName() {
-						t.Fatalf("PostRouteModify of route %q of virtual host %q: the answer has no route, or one named %q (the name must not change)", r.GetName(), vh.GetName(), got.GetName())
-					}
-					vh.Routes[i] = resp.GetRoute()
-				}
-			}
-		}
-	}
-	for _, rc := range out.RouteConfigurations {
-		var vhs []*routev3.VirtualHost
-		for _, vh := range rc.GetVirtualHosts() {
-			resp, err := c.PostVirtualHostModify(ctx, &v1alpha1.PostVirtualHostModifyRequest{
-				VirtualHost: vh, Context: &v1alpha1.VirtualHostContext{Origins: cfg.Origins[vh.GetName()]}})
-			if err != nil {
-				t.Fatalf("PostVirtualHostModify of virtual host %q of RouteConfiguration %q: %v", vh.GetName(), rc.GetName(), err)
-			}
-			if got := resp.GetVirtualHost(); got != nil {
-				if got.GetName() != vh.GetName() || !slices.Equal(got.GetDomains(), vh.GetDomains()) {
-					t.Fatalf("PostVirtualHostModify of virtual host %q of RouteConfiguration %q: the answer's name or domains changed (%q, %v)", vh.GetName(), rc.GetName(), got.GetName(), got.GetDomains())
-				}
-				vhs = append(vhs, got)
-			}
-		}
-		rc.VirtualHosts = vhs
-	}
-
-	// PostHTTPListenerModify.
-	var ls []*listenerv3.Listener
-	for _, l := range out.Listeners {
-		if !hasHCM(l) {
-			ls = append(ls, l)
-			continue
-		}
-		resp, err := c.PostHTTPListenerModify(ctx, &v1alpha1.PostHTTPListenerModifyRequest{
-			Listener: l, Context: &v1alpha1.HTTPListenerContext{Origins: cfg.Origins[l.GetName()]}})
-		if err != nil {
-			t.Fatalf("PostHTTPListenerModify of listener %q: %v", l.GetName(), err)
-		}
-		if got := resp.GetListener(); got != nil {
-			if got.GetName() != l.GetName() || !proto.Equal(got.GetAddress(), l.GetAddress()) {
-				t.Fatalf("PostHTTPListenerModify of listener %q: the answer's name or address changed", l.GetName())
-			}
-			ls = append(ls, got)
-		}
-	}
-	out.Listeners = ls
-
-	// PostTranslateModify, on the configuration sorted by name.
-	sortByName(out.Clusters)
-	sortByName(out.Secrets)
-	sortByName(out.Listeners)
-	sortByName(out.RouteConfigurations)
-	all, err := c.PostTranslateModify(ctx, &v1alpha1.PostTranslateModifyRequest{
-		Clusters: out.Clusters, Secrets: out.Secrets, Listeners: out.Listeners, RouteConfigurations: out.RouteConfigurations})
-	if err != nil {
-		t.Fatalf("PostTranslateModify: %v", err)
-	}
-	out = &Result{Listeners: all.GetListeners(), RouteConfigurations: all.GetRouteConfigurations(), Clusters: all.GetClusters(), Secrets: all.GetSecrets()}
-	sortByName(out.Clusters)
-	sortByName(out.Secrets)
-	sortByName(out.Listeners)
-	sortByName(out.RouteConfigurations)
+	r.postRouteModify(out)
+	r.postVirtualHostModify(out)
+	r.postHTTPListenerModify(out)
+	out = r.postTranslateModify(out)
 
 	validateAll(t, "Listener", out.Listeners)
 	validateAll(t, "RouteConfiguration", out.RouteConfigurations)
 	validateAll(t, "Cluster", out.Clusters)
 	validateAll(t, "Secret", out.Secrets)
 	return out
+}
+
+// runner calls one extension's hooks for Run, one method per hook, each
+// changing the Result in place.
+type runner struct {
+	t   testing.TB
+	ctx context.Context
+	c   v1alpha1.ExtensionServerClient
+	cfg Config
+}
+
+// postTranslateInsert adds the extension's clusters and secrets.
+func (r *runner) postTranslateInsert(out *Result) {
+	r.t.Helper()
+	ins, err := r.c.PostTranslateInsert(r.ctx, &v1alpha1.PostTranslateInsertRequest{})
+	if err != nil {
+		r.t.Fatalf("PostTranslateInsert: %v", err)
+	}
+	checkAdded(r.t, "cluster", out.Clusters, ins.GetClusters())
+	checkAdded(r.t, "secret", out.Secrets, ins.GetSecrets())
+	out.Clusters = append(out.Clusters, ins.GetClusters()...)
+	out.Secrets = append(out.Secrets, ins.GetSecrets()...)
+}
+
+// postClusterModify calls PostClusterModify for each backend's cluster.
+func (r *runner) postClusterModify(out *Result) {
+	r.t.Helper()
+	for i, cl := range out.Clusters {
+		backend, ok := r.cfg.Backends[cl.GetName()]
+		if !ok {
+			continue
+		}
+		resp, err := r.c.PostClusterModify(r.ctx, &v1alpha1.PostClusterModifyRequest{Cluster: cl, Backend: backend,
+			Context: &v1alpha1.ClusterContext{Origins: r.cfg.Origins[cl.GetName()]}})
+		if err != nil {
+			r.t.Fatalf("PostClusterModify of cluster %q: %v", cl.GetName(), err)
+		}
+		if resp.GetCluster() == nil || resp.GetCluster().GetName() != cl.GetName() {
+			r.t.Fatalf("PostClusterModify of cluster %q: answered %v; the cluster must be returned with its name", cl.GetName(), resp.GetCluster())
+		}
+		out.Clusters[i] = resp.GetCluster()
+	}
+}
+
+// postRouteModify calls PostRouteModify for each route of cfg.Routes, in
+// every virtual host.
+func (r *runner) postRouteModify(out *Result) {
+	r.t.Helper()
+	for _, rc := range out.RouteConfigurations {
+		for _, vh := range rc.GetVirtualHosts() {
+			for i, route := range vh.GetRoutes() {
+				for _, in := range r.cfg.Routes {
+					if route.GetName() == "" || route.GetName() != in.Name {
+						continue
+					}
+					vh.Routes[i] = r.modifyRoute(rc, vh, route, in)
+				}
+			}
+		}
+	}
+}
+
+// modifyRoute calls PostRouteModify on route of vh, as in says.
+func (r *runner) modifyRoute(rc *routev3.RouteConfiguration, vh *routev3.VirtualHost, route *routev3.Route, in RouteInput) *routev3.Route {
+	r.t.Helper()
+	rctx := proto.Clone(orEmpty(in.Context)).(*v1alpha1.RouteContext)
+	if len(rctx.GetHostnames()) == 0 {
+		rctx.Hostnames = hostnames(vh)
+	}
+	resp, err := r.c.PostRouteModify(r.ctx, &v1alpha1.PostRouteModifyRequest{Route: route, Context: rctx, ExtensionResources: in.ExtensionResources})
+	if err != nil {
+		r.t.Fatalf("PostRouteModify of route %q of virtual host %q of RouteConfiguration %q: %v", route.GetName(), vh.GetName(), rc.GetName(), err)
+	}
+	if got := resp.GetRoute(); got == nil || got.GetName() != route.GetName() {
+		r.t.Fatalf("PostRouteModify of route %q of virtual host %q: the answer has no route, or one named %q (the name must not change)", route.GetName(), vh.GetName(), got.GetName())
+	}
+	return resp.GetRoute()
+}
+
+// postVirtualHostModify calls PostVirtualHostModify for every virtual
+// host; an unset answer drops it.
+func (r *runner) postVirtualHostModify(out *Result) {
+	r.t.Helper()
+	for _, rc := range out.RouteConfigurations {
+		var vhs []*routev3.VirtualHost
+		for _, vh := range rc.GetVirtualHosts() {
+			resp, err := r.c.PostVirtualHostModify(r.ctx, &v1alpha1.PostVirtualHostModifyRequest{
+				VirtualHost: vh, Context: &v1alpha1.VirtualHostContext{Origins: r.cfg.Origins[vh.GetName()]}})
+			if err != nil {
+				r.t.Fatalf("PostVirtualHostModify of virtual host %q of RouteConfiguration %q: %v", vh.GetName(), rc.GetName(), err)
+			}
+			if got := resp.GetVirtualHost(); got != nil {
+				if got.GetName() != vh.GetName() || !slices.Equal(got.GetDomains(), vh.GetDomains()) {
+					r.t.Fatalf("PostVirtualHostModify of virtual host %q of RouteConfiguration %q: the answer's name or domains changed (%q, %v)", vh.GetName(), rc.GetName(), got.GetName(), got.GetDomains())
+				}
+				vhs = append(vhs, got)
+			}
+		}
+		rc.VirtualHosts = vhs
+	}
+}
+
+// postHTTPListenerModify calls PostHTTPListenerModify for every listener
+// with an HTTP connection manager; an unset answer drops it.
+func (r *runner) postHTTPListenerModify(out *Result) {
+	r.t.Helper()
+	var ls []*listenerv3.Listener
+	for _, l := range out.Listeners {
+		if !hasHCM(l) {
+			ls = append(ls, l)
+			continue
+		}
+		resp, err := r.c.PostHTTPListenerModify(r.ctx, &v1alpha1.PostHTTPListenerModifyRequest{
+			Listener: l, Context: &v1alpha1.HTTPListenerContext{Origins: r.cfg.Origins[l.GetName()]}})
+		if err != nil {
+			r.t.Fatalf("PostHTTPListenerModify of listener %q: %v", l.GetName(), err)
+		}
+		if got := resp.GetListener(); got != nil {
+			if got.GetName() != l.GetName() || !proto.Equal(got.GetAddress(), l.GetAddress()) {
+				r.t.Fatalf("PostHTTPListenerModify of listener %q: the answer's name or address changed", l.GetName())
+			}
+			ls = append(ls, got)
+		}
+	}
+	out.Listeners = ls
+}
+
+// postTranslateModify calls PostTranslateModify on the configuration
+// sorted by name; its answer, sorted, replaces everything.
+func (r *runner) postTranslateModify(out *Result) *Result {
+	r.t.Helper()
+	out.sort()
+	all, err := r.c.PostTranslateModify(r.ctx, &v1alpha1.PostTranslateModifyRequest{
+		Clusters: out.Clusters, Secrets: out.Secrets, Listeners: out.Listeners, RouteConfigurations: out.RouteConfigurations})
+	if err != nil {
+		r.t.Fatalf("PostTranslateModify: %v", err)
+	}
+	res := &Result{Listeners: all.GetListeners(), RouteConfigurations: all.GetRouteConfigurations(), Clusters: all.GetClusters(), Secrets: all.GetSecrets()}
+	res.sort()
+	return res
+}
+
+// sort sorts each kind of resource by name.
+func (res *Result) sort() {
+	sortByName(res.Clusters)
+	sortByName(res.Secrets)
+	sortByName(res.Listeners)
+	sortByName(res.RouteConfigurations)
 }
 
 type named interface {
