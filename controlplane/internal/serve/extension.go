@@ -140,7 +140,9 @@ func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	extdiff.WriteChain(w, changes, run.failures, run.after == nil)
+	// Its only error is the write's: the client gone, with the status
+	// sent, has no one left to tell.
+	_ = extdiff.WriteChain(w, changes, run.failures, run.after == nil)
 }
 
 // setExtensionEndpoints gives the extensions reached through an

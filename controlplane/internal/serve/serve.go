@@ -191,27 +191,62 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go func() { errc <- s.xds.Serve(ctx, xdsLis, xdsTLS) }()
 	if cfg.AdminAddress != "" {
-		adminLis, err := net.Listen("tcp", cfg.AdminAddress)
-		if err != nil {
+		if err := s.serveAdmin(ctx, cfg.AdminAddress, errc); err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			<-ctx.Done()
-			srv.Close()
-		}()
-		go func() {
-			if err := srv.Serve(adminLis); !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}()
 	}
 	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "mTLS", cfg.XDSTLS != nil, "admin", cfg.AdminAddress)
 
+	updates, options := watchInputs(ctx, cfg, errc)
+	go s.loop(ctx, updates, options)
+	if cfg.Leader == nil {
+		go s.write(ctx)
+	} else {
+		release := campaign(ctx, cancel, cfg.Leader, s.lead, cfg.Log)
+		defer release()
+	}
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
+
+// serveAdmin serves the admin endpoint on addr until ctx ends; an error
+// of the server goes to errc.
+func (s *Server) serveAdmin(ctx context.Context, addr string, errc chan<- error) error {
+	adminLis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		// Serve returns ErrServerClosed whatever closing the listener
+		// says: on the way out there is nothing else to do.
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(adminLis); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return nil
+}
+
+// watchInputs runs the provider, and the options' source when there is
+// one, until ctx ends. Each channel holds only the newest value: every
+// snapshot and every options value is complete, so an older one that
+// was not read yet is dropped.
+func watchInputs(ctx context.Context, cfg Config, errc chan<- error) (<-chan *objects.Set, <-chan pipeline.Options) {
 	updates := make(chan *objects.Set, 1)
 	go func() {
 		errc <- cfg.Provider.Run(ctx, func(set *objects.Set) {
-			// Keep only the newest snapshot: each one is complete.
 			select {
 			case <-updates:
 			default:
@@ -229,37 +264,27 @@ func Run(ctx context.Context, cfg Config) error {
 			options <- o
 		})
 	}
-	go s.loop(ctx, updates, options)
-	if cfg.Leader == nil {
-		go s.write(ctx)
-	} else {
-		// Every replica watches, builds and serves xDS; only the leader
-		// writes to the API server (status, the Gateways' Services).
-		led := make(chan struct{})
-		go func() {
-			defer close(led)
-			cfg.Leader.Run(ctx, s.lead)
-		}()
-		// On the way out the leader releases the Lease, so that another
-		// replica takes over at once rather than after its duration.
-		defer func() {
-			cancel()
-			select {
-			case <-led:
-			case <-time.After(5 * time.Second):
-				cfg.Log.Warn("leader election: the lease was not released in time")
-			}
-		}()
-	}
+	return updates, options
+}
 
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-errc:
-		if ctx.Err() != nil {
-			return nil
+// campaign runs the leader election: every replica watches, builds and
+// serves xDS; only the leader writes to the API server (status, the
+// Gateways' Services), in lead. release ends it on the way out, waiting
+// (5 s at most) for the leader to release the Lease, so that another
+// replica takes over at once rather than after its duration.
+func campaign(ctx context.Context, cancel context.CancelFunc, l Leadership, lead func(context.Context), log *slog.Logger) (release func()) {
+	led := make(chan struct{})
+	go func() {
+		defer close(led)
+		l.Run(ctx, lead)
+	}()
+	return func() {
+		cancel()
+		select {
+		case <-led:
+		case <-time.After(5 * time.Second):
+			log.Warn("leader election: the lease was not released in time")
 		}
-		return err
 	}
 }
 
@@ -570,7 +595,7 @@ func (s *Server) writeStatuses(ctx context.Context) {
 // to loopback or a private interface.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeOK(w) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
 		ready := s.ready
@@ -579,7 +604,7 @@ func (s *Server) adminHandler() http.Handler {
 			http.Error(w, "no configuration built yet", http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ok\n"))
+		writeOK(w)
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
@@ -626,9 +651,18 @@ func (s *Server) adminHandler() http.Handler {
 	return mux
 }
 
+// writeOK answers a probe. A failed write is the prober gone: there is
+// no one left to tell.
+func writeOK(w http.ResponseWriter) {
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// writeJSON answers v as indented JSON. The values are the server's own
+// (they encode); a failed write is the client gone, and with the status
+// sent there is no one left to tell.
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(v)
+	_ = enc.Encode(v)
 }
