@@ -48,11 +48,11 @@ var Hooks = []Hook{
 type FailurePolicy string
 
 const (
-	// FailClosed: any failure keeps the last good configuration (Apply
+	// FailClosed keeps the last good configuration on any failure (Apply
 	// returns no Resources: do not publish).
 	FailClosed FailurePolicy = "Closed"
-	// FailOpen: the failed hook's change is skipped, its input kept, and
-	// the rest applies.
+	// FailOpen skips the failed hook's change, keeping its input, and
+	// applies the rest.
 	FailOpen FailurePolicy = "Open"
 )
 
@@ -149,8 +149,17 @@ func (r *Registration) Subscribed(h Hook) bool { return slices.Contains(r.Hooks,
 // Validate says what is wrong with the registration, every problem at
 // once, each naming its field; nil when it is usable.
 func (r *Registration) Validate() error {
-	var errs []error
 	w := r.where()
+	errs := r.validateConnection(w)
+	errs = append(errs, r.validateHooks(w)...)
+	errs = append(errs, r.validateLimits(w)...)
+	errs = append(errs, r.validateKinds(w)...)
+	return errors.Join(errs...)
+}
+
+// validateConnection checks the name and how the extension is reached.
+func (r *Registration) validateConnection(w string) []error {
+	var errs []error
 	if r.Name == "" {
 		errs = append(errs, fmt.Errorf("%s.name: required (names the extension in logs, metrics and conditions)", w))
 	}
@@ -167,6 +176,13 @@ func (r *Registration) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.tls: certFile and keyFile go together (the client certificate and its key)", w))
 		}
 	}
+	return errs
+}
+
+// validateHooks checks that the hooks are known, listed once, and at
+// least one.
+func (r *Registration) validateHooks(w string) []error {
+	var errs []error
 	if len(r.Hooks) == 0 {
 		errs = append(errs, fmt.Errorf("%s.hooks: subscribe to at least one of %v", w, Hooks))
 	}
@@ -180,6 +196,13 @@ func (r *Registration) Validate() error {
 		}
 		seen[h] = true
 	}
+	return errs
+}
+
+// validateLimits checks the failure policy, the timeout, the budget and
+// the bounds.
+func (r *Registration) validateLimits(w string) []error {
+	var errs []error
 	if r.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("%s.timeout: %v is negative", w, r.Timeout))
 	}
@@ -199,8 +222,7 @@ func (r *Registration) Validate() error {
 	} else if d := r.withDefaults(); r.Timeout >= 0 && d.PhaseBudget < d.Timeout {
 		errs = append(errs, fmt.Errorf("%s.phaseBudget: %v is shorter than the timeout of one call (%v)", w, d.PhaseBudget, d.Timeout))
 	}
-	errs = append(errs, r.validateKinds(w)...)
-	return errors.Join(errs...)
+	return errs
 }
 
 // validateKinds checks the kinds, and that each kind reaches a hook the
@@ -214,20 +236,35 @@ func (r *Registration) validateKinds(w string) []error {
 		kinds []schema.GroupVersionKind
 	}{{"resources", r.Resources}, {"backendResources", r.BackendResources}, {"policyResources", r.PolicyResources}} {
 		for i, k := range l.kinds {
-			at := fmt.Sprintf("%s.%s[%d]", w, l.field, i)
-			switch {
-			case k.Kind == "" || k.Version == "":
-				errs = append(errs, fmt.Errorf("%s: group, version and kind are required, got %q", at, k.String()))
-			case slices.Contains(ourGroups, k.Group):
-				errs = append(errs, fmt.Errorf("%s: %s: the group %q is one Portcullis reads itself; an extension registers kinds of its own group", at, k.Kind, k.Group))
-			case slices.Contains(ourKinds, k.Kind):
-				errs = append(errs, fmt.Errorf("%s: %s: a kind named as one of Portcullis's own (statuses and conditions name objects by kind): rename it", at, k.Kind))
-			case seen[k.GroupKind()]:
-				errs = append(errs, fmt.Errorf("%s: %s listed twice", at, k.GroupKind()))
+			if err := kindProblem(fmt.Sprintf("%s.%s[%d]", w, l.field, i), k, seen); err != nil {
+				errs = append(errs, err)
 			}
 			seen[k.GroupKind()] = true
 		}
 	}
+	return append(errs, r.validateKindHooks(w)...)
+}
+
+// kindProblem is what is wrong with kind k (at names it), given the kinds
+// seen before it; nil when nothing.
+func kindProblem(at string, k schema.GroupVersionKind, seen map[schema.GroupKind]bool) error {
+	switch {
+	case k.Kind == "" || k.Version == "":
+		return fmt.Errorf("%s: group, version and kind are required, got %q", at, k.String())
+	case slices.Contains(ourGroups, k.Group):
+		return fmt.Errorf("%s: %s: the group %q is one Portcullis reads itself; an extension registers kinds of its own group", at, k.Kind, k.Group)
+	case slices.Contains(ourKinds, k.Kind):
+		return fmt.Errorf("%s: %s: a kind named as one of Portcullis's own (statuses and conditions name objects by kind): rename it", at, k.Kind)
+	case seen[k.GroupKind()]:
+		return fmt.Errorf("%s: %s listed twice", at, k.GroupKind())
+	}
+	return nil
+}
+
+// validateKindHooks checks that the kinds and the hooks they drive come
+// together.
+func (r *Registration) validateKindHooks(w string) []error {
+	var errs []error
 	routeKinds := len(r.Resources)+len(r.PolicyResources) > 0
 	switch {
 	case routeKinds && !r.Subscribed(HookPostRouteModify):

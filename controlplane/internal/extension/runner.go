@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -12,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -61,6 +62,7 @@ type Refs struct {
 // Outcome is how one hook call ended, as the metric's label says.
 type Outcome string
 
+// The outcomes.
 const (
 	OutcomeOK      Outcome = "ok"      // called; a valid answer
 	OutcomeCached  Outcome = "cached"  // not called: the same request's last answer, still valid
@@ -356,60 +358,17 @@ func invalidf(format string, args ...any) error { return &invalid{msg: fmt.Sprin
 func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), check func(Resp) error) (Resp, bool) {
 	var zero Resp
-	id := identityKey{hook, about.identity}
-	key, known := ru.r.keys[id]
-	if about.identity == nil || !known {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
-		if err != nil {
-			ru.fail(hook, about, OutcomeError, codes.Internal, "marshal the request: "+err.Error())
-			return zero, false
-		}
-		key = cacheKey{hook: hook, sum: sha256.Sum256(b)}
-	}
-	ru.mu.Lock()
-	if about.identity != nil {
-		ru.keys[id] = key
-	}
-	cached, ok := ru.used[key]
+	key, ok := ru.requestKey(hook, about, req)
 	if !ok {
-		cached, ok = ru.r.cache[key]
+		return zero, false
 	}
-	ru.mu.Unlock()
 	var resp Resp
-	var err error
 	outcome := OutcomeCached
-	if ok {
+	if cached, ok := ru.answered(hook, about, key); ok {
 		resp = cached.(Resp)
 	} else {
 		outcome = OutcomeOK
-		select {
-		case ru.sem <- struct{}{}:
-		case <-ru.ctx.Done():
-			ru.fail(hook, about, OutcomeTimeout, codes.DeadlineExceeded, fmt.Sprintf("not called: the phase budget (%v) of the extension's calls ran out", ru.r.reg.PhaseBudget))
-			return zero, false
-		}
-		// A call whose own deadline is past the budget's is cut by the
-		// budget: its failure says so.
-		budgetCut := false
-		if d, ok := ru.ctx.Deadline(); ok && time.Until(d) <= ru.r.reg.Timeout {
-			budgetCut = true
-		}
-		cctx, cancel := context.WithTimeout(ru.ctx, ru.r.reg.Timeout)
-		resp, err = rpc(cctx, req, ru.r.callOpts...)
-		cancel()
-		<-ru.sem
-		if err != nil {
-			st := status.Convert(err)
-			o, msg := OutcomeError, st.Message()
-			if st.Code() == codes.DeadlineExceeded {
-				o = OutcomeTimeout
-				if budgetCut {
-					msg = fmt.Sprintf("the phase budget (%v) of the extension's calls ran out: %s", ru.r.reg.PhaseBudget, msg)
-				} else {
-					msg = fmt.Sprintf("no answer within the timeout (%v): %s", ru.r.reg.Timeout, msg)
-				}
-			}
-			ru.fail(hook, about, o, st.Code(), msg)
+		if resp, ok = invoke(ru, hook, about, req, rpc); !ok {
 			return zero, false
 		}
 	}
@@ -429,6 +388,82 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	ru.r.calls.WithLabelValues(string(hook), string(outcome)).Inc()
 	ru.n.Add(1)
 	return resp, true
+}
+
+// requestKey is the cache key of req: the last Apply's for the same
+// identity, else its encoding's hash. It reports a failure and returns
+// false when req cannot be encoded.
+func (ru *run) requestKey(hook Hook, about subject, req proto.Message) (cacheKey, bool) {
+	key, known := ru.r.keys[identityKey{hook, about.identity}]
+	if about.identity != nil && known {
+		return key, true
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		ru.fail(hook, about, OutcomeError, codes.Internal, "marshal the request: "+err.Error())
+		return cacheKey{}, false
+	}
+	return cacheKey{hook: hook, sum: sha256.Sum256(b)}, true
+}
+
+// answered records key as the request's for its identity, and returns the
+// answer to it this Apply or the last one received, if any.
+func (ru *run) answered(hook Hook, about subject, key cacheKey) (proto.Message, bool) {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if about.identity != nil {
+		ru.keys[identityKey{hook, about.identity}] = key
+	}
+	cached, ok := ru.used[key]
+	if !ok {
+		cached, ok = ru.r.cache[key]
+	}
+	return cached, ok
+}
+
+// invoke makes the call, within the concurrency bound, the call's timeout
+// and the phase budget. It reports a failure and returns false when the
+// call was not made or failed.
+func invoke[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
+	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, bool) {
+	var zero Resp
+	select {
+	case ru.sem <- struct{}{}:
+	case <-ru.ctx.Done():
+		ru.fail(hook, about, OutcomeTimeout, codes.DeadlineExceeded, fmt.Sprintf("not called: the phase budget (%v) of the extension's calls ran out", ru.r.reg.PhaseBudget))
+		return zero, false
+	}
+	// A call whose own deadline is past the budget's is cut by the
+	// budget: its failure says so.
+	budgetCut := false
+	if d, ok := ru.ctx.Deadline(); ok && time.Until(d) <= ru.r.reg.Timeout {
+		budgetCut = true
+	}
+	cctx, cancel := context.WithTimeout(ru.ctx, ru.r.reg.Timeout)
+	resp, err := rpc(cctx, req, ru.r.callOpts...)
+	cancel()
+	<-ru.sem
+	if err != nil {
+		ru.callFailed(hook, about, err, budgetCut)
+		return zero, false
+	}
+	return resp, true
+}
+
+// callFailed reports a failed call, saying which deadline passed when one
+// did.
+func (ru *run) callFailed(hook Hook, about subject, err error, budgetCut bool) {
+	st := status.Convert(err)
+	o, msg := OutcomeError, st.Message()
+	if st.Code() == codes.DeadlineExceeded {
+		o = OutcomeTimeout
+		if budgetCut {
+			msg = fmt.Sprintf("the phase budget (%v) of the extension's calls ran out: %s", ru.r.reg.PhaseBudget, msg)
+		} else {
+			msg = fmt.Sprintf("no answer within the timeout (%v): %s", ru.r.reg.Timeout, msg)
+		}
+	}
+	ru.fail(hook, about, o, st.Code(), msg)
 }
 
 // passThrough reports whether out, the resource of answer resp, is in
@@ -685,85 +720,30 @@ func (ru *run) routeRequest(rt *routev3.Route, ext *ir.RouteExtension, vh *route
 		Route: rt,
 		Context: &v1alpha1.RouteContext{
 			RouteKind: ext.Kind, RouteNamespace: ext.Namespace, RouteName: ext.Name,
-			Hostnames: hostnames(vh), RuleName: ext.RuleName, RuleIndex: uint32(ext.RuleIndex),
+			Hostnames: hostnames(vh), RuleName: ext.RuleName, RuleIndex: ruleIndex(ext.RuleIndex),
 		},
 		ExtensionResources: rs,
 	}
+}
+
+// ruleIndex is the index of a rule in spec.rules as the API has it: an
+// index of a Go slice, never negative, and far below 2^32 (the Gateway
+// API allows 16 rules).
+func ruleIndex(i int) uint32 {
+	if i < 0 || int64(i) > math.MaxUint32 {
+		panic(fmt.Sprintf("extension: rule index %d out of range", i))
+	}
+	return uint32(i)
 }
 
 // modifyVirtualHosts puts the changed routes in their virtual hosts and
 // runs PostVirtualHostModify (when subscribed) on every virtual host; it
 // returns the route configurations, new where one changed.
 func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*routev3.Route) []proto.Message {
-	type item struct {
-		rc, vh int
-		in     *routev3.VirtualHost
-		out    *routev3.VirtualHost // nil: dropped
-		// passed is the request's identity when the answer passed in
-		// through (nil otherwise, or without an identity).
-		passed any
-	}
-	var items []*item
 	subscribed := ru.r.reg.Subscribed(HookPostVirtualHostModify)
-	for i, m := range rcs {
-		rc, ok := m.(*routev3.RouteConfiguration)
-		if !ok {
-			continue
-		}
-		first := len(items)
-		overridden := false
-		for j, vh := range rc.GetVirtualHosts() {
-			in := vh
-			for ri := range vh.GetRoutes() {
-				if r, ok := routes[RouteKey{rc.GetName(), vh.GetName(), ri}]; ok {
-					if in == vh {
-						in = shallowClone(vh)
-						in.Routes = append([]*routev3.Route(nil), vh.GetRoutes()...)
-					}
-					in.Routes[ri] = r
-					overridden = true
-				}
-			}
-			items = append(items, &item{rc: i, vh: j, in: in, out: in})
-		}
-		if subscribed && !overridden && ru.passedAgain(rc) {
-			items = items[:first]
-		}
-	}
+	items := ru.virtualHostItems(rcs, routes, subscribed)
 	if subscribed {
-		ru.each(len(items), func(i int) {
-			it := items[i]
-			rcName := translator.ResourceName(rcs[it.rc])
-			about := subject{
-				resource: fmt.Sprintf("virtual host %q of RouteConfiguration %q", it.in.GetName(), rcName),
-				typeURL:  resourcev3.RouteType, names: []string{rcName}, vhost: it.in.GetName(),
-			}
-			origins := objectRefs(about.originsIn(ru.index))
-			// The request is the virtual host (its routes are the
-			// translator's messages, reused while its host is unchanged)
-			// and its origins.
-			about.identity = ru.vhostIdentity(it.in, originsKey(origins))
-			req := &v1alpha1.PostVirtualHostModifyRequest{
-				VirtualHost: it.in,
-				Context:     &v1alpha1.VirtualHostContext{Origins: origins},
-			}
-			resp, ok := call(ru, HookPostVirtualHostModify, about, req, ru.r.client.PostVirtualHostModify,
-				func(resp *v1alpha1.PostVirtualHostModifyResponse) error {
-					if resp.GetVirtualHost() == nil {
-						return nil // dropped
-					}
-					if ru.passThrough(resp, resp.GetVirtualHost(), it.in) {
-						return nil
-					}
-					return ru.checkVirtualHost(it.in, resp.GetVirtualHost())
-				})
-			if ok {
-				it.out = resp.GetVirtualHost()
-				if it.out != nil && ru.passThrough(resp, it.out, it.in) {
-					it.out, it.passed = it.in, about.identity
-				}
-			}
-		})
+		ru.each(len(items), func(i int) { ru.modifyVirtualHost(rcs, items[i]) })
 	}
 	out := append([]proto.Message(nil), rcs...)
 	for len(items) > 0 {
@@ -772,40 +752,136 @@ func (ru *run) modifyVirtualHosts(rcs []proto.Message, routes map[RouteKey]*rout
 		for n < len(items) && items[n].rc == items[0].rc {
 			n++
 		}
-		of := items[:n]
+		if rc := ru.rebuiltRouteConfiguration(rcs[items[0].rc].(*routev3.RouteConfiguration), items[:n]); rc != nil {
+			out[items[0].rc] = rc
+		}
 		items = items[n:]
-		orig := rcs[of[0].rc].(*routev3.RouteConfiguration)
-		same := true
-		for _, it := range of {
-			same = same && it.out == orig.GetVirtualHosts()[it.vh]
-		}
-		if same {
-			// Known for passedAgain when every host was passed through.
-			ids := make([]identityKey, 0, len(of))
-			for _, it := range of {
-				if it.passed == nil {
-					ids = nil
-					break
-				}
-				ids = append(ids, identityKey{HookPostVirtualHostModify, it.passed})
-			}
-			if len(ids) > 0 {
-				ru.mu.Lock()
-				ru.passed[orig] = ids
-				ru.mu.Unlock()
-			}
-			continue
-		}
-		rc := shallowClone(orig)
-		rc.VirtualHosts = make([]*routev3.VirtualHost, 0, len(of))
-		for _, it := range of {
-			if it.out != nil {
-				rc.VirtualHosts = append(rc.VirtualHosts, it.out)
-			}
-		}
-		out[of[0].rc] = rc
 	}
 	return out
+}
+
+// vhostItem is one virtual host of modifyVirtualHosts.
+type vhostItem struct {
+	rc, vh int
+	in     *routev3.VirtualHost
+	out    *routev3.VirtualHost // nil: dropped
+	// passed is the request's identity when the answer passed in through
+	// (nil otherwise, or without an identity).
+	passed any
+}
+
+// virtualHostItems are the virtual hosts of the route configurations, with
+// the changed routes in them (in a copy of their host), route
+// configuration by route configuration; but for the configurations
+// passedAgain (when subscribed) whose routes did not change.
+func (ru *run) virtualHostItems(rcs []proto.Message, routes map[RouteKey]*routev3.Route, subscribed bool) []*vhostItem {
+	var items []*vhostItem
+	for i, m := range rcs {
+		rc, ok := m.(*routev3.RouteConfiguration)
+		if !ok {
+			continue
+		}
+		first := len(items)
+		overridden := false
+		for j, vh := range rc.GetVirtualHosts() {
+			in := withRoutes(vh, rc.GetName(), routes)
+			overridden = overridden || in != vh
+			items = append(items, &vhostItem{rc: i, vh: j, in: in, out: in})
+		}
+		if subscribed && !overridden && ru.passedAgain(rc) {
+			items = items[:first]
+		}
+	}
+	return items
+}
+
+// withRoutes is vh with the changed routes of routes (a copy), or vh
+// itself when none of its routes changed.
+func withRoutes(vh *routev3.VirtualHost, rcName string, routes map[RouteKey]*routev3.Route) *routev3.VirtualHost {
+	in := vh
+	for ri := range vh.GetRoutes() {
+		if r, ok := routes[RouteKey{rcName, vh.GetName(), ri}]; ok {
+			if in == vh {
+				in = shallowClone(vh)
+				in.Routes = append([]*routev3.Route(nil), vh.GetRoutes()...)
+			}
+			in.Routes[ri] = r
+		}
+	}
+	return in
+}
+
+// modifyVirtualHost calls PostVirtualHostModify on the item's virtual
+// host, setting its out (and passed) from a valid answer.
+func (ru *run) modifyVirtualHost(rcs []proto.Message, it *vhostItem) {
+	rcName := translator.ResourceName(rcs[it.rc])
+	about := subject{
+		resource: fmt.Sprintf("virtual host %q of RouteConfiguration %q", it.in.GetName(), rcName),
+		typeURL:  resourcev3.RouteType, names: []string{rcName}, vhost: it.in.GetName(),
+	}
+	origins := objectRefs(about.originsIn(ru.index))
+	// The request is the virtual host (its routes are the translator's
+	// messages, reused while its host is unchanged) and its origins.
+	about.identity = ru.vhostIdentity(it.in, originsKey(origins))
+	req := &v1alpha1.PostVirtualHostModifyRequest{
+		VirtualHost: it.in,
+		Context:     &v1alpha1.VirtualHostContext{Origins: origins},
+	}
+	resp, ok := call(ru, HookPostVirtualHostModify, about, req, ru.r.client.PostVirtualHostModify,
+		func(resp *v1alpha1.PostVirtualHostModifyResponse) error {
+			if resp.GetVirtualHost() == nil {
+				return nil // dropped
+			}
+			if ru.passThrough(resp, resp.GetVirtualHost(), it.in) {
+				return nil
+			}
+			return ru.checkVirtualHost(it.in, resp.GetVirtualHost())
+		})
+	if ok {
+		it.out = resp.GetVirtualHost()
+		if it.out != nil && ru.passThrough(resp, it.out, it.in) {
+			it.out, it.passed = it.in, about.identity
+		}
+	}
+}
+
+// rebuiltRouteConfiguration is orig with the virtual hosts of its items
+// (of) in place of its own, or nil when they are its own: then, when every
+// host was passed through, it is remembered for passedAgain.
+func (ru *run) rebuiltRouteConfiguration(orig *routev3.RouteConfiguration, of []*vhostItem) *routev3.RouteConfiguration {
+	same := true
+	for _, it := range of {
+		same = same && it.out == orig.GetVirtualHosts()[it.vh]
+	}
+	if same {
+		ru.rememberPassed(orig, of)
+		return nil
+	}
+	rc := shallowClone(orig)
+	rc.VirtualHosts = make([]*routev3.VirtualHost, 0, len(of))
+	for _, it := range of {
+		if it.out != nil {
+			rc.VirtualHosts = append(rc.VirtualHosts, it.out)
+		}
+	}
+	return rc
+}
+
+// rememberPassed keeps, for passedAgain, the identities of the requests of
+// a route configuration whose every virtual host was passed through.
+func (ru *run) rememberPassed(orig *routev3.RouteConfiguration, of []*vhostItem) {
+	ids := make([]identityKey, 0, len(of))
+	for _, it := range of {
+		if it.passed == nil {
+			return
+		}
+		ids = append(ids, identityKey{HookPostVirtualHostModify, it.passed})
+	}
+	if len(ids) > 0 {
+		ru.mu.Lock()
+		ru.passed[orig] = ids
+		ru.mu.Unlock()
+	}
 }
 
 // passedAgain reports whether rc is a route configuration of the last
@@ -890,7 +966,7 @@ func contentIdentity[E any](ru *run, own proto.Message, extra string, elems []*E
 	k.WriteString(extra)
 	k.WriteByte(0)
 	for _, e := range elems {
-		k.WriteString(strconv.FormatUint(uint64(uintptr(unsafe.Pointer(e))), 36))
+		k.WriteString(strconv.FormatUint(uint64(reflect.ValueOf(e).Pointer()), 36))
 		k.WriteByte(',')
 	}
 	ru.mu.Lock()

@@ -308,21 +308,48 @@ func checkListener(in, out *listenerv3.Listener, rcs map[string]bool) error {
 // checkAll checks a PostTranslateModify answer; an invalid one names the
 // resource that makes it so.
 func (ru *run) checkAll(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1.PostTranslateModifyResponse) error {
-	at := func(typeURL, kind, name string, err error) error {
-		return &invalid{about: &subject{resource: fmt.Sprintf("%s %q", kind, name), typeURL: typeURL, names: []string{name}}, msg: err.Error()}
-	}
-	if err := checkList(resourcev3.ClusterType, "Cluster", resp.GetClusters(), at); err != nil {
+	if err := checkLists(resp); err != nil {
 		return err
 	}
-	if err := checkList(resourcev3.SecretType, "Secret", resp.GetSecrets(), at); err != nil {
+	rcs, err := ru.checkRouteConfigurations(req, resp)
+	if err != nil {
 		return err
 	}
-	if err := checkList(resourcev3.ListenerType, "Listener", resp.GetListeners(), at); err != nil {
+	inLs := map[string]*listenerv3.Listener{}
+	for _, l := range req.GetListeners() {
+		inLs[l.GetName()] = l
+	}
+	for _, l := range resp.GetListeners() {
+		if err := checkListenerHCMs(inLs[l.GetName()], l, rcs); err != nil {
+			return invalidAt(resourcev3.ListenerType, "Listener", l.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// invalidAt is err about the resource of typeURL named name.
+func invalidAt(typeURL, kind, name string, err error) error {
+	return &invalid{about: &subject{resource: fmt.Sprintf("%s %q", kind, name), typeURL: typeURL, names: []string{name}}, msg: err.Error()}
+}
+
+// checkLists checks each list of resources of the answer on its own.
+func checkLists(resp *v1alpha1.PostTranslateModifyResponse) error {
+	if err := checkList(resourcev3.ClusterType, "Cluster", resp.GetClusters(), invalidAt); err != nil {
 		return err
 	}
-	if err := checkList(resourcev3.RouteType, "RouteConfiguration", resp.GetRouteConfigurations(), at); err != nil {
+	if err := checkList(resourcev3.SecretType, "Secret", resp.GetSecrets(), invalidAt); err != nil {
 		return err
 	}
+	if err := checkList(resourcev3.ListenerType, "Listener", resp.GetListeners(), invalidAt); err != nil {
+		return err
+	}
+	return checkList(resourcev3.RouteType, "RouteConfiguration", resp.GetRouteConfigurations(), invalidAt)
+}
+
+// checkRouteConfigurations checks the answer's route configurations
+// against its clusters and the request's route configurations of the same
+// names; it returns their names.
+func (ru *run) checkRouteConfigurations(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1.PostTranslateModifyResponse) (map[string]bool, error) {
 	clusters := map[string]bool{}
 	for _, c := range resp.GetClusters() {
 		clusters[c.GetName()] = true
@@ -334,35 +361,33 @@ func (ru *run) checkAll(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1
 	rcs := map[string]bool{}
 	for _, rc := range resp.GetRouteConfigurations() {
 		rcs[rc.GetName()] = true
-		in := inRCs[rc.GetName()]
-		byDomain := map[string]*routev3.VirtualHost{}
-		for _, vh := range in.GetVirtualHosts() {
-			for _, d := range vh.GetDomains() {
-				byDomain[d] = vh
-			}
+		if err := ru.checkRouteConfiguration(inRCs[rc.GetName()], rc, clusters); err != nil {
+			return nil, invalidAt(resourcev3.RouteType, "RouteConfiguration", rc.GetName(), err)
 		}
-		for _, vh := range rc.GetVirtualHosts() {
-			if err := checkClusters(vh.GetRoutes(), clusters, ru.danglingSet()); err != nil {
-				return at(resourcev3.RouteType, "RouteConfiguration", rc.GetName(), fmt.Errorf("virtual host %q: %v", vh.GetName(), err))
-			}
-			// Each domain keeps the ext_authz settings of the virtual
-			// host that served it.
-			for _, d := range vh.GetDomains() {
-				if orig := byDomain[d]; orig != nil {
-					if err := checkVirtualHostAuthz(orig, vh); err != nil {
-						return at(resourcev3.RouteType, "RouteConfiguration", rc.GetName(), fmt.Errorf("domain %q: %v", d, err))
-					}
+	}
+	return rcs, nil
+}
+
+// checkRouteConfiguration checks that the routes of rc send to clusters
+// that exist, and that each domain keeps the ext_authz settings of the
+// virtual host of in that served it.
+func (ru *run) checkRouteConfiguration(in, rc *routev3.RouteConfiguration, clusters map[string]bool) error {
+	byDomain := map[string]*routev3.VirtualHost{}
+	for _, vh := range in.GetVirtualHosts() {
+		for _, d := range vh.GetDomains() {
+			byDomain[d] = vh
+		}
+	}
+	for _, vh := range rc.GetVirtualHosts() {
+		if err := checkClusters(vh.GetRoutes(), clusters, ru.danglingSet()); err != nil {
+			return fmt.Errorf("virtual host %q: %v", vh.GetName(), err)
+		}
+		for _, d := range vh.GetDomains() {
+			if orig := byDomain[d]; orig != nil {
+				if err := checkVirtualHostAuthz(orig, vh); err != nil {
+					return fmt.Errorf("domain %q: %v", d, err)
 				}
 			}
-		}
-	}
-	inLs := map[string]*listenerv3.Listener{}
-	for _, l := range req.GetListeners() {
-		inLs[l.GetName()] = l
-	}
-	for _, l := range resp.GetListeners() {
-		if err := checkListenerHCMs(inLs[l.GetName()], l, rcs); err != nil {
-			return at(resourcev3.ListenerType, "Listener", l.GetName(), err)
 		}
 	}
 	return nil
