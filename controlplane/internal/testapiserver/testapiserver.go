@@ -5,6 +5,7 @@
 package testapiserver
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -103,8 +104,11 @@ func binDir(t testing.TB) string {
 	if dir == "" {
 		dir = repoDir(t, ".tools", "bin")
 	}
+	// dir is the developer's (KUBEBUILDER_ASSETS): the binaries are looked
+	// up by name in it.
+	bin := os.DirFS(dir)
 	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode()&0o111 == 0 {
+		if fi, err := fs.Stat(bin, name); err != nil || fi.Mode()&0o111 == 0 {
 			t.Fatalf("%s not found in %s: run `make tools`", name, dir)
 		}
 	}
@@ -137,11 +141,12 @@ func repoDir(t testing.TB, elem ...string) string {
 
 func create(t testing.TB, path string) *os.File {
 	t.Helper()
-	f, err := os.Create(path)
+	f, err := os.Create(filepath.Clean(path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
+	// A log file: what was written is there whatever Close says.
+	t.Cleanup(func() { _ = f.Close() })
 	return f
 }
 

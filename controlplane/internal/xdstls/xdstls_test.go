@@ -76,7 +76,9 @@ func serve(t *testing.T, r *Reloader) string {
 			go func() {
 				defer c.Close()
 				if c.(*tls.Conn).Handshake() == nil {
-					io.Copy(io.Discard, c)
+					// Holds the connection open until the client closes
+					// it; how it ends does not matter.
+					_, _ = io.Copy(io.Discard, c)
 				}
 			}()
 		}
@@ -98,7 +100,9 @@ func dial(addr string, roots *x509.CertPool, cert *tls.Certificate) (*x509.Certi
 	defer c.Close()
 	// TLS 1.3: the server's verdict on the client certificate comes with
 	// the first read.
-	c.SetReadDeadline(timeNowPlus())
+	if err := c.SetReadDeadline(timeNowPlus()); err != nil {
+		return nil, err
+	}
 	if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package envoyvalidate
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -24,8 +25,10 @@ func envoyPath(tools, wd string) (string, error) {
 			}
 		}
 	}
+	// tools is the developer's ($PORTCULLIS_TOOLS): Envoy is looked up
+	// by name in it.
 	path := filepath.Join(tools, "bin", "envoy")
-	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+	if fi, err := fs.Stat(os.DirFS(tools), "bin/envoy"); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return "", fmt.Errorf("envoy not found at %s: run `make tools`", path)
 	}
 	return path, nil

@@ -60,7 +60,7 @@ func Runnable(testdata string) ([]string, error) {
 // ExpectsLoadError reports whether a case's golden is the error of an
 // input that does not load ("error: ..." in out.yaml).
 func ExpectsLoadError(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "out.yaml"))
+	b, err := readCaseFile(dir, "out.yaml")
 	return err == nil && bytes.HasPrefix(b, []byte(LoadErrorPrefix))
 }
 
@@ -84,7 +84,7 @@ type caseOptions struct {
 // options are the defaults.
 func Options(dir string) (pipeline.Options, error) {
 	opts := pipeline.Options{Translator: translator.DefaultOptions()}
-	b, err := os.ReadFile(filepath.Join(dir, "options.yaml"))
+	b, err := readCaseFile(dir, "options.yaml")
 	switch {
 	case err == nil:
 		var co caseOptions
@@ -106,4 +106,10 @@ func Options(dir string) (pipeline.Options, error) {
 	}
 	opts.Builder = opts.Builder.WithConfig(cfg)
 	return opts, nil
+}
+
+// readCaseFile reads a file of a case's directory, the repository's
+// testdata.
+func readCaseFile(dir, name string) ([]byte, error) {
+	return os.ReadFile(filepath.Clean(filepath.Join(dir, name)))
 }
