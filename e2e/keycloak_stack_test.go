@@ -157,7 +157,7 @@ func (s *kcStack) setUpRealms(t *testing.T) {
 	start := time.Now()
 	callbacks := []string{kcApp + "/oauth2/callback", kcClaimsApp + "/oauth2/callback"}
 	s.kc.CreateRealm(t, harness.KeycloakRealm{
-		Name: kcRealm, AccessTokenLifespan: kcTokenTTL, GroupsScope: true,
+		Name: kcRealm, AccessTokenLifespan: kcTokenTTL, GroupsScope: true, Groups: kcGroupNames(),
 		Clients: []harness.KeycloakClient{
 			{ClientID: kcClientID, Secret: kcSecret, RedirectURIs: callbacks, PostLogoutRedirectURIs: []string{kcSignedOut},
 				ServiceAccount: true, Audience: kcClientID},
@@ -183,9 +183,9 @@ func (s *kcStack) setUpRealms(t *testing.T) {
 	t.Logf("realms set up in %v", time.Since(start).Round(time.Millisecond))
 }
 
-// addManyInBackground adds the user in 1,000 groups while the other
-// subtests run: Keycloak takes 10 to 30 s to join a user to that many
-// groups. Then one token for it, so Keycloak's first, cold reading of
+// addManyInBackground adds the user in the realm's 1,000 groups while
+// the other subtests run: Keycloak takes 10 to 30 s to join a user to
+// that many groups. Then one token for it, so Keycloak's first, cold reading of
 // the groups (up to 15 s on a busy machine) is not in a sign-in that
 // Envoy gives 5 s.
 func (s *kcStack) addManyInBackground(t *testing.T) {

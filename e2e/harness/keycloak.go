@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -286,6 +287,9 @@ type KeycloakRealm struct {
 	AccessTokenLifespan time.Duration
 	Clients             []KeycloakClient
 	Users               []KeycloakUser
+	// Groups are created besides those the users name: for users added
+	// later (AddUsers).
+	Groups []string
 	// GroupsScope adds a default client scope "groups" to every client:
 	// a Group Membership mapper, claim "groups", group names (not full
 	// paths), in the ID token, access token and userinfo.
@@ -318,13 +322,14 @@ type KeycloakUser struct {
 // CreateRealm creates the realm with one admin API call (a realm
 // representation holding its groups, users and clients), then the groups
 // client scope. Keycloak joins a user to each group in a time that grows
-// with the groups it is in: a user in 1,000 groups takes it 10 to 30 s
-// (AddUsers can do that in the background).
+// with the groups it is in: a user in 1,000 groups takes it 10 to 30 s,
+// which AddUsers can spend in the background. (Creating the groups costs
+// a second here, 20 s in a partial import.)
 func (k *Keycloak) CreateRealm(t testing.TB, r KeycloakRealm) {
 	t.Helper()
 	rep := map[string]any{
 		"realm": r.Name, "enabled": true,
-		"groups": realmGroups(r.Users), "users": realmUsers(r.Users), "clients": realmClients(r.Clients),
+		"groups": realmGroups(r.Users, r.Groups), "users": realmUsers(r.Users), "clients": realmClients(r.Clients),
 	}
 	if r.AccessTokenLifespan > 0 {
 		rep["accessTokenLifespan"] = int(r.AccessTokenLifespan.Seconds())
@@ -335,25 +340,28 @@ func (k *Keycloak) CreateRealm(t testing.TB, r KeycloakRealm) {
 	}
 }
 
-// AddUsers adds users and their groups to an existing realm with one
+// AddUsers adds users to an existing realm, in groups it has, with one
 // admin API call (a partial import). It returns its error instead of
 // failing a test, so that it can run in the background.
 func (k *Keycloak) AddUsers(ctx context.Context, realm string, users ...KeycloakUser) error {
 	_, err := k.admin(ctx, http.MethodPost, realm+"/partialImport", map[string]any{
-		"ifResourceExists": "FAIL", "groups": realmGroups(users), "users": realmUsers(users),
+		"ifResourceExists": "FAIL", "users": realmUsers(users),
 	}, nil)
 	return err
 }
 
-func realmGroups(users []KeycloakUser) []map[string]any {
+// realmGroups are the groups the users name and the others, each once.
+func realmGroups(users []KeycloakUser, others []string) []map[string]any {
+	names := slices.Clone(others)
+	for _, u := range users {
+		names = append(names, u.Groups...)
+	}
 	seen := map[string]bool{}
 	var groups []map[string]any
-	for _, u := range users {
-		for _, g := range u.Groups {
-			if !seen[g] {
-				seen[g] = true
-				groups = append(groups, map[string]any{"name": g, "path": "/" + g})
-			}
+	for _, g := range names {
+		if !seen[g] {
+			seen[g] = true
+			groups = append(groups, map[string]any{"name": g, "path": "/" + g})
 		}
 	}
 	return groups

@@ -33,10 +33,10 @@ func TestKeycloakRepresentations(t *testing.T) {
 
 	users := []KeycloakUser{{Username: "a", Email: "a@x", Groups: []string{"g1", "g2"}}, {Username: "b", Groups: []string{"g2", "g3"}}}
 	var names []string
-	for _, g := range realmGroups(users) {
+	for _, g := range realmGroups(users, []string{"g0", "g1"}) {
 		names = append(names, g["name"].(string))
 	}
-	if !slices.Equal(names, []string{"g1", "g2", "g3"}) {
+	if !slices.Equal(names, []string{"g0", "g1", "g2", "g3"}) {
 		t.Errorf("groups %v, want each once", names)
 	}
 	u := realmUsers(users)[0]
