@@ -20,7 +20,7 @@ import (
 
 // How soon a withdrawn key is refused: within a couple of key set
 // fetches (jwksRefreshInterval 2s), not at the next restart.
-const kcWithdrawnKeyWithin = 10 * time.Second
+const kcWithdrawnKeyWithin = 15 * time.Second
 
 // TestKeycloak runs the OIDC auth path against a real Keycloak (HTTPS
 // issuer with the test's CA, realm, clients, users and groups made
