@@ -163,10 +163,23 @@ func (a *adsStream) onSotW(req *sotwRequest) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	wildcard := fullState(req.TypeUrl) && len(names) == 0 || slices.Contains(names, "*")
+	a.resubscribeSotW(ts, req.key, names, wildcard)
+	ts.sotwKey, ts.wildcard = req.key, wildcard
+	if first {
+		ts.mustAnswer = wildcard
+	}
+	return nil
+}
+
+// resubscribeSotW replaces the type's names by those of a
+// state-of-the-world request (key their fingerprint): the names new to it
+// are fresh, and everything is, as for a first request, when it turns to
+// a wildcard.
+func (a *adsStream) resubscribeSotW(ts *typeState, key fingerprint, names []string, wildcard bool) {
 	old := ts.names
 	ts.names = nil
 	if len(names) > 0 {
-		ts.names = a.s.sets.get(req.key, func() map[string]struct{} {
+		ts.names = a.s.sets.get(key, func() map[string]struct{} {
 			set := make(map[string]struct{}, len(names))
 			for _, n := range names {
 				if n != "*" {
@@ -187,11 +200,6 @@ func (a *adsStream) onSotW(req *sotwRequest) error {
 			}
 		}
 	}
-	ts.sotwKey, ts.wildcard = req.key, wildcard
-	if first {
-		ts.mustAnswer = wildcard
-	}
-	return nil
 }
 
 // onDelta takes a delta request: subscriptions change by what it names.
@@ -207,9 +215,8 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 		ts.awaiting = ""
 		a.answered(ts)
 	}
-	first := !ts.subscribed
-	ts.subscribed = true
-	if first {
+	if !ts.subscribed {
+		ts.subscribed = true
 		// An empty first request of listeners or clusters is a wildcard.
 		ts.wildcard = fullState(req.TypeUrl) && len(req.ResourceNamesSubscribe) == 0
 		ts.mustAnswer = ts.wildcard
@@ -217,13 +224,24 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			ts.known = req.InitialResourceVersions
 		}
 	}
-	key := fingerprint{}
+	add, remove, key := deltaChanges(ts, req)
+	if len(add) == 0 && len(remove) == 0 {
+		return nil
+	}
+	a.resubscribeDelta(ts, key, add, remove)
+	return nil
+}
+
+// deltaChanges are the names a delta request subscribes to and
+// unsubscribes from that change the type's names, and the fingerprint of
+// the names after; a wildcard it subscribes or unsubscribes is applied
+// to ts at once.
+func deltaChanges(ts *typeState, req *discoveryv3.DeltaDiscoveryRequest) (add, remove []string, key fingerprint) {
 	if ts.names != nil {
 		key = ts.names.key
 	}
 	// seen drops names a request repeats: an Envoy's first request names
 	// all 10,001 route configurations, so no search of add or remove.
-	var add, remove []string
 	seen := map[string]bool{}
 	for _, n := range req.ResourceNamesSubscribe {
 		if n == "*" {
@@ -250,9 +268,12 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			key.remove(n)
 		}
 	}
-	if len(add) == 0 && len(remove) == 0 {
-		return nil
-	}
+	return add, remove, key
+}
+
+// resubscribeDelta changes the type's names by add and remove (key the
+// fingerprint of the result); the added names are fresh.
+func (a *adsStream) resubscribeDelta(ts *typeState, key fingerprint, add, remove []string) {
 	old := ts.names
 	ts.names = nil
 	if key.n > 0 {
@@ -272,7 +293,6 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	}
 	a.s.sets.release(old)
 	ts.fresh = append(ts.fresh, add...)
-	return nil
 }
 
 // step sends what the world has that the Envoy has not been sent.
@@ -283,11 +303,24 @@ func (a *adsStream) step(w *world) error {
 		// first one is built.
 		return nil
 	}
-	// Envoy answers a response of clusters once they are warm (their
-	// endpoints and secrets received), so listeners and routes wait for
-	// that answer: a route never reaches Envoy before its cluster can
-	// serve. Endpoints and secrets cannot wait for it, and routes cannot
-	// wait for the listeners' (a listener is warm once it has its routes).
+	if err := a.sendUpdates(w); err != nil {
+		return err
+	}
+	for _, t := range publishOrder {
+		if ts := a.types[t]; ts != nil && ts.awaiting != "" {
+			return nil
+		}
+	}
+	return a.sendRemovals(w)
+}
+
+// sendUpdates sends each type's new and changed resources, in
+// publishOrder. Envoy answers a response of clusters once they are warm
+// (their endpoints and secrets received), so listeners and routes wait
+// for that answer: a route never reaches Envoy before its cluster can
+// serve. Endpoints and secrets cannot wait for it, and routes cannot wait
+// for the listeners' (a listener is warm once it has its routes).
+func (a *adsStream) sendUpdates(w *world) error {
 	clustersWarming := a.types[resourcev3.ClusterType] != nil && a.types[resourcev3.ClusterType].awaiting != ""
 	for _, t := range publishOrder {
 		if clustersWarming && (t == resourcev3.ListenerType || t == resourcev3.RouteType) {
@@ -302,11 +335,13 @@ func (a *adsStream) step(w *world) error {
 			}
 		}
 	}
-	for _, t := range publishOrder {
-		if ts := a.types[t]; ts != nil && ts.awaiting != "" {
-			return nil
-		}
-	}
+	return nil
+}
+
+// sendRemovals sends the second step, once every update is answered: the
+// removals, in the reverse of publishOrder (what uses a resource goes
+// before it).
+func (a *adsStream) sendRemovals(w *world) error {
 	for _, t := range slices.Backward(publishOrder) {
 		if ts := a.types[t]; ts != nil && len(ts.held) > 0 {
 			if err := a.remove(t, ts, w.table(t)); err != nil {
@@ -317,73 +352,113 @@ func (a *adsStream) step(w *world) error {
 	return nil
 }
 
+// updates collects what update sends of a type: each resource once, but
+// for those a reconnecting Envoy has; and holds what is gone for the
+// removals. The resources to send are appended to a slice the caller
+// keeps (kept out of the struct, the seen map stays on the stack).
+type updates struct {
+	ts *typeState
+	// holds: the removals are sent (delta, and the state-of-the-world
+	// types that carry every resource); otherwise the protocol removes
+	// what is gone with what uses it.
+	holds bool
+	seen  map[string]bool
+}
+
+// add appends r to upd, unless it is there already or a reconnecting
+// Envoy has it.
+func (u *updates) add(upd []*resource, r *resource) []*resource {
+	if u.seen[r.name] {
+		return upd
+	}
+	u.seen[r.name] = true
+	delete(u.ts.held, r.name)
+	if v, ok := u.ts.known[r.name]; ok && v == r.version {
+		return upd // a reconnecting Envoy has it
+	}
+	return append(upd, r)
+}
+
+func (u *updates) hold(name string, r *resource) {
+	if !u.holds {
+		return
+	}
+	if u.ts.held == nil {
+		u.ts.held = map[string]*resource{}
+	}
+	u.ts.held[name] = r
+}
+
+// addSubscribed adds every resource of cur the type is subscribed to, for
+// a first response (or the first since a wildcard subscription).
+func (u *updates) addSubscribed(upd []*resource, cur *table) []*resource {
+	if u.ts.wildcard {
+		for _, r := range cur.list() {
+			upd = u.add(upd, r)
+		}
+		return upd
+	}
+	if u.ts.names != nil {
+		for n := range u.ts.names.names {
+			if r := cur.byName[n]; r != nil {
+				upd = u.add(upd, r)
+			}
+		}
+	}
+	return upd
+}
+
+// addChanged adds the subscribed resources that changed since the table
+// sent, and holds those gone from cur.
+func (u *updates) addChanged(upd []*resource, cur *table) []*resource {
+	ts := u.ts
+	names, ok := cur.since(ts.sent)
+	if !ok {
+		names = cur.diff(ts.sent)
+	}
+	for _, n := range names {
+		if u.seen[n] || !ts.wants(n) {
+			continue
+		}
+		if r := cur.byName[n]; r != nil {
+			upd = u.add(upd, r)
+		} else if old := ts.sent.byName[n]; old != nil {
+			u.hold(n, old)
+		}
+	}
+	return upd
+}
+
+// holdKnownGone holds what a reconnecting Envoy has that is gone, to
+// remove it; the versions it had are then no longer needed.
+func (u *updates) holdKnownGone(cur *table) {
+	if u.ts.known == nil {
+		return
+	}
+	for n := range u.ts.known {
+		if cur.byName[n] == nil && u.ts.wants(n) {
+			u.hold(n, nil)
+		}
+	}
+	u.ts.known = nil
+}
+
 // update sends the type's new and changed resources at cur.
 func (a *adsStream) update(typeURL string, ts *typeState, cur *table) error {
+	u := updates{ts: ts, holds: a.delta || fullState(typeURL), seen: map[string]bool{}}
 	var upd []*resource
-	seen := map[string]bool{}
-	add := func(r *resource) {
-		if seen[r.name] {
-			return
-		}
-		seen[r.name] = true
-		delete(ts.held, r.name)
-		if v, ok := ts.known[r.name]; ok && v == r.version {
-			return // a reconnecting Envoy has it
-		}
-		upd = append(upd, r)
-	}
-	hold := func(name string, r *resource) {
-		if !a.delta && !fullState(typeURL) {
-			return // the protocol removes these with what uses them
-		}
-		if ts.held == nil {
-			ts.held = map[string]*resource{}
-		}
-		ts.held[name] = r
-	}
 	switch {
-	case ts.sent == nil && ts.wildcard:
-		for _, r := range cur.list() {
-			add(r)
-		}
 	case ts.sent == nil:
-		if ts.names != nil {
-			for n := range ts.names.names {
-				if r := cur.byName[n]; r != nil {
-					add(r)
-				}
-			}
-		}
+		upd = u.addSubscribed(upd, cur)
 	case ts.sent != cur:
-		names, ok := cur.since(ts.sent)
-		if !ok {
-			names = cur.diff(ts.sent)
-		}
-		for _, n := range names {
-			if seen[n] || !ts.wants(n) {
-				continue
-			}
-			if r := cur.byName[n]; r != nil {
-				add(r)
-			} else if old := ts.sent.byName[n]; old != nil {
-				hold(n, old)
-			}
-		}
+		upd = u.addChanged(upd, cur)
 	}
 	for _, n := range ts.fresh {
 		if r := cur.byName[n]; r != nil {
-			add(r)
+			upd = u.add(upd, r)
 		}
 	}
-	if ts.known != nil {
-		// What a reconnecting Envoy has that is gone is removed.
-		for n := range ts.known {
-			if cur.byName[n] == nil && ts.wants(n) {
-				hold(n, nil)
-			}
-		}
-		ts.known = nil
-	}
+	u.holdKnownGone(cur)
 	answer := ts.mustAnswer
 	ts.sent, ts.fresh, ts.mustAnswer = cur, nil, false
 	if len(upd) == 0 && !answer {

@@ -14,7 +14,6 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
@@ -134,7 +133,7 @@ func (c *client) read() {
 				if err != nil {
 					c.t.Error(err)
 				}
-				m.names = append(m.names, translator.ResourceName(msg.(proto.Message)))
+				m.names = append(m.names, translator.ResourceName(msg))
 			}
 		}
 		slices.Sort(m.names)

@@ -133,12 +133,7 @@ func New(log *slog.Logger) *Server {
 // Update publishes a new set of resources; unchanged resources publish
 // nothing. It returns the version in force.
 func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, error) {
-	s.hashMu.Lock()
-	hash, perResource, sums, err := hashResources(r, s.sums)
-	if err == nil {
-		s.sums = sums
-	}
-	s.hashMu.Unlock()
+	hash, perResource, err := s.hash(r)
 	if err != nil {
 		return "", err
 	}
@@ -151,52 +146,81 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 		resourcev3.ListenerType: r.Listeners, resourcev3.RouteType: r.Routes, resourcev3.ClusterType: r.Clusters,
 		resourcev3.EndpointType: r.Endpoints, resourcev3.SecretType: r.Secrets,
 	}
-	snap := &cachev3.Snapshot{}
-	for typeURL, list := range items {
-		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources("", asResources(list))
-	}
-	if err := snap.Consistent(); err != nil {
-		// A translator bug, not a user error: refuse to publish it.
-		return "", fmt.Errorf("inconsistent snapshot: %w", err)
+	if err := consistent(items); err != nil {
+		return "", err
 	}
 	old := s.world.Load()
 	next := &world{tables: map[string]*table{}, changed: make(chan struct{})}
 	for typeURL, list := range items {
-		before := old.tables[typeURL]
-		now := perResource[typeURL]
-		// Only the resources whose hash changed are encoded and touched:
-		// the others are sent to nobody.
-		update := map[string]*resource{}
-		for _, m := range list {
-			name := translator.ResourceName(m)
-			if prev := before.lookup(name); prev != nil && prev.version == now[name] {
-				continue
-			}
-			a, err := anypb.New(m)
-			if err != nil {
-				return "", err
-			}
-			update[name] = newResource(name, now[name], a)
+		t, err := nextTable(old.tables[typeURL], list, perResource[typeURL])
+		if err != nil {
+			return "", err
 		}
-		var remove []string
-		if before != nil {
-			for name := range before.byName {
-				if _, ok := now[name]; !ok {
-					remove = append(remove, name)
-				}
-			}
-		}
-		if before != nil && len(update) == 0 && len(remove) == 0 {
-			next.tables[typeURL] = before
-			continue
-		}
-		next.tables[typeURL] = before.next(update, remove)
+		next.tables[typeURL] = t
 	}
 	s.world.Store(next)
 	close(old.changed)
 	s.version++
 	s.lastHash = hash
 	return fmt.Sprint(s.version), nil
+}
+
+// hash hashes the resources (hashResources), reusing and then keeping the
+// hashes of the messages of the last Update.
+func (s *Server) hash(r *translator.Resources) (string, map[string]map[string]string, error) {
+	s.hashMu.Lock()
+	defer s.hashMu.Unlock()
+	hash, perResource, sums, err := hashResources(r, s.sums)
+	if err != nil {
+		return "", nil, err
+	}
+	s.sums = sums
+	return hash, perResource, nil
+}
+
+// consistent checks that the resources reference only one another, as
+// go-control-plane's snapshots check them: an inconsistent set is a
+// translator bug, not a user error, and is not published.
+func consistent(items map[string][]proto.Message) error {
+	snap := &cachev3.Snapshot{}
+	for typeURL, list := range items {
+		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources("", asResources(list))
+	}
+	if err := snap.Consistent(); err != nil {
+		return fmt.Errorf("inconsistent snapshot: %w", err)
+	}
+	return nil
+}
+
+// nextTable is the table of a type after before: list, whose versions
+// (hashes) by name are now. Only the resources whose hash changed are
+// encoded and touched: the others are sent to nobody. before itself when
+// nothing changed.
+func nextTable(before *table, list []proto.Message, now map[string]string) (*table, error) {
+	update := map[string]*resource{}
+	for _, m := range list {
+		name := translator.ResourceName(m)
+		if prev := before.lookup(name); prev != nil && prev.version == now[name] {
+			continue
+		}
+		a, err := anypb.New(m)
+		if err != nil {
+			return nil, err
+		}
+		update[name] = newResource(name, now[name], a)
+	}
+	var remove []string
+	if before != nil {
+		for name := range before.byName {
+			if _, ok := now[name]; !ok {
+				remove = append(remove, name)
+			}
+		}
+	}
+	if before != nil && len(update) == 0 && len(remove) == 0 {
+		return before, nil
+	}
+	return before.next(update, remove), nil
 }
 
 func asResources(ms []proto.Message) []types.Resource {
@@ -286,20 +310,23 @@ func mentions(message, name string) bool {
 	if name == "" {
 		return false
 	}
-	word := func(c byte) bool {
-		return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-	}
 	for i := 0; ; {
 		j := strings.Index(message[i:], name)
 		if j < 0 {
 			return false
 		}
 		start, end := i+j, i+j+len(name)
-		if (start == 0 || !word(message[start-1])) && (end == len(message) || !word(message[end])) {
+		if (start == 0 || !isNameByte(message[start-1])) && (end == len(message) || !isNameByte(message[end])) {
 			return true
 		}
 		i = start + 1
 	}
+}
+
+// isNameByte reports whether c can be part of a resource name, as mentions
+// sees one.
+func isNameByte(c byte) bool {
+	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // rejectedResources names the resources of a rejected version that Envoy
@@ -532,54 +559,15 @@ func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest
 	s.mu.Lock()
 	st := s.stream(id, req.GetNode().GetId())
 	sent, known := st.response(req.TypeUrl, req.ResponseNonce)
-	node, version, names := st.node, sent.version, sent.names
-	prev, had := s.rejections[req.TypeUrl]
 	changed := false
 	var rej Rejection
 	switch {
 	case !known:
 		// The first request of a stream, or a subscription change.
 	case req.ErrorDetail != nil:
-		rej = Rejection{TypeURL: req.TypeUrl, Version: version, Accepted: s.acked[req.TypeUrl], Node: node,
-			Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
-		for _, n := range names {
-			if mentions(rej.Message, n) {
-				rej.Resources = append(rej.Resources, n)
-			}
-		}
-		if len(rej.Resources) == 0 {
-			rej.Resources = slices.Clone(names)
-		}
-		if had {
-			// Still rejected: what the earlier response carried and this
-			// one did not change.
-			for _, n := range prev.Resources {
-				if !slices.Contains(names, n) && !slices.Contains(rej.Resources, n) {
-					rej.Resources = append(rej.Resources, n)
-				}
-			}
-		}
-		sort.Strings(rej.Resources)
-		s.rejections[req.TypeUrl] = rej
-		changed = !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
+		rej, changed = s.deltaRejected(req, st.node, &sent)
 	default:
-		s.acked[req.TypeUrl] = version
-		// Settled: its names are no longer needed (a first response
-		// names every resource: 10,001 route configurations per Envoy).
-		st.settle(req.TypeUrl, req.ResponseNonce)
-		if had {
-			// Accepted resources are no longer rejected.
-			before := len(prev.Resources)
-			left := slices.DeleteFunc(slices.Clone(prev.Resources), func(n string) bool { return slices.Contains(names, n) })
-			if len(left) == 0 {
-				delete(s.rejections, req.TypeUrl)
-				s.log.Info("Envoy accepted configuration again", "type", req.TypeUrl, "version", version)
-			} else {
-				prev.Resources = left
-				s.rejections[req.TypeUrl] = prev
-			}
-			changed = len(left) != before
-		}
+		changed = s.deltaAccepted(st, req, &sent)
 	}
 	onChange := s.OnChange
 	s.mu.Unlock()
@@ -589,6 +577,63 @@ func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest
 		onChange()
 	}
 	return nil
+}
+
+// deltaRejected records the rejection of the delta response sent: of the
+// resources its message names, else of every resource it carried, with
+// those of the type's earlier rejection it did not change. It reports
+// whether the rejection changed. Called with mu held.
+func (s *Server) deltaRejected(req *discoveryv3.DeltaDiscoveryRequest, node string, sent *sentResponse) (Rejection, bool) {
+	version, names := sent.version, sent.names
+	prev, had := s.rejections[req.TypeUrl]
+	rej := Rejection{TypeURL: req.TypeUrl, Version: version, Accepted: s.acked[req.TypeUrl], Node: node,
+		Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
+	for _, n := range names {
+		if mentions(rej.Message, n) {
+			rej.Resources = append(rej.Resources, n)
+		}
+	}
+	if len(rej.Resources) == 0 {
+		rej.Resources = slices.Clone(names)
+	}
+	if had {
+		// Still rejected: what the earlier response carried and this
+		// one did not change.
+		for _, n := range prev.Resources {
+			if !slices.Contains(names, n) && !slices.Contains(rej.Resources, n) {
+				rej.Resources = append(rej.Resources, n)
+			}
+		}
+	}
+	sort.Strings(rej.Resources)
+	s.rejections[req.TypeUrl] = rej
+	return rej, !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
+}
+
+// deltaAccepted records the acceptance of the delta response sent: its
+// version is acked, and its resources are no longer rejected. It reports
+// whether the rejections changed. Called with mu held.
+func (s *Server) deltaAccepted(st *stream, req *discoveryv3.DeltaDiscoveryRequest, sent *sentResponse) bool {
+	version, names := sent.version, sent.names
+	s.acked[req.TypeUrl] = version
+	// Settled: its names are no longer needed (a first response names
+	// every resource: 10,001 route configurations per Envoy).
+	st.settle(req.TypeUrl, req.ResponseNonce)
+	prev, had := s.rejections[req.TypeUrl]
+	if !had {
+		return false
+	}
+	// Accepted resources are no longer rejected.
+	before := len(prev.Resources)
+	left := slices.DeleteFunc(slices.Clone(prev.Resources), func(n string) bool { return slices.Contains(names, n) })
+	if len(left) == 0 {
+		delete(s.rejections, req.TypeUrl)
+		s.log.Info("Envoy accepted configuration again", "type", req.TypeUrl, "version", version)
+	} else {
+		prev.Resources = left
+		s.rejections[req.TypeUrl] = prev
+	}
+	return len(left) != before
 }
 
 // Serve runs the ADS server on lis until ctx ends, over TLS when tlsConfig

@@ -39,11 +39,19 @@ func publish(t *testing.T, s *Server, r *translator.Resources, nonce string) str
 }
 
 func nack(s *Server, kept, nonce, msg string) {
-	s.onRequest(1, &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, VersionInfo: kept, ResponseNonce: nonce, ErrorDetail: &status.Status{Message: msg}})
+	mustAccept(s.onRequest(1, &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, VersionInfo: kept, ResponseNonce: nonce, ErrorDetail: &status.Status{Message: msg}}))
 }
 
 func ack(s *Server, version, nonce string) {
-	s.onRequest(1, &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, VersionInfo: version, ResponseNonce: nonce})
+	mustAccept(s.onRequest(1, &discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, VersionInfo: version, ResponseNonce: nonce}))
+}
+
+// mustAccept fails the test (by a panic: the helpers have no testing.T)
+// when a request is refused, which these never are.
+func mustAccept(err error) {
+	if err != nil {
+		panic(err)
+	}
 }
 
 func TestRejectionAttribution(t *testing.T) {
@@ -123,7 +131,9 @@ func TestDeltaRejections(t *testing.T) {
 		if errMsg != "" {
 			req.ErrorDetail = &status.Status{Message: errMsg}
 		}
-		s.onDeltaRequest(1, req)
+		if err := s.onDeltaRequest(1, req); err != nil {
+			t.Fatal(err)
+		}
 	}
 	respond("n1", "1", "a", "b")
 	request("n1", "")
