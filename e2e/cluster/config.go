@@ -101,14 +101,32 @@ type Image struct {
 // Paths are the files of a cluster under its state dir.
 type Paths struct{ Dir string }
 
+// Kubeconfig is the administrator's kubeconfig, the one Up returns.
 func (p Paths) Kubeconfig() string { return filepath.Join(p.Dir, "kubeconfig") }
-func (p Paths) PKI() string        { return filepath.Join(p.Dir, "pki") }
-func (p Paths) Etcd() string       { return filepath.Join(p.Dir, "etcd") }
-func (p Paths) Logs() string       { return filepath.Join(p.Dir, "logs") }
-func (p Paths) Pids() string       { return filepath.Join(p.Dir, "pids") }
-func (p Paths) Node() string       { return filepath.Join(p.Dir, "node") }
+
+// PKI is the folder of the CA, the components' certificates and their
+// kubeconfigs.
+func (p Paths) PKI() string { return filepath.Join(p.Dir, "pki") }
+
+// Etcd is etcd's data dir.
+func (p Paths) Etcd() string { return filepath.Join(p.Dir, "etcd") }
+
+// Logs is the folder of the components' logs (<component>.log).
+func (p Paths) Logs() string { return filepath.Join(p.Dir, "logs") }
+
+// Pids is the folder of the components' pid files, in start order.
+func (p Paths) Pids() string { return filepath.Join(p.Dir, "pids") }
+
+// Node is the node agent's data dir (Pods' volumes and logs, unpacked
+// images).
+func (p Paths) Node() string { return filepath.Join(p.Dir, "node") }
+
+// NodeConfig is the node agent's configuration file (NodeConfig).
 func (p Paths) NodeConfig() string { return filepath.Join(p.Dir, "node.json") }
-func (p Paths) State() string      { return filepath.Join(p.Dir, "state.json") }
+
+// State records the host changes Up made, for Down (and the next Up) to
+// undo.
+func (p Paths) State() string { return filepath.Join(p.Dir, "state.json") }
 
 // NodeConfig is the node agent's configuration, written by Up.
 type NodeConfig struct {
