@@ -66,12 +66,14 @@ type Do func(ctx context.Context, worker int) error
 func Run(ctx context.Context, name string, cfg Config, do Do) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Warmup > 0 {
+		// The warmup's requests, failed ones included, are not reported.
 		run(ctx, cfg.Concurrency, cfg.Warmup, do)
 	}
-	lat, errs, firstErr, elapsed := run(ctx, cfg.Concurrency, cfg.Duration, do)
-	r := Result{Name: name, Concurrency: cfg.Concurrency, Requests: int64(len(lat)), Errors: errs, Elapsed: elapsed, FirstError: firstErr}
-	if elapsed > 0 {
-		r.RPS = float64(len(lat)) / elapsed.Seconds()
+	m := run(ctx, cfg.Concurrency, cfg.Duration, do)
+	lat := m.lat
+	r := Result{Name: name, Concurrency: cfg.Concurrency, Requests: int64(len(lat)), Errors: m.errs, Elapsed: m.elapsed, FirstError: m.firstErr}
+	if m.elapsed > 0 {
+		r.RPS = float64(len(lat)) / m.elapsed.Seconds()
 	}
 	if len(lat) > 0 {
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -81,7 +83,15 @@ func Run(ctx context.Context, name string, cfg Config, do Do) Result {
 	return r
 }
 
-func run(ctx context.Context, workers int, d time.Duration, do Do) (lat []time.Duration, errs int64, firstErr error, elapsed time.Duration) {
+// measurement is what one run of the workers measured.
+type measurement struct {
+	lat      []time.Duration // of the requests that ended within the run, unsorted
+	errs     int64           // how many of them failed
+	firstErr error           // one of the failures
+	elapsed  time.Duration
+}
+
+func run(ctx context.Context, workers int, d time.Duration, do Do) measurement {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	deadline, _ := ctx.Deadline()
 	defer cancel()
@@ -119,15 +129,15 @@ func run(ctx context.Context, workers int, d time.Duration, do Do) (lat []time.D
 		}()
 	}
 	wg.Wait()
-	elapsed = time.Since(start)
+	m := measurement{elapsed: time.Since(start)}
 	for _, l := range locals {
-		lat = append(lat, l.lat...)
-		errs += l.errs
-		if firstErr == nil {
-			firstErr = l.err
+		m.lat = append(m.lat, l.lat...)
+		m.errs += l.errs
+		if m.firstErr == nil {
+			m.firstErr = l.err
 		}
 	}
-	return lat, errs, firstErr, elapsed
+	return m
 }
 
 // Percentile returns the p-th percentile (nearest rank) of sorted durations.
