@@ -204,8 +204,9 @@ func (a *Agent) nodeObject() *corev1.Node {
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(a.cfg.KubeletPort)}},
 			NodeInfo: corev1.NodeSystemInfo{
 				OperatingSystem: "linux", Architecture: runtime.GOARCH,
+				// No KubeProxyVersion (deprecated): a v1.37 kubelet leaves it
+				// empty (DisableNodeKubeProxyVersion, locked on since 1.36).
 				KubeletVersion:          "v1.37.1",
-				KubeProxyVersion:        "v1.37.1",
 				ContainerRuntimeVersion: "portcullis-node-agent://1",
 			},
 		},

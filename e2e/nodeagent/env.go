@@ -103,12 +103,12 @@ func valueFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c 
 		r := vf.SecretKeyRef
 		s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 		if err != nil {
-			return "", false, optionalErr(r.Optional, fmt.Errorf("Secret %s: %w", r.Name, err))
+			return "", false, optionalErr(r.Optional, fmt.Errorf("secret %s: %w", r.Name, err))
 		}
 		if v, ok := s.Data[r.Key]; ok {
 			return string(v), true, nil
 		}
-		return "", false, optionalErr(r.Optional, fmt.Errorf("Secret %s has no key %s", r.Name, r.Key))
+		return "", false, optionalErr(r.Optional, fmt.Errorf("secret %s has no key %s", r.Name, r.Key))
 	}
 	return "", false, fmt.Errorf("a valueFrom this node does not support")
 }

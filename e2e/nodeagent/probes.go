@@ -233,14 +233,18 @@ func (c *container) exec(ctx context.Context, command []string, out io.Writer) e
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	done := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
 	select {
-	case err := <-done:
-		return err
+	case <-done:
+		return waitErr
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-done // waitErr is the kill's: ctx's error says why
 		return ctx.Err()
 	}
 }

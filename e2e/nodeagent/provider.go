@@ -17,6 +17,10 @@ import (
 
 func podKey(ns, name string) string { return ns + "/" + name }
 
+// CreatePod starts the Pod (its address and namespace, volumes and
+// containers) unless it already runs with the same UID; a failure is
+// recorded as a FailedCreatePodSandBox event and returned for the pod
+// controller to retry.
 func (a *Agent) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	key := podKey(pod.Namespace, pod.Name)
 	a.mu.Lock()
@@ -94,6 +98,7 @@ func (a *Agent) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
+// GetPod is the Pod with its current status, or a not-found error.
 func (a *Agent) GetPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
 	p := a.get(ns, name)
 	if p == nil {
@@ -102,6 +107,7 @@ func (a *Agent) GetPod(ctx context.Context, ns, name string) (*corev1.Pod, error
 	return p.snapshot(), nil
 }
 
+// GetPodStatus is the Pod's current status, or a not-found error.
 func (a *Agent) GetPodStatus(ctx context.Context, ns, name string) (*corev1.PodStatus, error) {
 	pod, err := a.GetPod(ctx, ns, name)
 	if err != nil {
@@ -110,6 +116,7 @@ func (a *Agent) GetPodStatus(ctx context.Context, ns, name string) (*corev1.PodS
 	return &pod.Status, nil
 }
 
+// GetPods are the node's Pods with their current statuses.
 func (a *Agent) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 	a.mu.Lock()
 	ps := make([]*podRuntime, 0, len(a.pods))
@@ -124,6 +131,8 @@ func (a *Agent) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 	return pods, nil
 }
 
+// NotifyPods sets the function that is given a Pod whenever its status
+// changes.
 func (a *Agent) NotifyPods(ctx context.Context, f func(*corev1.Pod)) {
 	a.mu.Lock()
 	a.notify = f

@@ -41,7 +41,7 @@ func materialiseVolumes(ctx context.Context, cs kubernetes.Interface, pod *corev
 		case v.EmptyDir != nil:
 			err = os.Chmod(p, 0o777)
 		case v.ConfigMap != nil:
-			err = writeConfigMap(ctx, cs, pod.Namespace, p, v.ConfigMap.LocalObjectReference.Name, v.ConfigMap.Items, v.ConfigMap.Optional, mode(v.ConfigMap.DefaultMode))
+			err = writeConfigMap(ctx, cs, pod.Namespace, p, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, mode(v.ConfigMap.DefaultMode))
 		case v.Secret != nil:
 			err = writeSecret(ctx, cs, pod.Namespace, p, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, mode(v.Secret.DefaultMode))
 		case v.DownwardAPI != nil:
@@ -83,7 +83,7 @@ func writeConfigMap(ctx context.Context, cs kubernetes.Interface, ns, dir, name 
 func writeSecret(ctx context.Context, cs kubernetes.Interface, ns, dir, name string, items []corev1.KeyToPath, optional *bool, m os.FileMode) error {
 	s, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return optionalErr(optional, fmt.Errorf("Secret %s: %w", name, err))
+		return optionalErr(optional, fmt.Errorf("secret %s: %w", name, err))
 	}
 	return writeKeys(dir, s.Data, items, optional, m, "Secret "+name)
 }
