@@ -73,6 +73,7 @@ func TestAPIServer(t *testing.T) {
 		t.Logf("EndpointSlice with 127.0.0.1 is rejected: %v", err)
 	}
 	// (core/v1 Endpoints is deprecated; it is here only to record the rule.)
+	//nolint:staticcheck // SA1019: the deprecated core/v1 Endpoints is what this checks the API server's validation of
 	loopEndpoints := &corev1.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "e2e", Name: "echo"},
 		Subsets: []corev1.EndpointSubset{{

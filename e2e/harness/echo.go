@@ -47,7 +47,7 @@ func StartEcho(t testing.TB, name string) *Echo {
 	srv := &http.Server{Handler: e, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // returns when the cleanup closes it
 	t.Cleanup(func() { srv.Close() })
 	return e
 }
@@ -72,7 +72,7 @@ func (e *Echo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, _ := json.Marshal(req)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.Write(out)
+	_, _ = w.Write(out) // a client that went away has nothing to read
 }
 
 // Requests returns how many requests Echo has answered.

@@ -52,7 +52,7 @@ func StartGRPCEcho(t testing.TB, name string) (*GRPCEcho, string) {
 	}
 	e := &GRPCEcho{Name: name}
 	srv := NewGRPCServer(e)
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // returns when the cleanup stops it
 	t.Cleanup(srv.Stop)
 	return e, l.Addr().String()
 }

@@ -134,7 +134,7 @@ func (p *SlowPeer) handle(client net.Conn) {
 		return
 	}
 	if p.fault.Load().BlackHole {
-		io.Copy(io.Discard, client) // until the client or Close ends it
+		_, _ = io.Copy(io.Discard, client) // until the client or Close ends it
 		p.untrack(client)
 		return
 	}
@@ -245,7 +245,9 @@ func (p *SlowPeer) pass(client net.Conn, b []byte, f *Fault, sent *int64) error 
 		}
 		if f.ResetAfter > 0 && *sent >= f.ResetAfter {
 			if tc, ok := client.(*net.TCPConn); ok {
-				tc.SetLinger(0) // Close sends RST, not FIN
+				// Close sends RST, not FIN. SetLinger fails only on a closed
+				// connection, which there is no resetting.
+				_ = tc.SetLinger(0)
 			}
 			return errReset
 		}

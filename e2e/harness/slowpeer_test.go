@@ -32,7 +32,9 @@ func startLineEcho(t *testing.T) string {
 					if err != nil {
 						return
 					}
-					c.Write([]byte(line))
+					if _, err := c.Write([]byte(line)); err != nil {
+						return
+					}
 				}
 			}()
 		}
@@ -48,7 +50,9 @@ func roundTrip(t *testing.T, addr, line string, limit time.Duration) (string, ti
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(limit))
+	if err := c.SetDeadline(time.Now().Add(limit)); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	if _, err := c.Write([]byte(line)); err != nil {
 		return "", 0, err
