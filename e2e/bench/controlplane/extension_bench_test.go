@@ -112,7 +112,12 @@ func BenchmarkControlPlaneExtension(b *testing.B) {
 		served <- sdk.Serve(ctx, lis, &sdk.Server{}, grpc.ChainUnaryInterceptor(counter.intercept),
 			grpc.MaxRecvMsgSize(1<<30), grpc.MaxSendMsgSize(1<<30))
 	}()
-	b.Cleanup(func() { cancel(); <-served })
+	b.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			b.Errorf("extension server: %v", err)
+		}
+	})
 
 	dir := b.TempDir()
 	configs := map[string]string{}

@@ -417,7 +417,7 @@ func startSink(b *testing.B) string {
 		}
 		fmt.Fprintf(w, `{"lines":%d,"secrets":%d}`, lines, secrets)
 	})}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // returns when the cleanup closes it
 	b.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }

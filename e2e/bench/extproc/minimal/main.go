@@ -11,15 +11,15 @@ import (
 	"log"
 	"net"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 )
 
 type server struct {
-	extprocv3.UnimplementedExternalProcessorServer
+	extprocsvcv3.UnimplementedExternalProcessorServer
 }
 
-func (server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+func (server) Process(stream extprocsvcv3.ExternalProcessor_ProcessServer) error {
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -28,20 +28,20 @@ func (server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 		if err != nil {
 			return err
 		}
-		resp := &extprocv3.ProcessingResponse{}
+		resp := &extprocsvcv3.ProcessingResponse{}
 		switch req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_RequestBody:
-			resp.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_RequestTrailers:
-			resp.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseTrailers:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}
+		case *extprocsvcv3.ProcessingRequest_RequestHeaders:
+			resp.Response = &extprocsvcv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocsvcv3.HeadersResponse{}}
+		case *extprocsvcv3.ProcessingRequest_ResponseHeaders:
+			resp.Response = &extprocsvcv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocsvcv3.HeadersResponse{}}
+		case *extprocsvcv3.ProcessingRequest_RequestBody:
+			resp.Response = &extprocsvcv3.ProcessingResponse_RequestBody{RequestBody: &extprocsvcv3.BodyResponse{}}
+		case *extprocsvcv3.ProcessingRequest_ResponseBody:
+			resp.Response = &extprocsvcv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocsvcv3.BodyResponse{}}
+		case *extprocsvcv3.ProcessingRequest_RequestTrailers:
+			resp.Response = &extprocsvcv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocsvcv3.TrailersResponse{}}
+		case *extprocsvcv3.ProcessingRequest_ResponseTrailers:
+			resp.Response = &extprocsvcv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocsvcv3.TrailersResponse{}}
 		}
 		if err := stream.Send(resp); err != nil {
 			return err
@@ -57,6 +57,6 @@ func main() {
 		log.Fatal(err)
 	}
 	s := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(s, server{})
+	extprocsvcv3.RegisterExternalProcessorServer(s, server{})
 	log.Fatal(s.Serve(lis))
 }
