@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocsvcv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -291,9 +291,9 @@ func (p *protocolProcessor) RequestHeaders(ctx context.Context, x *sdk.Exchange,
 		return sdk.Errorf(codes.Internal, "processor failed")
 	case strings.HasPrefix(x.Path(), "/override"):
 		h.Set("x-override", "asked")
-		return x.OverrideMode(&filterv3.ProcessingMode{
-			RequestHeaderMode: filterv3.ProcessingMode_SEND, ResponseHeaderMode: filterv3.ProcessingMode_SEND,
-			RequestBodyMode: filterv3.ProcessingMode_BUFFERED,
+		return x.OverrideMode(&extprocv3.ProcessingMode{
+			RequestHeaderMode: extprocv3.ProcessingMode_SEND, ResponseHeaderMode: extprocv3.ProcessingMode_SEND,
+			RequestBodyMode: extprocv3.ProcessingMode_BUFFERED,
 		})
 	}
 	return nil
@@ -319,8 +319,8 @@ func startSDKServer(t *testing.T, p sdk.Processor) string {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p))
-	go srv.Serve(lis)
+	extprocsvcv3.RegisterExternalProcessorServer(srv, sdk.NewServer(p))
+	go func() { _ = srv.Serve(lis) }() // returns when the cleanup stops it
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
 }
