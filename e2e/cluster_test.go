@@ -291,7 +291,7 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 	if err != nil {
 		t.Fatal(err)
 	}
-	go hookSrv.Serve(hookLn)
+	go func() { _ = hookSrv.Serve(hookLn) }() // returns when closed
 	defer hookSrv.Close()
 	// Each line a container writes to the shared log.
 	logLine := func(line string) string { return "echo " + line + " >> /cluster-e2e-hooks/log" }
@@ -504,9 +504,9 @@ curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/to
 		t.Errorf("pod hooks' log lacks %s: %q", line, lines)
 		return -1
 	}
-	if len(lines) != 7 || !(at("exec:started") < at("exec:post-start") && at("exec:post-start") < at("http:started") &&
-		at("exec:pre-stop") < at("exec:pre-stop-done") && at("http:sigterm") < at("exec:pre-stop-done") &&
-		at("exec:pre-stop-done") < at("exec:sigterm")) {
+	if len(lines) != 7 || at("exec:started") >= at("exec:post-start") || at("exec:post-start") >= at("http:started") ||
+		at("exec:pre-stop") >= at("exec:pre-stop-done") || at("http:sigterm") >= at("exec:pre-stop-done") ||
+		at("exec:pre-stop-done") >= at("exec:sigterm") {
 		t.Errorf("pod hooks' log %q: want exec's postStart before http started, http's SIGTERM before exec's preStop hook ended, exec's SIGTERM after it", lines)
 	}
 

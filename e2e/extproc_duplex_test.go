@@ -117,7 +117,7 @@ func startDuplexUpstream(t *testing.T) *duplexUpstream {
 	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // returns when the cleanup closes it
 	t.Cleanup(func() { srv.Close() })
 	return u
 }
@@ -160,7 +160,8 @@ func (u *duplexUpstream) ingest(w http.ResponseWriter, r *http.Request) {
 	res.Trailer = r.Trailer.Get("X-Checksum")
 	u.ingests <- res
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(res)
+	// The test reads res from u.ingests; a client that went away reads no answer.
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 // stream writes ?lines= lines, line ?longAt= a long one; with ?trailer=1
@@ -394,7 +395,8 @@ func TestExtProcFullDuplexStreamed(t *testing.T) {
 		}
 		// The upstream may have written it all into Envoy's buffers first.
 		select {
-		case <-up.streams:
+		case err := <-up.streams:
+			t.Logf("the upstream stopped writing: %v", err)
 		case <-time.After(30 * time.Second):
 			t.Errorf("the upstream is still writing")
 		}

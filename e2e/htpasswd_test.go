@@ -143,7 +143,7 @@ func TestHtpasswdThroughEnvoy(t *testing.T) {
 				return fmt.Errorf("%s: status %d, want 401: %s", req.URL.Path, resp.StatusCode, body)
 			}
 			if got, want := resp.Header.Get("WWW-Authenticate"), `Basic realm="`+realm+`"`; !strings.HasPrefix(got, want) {
-				return fmt.Errorf("WWW-Authenticate = %q, want %s...", got, want)
+				return fmt.Errorf("WWW-Authenticate = %q, want it to start with %s", got, want)
 			}
 			return nil
 		})
@@ -350,7 +350,7 @@ func statusCodeOf(c *http.Client, req *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body) // only the status counts
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }

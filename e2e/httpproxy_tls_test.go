@@ -33,7 +33,7 @@ func startTLSEcho(t *testing.T, name string, kp *harness.KeyPair) *harness.Echo 
 	}
 	e := &harness.Echo{Name: name, Addr: l.Addr().String(), Port: l.Addr().(*net.TCPAddr).Port}
 	srv := &http.Server{Handler: e}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // returns when the cleanup closes it
 	t.Cleanup(func() { srv.Close() })
 	return e
 }

@@ -124,7 +124,7 @@ func serveHTTP(t *testing.T, h http.Handler) string {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // returns when the cleanup closes it
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }
@@ -134,7 +134,7 @@ func serveHTTP(t *testing.T, h http.Handler) string {
 func startUpgradeEcho(t *testing.T) string {
 	return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-			io.WriteString(w, "plain")
+			_, _ = io.WriteString(w, "plain") // a client that went away reads nothing
 			return
 		}
 		conn, rw, err := http.NewResponseController(w).Hijack()
@@ -144,7 +144,7 @@ func startUpgradeEcho(t *testing.T) string {
 		defer conn.Close()
 		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", websocketAccept(r.Header.Get("Sec-WebSocket-Key")))
 		rw.Flush()
-		io.Copy(conn, rw)
+		_, _ = io.Copy(conn, rw) // echoes until either side closes
 	}))
 }
 
@@ -162,7 +162,9 @@ func upgrade(addr, path, msg string) (status, echoed string, err error) {
 		return "", "", err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return "", "", err
+	}
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: app.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", path)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)

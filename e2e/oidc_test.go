@@ -425,7 +425,9 @@ func metric(t *testing.T, url, series string) float64 {
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			var f float64
-			fmt.Sscan(v, &f)
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatalf("%s: value %q: %v", series, v, err)
+			}
 			return f
 		}
 	}
@@ -838,7 +840,7 @@ func runOIDCScenario(t *testing.T, kubernetes bool) {
 		}
 		// Confirm at the provider; it sends us to post_logout_redirect_uri.
 		p = alice.get(loc.String())
-		for step := 0; step < 10 && !(p.StatusCode == http.StatusOK && p.Request.URL.Host == oidcHost); step++ {
+		for step := 0; step < 10 && (p.StatusCode != http.StatusOK || p.Request.URL.Host != oidcHost); step++ {
 			if p.StatusCode == http.StatusOK {
 				p = alice.submitForm(p, nil)
 			} else {

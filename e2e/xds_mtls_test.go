@@ -157,7 +157,9 @@ func xdsHandshake(addr string, caPEM []byte, cert *harness.KeyPair) (string, err
 	// The HTTP/2 preface: a server that accepted the client answers with
 	// its SETTINGS; one that refused it (TLS 1.3 tells after the
 	// handshake) closes with an alert.
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return "", err
+	}
 	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
 		return "", err
 	}
@@ -175,7 +177,9 @@ func plaintextADS(addr string) error {
 		return err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return err
+	}
 	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
 		return err
 	}
