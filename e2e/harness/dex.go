@@ -77,18 +77,7 @@ func StartDex(t testing.TB, cfg DexConfig) *Dex {
 	d := &Dex{Process: p, Issuer: issuer, client: dexHTTPClient(cfg.CA.CertPEM)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = poll(ctx, func() error {
-		resp, err := d.client.Get(issuer + "/.well-known/openid-configuration")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := WaitHTTPWith(ctx, d.client, issuer+"/.well-known/openid-configuration", http.StatusOK); err != nil {
 		t.Fatalf("dex at %s: %v", issuer, err)
 	}
 	return d

@@ -119,15 +119,7 @@ func (k *Keycloak) WaitReady(t testing.TB) {
 			return permanentError{fmt.Errorf("exited: %v", exitString(k.ExitErr()))}
 		default:
 		}
-		resp, err := k.Client.Get(k.Issuer("master") + "/.well-known/openid-configuration")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
+		return GetStatus(ctx, k.Client, k.Issuer("master")+"/.well-known/openid-configuration", http.StatusOK)
 	})
 	if err != nil {
 		t.Fatalf("Keycloak at %s: %v", k.URL, err)

@@ -65,22 +65,31 @@ func WaitHTTP(ctx context.Context, url string, wantStatus int) error {
 		Timeout:       2 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return poll(ctx, func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		resp.Body.Close()
-		if resp.StatusCode != wantStatus {
-			return fmt.Errorf("GET %s: status %d, want %d: %q", url, resp.StatusCode, wantStatus, body)
-		}
-		return nil
-	})
+	return WaitHTTPWith(ctx, client, url, wantStatus)
+}
+
+// WaitHTTPWith is WaitHTTP with the client's TLS settings and timeout.
+func WaitHTTPWith(ctx context.Context, client *http.Client, url string, wantStatus int) error {
+	return poll(ctx, func() error { return GetStatus(ctx, client, url, wantStatus) })
+}
+
+// GetStatus GETs url once and says what is wrong unless it answered
+// wantStatus.
+func GetStatus(ctx context.Context, client *http.Client, url string, wantStatus int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_ = resp.Body.Close() // read to the limit; nothing more is wanted
+	if resp.StatusCode != wantStatus {
+		return fmt.Errorf("GET %s: status %d, want %d: %q", url, resp.StatusCode, wantStatus, body)
+	}
+	return nil
 }
 
 // Eventually calls cond until it returns nil, failing the test with the last
