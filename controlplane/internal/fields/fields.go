@@ -34,7 +34,11 @@ const (
 // refusal: a field nobody classified is never taken as implemented.
 type Support struct {
 	implemented bool
-	// why is the reason a field is refused.
+	// ignored is a Gateway API field the builder reads nothing of, and
+	// serves the object without (gateway_table.go).
+	ignored bool
+	// why is the reason a field is refused or ignored; for an implemented
+	// Gateway API field, what of it is not (values the builder refuses).
 	why string
 }
 
@@ -48,7 +52,8 @@ func Refused(why string) Support { return Support{why: why} }
 // IsImplemented reports whether the field is implemented.
 func (s Support) IsImplemented() bool { return s.implemented }
 
-// Why is the reason a refused field is refused.
+// Why is the reason a refused or ignored field is refused or ignored;
+// for an implemented Gateway API field, what values of it are refused.
 func (s Support) Why() string { return s.why }
 
 // Lookup returns the support of a field path pattern (no indices, e.g.
@@ -129,7 +134,10 @@ func Rows(kind string) []Row {
 
 // SetPatterns lists the path patterns of every field that spec sets,
 // whatever the table says, each once, in the order first found.
-func SetPatterns(spec any) []string {
+func SetPatterns(spec any) []string { return setPatterns(spec, isAPIType) }
+
+// setPatterns is SetPatterns, walking into the structs isAPI accepts.
+func setPatterns(spec any, isAPI func(reflect.Type) bool) []string {
 	var out []string
 	seen := map[string]bool{}
 	var walk func(v reflect.Value, pattern string)
@@ -141,7 +149,7 @@ func SetPatterns(spec any) []string {
 			v = v.Elem()
 		}
 		switch {
-		case v.Kind() == reflect.Struct && isAPIType(v.Type()):
+		case v.Kind() == reflect.Struct && isAPI(v.Type()):
 			for _, f := range apiFields(v.Type()) {
 				if fv := v.FieldByIndex(f.index); !fv.IsZero() {
 					pat := pattern + "." + f.name

@@ -13,7 +13,7 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 )
 
-var update = flag.Bool("update", false, "rewrite "+DocsPage+" from the table")
+var update = flag.Bool("update", false, "rewrite "+DocsPage+" and "+GatewayDocsPage+" from the tables")
 
 // TestTableCoversTheTypes walks the Go types: every field path must be in
 // the table (a field added to the types, upstream's or ours, must be
