@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -13,8 +12,8 @@ import (
 // GatewayAPI is what the builder found about one Gateway API object
 // (Object.GatewayAPI): the parts of its status this controller owns, in
 // the API's own shapes, with the conditions' observedGeneration set and
-// their lastTransitionTime left zero: the renderers below add the times,
-// keeping an unchanged condition's, as ValidCondition does for HTTPProxies.
+// their lastTransitionTime left zero: the renderers below add the times
+// by KeepTimes, as ValidCondition does for HTTPProxies.
 // Which fields are set depends on the kind.
 type GatewayAPI struct {
 	// Conditions of a GatewayClass or a Gateway.
@@ -37,20 +36,6 @@ type GatewayAPI struct {
 // objects are few next to HTTPProxies: reflection is affordable here.
 func (g *GatewayAPI) same(h *GatewayAPI) bool {
 	return g == h || g != nil && h != nil && reflect.DeepEqual(g, h)
-}
-
-// withTimes returns want with each condition's lastTransitionTime: prev's
-// condition of the same type when its status is the same, now otherwise.
-func withTimes(want, prev []metav1.Condition, now metav1.Time) []metav1.Condition {
-	out := make([]metav1.Condition, len(want))
-	for i, c := range want {
-		c.LastTransitionTime = now
-		if p := meta.FindStatusCondition(prev, c.Type); p != nil && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = p.LastTransitionTime
-		}
-		out[i] = c
-	}
-	return out
 }
 
 // envoyRejected is Envoy's rejection of the configuration made from o
@@ -100,7 +85,7 @@ func generationOf(cs []metav1.Condition) int64 {
 // GatewayClass computes a GatewayClass's status.
 func GatewayClass(o *Object, prev gwapiv1.GatewayClassStatus, now metav1.Time) gwapiv1.GatewayClassStatus {
 	g := o.gatewayAPI()
-	return gwapiv1.GatewayClassStatus{Conditions: withTimes(g.Conditions, prev.Conditions, now), SupportedFeatures: g.SupportedFeatures}
+	return gwapiv1.GatewayClassStatus{Conditions: KeepTimes(prev.Conditions, g.Conditions, now), SupportedFeatures: g.SupportedFeatures}
 }
 
 // Gateway computes a Gateway's status: its conditions and its listeners'.
@@ -109,7 +94,7 @@ func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 	g := o.gatewayAPI()
 	rejected := envoyRejected(o)
 	conds := withExtensionError(programmedUnless(g.Conditions, rejected), o, generationOf(g.Conditions))
-	out := gwapiv1.GatewayStatus{Conditions: withTimes(conds, prev.Conditions, now), Addresses: g.Addresses}
+	out := gwapiv1.GatewayStatus{Conditions: KeepTimes(prev.Conditions, conds, now), Addresses: g.Addresses}
 	for _, l := range g.Listeners {
 		var prevConds []metav1.Condition
 		for _, p := range prev.Listeners {
@@ -117,7 +102,7 @@ func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 				prevConds = p.Conditions
 			}
 		}
-		l.Conditions = withTimes(programmedUnless(l.Conditions, rejected), prevConds, now)
+		l.Conditions = KeepTimes(prevConds, programmedUnless(l.Conditions, rejected), now)
 		out.Listeners = append(out.Listeners, l)
 	}
 	return out
@@ -161,7 +146,7 @@ func Route(o *Object, prev gwapiv1.RouteStatus, now metav1.Time) gwapiv1.RouteSt
 		}
 		conds := falseIfRejected(p.Conditions, string(gwapiv1.RouteConditionAccepted), ReasonRejectedByEnvoy, rejected)
 		conds = withExtensionError(conds, o, generationOf(p.Conditions))
-		p.Conditions = withTimes(conds, prevConds, now)
+		p.Conditions = KeepTimes(prevConds, conds, now)
 		out.Parents = append(out.Parents, p)
 	}
 	return out
@@ -182,7 +167,7 @@ func Policy(o *Object, prev gwapiv1.PolicyStatus, now metav1.Time) gwapiv1.Polic
 			}
 		}
 		conds := falseIfRejected(a.Conditions, string(gwapiv1.PolicyConditionAccepted), ReasonRejectedByEnvoy, rejected)
-		a.Conditions = withTimes(conds, prevConds, now)
+		a.Conditions = KeepTimes(prevConds, conds, now)
 		out.Ancestors = append(out.Ancestors, a)
 	}
 	return out

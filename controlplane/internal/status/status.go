@@ -2,6 +2,14 @@
 // Kubernetes status the API promises: a Valid condition that is always
 // present, errors and warnings as sub-conditions, observedGeneration, and a
 // lastTransitionTime that moves only on a transition.
+//
+// It owns the rule by which a condition is set over the current one of its
+// type (MergeCondition, in conditions.go: lastTransitionTime kept when the
+// status does not change, a condition of a newer generation left alone),
+// for every kind, Contour's and the Gateway API's: the statuses computed
+// here and statuswriter's merges with the live object both use it
+// (MergeConditions, KeepTimes), and no other package sets a condition's
+// time.
 package status
 
 import (
@@ -140,8 +148,9 @@ const (
 )
 
 // ValidCondition computes the Valid condition for o. prev is the object's
-// current Valid condition (nil when it has none); when the computed
-// condition has the same status, prev's lastTransitionTime is kept.
+// current Valid condition (nil when it has none), over which it is set by
+// MergeCondition (prev's lastTransitionTime is kept when the status is the
+// same).
 func ValidCondition(o *Object, kindMessage string, prev *contourv1.DetailedCondition, now metav1.Time) contourv1.DetailedCondition {
 	c := contourv1.DetailedCondition{Condition: metav1.Condition{
 		Type:               contourv1.ValidConditionType,
@@ -175,8 +184,7 @@ func ValidCondition(o *Object, kindMessage string, prev *contourv1.DetailedCondi
 	for _, p := range o.Warnings {
 		c.Warnings = append(c.Warnings, sub(p))
 	}
-	c.LastTransitionTime = transitionTime(prev, c.Status, now)
-	return c
+	return MergeCondition(prev, c, now)
 }
 
 func sub(p Problem) contourv1.SubCondition {
@@ -188,7 +196,7 @@ func sub(p Problem) contourv1.SubCondition {
 // are kept.
 func HTTPProxy(o *Object, prev contourv1.HTTPProxyStatus, now metav1.Time) contourv1.HTTPProxyStatus {
 	valid := ValidCondition(o, MessageValid, prev.GetCondition(contourv1.ValidConditionType), now)
-	out := contourv1.HTTPProxyStatus{Conditions: mergeConditions(prev.Conditions, valid)}
+	out := contourv1.HTTPProxyStatus{Conditions: MergeConditions(prev.Conditions, []contourv1.DetailedCondition{valid}, now)}
 	switch {
 	case o.Orphaned:
 		out.CurrentStatus = contourv1.StatusOrphaned
@@ -206,60 +214,15 @@ func HTTPProxy(o *Object, prev contourv1.HTTPProxyStatus, now metav1.Time) conto
 	return out
 }
 
-// mergeConditions replaces the condition of c's type in prev, keeping the
-// others in their order.
-func mergeConditions(prev []contourv1.DetailedCondition, cs ...contourv1.DetailedCondition) []contourv1.DetailedCondition {
-	out := make([]contourv1.DetailedCondition, 0, len(prev)+len(cs))
-	replaced := map[string]bool{}
-	for _, p := range prev {
-		found := false
-		for _, c := range cs {
-			if c.Type == p.Type {
-				out = append(out, c)
-				replaced[c.Type] = true
-				found = true
-			}
-		}
-		if !found {
-			out = append(out, p)
-		}
-	}
-	for _, c := range cs {
-		if !replaced[c.Type] {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Condition returns the condition of the given type in cs, or nil.
-func Condition(cs []contourv1.DetailedCondition, typ string) *contourv1.DetailedCondition {
-	for i := range cs {
-		if cs[i].Type == typ {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
 // Conditions computes the conditions of an object whose status is only a
-// list of conditions (ExtensionService, TLSCertificateDelegation).
+// list of conditions (ExtensionService, TLSCertificateDelegation): Valid
+// and extra, at o's generation, set in prev by MergeConditions.
 func Conditions(o *Object, kindMessage string, prev []contourv1.DetailedCondition, now metav1.Time, extra ...contourv1.DetailedCondition) []contourv1.DetailedCondition {
-	valid := ValidCondition(o, kindMessage, Condition(prev, contourv1.ValidConditionType), now)
+	valid := ValidCondition(o, kindMessage, FindCondition(prev, contourv1.ValidConditionType), now)
 	for i := range extra {
 		extra[i].ObservedGeneration = o.Generation
-		extra[i].LastTransitionTime = transitionTime(Condition(prev, extra[i].Type), extra[i].Status, now)
 	}
-	return mergeConditions(prev, append([]contourv1.DetailedCondition{valid}, extra...)...)
-}
-
-// transitionTime is prev's time when the status did not change, now
-// otherwise.
-func transitionTime(prev *contourv1.DetailedCondition, s metav1.ConditionStatus, now metav1.Time) metav1.Time {
-	if prev != nil && prev.Status == s && !prev.LastTransitionTime.IsZero() {
-		return prev.LastTransitionTime
-	}
-	return now
+	return MergeConditions(prev, append([]contourv1.DetailedCondition{valid}, extra...), now)
 }
 
 // ReadyConditionType is the ExtensionService condition that says whether
@@ -321,22 +284,6 @@ func ExtensionService(o *Object, prev v1alpha1.ExtensionServiceStatus, now metav
 // TLSCertificateDelegation computes a TLSCertificateDelegation's status.
 func TLSCertificateDelegation(o *Object, prev contourv1.TLSCertificateDelegationStatus, now metav1.Time) contourv1.TLSCertificateDelegationStatus {
 	return contourv1.TLSCertificateDelegationStatus{Conditions: Conditions(o, MessageValidDelegation, prev.Conditions, now)}
-}
-
-// Merge reconciles a computed list of conditions with the object's current
-// one (which may be newer than the snapshot the computation started from):
-// a condition whose status did not change keeps its current
-// lastTransitionTime, and conditions of other types (other controllers')
-// are kept. It is what the status writer compares and writes.
-func Merge(cur, want []contourv1.DetailedCondition) []contourv1.DetailedCondition {
-	out := make([]contourv1.DetailedCondition, len(want))
-	for i, w := range want {
-		if c := Condition(cur, w.Type); c != nil && c.Status == w.Status && !c.LastTransitionTime.IsZero() {
-			w.LastTransitionTime = c.LastTransitionTime
-		}
-		out[i] = w
-	}
-	return mergeConditions(cur, out...)
 }
 
 // SortObjects orders findings by kind, namespace and name.

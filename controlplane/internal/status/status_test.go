@@ -134,7 +134,7 @@ func TestExtensionServiceStatusTransitions(t *testing.T) {
 			if got.ClusterName != "extension/ns/e" {
 				t.Errorf("clusterName = %q", got.ClusterName)
 			}
-			v, r := Condition(got.Conditions, "Valid"), Condition(got.Conditions, ReadyConditionType)
+			v, r := FindCondition(got.Conditions, "Valid"), FindCondition(got.Conditions, ReadyConditionType)
 			if v == nil || r == nil {
 				t.Fatalf("conditions = %+v, want Valid and Ready", got.Conditions)
 			}
@@ -143,36 +143,6 @@ func TestExtensionServiceStatusTransitions(t *testing.T) {
 			}
 			if !v.LastTransitionTime.Equal(&tt.wantValidT) || !r.LastTransitionTime.Equal(&tt.wantReadyT) {
 				t.Errorf("transition times Valid %v Ready %v, want %v %v", v.LastTransitionTime, r.LastTransitionTime, tt.wantValidT, tt.wantReadyT)
-			}
-		})
-	}
-}
-
-func TestMerge(t *testing.T) {
-	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	t1 := metav1.NewTime(t0.Add(time.Minute))
-	cond := func(typ, status string, at metav1.Time) contourv1.DetailedCondition {
-		return contourv1.DetailedCondition{Condition: metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), LastTransitionTime: at}}
-	}
-	tests := []struct {
-		name      string
-		cur, want []contourv1.DetailedCondition
-		expect    []contourv1.DetailedCondition
-	}{
-		{"unchanged status keeps the current time", []contourv1.DetailedCondition{cond("Valid", "True", t0)}, []contourv1.DetailedCondition{cond("Valid", "True", t1)},
-			[]contourv1.DetailedCondition{cond("Valid", "True", t0)}},
-		{"a transition takes the new time", []contourv1.DetailedCondition{cond("Valid", "True", t0)}, []contourv1.DetailedCondition{cond("Valid", "False", t1)},
-			[]contourv1.DetailedCondition{cond("Valid", "False", t1)}},
-		{"other controllers' conditions are kept", []contourv1.DetailedCondition{cond("example.com/DNS", "True", t0)}, []contourv1.DetailedCondition{cond("Valid", "True", t1)},
-			[]contourv1.DetailedCondition{cond("example.com/DNS", "True", t0), cond("Valid", "True", t1)}},
-		{"new object", nil, []contourv1.DetailedCondition{cond("Valid", "True", t1), cond("Ready", "False", t1)},
-			[]contourv1.DetailedCondition{cond("Valid", "True", t1), cond("Ready", "False", t1)}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Merge(tt.cur, tt.want)
-			if !equality.Semantic.DeepEqual(got, tt.expect) {
-				t.Errorf("Merge = %+v, want %+v", got, tt.expect)
 			}
 		})
 	}

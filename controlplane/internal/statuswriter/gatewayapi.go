@@ -16,6 +16,7 @@ import (
 
 	gatewayv1alpha1 "github.com/portcullis/portcullis/apis/gateway/v1alpha1"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // DefaultGatewayController is the Gateway API controller name of a control
@@ -27,7 +28,8 @@ const DefaultGatewayController gwapiv1.GatewayController = config.DefaultGateway
 // route parents naming its controller), merges conditions by type, moves
 // lastTransitionTime only when a condition's status changes, and leaves a
 // condition observed at a newer generation than its own alone (its
-// snapshot is older than the object).
+// snapshot is older than the object). The conditions' part is
+// status.MergeCondition's, as for the Contour kinds.
 
 // writeGatewayAPI writes the status of a Gateway API object or one of our
 // policies.
@@ -68,7 +70,7 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 // features are ours; its conditions are merged.
 func mergeGatewayClass(cur, want *gwapiv1.GatewayClassStatus, now metav1.Time) gwapiv1.GatewayClassStatus {
 	out := *want
-	out.Conditions = mergeConditions(cur.Conditions, want.Conditions, now)
+	out.Conditions = status.MergeConditions(cur.Conditions, want.Conditions, now)
 	return out
 }
 
@@ -77,7 +79,7 @@ func mergeGatewayClass(cur, want *gwapiv1.GatewayClassStatus, now metav1.Time) g
 // transition times); its conditions are merged.
 func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
 	out := *want
-	out.Conditions = mergeConditions(cur.Conditions, want.Conditions, now)
+	out.Conditions = status.MergeConditions(cur.Conditions, want.Conditions, now)
 	out.Addresses = make([]gwapiv1.GatewayStatusAddress, len(want.Addresses))
 	for i, a := range want.Addresses {
 		if a.Type == nil {
@@ -91,7 +93,7 @@ func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 		if j := slices.IndexFunc(cur.Listeners, func(c gwapiv1.ListenerStatus) bool { return c.Name == l.Name }); j >= 0 {
 			prev = cur.Listeners[j].Conditions
 		}
-		l.Conditions = keepTimes(prev, l.Conditions, now)
+		l.Conditions = status.KeepTimes(prev, l.Conditions, now)
 		l.SupportedKinds = slices.Clone(l.SupportedKinds)
 		for k := range l.SupportedKinds {
 			if l.SupportedKinds[k].Group == nil {
@@ -172,12 +174,12 @@ func (k *Kubernetes) mergeParents(cur, want []gwapiv1.RouteParentStatus, now met
 			continue
 		}
 		w := pending[j]
-		w.Conditions = keepTimes(c.Conditions, w.Conditions, now)
+		w.Conditions = status.KeepTimes(c.Conditions, w.Conditions, now)
 		out = append(out, w)
 		pending = slices.Delete(pending, j, j+1)
 	}
 	for _, w := range pending {
-		w.Conditions = keepTimes(nil, w.Conditions, now)
+		w.Conditions = status.KeepTimes(nil, w.Conditions, now)
 		out = append(out, w)
 	}
 	return out
@@ -185,42 +187,6 @@ func (k *Kubernetes) mergeParents(cur, want []gwapiv1.RouteParentStatus, now met
 
 func sameParent(a, b gwapiv1.RouteParentStatus) bool {
 	return a.ControllerName == b.ControllerName && equality.Semantic.DeepEqual(a.ParentRef, b.ParentRef)
-}
-
-// mergeConditions sets want's conditions in cur (of an object other
-// controllers may also write conditions to): conditions of other types
-// stay, in place.
-func mergeConditions(cur, want []metav1.Condition, now metav1.Time) []metav1.Condition {
-	out := slices.Clone(cur)
-	for _, w := range keepTimes(cur, want, now) {
-		if i := slices.IndexFunc(out, func(c metav1.Condition) bool { return c.Type == w.Type }); i >= 0 {
-			out[i] = w
-		} else {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// keepTimes returns want, where a condition whose status cur already has
-// keeps cur's lastTransitionTime, a condition cur has at a newer
-// generation than want's (when want says) is cur's, and a new transition
-// without a time gets now.
-func keepTimes(cur, want []metav1.Condition, now metav1.Time) []metav1.Condition {
-	out := make([]metav1.Condition, len(want))
-	for i, w := range want {
-		j := slices.IndexFunc(cur, func(c metav1.Condition) bool { return c.Type == w.Type })
-		switch {
-		case j >= 0 && w.ObservedGeneration > 0 && cur[j].ObservedGeneration > w.ObservedGeneration:
-			w = cur[j]
-		case j >= 0 && cur[j].Status == w.Status && !cur[j].LastTransitionTime.IsZero():
-			w.LastTransitionTime = cur[j].LastTransitionTime
-		case w.LastTransitionTime.IsZero():
-			w.LastTransitionTime = now
-		}
-		out[i] = w
-	}
-	return out
 }
 
 // writeExtensionPolicy writes status.ancestors of a policy of an

@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,12 +121,14 @@ func writeStatus[T client.Object, S any](ctx context.Context, k *Kubernetes, key
 }
 
 // contourMerge is the merge of the Contour kinds: want, with its conditions
-// merged with the current ones (status.Merge: lastTransitionTime moves only
-// on a transition, other controllers' conditions stay).
+// merged with the current ones (status.MergeConditions: lastTransitionTime
+// moves only on a transition, a condition of a newer generation stays,
+// other controllers' conditions stay).
 func contourMerge[S any](want S, conditions func(*S) *[]contourv1.DetailedCondition) func(cur *S) S {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	return func(cur *S) S {
 		merged := want
-		*conditions(&merged) = status.Merge(*conditions(cur), *conditions(&want))
+		*conditions(&merged) = status.MergeConditions(*conditions(cur), *conditions(&want), now)
 		return merged
 	}
 }
