@@ -18,6 +18,8 @@ package fields
 // (docs/gateway-api-fields.md), and TestGatewayTableCoversTheTypes fails
 // on a path of the Go types (a field a new gateway-api version adds) that
 // it lacks, so that someone decides what the builder does with it.
+// TestGatewayTableSaysWhatTheBuilderDoes sets every refused and ignored
+// field and checks the builder's status says so (or does not change).
 var gatewayTable = map[string]entries{
 	KindGatewayClass: tree("spec", entries{
 		"controllerName": yes,
