@@ -486,7 +486,7 @@ func TestCheckerFindsStaleReferences(t *testing.T) {
 		// There.
 		{"`controlplane/internal/builder/extauth.go`, `hack/tools/dex/`, `extauth.go`", 0},
 		{"[x](../examples/oidc/) and [y](helm.md#values) and [z](https://example.com/a.md)", 0},
-		{"`harness.RepoRoot(t)`, `extdiff.Run`, `(*extension.Runner).Apply`, `(*Runner).Apply`", 0},
+		{"`harness.RepoRoot(t)`, `extdiff.NewReport`, `(*extension.Runner).Apply`, `(*Runner).Apply`", 0},
 		{"`github.com/portcullis/portcullis/controlplane/internal/extdiff`", 0},
 		// Not ours, or not a reference.
 		{"`retry_back_off.max_interval`, `metav1.Condition`, `http.Handler`, `time.Duration`", 0},

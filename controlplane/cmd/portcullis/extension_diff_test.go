@@ -181,3 +181,55 @@ func TestTranslateDoesNotCallExtensions(t *testing.T) {
 		t.Error("--show-extension-diff did not call the extension")
 	}
 }
+
+// An extension registered through an ExtensionService (extensionService:)
+// is called, as serve calls it, at the endpoints the same files give that
+// ExtensionService: translate --show-extension-diff runs the stage serve
+// runs, inputs included, so its report is what serve would publish.
+func TestShowExtensionDiffThroughExtensionService(t *testing.T) {
+	addr := tagAExtension(t, false)
+	host, port, _ := strings.Cut(addr, ":")
+	dir := t.TempDir()
+	resources := filepath.Join(dir, "resources.yaml")
+	cfg := filepath.Join(dir, "portcullis.yaml")
+	in := diffResources + `---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: vendor}
+spec:
+  ports: [{name: grpc, port: 9000, targetPort: ` + port + `}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-1, namespace: vendor, labels: {kubernetes.io/service-name: ext}}
+addressType: IPv4
+ports: [{name: grpc, port: ` + port + `}]
+endpoints: [{addresses: ["` + host + `"]}]
+---
+apiVersion: projectcontour.io/v1alpha1
+kind: ExtensionService
+metadata: {name: ext, namespace: vendor}
+spec:
+  protocol: h2c
+  services: [{name: ext, port: 9000}]
+`
+	if err := os.WriteFile(resources, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := "extensions:\n- {name: tagger, extensionService: vendor/ext, hooks: [PostTranslateInsert, PostVirtualHostModify], failurePolicy: Closed, timeout: 2s}\n"
+	if err := os.WriteFile(cfg, []byte(c), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run("translate", "--config", cfg, "--show-extension-diff", "-f", resources)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errOut)
+	}
+	for _, w := range []string{
+		`changed: virtual host "a.example.com" of RouteConfiguration "ingress_http"`,
+		`added: Cluster "ext-added"`, "0 failures",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}

@@ -21,6 +21,10 @@ func TestPackageLayers(t *testing.T) {
 		"statuswriter":        {"builder", "translator", "pipeline", "serve"},
 		// The hooks see Envoy resources and their origins, never the rules.
 		"extension": {"builder", "pipeline", "serve"},
+		// The hook stage runs the hooks on a build; serve and translate
+		// run it, never the other way round.
+		"extstage": {"builder", "serve", "statuswriter"},
+		"extdiff":  {"builder", "serve"},
 	}
 	for pkg, not := range forbidden {
 		p, err := build.Import(module+pkg, ".", 0)

@@ -23,6 +23,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
+	"github.com/portcullis/portcullis/controlplane/internal/extstage"
 	"github.com/portcullis/portcullis/controlplane/internal/leader"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
@@ -305,8 +306,9 @@ func allValid(res *pipeline.Result) error {
 	return nil
 }
 
-// showExtensionDiff runs the registered extensions' hooks once on res and
-// prints what each changed. It fails when a hook call failed (after
+// showExtensionDiff runs the extension hook stage serve runs
+// (extstage.Run) once on res and prints what each extension
+// changed. It fails when a hook call failed (after
 // printing them all), or with strict when an object is not valid.
 func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, res *pipeline.Result, strict bool) error {
 	chain, closeConns, err := extension.Connect(regs)
@@ -314,7 +316,11 @@ func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, res *p
 		return err
 	}
 	defer closeConns()
-	rep, err := extdiff.Run(cmd.Context(), chain, res.Resources, extension.RefsOf(res.Build.Model))
+	run := extstage.Run(cmd.Context(), chain, res)
+	for _, reg := range run.Unreachable {
+		fmt.Fprintf(cmd.ErrOrStderr(), "extension %q unreachable: its ExtensionService %s is missing, invalid or has no ready endpoints in the files\n", reg.Name, reg.Service)
+	}
+	rep, err := extdiff.NewReport(chain, run)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,11 @@
 // Package extdiff shows what extension servers change in a translation:
-// it runs a chain of extensions one extension at a time and diffs each
-// one's output with its input, resource by resource (route
+// for a run of the extension hook stage (extstage.Run) it diffs
+// each extension's output with its input, resource by resource (route
 // configurations virtual host by virtual host), in the YAML form
 // `portcullis translate -o yaml` prints.
 package extdiff
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
+	"github.com/portcullis/portcullis/controlplane/internal/extstage"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/textdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -82,15 +82,23 @@ func (r *Report) Rejected() bool {
 	return false
 }
 
-// Run runs the chain's extensions on res as extension.Chain.Apply does
-// (each on the previous one's output; a Closed failure's output is
-// skipped and the next extension runs on the last good one), diffing
-// each extension's output with its input.
-func Run(ctx context.Context, chain *extension.Chain, res *translator.Resources, refs extension.Refs) (*Report, error) {
+// NewReport is what each extension of chain did in run, a run of the
+// extension hook stage (extstage.Run) with chain: each
+// extension's output diffed with its input, the previous extension's
+// last good output (extension.Chain.Apply skips the output of an
+// extension that failed under Closed), and its failures.
+func NewReport(chain *extension.Chain, run *extstage.Result) (*Report, error) {
 	r := &Report{}
-	for _, ru := range chain.Runners() {
-		out, failures := ru.Apply(ctx, res, refs)
-		st := Step{Registration: ru.Registration(), Failures: failures}
+	res := run.Stages[0]
+	for i, ru := range chain.Runners() {
+		reg := ru.Registration()
+		st := Step{Registration: reg}
+		for _, f := range run.Failures {
+			if f.Extension == reg.Name {
+				st.Failures = append(st.Failures, f)
+			}
+		}
+		out := run.Stages[i+1]
 		if out == nil {
 			st.Rejected = true
 		} else {
@@ -296,7 +304,11 @@ func (r *Report) Write(w io.Writer) error {
 		for i, h := range reg.Hooks {
 			hooks[i] = string(h)
 		}
-		fmt.Fprintf(&sb, "extension %q (%s; hooks %s; failurePolicy %s): %s, %s\n", reg.Name, reg.Address, strings.Join(hooks, ", "),
+		where := reg.Address
+		if reg.Service != "" {
+			where = "extensionService " + reg.Service
+		}
+		fmt.Fprintf(&sb, "extension %q (%s; hooks %s; failurePolicy %s): %s, %s\n", reg.Name, where, strings.Join(hooks, ", "),
 			reg.FailurePolicy, plural(len(s.Changes), "change"), plural(len(s.Failures), "failure"))
 		writeChanges(&sb, s.Changes)
 		for _, f := range s.Failures {

@@ -80,6 +80,15 @@ func (c *Chain) Apply(ctx context.Context, res *translator.Resources, refs Refs)
 	return res, all
 }
 
+// Stages are the last Apply's input and each runner's output, in chain
+// order (nil for a runner that failed under Closed; the next one ran on
+// the last good output): what each extension changed.
+func (c *Chain) Stages() []*translator.Resources {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stages
+}
+
 // Touched names the extensions whose hooks changed the resource of type
 // typeURL named name in the last Apply, with the subscribed hooks that can
 // change such a resource, e.g. `extension "auth" (PostHTTPListenerModify)`;

@@ -1,7 +1,8 @@
 // Package pipeline runs the control plane's pure stages in order (builder,
 // then translator) and renders their result. `portcullis translate` and
-// `portcullis serve` both call Run, so what the CLI prints is what Envoy
-// gets.
+// `portcullis serve` both call Run, then, with extensions registered, the
+// same extension hook stage (internal/extstage), so what the CLI prints
+// is what Envoy gets.
 package pipeline
 
 import (

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
+	"github.com/portcullis/portcullis/controlplane/internal/extstage"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -31,15 +31,15 @@ func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pip
 	if s.ext == nil {
 		return res, nil, false
 	}
-	s.setExtensionEndpoints(res)
-	out, failures := s.ext.Apply(ctx, res.Resources, extension.RefsOf(res.Build.Model))
-	s.reportIdleExtensions()
-	var after *pipeline.Result
-	if out != nil {
-		after = &pipeline.Result{Build: res.Build, Resources: out}
+	run := extstage.Run(ctx, s.ext, res)
+	for _, reg := range run.Unreachable {
+		s.cfg.Log.Warn("extension server unreachable: its ExtensionService is missing, invalid or has no ready endpoints",
+			"extension", reg.Name, "extensionService", reg.Service)
 	}
+	s.reportIdleExtensions()
+	after, failures := run.After, run.Failures
 	s.mu.Lock()
-	s.lastExt = &extRun{before: res, after: after, failures: failures}
+	s.lastExt = run
 	s.mu.Unlock()
 	problems := map[objects.Ref][]extProblem{}
 	for _, f := range failures {
@@ -104,16 +104,6 @@ func withExtensionProblems(objs []*status.Object, problems map[objects.Ref][]ext
 	return out
 }
 
-// extRun is one run of the extensions: the build's resources before and
-// after (nil when a Closed extension failed), and the failures. The
-// resources are never modified (Runner.Apply): holding them is safe, and
-// costs little beyond the published ones, with which they share their
-// unchanged messages.
-type extRun struct {
-	before, after *pipeline.Result
-	failures      []extension.Failure
-}
-
 // serveExtensions serves, as text, what the extensions changed in the
 // last build (a unified diff of each listener, virtual host, cluster and
 // secret's YAML, resources added and removed) and their failures: the
@@ -132,9 +122,9 @@ func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	var changes []extdiff.Change
-	if run.after != nil {
+	if run.After != nil {
 		var err error
-		if changes, err = extdiff.Diff(run.before.Resources, run.after.Resources); err != nil {
+		if changes, err = extdiff.Diff(run.Before.Resources, run.After.Resources); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -142,27 +132,7 @@ func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	// Its only error is the write's: the client gone, with the status
 	// sent, has no one left to tell.
-	_ = extdiff.WriteChain(w, changes, run.failures, run.after == nil)
-}
-
-// setExtensionEndpoints gives the extensions reached through an
-// ExtensionService its endpoints in res (those of its cluster: every valid
-// ExtensionService has one). A missing or invalid one has none: the calls
-// fail, under the extension's failure policy, and the log says why.
-func (s *Server) setExtensionEndpoints(res *pipeline.Result) {
-	for _, r := range s.ext.Runners() {
-		svc := r.Registration().Service
-		if svc == "" {
-			continue
-		}
-		ns, name, _ := strings.Cut(svc, "/")
-		addrs := pipeline.ExtensionServiceEndpoints(res, ns, name)
-		if len(addrs) == 0 {
-			s.cfg.Log.Warn("extension server unreachable: its ExtensionService is missing, invalid or has no ready endpoints",
-				"extension", r.Registration().Name, "extensionService", svc)
-		}
-		r.SetEndpoints(addrs)
-	}
+	_ = extdiff.WriteChain(w, changes, run.Failures, run.After == nil)
 }
 
 // reportIdleExtensions logs, when it changes, which extensions the last

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
+	"github.com/portcullis/portcullis/controlplane/internal/extstage"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -126,7 +127,7 @@ type Server struct {
 	extProblems map[objects.Ref][]extProblem
 	// lastExt is the last run of the extensions (the admin endpoint's
 	// /extensions); nil without extensions or before the first build.
-	lastExt *extRun
+	lastExt *extstage.Result
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]publishedStatus
