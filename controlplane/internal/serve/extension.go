@@ -3,7 +3,11 @@ package serve
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
@@ -21,42 +25,91 @@ type extProblem struct {
 	closed  bool
 }
 
-// applyExtension runs the extensions' hooks on a build's resources. It
+// extensions are serve's registered extension servers: the chain the
+// extension hook stage (extstage.Run) runs on every rebuild, its
+// connections, and what the admin endpoint and the logs say of its runs.
+// Everything else a Server does is serving; this is calling out. A nil
+// *extensions is none registered.
+type extensions struct {
+	chain *extension.Chain
+	// closeConns releases the extensions' connections.
+	closeConns func()
+	log        *slog.Logger
+	// idleGauge is portcullis' idle gauge, by extension.
+	idleGauge *prometheus.GaugeVec
+	// idle is whether each extension was idle in the last rebuild
+	// (reportIdle logs the changes; loop goroutine only).
+	idle map[string]bool
+
+	mu sync.Mutex
+	// last is the last run of the stage (the admin endpoint's
+	// /extensions); nil before the first build.
+	last *extstage.Result
+}
+
+// newExtensions connects (lazily) to the registered extensions and
+// registers their metric; nil without any.
+func newExtensions(regs []extension.Registration, log *slog.Logger, m *metrics) (*extensions, error) {
+	if len(regs) == 0 {
+		return nil, nil
+	}
+	chain, closeConns, err := extension.Connect(regs)
+	if err != nil {
+		return nil, err
+	}
+	m.registry.MustRegister(chain.Collector())
+	for _, r := range chain.Runners() {
+		reg := r.Registration()
+		log.Info("extension server registered", "name", reg.Name, "address", reg.Address, "hooks", reg.Hooks,
+			"kinds", reg.Kinds(), "failurePolicy", reg.FailurePolicy, "timeout", reg.Timeout, "phaseBudget", reg.PhaseBudget)
+	}
+	return &extensions{chain: chain, closeConns: closeConns, log: log, idleGauge: m.extIdle, idle: map[string]bool{}}, nil
+}
+
+// apply runs the extension hook stage on a build's resources. It
 // returns the build with the resources to publish, or nil when an
 // extension whose failure policy is Closed failed (keep the last published
 // configuration), and the ExtensionError problems of the failures, by
 // object, and whether any hook call failed (also one with no object to
 // blame). Without extensions it returns res as it is.
-func (s *Server) applyExtension(ctx context.Context, res *pipeline.Result) (*pipeline.Result, map[objects.Ref][]extProblem, bool) {
-	if s.ext == nil {
+func (e *extensions) apply(ctx context.Context, res *pipeline.Result) (*pipeline.Result, map[objects.Ref][]extProblem, bool) {
+	if e == nil {
 		return res, nil, false
 	}
-	run := extstage.Run(ctx, s.ext, res)
+	run := extstage.Run(ctx, e.chain, res)
 	for _, reg := range run.Unreachable {
-		s.cfg.Log.Warn("extension server unreachable: its ExtensionService is missing, invalid or has no ready endpoints",
+		e.log.Warn("extension server unreachable: its ExtensionService is missing, invalid or has no ready endpoints",
 			"extension", reg.Name, "extensionService", reg.Service)
 	}
-	s.reportIdleExtensions()
-	after, failures := run.After, run.Failures
-	s.mu.Lock()
-	s.lastExt = run
-	s.mu.Unlock()
+	e.reportIdle()
+	e.mu.Lock()
+	e.last = run
+	e.mu.Unlock()
 	problems := map[objects.Ref][]extProblem{}
-	for _, f := range failures {
+	for _, f := range run.Failures {
 		p := extProblem{problem: extensionProblem(f), closed: f.Policy == extension.FailClosed}
 		refs := make([]string, len(f.Origins))
 		for i, ref := range f.Origins {
 			problems[ref] = append(problems[ref], p)
 			refs[i] = ref.String()
 		}
-		log := s.cfg.Log.Warn
+		log := e.log.Warn
 		if p.closed {
-			log = s.cfg.Log.Error
+			log = e.log.Error
 		}
 		log("extension hook failed", "extension", f.Extension, "hook", f.Hook, "resource", f.Resource, "outcome", f.Outcome,
 			"code", f.Code.String(), "error", f.Message, "failurePolicy", f.Policy, "objects", refs)
 	}
-	return after, problems, len(failures) > 0
+	return run.After, problems, len(run.Failures) > 0
+}
+
+// touched is the chain's Touched, for Envoy's rejections; nil without
+// extensions.
+func (e *extensions) touched() func(typeURL, name string) []string {
+	if e == nil {
+		return nil
+	}
+	return e.chain.Touched
 }
 
 // extensionProblem is the ExtensionError of one failed hook call.
@@ -104,19 +157,19 @@ func withExtensionProblems(objs []*status.Object, problems map[objects.Ref][]ext
 	return out
 }
 
-// serveExtensions serves, as text, what the extensions changed in the
+// serveHTTP serves, as text, what the extensions changed in the
 // last build (a unified diff of each listener, virtual host, cluster and
 // secret's YAML, resources added and removed) and their failures: the
 // same as `portcullis translate --show-extension-diff`, for the chain as a
 // whole. Computed on demand.
-func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
-	if s.ext == nil {
+func (e *extensions) serveHTTP(w http.ResponseWriter, _ *http.Request) {
+	if e == nil {
 		http.Error(w, "no extensions registered (the --config file's extensions: section)", http.StatusNotFound)
 		return
 	}
-	s.mu.Lock()
-	run := s.lastExt
-	s.mu.Unlock()
+	e.mu.Lock()
+	run := e.last
+	e.mu.Unlock()
 	if run == nil {
 		http.Error(w, "no build yet", http.StatusServiceUnavailable)
 		return
@@ -135,34 +188,34 @@ func (s *Server) serveExtensions(w http.ResponseWriter, _ *http.Request) {
 	_ = extdiff.WriteChain(w, changes, run.Failures, run.After == nil)
 }
 
-// reportIdleExtensions logs, when it changes, which extensions the last
-// rebuild did not call at all, and sets their idle gauge.
-func (s *Server) reportIdleExtensions() {
-	for _, r := range s.ext.Runners() {
+// reportIdle logs, when it changes, which extensions the last rebuild did
+// not call at all, and sets their idle gauge.
+func (e *extensions) reportIdle() {
+	for _, r := range e.chain.Runners() {
 		name := r.Registration().Name
 		idle := r.Idle()
 		v := 0.0
 		if idle {
 			v = 1
 		}
-		s.metrics.extIdle.WithLabelValues(name).Set(v)
-		if was, seen := s.extIdle[name]; seen && was == idle {
+		e.idleGauge.WithLabelValues(name).Set(v)
+		if was, seen := e.idle[name]; seen && was == idle {
 			continue
 		}
-		s.extIdle[name] = idle
+		e.idle[name] = idle
 		if idle {
-			s.cfg.Log.Warn("extension registered but not called: no hook it answers had anything to do in this rebuild (e.g. no route references its kinds)",
+			e.log.Warn("extension registered but not called: no hook it answers had anything to do in this rebuild (e.g. no route references its kinds)",
 				"extension", name, "hooks", r.Registration().Hooks, "kinds", r.Registration().Kinds())
 		} else {
-			s.cfg.Log.Info("extension called", "extension", name)
+			e.log.Info("extension called", "extension", name)
 		}
 	}
 }
 
-// closeExtensions releases the extensions' connections.
-func (s *Server) closeExtensions() {
-	if s.closeConns != nil {
-		s.closeConns()
-		s.closeConns = nil
+// close releases the extensions' connections.
+func (e *extensions) close() {
+	if e != nil && e.closeConns != nil {
+		e.closeConns()
+		e.closeConns = nil
 	}
 }

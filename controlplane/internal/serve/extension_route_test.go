@@ -177,7 +177,7 @@ extensions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.closeExtensions)
+	t.Cleanup(s.ext.close)
 	return s
 }
 
@@ -445,7 +445,7 @@ extensions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.closeExtensions)
+	t.Cleanup(s.ext.close)
 
 	s.rebuild(t.Context(), vendorObjects(t, 9001))
 	for _, r := range appVHost(t, s).GetRoutes() {

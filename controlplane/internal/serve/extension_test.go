@@ -96,7 +96,7 @@ func extensionServer(t *testing.T, addr string, policy extension.FailurePolicy) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.closeExtensions)
+	t.Cleanup(s.ext.close)
 	return s
 }
 
@@ -323,7 +323,7 @@ endpoints: [{addresses: ["` + host + `"]}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.closeExtensions)
+	t.Cleanup(s.ext.close)
 	ctx := t.Context()
 
 	s.rebuild(ctx, objs("/a", true))

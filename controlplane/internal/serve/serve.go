@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
-	"github.com/portcullis/portcullis/controlplane/internal/extstage"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -88,13 +87,8 @@ type OptionsSource interface {
 type Server struct {
 	cfg Config
 	xds *xdsserver.Server
-	// ext calls the extensions' hooks; nil without an extension.
-	ext *extension.Chain
-	// closeConns releases the extensions' connections; nil without any.
-	closeConns func()
-	// extIdle is whether each extension was idle in the last rebuild
-	// (reportIdleExtensions logs the changes).
-	extIdle map[string]bool
+	// ext are the registered extension servers; nil without any.
+	ext *extensions
 	// envoyChanged signals that what Envoy rejects changed: statuses must
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
@@ -125,9 +119,6 @@ type Server struct {
 	// extProblems are the ExtensionError problems of the last build, by
 	// object: errors under failurePolicy Closed, warnings under Open.
 	extProblems map[objects.Ref][]extProblem
-	// lastExt is the last run of the extensions (the admin endpoint's
-	// /extensions); nil without extensions or before the first build.
-	lastExt *extstage.Result
 	// published holds the findings of the last statuses handed to the
 	// writer (loop goroutine only).
 	published    map[objects.Ref]publishedStatus
@@ -148,19 +139,11 @@ func newServer(cfg Config) (*Server, error) {
 			Help: "When the xDS server's certificate in use expires (Unix time): alert well before it, a rotation that did not happen shows here.",
 		}, func() float64 { return float64(cfg.XDSTLS.NotAfter().Unix()) }))
 	}
-	if len(cfg.Extensions) > 0 {
-		chain, closeConns, err := extension.Connect(cfg.Extensions)
-		if err != nil {
-			return nil, err
-		}
-		s.ext, s.closeConns, s.extIdle = chain, closeConns, map[string]bool{}
-		s.metrics.registry.MustRegister(chain.Collector())
-		for _, r := range chain.Runners() {
-			reg := r.Registration()
-			cfg.Log.Info("extension server registered", "name", reg.Name, "address", reg.Address, "hooks", reg.Hooks,
-				"kinds", reg.Kinds(), "failurePolicy", reg.FailurePolicy, "timeout", reg.Timeout, "phaseBudget", reg.PhaseBudget)
-		}
+	ext, err := newExtensions(cfg.Extensions, cfg.Log, s.metrics)
+	if err != nil {
+		return nil, err
 	}
+	s.ext = ext
 	return s, nil
 }
 
@@ -170,7 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer s.closeExtensions()
+	defer s.ext.close()
 	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
 	s.xds.OnChange = func() {
 		select {
@@ -399,7 +382,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool)
 	s.metrics.translate.Observe(built.Seconds())
 	s.metrics.rootsReused.Add(float64(s.cache.Build.Hits))
 	s.metrics.rootsBuilt.Add(float64(s.cache.Build.Misses))
-	out, extProblems, extFailed := s.applyExtension(ctx, res)
+	out, extProblems, extFailed := s.ext.apply(ctx, res)
 	if out == nil {
 		// The extension failed under failurePolicy Closed: Envoy keeps
 		// the last published configuration, the objects get their
@@ -459,11 +442,7 @@ func (s *Server) publishStatus(ctx context.Context) {
 	if res.Resources != nil {
 		idx = res.Resources.Index
 	}
-	var touched func(typeURL, name string) []string
-	if s.ext != nil {
-		touched = s.ext.Touched
-	}
-	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections(), touched)
+	objs, unattributed := withEnvoyRejections(res.Build.Status, idx, s.xds.Rejections(), s.ext.touched())
 	objs = withExtensionProblems(objs, extProblems)
 	for _, r := range unattributed {
 		if !idx.Served(r.TypeURL, r.Resources) {
@@ -644,7 +623,7 @@ func (s *Server) adminHandler() http.Handler {
 		doc.Status = st
 		writeJSON(w, doc)
 	})
-	mux.HandleFunc("GET /extensions", s.serveExtensions)
+	mux.HandleFunc("GET /extensions", s.ext.serveHTTP)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	// Profiles, for performance work at scale.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
