@@ -10,6 +10,10 @@ export PORTCULLIS_TOOLS="$ROOT/.tools" KUBEBUILDER_ASSETS="$ROOT/.tools/bin"
 status=0
 for m in apis serverkit controlplane authserver extprocserver extension e2e; do
 	echo "==> go test ./... in $m"
-	(cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || status=1
+	# e2e runs real processes one test at a time: about 15 minutes on 2
+	# idle cores, over 20 on busy ones.
+	timeout=30m
+	[ "$m" = e2e ] && timeout=50m
+	(cd "$m" && go test -count=1 -timeout "$timeout" "$@" ./...) || status=1
 done
 exit $status
