@@ -116,17 +116,23 @@ type Row struct {
 // the order of the types: every path of its spec type except those under
 // a refused field (refused with it: the walker never looks inside).
 func Rows(kind string) []Row {
+	return rows(Paths(SpecType(kind)), func(pattern string) (Support, bool) { return Lookup(kind, pattern) })
+}
+
+// rows classifies paths with lookup, leaving out the paths under a field
+// that is not implemented (they go with it).
+func rows(paths []Field, lookup func(pattern string) (Support, bool)) []Row {
 	var out []Row
-	refused := ""
-	for _, f := range Paths(SpecType(kind)) {
-		if refused != "" && strings.HasPrefix(f.Pattern, refused+".") {
+	skip := ""
+	for _, f := range paths {
+		if skip != "" && strings.HasPrefix(f.Pattern, skip+".") {
 			continue
 		}
-		s, ok := Lookup(kind, f.Pattern)
+		s, ok := lookup(f.Pattern)
 		out = append(out, Row{Field: f, Support: s, Known: ok})
-		refused = ""
+		skip = ""
 		if !s.implemented {
-			refused = f.Pattern
+			skip = f.Pattern
 		}
 	}
 	return out

@@ -106,20 +106,7 @@ func GatewaySpecType(kind string) reflect.Type {
 // must classify, in the order of the types: every path of its spec type
 // except those under a refused or ignored field (which go with it).
 func GatewayRows(kind string) []Row {
-	var out []Row
-	skip := ""
-	for _, f := range GatewayPaths(GatewaySpecType(kind)) {
-		if skip != "" && strings.HasPrefix(f.Pattern, skip+".") {
-			continue
-		}
-		s, ok := GatewayLookup(kind, f.Pattern)
-		out = append(out, Row{Field: f, Support: s, Known: ok})
-		skip = ""
-		if !s.implemented {
-			skip = f.Pattern
-		}
-	}
-	return out
+	return rows(GatewayPaths(GatewaySpecType(kind)), func(pattern string) (Support, bool) { return GatewayLookup(kind, pattern) })
 }
 
 // GatewaySetPatterns lists the path patterns of every field that a
