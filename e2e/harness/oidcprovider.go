@@ -230,39 +230,9 @@ func SubmitForm(client *http.Client, pageURL *url.URL, body string, fill map[str
 	if err != nil {
 		return nil, "", err
 	}
-	var action string
-	var found bool
-	values := url.Values{}
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode {
-			attr := map[string]string{}
-			for _, a := range n.Attr {
-				attr[a.Key] = a.Val
-			}
-			switch n.Data {
-			case "form":
-				if !found {
-					action, found = attr["action"], true
-				}
-			case "input":
-				if name := attr["name"]; name != "" {
-					values.Set(name, attr["value"])
-					if v, ok := fill[name]; ok {
-						values.Set(name, v)
-					}
-				}
-			case "button":
-				if name := attr["name"]; name != "" && values.Get(name) == "" {
-					values.Set(name, attr["value"])
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(doc)
+	f := &formReader{fill: fill, values: url.Values{}}
+	f.walk(doc)
+	action, found, values := f.action, f.found, f.values
 	if !found {
 		return nil, "", fmt.Errorf("no form on %s: %.300s", pageURL, body)
 	}
@@ -277,4 +247,46 @@ func SubmitForm(client *http.Client, pageURL *url.URL, body string, fill map[str
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp, string(b), err
+}
+
+// formReader collects the action of a page's first form and the values of
+// its named inputs and buttons.
+type formReader struct {
+	fill   map[string]string
+	action string
+	found  bool
+	values url.Values
+}
+
+func (f *formReader) walk(n *html.Node) {
+	if n.Type == html.ElementNode {
+		f.element(n.Data, attributes(n))
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		f.walk(c)
+	}
+}
+
+func (f *formReader) element(tag string, attr map[string]string) {
+	name := attr["name"]
+	switch {
+	case tag == "form" && !f.found:
+		f.action, f.found = attr["action"], true
+	case tag == "input" && name != "":
+		f.values.Set(name, attr["value"])
+		if v, ok := f.fill[name]; ok {
+			f.values.Set(name, v)
+		}
+	case tag == "button" && name != "" && f.values.Get(name) == "":
+		f.values.Set(name, attr["value"])
+	}
+}
+
+// attributes are n's attributes by name.
+func attributes(n *html.Node) map[string]string {
+	attr := make(map[string]string, len(n.Attr))
+	for _, a := range n.Attr {
+		attr[a.Key] = a.Val
+	}
+	return attr
 }

@@ -18,48 +18,27 @@ import (
 // $(VAR) references expanded. The Pod passed has its IP in status. vals
 // are env's values by name, for expanding the command and args.
 func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c *corev1.Container, imageEnv []string) (env []string, vals map[string]string, err error) {
-	vals = map[string]string{}
-	var order []string
-	set := func(k, v string) {
-		if _, ok := vals[k]; !ok {
-			order = append(order, k)
-		}
-		vals[k] = v
-	}
+	l := &envList{vals: map[string]string{}}
 	for _, e := range imageEnv {
 		if k, v, ok := strings.Cut(e, "="); ok {
-			set(k, v)
+			l.set(k, v)
 		}
 	}
 	links, err := serviceEnv(ctx, cs, pod)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys := make([]string, 0, len(links))
-	for k := range links {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		set(k, links[k])
-	}
+	l.setSorted("", links)
 	for _, from := range c.EnvFrom {
 		data, err := envFromData(ctx, cs, pod.Namespace, from)
 		if err != nil {
 			return nil, nil, err
 		}
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			set(from.Prefix+k, data[k])
-		}
+		l.setSorted(from.Prefix, data)
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expand(e.Value, vals))
+			l.set(e.Name, expand(e.Value, l.vals))
 			continue
 		}
 		v, ok, err := valueFrom(ctx, cs, pod, c, e.ValueFrom)
@@ -67,14 +46,45 @@ func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 			return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
 		if ok {
-			set(e.Name, v)
+			l.set(e.Name, v)
 		}
 	}
-	env = make([]string, 0, len(order))
-	for _, k := range order {
-		env = append(env, k+"="+vals[k])
+	return l.environ(), l.vals, nil
+}
+
+// envList is a container's environment as it is built: a later value of a
+// name replaces the earlier one in its first place, as the kubelet does.
+type envList struct {
+	vals  map[string]string
+	order []string
+}
+
+func (l *envList) set(k, v string) {
+	if _, ok := l.vals[k]; !ok {
+		l.order = append(l.order, k)
 	}
-	return env, vals, nil
+	l.vals[k] = v
+}
+
+// setSorted sets each of m, prefixed, in the order of its keys.
+func (l *envList) setSorted(prefix string, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		l.set(prefix+k, m[k])
+	}
+}
+
+// environ is the list as NAME=value strings.
+func (l *envList) environ() []string {
+	env := make([]string, 0, len(l.order))
+	for _, k := range l.order {
+		env = append(env, k+"="+l.vals[k])
+	}
+	return env
 }
 
 // valueFrom resolves one env valueFrom; ok is false for a missing
@@ -128,39 +138,40 @@ func fieldValue(pod *corev1.Pod, fieldPath string) (string, error) {
 	if k, ok := subscript(fieldPath, "metadata.annotations"); ok {
 		return pod.Annotations[k], nil
 	}
-	switch fieldPath {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP":
-		return pod.Status.PodIP, nil
-	case "status.podIPs":
-		ips := make([]string, 0, len(pod.Status.PodIPs))
-		for _, ip := range pod.Status.PodIPs {
-			ips = append(ips, ip.IP)
-		}
-		return strings.Join(ips, ","), nil
-	case "status.hostIP":
-		return pod.Status.HostIP, nil
-	case "status.hostIPs":
-		ips := make([]string, 0, len(pod.Status.HostIPs))
-		for _, ip := range pod.Status.HostIPs {
-			ips = append(ips, ip.IP)
-		}
-		return strings.Join(ips, ","), nil
+	if get, ok := downwardFields[fieldPath]; ok {
+		return get(pod), nil
 	}
 	return "", fmt.Errorf("downward API field %q is not supported", fieldPath)
+}
+
+// downwardFields are the downward API's plain field paths.
+var downwardFields = map[string]func(*corev1.Pod) string{
+	"metadata.name":           func(p *corev1.Pod) string { return p.Name },
+	"metadata.namespace":      func(p *corev1.Pod) string { return p.Namespace },
+	"metadata.uid":            func(p *corev1.Pod) string { return string(p.UID) },
+	"metadata.labels":         func(p *corev1.Pod) string { return formatMap(p.Labels) },
+	"metadata.annotations":    func(p *corev1.Pod) string { return formatMap(p.Annotations) },
+	"spec.nodeName":           func(p *corev1.Pod) string { return p.Spec.NodeName },
+	"spec.serviceAccountName": func(p *corev1.Pod) string { return p.Spec.ServiceAccountName },
+	"status.podIP":            func(p *corev1.Pod) string { return p.Status.PodIP },
+	"status.podIPs":           func(p *corev1.Pod) string { return joinPodIPs(p.Status.PodIPs) },
+	"status.hostIP":           func(p *corev1.Pod) string { return p.Status.HostIP },
+	"status.hostIPs": func(p *corev1.Pod) string {
+		ips := make([]corev1.PodIP, 0, len(p.Status.HostIPs))
+		for _, ip := range p.Status.HostIPs {
+			ips = append(ips, corev1.PodIP(ip))
+		}
+		return joinPodIPs(ips)
+	},
+}
+
+// joinPodIPs is the addresses, comma-separated.
+func joinPodIPs(in []corev1.PodIP) string {
+	ips := make([]string, 0, len(in))
+	for _, ip := range in {
+		ips = append(ips, ip.IP)
+	}
+	return strings.Join(ips, ",")
 }
 
 // subscript splits "metadata.labels['key']".
@@ -249,34 +260,44 @@ func serviceEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (
 	}
 	env := map[string]string{}
 	for _, s := range svcs {
-		if s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone || len(s.Spec.Ports) == 0 {
-			continue
+		if s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone && len(s.Spec.Ports) > 0 {
+			addServiceEnv(env, s)
 		}
-		name := strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
-		env[name+"_SERVICE_HOST"] = s.Spec.ClusterIP
-		env[name+"_SERVICE_PORT"] = strconv.Itoa(int(s.Spec.Ports[0].Port))
-		for _, p := range s.Spec.Ports {
-			if p.Name != "" {
-				env[name+"_SERVICE_PORT_"+strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_"))] = strconv.Itoa(int(p.Port))
-			}
-			proto := strings.ToLower(string(p.Protocol))
-			if proto == "" {
-				proto = "tcp"
-			}
-			prefix := fmt.Sprintf("%s_PORT_%d_%s", name, p.Port, strings.ToUpper(proto))
-			env[prefix] = fmt.Sprintf("%s://%s:%d", proto, s.Spec.ClusterIP, p.Port)
-			env[prefix+"_PROTO"] = proto
-			env[prefix+"_PORT"] = strconv.Itoa(int(p.Port))
-			env[prefix+"_ADDR"] = s.Spec.ClusterIP
-		}
-		first := s.Spec.Ports[0]
-		proto := strings.ToLower(string(first.Protocol))
-		if proto == "" {
-			proto = "tcp"
-		}
-		env[name+"_PORT"] = fmt.Sprintf("%s://%s:%d", proto, s.Spec.ClusterIP, first.Port)
 	}
 	return env, nil
+}
+
+// addServiceEnv adds the kubelet's variables of one Service with a
+// cluster IP and ports.
+func addServiceEnv(env map[string]string, s corev1.Service) {
+	name := envName(s.Name)
+	ip := s.Spec.ClusterIP
+	env[name+"_SERVICE_HOST"] = ip
+	env[name+"_SERVICE_PORT"] = strconv.Itoa(int(s.Spec.Ports[0].Port))
+	for _, p := range s.Spec.Ports {
+		if p.Name != "" {
+			env[name+"_SERVICE_PORT_"+envName(p.Name)] = strconv.Itoa(int(p.Port))
+		}
+		proto := portProtocol(p)
+		prefix := fmt.Sprintf("%s_PORT_%d_%s", name, p.Port, strings.ToUpper(proto))
+		env[prefix] = fmt.Sprintf("%s://%s:%d", proto, ip, p.Port)
+		env[prefix+"_PROTO"] = proto
+		env[prefix+"_PORT"] = strconv.Itoa(int(p.Port))
+		env[prefix+"_ADDR"] = ip
+	}
+	first := s.Spec.Ports[0]
+	env[name+"_PORT"] = fmt.Sprintf("%s://%s:%d", portProtocol(first), ip, first.Port)
+}
+
+// envName is a name as a variable name: upper case, _ for -.
+func envName(n string) string { return strings.ToUpper(strings.ReplaceAll(n, "-", "_")) }
+
+// portProtocol is the port's protocol in lower case, tcp when unset.
+func portProtocol(p corev1.ServicePort) string {
+	if p.Protocol == "" {
+		return "tcp"
+	}
+	return strings.ToLower(string(p.Protocol))
 }
 
 // expand replaces $(VAR) with earlier variables' values, $$ with $, as

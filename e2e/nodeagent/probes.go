@@ -78,32 +78,11 @@ func (c *container) loop(ctx context.Context, pr *corev1.Probe, kind probeKind) 
 		}
 		switch {
 		case kind == readinessProbe:
-			c.p.mu.Lock()
-			was := c.ready
-			if okRun >= success {
-				c.ready = true
-			} else if failRun >= failure {
-				c.ready = false
-			}
-			changed := was != c.ready
-			c.p.mu.Unlock()
-			if err != nil && failRun == failure {
-				c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: %v", err)
-			}
-			if changed {
-				c.p.a.notifyPod(c.p)
-			}
+			c.readiness(err, okRun >= success, failRun >= failure, failRun == failure)
 		case err == nil && kind == startupProbe:
 			return true
 		case failRun >= failure:
-			c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
-			// As the kubelet: the preStop hook, SIGTERM, then SIGKILL after
-			// the probe's grace period, else the Pod's.
-			grace := terminationGrace(c.p.pod)
-			if pr.TerminationGracePeriodSeconds != nil {
-				grace = time.Duration(*pr.TerminationGracePeriodSeconds) * time.Second
-			}
-			c.terminate(grace, true, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.spec.Name, strings.ToLower(string(kind))))
+			c.failedProbe(pr, kind, err)
 			return false
 		}
 		select {
@@ -112,6 +91,38 @@ func (c *container) loop(ctx context.Context, pr *corev1.Probe, kind probeKind) 
 		case <-time.After(period):
 		}
 	}
+}
+
+// readiness applies one readiness probe's result: ready after enough
+// successes, not ready after enough failures (an event at the threshold).
+func (c *container) readiness(err error, succeeded, failed, atThreshold bool) {
+	c.p.mu.Lock()
+	was := c.ready
+	if succeeded {
+		c.ready = true
+	} else if failed {
+		c.ready = false
+	}
+	changed := was != c.ready
+	c.p.mu.Unlock()
+	if err != nil && atThreshold {
+		c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: %v", err)
+	}
+	if changed {
+		c.p.a.notifyPod(c.p)
+	}
+}
+
+// failedProbe stops a container whose startup or liveness probe failed, as
+// the kubelet does: the preStop hook, SIGTERM, then SIGKILL after the
+// probe's grace period, else the Pod's.
+func (c *container) failedProbe(pr *corev1.Probe, kind probeKind, err error) {
+	c.p.a.recorder.Eventf(c.p.pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
+	grace := terminationGrace(c.p.pod)
+	if pr.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*pr.TerminationGracePeriodSeconds) * time.Second
+	}
+	c.terminate(grace, true, fmt.Sprintf("Container %s failed %s probe, will be restarted", c.spec.Name, strings.ToLower(string(kind))))
 }
 
 func seconds(v, def int32) time.Duration {
