@@ -59,6 +59,8 @@ func TestHTTPProxyGlobalRateLimits(t *testing.T) {
 		t.Fatalf("redis at %s: %v", redis, err)
 	}
 	rls, rlsProcess := startRateLimitService(t, redis)
+	// Faithful until the slow subtest: Envoy reaches the service through it.
+	peer := harness.StartSlowPeer(t, rls)
 
 	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
 	harness.WriteConfigFile(t, cfg, fmt.Sprintf("rateLimitService:\n  extensionService: default/ratelimit\n  domain: %s\n  enableXRateLimitHeaders: true\n", rateLimitDomain))
@@ -74,7 +76,7 @@ func TestHTTPProxyGlobalRateLimits(t *testing.T) {
 	}
 	var all []client.Object
 	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
-	all = append(all, harness.LoopbackEndpointSlice("default", "ratelimit", 8081, harness.Port(t, rls))...)
+	all = append(all, harness.LoopbackEndpointSlice("default", "ratelimit", 8081, harness.Port(t, peer.Addr))...)
 	all = append(all,
 		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ratelimit"},
 			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "ratelimit", Port: 8081}}}},
@@ -143,6 +145,16 @@ func TestHTTPProxyGlobalRateLimits(t *testing.T) {
 		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("X-Ratelimit-Limit") == "" {
 			t.Errorf("status %d, headers %v: want 429 with X-RateLimit-Limit", resp.StatusCode, resp.Header)
 		}
+	})
+	t.Run("a service answering in 1 s is waited for, each call sent once", func(t *testing.T) {
+		// Under the 2 s default timeout: a call cut sooner fails closed
+		// (500, as it did at Envoy's 250 ms per-try timeout), and a call
+		// sent twice would count a hit twice.
+		peer.SetFault(harness.Fault{Delay: time.Second})
+		defer peer.SetFault(harness.Fault{})
+		check("slow: another value", statuses("/plans", 2, "x-plan", "slow"), 200, 200)
+		check("slow: a value over its limit", statuses("/plans", 1, "x-plan", "free"), 429)
+		check("slow: a route over its limit", statuses("/per-client", 1), 429)
 	})
 	t.Run("without the service, requests fail closed", func(t *testing.T) {
 		rlsProcess.Stop()
