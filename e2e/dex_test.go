@@ -80,7 +80,7 @@ func startDexStack(t *testing.T) *dexStack {
 	}
 	objs = append(objs, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
 	for _, name := range []string{"dex-a", "dex-b"} {
-		addr, metrics := startDexAuthServer(t, authserver, name, conf, dexSecret)
+		addr, metrics := startOIDCAuthServer(t, authserver, name, conf, dexSecret)
 		objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, name, 9443, harness.Port(t, addr))...)
 		s.replicas = append(s.replicas, metrics)
 	}
@@ -120,22 +120,6 @@ bearer:
   audiences: [%s]
 `, s.dex.Issuer, s.ca.WriteFile(t), dexClientID, dexSignedOut, dexHost, keyFile, dexClientID))
 	return conf
-}
-
-// startDexAuthServer starts `authserver oidc --config conf` and returns
-// its address and metrics URL once it listens.
-func startDexAuthServer(t *testing.T, bin, name, conf, secret string) (addr, metrics string) {
-	addr, metricsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
-	p := harness.NewProcess(t, "authserver-"+name, bin, "oidc", "--config", conf,
-		"--address", addr, "--metrics-address", metricsAddr)
-	p.Env = []string{"OIDC_CLIENT_SECRET=" + secret}
-	p.Start()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := harness.WaitTCP(ctx, addr); err != nil {
-		t.Fatalf("authserver %s at %s: %v", name, addr, err)
-	}
-	return addr, "http://" + metricsAddr + "/metrics"
 }
 
 func dexExtensionService() *v1alpha1.ExtensionService {
@@ -378,7 +362,7 @@ func testDexBearerRefused(t *testing.T, s *dexStack, api *browser, valid string)
 		"code flow ID token":                          code.IDToken,
 		"another client's (aud other-service)":        other.AccessToken,
 		"another Dex's (foreign issuer, its own key)": foreign.PasswordToken(t, dexClientID, dexSecret, "alice@example.test").AccessToken,
-		"alg none": dexAlgNone(t, valid),
+		"alg none": algNone(t, valid),
 		"garbage":  "not.a.jwt",
 	}
 	notAccess := `portcullis_authserver_oidc_failures_total{reason="bearer_not_access_token"}`
@@ -421,16 +405,6 @@ func dexKid(t *testing.T, token string) string {
 		t.Fatalf("not a JWS: %.20q", token)
 	}
 	return header.Kid
-}
-
-// dexAlgNone is token's claims under an unsigned header (alg none).
-func dexAlgNone(t *testing.T, token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWS: %.20q", token)
-	}
-	h, _ := json.Marshal(map[string]string{"alg": "none", "typ": "JWT"})
-	return base64.RawURLEncoding.EncodeToString(h) + "." + parts[1] + "."
 }
 
 // testDexRefresh signs rita in and waits past her tokens' expiry; expired

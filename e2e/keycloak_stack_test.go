@@ -137,17 +137,7 @@ jwksRefreshInterval: 2s
 func (s *kcStack) startAuthServer(t *testing.T, bin, name, conf, host string) (addr, metrics string) {
 	file := filepath.Join(t.TempDir(), name+".yaml")
 	writeTestFile(t, file, conf+"allowedRedirectHosts: ["+host+"]\n")
-	addr, metricsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
-	p := harness.NewProcess(t, "authserver-"+name, bin, "oidc", "--config", file,
-		"--address", addr, "--metrics-address", metricsAddr)
-	p.Env = []string{"OIDC_CLIENT_SECRET=" + kcSecret}
-	p.Start()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := harness.WaitTCP(ctx, addr); err != nil {
-		t.Fatalf("authserver %s at %s: %v", name, addr, err)
-	}
-	return addr, "http://" + metricsAddr + "/metrics"
+	return startOIDCAuthServer(t, bin, name, file, kcSecret)
 }
 
 // setUpRealms creates the realm of the tests through the admin API, a

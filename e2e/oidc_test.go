@@ -161,6 +161,23 @@ bearer:
 	return s
 }
 
+// startOIDCAuthServer starts `authserver oidc --config conf` on free
+// loopback ports with the client secret in OIDC_CLIENT_SECRET, waits until
+// it listens, and returns its gRPC address and its metrics URL.
+func startOIDCAuthServer(t *testing.T, bin, name, conf, secret string) (addr, metrics string) {
+	addr, metricsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
+	p := harness.NewProcess(t, "authserver-"+name, bin, "oidc", "--config", conf,
+		"--address", addr, "--metrics-address", metricsAddr)
+	p.Env = []string{"OIDC_CLIENT_SECRET=" + secret}
+	p.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := harness.WaitTCP(ctx, addr); err != nil {
+		t.Fatalf("authserver %s at %s: %v", name, addr, err)
+	}
+	return addr, "http://" + metricsAddr + "/metrics"
+}
+
 func oidcExtensionService(target string) *v1alpha1.ExtensionService {
 	h2c := "h2c"
 	return &v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "oidc"},

@@ -266,11 +266,7 @@ func TestSlowOIDCCallback(t *testing.T) {
 	writeTestFile(t, keyFile, base64.StdEncoding.EncodeToString(key))
 	writeTestFile(t, config, fmt.Sprintf("issuer: %s\nallowInsecureIssuer: true\nclientID: %s\nclientSecretEnv: OIDC_CLIENT_SECRET\n"+
 		"allowedRedirectHosts: [%s]\ncookie:\n  keyFile: %s\n", op.Issuer, oidcClientID, host, keyFile))
-	addr, metrics := harness.FreeAddr(t), harness.FreeAddr(t)
-	p := harness.NewProcess(t, "authserver-oidc", harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver"),
-		"oidc", "--config", config, "--address", addr, "--metrics-address", metrics)
-	p.Env = []string{"OIDC_CLIENT_SECRET=" + oidcClientPass}
-	p.Start()
+	addr, m := startOIDCAuthServer(t, harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver"), "oidc", config, oidcClientPass)
 
 	s := startSlowStack(t)
 	s.extensionService(t, "oidc", addr, "5s")
@@ -303,7 +299,6 @@ func TestSlowOIDCCallback(t *testing.T) {
 	if n := len(tokenRequests(peer)) - exchanges; n != 1 {
 		t.Errorf("%d code exchanges for one callback, want 1", n)
 	}
-	m := "http://" + metrics + "/metrics"
 	if got := metric(t, m, `portcullis_authserver_oidc_events_total{event="callback"}`); got != 1 {
 		t.Errorf("%v callbacks signed in, want 1", got)
 	}
