@@ -121,10 +121,10 @@ func (f *buildFlags) pipelineOptions() (pipeline.Options, *config.Config, error)
 	o.Builder.ExternalNameServices = f.externalName
 	o.Builder.LoopbackExternalNames = f.loopbackNames
 	var err error
-	if o.Translator.HTTPAddress, o.Translator.HTTPPort, err = bootstrap.SplitHostPort(f.httpAddress); err != nil {
+	if o.Builder.HTTP.Address, o.Builder.HTTP.Port, err = bootstrap.SplitHostPort(f.httpAddress); err != nil {
 		return o, nil, fmt.Errorf("--envoy-http-address: %w", err)
 	}
-	if o.Translator.HTTPSAddress, o.Translator.HTTPSPort, err = bootstrap.SplitHostPort(f.httpsAddress); err != nil {
+	if o.Builder.HTTPS.Address, o.Builder.HTTPS.Port, err = bootstrap.SplitHostPort(f.httpsAddress); err != nil {
 		return o, nil, fmt.Errorf("--envoy-https-address: %w", err)
 	}
 	if f.redirectPort == 0 || f.redirectPort > 65535 {

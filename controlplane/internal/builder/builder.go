@@ -69,11 +69,12 @@ type Options struct {
 	// Gateways and the routes attached to those; empty for
 	// config.DefaultGatewayControllerName.
 	GatewayControllerName string
-	// EnvoyHTTPPort and EnvoyHTTPSPort are the ports of Envoy's shared HTTP
-	// and HTTPS listeners (the translator's options; pipeline.Run copies
-	// them): a Gateway listener served on one of them adds its hosts to
-	// that listener instead of getting its own. 0: no such listener.
-	EnvoyHTTPPort, EnvoyHTTPSPort uint32
+	// HTTP and HTTPS are where Envoy's shared HTTP and HTTPS listeners
+	// bind, which serve the HTTPProxies: a Gateway listener on one of
+	// their ports adds its hosts to that listener instead of getting its
+	// own (port 0: none does). Gateway listeners of ports of their own bind
+	// their address.
+	HTTP, HTTPS Bind
 	// EnvoyAddresses and EnvoyService ("namespace/name") say where
 	// clients reach Envoy (config.Gateway): every Gateway's
 	// status.addresses and every served root HTTPProxy's
@@ -85,6 +86,18 @@ type Options struct {
 	GatewayServicePerGateway bool
 	// Extensions are the kinds the extension servers registered.
 	Extensions ExtensionKinds
+}
+
+// Bind is where a listener binds.
+type Bind struct {
+	Address string
+	Port    uint32
+}
+
+// DefaultListeners are the shared listeners' binds when no flag says:
+// all addresses, ports 8080 and 8443.
+func DefaultListeners() (http, https Bind) {
+	return Bind{"0.0.0.0", 8080}, Bind{"0.0.0.0", 8443}
 }
 
 // WithConfig returns o with the settings of the configuration file.
@@ -138,7 +151,7 @@ func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts,
 // on its own against the snapshot (buildRoot) and the results merged.
 func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	snap := newSnapshot(in, opts)
-	model := &ir.Model{}
+	model := newModel(opts)
 	b := newMerged(buildGlobalStage(snap, model))
 	memo.start(snap)
 	roots := snap.roots()
@@ -236,18 +249,19 @@ func (b *merged) apply(m *ir.Model, res *rootResult) {
 			b.unservedBy[k] = append(b.unservedBy[k], nn(res.self.Namespace, res.self.Name).String())
 		}
 	}
-	m.Insecure = append(m.Insecure, res.insecure...)
+	http, https := sharedListeners(m)
+	http.Insecure = append(http.Insecure, res.insecure...)
 	if res.secure != nil {
-		m.Secure = append(m.Secure, res.secure)
+		https.Secure = append(https.Secure, res.secure)
 	}
 	if res.tcp != nil {
-		m.TCPHosts = append(m.TCPHosts, res.tcp)
+		https.TCPHosts = append(https.TCPHosts, res.tcp)
 	}
 	if res.fallback != nil {
-		if m.Fallback == nil {
-			m.Fallback = &ir.FallbackChain{Secret: res.fallbackSecret}
+		if https.Fallback == nil {
+			https.Fallback = &ir.FallbackChain{Secret: res.fallbackSecret}
 		}
-		m.Fallback.VirtualHosts = append(m.Fallback.VirtualHosts, res.fallback)
+		https.Fallback.VirtualHosts = append(https.Fallback.VirtualHosts, res.fallback)
 	}
 	b.addClusters(res.clusters)
 	b.addSecrets(res.secrets)
@@ -301,7 +315,24 @@ func (b *merged) finish(m *ir.Model, roots rootOrigins) {
 		m.Secrets = append(m.Secrets, &o)
 	}
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
-	sort.Slice(m.Insecure, func(i, j int) bool { return m.Insecure[i].FQDN < m.Insecure[j].FQDN })
-	sort.Slice(m.Secure, func(i, j int) bool { return m.Secure[i].FQDN < m.Secure[j].FQDN })
-	sort.Slice(m.TCPHosts, func(i, j int) bool { return m.TCPHosts[i].FQDN < m.TCPHosts[j].FQDN })
+	for _, l := range m.Listeners {
+		sort.Slice(l.Insecure, func(i, j int) bool { return l.Insecure[i].FQDN < l.Insecure[j].FQDN })
+		sort.Slice(l.Secure, func(i, j int) bool { return l.Secure[i].FQDN < l.Secure[j].FQDN })
+		sort.Slice(l.TCPHosts, func(i, j int) bool { return l.TCPHosts[i].FQDN < l.TCPHosts[j].FQDN })
+	}
+	sort.Slice(m.Listeners, func(i, j int) bool { return m.Listeners[i].Name < m.Listeners[j].Name })
+}
+
+// newModel is an empty model with the shared listeners, first.
+func newModel(opts Options) *ir.Model {
+	return &ir.Model{Listeners: []*ir.Listener{
+		{Name: ir.HTTPListenerName, Address: opts.HTTP.Address, Port: opts.HTTP.Port},
+		{Name: ir.HTTPSListenerName, Address: opts.HTTPS.Address, Port: opts.HTTPS.Port, TLS: true},
+	}}
+}
+
+// sharedListeners are m's shared HTTP and HTTPS listeners (newModel's
+// first two, until finish sorts them).
+func sharedListeners(m *ir.Model) (http, https *ir.Listener) {
+	return m.Listener(ir.HTTPListenerName), m.Listener(ir.HTTPSListenerName)
 }

@@ -14,6 +14,7 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -144,7 +145,7 @@ func TestIncludeLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			res := buildSet(tc.proxies, tc.limits)
 			routes := -1
-			for _, vh := range res.Model.Insecure {
+			for _, vh := range res.Model.Listener(ir.HTTPListenerName).Insecure {
 				if vh.FQDN == "diamond.example.com" {
 					routes = len(vh.Routes)
 				}

@@ -118,7 +118,7 @@ spec:
 				t.Fatal(err)
 			}
 			in.Sort()
-			res := Build(&in, Options{EnvoyHTTPPort: 8080})
+			res := Build(&in, Options{HTTP: Bind{Port: 8080}})
 			if got := btlsSummary(res.Model); got != tc.want {
 				t.Errorf("routes = %q, want %q", got, tc.want)
 			}
@@ -163,7 +163,7 @@ func btlsSummary(m *ir.Model) string {
 		return c
 	}
 	routes := map[string]*ir.Route{}
-	for _, vh := range m.Insecure {
+	for _, vh := range m.Listener(ir.HTTPListenerName).Insecure {
 		for _, r := range vh.Routes {
 			routes[vh.FQDN+r.Path] = r
 		}

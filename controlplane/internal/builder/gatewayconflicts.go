@@ -19,14 +19,15 @@ type sharedHosts struct {
 }
 
 func proxyHosts(m *ir.Model) sharedHosts {
-	h := sharedHosts{insecure: map[string]bool{}, secure: map[string]bool{}, fallback: m.Fallback != nil}
-	for _, v := range m.Insecure {
+	http, https := sharedListeners(m)
+	h := sharedHosts{insecure: map[string]bool{}, secure: map[string]bool{}, fallback: https.Fallback != nil}
+	for _, v := range http.Insecure {
 		h.insecure[v.FQDN] = true
 	}
-	for _, v := range m.Secure {
+	for _, v := range https.Secure {
 		h.secure[v.FQDN] = true
 	}
-	for _, v := range m.TCPHosts {
+	for _, v := range https.TCPHosts {
 		h.secure[v.FQDN] = true
 	}
 	return h
@@ -36,9 +37,9 @@ func proxyHosts(m *ir.Model) sharedHosts {
 // of port (none: false).
 func (h sharedHosts) taken(opts *Options, port uint32, host string) bool {
 	switch port {
-	case opts.EnvoyHTTPPort:
+	case opts.HTTP.Port:
 		return h.insecure[host]
-	case opts.EnvoyHTTPSPort:
+	case opts.HTTPS.Port:
 		return h.secure[host] || host == "*" && h.fallback
 	}
 	return false
@@ -67,9 +68,9 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 	for port, ls := range byPort {
 		var want gwapiv1.ProtocolType
 		switch {
-		case port == opts.EnvoyHTTPPort && port != 0:
+		case port == opts.HTTP.Port && port != 0:
 			want = gwapiv1.HTTPProtocolType
-		case port == opts.EnvoyHTTPSPort && port != 0:
+		case port == opts.HTTPS.Port && port != 0:
 			want = gwapiv1.HTTPSProtocolType
 		case slices.ContainsFunc(ls, func(l *gwListener) bool { return l.spec.Protocol != ls[0].spec.Protocol }):
 			for _, l := range ls {

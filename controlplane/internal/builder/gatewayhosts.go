@@ -55,7 +55,7 @@ type gwHost struct {
 
 // placeRoutes merges the attachments into virtual hosts, one per Envoy
 // port and host name, and puts them on Envoy's listeners: the shared HTTP
-// and HTTPS listeners' (m.Insecure, m.Secure) or their own (m.Listeners).
+// and HTTPS listeners or their own.
 //
 // A host is served by the listener that matches it most specifically
 // (an exact hostname, then the longest wildcard, then none): the routes
@@ -72,7 +72,7 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b hostKey) int { return cmp.Or(cmp.Compare(a.port, b.port), cmp.Compare(a.host, b.host)) })
-	listeners := map[uint32]*ir.Listener{}
+	listeners := placedListeners(m)
 	for _, k := range keys {
 		g.placeHost(m, listeners, k, hosts[k])
 	}
@@ -156,48 +156,60 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 }
 
 // placeHost puts the virtual host k on its Envoy listener: the shared
-// HTTP or HTTPS listener when its port and TLS are theirs, else one of its
-// port (in listeners, made on first use).
+// HTTP or HTTPS listener when its port is theirs (resolveConflicts leaves
+// no listener of the other protocol there), else one of its port (in
+// listeners, made on first use).
 func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener, k hostKey, h *gwHost) {
-	opts := g.r.opts()
 	l := h.listener
 	gw := l.gw.ref()
 	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: h.irRoutes()}
-	var secure *ir.SecureVirtualHost
-	if l.tls {
-		global := g.r.global()
-		secure = &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.auth, ExtProc: global.proc}
-		hoistHostFilters(secure)
-		g.out.secretUses.add(l.secret, gw)
+	il := listeners[k.port]
+	if il == nil {
+		il = g.gatewayListener(k.port, l.tls)
+		listeners[k.port] = il
+		m.Listeners = append(m.Listeners, il)
 	}
-	switch {
-	case k.port == opts.EnvoyHTTPPort && !l.tls:
-		m.Insecure = append(m.Insecure, &vh)
-	case k.port == opts.EnvoyHTTPSPort && l.tls:
-		m.Secure = append(m.Secure, secure)
-	default:
-		il := listeners[k.port]
-		if il == nil {
-			il = newGatewayListener(k.port, l.tls)
-			listeners[k.port] = il
-			m.Listeners = append(m.Listeners, il)
-		}
+	if !shared(il) {
 		il.Origins = il.Origins.Union(ir.Origins{gw})
-		if l.tls {
-			il.Secure = append(il.Secure, secure)
-		} else {
-			il.Insecure = append(il.Insecure, &vh)
-		}
 	}
+	if !l.tls {
+		il.Insecure = append(il.Insecure, &vh)
+		return
+	}
+	global := g.r.global()
+	secure := &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.auth, ExtProc: global.proc}
+	hoistHostFilters(secure)
+	g.out.secretUses.add(l.secret, gw)
+	il.Secure = append(il.Secure, secure)
 }
 
-// newGatewayListener is the Envoy listener of a Gateway port of its own.
-func newGatewayListener(port uint32, tls bool) *ir.Listener {
-	il := &ir.Listener{Name: fmt.Sprintf("http-%d", port), Port: port, TLS: tls}
-	if tls {
-		il.Name = fmt.Sprintf("https-%d", port)
+// placedListeners are the listeners Gateway hosts are placed on by port,
+// to begin with the shared ones.
+func placedListeners(m *ir.Model) map[uint32]*ir.Listener {
+	listeners := map[uint32]*ir.Listener{}
+	http, https := sharedListeners(m)
+	for _, l := range []*ir.Listener{http, https} {
+		if l.Port != 0 {
+			listeners[l.Port] = l
+		}
 	}
-	return il
+	return listeners
+}
+
+// shared reports whether l is one of the shared listeners.
+func shared(l *ir.Listener) bool {
+	return l.Name == ir.HTTPListenerName || l.Name == ir.HTTPSListenerName
+}
+
+// gatewayListener is the Envoy listener of a Gateway port of its own.
+// Its hosts match the Host header with its port, as the Gateway API
+// forwards it.
+func (g *gatewayStage) gatewayListener(port uint32, tls bool) *ir.Listener {
+	opts := g.r.opts()
+	if tls {
+		return &ir.Listener{Name: fmt.Sprintf("https-%d", port), Address: opts.HTTPS.Address, Port: port, TLS: true, KeepHostPort: true}
+	}
+	return &ir.Listener{Name: fmt.Sprintf("http-%d", port), Address: opts.HTTP.Address, Port: port, KeepHostPort: true}
 }
 
 // withListenerPort gives the redirects of routes that set neither a scheme
@@ -241,7 +253,7 @@ func (g *gatewayStage) listenerCatchAll(ready map[portGateway][]*gwListener, own
 	slices.SortStableFunc(gws, func(a, b *gwGateway) int { return olderClaim(a.gw, b.gw) })
 	for _, x := range gws {
 		for _, l := range x.listeners {
-			if !l.tls || !l.ready() || l.envoyPort == opts.EnvoyHTTPSPort {
+			if !l.tls || !l.ready() || l.envoyPort == opts.HTTPS.Port {
 				continue
 			}
 			k := hostKey{l.envoyPort, cmp.Or(l.hostname, "*")}

@@ -115,7 +115,7 @@ func TestServicePerGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Sort()
-	res := Build(&in, Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
+	res := Build(&in, Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
 
 	// Each Gateway's listener ports map to Envoy ports of its own, the
 	// same in its listeners and its Service; a/new keeps its Service's.
@@ -155,6 +155,9 @@ func TestServicePerGateway(t *testing.T) {
 	}
 	var listeners []string
 	for _, l := range res.Model.Listeners {
+		if shared(l) {
+			continue // the HTTPProxies' (here without hosts)
+		}
 		var origins []string
 		for _, o := range l.Origins {
 			origins = append(origins, o.Namespace+"/"+o.Name)
@@ -180,7 +183,7 @@ func TestServicePerGateway(t *testing.T) {
 	}
 	without.Gateways = slices.DeleteFunc(without.Gateways, func(g *gwapiv1.Gateway) bool { return g.Name == "old" })
 	without.Sort()
-	for _, s := range Build(&without, Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
+	for _, s := range Build(&without, Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
 		for _, p := range s.Spec.Ports {
 			k := fmt.Sprintf("%s %d", s.Annotations[objects.GatewayServiceAnnotation], p.Port)
 			if p.TargetPort.String() != envoyPorts[k] {
@@ -219,7 +222,7 @@ func TestServicePerGateway(t *testing.T) {
 	noGateways := noEnvoy
 	noEnvoy.Services = slices.DeleteFunc(slices.Clone(noEnvoy.Services), func(s *corev1.Service) bool { return s.Name == "envoy" })
 	noGateways.Gateways = nil
-	opts := Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}
+	opts := Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}
 	if got := Build(&noEnvoy, opts).GatewayServices; got != nil {
 		t.Errorf("without the Envoy Service: %d services, want nil (unknown)", len(got))
 	}
@@ -229,7 +232,7 @@ func TestServicePerGateway(t *testing.T) {
 
 	// Without the option, the two Gateways of port 80 share Envoy's 8080
 	// and the younger one's listener conflicts.
-	res = Build(&in, Options{EnvoyHTTPPort: 8080, EnvoyService: "portcullis/envoy"})
+	res = Build(&in, Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy"})
 	if len(res.GatewayServices) != 0 {
 		t.Errorf("services without the option: %d", len(res.GatewayServices))
 	}

@@ -108,8 +108,8 @@ func TestTCPProxyServices(t *testing.T) {
 			res := Build(tcpServiceSet(t, p), Options{})
 			st := res.Status[0]
 			if tc.reason != "" {
-				if len(st.Errors) != 1 || st.Errors[0].Reason != tc.reason || len(res.Model.TCPHosts) != 0 {
-					t.Fatalf("errors %+v, TCP hosts %d; want one %s error and the host unserved", st.Errors, len(res.Model.TCPHosts), tc.reason)
+				if len(st.Errors) != 1 || st.Errors[0].Reason != tc.reason || len(res.Model.Listener(ir.HTTPSListenerName).TCPHosts) != 0 {
+					t.Fatalf("errors %+v, TCP hosts %d; want one %s error and the host unserved", st.Errors, len(res.Model.Listener(ir.HTTPSListenerName).TCPHosts), tc.reason)
 				}
 				return
 			}
@@ -119,10 +119,10 @@ func TestTCPProxyServices(t *testing.T) {
 			if tc.warning != "" && (len(st.Warnings) != 1 || st.Warnings[0].Reason != tc.warning) {
 				t.Errorf("warnings %+v, want one %s", st.Warnings, tc.warning)
 			}
-			if len(res.Model.TCPHosts) != 1 || len(res.Model.TCPHosts[0].Clusters) != 1 {
-				t.Fatalf("TCP hosts %+v, want one with one cluster", res.Model.TCPHosts)
+			if len(res.Model.Listener(ir.HTTPSListenerName).TCPHosts) != 1 || len(res.Model.Listener(ir.HTTPSListenerName).TCPHosts[0].Clusters) != 1 {
+				t.Fatalf("TCP hosts %+v, want one with one cluster", res.Model.Listener(ir.HTTPSListenerName).TCPHosts)
 			}
-			name := res.Model.TCPHosts[0].Clusters[0].Cluster
+			name := res.Model.Listener(ir.HTTPSListenerName).TCPHosts[0].Clusters[0].Cluster
 			for _, c := range res.Model.Clusters {
 				if c.Name == name {
 					tc.want(t, c)

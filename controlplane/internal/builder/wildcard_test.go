@@ -61,7 +61,7 @@ func TestWildcardRoot(t *testing.T) {
 	res := buildSet([]*contourv1.HTTPProxy{child, wild, exact, newer}, config.Limits{})
 
 	hosts := map[string]*ir.VirtualHost{}
-	for _, vh := range res.Model.Insecure {
+	for _, vh := range res.Model.Listener(ir.HTTPListenerName).Insecure {
 		hosts[vh.FQDN] = vh
 	}
 	if len(hosts) != 2 || hosts["*.example.com"] == nil || hosts["a.example.com"] == nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/sdk"
 	"github.com/portcullis/portcullis/extension/sdk/sdktest"
 )
@@ -79,7 +78,7 @@ func benchSet(b *testing.B, n int) *objects.Set {
 // the previous Apply. Only Apply is timed.
 func BenchmarkApplyChange(b *testing.B) {
 	set := benchSet(b, 10000)
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts := pipeline.DefaultOptions()
 	var roots []int
 	for i, p := range set.HTTPProxies {
 		if p.Spec.VirtualHost != nil {

@@ -169,12 +169,6 @@ func RefsOf(m *ir.Model) Refs {
 			}
 		}
 	}
-	for _, vh := range m.Insecure {
-		add(vh)
-	}
-	for _, vh := range m.Secure {
-		add(&vh.VirtualHost)
-	}
 	for _, l := range m.Listeners {
 		for _, vh := range l.Insecure {
 			add(vh)

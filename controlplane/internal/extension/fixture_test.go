@@ -62,7 +62,7 @@ func translate(t *testing.T, in string) *translator.Resources {
 	if _, err := s.Decode(strings.NewReader(in), "fixture"); err != nil {
 		t.Fatal(err)
 	}
-	res := pipeline.Run(&s, pipeline.Options{Translator: translator.DefaultOptions()}).Resources
+	res := pipeline.Run(&s, pipeline.DefaultOptions()).Resources
 	for i, m := range res.Routes {
 		rc, ok := m.(*routev3.RouteConfiguration)
 		if !ok || rc.GetName() != translator.HTTPRouteConfigName {

@@ -19,12 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/textdiff"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
 	"github.com/portcullis/portcullis/extension/sdk/sdktest"
@@ -162,7 +160,7 @@ extensions:
 		set.Extensions = append(set.Extensions, o)
 	}
 	set.Sort()
-	res := pipeline.Run(&set, pipeline.Options{Builder: builder.Options{}.WithConfig(cfg), Translator: translator.DefaultOptions()})
+	res := pipeline.Run(&set, withConfig(cfg))
 	refs := RefsOf(res.Build.Model)
 	if len(refs.Routes) == 0 || len(refs.Clusters) == 0 {
 		t.Fatalf("refs %+v: the HTTPRoute's ExtensionRef or its Bucket backend was not resolved", refs)
@@ -255,4 +253,11 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	if d := textdiff.Unified(path, path+" (got)", string(want), string(got)); d != "" {
 		t.Errorf("what extensions receive changed: %s differs; if the change is meant, run `go test ./internal/extension -run TestHookRequestsGolden -update`, review the diff and say so in the CHANGELOG.\n%s", path, d)
 	}
+}
+
+// withConfig is the default pipeline with the configuration file cfg.
+func withConfig(cfg *config.Config) pipeline.Options {
+	o := pipeline.DefaultOptions()
+	o.Builder = o.Builder.WithConfig(cfg)
+	return o
 }

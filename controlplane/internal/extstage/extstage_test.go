@@ -12,7 +12,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
 	"github.com/portcullis/portcullis/extension/sdk/sdktest"
@@ -37,7 +36,7 @@ func TestRunResolvesExtensionService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeConns)
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts := pipeline.DefaultOptions()
 
 	run := Run(t.Context(), chain, pipeline.Run(extensionService(t, addr, false), opts))
 	if len(run.Unreachable) != 1 || run.Unreachable[0].Name != "inserter" {

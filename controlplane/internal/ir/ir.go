@@ -8,48 +8,69 @@ import "time"
 
 // Model is the whole routing model computed from one snapshot of inputs.
 type Model struct {
-	// Insecure holds the virtual hosts of the HTTP listener.
-	Insecure []*VirtualHost
-	// Secure holds the TLS virtual hosts of the HTTPS listener, one filter
-	// chain each.
-	Secure []*SecureVirtualHost
-	// Fallback, when set, is the default HTTPS filter chain for clients that
-	// send no (or an unknown) SNI name.
-	Fallback *FallbackChain
+	// Listeners are Envoy's listeners, sorted by name: the shared HTTP and
+	// HTTPS listeners (HTTPListenerName, HTTPSListenerName), which serve the
+	// HTTPProxies and the Gateway listeners on their ports, and one for
+	// each other port of a Gateway listener.
+	Listeners []*Listener
 	// Clusters are deduplicated by name and sorted.
 	Clusters []*Cluster
 	// Secrets are deduplicated by name and sorted.
 	Secrets []*Secret
-	// GlobalAuth is the external authorization applied to the HTTP
-	// listener, the fallback chain and secure hosts without their own.
+	// GlobalAuth is the external authorization applied to the plaintext
+	// listeners, the fallback chain and secure hosts without their own.
 	GlobalAuth *ExtAuth
-	// GlobalExtProc is the external processor of the HTTP listener and the
-	// fallback chain (secure hosts get theirs in SecureVirtualHost.ExtProc).
+	// GlobalExtProc is the external processor of the plaintext listeners
+	// and the fallback chain (secure hosts get theirs in
+	// SecureVirtualHost.ExtProc).
 	GlobalExtProc *ExtProc
-	// TCPHosts are the hosts of the HTTPS listener whose connections are
-	// proxied over TCP (an HTTPProxy's tcpproxy), one filter chain each,
-	// matched by SNI alongside Secure's.
-	TCPHosts []*TCPHost
-	// Listeners are the Envoy listeners of Gateway listeners on ports other
-	// than the shared HTTP and HTTPS listeners' (Gateway listeners on those
-	// ports add their hosts to Insecure and Secure), sorted by port.
-	Listeners []*Listener
 }
 
-// Listener is one Envoy listener for the Gateway listeners of one port
-// that is not a shared one. Plaintext listeners have Insecure hosts and
-// the global authorization and processing (as the shared HTTP listener);
-// TLS listeners have Secure hosts, one filter chain each, matched by SNI.
+// Names of the shared listeners.
+const (
+	HTTPListenerName  = "ingress_http"
+	HTTPSListenerName = "ingress_https"
+)
+
+// Listener returns the model's listener of this name, or nil.
+func (m *Model) Listener(name string) *Listener {
+	for _, l := range m.Listeners {
+		if l.Name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// Listener is one Envoy listener. A plaintext listener serves its Insecure
+// hosts through one route configuration, named after it, with the global
+// authorization and processing. A TLS listener serves its Secure hosts
+// and TCPHosts, one filter chain each, matched by SNI, and the Fallback
+// chain to clients whose SNI matches none.
 type Listener struct {
-	// Name is the Envoy listener's: http-<port> or https-<port>.
+	// Name is the Envoy listener's: HTTPListenerName, HTTPSListenerName,
+	// or http-<port> and https-<port> for a Gateway port of its own.
 	Name string
-	// Port is the port Envoy binds (the Gateway listener's, shifted when
-	// privileged).
-	Port     uint32
-	TLS      bool
+	// Address and Port are where Envoy binds it.
+	Address string
+	Port    uint32
+	TLS     bool
+	// Insecure are a plaintext listener's virtual hosts.
 	Insecure []*VirtualHost
-	Secure   []*SecureVirtualHost
-	// Origins are the Gateways with a listener on this port.
+	// Secure are a TLS listener's virtual hosts.
+	Secure []*SecureVirtualHost
+	// TCPHosts are a TLS listener's hosts whose connections are proxied
+	// over TCP (an HTTPProxy's tcpproxy).
+	TCPHosts []*TCPHost
+	// Fallback, when set, is a TLS listener's default filter chain, for
+	// clients that send no (or an unknown) SNI name.
+	Fallback *FallbackChain
+	// KeepHostPort matches hosts on the Host header as the client sent it,
+	// port included, ignoring the port (the Gateway API's way) instead of
+	// stripping the port (Contour's).
+	KeepHostPort bool
+	// Origins are the Gateways that asked for the listener (none for the
+	// shared ones, which the configuration asks for).
 	Origins Origins
 }
 

@@ -70,7 +70,7 @@ func TestExternalProcessingExampleMatchesSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+	res := pipeline.Run(set, pipeline.DefaultOptions())
 	for _, o := range res.Build.Status {
 		if !o.Valid() {
 			t.Errorf("%s is not valid: %+v", o.Ref, o.Errors)

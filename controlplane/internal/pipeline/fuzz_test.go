@@ -10,7 +10,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // FuzzPipeline feeds arbitrary YAML (seeded with every golden input) through
@@ -35,7 +34,7 @@ func FuzzPipeline(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	withGlobals := pipeline.Options{Translator: translator.DefaultOptions()}
+	withGlobals := pipeline.DefaultOptions()
 	withGlobals.Builder.GlobalExtAuth, withGlobals.Builder.GlobalExtProc = cfg.GlobalExtAuth, cfg.GlobalExtProc
 	f.Fuzz(func(t *testing.T, data []byte) {
 		set := &objects.Set{
@@ -45,7 +44,7 @@ func FuzzPipeline(f *testing.F) {
 			return
 		}
 		set.Sort()
-		for _, opts := range []pipeline.Options{{Translator: translator.DefaultOptions()}, withGlobals} {
+		for _, opts := range []pipeline.Options{pipeline.DefaultOptions(), withGlobals} {
 			res := pipeline.Run(set, opts)
 			if _, err := pipeline.NewDocument(set, res, goldenNow); err != nil {
 				t.Fatalf("rendering: %v", err)

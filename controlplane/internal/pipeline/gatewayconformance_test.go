@@ -16,7 +16,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // gatewayConformance is the Gateway API conformance suite of the API
@@ -87,7 +86,7 @@ func TestGatewayConformanceManifests(t *testing.T) {
 				}
 			}
 			set.Sort()
-			res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+			res := pipeline.Run(set, pipeline.DefaultOptions())
 			doc, err := pipeline.NewDocument(set, res, goldenNow)
 			if err != nil {
 				t.Fatalf("rendering: %v", err)

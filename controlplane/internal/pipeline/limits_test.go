@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // diamondYAML is a root including p0, and p0..p(depth-1) each including the
@@ -58,7 +58,7 @@ func TestIncludeDiamondIsBounded(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+			res := pipeline.Run(set, pipeline.DefaultOptions())
 			took := time.Since(start)
 			runtime.ReadMemStats(&after)
 			// Generous bounds: the build takes at most 40 MB and 150 ms; built
@@ -71,7 +71,7 @@ func TestIncludeDiamondIsBounded(t *testing.T) {
 				t.Errorf("the pipeline took %v", took)
 			}
 			t.Logf("allocated %d KB in %v", (after.TotalAlloc-before.TotalAlloc)>>10, took)
-			for _, vh := range res.Build.Model.Insecure {
+			for _, vh := range res.Build.Model.Listener(ir.HTTPListenerName).Insecure {
 				if vh.FQDN == "diamond.example.com" {
 					t.Errorf("diamond.example.com is served with %d routes", len(vh.Routes))
 				}
@@ -135,7 +135,7 @@ func TestTCPProxyIncludeChainIsBounded(t *testing.T) {
 			}
 			set.Sort()
 			start := time.Now()
-			res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+			res := pipeline.Run(set, pipeline.DefaultOptions())
 			// Unbounded, the 100 roots walked the 5,000-long chain in 11 s.
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("the pipeline took %v", took)
@@ -144,7 +144,7 @@ func TestTCPProxyIncludeChainIsBounded(t *testing.T) {
 			if tc.served {
 				wantRefused = 0
 			}
-			if got, want := len(res.Build.Model.TCPHosts), tc.roots-wantRefused; got != want {
+			if got, want := len(res.Build.Model.Listener(ir.HTTPSListenerName).TCPHosts), tc.roots-wantRefused; got != want {
 				t.Errorf("%d TCP hosts served, want %d", got, want)
 			}
 			refused := 0

@@ -30,7 +30,7 @@ func runFiles(t *testing.T, paths ...string) *pipeline.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+	return pipeline.Run(set, pipeline.DefaultOptions())
 }
 
 // TestIndexObjects: a rejection of a resource is blamed on the objects the

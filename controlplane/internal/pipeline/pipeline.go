@@ -43,6 +43,14 @@ type Options struct {
 	Translator translator.Options
 }
 
+// DefaultOptions are the options without flags or a configuration file:
+// the shared listeners bind all addresses, ports 8080 and 8443.
+func DefaultOptions() Options {
+	var o Options
+	o.Builder.HTTP, o.Builder.HTTPS = builder.DefaultListeners()
+	return o
+}
+
 // Result is the output of one run.
 type Result struct {
 	Build     *builder.Result
@@ -92,9 +100,6 @@ func RunCached(in *objects.Set, opts Options, c *Cache) *Result {
 	if c == nil {
 		c = &Cache{}
 	}
-	// The builder puts Gateway listeners on the shared listeners by their
-	// ports: they are the translator's, whoever built the options.
-	opts.Builder.EnvoyHTTPPort, opts.Builder.EnvoyHTTPSPort = opts.Translator.HTTPPort, opts.Translator.HTTPSPort
 	b := builder.BuildCached(in, opts.Builder, c.Build)
 	return &Result{Build: b, Resources: translator.TranslateCached(b.Model, opts.Translator, c.Translate)}
 }

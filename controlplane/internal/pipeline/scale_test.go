@@ -11,10 +11,10 @@ import (
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // scaleSet is the issue's scale shape: n TLS roots with authorization, 5
@@ -73,8 +73,8 @@ func BenchmarkPipeline(b *testing.B) {
 		set := scaleSet(b, n)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
-				res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
-				if got := len(res.Build.Model.Secure); got != n {
+				res := pipeline.Run(set, pipeline.DefaultOptions())
+				if got := len(res.Build.Model.Listener(ir.HTTPSListenerName).Secure); got != n {
 					b.Fatalf("%d secure hosts, want %d", got, n)
 				}
 			}
@@ -87,7 +87,7 @@ func BenchmarkPipeline(b *testing.B) {
 // previous build) and without caches (as `portcullis translate` runs).
 func BenchmarkPipelineChange(b *testing.B) {
 	set := scaleSet(b, 10000)
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts := pipeline.DefaultOptions()
 	var roots []int
 	for i, p := range set.HTTPProxies {
 		if p.Spec.VirtualHost != nil {

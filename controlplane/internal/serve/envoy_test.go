@@ -12,7 +12,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 )
 
@@ -21,7 +20,7 @@ func TestWithEnvoyRejections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+	res := pipeline.Run(set, pipeline.DefaultOptions())
 	idx := res.Resources.Index
 	tests := []struct {
 		name             string
@@ -72,7 +71,7 @@ func TestChangedStatusesAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := pipeline.Run(set, pipeline.Options{Translator: translator.DefaultOptions()})
+	res := pipeline.Run(set, pipeline.DefaultOptions())
 	st := pipeline.Statuses(set, res.Build.Status, metav1.Now())
 	s := &Server{}
 	uids := pipeline.UIDs(set)

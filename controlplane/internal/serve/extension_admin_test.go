@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // get is the status and body of GET path on the admin endpoint.
@@ -54,7 +53,7 @@ func TestAdminExtensions(t *testing.T) {
 
 // Without extensions, /extensions says so.
 func TestAdminExtensionsNone(t *testing.T) {
-	s, err := newServer(Config{Pipeline: pipeline.Options{Translator: translator.DefaultOptions()}, Log: slog.New(slog.DiscardHandler)})
+	s, err := newServer(Config{Pipeline: pipeline.DefaultOptions(), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,7 +171,7 @@ extensions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts := pipeline.DefaultOptions()
 	opts.Builder = builder.Options{}.WithConfig(c)
 	s, err := newServer(Config{Pipeline: opts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Extensions: regs})
 	if err != nil {
@@ -439,7 +439,7 @@ extensions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts := pipeline.DefaultOptions()
 	opts.Builder = builder.Options{}.WithConfig(c)
 	s, err := newServer(Config{Pipeline: opts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Extensions: regs})
 	if err != nil {

@@ -88,7 +88,7 @@ func headerExtension(t *testing.T, failing *atomic.Bool) string {
 func extensionServer(t *testing.T, addr string, policy extension.FailurePolicy) *Server {
 	t.Helper()
 	s, err := newServer(Config{
-		Pipeline: pipeline.Options{Translator: translator.DefaultOptions()},
+		Pipeline: pipeline.DefaultOptions(),
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Extensions: []extension.Registration{{Name: "header", Address: addr, Hooks: []extension.Hook{extension.HookPostVirtualHostModify},
 			FailurePolicy: policy, Timeout: 5 * time.Second}},
@@ -315,7 +315,7 @@ endpoints: [{addresses: ["` + host + `"]}]
 		return s
 	}
 	s, err := newServer(Config{
-		Pipeline: pipeline.Options{Translator: translator.DefaultOptions()},
+		Pipeline: pipeline.DefaultOptions(),
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Extensions: []extension.Registration{{Name: "header", Service: "vendor/ext", Hooks: []extension.Hook{extension.HookPostVirtualHostModify},
 			Timeout: 2 * time.Second}},

@@ -13,7 +13,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // chanProvider delivers the sets sent on its channel.
@@ -88,7 +87,7 @@ func TestOnlyTheLeaderWritesStatus(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Config{Pipeline: pipeline.Options{Translator: translator.DefaultOptions()}, XDSAddress: "127.0.0.1:0",
+		done <- Run(ctx, Config{Pipeline: pipeline.DefaultOptions(), XDSAddress: "127.0.0.1:0",
 			Provider: sets, Status: w, Leader: lead, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}()
 	defer func() {

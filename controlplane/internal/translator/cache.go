@@ -21,9 +21,8 @@ import (
 // Gateway API stage builds its hosts anew each time, equal when
 // unchanged). So the output is the same as
 // without the cache. The resources it returns are shared between
-// translations: nothing may modify them. The Gateway listeners of ports
-// of their own (ir.Model.Listeners) are translated afresh each time
-// (gatewaylistener.go). A Cache is for one goroutine at a time; the zero
+// translations: nothing may modify them. The listeners of Gateway ports
+// of their own are translated afresh each time (listener.go). A Cache is for one goroutine at a time; the zero
 // value is not usable, use NewCache.
 type Cache struct {
 	hosts map[string]cachedHost

@@ -23,7 +23,7 @@ func TestCache(t *testing.T) {
 		auth  bool
 	}
 	model := func(hosts []host) *ir.Model {
-		m := &ir.Model{}
+		m := sharedModel(nil, nil)
 		// Enough unchanging hosts to translate on several goroutines.
 		for i := range 100 {
 			hosts = append(hosts, host{fqdn: fmt.Sprintf("filler%03d.example.com", i), paths: []string{"/"}})
@@ -36,7 +36,7 @@ func TestCache(t *testing.T) {
 			if h.auth {
 				vh.Auth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
 			}
-			m.Secure = append(m.Secure, vh)
+			m.Listeners[1].Secure = append(m.Listeners[1].Secure, vh)
 		}
 		return m
 	}
@@ -55,7 +55,7 @@ func TestCache(t *testing.T) {
 		{name: "back to the first model", hosts: []host{{fqdn: "a.example.com", paths: []string{"/"}}, {fqdn: "b.example.com", paths: []string{"/"}}}, hits: 101, misses: 1},
 	} {
 		t.Run(step.name, func(t *testing.T) {
-			checkUncached(t, TranslateCached(model(step.hosts), DefaultOptions(), c), Translate(model(step.hosts), DefaultOptions()))
+			checkUncached(t, TranslateCached(model(step.hosts), Options{}, c), Translate(model(step.hosts), Options{}))
 			if c.Hits != step.hits || c.Misses != step.misses {
 				t.Errorf("%d hosts reused and %d translated, want %d and %d", c.Hits, c.Misses, step.hits, step.misses)
 			}
@@ -112,22 +112,19 @@ func TestCacheWithRouteFiltersAndGatewayListeners(t *testing.T) {
 		{"none again", vhost("a.example.com", nil), vhost("*", nil)},
 	} {
 		t.Run(step.name, func(t *testing.T) {
-			model := &ir.Model{
-				Insecure:  append([]*ir.VirtualHost{step.a}, hosts...),
-				Secure:    []*ir.SecureVirtualHost{{VirtualHost: *step.a, Secret: "default/tls"}},
-				Listeners: []*ir.Listener{{Name: "http-9080", Port: 9080, Insecure: []*ir.VirtualHost{step.gatewayVH}}},
-			}
-			checkUncached(t, TranslateCached(model, DefaultOptions(), c), Translate(model, DefaultOptions()))
+			model := sharedModel(append([]*ir.VirtualHost{step.a}, hosts...), []*ir.SecureVirtualHost{{VirtualHost: *step.a, Secret: "default/tls"}})
+			model.Listeners = append(model.Listeners, &ir.Listener{Name: "http-9080", Port: 9080, KeepHostPort: true, Insecure: []*ir.VirtualHost{step.gatewayVH}})
+			checkUncached(t, TranslateCached(model, Options{}, c), Translate(model, Options{}))
 		})
 	}
 }
 
 func TestCacheReusesMessages(t *testing.T) {
 	m := func() *ir.Model {
-		return &ir.Model{Secure: []*ir.SecureVirtualHost{{VirtualHost: ir.VirtualHost{FQDN: "a.example.com", Routes: []*ir.Route{{Path: "/"}}}, Secret: "default/tls"}}}
+		return sharedModel(nil, []*ir.SecureVirtualHost{{VirtualHost: ir.VirtualHost{FQDN: "a.example.com", Routes: []*ir.Route{{Path: "/"}}}, Secret: "default/tls"}})
 	}
 	c := NewCache()
-	first, second := TranslateCached(m(), DefaultOptions(), c), TranslateCached(m(), DefaultOptions(), c)
+	first, second := TranslateCached(m(), Options{}, c), TranslateCached(m(), Options{}, c)
 	// The route configuration is the same message: the xDS server does not
 	// hash it again.
 	name := SecureRouteConfigName("a.example.com")
@@ -167,27 +164,27 @@ func TestCacheSharedRouteConfigVirtualHosts(t *testing.T) {
 		{name: "a rebuilt with a new route: no longer merged with b", change: func(m *ir.Model) {
 			m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
 			hosts[0] = vhost("a.example.com", "/", "/new")
-			m.Insecure[0] = hosts[0]
+			m.Listeners[0].Insecure[0] = hosts[0]
 		}, reused: false},
 		{name: "a built anew, equal (as the Gateway API stage builds its hosts)", change: func(m *ir.Model) {
 			m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
 			hosts[0] = vhost("a.example.com", "/", "/new")
-			m.Insecure[0] = hosts[0]
+			m.Listeners[0].Insecure[0] = hosts[0]
 		}, reused: true},
 		{name: "a built anew, different", change: func(m *ir.Model) {
 			m.GlobalAuth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
 			hosts[0] = vhost("a.example.com", "/", "/newer")
-			m.Insecure[0] = hosts[0]
+			m.Listeners[0].Insecure[0] = hosts[0]
 		}, reused: false},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			model := func() *ir.Model {
-				m := &ir.Model{Insecure: append([]*ir.VirtualHost(nil), hosts...)}
+				m := sharedModel(append([]*ir.VirtualHost(nil), hosts...), nil)
 				step.change(m)
 				return m
 			}
-			got := routeConfigNamed(t, TranslateCached(model(), DefaultOptions(), c).Routes, HTTPRouteConfigName)
-			want := routeConfigNamed(t, Translate(model(), DefaultOptions()).Routes, HTTPRouteConfigName)
+			got := routeConfigNamed(t, TranslateCached(model(), Options{}, c).Routes, HTTPRouteConfigName)
+			want := routeConfigNamed(t, Translate(model(), Options{}).Routes, HTTPRouteConfigName)
 			if !proto.Equal(got, want) {
 				t.Fatalf("differs from the uncached translation:\ngot  %v\nwant %v", got, want)
 			}

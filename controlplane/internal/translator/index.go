@@ -46,10 +46,19 @@ type hostOrigins struct {
 // newIndex returns an empty index for the resources of m.
 func newIndex(m *ir.Model) *Index {
 	return &Index{byType: map[string]map[string]*indexEntry{
-		resourcev3.ListenerType: make(map[string]*indexEntry, len(m.Listeners)+2), resourcev3.RouteType: make(map[string]*indexEntry, len(m.Secure)+len(m.Listeners)+2),
+		resourcev3.ListenerType: make(map[string]*indexEntry, len(m.Listeners)), resourcev3.RouteType: make(map[string]*indexEntry, routeConfigs(m)),
 		resourcev3.ClusterType: make(map[string]*indexEntry, len(m.Clusters)), resourcev3.EndpointType: make(map[string]*indexEntry, len(m.Clusters)),
 		resourcev3.SecretType: make(map[string]*indexEntry, len(m.Secrets)),
 	}}
+}
+
+// routeConfigs is how many route configurations m needs, at most.
+func routeConfigs(m *ir.Model) int {
+	n := 0
+	for _, l := range m.Listeners {
+		n += 2 + len(l.Secure)
+	}
+	return n
 }
 
 func (x *Index) add(typeURL, name string, e *indexEntry) { x.byType[typeURL][name] = e }

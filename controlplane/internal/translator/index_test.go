@@ -20,13 +20,13 @@ func TestIndexVirtualHostObjects(t *testing.T) {
 	route := func(path string) []*ir.Route {
 		return []*ir.Route{{Path: path, Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}}}
 	}
-	m := &ir.Model{Insecure: []*ir.VirtualHost{
+	m := sharedModel([]*ir.VirtualHost{
 		{FQDN: "example.com", Routes: route("/e"), Origins: ref("e")},
 		{FQDN: "a.example.com", Routes: route("/a"), Origins: ref("a")},
 		// Identical routes: served by a.example.com's virtual host.
 		{FQDN: "b.example.com", Routes: route("/a"), Origins: ref("b")},
-	}}
-	res := Translate(m, DefaultOptions())
+	}, nil)
+	res := Translate(m, Options{})
 	if n := len(routeConfigNamed(t, res.Routes, HTTPRouteConfigName).VirtualHosts); n != 2 {
 		t.Fatalf("%d virtual hosts, want 2 (b.example.com merged into a.example.com)", n)
 	}

@@ -1,14 +1,17 @@
 package translator
 
 import (
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"sort"
+
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 )
 
 const (
@@ -16,51 +19,122 @@ const (
 	tlsInspectorName = "envoy.filters.listener.tls_inspector"
 )
 
-// plaintextListener has one filter chain, whose HCM (settings h) routes
-// with the route configuration routeConfig: the HTTP listener, and a
-// plaintext Gateway listener.
-func plaintextListener(name, routeConfig string, addr *corev3.Address, h hcmSettings) *listenerv3.Listener {
-	return &listenerv3.Listener{
-		Name:    name,
-		Address: addr,
-		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{hcmFilter(name, routeConfig, h)},
-		}},
+// listener adds the resources of one listener of the model, and their
+// Index entries, whose origins are the listener's and its hosts'. c is
+// used for the shared listeners' hosts only (see Cache).
+func listener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache) {
+	if !shared(l) {
+		c = nil
 	}
+	if l.TLS {
+		tlsListener(r, m, l, c)
+		return
+	}
+	plaintextListener(r, m, l, opts, c)
 }
 
-// httpsListener has one filter chain per TLS virtual host, matched by SNI,
-// each with its own HCM so that each can have its own authorization; and the
-// fallback chain for clients without SNI, whose HCM has the settings
-// fallback. Nil when there is no TLS host. chains are the filter chains of
-// m.Secure, sorted by FQDN.
-func httpsListener(m *ir.Model, opts Options, chains []*listenerv3.FilterChain, fallback hcmSettings) *listenerv3.Listener {
-	if len(m.Secure) == 0 && len(m.TCPHosts) == 0 && m.Fallback == nil {
-		return nil
-	}
-	l := tlsListener(HTTPSListenerName, socketAddress(opts.HTTPSAddress, opts.HTTPSPort), chains)
-	if fb := m.Fallback; fb != nil {
-		l.DefaultFilterChain = &listenerv3.FilterChain{
+// shared reports whether l is one of the shared listeners, whose hosts the
+// Cache keeps.
+func shared(l *ir.Listener) bool {
+	return l.Name == ir.HTTPListenerName || l.Name == ir.HTTPSListenerName
+}
+
+// plaintextListener has one filter chain, whose HCM routes with one route
+// configuration named after the listener, with the global filters and
+// those its routes need (routefilters.go).
+func plaintextListener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache) {
+	h := globalHCM(m).withRoutes(l.Insecure)
+	h.keepHostPort = l.KeepHostPort
+	rc, hosts := routeConfig(l.Name, l.Insecure, httpRouteSettings(h, opts), c)
+	rc.IgnorePortInHostMatching = l.KeepHostPort
+	e := &indexEntry{origins: l.Origins, hosts: hosts}
+	r.Routes = append(r.Routes, rc)
+	r.Index.add(resourcev3.RouteType, rc.Name, e)
+	r.Listeners = append(r.Listeners, &listenerv3.Listener{
+		Name:    l.Name,
+		Address: socketAddress(l.Address, l.Port),
+		FilterChains: []*listenerv3.FilterChain{{
+			Filters: []*listenerv3.Filter{hcmFilter(l.Name, rc.Name, h)},
+		}},
+	})
+	r.Index.add(resourcev3.ListenerType, l.Name, e)
+}
+
+// tlsListener has one filter chain per TLS virtual host, matched by SNI,
+// each with its own HCM and route configuration so that each can have its
+// own authorization; one per host proxied over TCP; and the fallback
+// chain for clients without SNI. A listener without any is left out:
+// Envoy refuses a listener without filter chains.
+func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
+	chains, hosts := secureChains(r, l, c)
+	var fallback *listenerv3.FilterChain
+	if fb := l.Fallback; fb != nil {
+		h := globalHCM(m).withRoutes(fb.VirtualHosts)
+		rc, fbHosts := routeConfig(fallbackRouteConfigName(l), fb.VirtualHosts, routeSettings{filters: h.filters()}, c)
+		r.Routes = append(r.Routes, rc)
+		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{origins: l.Origins, hosts: fbHosts})
+		hosts = append(hosts, fbHosts...)
+		fallback = &listenerv3.FilterChain{
 			Name:            "fallbackcert",
 			TransportSocket: downstreamTLS(fb.Secret, "", "", nil),
-			Filters:         []*listenerv3.Filter{hcmFilter("fallbackcert", FallbackRouteConfigName, fallback)},
+			Filters:         []*listenerv3.Filter{hcmFilter("fallbackcert", rc.Name, h)},
 		}
 	}
-	return l
-}
-
-// tlsListener selects its filter chains by SNI (the TLS inspector reads
-// it).
-func tlsListener(name string, addr *corev3.Address, chains []*listenerv3.FilterChain) *listenerv3.Listener {
-	return &listenerv3.Listener{
-		Name:    name,
-		Address: addr,
+	if len(chains) == 0 && fallback == nil {
+		return
+	}
+	r.Listeners = append(r.Listeners, &listenerv3.Listener{
+		Name:    l.Name,
+		Address: socketAddress(l.Address, l.Port),
 		ListenerFilters: []*listenerv3.ListenerFilter{{
 			Name:       tlsInspectorName,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
 		}},
-		FilterChains: chains,
+		FilterChains:       chains,
+		DefaultFilterChain: fallback,
+	})
+	r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{origins: l.Origins, hosts: hosts})
+}
+
+// secureChains are a TLS listener's filter chains of its TLS virtual hosts
+// (translated, or taken from c) and of its hosts proxied over TCP, in
+// name order, with the hosts they serve; the TLS hosts' route
+// configurations are added to r, indexed.
+func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterChain, []hostOrigins) {
+	hosts := append([]*ir.SecureVirtualHost(nil), l.Secure...)
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
+	translated := make([]cachedHost, len(hosts))
+	hit := make([]bool, len(hosts))
+	prefix := hostsPrefix(l)
+	parallel.For(len(hosts), func(i int) {
+		if c != nil {
+			translated[i], hit[i] = c.secureHost(hosts[i])
+			return
+		}
+		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i])
+	})
+	c.commit(translated, hit)
+	var chains []*listenerv3.FilterChain
+	if len(hosts) > 0 {
+		chains = make([]*listenerv3.FilterChain, len(hosts))
 	}
+	// One allocation for all the hosts' entries: there can be ten
+	// thousand.
+	served := make([]hostOrigins, len(hosts))
+	entries := make([]indexEntry, len(hosts))
+	for i, t := range translated {
+		chains[i] = t.chain
+		r.Routes = append(r.Routes, t.route)
+		served[i] = secureHostOrigins(hosts[i])
+		entries[i] = indexEntry{origins: l.Origins, hosts: served[i : i+1 : i+1]}
+		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
+	}
+	for _, vh := range l.TCPHosts {
+		chains = append(chains, tcpHostChain(prefix, vh))
+		served = append(served, tcpHostOrigins(vh))
+	}
+	sort.SliceStable(chains, func(i, j int) bool { return chains[i].Name < chains[j].Name })
+	return chains, served
 }
 
 // secureHost translates one TLS virtual host of a listener: its route

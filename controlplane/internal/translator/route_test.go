@@ -91,13 +91,13 @@ func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
 // HTTPS listener on, unless it is 443 (the default port of https URLs); a
 // cached translation made with another port is not reused.
 func TestHTTPSRedirectPort(t *testing.T) {
-	m := &ir.Model{Insecure: []*ir.VirtualHost{{FQDN: "a.example.com", Routes: []*ir.Route{{Path: "/", HTTPSRedirect: true}}}}}
+	m := sharedModel([]*ir.VirtualHost{{FQDN: "a.example.com", Routes: []*ir.Route{{Path: "/", HTTPSRedirect: true}}}}, nil)
 	c := NewCache()
 	for _, tc := range []struct {
 		port uint32
 		want uint32
 	}{{0, 0}, {443, 0}, {18443, 18443}, {8443, 8443}, {0, 0}} {
-		opts := DefaultOptions()
+		opts := Options{}
 		opts.HTTPSRedirectPort = tc.port
 		for _, cache := range []*Cache{nil, c} {
 			res := TranslateCached(m, opts, cache)

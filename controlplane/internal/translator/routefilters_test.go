@@ -37,21 +37,19 @@ func TestRouteFilters(t *testing.T) {
 		t.Fatalf("names %s, %s, %s: want one per configuration, beginning with the filter's and the cluster's", nameA, routeAuthName(authA2), nameB)
 	}
 	cluster := []ir.WeightedCluster{{Cluster: "c", Weight: 1}}
-	m := &ir.Model{
-		GlobalAuth: &ir.ExtAuth{Cluster: "extension/auth/global"},
-		Insecure: []*ir.VirtualHost{
-			{FQDN: "a.example.com", Routes: []*ir.Route{
-				{Path: "/a", Clusters: cluster, Auth: authA, AuthContext: map[string]string{"k": "v"}},
-				{Path: "/", Clusters: cluster},
-			}},
-			{FQDN: "b.example.com", Routes: []*ir.Route{
-				{Path: "/b", Clusters: cluster, Auth: authB},
-				{Path: "/a2", Clusters: cluster, Auth: authA2, Processor: proc},
-			}},
-		},
-		Secure: []*ir.SecureVirtualHost{{VirtualHost: ir.VirtualHost{FQDN: "s.example.com", Routes: []*ir.Route{{Path: "/", Clusters: cluster}}}, Secret: "default/tls"}},
-	}
-	res := Translate(m, DefaultOptions())
+	m := sharedModel([]*ir.VirtualHost{
+		{FQDN: "a.example.com", Routes: []*ir.Route{
+			{Path: "/a", Clusters: cluster, Auth: authA, AuthContext: map[string]string{"k": "v"}},
+			{Path: "/", Clusters: cluster},
+		}},
+		{FQDN: "b.example.com", Routes: []*ir.Route{
+			{Path: "/b", Clusters: cluster, Auth: authB},
+			{Path: "/a2", Clusters: cluster, Auth: authA2, Processor: proc},
+		}},
+	},
+		[]*ir.SecureVirtualHost{{VirtualHost: ir.VirtualHost{FQDN: "s.example.com", Routes: []*ir.Route{{Path: "/", Clusters: cluster}}}, Secret: "default/tls"}})
+	m.GlobalAuth = &ir.ExtAuth{Cluster: "extension/auth/global"}
+	res := Translate(m, Options{})
 
 	hcm := hcmOf(t, listenerNamed(t, res.Listeners, HTTPListenerName).FilterChains[0].Filters[0])
 	want := []string{ExtAuthzFilterName, min(nameA, nameB), max(nameA, nameB), nameP, RouterFilterName}

@@ -9,15 +9,15 @@ import (
 
 const tcpProxyFilterName = "envoy.filters.network.tcp_proxy"
 
-// tcpHostChain is the HTTPS listener's filter chain of a host whose TLS
+// tcpHostChain is a TLS listener's filter chain of a host whose TLS
 // connections are proxied over TCP, matched by SNI as a TLS host's and
 // named as one's (a host name is one or the other): a tcp_proxy to its
 // clusters and no HCM. With passthrough there is no transport socket (the
 // upstream terminates the TLS Envoy only read the SNI of); otherwise
 // Envoy terminates it with the host's certificate, advertising no ALPN
 // protocol: the decrypted stream is the upstream's, whatever it speaks.
-func tcpHostChain(vh *ir.TCPHost) *listenerv3.FilterChain {
-	name := secureName(secureHostsPrefix, vh.FQDN)
+func tcpHostChain(prefix string, vh *ir.TCPHost) *listenerv3.FilterChain {
+	name := secureName(prefix, vh.FQDN)
 	tp := &tcpproxyv3.TcpProxy{StatPrefix: name}
 	if len(vh.Clusters) == 1 {
 		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: vh.Clusters[0].Cluster}
@@ -42,7 +42,7 @@ func tcpHostChain(vh *ir.TCPHost) *listenerv3.FilterChain {
 	return chain
 }
 
-// tcpHostOrigins are the origins of a TCP host in the HTTPS listener.
+// tcpHostOrigins are the origins of a TCP host in its listener.
 func tcpHostOrigins(vh *ir.TCPHost) hostOrigins {
 	return hostOrigins{fqdn: vh.FQDN, vhost: vh.FQDN, origins: vh.Origins}
 }

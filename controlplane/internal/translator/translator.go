@@ -9,32 +9,19 @@ package translator
 import (
 	"sort"
 
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
-	"github.com/portcullis/portcullis/controlplane/internal/parallel"
 )
 
-// Options are the Envoy-side settings that do not come from the resources.
+// Options are the Envoy-side settings that do not come from the model.
 type Options struct {
-	// HTTPAddress and HTTPPort are where Envoy's HTTP listener binds.
-	HTTPAddress string
-	HTTPPort    uint32
-	// HTTPSAddress and HTTPSPort are where Envoy's HTTPS listener binds.
-	HTTPSAddress string
-	HTTPSPort    uint32
 	// HTTPSRedirectPort is the port clients reach the HTTPS listener on
-	// (through a Service or a load balancer, often not HTTPSPort): the
-	// port of the HTTP listener's redirects to HTTPS. 0 or 443 leave it out
-	// of the Location.
+	// (through a Service or a load balancer, often not the one it binds):
+	// the port of the plaintext listeners' redirects to HTTPS. 0 or 443
+	// leave it out of the Location.
 	HTTPSRedirectPort uint32
-}
-
-// DefaultOptions binds the listeners on all addresses, ports 8080 and 8443.
-func DefaultOptions() Options {
-	return Options{HTTPAddress: "0.0.0.0", HTTPPort: 8080, HTTPSAddress: "0.0.0.0", HTTPSPort: 8443}
 }
 
 // Resources are the Envoy resources for one model, each list sorted by
@@ -49,14 +36,15 @@ type Resources struct {
 	Index *Index
 }
 
-// Names of the fixed resources.
+// Names of the shared listeners' resources.
 const (
-	HTTPListenerName  = "ingress_http"
-	HTTPSListenerName = "ingress_https"
-	// HTTPRouteConfigName is the route configuration of the HTTP listener.
-	HTTPRouteConfigName = "ingress_http"
-	// FallbackRouteConfigName is the route configuration of the fallback
-	// certificate chain.
+	HTTPListenerName  = ir.HTTPListenerName
+	HTTPSListenerName = ir.HTTPSListenerName
+	// HTTPRouteConfigName is the route configuration of the HTTP listener
+	// (a plaintext listener's is named after it).
+	HTTPRouteConfigName = ir.HTTPListenerName
+	// FallbackRouteConfigName is the route configuration of the HTTPS
+	// listener's fallback certificate chain.
 	FallbackRouteConfigName = "ingress_fallbackcert"
 )
 
@@ -65,10 +53,27 @@ const (
 func SecureRouteConfigName(fqdn string) string { return secureName(secureHostsPrefix, fqdn) }
 
 // secureHostsPrefix begins the names of the resources of the HTTPS
-// listener's TLS hosts (route configuration, filter chain); those of a
-// Gateway TLS listener's hosts begin with the listener's name,
-// https-<port>, so that the two never collide.
+// listener's TLS hosts (route configuration, filter chain).
 const secureHostsPrefix = "https"
+
+// hostsPrefix begins the names of the resources of a TLS listener's
+// hosts: those of a Gateway listener's begin with the listener's name,
+// https-<port>, so that they never collide with the HTTPS listener's.
+func hostsPrefix(l *ir.Listener) string {
+	if l.Name == ir.HTTPSListenerName {
+		return secureHostsPrefix
+	}
+	return l.Name
+}
+
+// fallbackRouteConfigName names a TLS listener's fallback chain's route
+// configuration ("_" is in no host name).
+func fallbackRouteConfigName(l *ir.Listener) string {
+	if l.Name == ir.HTTPSListenerName {
+		return FallbackRouteConfigName
+	}
+	return l.Name + "_fallbackcert"
+}
 
 // secureName names the resources of one TLS virtual host of a listener.
 func secureName(prefix, fqdn string) string { return prefix + "/" + fqdn }
@@ -89,40 +94,15 @@ func secureHostOrigins(vh *ir.SecureVirtualHost) hostOrigins {
 // Translate converts a model into Envoy resources.
 func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m, opts, nil) }
 
-// TranslateCached is Translate reusing, and then updating, the TLS virtual
-// hosts' resources and the shared route configurations' virtual hosts'
-// routes in c (nil for no cache). Its output is Translate's.
+// TranslateCached is Translate reusing, and then updating, the shared
+// listeners' TLS virtual hosts' resources and virtual hosts' routes in c
+// (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	r := &Resources{Index: newIndex(m)}
-	chains, secure, httpsHosts := httpsChains(r, m, c)
-
-	// The shared HCMs' filters depend on every route they serve
-	// (routefilters.go).
-	httpHCM := globalHCM(m).withRoutes(m.Insecure)
-	rc, httpHosts := routeConfig(HTTPRouteConfigName, m.Insecure, httpRouteSettings(httpHCM, opts), c)
-	r.Routes = append(r.Routes, rc)
-	r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: httpHosts})
-	r.Routes = append(r.Routes, secure...)
-	var fallbackHCM hcmSettings
-	if m.Fallback != nil {
-		fallbackHCM = globalHCM(m).withRoutes(m.Fallback.VirtualHosts)
-		rc, fallbackHosts := routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, routeSettings{filters: fallbackHCM.filters()}, c)
-		r.Routes = append(r.Routes, rc)
-		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: fallbackHosts})
-		httpsHosts = append(httpsHosts, fallbackHosts...)
+	for _, l := range m.Listeners {
+		listener(r, m, l, opts, c)
 	}
 	c.commitVHosts()
-
-	l := plaintextListener(HTTPListenerName, HTTPRouteConfigName, socketAddress(opts.HTTPAddress, opts.HTTPPort), httpHCM)
-	r.Listeners = append(r.Listeners, l)
-	r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpHosts})
-	if l := httpsListener(m, opts, chains, fallbackHCM); l != nil {
-		r.Listeners = append(r.Listeners, l)
-		r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{hosts: httpsHosts})
-	}
-	for _, l := range m.Listeners {
-		gatewayListener(r, l, m, opts)
-	}
 	addClustersAndSecrets(r, m)
 	sortByName(r.Listeners)
 	sortByName(r.Routes)
@@ -130,45 +110,6 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	sortByName(r.Endpoints)
 	sortByName(r.Secrets)
 	return r
-}
-
-// httpsChains are the HTTPS listener's filter chains of the TLS virtual
-// hosts (translated or taken from c) and of the hosts proxied over TCP, in
-// FQDN order; the TLS hosts' route configurations (indexed in r); and the
-// hosts the listener serves so far.
-func httpsChains(r *Resources, m *ir.Model, c *Cache) (chains []*listenerv3.FilterChain, secure []proto.Message, httpsHosts []hostOrigins) {
-	// The TLS virtual hosts, sorted by FQDN (the order of the HTTPS
-	// listener's filter chains), translated or taken from the cache.
-	hosts := append([]*ir.SecureVirtualHost(nil), m.Secure...)
-	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
-	translated := make([]cachedHost, len(hosts))
-	hit := make([]bool, len(hosts))
-	parallel.For(len(hosts), func(i int) { translated[i], hit[i] = c.secureHost(hosts[i]) })
-	c.commit(translated, hit)
-	secure = make([]proto.Message, len(hosts))
-	if len(hosts) > 0 {
-		chains = make([]*listenerv3.FilterChain, len(hosts))
-	}
-	// The HTTPS listener serves the TLS hosts, through their own HCMs (and
-	// filters), and the fallback chain's. One allocation for all the
-	// hosts' entries: there can be ten thousand.
-	httpsHosts = make([]hostOrigins, len(hosts))
-	entries := make([]indexEntry, len(hosts))
-	for i, t := range translated {
-		chains[i], secure[i] = t.chain, t.route
-		httpsHosts[i] = secureHostOrigins(hosts[i])
-		entries[i].hosts = httpsHosts[i : i+1 : i+1]
-		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
-	}
-
-	// The hosts proxied over TCP have filter chains of their own
-	// (tcpproxy.go), among the TLS hosts' in FQDN order.
-	for _, vh := range m.TCPHosts {
-		chains = append(chains, tcpHostChain(vh))
-		httpsHosts = append(httpsHosts, tcpHostOrigins(vh))
-	}
-	sort.SliceStable(chains, func(i, j int) bool { return chains[i].Name < chains[j].Name })
-	return chains, secure, httpsHosts
 }
 
 // addClustersAndSecrets adds the model's clusters, their endpoints (but

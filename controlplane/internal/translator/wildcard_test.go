@@ -24,7 +24,7 @@ func TestWildcardHosts(t *testing.T) {
 	} {
 		t.Run(tc.fqdn, func(t *testing.T) {
 			vh := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: tc.fqdn, Routes: []*ir.Route{{Path: "/", DirectResponse: &ir.DirectResponse{Status: 200}}}}, Secret: "default/tls"}
-			res := Translate(&ir.Model{Insecure: []*ir.VirtualHost{&vh.VirtualHost}, Secure: []*ir.SecureVirtualHost{vh}}, DefaultOptions())
+			res := Translate(sharedModel([]*ir.VirtualHost{&vh.VirtualHost}, []*ir.SecureVirtualHost{vh}), Options{})
 			for _, name := range []string{HTTPRouteConfigName, SecureRouteConfigName(tc.fqdn)} {
 				if got := routeConfigNamed(t, res.Routes, name).VirtualHosts[0].Domains; !slices.Equal(got, tc.wantDomains) {
 					t.Errorf("%s: domains %v, want %v", name, got, tc.wantDomains)

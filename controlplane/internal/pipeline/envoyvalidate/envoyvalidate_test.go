@@ -102,17 +102,14 @@ func namesMissingCluster(m *ir.Model) bool {
 	for _, c := range m.Clusters {
 		clusters[c.Name] = true
 	}
-	hosts := append([]*ir.VirtualHost(nil), m.Insecure...)
-	for _, s := range m.Secure {
-		hosts = append(hosts, &s.VirtualHost)
-	}
-	if m.Fallback != nil {
-		hosts = append(hosts, m.Fallback.VirtualHosts...)
-	}
+	var hosts []*ir.VirtualHost
 	for _, l := range m.Listeners {
 		hosts = append(hosts, l.Insecure...)
 		for _, s := range l.Secure {
 			hosts = append(hosts, &s.VirtualHost)
+		}
+		if l.Fallback != nil {
+			hosts = append(hosts, l.Fallback.VirtualHosts...)
 		}
 	}
 	for _, h := range hosts {

@@ -31,7 +31,7 @@ import (
 func TestEnvoyValidatesTranslatorFeatures(t *testing.T) {
 	envoy := envoyBinary(t)
 	for _, invalidBackend := range []bool{false, true} {
-		res := translator.Translate(featureModel(t, invalidBackend), translator.DefaultOptions())
+		res := translator.Translate(featureModel(t, invalidBackend), translator.Options{})
 		if out, err := validateResources(t, envoy, res, invalidBackend); err != nil {
 			t.Fatalf("Envoy rejects the translation (invalid backend: %v): %v\n%s", invalidBackend, err, out)
 		}
@@ -81,14 +81,17 @@ func featureModel(t *testing.T, invalidBackend bool) *ir.Model {
 	insecure := func(fqdn string) *ir.VirtualHost { vh := vhost(fqdn); return &vh }
 	cert, key := selfSigned(t)
 	m := &ir.Model{
-		Insecure:      []*ir.VirtualHost{insecure("a.example.com"), insecure("*.wild.example.com"), insecure("*")},
-		Secure:        []*ir.SecureVirtualHost{secure("a.example.com", authA), secure("*.wild.example.com", nil)},
-		Fallback:      &ir.FallbackChain{Secret: "default/cert", VirtualHosts: []*ir.VirtualHost{insecure("a.example.com")}},
 		GlobalAuth:    &ir.ExtAuth{Cluster: "extension/auth/authz", Authority: "authz.auth"},
 		GlobalExtProc: proc,
 		Listeners: []*ir.Listener{
-			{Name: "http-9080", Port: 9080, Insecure: []*ir.VirtualHost{insecure("g.example.com"), insecure("*")}},
-			{Name: "https-9443", Port: 9443, TLS: true, Secure: []*ir.SecureVirtualHost{secure("g.example.com", authB), secure("*.example.com", nil), secure("*", nil)}},
+			{Name: ir.HTTPListenerName, Address: "0.0.0.0", Port: 8080, Insecure: []*ir.VirtualHost{insecure("a.example.com"), insecure("*.wild.example.com"), insecure("*")}},
+			{
+				Name: ir.HTTPSListenerName, Address: "0.0.0.0", Port: 8443, TLS: true,
+				Secure:   []*ir.SecureVirtualHost{secure("a.example.com", authA), secure("*.wild.example.com", nil)},
+				Fallback: &ir.FallbackChain{Secret: "default/cert", VirtualHosts: []*ir.VirtualHost{insecure("a.example.com")}},
+			},
+			{Name: "http-9080", Address: "0.0.0.0", Port: 9080, KeepHostPort: true, Insecure: []*ir.VirtualHost{insecure("g.example.com"), insecure("*")}},
+			{Name: "https-9443", Address: "0.0.0.0", Port: 9443, TLS: true, KeepHostPort: true, Secure: []*ir.SecureVirtualHost{secure("g.example.com", authB), secure("*.example.com", nil), secure("*", nil)}},
 		},
 		Secrets: []*ir.Secret{{Name: "default/cert", Cert: cert, Key: key}},
 	}

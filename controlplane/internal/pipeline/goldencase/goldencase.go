@@ -21,7 +21,6 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/provider/file"
-	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // Dirs returns the case folders of a testdata folder, sorted.
@@ -80,14 +79,13 @@ type caseOptions struct {
 	Builder builder.Options `json:"builder"`
 }
 
-// Options reads a case's options.yaml and config.yaml; the translator's
-// options are the defaults.
+// Options reads a case's options.yaml and config.yaml over the defaults.
 func Options(dir string) (pipeline.Options, error) {
-	opts := pipeline.Options{Translator: translator.DefaultOptions()}
+	opts := pipeline.DefaultOptions()
 	b, err := readCaseFile(dir, "options.yaml")
 	switch {
 	case err == nil:
-		var co caseOptions
+		co := caseOptions{Builder: opts.Builder}
 		if err := yaml.UnmarshalStrict(b, &co); err != nil {
 			return opts, fmt.Errorf("options.yaml: %w", err)
 		}

@@ -22,20 +22,16 @@ func TestGatewayListeners(t *testing.T) {
 	secure := func(fqdn string) *ir.SecureVirtualHost {
 		return &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: fqdn, Routes: routes, Origins: route}, Secret: "default/tls"}
 	}
-	m := &ir.Model{
-		GlobalAuth: &ir.ExtAuth{Cluster: "extension/auth/global"},
-		// The shared HTTPS listener serves a.example.com too.
-		Secure: []*ir.SecureVirtualHost{secure("a.example.com")},
-		Listeners: []*ir.Listener{
-			{Name: "http-9080", Port: 9080, Origins: gw, Insecure: []*ir.VirtualHost{{FQDN: "*", Routes: routes, Origins: route}}},
-			{Name: "https-9443", Port: 9443, TLS: true, Origins: gw, Secure: []*ir.SecureVirtualHost{secure("a.example.com"), secure("*.example.com"), secure("*")}},
-			// No host: no listener (Envoy refuses one without filter chains).
-			{Name: "https-9444", Port: 9444, TLS: true, Origins: gw},
-		},
-	}
-	opts := DefaultOptions()
-	opts.HTTPAddress, opts.HTTPSAddress = "10.0.0.1", "10.0.0.2"
-	res := Translate(m, opts)
+	// The shared HTTPS listener serves a.example.com too.
+	m := sharedModel(nil, []*ir.SecureVirtualHost{secure("a.example.com")})
+	m.GlobalAuth = &ir.ExtAuth{Cluster: "extension/auth/global"}
+	m.Listeners = append(m.Listeners,
+		&ir.Listener{Name: "http-9080", Address: "10.0.0.1", Port: 9080, Origins: gw, KeepHostPort: true, Insecure: []*ir.VirtualHost{{FQDN: "*", Routes: routes, Origins: route}}},
+		&ir.Listener{Name: "https-9443", Address: "10.0.0.2", Port: 9443, TLS: true, Origins: gw, KeepHostPort: true, Secure: []*ir.SecureVirtualHost{secure("a.example.com"), secure("*.example.com"), secure("*")}},
+		// No host: no listener (Envoy refuses one without filter chains).
+		&ir.Listener{Name: "https-9444", Address: "10.0.0.2", Port: 9444, TLS: true, Origins: gw},
+	)
+	res := Translate(m, Options{})
 
 	var names []string
 	for _, l := range res.Listeners {
@@ -92,4 +88,13 @@ func TestGatewayListeners(t *testing.T) {
 	if res.Index.Served(resourcev3.ListenerType, []string{"https-9444"}) {
 		t.Error("https-9444 indexed, but not served")
 	}
+}
+
+// sharedModel is a model whose shared listeners, bound where they are by
+// default, serve these hosts.
+func sharedModel(insecure []*ir.VirtualHost, secure []*ir.SecureVirtualHost) *ir.Model {
+	return &ir.Model{Listeners: []*ir.Listener{
+		{Name: HTTPListenerName, Address: "0.0.0.0", Port: 8080, Insecure: insecure},
+		{Name: HTTPSListenerName, Address: "0.0.0.0", Port: 8443, TLS: true, Secure: secure},
+	}}
 }
