@@ -132,14 +132,6 @@ func destinationPort(sp corev1.ServicePort) uint32 {
 	return nonNegativeUint32(sp.Port)
 }
 
-func ptrValue[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // externalNameAllowed applies the ExternalName policy of Options.
 func (o *Options) externalNameAllowed(name string) error {
 	if !o.ExternalNameServices {

@@ -63,13 +63,4 @@ func TestPortConversions(t *testing.T) {
 			t.Errorf("%s: destinationPort = %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	// 4294987296 is 2^32 + 20000: wrapped, it would be a Gateway port.
-	for _, tp := range []intstr.IntOrString{intstr.FromString("4294987296"), intstr.FromInt32(-1), intstr.FromInt32(19999)} {
-		if e, ok := gatewayTargetPort(corev1.ServicePort{TargetPort: tp}); ok {
-			t.Errorf("gatewayTargetPort(%s) = %d, want none", tp.String(), e)
-		}
-	}
-	if e, ok := gatewayTargetPort(corev1.ServicePort{TargetPort: intstr.FromInt32(20007)}); !ok || e != 20007 {
-		t.Errorf("gatewayTargetPort(20007) = %d, %v", e, ok)
-	}
 }

@@ -149,34 +149,6 @@ func regexUnder(prefix, re string) (string, error) {
 	return re, nil
 }
 
-// noControlBytes refuses line breaks and NUL bytes in a value that reaches
-// Envoy: it rejects them in names and paths, and with them the whole route
-// configuration, which the HTTP listener's virtual hosts all share.
-func noControlBytes(v string) error {
-	if strings.ContainsAny(v, "\r\n\x00") {
-		return fmt.Errorf("%q contains a line break or a NUL byte", v)
-	}
-	return nil
-}
-
-// pathConditionValid refuses what Envoy rejects in a path match: besides
-// line breaks and NUL bytes, "?" and "#" (a path never holds them; Envoy
-// refuses them in a path-separated prefix, the whole route configuration
-// with it); and a path not starting with "/". kind ("prefix" or "exact")
-// names the condition in the error.
-func pathConditionValid(kind, p string) error {
-	if strings.ContainsAny(p, "?#") {
-		return fmt.Errorf("%s %q contains \"?\" or \"#\": a path condition cannot match a query or a fragment", kind, p)
-	}
-	if err := noControlBytes(p); err != nil {
-		return fmt.Errorf("%s %v", kind, err)
-	}
-	if !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("%s conditions must start with /, %s was supplied", kind, p)
-	}
-	return nil
-}
-
 // joinPath appends a condition's path to the inherited prefix without
 // doubling the slash between them ("/api" + "/v1" = "/api/v1"; "/api" + "/"
 // = "/api").

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/buildertest"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
@@ -59,7 +60,7 @@ func TestCORSPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := corsPolicy(&tc.in)
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }

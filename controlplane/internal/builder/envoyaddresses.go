@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // envoyAddresses are where clients reach Envoy: the configured ones, then
@@ -27,29 +26,6 @@ func envoyAddresses(snap *snapshot) []corev1.LoadBalancerIngress {
 	return l.out
 }
 
-// ownAddresses are a Gateway's addresses with gateway.servicePerGateway:
-// those of its own Service, as the API server last showed it.
-func (g *gatewayStage) ownAddresses(x *gwGateway) []gwapiv1.GatewayStatusAddress {
-	var l ingressList
-	if svc := g.r.snap.services[nn(g.envoyNS, gatewayServiceName(nn(x.gw.Namespace, x.gw.Name)))]; svc != nil {
-		serviceAddresses(svc, l.add)
-	}
-	return gatewayAddresses(l.out)
-}
-
-// gatewayAddresses are addresses as a Gateway's status.addresses.
-func gatewayAddresses(addrs []corev1.LoadBalancerIngress) []gwapiv1.GatewayStatusAddress {
-	var out []gwapiv1.GatewayStatusAddress
-	for _, a := range addrs {
-		typ, v := gwapiv1.IPAddressType, a.IP
-		if v == "" {
-			typ, v = gwapiv1.HostnameAddressType, a.Hostname
-		}
-		out = append(out, gwapiv1.GatewayStatusAddress{Type: &typ, Value: v})
-	}
-	return out
-}
-
 // ingressList gathers addresses without repeats.
 type ingressList struct {
 	out  []corev1.LoadBalancerIngress
@@ -68,5 +44,19 @@ func (l *ingressList) add(a string) {
 		l.out = append(l.out, corev1.LoadBalancerIngress{IP: a})
 	} else {
 		l.out = append(l.out, corev1.LoadBalancerIngress{Hostname: a})
+	}
+}
+
+// serviceAddresses are a Service's addresses for a Gateway's status: its
+// load balancer's when it has one, else its cluster IPs.
+func serviceAddresses(svc *corev1.Service, add func(string)) {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		add(in.IP)
+		add(in.Hostname)
+	}
+	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+		for _, ip := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
+			add(ip)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func buildSet(proxies []*contourv1.HTTPProxy, limits config.Limits) *Result {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: ptr(int32(80))}},
+			Ports:       []discoveryv1.EndpointPort{{Port: ptrTo(int32(80))}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
 		}},
 	}
@@ -196,8 +196,6 @@ func hasLimitError(o *status.Object, msg string) bool {
 	}
 	return false
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestReusedWalksEqualWalksBuiltAgain: an HTTPProxy included again under
 // the same match is not built again; the build must be exactly what

@@ -4,7 +4,6 @@ import (
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
-	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // httpAuthService is what an authorization server of serviceType http
@@ -31,12 +30,4 @@ func nameMatches(in []contourv1.HTTPAuthorizationServerAllowedHeaders) []ir.Name
 		out = append(out, ir.NameMatch{Kind: kind, Value: value, IgnoreCase: m.IgnoreCase})
 	}
 	return out
-}
-
-// routeAuthContextOverHTTP refuses a route's own context when its
-// authorization server is an HTTP one, which cannot receive it.
-func routeAuthContextOverHTTP(r contourv1.Route, scope authScope, errs *routeErrors) {
-	if scope.http && r.AuthPolicy != nil && !r.AuthPolicy.Disabled && len(r.AuthPolicy.Context) > 0 {
-		errs.add(contourv1.ConditionTypeAuthError, status.ReasonAuthContextNotSupported, "authPolicy.context: the authorization server is an HTTP one (serviceType http), and context extensions exist only in the gRPC protocol")
-	}
 }

@@ -21,9 +21,9 @@ func TestExtensionProtocol(t *testing.T) {
 	}{
 		{name: "plaintext by default", want: ir.H2C},
 		{name: "TLS with a validation", spec: v1alpha1.ExtensionServiceSpec{UpstreamValidation: validation}, want: ir.H2},
-		{name: "h2 without validation warns", spec: v1alpha1.ExtensionServiceSpec{Protocol: ptr("h2")}, want: ir.H2, wantWarning: true},
-		{name: "h2c with a validation", spec: v1alpha1.ExtensionServiceSpec{Protocol: ptr("h2c"), UpstreamValidation: validation}, want: ir.H2C, wantError: true},
-		{name: "an unknown protocol", spec: v1alpha1.ExtensionServiceSpec{Protocol: ptr("http/1.1")}, want: ir.H2C, wantError: true},
+		{name: "h2 without validation warns", spec: v1alpha1.ExtensionServiceSpec{Protocol: ptrTo("h2")}, want: ir.H2, wantWarning: true},
+		{name: "h2c with a validation", spec: v1alpha1.ExtensionServiceSpec{Protocol: ptrTo("h2c"), UpstreamValidation: validation}, want: ir.H2C, wantError: true},
+		{name: "an unknown protocol", spec: v1alpha1.ExtensionServiceSpec{Protocol: ptrTo("http/1.1")}, want: ir.H2C, wantError: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &status.Object{}

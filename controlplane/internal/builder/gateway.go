@@ -62,7 +62,7 @@ type gatewayStage struct {
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
 	// memo keeps the routes' rules between builds (nil for none).
-	memo *Memo
+	memo *gatewayMemo
 	// addresses are where clients reach Envoy, for every Gateway's status
 	// (envoyaddresses.go).
 	addresses []gwapiv1.GatewayStatusAddress
@@ -84,14 +84,14 @@ type gatewayStage struct {
 // virtual hosts, listeners, clusters and secrets to m, and the statuses of
 // its objects to b. With gateway.servicePerGateway it returns the
 // Gateways' Services.
-func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo, addrs []corev1.LoadBalancerIngress) (services []*corev1.Service) {
+func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *gatewayMemo, addrs []corev1.LoadBalancerIngress) (services []*corev1.Service) {
 	if len(snap.in.GatewayClasses) == 0 && len(snap.in.ExtAuthPolicies) == 0 && len(snap.in.ExtProcPolicies) == 0 {
 		return nil // nothing can be ours (policies are: they say what they found)
 	}
 	out := newOutput()
 	g := newGatewayStage(snap, &out, memo, addrs)
-	memo.startGateway(snap)
-	defer memo.finishGateway()
+	memo.start(snap)
+	defer memo.finish()
 	g.buildClasses()
 	if snap.opts.GatewayServicePerGateway {
 		g.startPerGateway(snap)
@@ -111,12 +111,12 @@ func buildGatewayAPI(snap *snapshot, m *ir.Model, b *merged, memo *Memo, addrs [
 	}
 	g.policyStatuses()
 	services = g.gatewayServices()
-	b.addGatewayOutput(&out)
+	addGatewayOutput(b, &out)
 	return services
 }
 
 // newGatewayStage is the Gateway API stage of a snapshot, adding to out.
-func newGatewayStage(snap *snapshot, out *output, memo *Memo, addrs []corev1.LoadBalancerIngress) *gatewayStage {
+func newGatewayStage(snap *snapshot, out *output, memo *gatewayMemo, addrs []corev1.LoadBalancerIngress) *gatewayStage {
 	g := &gatewayStage{
 		stage:           stage{r: &Resolver{snap: snap}, out: out},
 		controller:      cmp.Or(snap.opts.GatewayControllerName, config.DefaultGatewayControllerName),
@@ -177,7 +177,7 @@ func (g *gatewayStage) gatewayServices() []*corev1.Service {
 
 // addGatewayOutput adds the Gateway API stage's statuses, clusters and
 // secrets, and their uses, to the merged output.
-func (b *merged) addGatewayOutput(out *output) {
+func addGatewayOutput(b *merged, out *output) {
 	for ref, o := range out.status {
 		b.out.status[ref] = o
 	}

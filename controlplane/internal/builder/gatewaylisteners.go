@@ -223,8 +223,6 @@ var routeKinds = []gwapiv1.RouteGroupKind{
 	{Group: ptrTo(gatewayGroup), Kind: kindGRPCRoute},
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // allowedRoutes reads a listener's allowedRoutes: the kinds (those we
 // support; the others are InvalidRouteKinds) and the namespaces (Same by
 // default).

@@ -30,47 +30,47 @@ type gatewayRules struct {
 type gatewayMemo struct {
 	grants     []*gwapiv1.ReferenceGrant
 	backendTLS []*gwapiv1.BackendTLSPolicy
-	rules      map[objects.Ref]*gatewayRules
+	kept       map[objects.Ref]*gatewayRules
 	next       map[objects.Ref]*gatewayRules
 }
 
-// startGateway begins the Gateway API stage of a build: the previous
+// start begins the Gateway API stage of a build: the previous
 // build's rules hold only if the ReferenceGrants and the
 // BackendTLSPolicies are the same (start has already dropped them if the
 // global inputs changed). Either kind changes seldom; a change builds
 // every route's rules again.
-func (m *Memo) startGateway(s *snapshot) {
+func (m *gatewayMemo) start(s *snapshot) {
 	if m == nil {
 		return
 	}
-	if !slices.EqualFunc(m.gateway.grants, s.in.ReferenceGrants, sameObject) ||
-		!slices.EqualFunc(m.gateway.backendTLS, s.in.BackendTLSPolicies, sameObject) {
-		m.gateway.rules = nil
+	if !slices.EqualFunc(m.grants, s.in.ReferenceGrants, sameObject) ||
+		!slices.EqualFunc(m.backendTLS, s.in.BackendTLSPolicies, sameObject) {
+		m.kept = nil
 	}
-	m.gateway.grants = slices.Clone(s.in.ReferenceGrants)
-	m.gateway.backendTLS = slices.Clone(s.in.BackendTLSPolicies)
-	m.gateway.next = map[objects.Ref]*gatewayRules{}
+	m.grants = slices.Clone(s.in.ReferenceGrants)
+	m.backendTLS = slices.Clone(s.in.BackendTLSPolicies)
+	m.next = map[objects.Ref]*gatewayRules{}
 }
 
-// finishGateway keeps this build's rules for the next: the routes gone
+// finish keeps this build's rules for the next: the routes gone
 // are forgotten.
-func (m *Memo) finishGateway() {
+func (m *gatewayMemo) finish() {
 	if m == nil {
 		return
 	}
-	m.gateway.rules, m.gateway.next = m.gateway.next, nil
+	m.kept, m.next = m.next, nil
 }
 
-// rules builds b's rules with build, or reuses the previous build's when
+// routeRules builds b's rules with build, or reuses the previous build's when
 // they still hold. The findings and the output it reuses are never
 // modified: b gets clipped copies to append to.
-func (m *Memo) rules(b *routeBuild, build func(*routeBuild) []gwIRRoute) []gwIRRoute {
+func (m *gatewayMemo) routeRules(b *routeBuild, build func(*routeBuild) []gwIRRoute) []gwIRRoute {
 	if m == nil {
 		return build(b)
 	}
 	ref := b.rt.ref
-	if prev := m.gateway.rules[ref]; prev != nil && sameObject(prev.obj, b.rt.obj) && prev.reads.same(b.r.snap) {
-		m.gateway.next[ref] = prev
+	if prev := m.kept[ref]; prev != nil && sameObject(prev.obj, b.rt.obj) && prev.reads.same(b.r.snap) {
+		m.next[ref] = prev
 		b.accepted, b.refs = slices.Clip(prev.accepted), slices.Clip(prev.refs)
 		*b.out = output{status: b.out.status, clusters: slices.Clip(prev.out.clusters), secrets: slices.Clip(prev.out.secrets),
 			clusterUses: slices.Clip(prev.out.clusterUses), secretUses: slices.Clip(prev.out.secretUses)}
@@ -81,7 +81,7 @@ func (m *Memo) rules(b *routeBuild, build func(*routeBuild) []gwIRRoute) []gwIRR
 	b.r = &Resolver{snap: shared.snap, reads: rd}
 	routes := build(b)
 	b.r = shared
-	m.gateway.next[ref] = &gatewayRules{obj: b.rt.obj, reads: rd, routes: routes,
+	m.next[ref] = &gatewayRules{obj: b.rt.obj, reads: rd, routes: routes,
 		accepted: slices.Clip(b.accepted), refs: slices.Clip(b.refs), out: *b.out}
 	return routes
 }

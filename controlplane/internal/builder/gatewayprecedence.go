@@ -47,18 +47,6 @@ func comparePrecedence(a, b gwIRRoute) int {
 	)
 }
 
-// pathRank orders path matches: exact, regex, prefix (HTTPProxy routes
-// too, as Contour orders them).
-func pathRank(k ir.PathMatchKind) int {
-	switch k {
-	case ir.PathExact:
-		return 0
-	case ir.PathRegex:
-		return 1
-	}
-	return 2
-}
-
 // methodRank is 0 for a route with a method match, 1 without: with one,
 // it comes first.
 func methodRank(r *ir.Route) int {

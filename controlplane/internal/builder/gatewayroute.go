@@ -44,7 +44,7 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 	served := len(b.accepted) == 0
 	var routes []gwIRRoute
 	if served {
-		routes = g.memo.rules(b, rules)
+		routes = g.memo.routeRules(b, rules)
 	}
 	attached := false
 	for _, p := range parents {

@@ -219,17 +219,3 @@ func inheritedAnnotations(from map[string]string) map[string]string {
 	}
 	return out
 }
-
-// serviceAddresses are a Service's addresses for a Gateway's status: its
-// load balancer's when it has one, else its cluster IPs.
-func serviceAddresses(svc *corev1.Service, add func(string)) {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		add(in.IP)
-		add(in.Hostname)
-	}
-	if len(svc.Status.LoadBalancer.Ingress) == 0 {
-		for _, ip := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
-			add(ip)
-		}
-	}
-}

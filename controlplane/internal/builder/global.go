@@ -142,16 +142,3 @@ func mergePolicy(outer contourv1.AuthorizationPolicy, inner *contourv1.Authoriza
 	}
 	return out
 }
-
-// warnGlobalUnavailable adds the global filters' problems to the HTTPProxy
-// that owns a route using them (a route that opted out is not affected).
-func (b *rootBuilder) warnGlobalUnavailable(r ir.Route, scope authScope, st *status.Object) {
-	if g := b.r.global().authProblem; g != nil && scope.global && !r.AuthDisabled {
-		st.AddWarning(g.Type, g.Reason, g.Message)
-	}
-	usesGlobalProc := scope.proc.effective != nil && !scope.proc.own &&
-		(r.ExtProc == nil || (!r.ExtProc.Disabled && r.ExtProc.Overrides.Service == nil))
-	if g := b.r.global().procProblem; g != nil && usesGlobalProc {
-		st.AddWarning(g.Type, g.Reason, g.Message)
-	}
-}

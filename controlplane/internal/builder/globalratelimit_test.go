@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/buildertest"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
@@ -40,7 +41,7 @@ func TestRateLimitDescriptors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := rateLimitDescriptors(tc.in)
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }

@@ -1,12 +1,14 @@
 package builder
 
 import (
-	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/portcullis/portcullis/apis/projectcontour/v1alpha1"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/buildertest"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
@@ -35,7 +37,7 @@ func TestHTTPHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := httpHealthCheck(tc.in)
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -72,7 +74,7 @@ func TestTCPHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tcpHealthCheck(tc.in)
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -97,7 +99,7 @@ func TestGRPCHealthCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := healthCheck(tc.in)
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }

@@ -1,12 +1,9 @@
 package builder
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 )
@@ -33,24 +30,6 @@ func hostOwners(roots []*contourv1.HTTPProxy, rootNamespaces []string) map[strin
 	return owners
 }
 
-// olderClaim orders claims to a host name (HTTPProxies, Gateways,
-// routes), older first. An object without
-// a creationTimestamp (read from a file) claims no age: it comes after
-// those with one.
-func olderClaim(a, b metav1.Object) int {
-	at, bt := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	switch {
-	case at.IsZero() != bt.IsZero():
-		if at.IsZero() {
-			return 1
-		}
-		return -1
-	case !at.Equal(&bt):
-		return at.Compare(bt.Time)
-	}
-	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
-}
-
 // duplicateHost is the DuplicateVhost message of root p: "" when p keeps
 // its host name (or nobody does).
 func duplicateHost(p *contourv1.HTTPProxy, owners map[string]*contourv1.HTTPProxy) string {
@@ -60,4 +39,29 @@ func duplicateHost(p *contourv1.HTTPProxy, owners map[string]*contourv1.HTTPProx
 	}
 	return fmt.Sprintf("fqdn %q is already used by HTTPProxy %s/%s, which keeps it: of the HTTPProxies claiming a host name, the oldest (by creationTimestamp, then namespace/name) serves it",
 		p.Spec.VirtualHost.Fqdn, o.Namespace, o.Name)
+}
+
+// rootInput is one root HTTPProxy to build, with the DuplicateVhost
+// message it is built with ("" when its FQDN is its own).
+type rootInput struct {
+	proxy *contourv1.HTTPProxy
+	dup   string
+}
+
+// roots lists the root HTTPProxies in input order. Which root keeps a
+// host name is decided here, across roots (hosts.go): each root's build
+// gets its DuplicateVhost message as input.
+func roots(s *snapshot) []rootInput {
+	var proxies []*contourv1.HTTPProxy
+	for _, p := range s.in.HTTPProxies {
+		if s.served(p) && p.Spec.VirtualHost != nil {
+			proxies = append(proxies, p)
+		}
+	}
+	owners := hostOwners(proxies, s.opts.RootNamespaces)
+	out := make([]rootInput, len(proxies))
+	for i, p := range proxies {
+		out[i] = rootInput{proxy: p, dup: duplicateHost(p, owners)}
+	}
+	return out
 }

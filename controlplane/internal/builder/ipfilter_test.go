@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/buildertest"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -40,7 +41,7 @@ func TestIPFilter(t *testing.T) {
 			if reason != tc.wantReason {
 				t.Errorf("reason %q, want %q", reason, tc.wantReason)
 			}
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }

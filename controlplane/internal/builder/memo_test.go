@@ -25,7 +25,7 @@ func TestRootResultHolds(t *testing.T) {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: ptr(int32(80))}},
+			Ports:       []discoveryv1.EndpointPort{{Port: ptrTo(int32(80))}},
 		}},
 	}
 	res := buildRoot(newSnapshot(base, Options{}), root, "")

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 
-	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
@@ -79,18 +78,6 @@ func (g gathered) origins(name string) ir.Origins {
 	return roots.Union(ir.NewOrigins(x.others...))
 }
 
-// gather collects the uses of results; with only, those of the names in
-// them.
-func gather(results []*rootResult, onlyClusters, onlySecrets map[string]bool) (clusters, secrets gathered) {
-	clusters, secrets = gathered{}, gathered{}
-	for _, r := range results {
-		self := proxyRef(r.self.Namespace, r.self.Name)
-		clusters.add(self, r.clusterUses, onlyClusters)
-		secrets.add(self, r.secretUses, onlySecrets)
-	}
-	return clusters, secrets
-}
-
 // update recomputes the origins of the names in only from g.
 func (m originsMap) update(g gathered, only map[string]bool) {
 	for name := range only {
@@ -113,39 +100,4 @@ func byName(u uses) map[string]ir.Origins {
 		out[k] = ir.NewOrigins(refs...)
 	}
 	return out
-}
-
-func proxyRef(namespace, name string) objects.Ref {
-	return objects.Ref{Kind: KindHTTPProxy, Namespace: namespace, Name: name}
-}
-
-// hostOrigins are the origins of a served root's virtual hosts: every
-// valid HTTPProxy walked from it (an invalid include contributes no
-// routes).
-func (b *rootBuilder) hostOrigins() ir.Origins {
-	refs := make([]objects.Ref, 0, len(b.walked))
-	for _, r := range b.walked {
-		if o := b.out.status[r]; o == nil || o.Valid() {
-			refs = append(refs, r)
-		}
-	}
-	return ir.NewOrigins(refs...)
-}
-
-// recordRootUses notes what a served root uses: its certificate, client
-// CA, authorization cluster and processor cluster.
-func (b *rootBuilder) recordRootUses(p *contourv1.HTTPProxy, secure *ir.SecureVirtualHost, auth *ir.ExtAuth, proc procScope) {
-	root := proxyRef(p.Namespace, p.Name)
-	if secure != nil {
-		b.out.secretUses.add(secure.Secret, root)
-		if cv := secure.ClientValidation; cv != nil && cv.CASecret != "" {
-			b.out.secretUses.add(cv.CASecret, root)
-		}
-	}
-	if auth != nil {
-		b.out.clusterUses.add(auth.Cluster, root)
-	}
-	if proc.own {
-		b.out.clusterUses.add(proc.effective.Cluster, root)
-	}
 }

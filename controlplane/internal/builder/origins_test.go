@@ -41,12 +41,12 @@ func TestMemoOrigins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewMemo()
+			m := newRootMemo()
 			var got rootOrigins
 			for _, results := range tt.builds {
 				got = m.keep(results)
 			}
-			fresh := (*Memo)(nil).keep(tt.builds[len(tt.builds)-1])
+			fresh := (*rootMemo)(nil).keep(tt.builds[len(tt.builds)-1])
 			for name, want := range tt.want {
 				if o := got.clusters.origins(name); fmt.Sprint(o) != fmt.Sprint(want) {
 					t.Errorf("origins(%s) = %v, want %v", name, o, want)
@@ -58,7 +58,7 @@ func TestMemoOrigins(t *testing.T) {
 		})
 	}
 
-	m := NewMemo()
+	m := newRootMemo()
 	before := m.keep([]*rootResult{rootA, rootB}).clusters.origins("c")
 	if after := m.keep([]*rootResult{rootA2, rootB}).clusters.origins("c"); &after[0] != &before[0] {
 		t.Errorf("origins of c gathered again though no root's uses changed")

@@ -8,6 +8,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/buildertest"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
 
@@ -35,7 +36,7 @@ func TestLocalRateLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := localRateLimit(tc.in)
-			checkResult(t, got, err, tc.want, tc.wantErr)
+			buildertest.CheckResult(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }

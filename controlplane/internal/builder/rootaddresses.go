@@ -13,7 +13,7 @@ import (
 // It runs after the roots are merged, not inside a root's build: the
 // Envoy Service's address is not one of a root's reads, so a Memo reusing
 // a root still reports the Service's current address.
-func (b *merged) markLoadBalancer(results []*rootResult, addrs []corev1.LoadBalancerIngress) {
+func markLoadBalancer(b *merged, results []*rootResult, addrs []corev1.LoadBalancerIngress) {
 	if len(addrs) == 0 {
 		return
 	}

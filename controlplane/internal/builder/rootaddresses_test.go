@@ -118,7 +118,7 @@ func addressSet(proxies []*contourv1.HTTPProxy, lbIP string) *objects.Set {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: ptr(int32(80))}},
+			Ports:       []discoveryv1.EndpointPort{{Port: ptrTo(int32(80))}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
 		}},
 	}

@@ -46,11 +46,11 @@ func TestServiceProtocol(t *testing.T) {
 		wantErr bool
 	}{
 		{nil, ir.HTTP1, false},
-		{ptr("h2"), ir.H2, false},
-		{ptr("h2c"), ir.H2C, false},
-		{ptr("tls"), ir.TLS, false},
-		{ptr("http"), "", true},
-		{ptr(""), "", true},
+		{ptrTo("h2"), ir.H2, false},
+		{ptrTo("h2c"), ir.H2C, false},
+		{ptrTo("tls"), ir.TLS, false},
+		{ptrTo("http"), "", true},
+		{ptrTo(""), "", true},
 	} {
 		got, err := serviceProtocol(tc.in)
 		if got != tc.want || (err != nil) != tc.wantErr {

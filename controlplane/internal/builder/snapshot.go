@@ -1,9 +1,10 @@
 package builder
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -101,31 +102,6 @@ func ingressClass(p *contourv1.HTTPProxy) string {
 // (of our class, the last one of its name).
 func (s *snapshot) served(p *contourv1.HTTPProxy) bool {
 	return s.proxies[nn(p.Namespace, p.Name)] == p
-}
-
-// rootInput is one root HTTPProxy to build, with the DuplicateVhost
-// message it is built with ("" when its FQDN is its own).
-type rootInput struct {
-	proxy *contourv1.HTTPProxy
-	dup   string
-}
-
-// roots lists the root HTTPProxies in input order. Which root keeps a
-// host name is decided here, across roots (hosts.go): each root's build
-// gets its DuplicateVhost message as input.
-func (s *snapshot) roots() []rootInput {
-	var proxies []*contourv1.HTTPProxy
-	for _, p := range s.in.HTTPProxies {
-		if s.served(p) && p.Spec.VirtualHost != nil {
-			proxies = append(proxies, p)
-		}
-	}
-	owners := hostOwners(proxies, s.opts.RootNamespaces)
-	out := make([]rootInput, len(proxies))
-	for i, p := range proxies {
-		out[i] = rootInput{proxy: p, dup: duplicateHost(p, owners)}
-	}
-	return out
 }
 
 // delegated reports whether a TLSCertificateDelegation in the Secret's

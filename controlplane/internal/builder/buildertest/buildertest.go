@@ -1,4 +1,5 @@
-package builder
+// Package buildertest holds the helpers the builder packages' tests share.
+package buildertest
 
 import (
 	"reflect"
@@ -6,9 +7,9 @@ import (
 	"testing"
 )
 
-// checkResult is the check of a table test of a validator: an error
-// containing wantErr when wantErr is set, else no error and want.
-func checkResult[T any](t *testing.T, got T, err error, want T, wantErr string) {
+// CheckResult checks a validator's result: an error containing wantErr
+// when it is set, else no error and got deeply equal to want.
+func CheckResult[T any](t testing.TB, got T, err error, want T, wantErr string) {
 	t.Helper()
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -3,8 +3,6 @@ package builder
 import (
 	"strings"
 	"testing"
-
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Envoy refuses a regular expression whose RE2 program is larger than
@@ -33,20 +31,6 @@ func TestRegexValidProgramSize(t *testing.T) {
 		err := regexValid(tc.re)
 		if (err == nil) != tc.ok {
 			t.Errorf("regexValid(%q) = %v, want ok %v", tc.re, err, tc.ok)
-		}
-	}
-}
-
-// The regular expressions the gRPC matches make are checked whole.
-func TestGRPCMatchRegexTooLarge(t *testing.T) {
-	s := func(v string) *string { return &v }
-	regex := gwapiv1.GRPCMethodMatchRegularExpression
-	for _, m := range []*gwapiv1.GRPCMethodMatch{
-		{Method: s(strings.Repeat("M", 120))},
-		{Type: &regex, Service: s("a{60}"), Method: s("b{60}")},
-	} {
-		if _, err := grpcMatch(gwapiv1.GRPCRouteMatch{Method: m}); err == nil {
-			t.Errorf("grpcMatch(%+v): a regular expression Envoy refuses was accepted", m)
 		}
 	}
 }

@@ -1,0 +1,29 @@
+package builder
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// ownAddresses are a Gateway's addresses with gateway.servicePerGateway:
+// those of its own Service, as the API server last showed it.
+func (g *gatewayStage) ownAddresses(x *gwGateway) []gwapiv1.GatewayStatusAddress {
+	var l ingressList
+	if svc := g.r.snap.services[nn(g.envoyNS, gatewayServiceName(nn(x.gw.Namespace, x.gw.Name)))]; svc != nil {
+		serviceAddresses(svc, l.add)
+	}
+	return gatewayAddresses(l.out)
+}
+
+// gatewayAddresses are addresses as a Gateway's status.addresses.
+func gatewayAddresses(addrs []corev1.LoadBalancerIngress) []gwapiv1.GatewayStatusAddress {
+	var out []gwapiv1.GatewayStatusAddress
+	for _, a := range addrs {
+		typ, v := gwapiv1.IPAddressType, a.IP
+		if v == "" {
+			typ, v = gwapiv1.HostnameAddressType, a.Hostname
+		}
+		out = append(out, gwapiv1.GatewayStatusAddress{Type: &typ, Value: v})
+	}
+	return out
+}
