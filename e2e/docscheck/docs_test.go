@@ -484,7 +484,7 @@ func TestCheckerFindsStaleReferences(t *testing.T) {
 		{"`extension.Runner.NoSuchMethod`", 1},
 		{"`make -C hack/tools/nosuchtool`", 1},
 		// There.
-		{"`controlplane/internal/builder/extauth.go`, `hack/tools/dex/`, `extauth.go`", 0},
+		{"`controlplane/internal/builder/core/extauth.go`, `hack/tools/dex/`, `extauth.go`", 0},
 		{"[x](../examples/oidc/) and [y](helm.md#values) and [z](https://example.com/a.md)", 0},
 		{"`harness.RepoRoot(t)`, `extdiff.NewReport`, `(*extension.Runner).Apply`, `(*Runner).Apply`", 0},
 		{"`github.com/portcullis/portcullis/controlplane/internal/extdiff`", 0},

@@ -8,16 +8,22 @@
 // its authorization), a child with an error contributes no routes, and
 // everything else is built as usual.
 //
-// The shape: snapshot.go indexes the input (hosts.go decides which root
-// keeps a host name); the global stage (global.go, extension.go, secret.go)
-// validates what every root depends on and completes the snapshot; then
-// each root is built by buildRoot (root.go), a function of the root and of
-// what it reads through its Resolver (resolver.go), which records every
-// lookup. The rules (walk.go, route.go and one file per concern: tls.go,
-// extauth.go, extproc.go, services.go, headers.go, timeouts.go,
-// conditions.go) never see the Memo (memo.go), which reuses a root's
-// result while its recorded reads hold. The Gateway API's objects are
-// built after the roots, in one pass (gateway.go).
+// The house has two front doors over one core, and this package runs them
+// in order (Build):
+//
+//   - core: the snapshot of the input and the Resolver that records every
+//     lookup, the global stage (ExtensionServices, delegations, the global
+//     authorization, processing and rate limit service), and what both
+//     front doors share: Services into clusters, certificates, external
+//     authorization and processing servers, header and path checks, the
+//     merged output;
+//   - httpproxy: the HTTPProxy front door, one root at a time (buildRoot),
+//     each a function of the root and of what it read;
+//   - gatewayapi: the Gateway API front door, in one pass after the roots,
+//     since it must see the host names they keep.
+//
+// Memo (memo.go) holds each front door's memo across rebuilds; no rule
+// sees it.
 package builder
 
 import (
@@ -26,6 +32,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/gatewayapi"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/httpproxy"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -51,6 +60,24 @@ type Result struct {
 	GatewayServices []*corev1.Service
 }
 
+// Options are the control plane's settings that shape the build.
+type Options = core.Options
+
+// Bind is where a listener binds.
+type Bind = core.Bind
+
+// DefaultListeners are the shared listeners' binds when no flag says.
+func DefaultListeners() (http, https Bind) { return core.DefaultListeners() }
+
+// ExtensionClusterName is the Envoy cluster of an ExtensionService.
+func ExtensionClusterName(namespace, name string) string {
+	return core.ExtensionClusterName(namespace, name)
+}
+
+// DefaultAuthTimeout is the timeout of an authorization check that sets
+// none.
+const DefaultAuthTimeout = core.DefaultAuthTimeout
+
 // Build computes the model and the status findings for one snapshot.
 func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts, nil) }
 
@@ -63,30 +90,30 @@ func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts,
 // processing) and completes the snapshot with it; then each root is built
 // on its own against the snapshot (buildRoot) and the results merged.
 func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
-	snap := newSnapshot(in, opts)
-	model := newModel(opts)
-	b := newMerged(buildGlobalStage(snap, model))
+	snap := core.NewSnapshot(in, opts)
+	model := core.NewModel(opts)
+	b := core.NewMerged(core.BuildGlobalStage(snap, model))
 	rootsMemo, gatewayMemo := memo.start(snap)
 	defer memo.finish()
-	roots := roots(snap)
-	results := make([]*rootResult, len(roots))
+	roots := httpproxy.Roots(snap)
+	results := make([]*httpproxy.RootResult, len(roots))
 	for i, r := range roots {
-		results[i] = rootsMemo.root(snap, r.proxy, r.dup)
-		apply(b, model, results[i])
+		results[i] = rootsMemo.Root(snap, r.Proxy, r.Dup)
+		httpproxy.Apply(b, model, results[i])
 	}
-	uses := rootsMemo.keep(results)
-	markOrphans(b, snap)
-	addrs := envoyAddresses(snap)
-	markLoadBalancer(b, results, addrs)
-	services := buildGatewayAPI(snap, model, b, gatewayMemo, addrs)
-	b.finish(model, uses)
+	uses := rootsMemo.Keep(results)
+	httpproxy.MarkOrphans(b, snap)
+	addrs := core.EnvoyAddresses(snap)
+	httpproxy.MarkLoadBalancer(b, results, addrs)
+	services := gatewayapi.BuildGatewayAPI(snap, model, b, gatewayMemo, addrs)
+	b.Finish(model, uses)
 
-	if snap.opts.GatewayServicePerGateway {
+	if snap.Opts.GatewayServicePerGateway {
 		// nil: the Envoy Service is not known (yet, or it is being
 		// recreated), so nothing can be said of the Gateways' Services;
 		// empty: there are none (their writer deletes what is left).
-		ns, name, _ := strings.Cut(snap.opts.EnvoyService, "/")
-		if snap.services[nn(ns, name)] == nil {
+		ns, name, _ := strings.Cut(snap.Opts.EnvoyService, "/")
+		if snap.Services[core.NsName(ns, name)] == nil {
 			services = nil
 		} else if services == nil {
 			services = []*corev1.Service{}
@@ -94,12 +121,12 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	}
 	res := &Result{Model: model, GatewayServices: services}
 	slices.SortFunc(res.GatewayServices, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range []*status.Problem{snap.global.authProblem, snap.global.procProblem} {
+	for _, p := range []*status.Problem{snap.Global.AuthProblem, snap.Global.ProcProblem} {
 		if p != nil {
 			res.Unavailable = append(res.Unavailable, *p)
 		}
 	}
-	for _, o := range b.out.status {
+	for _, o := range b.Out.Status {
 		res.Status = append(res.Status, o)
 	}
 	status.SortObjects(res.Status)

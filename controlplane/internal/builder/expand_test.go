@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/httpproxy"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -62,12 +64,12 @@ func buildSet(proxies []*contourv1.HTTPProxy, limits config.Limits) *Result {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: ptrTo(int32(80))}},
+			Ports:       []discoveryv1.EndpointPort{{Port: core.PtrTo(int32(80))}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
 		}},
 	}
 	set.Sort()
-	return Build(set, Options{Limits: limits})
+	return Build(set, core.Options{Limits: limits})
 }
 
 // TestIncludeLimits: a root whose includes expand past a limit is not
@@ -229,8 +231,8 @@ func TestReusedWalksEqualWalksBuiltAgain(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			reused := buildSet(proxies, config.Limits{})
-			reuseWalks = false
-			defer func() { reuseWalks = true }()
+			httpproxy.ReuseWalks = false
+			defer func() { httpproxy.ReuseWalks = true }()
 			again := buildSet(proxies, config.Limits{})
 			if !reflect.DeepEqual(reused.Model, again.Model) {
 				t.Errorf("models differ")

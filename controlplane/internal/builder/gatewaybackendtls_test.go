@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
@@ -118,7 +119,7 @@ spec:
 				t.Fatal(err)
 			}
 			in.Sort()
-			res := Build(&in, Options{HTTP: Bind{Port: 8080}})
+			res := Build(&in, core.Options{HTTP: core.Bind{Port: 8080}})
 			if got := btlsSummary(res.Model); got != tc.want {
 				t.Errorf("routes = %q, want %q", got, tc.want)
 			}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/gatewayapi"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -107,7 +109,7 @@ spec:
 // addresses; one without an address yet is not Programmed.
 func TestServicePerGateway(t *testing.T) {
 	var in objects.Set
-	newSvc := gatewayServiceName(nn("a", "new"))
+	newSvc := gatewayapi.GatewayServiceName(core.NsName("a", "new"))
 	if !strings.HasPrefix(newSvc, "a-new-") || len(newSvc) != len("a-new-")+10 {
 		t.Fatalf("service name %q", newSvc)
 	}
@@ -115,7 +117,7 @@ func TestServicePerGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Sort()
-	res := Build(&in, Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
+	res := Build(&in, core.Options{HTTP: core.Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
 
 	// Each Gateway's listener ports map to Envoy ports of its own, the
 	// same in its listeners and its Service; a/new keeps its Service's.
@@ -148,14 +150,14 @@ func TestServicePerGateway(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for k, p := range envoyPorts {
-		if n, err := strconv.Atoi(p); err != nil || n < gatewayPortFirst || n > gatewayPortLast || seen[p] {
-			t.Errorf("%s: Envoy port %s, want one of its own in %d-%d", k, p, gatewayPortFirst, gatewayPortLast)
+		if n, err := strconv.Atoi(p); err != nil || n < gatewayapi.GatewayPortFirst || n > gatewayapi.GatewayPortLast || seen[p] {
+			t.Errorf("%s: Envoy port %s, want one of its own in %d-%d", k, p, gatewayapi.GatewayPortFirst, gatewayapi.GatewayPortLast)
 		}
 		seen[p] = true
 	}
 	var listeners []string
 	for _, l := range res.Model.Listeners {
-		if shared(l) {
+		if gatewayapi.Shared(l) {
 			continue // the HTTPProxies' (here without hosts)
 		}
 		var origins []string
@@ -183,7 +185,7 @@ func TestServicePerGateway(t *testing.T) {
 	}
 	without.Gateways = slices.DeleteFunc(without.Gateways, func(g *gwapiv1.Gateway) bool { return g.Name == "old" })
 	without.Sort()
-	for _, s := range Build(&without, Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
+	for _, s := range Build(&without, core.Options{HTTP: core.Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}).GatewayServices {
 		for _, p := range s.Spec.Ports {
 			k := fmt.Sprintf("%s %d", s.Annotations[objects.GatewayServiceAnnotation], p.Port)
 			if p.TargetPort.String() != envoyPorts[k] {
@@ -222,7 +224,7 @@ func TestServicePerGateway(t *testing.T) {
 	noGateways := noEnvoy
 	noEnvoy.Services = slices.DeleteFunc(slices.Clone(noEnvoy.Services), func(s *corev1.Service) bool { return s.Name == "envoy" })
 	noGateways.Gateways = nil
-	opts := Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}
+	opts := core.Options{HTTP: core.Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true}
 	if got := Build(&noEnvoy, opts).GatewayServices; got != nil {
 		t.Errorf("without the Envoy Service: %d services, want nil (unknown)", len(got))
 	}
@@ -232,7 +234,7 @@ func TestServicePerGateway(t *testing.T) {
 
 	// Without the option, the two Gateways of port 80 share Envoy's 8080
 	// and the younger one's listener conflicts.
-	res = Build(&in, Options{HTTP: Bind{Port: 8080}, EnvoyService: "portcullis/envoy"})
+	res = Build(&in, core.Options{HTTP: core.Bind{Port: 8080}, EnvoyService: "portcullis/envoy"})
 	if len(res.GatewayServices) != 0 {
 		t.Errorf("services without the option: %d", len(res.GatewayServices))
 	}

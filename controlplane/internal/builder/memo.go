@@ -1,5 +1,11 @@
 package builder
 
+import (
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/gatewayapi"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/httpproxy"
+)
+
 // Memo remembers, from one build to the next, the result of each root
 // HTTPProxy (buildRoot) and what it read. At scale a change touches one
 // root, and building the other thousands again is most of a rebuild. A
@@ -11,39 +17,39 @@ package builder
 // the same as without the memo. The rules never see it. A Memo is for one
 // goroutine at a time; the zero value is not usable, use NewMemo.
 type Memo struct {
-	global globalInputs
+	global core.GlobalInputs
 	// roots keeps the root HTTPProxies' results (rootmemo.go).
-	roots *rootMemo
+	roots *httpproxy.RootMemo
 	// gateway keeps the Gateway API routes' rules (gatewaymemo.go).
-	gateway *gatewayMemo
+	gateway *gatewayapi.GatewayMemo
 	// Hits and Misses count the roots of the last build.
 	Hits, Misses int
 }
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{roots: newRootMemo(), gateway: &gatewayMemo{}}
+	return &Memo{roots: httpproxy.NewRootMemo(), gateway: &gatewayapi.GatewayMemo{}}
 }
 
 // start begins a build of s: the results of the previous build hold only
 // if its global inputs are s's.
 // It returns the two front doors' memos (nil without a memo).
-func (m *Memo) start(s *snapshot) (*rootMemo, *gatewayMemo) {
+func (m *Memo) start(s *core.Snapshot) (*httpproxy.RootMemo, *gatewayapi.GatewayMemo) {
 	if m == nil {
 		return nil, nil
 	}
-	g := globalInputsOf(s)
-	if !m.global.equal(&g) {
-		m.roots, m.gateway = newRootMemo(), &gatewayMemo{}
+	g := core.GlobalInputsOf(s)
+	if !m.global.Equal(&g) {
+		m.roots, m.gateway = httpproxy.NewRootMemo(), &gatewayapi.GatewayMemo{}
 	}
 	m.global = g
-	m.roots.start()
+	m.roots.Start()
 	return m.roots, m.gateway
 }
 
 // finish ends a build: its counts are the roots memo's.
 func (m *Memo) finish() {
 	if m != nil {
-		m.Hits, m.Misses = m.roots.counts()
+		m.Hits, m.Misses = m.roots.Counts()
 	}
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/httpproxy"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
@@ -25,10 +27,10 @@ func TestRootResultHolds(t *testing.T) {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: ptrTo(int32(80))}},
+			Ports:       []discoveryv1.EndpointPort{{Port: core.PtrTo(int32(80))}},
 		}},
 	}
-	res := buildRoot(newSnapshot(base, Options{}), root, "")
+	res := httpproxy.BuildRoot(core.NewSnapshot(base, core.Options{}), root, "")
 	for _, tc := range []struct {
 		name   string
 		change func(s *objects.Set)
@@ -56,7 +58,7 @@ func TestRootResultHolds(t *testing.T) {
 			s.Secrets = append(s.Secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cert"}})
 		}, false},
 		{"a parse warning on an include", func(s *objects.Set) {
-			s.Warnings = map[objects.Ref][]string{proxyRef("default", "child"): {`unknown field "spec.x"`}}
+			s.Warnings = map[objects.Ref][]string{httpproxy.ProxyRef("default", "child"): {`unknown field "spec.x"`}}
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,13 +67,13 @@ func TestRootResultHolds(t *testing.T) {
 			next.Services = append([]*corev1.Service(nil), base.Services...)
 			next.EndpointSlices = append([]*discoveryv1.EndpointSlice(nil), base.EndpointSlices...)
 			tc.change(&next)
-			snap := newSnapshot(&next, Options{})
-			if got := res.holds(snap, snap.proxies[nn("default", "root")], ""); got != tc.holds {
+			snap := core.NewSnapshot(&next, core.Options{})
+			if got := res.Holds(snap, snap.Proxies[core.NsName("default", "root")], ""); got != tc.holds {
 				t.Errorf("holds = %v, want %v", got, tc.holds)
 			}
 		})
 	}
-	if res.holds(newSnapshot(base, Options{}), root, "another DuplicateVhost message") {
+	if res.Holds(core.NewSnapshot(base, core.Options{}), root, "another DuplicateVhost message") {
 		t.Errorf("holds with another DuplicateVhost message")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -52,10 +53,10 @@ func TestRootLoadBalancer(t *testing.T) {
 			map[string][]corev1.LoadBalancerIngress{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Build(addressSet(tc.proxies, "198.51.100.7"), Options{EnvoyAddresses: tc.addresses, EnvoyService: tc.service})
+			res := Build(addressSet(tc.proxies, "198.51.100.7"), core.Options{EnvoyAddresses: tc.addresses, EnvoyService: tc.service})
 			got := map[string][]corev1.LoadBalancerIngress{}
 			for _, o := range res.Status {
-				if o.Ref.Kind == KindHTTPProxy {
+				if o.Ref.Kind == core.KindHTTPProxy {
 					got[o.Ref.Name] = o.LoadBalancer
 				}
 			}
@@ -70,11 +71,11 @@ func TestRootLoadBalancer(t *testing.T) {
 // still reports the Envoy Service's new address.
 func TestRootLoadBalancerFollowsService(t *testing.T) {
 	memo := NewMemo()
-	opts := Options{EnvoyService: "portcullis/envoy"}
+	opts := core.Options{EnvoyService: "portcullis/envoy"}
 	root := proxy("root", "a.example.com", 1)
 	lbOf := func(res *Result) []corev1.LoadBalancerIngress {
 		for _, o := range res.Status {
-			if o.Ref == (objects.Ref{Kind: KindHTTPProxy, Namespace: "default", Name: "root"}) {
+			if o.Ref == (objects.Ref{Kind: core.KindHTTPProxy, Namespace: "default", Name: "root"}) {
 				return o.LoadBalancer
 			}
 		}
@@ -118,7 +119,7 @@ func addressSet(proxies []*contourv1.HTTPProxy, lbIP string) *objects.Set {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Port: ptrTo(int32(80))}},
+			Ports:       []discoveryv1.EndpointPort{{Port: core.PtrTo(int32(80))}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
 		}},
 	}

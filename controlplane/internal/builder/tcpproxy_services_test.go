@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -36,32 +37,32 @@ func TestTCPProxyServices(t *testing.T) {
 		reason  string // an error's; "" for a valid HTTPProxy
 		warning string
 	}{
-		{name: "tls with validation", svc: contourv1.Service{Protocol: ptrTo("tls"), UpstreamValidation: validation}, want: func(t *testing.T, c *ir.Cluster) {
+		{name: "tls with validation", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: validation}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.Protocol != ir.TLS || c.Validation == nil || c.Validation.CASecret != "default/ca/ca.crt" || len(c.Validation.SubjectNames) != 2 || c.SNI != "db.default.svc" {
 				t.Errorf("cluster %+v, want TLS validated by default/ca with both names, SNI db.default.svc", c)
 			}
 		}},
-		{name: "tls without validation", svc: contourv1.Service{Protocol: ptrTo("tls")}, want: func(t *testing.T, c *ir.Cluster) {
+		{name: "tls without validation", svc: contourv1.Service{Protocol: core.PtrTo("tls")}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.Protocol != ir.TLS || c.Validation != nil {
 				t.Errorf("cluster %+v, want TLS without validation", c)
 			}
 		}},
-		{name: "h2 is TLS offering h2", svc: contourv1.Service{Protocol: ptrTo("h2"), UpstreamValidation: validation}, want: func(t *testing.T, c *ir.Cluster) {
+		{name: "h2 is TLS offering h2", svc: contourv1.Service{Protocol: core.PtrTo("h2"), UpstreamValidation: validation}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.Protocol != ir.H2 || c.Validation == nil {
 				t.Errorf("cluster %+v, want h2 with validation", c)
 			}
 		}},
-		{name: "h2c is the plaintext cluster", svc: contourv1.Service{Protocol: ptrTo("h2c")}, want: func(t *testing.T, c *ir.Cluster) {
+		{name: "h2c is the plaintext cluster", svc: contourv1.Service{Protocol: core.PtrTo("h2c")}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.Protocol != ir.HTTP1 || c.Name != "service/default/db/5432" {
 				t.Errorf("cluster %s (%s), want the plaintext service/default/db/5432", c.Name, c.Protocol)
 			}
 		}},
-		{name: "unknown protocol", svc: contourv1.Service{Protocol: ptrTo("http")}, reason: status.ReasonUnsupportedProtocol},
+		{name: "unknown protocol", svc: contourv1.Service{Protocol: core.PtrTo("http")}, reason: status.ReasonUnsupportedProtocol},
 		{name: "validation without TLS", svc: contourv1.Service{UpstreamValidation: validation}, reason: status.ReasonTLSUpstreamValidation},
-		{name: "validation with h2c", svc: contourv1.Service{Protocol: ptrTo("h2c"), UpstreamValidation: validation}, reason: status.ReasonTLSUpstreamValidation},
-		{name: "CA not found", svc: contourv1.Service{Protocol: ptrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "nowhere", SubjectName: "db"}}, reason: status.ReasonTLSUpstreamValidation},
-		{name: "CA of another namespace, not delegated", svc: contourv1.Service{Protocol: ptrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "other/ca", SubjectName: "db"}}, reason: status.ReasonTLSUpstreamValidation},
-		{name: "subjectNames[0] not subjectName", svc: contourv1.Service{Protocol: ptrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "ca", SubjectName: "db", SubjectNames: []string{"other"}}}, reason: status.ReasonTLSUpstreamValidation},
+		{name: "validation with h2c", svc: contourv1.Service{Protocol: core.PtrTo("h2c"), UpstreamValidation: validation}, reason: status.ReasonTLSUpstreamValidation},
+		{name: "CA not found", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "nowhere", SubjectName: "db"}}, reason: status.ReasonTLSUpstreamValidation},
+		{name: "CA of another namespace, not delegated", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "other/ca", SubjectName: "db"}}, reason: status.ReasonTLSUpstreamValidation},
+		{name: "subjectNames[0] not subjectName", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "ca", SubjectName: "db", SubjectNames: []string{"other"}}}, reason: status.ReasonTLSUpstreamValidation},
 		{name: "slow start, RoundRobin", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "30s", Aggression: "2", MinimumWeightPercent: 10}}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.SlowStart == nil || *c.SlowStart != (ir.SlowStart{Window: 30 * time.Second, Aggression: 2, MinWeightPercent: 10}) {
 				t.Errorf("slow start %+v, want 30s, 2, 10%%", c.SlowStart)
@@ -105,7 +106,7 @@ func TestTCPProxyServices(t *testing.T) {
 			if tc.lb != "" {
 				p.Spec.TCPProxy.LoadBalancerPolicy = &contourv1.LoadBalancerPolicy{Strategy: tc.lb}
 			}
-			res := Build(tcpServiceSet(t, p), Options{})
+			res := Build(tcpServiceSet(t, p), core.Options{})
 			st := res.Status[0]
 			if tc.reason != "" {
 				if len(st.Errors) != 1 || st.Errors[0].Reason != tc.reason || len(res.Model.Listener(ir.HTTPSListenerName).TCPHosts) != 0 {
@@ -139,7 +140,7 @@ func TestTCPProxyServices(t *testing.T) {
 // delegated).
 func tcpServiceSet(t *testing.T, p *contourv1.HTTPProxy) *objects.Set {
 	t.Helper()
-	ca := map[string][]byte{CAKey: testCAPEM(t)}
+	ca := map[string][]byte{core.CAKey: testCAPEM(t)}
 	set := &objects.Set{
 		HTTPProxies: []*contourv1.HTTPProxy{p},
 		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
@@ -148,7 +149,7 @@ func tcpServiceSet(t *testing.T, p *contourv1.HTTPProxy) *objects.Set {
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "db-1", Labels: map[string]string{discoveryv1.LabelServiceName: "db"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("tls"), Port: ptrTo(int32(15432))}, {Name: ptrTo("health"), Port: ptrTo(int32(18081))}},
+			Ports:       []discoveryv1.EndpointPort{{Name: core.PtrTo("tls"), Port: core.PtrTo(int32(15432))}, {Name: core.PtrTo("health"), Port: core.PtrTo(int32(18081))}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
 		}},
 		Secrets: []*corev1.Secret{

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/buildertest"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/httpproxy"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
@@ -18,7 +20,7 @@ import (
 // wildcard's place, in any case, and nothing else. Envoy matches the
 // whole value: anchored here as Envoy does.
 func TestWildcardAuthority(t *testing.T) {
-	m := wildcardAuthority("*.example.com")
+	m := httpproxy.WildcardAuthority("*.example.com")
 	if m.Name != ":authority" || m.Kind != "regex" {
 		t.Fatalf("condition %+v, want a regex on :authority", m)
 	}
@@ -67,7 +69,7 @@ func TestWildcardRoot(t *testing.T) {
 	if len(hosts) != 2 || hosts["*.example.com"] == nil || hosts["a.example.com"] == nil {
 		t.Fatalf("virtual hosts %v, want *.example.com and a.example.com", keys(hosts))
 	}
-	want := wildcardAuthority("*.example.com")
+	want := httpproxy.WildcardAuthority("*.example.com")
 	for _, r := range hosts["*.example.com"].Routes {
 		if !slices.Contains(r.Headers, want) {
 			t.Errorf("wildcard route %v %s: headers %+v, want %+v among them", r.PathKind, r.Path, r.Headers, want)
@@ -86,7 +88,7 @@ func TestWildcardRoot(t *testing.T) {
 		if o.Ref.Name == "newer" {
 			wantReason = status.ReasonDuplicateVhost
 		}
-		if got := reasonOf(o); got != wantReason {
+		if got := buildertest.ReasonOf(o); got != wantReason {
 			t.Errorf("%s: reason %q (%v), want %q", o.Ref.Name, got, o.Errors, wantReason)
 		}
 	}
@@ -96,12 +98,12 @@ func TestWildcardRoot(t *testing.T) {
 // the :authority condition: b.a.example.com is not redirected to an HTTPS
 // host that would not serve it (per route: TestInsecureRoutes).
 func TestWildcardRedirects(t *testing.T) {
-	routes := withWildcardAuthority("*.example.com", []route{{Route: ir.Route{Path: "/a"}}})
-	redirects := irInsecureRoutes("*.example.com", routes)
-	if len(redirects) != 1 || !redirects[0].HTTPSRedirect || !slices.Equal(redirects[0].Headers, []ir.HeaderMatch{wildcardAuthority("*.example.com")}) {
+	routes := httpproxy.WithWildcardAuthority("*.example.com", []httpproxy.Route{{Route: ir.Route{Path: "/a"}}})
+	redirects := httpproxy.InsecureRoutes("*.example.com", routes)
+	if len(redirects) != 1 || !redirects[0].HTTPSRedirect || !slices.Equal(redirects[0].Headers, []ir.HeaderMatch{httpproxy.WildcardAuthority("*.example.com")}) {
 		t.Errorf("redirects %+v, want one HTTPS redirect with the :authority condition", redirects)
 	}
-	if got := withWildcardAuthority("a.example.com", routes[:0:0]); len(got) != 0 {
+	if got := httpproxy.WithWildcardAuthority("a.example.com", routes[:0:0]); len(got) != 0 {
 		t.Errorf("exact host: %v", got)
 	}
 }

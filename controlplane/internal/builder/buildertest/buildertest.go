@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // CheckResult checks a validator's result: an error containing wantErr
@@ -23,4 +25,15 @@ func CheckResult[T any](t testing.TB, got T, err error, want T, wantErr string) 
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+}
+
+// ReasonOf is the reason of st's only error ("" for none, "many" for more).
+func ReasonOf(st *status.Object) string {
+	switch len(st.Errors) {
+	case 0:
+		return ""
+	case 1:
+		return st.Errors[0].Reason
+	}
+	return "many"
 }

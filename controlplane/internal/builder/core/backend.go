@@ -1,0 +1,177 @@
+package core
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// Backend is one resolved Service port.
+type Backend struct {
+	Service *corev1.Service
+	Port    corev1.ServicePort
+	// endpoints are the ready addresses behind the port.
+	Endpoints []ir.Endpoint
+	// total counts the port's endpoints, ready or not.
+	total int
+}
+
+// Backend finds the Service port a route or ExtensionService names,
+// and its ready endpoints. The error says what is wrong in words for a
+// status message.
+func (r *Resolver) Backend(key types.NamespacedName, port int) (*Backend, error) {
+	svc := r.service(key)
+	if svc == nil {
+		return nil, fmt.Errorf("%s %q not found", serviceKind, key.String())
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if int(svc.Spec.Ports[i].Port) == port {
+			sp = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil {
+		if svc.Spec.Type != corev1.ServiceTypeExternalName {
+			return nil, fmt.Errorf("%s %q has no port %d", serviceKind, key.String(), port)
+		}
+		if port < 1 || port > maxPort {
+			return nil, fmt.Errorf("%s %q: %d is not a port number (1-%d)", serviceKind, key.String(), port, maxPort)
+		}
+		// ExternalName services often list no ports: the port is the
+		// destination's.
+		sp = &corev1.ServicePort{Port: int32(port), Protocol: corev1.ProtocolTCP}
+	}
+	be := &Backend{Service: svc, Port: *sp}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if err := r.Opts().externalNameAllowed(svc.Spec.ExternalName); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", serviceKind, key.String(), err)
+		}
+		return be, nil
+	}
+	be.Endpoints, be.total = readyEndpoints(r.endpointSlices(key), *sp)
+	return be, nil
+}
+
+// readyEndpoints lists the ready endpoints of a Service port from its
+// EndpointSlices, matched by port name as Kubernetes does, and counts all
+// of them, ready or not.
+func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
+	seen := map[string]bool{}
+	for _, slice := range slices {
+		port := slicePort(slice, sp.Name)
+		if port == 0 {
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
+			for _, addr := range ep.Addresses {
+				id := addr + ":" + strconv.Itoa(int(port))
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				total++
+				if ready {
+					out = append(out, ir.Endpoint{Address: addr, Port: port})
+				}
+			}
+		}
+	}
+	return out, total
+}
+
+// slicePort is the TCP port of an IP EndpointSlice named name (the
+// Service port's name); 0 for none, or for a negative one (only a file
+// could hold it: the API server refuses it).
+func slicePort(slice *discoveryv1.EndpointSlice, name string) uint32 {
+	if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
+		return 0
+	}
+	var port int32
+	for _, p := range slice.Ports {
+		proto := corev1.ProtocolTCP
+		if p.Protocol != nil {
+			proto = *p.Protocol
+		}
+		if PtrValue(p.Name) == name && proto == corev1.ProtocolTCP && p.Port != nil {
+			port = *p.Port
+		}
+	}
+	return NonNegativeUint32(port)
+}
+
+// maxPort is the highest TCP port.
+const maxPort = 65535
+
+// NonNegativeUint32 is v as a uint32; a negative v, which only a file
+// could hold where Kubernetes validates a port or count, is 0 rather than
+// a wrapped 4-billion value.
+func NonNegativeUint32(v int32) uint32 {
+	if v < 0 {
+		return 0
+	}
+	return uint32(v)
+}
+
+// destinationPort is the port Envoy connects to for a Service port: the
+// API server defaults targetPort to port, so this is the port unless the
+// Service maps it elsewhere (a target port that is not a port number is
+// not used).
+func destinationPort(sp corev1.ServicePort) uint32 {
+	if tp := sp.TargetPort.IntValue(); tp > 0 && tp <= maxPort {
+		return uint32(tp)
+	}
+	return NonNegativeUint32(sp.Port)
+}
+
+// externalNameAllowed applies the ExternalName policy of Options.
+func (o *Options) externalNameAllowed(name string) error {
+	if !o.ExternalNameServices {
+		return fmt.Errorf("ExternalName Services are disabled (start portcullis with --enable-external-name-services)")
+	}
+	return o.LoopbackAllowed(externalNameKind, name)
+}
+
+// externalNameKind is what loopbackAllowed's messages call an
+// ExternalName.
+const externalNameKind = "ExternalName"
+
+// serviceKind is the kind of Kubernetes object the status messages of
+// backend name ("Service \"ns/name\" not found"): a kind keeps its
+// capital at the start of a message.
+const serviceKind = "Service"
+
+// LoopbackAllowed refuses a name (what: "ExternalName", "host") that
+// names Envoy's own host, unless Options.LoopbackExternalNames.
+func (o *Options) LoopbackAllowed(what, name string) error {
+	if o.LoopbackExternalNames {
+		return nil
+	}
+	host := strings.TrimSuffix(strings.ToLower(name), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() {
+			return fmt.Errorf("%s %q is a loopback or link-local address: refused", what, name)
+		}
+		return nil
+	}
+	first, _, _ := strings.Cut(host, ".")
+	switch {
+	case strings.HasPrefix(first, "localhost") || strings.HasSuffix(host, ".localhost"):
+		// localhost, localhost.localdomain, localhost4.localdomain4, ...
+		return fmt.Errorf("%s %q names this host, from where it could reach Envoy's admin interface: refused", what, name)
+	case !strings.Contains(host, "."):
+		// Envoy resolves through its own hosts file and search domains
+		// first: a single label is a name of Envoy's host ("vm",
+		// "ip6-localhost") or of its surroundings, never an external one.
+		return fmt.Errorf("%s %q is a single label, which Envoy resolves relative to its own host (hosts file, search domains; it could reach Envoy's admin interface): use a fully qualified name", what, name)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package core
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// Merged is the build's output: the global stage's, with every root's
+// merged in.
+type Merged struct {
+	Stage
+	// clusters and secrets by name: the first of a name (all of a name
+	// are the same).
+	clusters map[string]*ir.Cluster
+	secrets  map[string]*ir.Secret
+	// visited holds the HTTPProxies reached from a served root;
+	// unservedBy, those reached only from roots that are not, with them.
+	Visited    map[types.NamespacedName]bool
+	UnservedBy map[types.NamespacedName][]string
+}
+
+// NewMerged begins the merged output with the global stage's.
+func NewMerged(global Stage) *Merged {
+	b := &Merged{Stage: global, clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{},
+		Visited: map[types.NamespacedName]bool{}, UnservedBy: map[types.NamespacedName][]string{}}
+	b.AddClusters(global.Out.Clusters)
+	b.AddSecrets(global.Out.Secrets)
+	return b
+}
+
+// AddClusters adds clusters; of one name the first is kept (all of a
+// name are the same).
+func (b *Merged) AddClusters(cs []*ir.Cluster) {
+	for _, c := range cs {
+		if _, ok := b.clusters[c.Name]; !ok {
+			b.clusters[c.Name] = c
+		}
+	}
+}
+
+// AddSecrets adds secrets; of one name the first is kept.
+func (b *Merged) AddSecrets(ss []*ir.Secret) {
+	for _, s := range ss {
+		if _, ok := b.secrets[s.Name]; !ok {
+			b.secrets[s.Name] = s
+		}
+	}
+}
+
+// Finish gives the clusters and secrets their Origins (the objects the
+// roots and the global stage say use them), leaves out the secrets nothing
+// served uses, and sorts the model's lists
+// so that the translator's input is deterministic. The clusters and
+// secrets are copies: the roots' (which a Memo may reuse) and the previous
+// build's model are never modified.
+func (b *Merged) Finish(m *ir.Model, roots RootOrigins) {
+	global := byName(b.Out.ClusterUses)
+	for name, c := range b.clusters {
+		o := *c
+		o.Origins = roots.Clusters.Origins(name).Union(global[name])
+		m.Clusters = append(m.Clusters, &o)
+	}
+	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
+	global = byName(b.Out.SecretUses)
+	for name, s := range b.secrets {
+		o := *s
+		o.Origins = roots.Secrets.Origins(name).Union(global[name])
+		if len(o.Origins) == 0 {
+			// Read for an object that turned out invalid: nothing served
+			// uses it, and a private key goes to Envoy only when needed.
+			continue
+		}
+		m.Secrets = append(m.Secrets, &o)
+	}
+	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
+	for _, l := range m.Listeners {
+		sort.Slice(l.Insecure, func(i, j int) bool { return l.Insecure[i].FQDN < l.Insecure[j].FQDN })
+		sort.Slice(l.Secure, func(i, j int) bool { return l.Secure[i].FQDN < l.Secure[j].FQDN })
+		sort.Slice(l.TCPHosts, func(i, j int) bool { return l.TCPHosts[i].FQDN < l.TCPHosts[j].FQDN })
+	}
+	sort.Slice(m.Listeners, func(i, j int) bool { return m.Listeners[i].Name < m.Listeners[j].Name })
+}
+
+// NewModel is an empty model with the shared listeners, first.
+func NewModel(opts Options) *ir.Model {
+	return &ir.Model{Listeners: []*ir.Listener{
+		{Name: ir.HTTPListenerName, Address: opts.HTTP.Address, Port: opts.HTTP.Port},
+		{Name: ir.HTTPSListenerName, Address: opts.HTTPS.Address, Port: opts.HTTPS.Port, TLS: true},
+	}}
+}
+
+// SharedListeners are m's shared HTTP and HTTPS listeners (newModel's
+// first two, until finish sorts them).
+func SharedListeners(m *ir.Model) (http, https *ir.Listener) {
+	return m.Listener(ir.HTTPListenerName), m.Listener(ir.HTTPSListenerName)
+}

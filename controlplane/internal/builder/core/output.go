@@ -1,0 +1,78 @@
+package core
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/fields"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// Output is what one stage of the build (one root, or the global stage)
+// contributes besides virtual hosts: its findings on the objects it
+// checked, the clusters and secrets it uses (repeats included; shared with
+// other stages, they are deduplicated by name when merged) and the objects
+// that use them (origins.go).
+type Output struct {
+	Status                  map[objects.Ref]*status.Object
+	Clusters                []*ir.Cluster
+	Secrets                 []*ir.Secret
+	ClusterUses, SecretUses Uses
+}
+
+// NewOutput is an empty output.
+func NewOutput() Output {
+	return Output{Status: map[objects.Ref]*status.Object{}}
+}
+
+// AddCluster records a cluster the stage uses.
+func (o *Output) AddCluster(c *ir.Cluster) *ir.Cluster {
+	o.Clusters = append(o.Clusters, c)
+	return c
+}
+
+// UseSecret records a secret the stage uses.
+func (o *Output) UseSecret(s *ir.Secret) { o.Secrets = append(o.Secrets, s) }
+
+// Stage is one unit of the build: the Resolver it reads through and the
+// output it writes to.
+type Stage struct {
+	R   *Resolver
+	Out *Output
+}
+
+// StatusOf returns (creating) the findings of an object; new findings
+// start with an error for each of its parse warnings.
+func (s Stage) StatusOf(kind, namespace, name string, generation int64) *status.Object {
+	ref := objects.Ref{Kind: kind, Namespace: namespace, Name: name}
+	o, ok := s.Out.Status[ref]
+	if !ok {
+		o = &status.Object{Ref: ref, Generation: generation}
+		for _, w := range s.R.Warnings(ref) {
+			o.AddError(contourv1.ConditionTypeSpecError, DecodeComplaintReason(w), DecodeComplaintMessage(w))
+		}
+		s.Out.Status[ref] = o
+	}
+	return o
+}
+
+// specStatus returns (creating) the findings of an object of one of our
+// kinds; new findings start with an error for each field of spec that the
+// API has and portcullis does not implement (internal/fields).
+func (s Stage) specStatus(kind string, m metav1.Object, spec any) *status.Object {
+	if o, ok := s.Out.Status[objects.Ref{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}]; ok {
+		return o
+	}
+	o := s.StatusOf(kind, m.GetNamespace(), m.GetName(), m.GetGeneration())
+	for _, f := range fields.Refuse(kind, spec) {
+		o.AddError(contourv1.ConditionTypeSpecError, status.ReasonUnsupportedField, f.Message())
+	}
+	return o
+}
+
+// ProxyStatus returns (creating) the findings of an HTTPProxy.
+func (s Stage) ProxyStatus(p *contourv1.HTTPProxy) *status.Object {
+	return s.specStatus(KindHTTPProxy, p, p.Spec)
+}

@@ -1,0 +1,19 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// CertificateProblem says why the certificate Secret ref cannot be used.
+func CertificateProblem(ref string, err error) (reason, message string) {
+	switch {
+	case errors.Is(err, errSecretNotFound):
+		return status.ReasonSecretNotFound, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q not found", ref)
+	case errors.Is(err, errNotDelegated):
+		return status.ReasonDelegationNotPermitted, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", ref)
+	}
+	return status.ReasonSecretInvalid, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: %v", ref, err)
+}

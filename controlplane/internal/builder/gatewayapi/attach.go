@@ -1,0 +1,204 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// gwRoute is an HTTPRoute or a GRPCRoute as attachment sees it.
+type gwRoute struct {
+	ref        objects.Ref
+	kind       gwapiv1.Kind
+	obj        metav1.Object
+	parentRefs []gwapiv1.ParentReference
+	hostnames  []gwapiv1.Hostname
+}
+
+// parentAttachment is what one parentRef of ours gives a route: the
+// listeners it attaches to with the hosts it serves through each, or why
+// it attaches to none.
+type parentAttachment struct {
+	ref       gwapiv1.ParentReference
+	gateway   *gwGateway
+	listeners []*gwListener
+	hosts     [][]string
+	problems  findings
+}
+
+// parents resolves a route's parentRefs naming Gateways of ours (the
+// others get no status from us) and attaches the route to their
+// listeners: a parentRef picks the listeners of its sectionName and port
+// (all when unset); of those, the route attaches to the ones whose
+// allowedRoutes admit its kind and namespace and whose hostname
+// intersects its hostnames.
+func (g *gatewayStage) parents(rt *gwRoute) []*parentAttachment {
+	var out []*parentAttachment
+	for _, pr := range rt.parentRefs {
+		if orDefault(pr.Group, gatewayGroup) != gatewayGroup || orDefault(pr.Kind, kindGateway) != kindGateway {
+			continue
+		}
+		ns := orDefault(pr.Namespace, gwapiv1.Namespace(rt.ref.Namespace))
+		gw := g.byName[core.NsName(string(ns), string(pr.Name))]
+		if gw == nil || slices.ContainsFunc(out, func(p *parentAttachment) bool { return reflect.DeepEqual(p.ref, pr) }) {
+			continue
+		}
+		out = append(out, g.attach(rt, pr, gw))
+	}
+	return out
+}
+
+// attach attaches a route to the listeners one parentRef selects.
+func (g *gatewayStage) attach(rt *gwRoute, pr gwapiv1.ParentReference, gw *gwGateway) *parentAttachment {
+	p := &parentAttachment{ref: pr, gateway: gw}
+	if !gw.accepted() {
+		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "Gateway %s/%s is not accepted: %s", gw.gw.Namespace, gw.gw.Name, gw.problems.message())
+		return p
+	}
+	candidates := selectedListeners(gw, pr)
+	if len(candidates) == 0 {
+		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "Gateway %s/%s has no listener%s", gw.gw.Namespace, gw.gw.Name, sectionAndPort(pr))
+		return p
+	}
+	allowed := g.allowingListeners(candidates, rt)
+	if len(allowed) == 0 {
+		p.problems.add(string(gwapiv1.RouteReasonNotAllowedByListeners), "no listener%s of Gateway %s/%s allows %ss from namespace %s", sectionAndPort(pr), gw.gw.Namespace, gw.gw.Name, rt.kind, rt.ref.Namespace)
+		return p
+	}
+	routeHosts := lowerHostnames(rt.hostnames)
+	for _, l := range allowed {
+		if hosts := intersectHostnames(l.hostname, routeHosts); len(hosts) > 0 {
+			p.listeners = append(p.listeners, l)
+			p.hosts = append(p.hosts, hosts)
+			l.attached[rt.ref] = true
+		}
+	}
+	if len(p.listeners) == 0 {
+		p.problems.add(string(gwapiv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches a listener%s of Gateway %s/%s", sectionAndPort(pr), gw.gw.Namespace, gw.gw.Name)
+	}
+	return p
+}
+
+// selectedListeners are the listeners of gw a parentRef selects by its
+// sectionName and port (all when unset).
+func selectedListeners(gw *gwGateway, pr gwapiv1.ParentReference) []*gwListener {
+	var out []*gwListener
+	for _, l := range gw.listeners {
+		if (pr.SectionName == nil || *pr.SectionName == l.spec.Name) && (pr.Port == nil || *pr.Port == l.spec.Port) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// allowingListeners are those of ls whose allowedRoutes admit the route's
+// kind and namespace.
+func (g *gatewayStage) allowingListeners(ls []*gwListener, rt *gwRoute) []*gwListener {
+	var out []*gwListener
+	for _, l := range ls {
+		if l.allowsKind(rt.kind) && g.namespaceAllowed(l, rt.ref.Namespace) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// lowerHostnames are a route's hostnames in lower case.
+func lowerHostnames(hs []gwapiv1.Hostname) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = strings.ToLower(string(h))
+	}
+	return out
+}
+
+func sectionAndPort(pr gwapiv1.ParentReference) string {
+	s := ""
+	if pr.SectionName != nil {
+		s += " named " + string(*pr.SectionName)
+	}
+	if pr.Port != nil {
+		s += fmt.Sprintf(" on port %d", *pr.Port)
+	}
+	return s
+}
+
+func (l *gwListener) allowsKind(kind gwapiv1.Kind) bool {
+	return slices.ContainsFunc(l.kinds, func(k gwapiv1.RouteGroupKind) bool { return *k.Group == gatewayGroup && k.Kind == kind })
+}
+
+// namespaceAllowed applies a listener's allowedRoutes.namespaces to a
+// route's namespace. A Namespace the control plane was not given has no
+// labels.
+func (g *gatewayStage) namespaceAllowed(l *gwListener, namespace string) bool {
+	switch l.from {
+	case gwapiv1.NamespacesFromAll:
+		return true
+	case gwapiv1.NamespacesFromSame:
+		return namespace == l.gw.gw.Namespace
+	case gwapiv1.NamespacesFromSelector:
+		return l.selector != nil && l.selector.Matches(labels.Set(g.namespaceLabels[namespace]))
+	}
+	return false
+}
+
+// intersectHostnames are the hosts a route serves through a listener
+// (lowercased): its hostnames that the listener's hostname matches, or the
+// listener's hostname where a wildcard of the route matches it; no
+// hostname on either side matches any ("*" when neither has one).
+func intersectHostnames(listener string, route []string) []string {
+	switch {
+	case listener == "" && len(route) == 0:
+		return []string{"*"}
+	case listener == "":
+		return slices.Compact(slices.Clone(route))
+	case len(route) == 0:
+		return []string{listener}
+	}
+	var out []string
+	for _, r := range route {
+		h := ""
+		switch {
+		case r == listener || wildcardMatches(listener, r):
+			h = r
+		case wildcardMatches(r, listener):
+			h = listener
+		}
+		if h != "" && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// wildcardMatches reports whether pattern, a "*.suffix" wildcard, matches
+// host: a name (or a narrower wildcard) with at least one more label
+// before the suffix.
+func wildcardMatches(pattern, host string) bool {
+	suffix, ok := strings.CutPrefix(pattern, "*")
+	return ok && strings.HasPrefix(suffix, ".") && len(host) > len(suffix) && strings.HasSuffix(host, suffix)
+}
+
+// routeParentStatus renders one parent's conditions: Accepted (the
+// attachment's problems, then the route's own), ResolvedRefs (the route's
+// references).
+func (g *gatewayStage) routeParentStatus(p *parentAttachment, accepted, refs findings, generation int64) gwapiv1.RouteParentStatus {
+	acc := append(slices.Clone(p.problems), accepted...)
+	return gwapiv1.RouteParentStatus{
+		ParentRef:      p.ref,
+		ControllerName: gwapiv1.GatewayController(g.controller),
+		Conditions: []metav1.Condition{
+			goodWhenEmpty(gwapiv1.RouteConditionAccepted, acc, gwapiv1.RouteReasonAccepted, "accepted", generation),
+			goodWhenEmpty(gwapiv1.RouteConditionResolvedRefs, refs, gwapiv1.RouteReasonResolvedRefs, "references resolved", generation),
+		},
+	}
+}

@@ -1,0 +1,119 @@
+package gatewayapi
+
+import (
+	"cmp"
+	"slices"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// sharedHosts are the host names the HTTPProxies keep on Envoy's shared
+// listeners: built first, they keep them (docs/design/gateway-api.md).
+type sharedHosts struct {
+	insecure, secure map[string]bool
+	// fallback: the HTTPS listener has a fallback-certificate chain, the
+	// one for clients without (or with an unknown) SNI name.
+	fallback bool
+}
+
+func proxyHosts(m *ir.Model) sharedHosts {
+	http, https := core.SharedListeners(m)
+	h := sharedHosts{insecure: map[string]bool{}, secure: map[string]bool{}, fallback: https.Fallback != nil}
+	for _, v := range http.Insecure {
+		h.insecure[v.FQDN] = true
+	}
+	for _, v := range https.Secure {
+		h.secure[v.FQDN] = true
+	}
+	for _, v := range https.TCPHosts {
+		h.secure[v.FQDN] = true
+	}
+	return h
+}
+
+// taken reports whether the HTTPProxies keep host on the shared listener
+// of port (none: false).
+func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
+	switch port {
+	case opts.HTTP.Port:
+		return h.insecure[host]
+	case opts.HTTPS.Port:
+		return h.secure[host] || host == "*" && h.fallback
+	}
+	return false
+}
+
+// resolveConflicts decides, per Envoy port, which listeners can be served
+// together. Listeners of different protocols on one port conflict (all of
+// them; on a shared port, those whose protocol is not the shared
+// listener's); of listeners claiming one hostname on one port, the oldest
+// Gateway's first listener keeps it, as the oldest HTTPProxy keeps its
+// FQDN; a hostname an HTTPProxy keeps on a shared listener stays its.
+// Listeners invalid on their own take no part.
+func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
+	opts := g.R.Opts()
+	byPort := map[uint32][]*gwListener{}
+	for _, x := range g.gateways {
+		if !x.accepted() {
+			continue
+		}
+		for _, l := range x.listeners {
+			if len(l.accepted) == 0 {
+				byPort[l.envoyPort] = append(byPort[l.envoyPort], l)
+			}
+		}
+	}
+	for port, ls := range byPort {
+		var want gwapiv1.ProtocolType
+		switch {
+		case port == opts.HTTP.Port && port != 0:
+			want = gwapiv1.HTTPProtocolType
+		case port == opts.HTTPS.Port && port != 0:
+			want = gwapiv1.HTTPSProtocolType
+		case slices.ContainsFunc(ls, func(l *gwListener) bool { return l.spec.Protocol != ls[0].spec.Protocol }):
+			for _, l := range ls {
+				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "another listener on port %d (Envoy port %d) has a different protocol", l.spec.Port, port)
+			}
+			continue
+		}
+		var same []*gwListener
+		for _, l := range ls {
+			if want != "" && l.spec.Protocol != want {
+				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
+				continue
+			}
+			same = append(same, l)
+		}
+		g.hostnameConflicts(port, same, proxies)
+	}
+}
+
+// hostnameConflicts gives each hostname of one port to its oldest claim.
+func (g *gatewayStage) hostnameConflicts(port uint32, ls []*gwListener, proxies sharedHosts) {
+	slices.SortStableFunc(ls, olderListener)
+	owner := map[string]*gwListener{}
+	for _, l := range ls {
+		host := l.hostname
+		if host == "" {
+			host = "*"
+		}
+		switch o := owner[host]; {
+		case o != nil:
+			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it)", host, l.spec.Port, o)
+		case proxies.taken(g.R.Opts(), port, host):
+			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q is served on Envoy port %d by an HTTPProxy, which keeps it", host, port)
+		default:
+			owner[host] = l
+		}
+	}
+}
+
+// olderListener orders listeners by their Gateway's age (oldest first; a
+// Gateway read from a file claims no age), then namespace and name, then
+// their order in the Gateway.
+func olderListener(a, b *gwListener) int {
+	return cmp.Or(core.OlderClaim(a.gw.gw, b.gw.gw), cmp.Compare(a.index, b.index))
+}

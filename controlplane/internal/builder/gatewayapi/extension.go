@@ -1,0 +1,214 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+// extensionRef adds the object an ExtensionRef filter names to x's
+// extension resources; false, with the reason in ResolvedRefs, when no
+// extension registered its kind or it does not exist: the rule then
+// answers 500 (the API: a filter that cannot be resolved is not skipped).
+func (b *routeBuild) extensionRef(ref *gwapiv1.LocalObjectReference, where string, x *ir.Route) bool {
+	if ref == nil {
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the rule answers 500", where, errFilterConfig)
+		return false
+	}
+	gk := schema.GroupKind{Group: string(ref.Group), Kind: string(ref.Kind)}
+	if !b.R.Opts().Extensions.Resources[gk] {
+		b.refs.add(string(gwapiv1.RouteReasonInvalidKind), "%s: ExtensionRef %s %q: no extension registered this kind (extensions[].resources of the configuration file): the rule answers 500", where, gk, ref.Name)
+		return false
+	}
+	u := b.R.ExtensionObject(core.ExtKey{GK: gk, Namespace: b.rt.ref.Namespace, Name: string(ref.Name)})
+	if u == nil {
+		b.refs.add(string(gwapiv1.RouteReasonBackendNotFound), "%s: ExtensionRef %s %q: not found in namespace %q: the rule answers 500", where, gk, ref.Name, b.rt.ref.Namespace)
+		return false
+	}
+	js, err := extensionJSON(u)
+	if err != nil {
+		b.refs.add(string(gwapiv1.RouteReasonInvalidKind), "%s: ExtensionRef %s %q: %v: the rule answers 500", where, gk, ref.Name, err)
+		return false
+	}
+	if x.Extension == nil {
+		x.Extension = &ir.RouteExtension{}
+	}
+	x.Extension.Resources = append(x.Extension.Resources, ir.ExtensionResource{Group: gk.Group, Kind: gk.Kind, JSON: js})
+	return true
+}
+
+// extensionJSON is the object as the extension receives it: as the API
+// server serves it, without metadata.managedFields (the API server's
+// bookkeeping, which changes on every write and would defeat the hook
+// cache).
+func extensionJSON(u *unstructured.Unstructured) ([]byte, error) {
+	if _, ok := u.Object["metadata"].(map[string]any)["managedFields"]; ok {
+		u = u.DeepCopy()
+		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	}
+	return u.MarshalJSON()
+}
+
+// withExtensionContext completes the extension part of x, the route of
+// match j of rule i: where it came from, and the name its Envoy route
+// gets (the hooks find it by it). Routes without extension resources are
+// left as they are: unnamed.
+func withExtensionContext(b *routeBuild, x *ir.Route, i, j int, ruleName *gwapiv1.SectionName) {
+	if x.Extension == nil {
+		return
+	}
+	e := *x.Extension
+	e.Kind, e.Namespace, e.Name, e.RuleIndex = b.rt.ref.Kind, b.rt.ref.Namespace, b.rt.ref.Name, i
+	if ruleName != nil {
+		e.RuleName = string(*ruleName)
+	}
+	x.Extension = &e
+	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(e.Kind), e.Namespace, e.Name, i, j)
+}
+
+// The extensions' policies: objects of a registered policy kind attach to
+// Gateways, listeners, routes and rules with spec.targetRefs, as
+// ExtAuthPolicies do (gateway_policy.go): of one kind, the most specific
+// attachment wins, and of two on the same target the older. The winner of
+// each kind goes to the owner's PostRouteModify with the routes it
+// reaches; status.ancestors says where it is attached.
+
+// buildExtensionPolicies checks every object of the registered policy
+// kinds and indexes each kind's (sorted by group and kind, as
+// Set.Extensions is).
+func (g *gatewayStage) buildExtensionPolicies() {
+	kinds := g.R.Opts().Extensions.Policies
+	if len(kinds) == 0 {
+		return
+	}
+	var cur schema.GroupKind
+	var ps []*gwPolicy
+	flush := func() {
+		if len(ps) > 0 {
+			g.extPolicies = append(g.extPolicies, newPolicySet(ps))
+		}
+		ps = nil
+	}
+	for _, u := range g.R.Snap.In.Extensions {
+		gk := u.GroupVersionKind().GroupKind()
+		if !kinds[gk] {
+			continue
+		}
+		if gk != cur {
+			flush()
+			cur = gk
+		}
+		ps = append(ps, g.extensionPolicy(u))
+	}
+	flush()
+}
+
+// extensionPolicy checks one policy of an extension: only its targetRefs;
+// the rest of its spec is the extension's.
+func (g *gatewayStage) extensionPolicy(u *unstructured.Unstructured) *gwPolicy {
+	var refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName
+	var problem string
+	raw, found, err := unstructured.NestedSlice(u.Object, "spec", "targetRefs")
+	switch {
+	case err != nil:
+		problem = "spec.targetRefs: must be a list of references (group, kind, name, sectionName)"
+	case !found || len(raw) == 0:
+		problem = "spec.targetRefs: required: the Gateways, listeners, routes or rules the policy attaches to"
+	default:
+		var decoded struct {
+			Refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName `json:"refs"`
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"refs": raw}, &decoded); err != nil {
+			problem = fmt.Sprintf("spec.targetRefs: %v", err)
+		}
+		refs = decoded.Refs
+	}
+	p := g.newGWPolicy(extensionKindRef(u), u, refs)
+	if problem != "" {
+		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s", problem)
+	}
+	js, err := extensionJSON(u)
+	if err != nil {
+		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%v", err)
+	}
+	gk := u.GroupVersionKind().GroupKind()
+	p.ext = &ir.ExtensionResource{Group: gk.Group, Kind: gk.Kind, JSON: js, Policy: true}
+	return p
+}
+
+// extensionKindRef is the kind an extension's object has in objects.Ref
+// (statuses): its kind (registration refuses kinds named as ours).
+func extensionKindRef(u *unstructured.Unstructured) string { return u.GetKind() }
+
+// withExtensionPolicies gives x, the route r attached at at, the winning
+// policy of each extension policy kind: x's extension resources get them
+// (after its ExtensionRefs), its name the attachment (a route attached
+// through several listeners may get different ones). False when one of
+// them is invalid: the route must then answer 500. used are the policies.
+func (g *gatewayStage) withExtensionPolicies(x *ir.Route, r gwIRRoute, at routeAt) (used []objects.Ref, ok bool) {
+	ok = true
+	var add []ir.ExtensionResource
+	for _, set := range g.extPolicies {
+		p := set.forRoute(at)
+		if p == nil {
+			continue
+		}
+		used = append(used, p.ref)
+		ok = ok && len(p.invalid) == 0
+		add = append(add, *p.ext)
+	}
+	if len(add) == 0 {
+		return nil, true
+	}
+	e := ir.RouteExtension{Kind: string(r.kind), Namespace: r.obj.GetNamespace(), Name: r.obj.GetName(), RuleName: at.rule, RuleIndex: r.rule}
+	if x.Extension != nil {
+		e = *x.Extension
+	}
+	e.Resources = append(slices.Clip(e.Resources), add...)
+	x.Extension = &e
+	x.Origins = x.Origins.Union(ir.NewOrigins(used...))
+	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d/via/%s/%s/%s", strings.ToLower(e.Kind), e.Namespace, e.Name, r.rule, r.match, at.gwNamespace, at.gwName, at.listener)
+	return used, ok
+}
+
+// extensionBackend is the cluster of a backendRef to an object of an
+// extension's backend kind: named after the object, without endpoints,
+// for the owner's PostClusterModify to complete; "" (with the reason in
+// ResolvedRefs) when the object does not exist.
+func (b *routeBuild) extensionBackend(gk schema.GroupKind, ns, name, where string) string {
+	u := b.R.ExtensionObject(core.ExtKey{GK: gk, Namespace: ns, Name: name})
+	if u == nil {
+		b.refs.add(string(gwapiv1.RouteReasonBackendNotFound), "%s: %s %s/%s not found", where, gk, ns, name)
+		return ""
+	}
+	js, err := extensionJSON(u)
+	if err != nil {
+		b.refs.add(string(gwapiv1.RouteReasonInvalidKind), "%s: %s %s/%s: %v", where, gk, ns, name, err)
+		return ""
+	}
+	protocol := ir.HTTP1
+	if b.grpc {
+		protocol = ir.H2C
+	}
+	cname := fmt.Sprintf("extension-backend/%s/%s/%s/%s", strings.ToLower(gk.Kind), gk.Group, ns, name)
+	if protocol != ir.HTTP1 {
+		cname += "/" + string(protocol)
+	}
+	c, ok := b.R.Snap.Clusters[cname]
+	if !ok {
+		c = &ir.Cluster{Name: cname, Protocol: protocol, Extension: &ir.ExtensionResource{Group: gk.Group, Kind: gk.Kind, JSON: js}}
+		b.R.Snap.Clusters[cname] = c
+	}
+	b.Out.AddCluster(c)
+	b.Out.ClusterUses.Add(cname, b.rt.ref)
+	return cname
+}

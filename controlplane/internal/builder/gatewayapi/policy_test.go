@@ -1,0 +1,134 @@
+package gatewayapi
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// The route every case looks up: rule "health" of HTTPRoute shop (in
+// namespace apps), attached through listener "http" of Gateway infra/web.
+var shopHealth = routeAt{
+	gwNamespace: "infra", gwName: "web", listener: "http",
+	routeKind: kindHTTPRoute, namespace: "apps", route: "shop", rule: "health",
+}
+
+var (
+	onGateway  = policyTarget{kind: kindGateway, namespace: "infra", name: "web"}
+	onListener = policyTarget{kind: kindGateway, namespace: "infra", name: "web", section: "http"}
+	onRoute    = policyTarget{kind: kindHTTPRoute, namespace: "apps", name: "shop"}
+	onRule     = policyTarget{kind: kindHTTPRoute, namespace: "apps", name: "shop", section: "health"}
+)
+
+// candidate is a policy named name, created at minute created (0: no
+// creation time), on targets.
+func candidate(name string, created int, targets ...policyTarget) policyCandidate {
+	m := &metav1.ObjectMeta{Namespace: "apps", Name: name}
+	if created > 0 {
+		m.CreationTimestamp = metav1.NewTime(time.Date(2025, 1, 1, 0, created, 0, 0, time.UTC))
+	}
+	return policyCandidate{obj: m, targets: targets}
+}
+
+func TestPolicyIndexForRoute(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		policies []policyCandidate
+		at       routeAt
+		want     string // the winner's name; "" for none
+	}{
+		{"no policy", nil, shopHealth, ""},
+		{"the Gateway's", []policyCandidate{candidate("gw", 1, onGateway)}, shopHealth, "gw"},
+		{"the listener over the Gateway", []policyCandidate{candidate("gw", 1, onGateway), candidate("l", 2, onListener)}, shopHealth, "l"},
+		{"the route over the listener", []policyCandidate{candidate("l", 1, onListener), candidate("r", 2, onRoute)}, shopHealth, "r"},
+		{"the rule over the route", []policyCandidate{candidate("r", 1, onRoute), candidate("rule", 2, onRule)}, shopHealth, "rule"},
+		{"the rule over every level, in any order", []policyCandidate{
+			candidate("rule", 4, onRule), candidate("r", 3, onRoute), candidate("l", 2, onListener), candidate("gw", 1, onGateway),
+		}, shopHealth, "rule"},
+		{"a policy on several levels: its most specific", []policyCandidate{candidate("both", 1, onGateway, onRule)}, shopHealth, "both"},
+		{"another rule of the route: the route's", []policyCandidate{candidate("r", 1, onRoute), candidate("rule", 2, onRule)},
+			routeAt{gwNamespace: "infra", gwName: "web", listener: "http", routeKind: kindHTTPRoute, namespace: "apps", route: "shop", rule: "main"}, "r"},
+		{"an unnamed rule gets its route's", []policyCandidate{candidate("r", 1, onRoute), candidate("rule", 2, onRule)},
+			routeAt{gwNamespace: "infra", gwName: "web", listener: "http", routeKind: kindHTTPRoute, namespace: "apps", route: "shop"}, "r"},
+		{"another listener: the Gateway's", []policyCandidate{candidate("gw", 1, onGateway), candidate("l", 2, onListener)},
+			routeAt{gwNamespace: "infra", gwName: "web", listener: "https", routeKind: kindHTTPRoute, namespace: "apps", route: "shop", rule: "health"}, "gw"},
+		{"a GRPCRoute of the same name is another target", []policyCandidate{candidate("r", 1, onRoute)},
+			routeAt{gwNamespace: "infra", gwName: "web", listener: "http", routeKind: kindGRPCRoute, namespace: "apps", route: "shop", rule: "health"}, ""},
+		{"one level: the older wins", []policyCandidate{candidate("young", 5, onRoute), candidate("old", 1, onRoute)}, shopHealth, "old"},
+		{"one level, same age: by name", []policyCandidate{candidate("b", 1, onRoute), candidate("a", 1, onRoute)}, shopHealth, "a"},
+		{"one level: a creation time beats none", []policyCandidate{candidate("a", 0, onRoute), candidate("b", 1, onRoute)}, shopHealth, "b"},
+		{"an older policy at a less specific level loses", []policyCandidate{candidate("old", 1, onGateway), candidate("young", 9, onRoute)}, shopHealth, "young"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newPolicyIndex(tc.policies)
+			got := ""
+			if i, ok := x.forRoute(tc.at); ok {
+				got = tc.policies[i].obj.GetName()
+			}
+			if got != tc.want {
+				t.Errorf("forRoute = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPolicyIndexConflicts(t *testing.T) {
+	ps := []policyCandidate{
+		candidate("young", 5, onRoute, onGateway),
+		candidate("old", 1, onRoute),
+		candidate("other", 3, onListener),
+	}
+	x := newPolicyIndex(ps)
+	if w, lost := x.lostTo(0, onRoute); !lost || ps[w].obj.GetName() != "old" {
+		t.Errorf("young on the route: lost %v to %d, want lost to old", lost, w)
+	}
+	for _, tc := range []struct {
+		policy int
+		target policyTarget
+	}{{0, onGateway}, {1, onRoute}, {2, onListener}} {
+		if _, lost := x.lostTo(tc.policy, tc.target); lost {
+			t.Errorf("%s is Conflicted on %+v: it is alone there, or the older", ps[tc.policy].obj.GetName(), tc.target)
+		}
+	}
+}
+
+func TestPolicyTargets(t *testing.T) {
+	ref := func(kind gwapiv1.Kind, name, section string) gwapiv1.LocalPolicyTargetReferenceWithSectionName {
+		r := gwapiv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{Group: gatewayGroup, Kind: kind, Name: gwapiv1.ObjectName(name)}}
+		if section != "" {
+			s := gwapiv1.SectionName(section)
+			r.SectionName = &s
+		}
+		return r
+	}
+	service := ref("Service", "echo", "")
+	otherGroup := ref(kindGateway, "web", "")
+	otherGroup.Group = "example.com"
+	for _, tc := range []struct {
+		name    string
+		refs    []gwapiv1.LocalPolicyTargetReferenceWithSectionName
+		targets int
+		invalid int
+	}{
+		{"every kind", []gwapiv1.LocalPolicyTargetReferenceWithSectionName{ref(kindGateway, "web", ""), ref(kindHTTPRoute, "shop", "health"), ref(kindGRPCRoute, "orders", "")}, 3, 0},
+		{"two sections of one object", []gwapiv1.LocalPolicyTargetReferenceWithSectionName{ref(kindGateway, "web", "http"), ref(kindGateway, "web", "https")}, 2, 0},
+		{"another kind or group", []gwapiv1.LocalPolicyTargetReferenceWithSectionName{service, otherGroup, ref(kindGateway, "web", "")}, 1, 2},
+		{"one target twice", []gwapiv1.LocalPolicyTargetReferenceWithSectionName{ref(kindHTTPRoute, "shop", "a"), ref(kindHTTPRoute, "shop", "a")}, 1, 1},
+		{"an object and one of its sections", []gwapiv1.LocalPolicyTargetReferenceWithSectionName{ref(kindHTTPRoute, "shop", ""), ref(kindHTTPRoute, "shop", "a")}, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			targets, invalid := policyTargets("apps", tc.refs, nil)
+			if len(targets) != tc.targets || len(invalid) != tc.invalid {
+				t.Errorf("policyTargets: %d targets, %d complaints (%s); want %d, %d", len(targets), len(invalid), invalid.message(), tc.targets, tc.invalid)
+			}
+			for _, x := range targets {
+				if x.namespace != "apps" {
+					t.Errorf("target %+v is not in the policy's namespace", x)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package gatewayapi
+
+import (
+	"math"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+)
+
+// gatewayStatus renders a Gateway's findings: its Accepted and Programmed
+// conditions and each listener's Accepted, ResolvedRefs, Conflicted and
+// Programmed, supported kinds and attached routes. Some listeners not
+// ready: Accepted with ListenersNotValid; none ready: not accepted.
+func (g *gatewayStage) gatewayStatus(x *gwGateway) {
+	gen := x.gw.Generation
+	var notReady findings
+	named := map[gwapiv1.SectionName]bool{}
+	for _, l := range x.listeners {
+		refs := append(slices.Clone(l.certs), l.badKinds...)
+		conflicted := cond(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen)
+		if len(l.conflicted) > 0 {
+			conflicted = cond(gwapiv1.ListenerConditionConflicted, true, l.conflicted.reason(), l.conflicted.message(), gen)
+		}
+		programmed := cond(gwapiv1.ListenerConditionProgrammed, true, gwapiv1.ListenerReasonProgrammed, "programmed", gen)
+		if !l.ready() {
+			why := append(append(append(slices.Clone(l.accepted), l.certs...), l.conflicted...), x.problems...)
+			programmed = cond(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, why.message(), gen)
+			notReady.add(string(gwapiv1.GatewayReasonListenersNotValid), "listener %q: %s", l.spec.Name, why.message())
+		}
+		if named[l.spec.Name] {
+			// A second listener of a name (only files can have one) is
+			// in the Gateway's conditions: the status lists listeners
+			// by name.
+			continue
+		}
+		named[l.spec.Name] = true
+		kinds := l.kinds
+		if kinds == nil {
+			kinds = []gwapiv1.RouteGroupKind{}
+		}
+		x.st.GatewayAPI.Listeners = append(x.st.GatewayAPI.Listeners, gwapiv1.ListenerStatus{
+			Name:           l.spec.Name,
+			SupportedKinds: kinds,
+			AttachedRoutes: int32(min(len(l.attached), math.MaxInt32)),
+			Conditions: []metav1.Condition{
+				goodWhenEmpty(gwapiv1.ListenerConditionAccepted, l.accepted, gwapiv1.ListenerReasonAccepted, "accepted", gen),
+				goodWhenEmpty(gwapiv1.ListenerConditionResolvedRefs, refs, gwapiv1.ListenerReasonResolvedRefs, "references resolved", gen),
+				conflicted,
+				programmed,
+			},
+		})
+	}
+	var accepted metav1.Condition
+	switch {
+	case !x.accepted():
+		accepted = goodWhenEmpty(gwapiv1.GatewayConditionAccepted, x.problems, gwapiv1.GatewayReasonAccepted, "", gen)
+	case len(notReady) == len(x.listeners):
+		accepted = cond(gwapiv1.GatewayConditionAccepted, false, gwapiv1.GatewayReasonListenersNotValid, "no listener can be served: "+notReady.message(), gen)
+	case len(notReady) > 0:
+		accepted = cond(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonListenersNotValid, "some listeners cannot be served: "+notReady.message(), gen)
+	default:
+		accepted = cond(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonAccepted, "accepted", gen)
+	}
+	programmed := cond(gwapiv1.GatewayConditionProgrammed, true, gwapiv1.GatewayReasonProgrammed, "programmed", gen)
+	if accepted.Status != metav1.ConditionTrue {
+		programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, accepted.Message, gen)
+	}
+	addresses := g.addresses
+	if g.perGateway {
+		addresses = g.ownAddresses(x)
+		if len(addresses) == 0 && programmed.Status == metav1.ConditionTrue {
+			programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonAddressNotAssigned,
+				"its Service "+g.envoyNS+"/"+GatewayServiceName(core.NsName(x.gw.Namespace, x.gw.Name))+" has no address yet", gen)
+		}
+	}
+	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
+	x.st.GatewayAPI.Addresses = addresses
+}

@@ -1,0 +1,89 @@
+package httpproxy
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// sessionAffinityCookie is the cookie of the Cookie strategy: Contour's,
+// so that sessions survive a move from Contour.
+const sessionAffinityCookie = "X-Contour-Session-Affinity"
+
+// routeLoadBalancer validates a route's loadBalancerPolicy into the
+// policy of its services' clusters ("" for RoundRobin) and the route's
+// hash policies. As Contour: Cookie hashes a session cookie (set on the
+// requests that lack it); RequestHash hashes the valid requestHashPolicies
+// and, without any, is RoundRobin; invalid hash policies are ignored (with
+// a warning), as are hash policies with another strategy. An unknown
+// strategy is an error (Contour would use RoundRobin).
+func routeLoadBalancer(rt *Route, p *contourv1.LoadBalancerPolicy, errs *routeErrors) string {
+	if p == nil {
+		return ""
+	}
+	if p.Strategy != "RequestHash" && len(p.RequestHashPolicies) > 0 {
+		errs.warn(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy.RequestHashPolicies are ignored: they apply to the strategy RequestHash only")
+	}
+	switch p.Strategy {
+	case "", "RoundRobin":
+		return ""
+	case "WeightedLeastRequest", "Random":
+		return p.Strategy
+	case "Cookie":
+		rt.HashPolicies = []ir.HashPolicy{{Cookie: &ir.HashCookie{Name: sessionAffinityCookie, Path: "/"}}}
+		return ir.LBRingHash
+	case "RequestHash":
+		for i, h := range p.RequestHashPolicies {
+			hp, err := hashPolicy(h)
+			if err != nil {
+				errs.warn(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy.RequestHashPolicies[%d] is ignored: %v", i, err)
+				continue
+			}
+			rt.HashPolicies = append(rt.HashPolicies, hp)
+		}
+		if len(rt.HashPolicies) == 0 {
+			errs.warn(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy: the strategy RequestHash has no valid requestHashPolicies: RoundRobin is used")
+			return ""
+		}
+		return ir.LBRingHash
+	}
+	errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy.Strategy %q is not supported: use RoundRobin, WeightedLeastRequest, Random, RequestHash or Cookie", p.Strategy)
+	return ""
+}
+
+// hashPolicy is one requestHashPolicy, which must name exactly one
+// attribute.
+func hashPolicy(h contourv1.RequestHashPolicy) (ir.HashPolicy, error) {
+	hp := ir.HashPolicy{Terminal: h.Terminal, SourceIP: h.HashSourceIP}
+	n := 0
+	if h.HashSourceIP {
+		n++
+	}
+	if o := h.HeaderHashOptions; o != nil {
+		n++
+		if msgs := validation.IsHTTPHeaderName(o.HeaderName); len(msgs) > 0 {
+			return hp, fmt.Errorf("headerHashOptions.headerName %q is not a header name: %s", o.HeaderName, strings.Join(msgs, "; "))
+		}
+		hp.Header = strings.ToLower(o.HeaderName)
+	}
+	if o := h.QueryParameterHashOptions; o != nil {
+		n++
+		if o.ParameterName == "" {
+			return hp, fmt.Errorf("queryParameterHashOptions.parameterName is empty")
+		}
+		if err := core.NoControlBytes(o.ParameterName); err != nil {
+			return hp, fmt.Errorf("queryParameterHashOptions.parameterName: %v", err)
+		}
+		hp.QueryParameter = o.ParameterName
+	}
+	if n != 1 {
+		return hp, fmt.Errorf("exactly one of headerHashOptions, queryParameterHashOptions and hashSourceIP must be set, not %d", n)
+	}
+	return hp, nil
+}

@@ -1,0 +1,212 @@
+package httpproxy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// RootResult is what building one root HTTPProxy gives: the findings of
+// its walk (on the root and the HTTPProxies it includes), its virtual
+// hosts, the clusters and secrets they use (and who uses them), and what
+// it read.
+// Each root is built on its own, so that its result depends only on what
+// it read, never on the roots built before it: that is what lets a Memo
+// reuse it. It is never modified once built.
+type RootResult struct {
+	core.Output
+	// visited holds the HTTPProxies reached from the root; served
+	// whether the root is served (valid): the HTTPProxies an invalid root
+	// reaches are not.
+	visited map[types.NamespacedName]bool
+	served  bool
+
+	insecure       []*ir.VirtualHost
+	secure         *ir.SecureVirtualHost
+	tcp            *ir.TCPHost
+	fallback       *ir.VirtualHost
+	fallbackSecret string
+
+	// The inputs: the root, the DuplicateVhost message it was built with
+	// and what it looked up.
+	self  *contourv1.HTTPProxy
+	dup   string
+	reads core.Reads
+}
+
+// rootBuilder holds the rules of one root's build: they read through the
+// Resolver and write to the root's result.
+type rootBuilder struct {
+	core.Stage
+	res *RootResult
+	// exp is the include expansion of the root (expand.go).
+	exp *expansion
+	// walked lists the HTTPProxies reached from the root.
+	walked []objects.Ref
+}
+
+// BuildRoot builds root p and what it includes; dup is its DuplicateVhost
+// message ("" for none). The result is a function of p, dup and what the
+// build reads of snap (recorded in it).
+func BuildRoot(snap *core.Snapshot, p *contourv1.HTTPProxy, dup string) *RootResult {
+	res := &RootResult{Output: core.NewOutput(), visited: map[types.NamespacedName]bool{}, self: p, dup: dup}
+	b := &rootBuilder{Stage: core.Stage{R: &core.Resolver{Snap: snap, Reads: &res.reads}, Out: &res.Output}, res: res}
+	b.R.Proxy(core.NsName(p.Namespace, p.Name))
+	st := b.ProxyStatus(p)
+	if dup != "" {
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonDuplicateVhost, dup)
+	}
+	b.root(p, st)
+	res.ClusterUses, res.SecretUses = res.ClusterUses.Compact(), res.SecretUses.Compact()
+	return res
+}
+
+func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
+	b.res.visited[core.NsName(p.Namespace, p.Name)] = true
+	rootNamespaceAllowed(p.Namespace, b.R.Opts().RootNamespaces, st)
+	fqdnValid(p.Spec.VirtualHost.Fqdn, st)
+
+	secure := b.secureHost(p, st)
+	auth := b.authorization(p, secure != nil, st)
+	scope, hcmAuth := b.hostAuthScope(p, auth)
+	scope.proc = b.hostExtProc(p, secure != nil, st)
+	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
+	cors := hostCORS(p.Spec.VirtualHost, st)
+	rateLimit := hostRateLimit(p.Spec.VirtualHost, st)
+	globalRateLimits := b.hostGlobalRateLimits(p.Spec.VirtualHost, st)
+	jwt := b.jwtProviders(p, st)
+	scope.jwt = jwt.scope
+
+	b.walked = nil
+	b.exp = newExpansion(p, b.R.Opts().Limits)
+	routes := b.walk(p, nil, Route{}, scope)
+	tcp := b.tcpProxy(p, secure, st) // tcpproxy.go, after the walk: the HTTPProxies it includes are the root's too
+	if !st.Valid() {
+		// Never serve a root half-configured: without its certificate,
+		// without its authorization, or without some of its own routes.
+		return
+	}
+	b.res.served = true
+	fqdn := strings.ToLower(p.Spec.VirtualHost.Fqdn)
+	routes = WithWildcardAuthority(fqdn, b.withoutInvalidProxies(routes))
+	if p.Spec.TCPProxy != nil {
+		b.recordRootUses(p, nil, hcmAuth, scope.proc)
+		b.tcpVirtualHosts(p, fqdn, b.hostOrigins(), routes, tcp, scope.proc)
+		return
+	}
+	b.recordRootUses(p, secure, hcmAuth, scope.proc)
+	b.jwksClusters(p, secure, jwt)
+	b.virtualHosts(p, fqdn, b.hostOrigins(), routes, secure, hcmAuth, scope.proc)
+	b.hostPolicies(cors, rateLimit, globalRateLimits)
+	if globalRateLimits != nil {
+		b.Out.ClusterUses.Add(globalRateLimits.Service.Cluster, ProxyRef(p.Namespace, p.Name))
+	}
+}
+
+// jwksClusters gives a served root's TLS host its JWT providers, and adds
+// the clusters that fetch their keys.
+func (b *rootBuilder) jwksClusters(p *contourv1.HTTPProxy, secure *ir.SecureVirtualHost, jwt hostJWT) {
+	if secure == nil {
+		return // no providers: jwtProviders needs TLS
+	}
+	secure.JWTProviders = jwt.providers
+	root := ProxyRef(p.Namespace, p.Name)
+	for _, c := range jwt.clusters {
+		b.Out.AddCluster(c)
+		b.Out.ClusterUses.Add(c.Name, root)
+		if c.Validation != nil {
+			b.Out.SecretUses.Add(c.Validation.CASecret, root)
+		}
+	}
+}
+
+// hostPolicies sets the policies of the root's virtual hosts themselves
+// (rather than of their routes) on each listener's.
+func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy, rateLimit *ir.LocalRateLimit, global *ir.GlobalRateLimits) {
+	hosts := append([]*ir.VirtualHost(nil), b.res.insecure...)
+	if b.res.secure != nil {
+		hosts = append(hosts, &b.res.secure.VirtualHost)
+	}
+	if b.res.fallback != nil {
+		hosts = append(hosts, b.res.fallback)
+	}
+	for _, vh := range hosts {
+		vh.CORS, vh.RateLimit, vh.GlobalRateLimits = cors, rateLimit, global
+	}
+}
+
+// withoutInvalidProxies drops the routes of the HTTPProxies found invalid
+// during the walk. An HTTPProxy included on several paths can be valid
+// under one and invalid under a later one: its status then says invalid,
+// and none of its routes may be served, not even those taken in before.
+func (b *rootBuilder) withoutInvalidProxies(routes []Route) []Route {
+	return slices.DeleteFunc(routes, func(r Route) bool {
+		for _, o := range r.Origins {
+			if st := b.Out.Status[o]; st != nil && !st.Valid() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// rootNamespaceAllowed checks the root's namespace against
+// Options.RootNamespaces (empty: any).
+func rootNamespaceAllowed(namespace string, allowed []string, st *status.Object) {
+	if len(allowed) > 0 && !slices.Contains(allowed, namespace) {
+		st.AddError(contourv1.ConditionTypeRootNamespaceError, status.ReasonRootProxyNotAllowedInNamespace,
+			fmt.Sprintf("root HTTPProxy cannot be defined in this namespace: root HTTPProxies are allowed in %s", strings.Join(allowed, ", ")))
+	}
+}
+
+// fqdnValid checks spec.virtualhost.fqdn: set, a DNS name, or a wildcard
+// whose only "*" is its whole first label ("*.example.com", wildcard.go).
+func fqdnValid(fqdn string, st *status.Object) {
+	lower := strings.ToLower(fqdn)
+	name := strings.TrimPrefix(lower, "*.")
+	switch {
+	case lower == "":
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNNotSpecified, "Spec.VirtualHost.Fqdn must be specified")
+	case strings.Contains(name, "*"):
+		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q: a wildcard is only allowed as the whole first label (\"*.example.com\")", fqdn))
+	default:
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNInvalid, fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", fqdn, strings.Join(errs, "; ")))
+		}
+	}
+}
+
+// virtualHosts puts a served root's routes on the listeners: the HTTP
+// listener, and for a TLS host its own filter chain (and the fallback
+// chain when it enables the fallback certificate).
+func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, origins ir.Origins, routes []Route, secure *ir.SecureVirtualHost, hcmAuth *ir.ExtAuth, proc procScope) {
+	if secure == nil {
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: irRoutes(routes, false)})
+		return
+	}
+	secure.FQDN = fqdn
+	secure.Origins = origins
+	secure.Routes = irRoutes(routes, false)
+	secure.Auth = hcmAuth
+	secure.ExtProc = proc.effective
+	b.res.secure = secure
+	// On the HTTP listener, a TLS host redirects to HTTPS, except the
+	// routes that permit insecure access (irInsecureRoutes).
+	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(InsecureRoutes(fqdn, routes), proc)})
+	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
+		// secureHost checked that the fallback Secret resolves.
+		fb := b.R.Opts().FallbackCertificate
+		b.res.fallbackSecret, _ = b.TLSSecret(fb, core.SplitRef(fb, "").Namespace)
+		b.res.fallback = &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(irRoutes(routes, false), proc)}
+		b.Out.SecretUses.Add(b.res.fallbackSecret, ProxyRef(p.Namespace, p.Name))
+	}
+}

@@ -1,0 +1,163 @@
+package httpproxy
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// Route is a route under construction: its match accumulates the
+// conditions of every include on the way from the root.
+type Route struct {
+	ir.Route
+	permitInsecure bool
+}
+
+// routeErrors collects the errors of one route: each names where the route
+// is, and any makes the route invalid.
+type routeErrors struct {
+	st      *status.Object
+	where   string
+	invalid bool
+}
+
+func (e *routeErrors) add(typ, reason, format string, args ...any) {
+	e.st.AddError(typ, reason, e.where+": "+fmt.Sprintf(format, args...))
+	e.invalid = true
+}
+
+// warn adds a warning about the route, which stays valid.
+func (e *routeErrors) warn(typ, reason, format string, args ...any) {
+	e.st.AddWarning(typ, reason, e.where+": "+fmt.Sprintf(format, args...))
+}
+
+// buildRoute builds route i of p under the match and authorization
+// inherited from the includes; false when it is invalid.
+func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, parent Route, scope authScope, st *status.Object) (Route, bool) {
+	where := fmt.Sprintf("Spec.Routes[%d]", i)
+	rt, ok := mergeConditions(parent, r.Conditions, where, st)
+	if !ok {
+		return rt, false
+	}
+	rt.permitInsecure = r.PermitInsecure
+	errs := &routeErrors{st: st, where: where}
+	if len(rt.Headers) > 0 {
+		if err := headerConditionsValid(rt.Headers); err != nil {
+			errs.add(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, "%v", err)
+		}
+	}
+	if err := queryParamConditionsValid(rt.QueryParams); err != nil {
+		errs.add(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, "%v", err)
+	}
+	routeAuth(&rt, r, scope, errs)
+	rt.ExtProc = b.routeExtProc(p, r, scope.proc, errs.add)
+	b.warnGlobalUnavailable(rt.Route, scope, st)
+	routeIPFilter(&rt, r, scope.ipFilter, errs)
+	routeRateLimit(&rt, r, errs)
+	routeJWT(&rt, r, scope.jwt, errs)
+	b.routeGlobalRateLimits(&rt, r, st, errs)
+	if answered(r) {
+		routeAnswer(&rt, r, errs)
+		if rt.DirectResponse != nil {
+			routeHeaders(&rt, r, errs)
+		}
+		return rt, !errs.invalid
+	}
+	cs := core.ClusterSettings{Lb: routeLoadBalancer(&rt, r.LoadBalancerPolicy, errs), Idle: idleConnection(r.TimeoutPolicy, errs)}
+	var err error
+	if cs.HealthCheck, err = core.HTTPHealthCheck(r.HealthCheckPolicy); err != nil {
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidHealthCheckPolicy, "HealthCheckPolicy: %v", err)
+	}
+	rt.Clusters, rt.Mirrors = b.routeServices(p, r.Services, cs, errs)
+	routeCookieRewrites(&rt, r.CookieRewritePolicies, errs)
+	routeHeaders(&rt, r, errs)
+	routeTimeouts(&rt, r.TimeoutPolicy, errs)
+	routePathRewrite(&rt, r, errs)
+	routeRetry(&rt, r.RetryPolicy, errs)
+	rt.Websocket = r.EnableWebsockets
+	routeInternalRedirect(&rt, r.InternalRedirectPolicy, errs)
+	return rt, !errs.invalid
+}
+
+// routeHeaders validates the route's own headers policies.
+func routeHeaders(rt *Route, r contourv1.Route, errs *routeErrors) {
+	var err error
+	if rt.RequestHeaders, err = core.HeadersPolicy(r.RequestHeadersPolicy, true); err != nil {
+		errs.add(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "RequestHeadersPolicy: %v", err)
+	}
+	if rt.ResponseHeaders, err = core.HeadersPolicy(r.ResponseHeadersPolicy, false); err != nil {
+		errs.add(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "ResponseHeadersPolicy: %v", err)
+	}
+}
+
+// irRoutes orders routes the way Envoy must try them, as Contour does:
+// exact paths first, then regexes, then prefixes; longer paths first; then
+// more header conditions, then more query parameter conditions; ties keep
+// their order.
+// For the HTTP listener of a TLS host (insecure), routes that do not permit
+// insecure access become redirects to HTTPS.
+func irRoutes(routes []Route, insecure bool) []*ir.Route {
+	out := make([]*ir.Route, 0, len(routes))
+	for _, r := range routes {
+		x := r.Route
+		if insecure && !r.permitInsecure {
+			x = irRedirect(r.Route)
+		}
+		out = append(out, &x)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := core.PathRank(a.PathKind), core.PathRank(b.PathKind); ra != rb {
+			return ra < rb
+		}
+		if len(a.Path) != len(b.Path) {
+			return len(a.Path) > len(b.Path)
+		}
+		if len(a.Headers) != len(b.Headers) {
+			return len(a.Headers) > len(b.Headers)
+		}
+		return len(a.QueryParams) > len(b.QueryParams)
+	})
+	return out
+}
+
+// InsecureRoutes are the routes of a TLS host on the HTTP listener: when
+// every one of them would be a plain HTTPS redirect (no permitInsecure
+// route, no IP filter, the route's or the host's, nor a route's own rate
+// limit to keep applying), one redirect of every path instead, so that a
+// route change of one TLS host does not change the HTTP listener's route
+// configuration, shared by all hosts and sent again to every Envoy on each
+// change. A path no route matches is then redirected too (to a 404 over
+// HTTPS) where Contour answers 404. A wildcard host's keeps the :authority
+// condition of its routes (wildcard.go). Otherwise each route is
+// redirected with its whole match (irRoutes). No routes, no redirect.
+func InsecureRoutes(fqdn string, routes []Route) []*ir.Route {
+	if len(routes) == 0 || slices.ContainsFunc(routes, func(r Route) bool {
+		return r.permitInsecure || r.IPFilter != nil || r.RateLimit != nil
+	}) {
+		return irRoutes(routes, true)
+	}
+	// No path condition: every path (prefix "/").
+	all := &ir.Route{PathKind: ir.PathPrefix, HTTPSRedirect: true, AuthDisabled: true}
+	if isWildcard(fqdn) {
+		all.Headers = []ir.HeaderMatch{WildcardAuthority(fqdn)}
+	}
+	for _, r := range routes {
+		all.Origins = all.Origins.Union(r.Origins)
+	}
+	return []*ir.Route{all}
+}
+
+// irRedirect is the HTTPS redirect of a route, with the route's whole
+// match: a wider one would redirect requests another route serves over
+// plain HTTP (permitInsecure). A client the route's IP filter keeps out
+// is kept out of the redirect too, and the route's rate limit limits it
+// (with a bucket of its own, as Contour's).
+func irRedirect(r ir.Route) ir.Route {
+	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, IPFilter: r.IPFilter, RateLimit: r.RateLimit, Origins: r.Origins}
+}

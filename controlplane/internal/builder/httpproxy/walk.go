@@ -1,0 +1,128 @@
+package httpproxy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
+)
+
+// walk builds the routes of p and of the HTTPProxies it includes. chain is
+// the include path from the root (for cycle detection); parent carries the
+// match conditions inherited from the includes.
+func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent Route, scope authScope) []Route {
+	key := core.NsName(p.Namespace, p.Name)
+	st := b.ProxyStatus(p)
+	tcpProxyOnChild(p, st) // tcpproxy.go
+	b.res.visited[key] = true
+	self := ProxyRef(p.Namespace, p.Name)
+	b.walked = append(b.walked, self)
+	chain = append(chain, key)
+	if !b.expand(chain, p) {
+		return nil // past a limit: the root is not served (expand.go)
+	}
+
+	var out []Route
+	origins := ir.Origins{self} // shared by p's routes: the IR is never modified
+	for i, r := range p.Spec.Routes {
+		if rt, ok := b.buildRoute(p, i, r, parent, scope, st); ok {
+			rt.Origins = origins
+			out = append(out, rt)
+		}
+	}
+	included, ok := b.includes(p, chain, parent, scope, st)
+	if !ok || !st.Valid() {
+		return nil
+	}
+	return append(out, included...)
+}
+
+// includes builds the routes of the HTTPProxies p includes; false once the
+// root's expansion crossed a limit.
+func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent Route, scope authScope, st *status.Object) ([]Route, bool) {
+	var out []Route
+	seen := map[string]int{}
+	for i, inc := range p.Spec.Includes {
+		where := fmt.Sprintf("Spec.Includes[%d]", i)
+		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
+		if !ok {
+			continue
+		}
+		ck := conditionsKey(inc.Conditions)
+		if j, dup := seen[ck]; dup {
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonDuplicateMatchConditions, fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
+			continue
+		}
+		seen[ck] = i
+		child := b.includedProxy(p, inc, chain, where, st)
+		if child == nil {
+			continue
+		}
+		if includePathRefused(inc) {
+			// An exact or regex path on an include is a refused field (p
+			// has the SpecError): the child is included, not orphaned, but
+			// not built under a match it would be blamed for.
+			b.res.visited[core.NsName(child.Namespace, child.Name)] = true
+			b.ProxyStatus(child)
+			continue
+		}
+		routes, ok := b.include(child, chain, cond, scope)
+		if !ok {
+			return nil, false
+		}
+		if !b.ProxyStatus(child).Valid() {
+			st.AddWarning(contourv1.ConditionTypeIncludeError, status.ReasonIncludedProxyInvalid, fmt.Sprintf("%s: included HTTPProxy %s is invalid: its routes are not served", where, core.NsName(child.Namespace, child.Name)))
+			continue
+		}
+		out = append(out, routes...)
+	}
+	return out, true
+}
+
+// includedProxy resolves an include of p (at the end of chain); nil, with
+// an error on p, when it names no HTTPProxy, a root, or one on the chain.
+func (b *rootBuilder) includedProxy(p *contourv1.HTTPProxy, inc contourv1.Include, chain []types.NamespacedName, where string, st *status.Object) *contourv1.HTTPProxy {
+	key := includeKey(p, inc)
+	child := b.R.Proxy(key)
+	switch {
+	case child == nil:
+		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeNotFound, fmt.Sprintf("%s: include %s not found", where, key))
+	case child.Spec.VirtualHost != nil:
+		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonRootIncludesRoot, fmt.Sprintf("%s: root httpproxy cannot delegate to another root httpproxy (%s)", where, key))
+	case slices.Contains(chain, key):
+		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonIncludeCreatesCycle, fmt.Sprintf("%s: include creates a delegation cycle: %s", where, chainString(append(chain, key))))
+	default:
+		return child
+	}
+	return nil
+}
+
+// includeKey is the HTTPProxy an include names (in p's namespace unless
+// it says).
+func includeKey(p *contourv1.HTTPProxy, inc contourv1.Include) types.NamespacedName {
+	if inc.Namespace == "" {
+		return core.NsName(p.Namespace, inc.Name)
+	}
+	return core.NsName(inc.Namespace, inc.Name)
+}
+
+// chainString renders an include path: "ns/a -> ns/b".
+func chainString(chain []types.NamespacedName) string {
+	names := make([]string, len(chain))
+	for i, k := range chain {
+		names[i] = k.String()
+	}
+	return strings.Join(names, " -> ")
+}
+
+// includePathRefused: the include has an exact or regex path condition,
+// refused on includes (internal/fields), which match a prefix.
+func includePathRefused(inc contourv1.Include) bool {
+	return slices.ContainsFunc(inc.Conditions, func(c contourv1.MatchCondition) bool { return c.Exact != "" || c.Regex != "" })
+}
