@@ -229,8 +229,14 @@ func (l Limits) WithDefaults() Limits {
 
 // GlobalExtAuth is the global external authorization.
 type GlobalExtAuth struct {
+	// Disabled turns global authorization off, explicitly, and excludes
+	// every other field: the only way a reload may remove a global
+	// authorization in force (a file that lost the section, or
+	// "globalExtAuth:" with nothing under it, is refused: see Watch).
+	// Spelt as globalExtProc's disabled.
+	Disabled bool `json:"disabled,omitempty"`
 	// ExtensionService is the authorization server, "namespace/name".
-	ExtensionService string `json:"extensionService"`
+	ExtensionService string `json:"extensionService,omitempty"`
 	// FailOpen lets requests through when the server cannot be reached.
 	FailOpen bool `json:"failOpen,omitempty"`
 	// AuthPolicy is the default policy (disabled, context) that virtual
@@ -457,6 +463,12 @@ func (p *problems) extensionServiceRef(field, ref string) {
 
 func (p *problems) globalExtAuth(g *GlobalExtAuth) {
 	if g == nil {
+		return
+	}
+	if g.Disabled {
+		if !reflect.DeepEqual(*g, GlobalExtAuth{Disabled: true}) {
+			p.add("globalExtAuth.disabled", "excludes every other field (disabled: true turns global authorization off)")
+		}
 		return
 	}
 	p.extensionServiceRef("globalExtAuth.extensionService", g.ExtensionService)

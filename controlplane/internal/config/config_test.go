@@ -125,6 +125,8 @@ func TestParseErrors(t *testing.T) {
 		{"default rate limit policy without descriptors", "rateLimitService: {extensionService: a/rl, domain: d, defaultGlobalRateLimitPolicy: {}}", `rateLimitService.defaultGlobalRateLimitPolicy: set descriptors (or disabled: true)`},
 		{"default rate limit policy disabled with descriptors", "rateLimitService: {extensionService: a/rl, domain: d, defaultGlobalRateLimitPolicy: {disabled: true, descriptors: [{entries: [{remoteAddress: {}}]}]}}", `rateLimitService.defaultGlobalRateLimitPolicy: disabled and descriptors cannot both be set`},
 		{"rate limit service unknown field", "rateLimitService: {extensionService: a/rl, domain: d, failureModeDeny: true}", `rateLimitService.failureModeDeny: unknown field`},
+		{"global auth disabled with a server", "globalExtAuth: {disabled: true, extensionService: a/b}", `globalExtAuth.disabled: excludes every other field`},
+		{"global auth without server", "globalExtAuth: {failOpen: true}", `globalExtAuth.extensionService: is required`},
 		{"not a mapping", "- a", `must be a mapping`},
 		{"bad yaml", "globalExtAuth: [", `not valid YAML`},
 		{"ext proc without processor", "globalExtProc: {disabled: false}", `globalExtProc: set processor (or disabled: true)`},

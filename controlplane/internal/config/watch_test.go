@@ -27,7 +27,7 @@ func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan *Config, 10)
-	go Watch(ctx, path, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), []byte(first), func(c *Config) { got <- c })
+	go Watch(ctx, path, 10*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), []byte(first), func(c *Config) { got <- c }, nil)
 
 	next := func() *Config {
 		t.Helper()
@@ -56,9 +56,12 @@ func TestWatch(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+	// One that lacks the global authorization in force is refused; one
+	// that disables it explicitly is delivered.
 	write("globalExtProc: {disabled: true}\n")
-	if c := next(); c.GlobalExtAuth != nil || c.GlobalExtProc == nil || !c.GlobalExtProc.Disabled {
-		t.Errorf("delivered %+v, want only globalExtProc disabled", c)
+	write("globalExtAuth: {disabled: true}\nglobalExtProc: {disabled: true}\n")
+	if c := next(); !c.GlobalExtAuth.Disabled || c.GlobalExtProc == nil || !c.GlobalExtProc.Disabled {
+		t.Errorf("delivered %+v, want globalExtAuth and globalExtProc disabled", c)
 	}
 }
 

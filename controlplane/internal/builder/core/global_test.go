@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
+	"github.com/portcullis/portcullis/controlplane/internal/config"
 )
 
 func TestMergePolicy(t *testing.T) {
@@ -30,5 +31,16 @@ func TestMergePolicy(t *testing.T) {
 	}
 	if global.Context["scope"] != "global" || len(global.Context) != 2 {
 		t.Errorf("mergePolicy changed the outer context: %v", global.Context)
+	}
+}
+
+// globalExtAuth: {disabled: true} is no global authorization at all.
+func TestGlobalExtAuthDisabledIsNone(t *testing.T) {
+	c, err := config.Parse([]byte("globalExtAuth: {disabled: true}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := (Options{}).WithConfig(c); o.GlobalExtAuth != nil {
+		t.Errorf("GlobalExtAuth = %+v, want nil", o.GlobalExtAuth)
 	}
 }

@@ -73,6 +73,10 @@ func DefaultListeners() (http, https Bind) {
 // WithConfig returns o with the settings of the configuration file.
 func (o Options) WithConfig(c *config.Config) Options {
 	o.GlobalExtAuth, o.GlobalExtProc, o.Limits = c.GlobalExtAuth, c.GlobalExtProc, c.Limits
+	if c.GlobalExtAuth != nil && c.GlobalExtAuth.Disabled {
+		// globalExtAuth: {disabled: true} is no global authorization.
+		o.GlobalExtAuth = nil
+	}
 	o.RateLimitService = c.RateLimitService
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
