@@ -103,7 +103,7 @@ func TestConfigReloadKeepsTheControllerName(t *testing.T) {
 		case got <- o:
 		default:
 		}
-	})
+	}, nil)
 	time.Sleep(50 * time.Millisecond)
 	// Replaced at once, as Kubernetes updates a mounted ConfigMap: a
 	// write in place can be read half done.

@@ -159,7 +159,7 @@ type configWatcher struct {
 	controller string
 }
 
-func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
+func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options), problem func(error)) {
 	// Start from the file as it was read at startup.
 	first, _ := os.ReadFile(w.path)
 	config.Watch(ctx, w.path, w.interval, w.log, first, func(c *config.Config) {
@@ -172,7 +172,7 @@ func (w configWatcher) Run(ctx context.Context, update func(pipeline.Options)) {
 			o.Builder.GatewayControllerName = w.controller
 		}
 		update(o)
-	})
+	}, problem)
 }
 
 // translateFlags are translate's settings.

@@ -95,6 +95,9 @@ type metrics struct {
 	rootsReused, rootsBuilt prometheus.Counter
 	// extIdle is 1 for an extension the last rebuild did not call.
 	extIdle *prometheus.GaugeVec
+	// configFile is 1, by reason, while the configuration file on disk
+	// is not in force (configfile.go).
+	configFile *prometheus.GaugeVec
 }
 
 // rejectionTypes are the resource types Envoy can reject, as typeLabel
@@ -128,13 +131,14 @@ func newMetrics(w statuswriter.Writer, l Leadership) *metrics {
 			Name: "portcullis_extension_idle",
 			Help: "1 when the last rebuild called none of the extension's hooks (registered but unused: e.g. no route references its kinds), else 0.",
 		}, []string{"extension"}),
+		configFile: newConfigFileGauge(),
 	}
 	// Every series the docs name exists from the start, at zero, so that
 	// dashboards and alerts (rate, absent) work before the first NACK.
 	for _, t := range rejectionTypes {
 		m.rejections.WithLabelValues(t)
 	}
-	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt, m.extIdle,
+	m.registry.MustRegister(m.rejections, m.translate, m.rootsReused, m.rootsBuilt, m.extIdle, m.configFile,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "portcullis_leader",

@@ -78,9 +78,12 @@ type Leadership interface {
 	Leading() bool
 }
 
-// OptionsSource delivers new pipeline options until ctx ends.
+// OptionsSource delivers new pipeline options until ctx ends, and calls
+// problem with why the newest configuration file is not applied (nil once
+// the file in force is the one on disk again): /status's configFile and
+// portcullis_config_file_not_applied.
 type OptionsSource interface {
-	Run(ctx context.Context, update func(pipeline.Options))
+	Run(ctx context.Context, update func(pipeline.Options), problem func(error))
 }
 
 // Server is a running control plane.
@@ -104,6 +107,9 @@ type Server struct {
 	version  string
 	ready    bool
 	buildErr string
+	// configErr is why the configuration file on disk is not in force
+	// ("" when it is).
+	configErr string
 	// The last build and the statuses written. lastRes's Resources are
 	// those published (their Index attributes Envoy's rejections): the
 	// build's own, as the extension changed them, or, when the extension
@@ -181,7 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "mTLS", cfg.XDSTLS != nil, "admin", cfg.AdminAddress)
 
-	updates, options := watchInputs(ctx, cfg, errc)
+	updates, options := watchInputs(ctx, cfg, errc, s.configFileProblem)
 	go s.loop(ctx, updates, options)
 	if cfg.Leader == nil {
 		go s.write(ctx)
@@ -227,7 +233,7 @@ func (s *Server) serveAdmin(ctx context.Context, addr string, errc chan<- error)
 // one, until ctx ends. Each channel holds only the newest value: every
 // snapshot and every options value is complete, so an older one that
 // was not read yet is dropped.
-func watchInputs(ctx context.Context, cfg Config, errc chan<- error) (<-chan *objects.Set, <-chan pipeline.Options) {
+func watchInputs(ctx context.Context, cfg Config, errc chan<- error, problem func(error)) (<-chan *objects.Set, <-chan pipeline.Options) {
 	updates := make(chan *objects.Set, 1)
 	go func() {
 		errc <- cfg.Provider.Run(ctx, func(set *objects.Set) {
@@ -246,7 +252,7 @@ func watchInputs(ctx context.Context, cfg Config, errc chan<- error) (<-chan *ob
 			default:
 			}
 			options <- o
-		})
+		}, problem)
 	}
 	return updates, options
 }
@@ -593,6 +599,7 @@ func (s *Server) adminHandler() http.Handler {
 			"leader":     s.cfg.Leader == nil || s.cfg.Leader.Leading(),
 			"version":    s.version,
 			"buildError": s.buildErr,
+			"configFile": map[string]any{"error": s.configErr},
 			"objects":    st,
 			"envoy": map[string]any{
 				"connected": s.xds.Connected(),
