@@ -18,15 +18,18 @@ import (
 )
 
 // Memo remembers, from one build to the next, the result of each root
-// HTTPProxy (buildRoot) and what it read. At scale a change touches one
-// root, and building the other thousands again is most of a rebuild. A
-// root's result is reused only when the root and every object it looked up
-// are the same objects as last time (pointer-equal: providers hand out a
-// new object for every change, and the build never modifies its input; or,
-// for our own kinds, differing only in status, see sameObject) and nothing
-// global changed (options, delegations, ExtensionServices); the result is
-// the same as without the memo. The rules never see it. A Memo is for one
-// goroutine at a time; the zero value is not usable, use NewMemo.
+// HTTPProxy (buildRoot) and what it read, by the root's name. At scale a
+// change touches one root, and building the other thousands again is most
+// of a rebuild. A root's result is reused only when the root and every
+// object it looked up have the same content as last time (sameContent,
+// sameObject: the same version, or for our own kinds differing only in
+// status) and nothing global changed (options, delegations,
+// ExtensionServices); the result is the same as without the memo. A root
+// built anew has its virtual hosts stamped (ir.VirtualHost.Stamp), which
+// translator.Cache keys their translations by. docs/design/caches.md lists
+// every cache, its key and what invalidates it. The rules never see it. A
+// Memo is for one goroutine at a time; the zero value is not usable, use
+// NewMemo.
 type Memo struct {
 	global globalInputs
 	roots  map[types.NamespacedName]*rootResult
@@ -101,7 +104,23 @@ func (m *Memo) root(s *snapshot, p *contourv1.HTTPProxy, dup string) *rootResult
 		return prev
 	}
 	m.Misses++
-	return buildRoot(s, p, dup)
+	r := buildRoot(s, p, dup)
+	r.stamp()
+	return r
+}
+
+// stamp gives the hosts of a root built anew new versions: they keep them
+// while the memo reuses r, whose hosts are never modified.
+func (r *rootResult) stamp() {
+	for _, vh := range r.insecure {
+		vh.Stamp()
+	}
+	if r.secure != nil {
+		r.secure.Stamp()
+	}
+	if r.fallback != nil {
+		r.fallback.Stamp()
+	}
 }
 
 // keep remembers the roots of this build for the next one, and returns
@@ -159,9 +178,9 @@ func (r *rootResult) holds(s *snapshot, p *contourv1.HTTPProxy, dup string) bool
 
 func (rd *reads) same(s *snapshot) bool {
 	return sameDeps(rd.proxies, s.proxies, sameObject) &&
-		sameDeps(rd.services, s.services, equal[*corev1.Service]) &&
-		sameDeps(rd.slices, s.slices, slices.Equal[[]*discoveryv1.EndpointSlice]) &&
-		sameDeps(rd.secrets, s.secrets, equal[*corev1.Secret]) &&
+		sameDeps(rd.services, s.services, sameContent[*corev1.Service]) &&
+		sameDeps(rd.slices, s.slices, func(a, b []*discoveryv1.EndpointSlice) bool { return slices.EqualFunc(a, b, sameContent) }) &&
+		sameDeps(rd.secrets, s.secrets, sameContent[*corev1.Secret]) &&
 		!slices.ContainsFunc(rd.warnings, func(d warningDep) bool { return !slices.Equal(s.in.Warnings[d.ref], d.got) }) &&
 		!slices.ContainsFunc(rd.extObjects, func(d dep2[extKey, *unstructured.Unstructured]) bool { return !sameObject(s.extObjects[d.key], d.got) })
 }
@@ -176,15 +195,26 @@ func sameDeps[T any](deps []dep[T], now map[types.NamespacedName]T, same func(a,
 	return true
 }
 
-func equal[T comparable](a, b T) bool { return a == b }
-
-// sameObject reports whether a build reads the same from a and b: they
-// are the same object, or b differs from a only in its status (see
-// objects.SameButStatus: our own status writes, back from the API server).
-func sameObject[T interface {
+// object is what the memo compares: a Kubernetes object by pointer.
+type object interface {
 	comparable
 	metav1.Object
-}](a, b T) bool {
+}
+
+// sameContent reports whether a and b have the same content, status
+// included: the same version (objects.SameVersion), or the same object
+// (a fast path: the build never modifies its input, so one object has one
+// content; hand-built objects have no version).
+func sameContent[T object](a, b T) bool {
 	var zero T
-	return a == b || a != zero && b != zero && objects.SameButStatus(a, b)
+	return a == b || a != zero && b != zero && objects.SameVersion(a, b)
+}
+
+// sameObject reports whether a build reads the same from a and b, objects
+// of our own kinds, whose status the build does not read: the same content,
+// or b differs from a only in its status (objects.SameButStatus: our own
+// status writes, back from the API server with a new resourceVersion).
+func sameObject[T object](a, b T) bool {
+	var zero T
+	return sameContent(a, b) || a != zero && b != zero && objects.SameButStatus(a, b)
 }
