@@ -43,6 +43,9 @@ type cachedHost struct {
 	version uint64
 	route   *routev3.RouteConfiguration
 	chain   *listenerv3.FilterChain
+	// routeVersion and chainVersion are route's and chain's (Versions):
+	// a chain may outlive its route configuration.
+	routeVersion, chainVersion uint64
 }
 
 // vhostKey names a shared configuration's virtual host: the same FQDN
@@ -130,12 +133,13 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 	// handed over again, so that what reuses work by message (the
 	// extension runner's versions, the xDS server's hashes of the
 	// listener) sees no change where there is none.
+	h := cachedHost{in: vh.Unversioned(), version: vh.Version(), route: route, chain: chain, routeVersion: newVersion(), chainVersion: newVersion()}
 	if c != nil {
 		if prev, ok := c.hosts[vh.FQDN]; ok && proto.Equal(prev.chain, chain) {
-			chain = prev.chain
+			h.chain, h.chainVersion = prev.chain, prev.chainVersion
 		}
 	}
-	return cachedHost{in: vh.Unversioned(), version: vh.Version(), route: route, chain: chain}, false
+	return h, false
 }
 
 // commit keeps exactly the hosts of the last translation: removed hosts

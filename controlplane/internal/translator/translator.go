@@ -47,6 +47,8 @@ type Resources struct {
 	Secrets   []proto.Message
 	// Index maps every resource to the objects it came from.
 	Index *Index
+	// Versions name the content of the parts Cache reuses.
+	Versions *Versions
 }
 
 // Names of the fixed resources.
@@ -93,7 +95,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // hosts' resources and the shared route configurations' virtual hosts'
 // routes in c (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
-	r := &Resources{Index: newIndex(m)}
+	r := &Resources{Index: newIndex(m), Versions: newVersions()}
 	chains, secure, httpsHosts := httpsChains(r, m, c)
 
 	// The shared HCMs' filters depend on every route they serve
@@ -102,6 +104,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	rc, httpHosts := routeConfig(HTTPRouteConfigName, m.Insecure, httpRouteSettings(httpHCM, opts), c)
 	r.Routes = append(r.Routes, rc)
 	r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: httpHosts})
+	r.Versions.addShared(rc.Name, httpHosts)
 	r.Routes = append(r.Routes, secure...)
 	var fallbackHCM hcmSettings
 	if m.Fallback != nil {
@@ -109,6 +112,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		rc, fallbackHosts := routeConfig(FallbackRouteConfigName, m.Fallback.VirtualHosts, routeSettings{filters: fallbackHCM.filters()}, c)
 		r.Routes = append(r.Routes, rc)
 		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{hosts: fallbackHosts})
+		r.Versions.addShared(rc.Name, fallbackHosts)
 		httpsHosts = append(httpsHosts, fallbackHosts...)
 	}
 	c.commitVHosts()
@@ -156,6 +160,7 @@ func httpsChains(r *Resources, m *ir.Model, c *Cache) (chains []*listenerv3.Filt
 	entries := make([]indexEntry, len(hosts))
 	for i, t := range translated {
 		chains[i], secure[i] = t.chain, t.route
+		r.Versions.addSecure(t)
 		httpsHosts[i] = secureHostOrigins(hosts[i])
 		entries[i].hosts = httpsHosts[i : i+1 : i+1]
 		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
