@@ -345,9 +345,9 @@ type run struct {
 	danglingOnce sync.Once
 	dangling     map[string]bool
 
-	mu   sync.Mutex
-	used map[cacheKey]proto.Message
-	keys map[identityKey]cacheKey
+	mu       sync.Mutex
+	used     map[cacheKey]proto.Message
+	keys     map[identityKey]cacheKey
 	same     map[cacheKey]bool
 	passed   map[versionKey][]identityKey
 	failures []Failure
