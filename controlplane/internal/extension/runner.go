@@ -297,8 +297,9 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 // (the same messages, not copies: a message is never modified). The next
 // extension of a Chain keys its identities by them.
 func keptVersions(res, out *translator.Resources) *translator.Versions {
-	if res.Versions == nil {
-		return nil
+	sameHTTPS := sameListener(res, out, translator.HTTPSListenerName)
+	if res.Versions == nil || sameHTTPS && slices.Equal(res.Routes, out.Routes) {
+		return res.Versions // all kept: the common case, at no cost
 	}
 	in := make(map[string]proto.Message, len(res.Routes))
 	for _, m := range res.Routes {
@@ -309,7 +310,7 @@ func keptVersions(res, out *translator.Resources) *translator.Versions {
 		name := translator.ResourceName(m)
 		kept[name] = in[name] == m
 	}
-	return res.Versions.Kept(func(rc string) bool { return kept[rc] }, sameListener(res, out, translator.HTTPSListenerName))
+	return res.Versions.Kept(func(rc string) bool { return kept[rc] }, sameHTTPS)
 }
 
 // sameListener reports whether out keeps res's listener of that name.

@@ -56,9 +56,11 @@ type vhostKey struct {
 }
 
 // cachedRoutes are the routes of a virtual host, with the host they were
-// translated from (as cachedHost's in and version).
+// translated from (never modified; compared by version, else by content)
+// and its version (which may be newer: a host equal to the one
+// translated).
 type cachedRoutes struct {
-	in      ir.VirtualHost
+	in      *ir.VirtualHost
 	version uint64
 	routes  vhostRoutes
 }
@@ -80,7 +82,7 @@ func (c *Cache) vhostRoutes(vh *ir.VirtualHost, rs routeSettings) (vhostRoutes, 
 		return vhostRoutes{}, false
 	}
 	e, ok := c.vhosts[vhostKey{vh.FQDN, rs}]
-	if !ok || !sameVersion(vh.Version(), e.version) && !reflect.DeepEqual(vh.Unversioned(), e.in) {
+	if !ok || !sameVersion(vh.Version(), e.version) && !reflect.DeepEqual(vh.Unversioned(), e.in.Unversioned()) {
 		return vhostRoutes{}, false
 	}
 	return e.routes, true
@@ -93,7 +95,7 @@ func (c *Cache) keepVHostRoutes(vhs []*ir.VirtualHost, routes []vhostRoutes) {
 		return
 	}
 	for i, vh := range vhs {
-		c.next[vhostKey{vh.FQDN, routes[i].settings}] = cachedRoutes{in: vh.Unversioned(), version: vh.Version(), routes: routes[i]}
+		c.next[vhostKey{vh.FQDN, routes[i].settings}] = cachedRoutes{in: vh, version: vh.Version(), routes: routes[i]}
 	}
 }
 

@@ -95,7 +95,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // hosts' resources and the shared route configurations' virtual hosts'
 // routes in c (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
-	r := &Resources{Index: newIndex(m), Versions: newVersions()}
+	r := &Resources{Index: newIndex(m), Versions: newVersions(len(m.Insecure), len(m.Secure))}
 	chains, secure, httpsHosts := httpsChains(r, m, c)
 
 	// The shared HCMs' filters depend on every route they serve

@@ -26,8 +26,10 @@ var translations atomic.Uint64
 // newVersion returns a version no other call returned.
 func newVersion() uint64 { return translations.Add(1) }
 
-func newVersions() *Versions {
-	return &Versions{routes: map[[2]string]uint64{}, configs: map[string]uint64{}, chains: map[string]uint64{}}
+// newVersions returns empty versions for the translation of m's shared
+// hosts and TLS hosts.
+func newVersions(shared, secure int) *Versions {
+	return &Versions{routes: make(map[[2]string]uint64, shared+secure), configs: make(map[string]uint64, secure+2), chains: make(map[string]uint64, secure)}
 }
 
 // Routes is the version of the routes of virtual host vhost of route
@@ -67,7 +69,7 @@ func (v *Versions) Kept(same func(rc string) bool, sameHTTPS bool) *Versions {
 	if v == nil {
 		return nil
 	}
-	out := newVersions()
+	out := newVersions(len(v.routes), len(v.configs))
 	for k, n := range v.routes {
 		if same(k[0]) {
 			out.routes[k] = n
