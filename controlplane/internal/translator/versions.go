@@ -7,9 +7,9 @@ import "sync/atomic"
 // version no other part got, and keeps it while Cache reuses it (the
 // same messages). What reuses work across translations by message (the
 // extension runner) keys it by name and version instead of comparing
-// (docs/design/caches.md). A part without a version (0: translated
-// without a cache, or not cached) is to be compared by content. Never
-// modified once built; nil has no versions.
+// (docs/design/caches.md). A part without a version (0: one Cache does
+// not keep, such as a Gateway listener's) is to be compared by content.
+// Never modified once built; nil has no versions.
 type Versions struct {
 	// routes are those of the routes of Envoy virtual hosts, by route
 	// configuration and virtual host name; configs those of whole route
@@ -26,8 +26,8 @@ var translations atomic.Uint64
 // newVersion returns a version no other call returned.
 func newVersion() uint64 { return translations.Add(1) }
 
-// newVersions returns empty versions for the translation of m's shared
-// hosts and TLS hosts.
+// newVersions returns empty versions, sized for a translation of that
+// many shared and TLS hosts.
 func newVersions(shared, secure int) *Versions {
 	return &Versions{routes: make(map[[2]string]uint64, shared+secure), configs: make(map[string]uint64, secure+2), chains: make(map[string]uint64, secure)}
 }
