@@ -122,20 +122,19 @@ type Runner struct {
 	keys map[identityKey]cacheKey
 	same map[cacheKey]bool
 	// passed are the route configurations of the last Apply whose every
-	// virtual host the extension passed through, by name and version
-	// (translator.Versions), with the identities of their hosts' requests
-	// (whose cache keys are in keys, and answers in cache): see
-	// passedAgain.
-	passed map[versionKey][]identityKey
+	// virtual host the extension passed through, by version
+	// (translator.Versions: no two messages have the same), with their
+	// names and the cache keys of their hosts' requests (whose answers are
+	// in cache): see passedAgain.
+	passed map[uint64]passedConfig
 	// docs/design/caches.md lists these caches, their keys and what
 	// invalidates them.
 }
 
-// versionKey names a translator's message by name and version
-// (translator.Versions).
-type versionKey struct {
-	name    string
-	version uint64
+// passedConfig is a route configuration of Runner.passed.
+type passedConfig struct {
+	name string
+	keys []cacheKey
 }
 
 // identityKey is a hook and a request's identity (subject.identity).
@@ -245,7 +244,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	// all of them.
 	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), index: res.Index,
 		used: make(map[cacheKey]proto.Message, len(r.cache)), keys: make(map[identityKey]cacheKey, len(r.keys)),
-		same: make(map[cacheKey]bool, len(r.same)), passed: make(map[versionKey][]identityKey, len(r.passed)), versions: res.Versions}
+		same: make(map[cacheKey]bool, len(r.same)), passed: make(map[uint64]passedConfig, len(r.passed)), versions: res.Versions}
 	out := &translator.Resources{
 		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
@@ -350,7 +349,7 @@ type run struct {
 	used     map[cacheKey]proto.Message
 	keys     map[identityKey]cacheKey
 	same     map[cacheKey]bool
-	passed   map[versionKey][]identityKey
+	passed   map[uint64]passedConfig
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
@@ -816,9 +815,9 @@ type vhostItem struct {
 	// overridden: in has routes PostRouteModify changed (not the
 	// translator's, so without a version).
 	overridden bool
-	// passed is the request's identity when the answer passed in through
-	// (nil otherwise, or without an identity).
-	passed any
+	// passed: the answer passed in through; key is its request's.
+	passed bool
+	key    cacheKey
 }
 
 // virtualHostItems are the virtual hosts of the route configurations, with
@@ -893,7 +892,7 @@ func (ru *run) modifyVirtualHost(rcs []proto.Message, it *vhostItem) {
 	if ok {
 		it.out = resp.GetVirtualHost()
 		if it.out != nil && ru.passThrough(key, it.out, it.in) {
-			it.out, it.passed = it.in, about.identity
+			it.out, it.passed, it.key = it.in, true, key
 		}
 	}
 }
@@ -920,19 +919,19 @@ func (ru *run) rebuiltRouteConfiguration(orig *routev3.RouteConfiguration, of []
 	return rc
 }
 
-// rememberPassed keeps, for passedAgain, the identities of the requests of
+// rememberPassed keeps, for passedAgain, the cache keys of the requests of
 // a route configuration whose every virtual host was passed through.
 func (ru *run) rememberPassed(orig *routev3.RouteConfiguration, of []*vhostItem) {
-	ids := make([]identityKey, 0, len(of))
+	keys := make([]cacheKey, 0, len(of))
 	for _, it := range of {
-		if it.passed == nil {
+		if !it.passed {
 			return
 		}
-		ids = append(ids, identityKey{HookPostVirtualHostModify, it.passed})
+		keys = append(keys, it.key)
 	}
-	if v := ru.versions.RouteConfiguration(orig.GetName()); len(ids) > 0 && v != 0 {
+	if v := ru.versions.RouteConfiguration(orig.GetName()); len(keys) > 0 && v != 0 {
 		ru.mu.Lock()
-		ru.passed[versionKey{orig.GetName(), v}] = ids
+		ru.passed[v] = passedConfig{orig.GetName(), keys}
 		ru.mu.Unlock()
 	}
 }
@@ -942,38 +941,34 @@ func (ru *run) rememberPassed(orig *routev3.RouteConfiguration, of []*vhostItem)
 // counts its hosts' calls as answered from the cache and keeps their
 // answers for the next Apply. The translator hands over the same message
 // for an unchanged TLS host (translator.Cache), with the same version
-// (translator.Versions.RouteConfiguration): the same name and version are
+// (translator.Versions.RouteConfiguration): the same version (and name) is
 // the same virtual hosts with the same routes and origins (both are of
 // the host's model, which did not change), so the same requests, whose
 // answers are known. The thousands of unchanged hosts of a change then
 // cost a map lookup each instead of encoding and hashing their requests.
-// The last Apply's keys and cache hold each host's cache key and answer
-// (call put them there); one missing (never expected) makes the hosts go
-// through call, which puts in this Apply's maps what is put here.
+// The last Apply's cache holds each host's answer (call put it there);
+// one missing (never expected) makes the hosts go through call, which
+// puts in this Apply's maps what is put here.
 func (ru *run) passedAgain(rc *routev3.RouteConfiguration) bool {
-	k := versionKey{rc.GetName(), ru.versions.RouteConfiguration(rc.GetName())}
-	ids, ok := ru.r.passed[k]
-	if k.version == 0 || !ok {
+	v := ru.versions.RouteConfiguration(rc.GetName())
+	p, ok := ru.r.passed[v]
+	if v == 0 || !ok || p.name != rc.GetName() {
 		return false
+	}
+	for _, key := range p.keys {
+		if _, ok := ru.r.cache[key]; !ok {
+			return false
+		}
 	}
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	for _, id := range ids {
-		key, ok := ru.r.keys[id]
-		if !ok {
-			return false
-		}
-		resp, ok := ru.r.cache[key]
-		if !ok {
-			return false
-		}
-		ru.keys[id] = key
-		ru.used[key] = resp
+	for _, key := range p.keys {
+		ru.used[key] = ru.r.cache[key]
 		ru.same[key] = true
 	}
-	ru.passed[k] = ids
-	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(ids)))
-	ru.n.Add(int64(len(ids)))
+	ru.passed[v] = p
+	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(p.keys)))
+	ru.n.Add(int64(len(p.keys)))
 	return true
 }
 
