@@ -7,15 +7,18 @@ import (
 )
 
 // Memo remembers, from one build to the next, the result of each root
-// HTTPProxy (buildRoot) and what it read. At scale a change touches one
-// root, and building the other thousands again is most of a rebuild. A
-// root's result is reused only when the root and every object it looked up
-// are the same objects as last time (pointer-equal: providers hand out a
-// new object for every change, and the build never modifies its input; or,
-// for our own kinds, differing only in status, see sameObject) and nothing
-// global changed (options, delegations, ExtensionServices); the result is
-// the same as without the memo. The rules never see it. A Memo is for one
-// goroutine at a time; the zero value is not usable, use NewMemo.
+// HTTPProxy and the rules of each Gateway API route, with what they read:
+// at scale a change touches one object, and building the other thousands
+// again is most of a rebuild. A result is reused only when its object and
+// every object it looked up have the same content as last time (the same
+// version, or for our own kinds differing only in status:
+// core.SameObject) and nothing global changed (options, delegations,
+// ExtensionServices); the result is the same as without the memo. A root
+// built anew has its virtual hosts stamped (ir.VirtualHost.Stamp), which
+// translator.Cache keys their translations by. docs/design/caches.md lists
+// every cache, its key and what invalidates it. The rules never see it. A
+// Memo is for one goroutine at a time; the zero value is not usable, use
+// NewMemo.
 type Memo struct {
 	global core.GlobalInputs
 	// roots keeps the root HTTPProxies' results (rootmemo.go).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -118,18 +117,24 @@ type Runner struct {
 	// idle: the last Apply called none of the hooks (Idle).
 	idle bool
 	// keys are the cache keys of the last Apply's requests by identity
-	// (subject.identity), and same whether an answer of cache is its
-	// request's input unchanged (see passThrough).
+	// (subject.identity), and same whether the answer of a cache key is
+	// its request's input unchanged (see passThrough).
 	keys map[identityKey]cacheKey
-	same map[proto.Message]bool
-	// live keeps the messages the identities of keys name by address
-	// alive (contentIdentity).
-	live []any
+	same map[cacheKey]bool
 	// passed are the route configurations of the last Apply whose every
-	// virtual host the extension passed through, with the identities of
-	// their hosts' requests (whose cache keys are in keys, and answers in
-	// cache): see passedAgain.
-	passed map[*routev3.RouteConfiguration][]identityKey
+	// virtual host the extension passed through, by version
+	// (translator.Versions: no two messages have the same), with their
+	// names and the cache keys of their hosts' requests (whose answers are
+	// in cache): see passedAgain.
+	passed map[uint64]passedConfig
+	// docs/design/caches.md lists these caches, their keys and what
+	// invalidates them.
+}
+
+// passedConfig is a route configuration of Runner.passed.
+type passedConfig struct {
+	name string
+	keys []cacheKey
 }
 
 // identityKey is a hook and a request's identity (subject.identity).
@@ -239,7 +244,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	// all of them.
 	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), index: res.Index,
 		used: make(map[cacheKey]proto.Message, len(r.cache)), keys: make(map[identityKey]cacheKey, len(r.keys)),
-		same: make(map[proto.Message]bool, len(r.same)), passed: make(map[*routev3.RouteConfiguration][]identityKey, len(r.passed))}
+		same: make(map[cacheKey]bool, len(r.same)), passed: make(map[uint64]passedConfig, len(r.passed)), versions: res.Versions}
 	out := &translator.Resources{
 		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
@@ -270,7 +275,8 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 
 	r.cache = ru.used // drop the answers this run did not use
 	r.idle = ru.n.Load() == 0
-	r.keys, r.same, r.live, r.passed = ru.keys, ru.same, ru.live, ru.passed
+	r.keys, r.same, r.passed = ru.keys, ru.same, ru.passed
+	out.Versions = keptVersions(res, out)
 	failures := ru.failures
 	sort.SliceStable(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
@@ -285,12 +291,48 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	return out, failures
 }
 
+// keptVersions are the versions of res (translator.Versions) that still
+// hold in out, what Apply made of it: those of the messages out keeps
+// (the same messages, not copies: a message is never modified). The next
+// extension of a Chain keys its identities by them.
+func keptVersions(res, out *translator.Resources) *translator.Versions {
+	sameHTTPS := sameListener(res, out, translator.HTTPSListenerName)
+	if res.Versions == nil || sameHTTPS && slices.Equal(res.Routes, out.Routes) {
+		return res.Versions // all kept: the common case, at no cost
+	}
+	in := make(map[string]proto.Message, len(res.Routes))
+	for _, m := range res.Routes {
+		in[translator.ResourceName(m)] = m
+	}
+	kept := make(map[string]bool, len(out.Routes))
+	for _, m := range out.Routes {
+		name := translator.ResourceName(m)
+		kept[name] = in[name] == m
+	}
+	return res.Versions.Kept(func(rc string) bool { return kept[rc] }, sameHTTPS)
+}
+
+// sameListener reports whether out keeps res's listener of that name.
+func sameListener(res, out *translator.Resources, name string) bool {
+	find := func(ls []proto.Message) proto.Message {
+		for _, l := range ls {
+			if translator.ResourceName(l) == name {
+				return l
+			}
+		}
+		return nil
+	}
+	return find(res.Listeners) == find(out.Listeners)
+}
+
 // run is the state of one Apply.
 type run struct {
 	r     *Runner
 	ctx   context.Context // the phase budget
 	sem   chan struct{}
 	index *translator.Index
+	// versions are the input's (the messages the hooks are called on).
+	versions *translator.Versions
 	// ours are the names of the translator's resources; known the
 	// clusters routes may use (ours and those PostTranslateInsert
 	// added); dangling the clusters the translator's routes already
@@ -303,13 +345,11 @@ type run struct {
 	danglingOnce sync.Once
 	dangling     map[string]bool
 
-	mu   sync.Mutex
-	used map[cacheKey]proto.Message
-	keys map[identityKey]cacheKey
-	same map[proto.Message]bool
-	// live are the slices of messages contentIdentity named by address.
-	live     []any
-	passed   map[*routev3.RouteConfiguration][]identityKey
+	mu       sync.Mutex
+	used     map[cacheKey]proto.Message
+	keys     map[identityKey]cacheKey
+	same     map[cacheKey]bool
+	passed   map[uint64]passedConfig
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
@@ -325,9 +365,8 @@ type subject struct {
 	// identity, when not nil, stands for the whole request: a request of
 	// the same identity as one of the last Apply is the same request, and
 	// reuses its cache key without marshalling and hashing it again. It
-	// must hold the pointer of the (immutable) message the request
-	// carries, which keeps it from being reused for another message, and
-	// everything else of the request.
+	// holds the request's content: small parts encoded, the big ones by
+	// their translator.Versions.
 	identity any
 }
 
@@ -357,10 +396,17 @@ func invalidf(format string, args ...any) error { return &invalid{msg: fmt.Sprin
 // when the call failed or the answer is invalid.
 func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), check func(Resp) error) (Resp, bool) {
+	resp, _, ok := callKeyed(ru, hook, about, req, rpc, func(resp Resp, _ cacheKey) error { return check(resp) })
+	return resp, ok
+}
+
+// callKeyed is call, with the request's cache key (for passThrough).
+func callKeyed[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
+	rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), check func(Resp, cacheKey) error) (Resp, cacheKey, bool) {
 	var zero Resp
 	key, ok := ru.requestKey(hook, about, req)
 	if !ok {
-		return zero, false
+		return zero, key, false
 	}
 	var resp Resp
 	outcome := OutcomeCached
@@ -369,25 +415,25 @@ func call[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 	} else {
 		outcome = OutcomeOK
 		if resp, ok = invoke(ru, hook, about, req, rpc); !ok {
-			return zero, false
+			return zero, key, false
 		}
 	}
 	// Cached answers are checked again: what they are checked against
 	// (the clusters that exist) may have changed.
-	if err := check(resp); err != nil {
+	if err := check(resp, key); err != nil {
 		var inv *invalid
 		if errors.As(err, &inv) && inv.about != nil {
 			about = *inv.about
 		}
 		ru.fail(hook, about, OutcomeInvalid, codes.OK, "invalid answer: "+err.Error())
-		return zero, false
+		return zero, key, false
 	}
 	ru.mu.Lock()
 	ru.used[key] = resp
 	ru.mu.Unlock()
 	ru.r.calls.WithLabelValues(string(hook), string(outcome)).Inc()
 	ru.n.Add(1)
-	return resp, true
+	return resp, key, true
 }
 
 // requestKey is the cache key of req: the last Apply's for the same
@@ -466,27 +512,28 @@ func (ru *run) callFailed(hook Hook, about subject, err error, budgetCut bool) {
 	ru.fail(hook, about, o, st.Code(), msg)
 }
 
-// passThrough reports whether out, the resource of answer resp, is in
-// unchanged (proto.Equal). It is worked out once per answer: an answer is
-// only reused for the same request, whose input is the same. An answer
+// passThrough reports whether out, the resource of the answer to the
+// request of cache key key, is in unchanged (proto.Equal). It is worked
+// out once per answer: an answer is only reused for the same request
+// (the same key), whose input is the same. An answer
 // that passes its input through is not checked (the checks are of what
 // an extension changes; the translator's own output is not held against
 // it), and the caller keeps in, the translator's message, so that an
 // unchanged resource stays the same pointer from one rebuild to the next
 // (as it is without an extension: the xDS server's hashes and the route
 // configurations are then reused).
-func (ru *run) passThrough(resp, out, in proto.Message) bool {
+func (ru *run) passThrough(key cacheKey, out, in proto.Message) bool {
 	ru.mu.Lock()
-	same, ok := ru.same[resp]
+	same, ok := ru.same[key]
 	if !ok {
-		same, ok = ru.r.same[resp]
+		same, ok = ru.r.same[key]
 	}
 	ru.mu.Unlock()
 	if !ok {
 		same = proto.Equal(out, in)
 	}
 	ru.mu.Lock()
-	ru.same[resp] = same
+	ru.same[key] = same
 	ru.mu.Unlock()
 	return same
 }
@@ -765,9 +812,12 @@ type vhostItem struct {
 	rc, vh int
 	in     *routev3.VirtualHost
 	out    *routev3.VirtualHost // nil: dropped
-	// passed is the request's identity when the answer passed in through
-	// (nil otherwise, or without an identity).
-	passed any
+	// overridden: in has routes PostRouteModify changed (not the
+	// translator's, so without a version).
+	overridden bool
+	// passed: the answer passed in through; key is its request's.
+	passed bool
+	key    cacheKey
 }
 
 // virtualHostItems are the virtual hosts of the route configurations, with
@@ -786,7 +836,7 @@ func (ru *run) virtualHostItems(rcs []proto.Message, routes map[RouteKey]*routev
 		for j, vh := range rc.GetVirtualHosts() {
 			in := withRoutes(vh, rc.GetName(), routes)
 			overridden = overridden || in != vh
-			items = append(items, &vhostItem{rc: i, vh: j, in: in, out: in})
+			items = append(items, &vhostItem{rc: i, vh: j, in: in, out: in, overridden: in != vh})
 		}
 		if subscribed && !overridden && ru.passedAgain(rc) {
 			items = items[:first]
@@ -822,25 +872,27 @@ func (ru *run) modifyVirtualHost(rcs []proto.Message, it *vhostItem) {
 	origins := objectRefs(about.originsIn(ru.index))
 	// The request is the virtual host (its routes are the translator's
 	// messages, reused while its host is unchanged) and its origins.
-	about.identity = ru.vhostIdentity(it.in, originsKey(origins))
+	if !it.overridden {
+		about.identity = vhostIdentity(it.in, ru.versions.Routes(rcName, it.in.GetName()), originsKey(origins))
+	}
 	req := &v1alpha1.PostVirtualHostModifyRequest{
 		VirtualHost: it.in,
 		Context:     &v1alpha1.VirtualHostContext{Origins: origins},
 	}
-	resp, ok := call(ru, HookPostVirtualHostModify, about, req, ru.r.client.PostVirtualHostModify,
-		func(resp *v1alpha1.PostVirtualHostModifyResponse) error {
+	resp, key, ok := callKeyed(ru, HookPostVirtualHostModify, about, req, ru.r.client.PostVirtualHostModify,
+		func(resp *v1alpha1.PostVirtualHostModifyResponse, key cacheKey) error {
 			if resp.GetVirtualHost() == nil {
 				return nil // dropped
 			}
-			if ru.passThrough(resp, resp.GetVirtualHost(), it.in) {
+			if ru.passThrough(key, resp.GetVirtualHost(), it.in) {
 				return nil
 			}
 			return ru.checkVirtualHost(it.in, resp.GetVirtualHost())
 		})
 	if ok {
 		it.out = resp.GetVirtualHost()
-		if it.out != nil && ru.passThrough(resp, it.out, it.in) {
-			it.out, it.passed = it.in, about.identity
+		if it.out != nil && ru.passThrough(key, it.out, it.in) {
+			it.out, it.passed, it.key = it.in, true, key
 		}
 	}
 }
@@ -867,19 +919,19 @@ func (ru *run) rebuiltRouteConfiguration(orig *routev3.RouteConfiguration, of []
 	return rc
 }
 
-// rememberPassed keeps, for passedAgain, the identities of the requests of
+// rememberPassed keeps, for passedAgain, the cache keys of the requests of
 // a route configuration whose every virtual host was passed through.
 func (ru *run) rememberPassed(orig *routev3.RouteConfiguration, of []*vhostItem) {
-	ids := make([]identityKey, 0, len(of))
+	keys := make([]cacheKey, 0, len(of))
 	for _, it := range of {
-		if it.passed == nil {
+		if !it.passed {
 			return
 		}
-		ids = append(ids, identityKey{HookPostVirtualHostModify, it.passed})
+		keys = append(keys, it.key)
 	}
-	if len(ids) > 0 {
+	if v := ru.versions.RouteConfiguration(orig.GetName()); len(keys) > 0 && v != 0 {
 		ru.mu.Lock()
-		ru.passed[orig] = ids
+		ru.passed[v] = passedConfig{orig.GetName(), keys}
 		ru.mu.Unlock()
 	}
 }
@@ -888,94 +940,108 @@ func (ru *run) rememberPassed(orig *routev3.RouteConfiguration, of []*vhostItem)
 // Apply whose every virtual host the extension passed through, and if so
 // counts its hosts' calls as answered from the cache and keeps their
 // answers for the next Apply. The translator hands over the same message
-// for an unchanged host (translator.Cache): the same pointer is the same
-// virtual hosts with the same routes and origins (both are of the host's
-// model, which did not change), so the same requests, whose answers are
-// known. The thousands of unchanged hosts of a change then cost a map
-// lookup each instead of encoding and hashing their requests. The
-// runner's map holds the pointer, so no other message takes its address.
-// The last Apply's keys and cache hold each host's cache key and answer
-// (call put them there); one missing (never expected) makes the hosts go
-// through call, which puts in this Apply's maps what is put here.
+// for an unchanged TLS host (translator.Cache), with the same version
+// (translator.Versions.RouteConfiguration): the same version (and name) is
+// the same virtual hosts with the same routes and origins (both are of
+// the host's model, which did not change), so the same requests, whose
+// answers are known. The thousands of unchanged hosts of a change then
+// cost a map lookup each instead of encoding and hashing their requests.
+// The last Apply's cache holds each host's answer (call put it there);
+// one missing (never expected) makes the hosts go through call, which
+// puts in this Apply's maps what is put here.
 func (ru *run) passedAgain(rc *routev3.RouteConfiguration) bool {
-	ids, ok := ru.r.passed[rc]
-	if !ok {
+	v := ru.versions.RouteConfiguration(rc.GetName())
+	p, ok := ru.r.passed[v]
+	if v == 0 || !ok || p.name != rc.GetName() {
 		return false
+	}
+	for _, key := range p.keys {
+		if _, ok := ru.r.cache[key]; !ok {
+			return false
+		}
 	}
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	for _, id := range ids {
-		key, ok := ru.r.keys[id]
-		if !ok {
-			return false
-		}
-		resp, ok := ru.r.cache[key]
-		if !ok {
-			return false
-		}
-		ru.keys[id] = key
-		ru.used[key] = resp
-		ru.same[resp] = true
+	for _, key := range p.keys {
+		ru.used[key] = ru.r.cache[key]
+		ru.same[key] = true
 	}
-	ru.passed[rc] = ids
-	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(ids)))
-	ru.n.Add(int64(len(ids)))
+	ru.passed[v] = p
+	ru.r.calls.WithLabelValues(string(HookPostVirtualHostModify), string(OutcomeCached)).Add(float64(len(p.keys)))
+	ru.n.Add(int64(len(p.keys)))
 	return true
 }
 
 // listenerIdentity is the identity of a PostHTTPListenerModify request:
-// the listener's own fields and its filter chains by message
-// (contentIdentity), and its Gateways (origins). The translator hands
-// over the same filter chain while its host is unchanged: the HTTPS
-// listener of 10,000 hosts is then known without encoding its megabytes
-// again.
-func (ru *run) listenerIdentity(in *listenerv3.Listener, origins string) any {
+// the listener's own fields, its filter chains (each by its version,
+// translator.Versions.Chain, or else encoded: those without one are
+// small), and its Gateways (origins). The translator hands over the same
+// filter chain, with the same version, while its host is unchanged: the
+// HTTPS listener of 10,000 hosts is then known without encoding its
+// megabytes again. Nil (no identity: the request is encoded) when a part
+// cannot be encoded.
+func listenerIdentity(in *listenerv3.Listener, versions *translator.Versions, origins string) any {
 	own := shallowClone(in)
 	own.FilterChains = nil
-	return contentIdentity(ru, own, origins, in.GetFilterChains())
-}
-
-// vhostIdentity is the identity of a PostVirtualHostModify request: the
-// virtual host's own fields (its name and domains) and its routes by
-// message (contentIdentity), and its origins. The translator makes a new
-// virtual host message on every translation, but reuses an unchanged
-// host's routes.
-func (ru *run) vhostIdentity(in *routev3.VirtualHost, origins string) any {
-	own := shallowClone(in)
-	own.Routes = nil
-	return contentIdentity(ru, own, origins, in.GetRoutes())
-}
-
-// contentIdentity is a comparable identity of a message: own (the
-// message without its big repeated field, small: encoded and hashed),
-// extra (its context), and the elements of the repeated field by address.
-// The translator never changes a message it handed over, and the elements
-// are kept alive (live) until the next Apply has compared with them, so
-// no other message can take one of their addresses meanwhile: the same
-// identity is the same request. Nil (no identity: the request is encoded)
-// when own cannot be encoded.
-func contentIdentity[E any](ru *run, own proto.Message, extra string, elems []*E) any {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(own)
-	if err != nil {
+	var k strings.Builder
+	if !identityOf(&k, own, origins) {
 		return nil
 	}
-	sum := sha256.Sum256(b)
-	var k strings.Builder
-	k.Grow(len(elems)*12 + len(extra) + 40)
-	k.Write(sum[:])
-	k.WriteString(extra)
-	k.WriteByte(0)
-	for _, e := range elems {
-		k.WriteString(strconv.FormatUint(uint64(reflect.ValueOf(e).Pointer()), 36))
+	for _, c := range in.GetFilterChains() {
+		if v := versions.Chain(in.GetName(), c.GetName()); v != 0 {
+			k.WriteString(strconv.FormatUint(v, 36))
+		} else if !writeSum(&k, c) {
+			return nil
+		}
 		k.WriteByte(',')
 	}
-	ru.mu.Lock()
-	ru.live = append(ru.live, elems)
-	ru.mu.Unlock()
 	return contentKey(k.String())
 }
 
-// contentKey is a contentIdentity.
+// vhostIdentity is the identity of a PostVirtualHostModify request: the
+// virtual host's own fields (its name and domains), the version of its
+// routes (translator.Versions.Routes), and its origins. The translator
+// makes a new virtual host message on every translation, but reuses an
+// unchanged host's routes, with their version. Nil (no identity: the
+// request is encoded) without a version.
+func vhostIdentity(in *routev3.VirtualHost, routes uint64, origins string) any {
+	if routes == 0 {
+		return nil
+	}
+	own := shallowClone(in)
+	own.Routes = nil
+	var k strings.Builder
+	if !identityOf(&k, own, origins) {
+		return nil
+	}
+	k.WriteString(strconv.FormatUint(routes, 36))
+	return contentKey(k.String())
+}
+
+// identityOf begins identity k: own (a message without its big parts)
+// encoded and hashed, then extra (its context).
+func identityOf(k *strings.Builder, own proto.Message, extra string) bool {
+	if !writeSum(k, own) {
+		return false
+	}
+	k.WriteString(extra)
+	k.WriteByte(0)
+	return true
+}
+
+// writeSum writes the hash of m's deterministic encoding to k, or reports
+// that m cannot be encoded.
+func writeSum(k *strings.Builder, m proto.Message) bool {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return false
+	}
+	sum := sha256.Sum256(b)
+	k.Write(sum[:])
+	return true
+}
+
+// contentKey is an identity (listenerIdentity, vhostIdentity).
 type contentKey string
 
 // originsKey encodes object references as one comparable string.
@@ -1014,20 +1080,20 @@ func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
 			}
 		}
 		req := &v1alpha1.PostHTTPListenerModifyRequest{Listener: in, Context: &v1alpha1.HTTPListenerContext{Origins: objectRefs(gateways)}}
-		about.identity = ru.listenerIdentity(in, originsKey(req.GetContext().GetOrigins()))
-		resp, ok := call(ru, HookPostHTTPListenerModify, about, req, ru.r.client.PostHTTPListenerModify,
-			func(resp *v1alpha1.PostHTTPListenerModifyResponse) error {
+		about.identity = listenerIdentity(in, ru.versions, originsKey(req.GetContext().GetOrigins()))
+		resp, key, ok := callKeyed(ru, HookPostHTTPListenerModify, about, req, ru.r.client.PostHTTPListenerModify,
+			func(resp *v1alpha1.PostHTTPListenerModifyResponse, key cacheKey) error {
 				if resp.GetListener() == nil {
 					return nil // dropped
 				}
-				if ru.passThrough(resp, resp.GetListener(), in) {
+				if ru.passThrough(key, resp.GetListener(), in) {
 					return nil
 				}
 				return checkListener(in, resp.GetListener(), rcNames)
 			})
 		if ok {
 			if l := resp.GetListener(); l != nil {
-				if !ru.passThrough(resp, l, in) {
+				if !ru.passThrough(key, l, in) {
 					outs[i] = l
 				}
 			} else {

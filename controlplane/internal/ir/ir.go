@@ -93,6 +93,9 @@ type VirtualHost struct {
 	// host's routes without their own send to the global rate limit
 	// service.
 	GlobalRateLimits *GlobalRateLimits
+	// version names this host's content for translator.Cache (see
+	// Stamp); 0 for none.
+	version uint64
 }
 
 // GlobalRateLimits are the descriptors a request sends to the global rate

@@ -3,6 +3,8 @@ package objects
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -233,8 +235,20 @@ func decodeRead(doc []byte, where string, meta typeMeta) (out decoded) {
 		out.err = fmt.Errorf("%s: %s has no metadata.name: every object needs one (no API server generates names for files, so generateName does not work here)", where, gvk.Kind)
 		return out
 	}
+	stampVersion(obj.(metav1.Object), doc)
 	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, complaints: complaints})
 	return out
+}
+
+// stampVersion sets obj's resourceVersion to a digest of doc, its text:
+// files have no API server to count their writes, and the same text
+// decodes to the same object, so builder.Memo reuses what it built from
+// an object whose text did not change (docs/design/caches.md), even when
+// its file did. A resourceVersion written in the file (an object exported
+// from a cluster) is replaced: editing the file would not change it.
+func stampVersion(obj metav1.Object, doc []byte) {
+	sum := sha256.Sum256(doc)
+	obj.SetResourceVersion("sha256-" + hex.EncodeToString(sum[:16]))
 }
 
 // decodeExtension decodes an object of a kind an extension registered, as
@@ -256,6 +270,7 @@ func decodeExtension(doc []byte, where string, gvk schema.GroupVersionKind) (out
 		out.err = fmt.Errorf("%s: %s has no metadata.name: every object needs one (no API server generates names for files, so generateName does not work here)", where, gvk.Kind)
 		return out
 	}
+	stampVersion(u, doc)
 	out.objects = append(out.objects, decodedObject{obj: u, kind: gvk.Kind})
 	return out
 }

@@ -169,6 +169,16 @@ func sortObjects[T namespacedName](xs []T) {
 	})
 }
 
+// SameVersion reports whether old and cur are the same version of one
+// object, status included: the same UID and a non-empty, equal
+// resourceVersion, which the API server changes on every write (the file
+// provider stamps one derived from the object's text, decode.go). An
+// object without a resourceVersion (built by hand) is never the same by
+// this test.
+func SameVersion(old, cur metav1.Object) bool {
+	return old.GetResourceVersion() != "" && old.GetResourceVersion() == cur.GetResourceVersion() && old.GetUID() == cur.GetUID()
+}
+
 // SameButStatus reports whether cur is a later version of old that
 // differs at most in its status: the same UID, generation (which the API
 // server increments on every spec change), labels and annotations. Our own

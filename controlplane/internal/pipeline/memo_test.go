@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -67,6 +69,7 @@ func TestCachedRunsEqualFreshRuns(t *testing.T) {
 						what += ", " + also
 					}
 				}
+				set = written(prevSet, set, step)
 				cached := pipeline.RunCached(set, opts, cache)
 				reused += cache.Build.Hits
 				fresh := pipeline.Run(set, opts)
@@ -481,4 +484,42 @@ func mutate(rng *rand.Rand, in *objects.Set) (*objects.Set, string) {
 	out.Services[len(out.Services)-1].Namespace, out.Services[len(out.Services)-1].Name = "default", fmt.Sprintf("new-%d", rng.Int())
 	out.Sort()
 	return &out, "add Service"
+}
+
+// written plays the API server's part in a step: every object of next that
+// is not one of prev's (a write: a new object) gets a new resourceVersion,
+// as every write does; the caches trust an unchanged one to mean unchanged
+// content (objects.SameVersion). The objects the mutations wrote are
+// copied first: they may be those of an earlier set.
+func written(prev, next *objects.Set, step int) *objects.Set {
+	if prev == nil {
+		return next
+	}
+	old := map[any]bool{}
+	pv, nv := reflect.ValueOf(prev).Elem(), reflect.ValueOf(next).Elem()
+	for i := range pv.NumField() {
+		if f := pv.Field(i); f.Kind() == reflect.Slice {
+			for j := range f.Len() {
+				old[f.Index(j).Interface()] = true
+			}
+		}
+	}
+	out := *next
+	ov := reflect.ValueOf(&out).Elem()
+	for i := range nv.NumField() {
+		f := nv.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		c := reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f)
+		for j := range c.Len() {
+			if o := c.Index(j).Interface(); !old[o] {
+				w := o.(runtime.Object).DeepCopyObject()
+				w.(metav1.Object).SetResourceVersion(fmt.Sprintf("written-%d", step))
+				c.Index(j).Set(reflect.ValueOf(w))
+			}
+		}
+		ov.Field(i).Set(c)
+	}
+	return &out
 }

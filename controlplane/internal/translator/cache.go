@@ -11,64 +11,80 @@ import (
 )
 
 // Cache remembers, from one translation to the next, the Envoy resources of
-// each TLS virtual host (its route configuration and its filter chain) and
-// the routes of each virtual host of the shared route configurations. At
-// scale a change touches one host, and translating the other thousands
-// again is most of the translation. A TLS host is reused when its IR is the
-// same pointer as, or deeply equal to, the one it was translated from, and
-// so is a shared configuration's virtual host (the same pointer is the
-// same host without comparing: a model is never modified once built; the
-// Gateway API stage builds its hosts anew each time, equal when
-// unchanged). So the output is the same as
-// without the cache. The resources it returns are shared between
+// each TLS virtual host (its route configuration and its filter chain), by
+// FQDN, and the routes of each virtual host of the shared route
+// configurations, by FQDN and route settings. At scale a change touches
+// one host, and translating the other thousands again is most of the
+// translation. A translation is reused when the host has the same version
+// as the one it was translated from (ir.VirtualHost.Stamp: builder.Memo
+// stamps the hosts of a root it built anew, and hands an unchanged root's
+// hosts to the next build with their versions), or else when it is deeply
+// equal to it (the Gateway API stage builds its hosts anew each time,
+// unversioned, equal when unchanged). So the output is the same as
+// without the cache. docs/design/caches.md lists every cache, its key and
+// what invalidates it. The resources it returns are shared between
 // translations: nothing may modify them. The listeners of Gateway ports
 // of their own are translated afresh each time (listener.go). A Cache is for one goroutine at a time; the zero
 // value is not usable, use NewCache.
 type Cache struct {
 	hosts map[string]cachedHost
 	// vhosts holds the routes of the virtual hosts of shared route
-	// configurations (the HTTP listener's, the fallback chain's), by IR
-	// pointer: the builder's Memo hands an unchanged root's virtual hosts
-	// to the next build as the same pointers. next collects those of the
-	// translation in progress.
-	vhosts, next map[*ir.VirtualHost]vhostRoutes
-	// named and nextNamed index vhosts and next by FQDN, to find the
-	// previous translation of a host built anew.
-	named, nextNamed map[string]*ir.VirtualHost
+	// configurations (the HTTP listener's, the fallback chain's); next
+	// collects those of the translation in progress.
+	vhosts, next map[vhostKey]cachedRoutes
 	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
 
 type cachedHost struct {
-	// src points to the host translated, in is a copy of it.
-	// A model is never modified once built, and builder.Memo hands the
-	// same host to the next build when its root is unchanged, so the same
-	// pointer is the same host without comparing.
-	src   *ir.SecureVirtualHost
-	in    ir.SecureVirtualHost
-	route *routev3.RouteConfiguration
-	chain *listenerv3.FilterChain
+	// in is the host translated, without its version (version).
+	in      ir.SecureVirtualHost
+	version uint64
+	route   *routev3.RouteConfiguration
+	chain   *listenerv3.FilterChain
+	// routeVersion and chainVersion are route's and chain's (Versions):
+	// a chain may outlive its route configuration.
+	routeVersion, chainVersion uint64
 }
+
+// vhostKey names a shared configuration's virtual host: the same FQDN
+// may be in both, with other settings.
+type vhostKey struct {
+	fqdn     string
+	settings routeSettings
+}
+
+// cachedRoutes are the routes of a virtual host, with the host they were
+// translated from (never modified; compared by version, else by content)
+// and its version (which may be newer: a host equal to the one
+// translated).
+type cachedRoutes struct {
+	in      *ir.VirtualHost
+	version uint64
+	routes  vhostRoutes
+}
+
+// sameVersion reports whether a host of version v is the one of version
+// was: both versioned, the same version. Hosts of different versions may
+// still be equal (an unchanged root built again): they are compared.
+func sameVersion(v, was uint64) bool { return v != 0 && v == was }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[*ir.VirtualHost]vhostRoutes{}, next: map[*ir.VirtualHost]vhostRoutes{},
-		named: map[string]*ir.VirtualHost{}, nextNamed: map[string]*ir.VirtualHost{}}
+	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{}}
 }
 
 // vhostRoutes returns the cached routes of vh for an HCM with these
-// filters. Safe for concurrent readers.
+// settings. Safe for concurrent readers.
 func (c *Cache) vhostRoutes(vh *ir.VirtualHost, rs routeSettings) (vhostRoutes, bool) {
 	if c == nil {
 		return vhostRoutes{}, false
 	}
-	t, ok := c.vhosts[vh]
-	if !ok {
-		if old := c.named[vh.FQDN]; old != nil && reflect.DeepEqual(*old, *vh) {
-			t, ok = c.vhosts[old]
-		}
+	e, ok := c.vhosts[vhostKey{vh.FQDN, rs}]
+	if !ok || !sameVersion(vh.Version(), e.version) && !reflect.DeepEqual(vh.Unversioned(), e.in.Unversioned()) {
+		return vhostRoutes{}, false
 	}
-	return t, ok && t.settings == rs
+	return e.routes, true
 }
 
 // keepVHostRoutes keeps the routes of this translation's virtual hosts for
@@ -78,8 +94,7 @@ func (c *Cache) keepVHostRoutes(vhs []*ir.VirtualHost, routes []vhostRoutes) {
 		return
 	}
 	for i, vh := range vhs {
-		c.next[vh] = routes[i]
-		c.nextNamed[vh.FQDN] = vh
+		c.next[vhostKey{vh.FQDN, routes[i].settings}] = cachedRoutes{in: vh, version: vh.Version(), routes: routes[i]}
 	}
 }
 
@@ -89,8 +104,7 @@ func (c *Cache) commitVHosts() {
 	if c == nil {
 		return
 	}
-	c.vhosts, c.next = c.next, map[*ir.VirtualHost]vhostRoutes{}
-	c.named, c.nextNamed = c.nextNamed, map[string]*ir.VirtualHost{}
+	c.vhosts, c.next = c.next, map[vhostKey]cachedRoutes{}
 }
 
 // lookup returns the cached translation of vh, if its IR is unchanged.
@@ -100,10 +114,11 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 		return cachedHost{}, false
 	}
 	e, ok := c.hosts[vh.FQDN]
-	if !ok || e.src != vh && !reflect.DeepEqual(e.in, *vh) {
+	if !ok || !sameVersion(vh.Version(), e.version) && !reflect.DeepEqual(vh.Unversioned(), e.in) {
 		return cachedHost{}, false
 	}
-	e.src = vh
+	// The next translation compares with this host's version.
+	e.version = vh.Version()
 	return e, true
 }
 
@@ -116,15 +131,16 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 	route, chain := secureHost(secureHostsPrefix, vh)
 	// A host whose routes changed often keeps its filter chain (its HCM
 	// names its route configuration by RDS): the previous message is
-	// handed over again, so that what compares messages by identity (the
-	// extension hooks, the xDS server's hashes of the listener) sees no
-	// change where there is none.
+	// handed over again, so that what reuses work by message (the
+	// extension runner's versions, the xDS server's hashes of the
+	// listener) sees no change where there is none.
+	h := cachedHost{in: vh.Unversioned(), version: vh.Version(), route: route, chain: chain, routeVersion: newVersion(), chainVersion: newVersion()}
 	if c != nil {
 		if prev, ok := c.hosts[vh.FQDN]; ok && proto.Equal(prev.chain, chain) {
-			chain = prev.chain
+			h.chain, h.chainVersion = prev.chain, prev.chainVersion
 		}
 	}
-	return cachedHost{src: vh, in: *vh, route: route, chain: chain}, false
+	return h, false
 }
 
 // commit keeps exactly the hosts of the last translation: removed hosts

@@ -41,6 +41,9 @@ type hostOrigins struct {
 	// identical routes share one, named after the first (mergeIdentical).
 	vhost   string
 	origins ir.Origins
+	// routes is the version of its routes' translation (Versions.Routes),
+	// in a shared route configuration.
+	routes uint64
 }
 
 // newIndex returns an empty index for the resources of m.

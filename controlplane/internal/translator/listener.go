@@ -47,6 +47,9 @@ func plaintextListener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, 
 	h.keepHostPort = l.KeepHostPort
 	rc, hosts := routeConfig(l.Name, l.Insecure, httpRouteSettings(h, opts), c)
 	rc.IgnorePortInHostMatching = l.KeepHostPort
+	if shared(l) {
+		r.Versions.addShared(rc.Name, hosts)
+	}
 	e := &indexEntry{origins: l.Origins, hosts: hosts}
 	r.Routes = append(r.Routes, rc)
 	r.Index.add(resourcev3.RouteType, rc.Name, e)
@@ -73,6 +76,9 @@ func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
 		rc, fbHosts := routeConfig(fallbackRouteConfigName(l), fb.VirtualHosts, routeSettings{filters: h.filters()}, c)
 		r.Routes = append(r.Routes, rc)
 		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{origins: l.Origins, hosts: fbHosts})
+		if shared(l) {
+			r.Versions.addShared(rc.Name, fbHosts)
+		}
 		hosts = append(hosts, fbHosts...)
 		fallback = &listenerv3.FilterChain{
 			Name:            "fallbackcert",
@@ -107,7 +113,7 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 	hit := make([]bool, len(hosts))
 	prefix := hostsPrefix(l)
 	parallel.For(len(hosts), func(i int) {
-		if c != nil {
+		if shared(l) { // taken from c, or translated with versions
 			translated[i], hit[i] = c.secureHost(hosts[i])
 			return
 		}
@@ -128,6 +134,9 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 		served[i] = secureHostOrigins(hosts[i])
 		entries[i] = indexEntry{origins: l.Origins, hosts: served[i : i+1 : i+1]}
 		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
+		if shared(l) {
+			r.Versions.addSecure(t)
+		}
 	}
 	for _, vh := range l.TCPHosts {
 		chains = append(chains, tcpHostChain(prefix, vh))

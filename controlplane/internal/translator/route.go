@@ -52,7 +52,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		vh := sorted[i]
 		t, ok := c.vhostRoutes(vh, rs)
 		if !ok {
-			t = vhostRoutes{settings: rs}
+			t = vhostRoutes{settings: rs, version: newVersion()}
 			for _, r := range vh.Routes {
 				t.routes = append(t.routes, route(r, rs))
 			}
@@ -85,7 +85,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 	rc.VirtualHosts, vhosts = mergeIdentical(rc.VirtualHosts, keys)
 	origins := make([]hostOrigins, len(sorted))
 	for i, vh := range sorted {
-		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: routeFilterOrigins(vh, vh.Origins)}
+		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: routeFilterOrigins(vh, vh.Origins), routes: translated[i].version}
 	}
 	return rc, origins
 }
@@ -94,6 +94,8 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 type vhostRoutes struct {
 	settings routeSettings
 	routes   []*routev3.Route
+	// version is given when routes are translated (Versions.Routes).
+	version uint64
 	// key is the same for the same routes (see mergeIdentical), once
 	// keyed.
 	key   string

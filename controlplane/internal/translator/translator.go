@@ -34,6 +34,8 @@ type Resources struct {
 	Secrets   []proto.Message
 	// Index maps every resource to the objects it came from.
 	Index *Index
+	// Versions name the content of the parts Cache reuses.
+	Versions *Versions
 }
 
 // Names of the shared listeners' resources.
@@ -98,7 +100,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // listeners' TLS virtual hosts' resources and virtual hosts' routes in c
 // (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
-	r := &Resources{Index: newIndex(m)}
+	r := &Resources{Index: newIndex(m), Versions: newVersions(sharedHosts(m))}
 	for _, l := range m.Listeners {
 		listener(r, m, l, opts, c)
 	}
@@ -110,6 +112,18 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	sortByName(r.Endpoints)
 	sortByName(r.Secrets)
 	return r
+}
+
+// sharedHosts are how many hosts the shared listeners serve, plaintext and
+// TLS: the sizes of the translation's Versions.
+func sharedHosts(m *ir.Model) (plaintext, tls int) {
+	for _, l := range m.Listeners {
+		if shared(l) {
+			plaintext += len(l.Insecure)
+			tls += len(l.Secure)
+		}
+	}
+	return plaintext, tls
 }
 
 // addClustersAndSecrets adds the model's clusters, their endpoints (but

@@ -235,8 +235,10 @@ func asResources(ms []proto.Message) []types.Resource {
 // one) and each resource (to tell which ones a NACK is about, and as its
 // delta xDS version). Marshalling every resource is a good part of a
 // rebuild at scale, so the resources are hashed on every core, and a
-// message already in known (the same pointer) is not hashed again. It also
-// returns the hash of each message, for the next call.
+// message already in known (the same message: one the translator reused,
+// never modified; known keeps it alive) is not hashed again. It also
+// returns the hash of each message, for the next call. The one cache still
+// keyed by message (docs/design/caches.md).
 func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size]byte) (string, map[string]map[string]string, map[proto.Message][sha256.Size]byte, error) {
 	lists := []struct {
 		typeURL string

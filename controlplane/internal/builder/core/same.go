@@ -17,9 +17,9 @@ import (
 // s.
 func (rd *Reads) Same(s *Snapshot) bool {
 	return sameDeps(rd.proxies, s.Proxies, SameObject) &&
-		sameDeps(rd.services, s.Services, equal[*corev1.Service]) &&
-		sameDeps(rd.slices, s.slices, slices.Equal[[]*discoveryv1.EndpointSlice]) &&
-		sameDeps(rd.secrets, s.secrets, equal[*corev1.Secret]) &&
+		sameDeps(rd.services, s.Services, sameContent[*corev1.Service]) &&
+		sameDeps(rd.slices, s.slices, func(a, b []*discoveryv1.EndpointSlice) bool { return slices.EqualFunc(a, b, sameContent) }) &&
+		sameDeps(rd.secrets, s.secrets, sameContent[*corev1.Secret]) &&
 		!slices.ContainsFunc(rd.warnings, func(d warningDep) bool { return !slices.Equal(s.In.Warnings[d.ref], d.got) }) &&
 		!slices.ContainsFunc(rd.extObjects, func(d dep2[ExtKey, *unstructured.Unstructured]) bool { return !SameObject(s.extObjects[d.key], d.got) })
 }
@@ -34,15 +34,26 @@ func sameDeps[T any](deps []dep[T], now map[types.NamespacedName]T, same func(a,
 	return true
 }
 
-func equal[T comparable](a, b T) bool { return a == b }
-
-// SameObject reports whether a build reads the same from a and b: they
-// are the same object, or b differs from a only in its status (see
-// objects.SameButStatus: our own status writes, back from the API server).
-func SameObject[T interface {
+// object is what the memo compares: a Kubernetes object by pointer.
+type object interface {
 	comparable
 	metav1.Object
-}](a, b T) bool {
+}
+
+// sameContent reports whether a and b have the same content, status
+// included: the same version (objects.SameVersion), or the same object
+// (a fast path: the build never modifies its input, so one object has one
+// content; hand-built objects have no version).
+func sameContent[T object](a, b T) bool {
 	var zero T
-	return a == b || a != zero && b != zero && objects.SameButStatus(a, b)
+	return a == b || a != zero && b != zero && objects.SameVersion(a, b)
+}
+
+// SameObject reports whether a build reads the same from a and b, objects
+// of our own kinds, whose status the build does not read: the same content,
+// or b differs from a only in its status (objects.SameButStatus: our own
+// status writes, back from the API server with a new resourceVersion).
+func SameObject[T object](a, b T) bool {
+	var zero T
+	return sameContent(a, b) || a != zero && b != zero && objects.SameButStatus(a, b)
 }

@@ -27,7 +27,9 @@ type gatewayRules struct {
 }
 
 // GatewayMemo keeps the rules of each route from one build to the next
-// (in Memo; the rules never see it).
+// (in Memo; the rules never see it), by the route's reference; they hold
+// while the route and what they read have the same content
+// (core.SameObject, docs/design/caches.md).
 type GatewayMemo struct {
 	grants     []*gwapiv1.ReferenceGrant
 	backendTLS []*gwapiv1.BackendTLSPolicy

@@ -54,7 +54,23 @@ func (m *RootMemo) Root(s *core.Snapshot, p *contourv1.HTTPProxy, dup string) *R
 		return prev
 	}
 	m.misses++
-	return BuildRoot(s, p, dup)
+	r := BuildRoot(s, p, dup)
+	r.stamp()
+	return r
+}
+
+// stamp gives the hosts of a root built anew new versions: they keep them
+// while the memo reuses r, whose hosts are never modified.
+func (r *RootResult) stamp() {
+	for _, vh := range r.insecure {
+		vh.Stamp()
+	}
+	if r.secure != nil {
+		r.secure.Stamp()
+	}
+	if r.fallback != nil {
+		r.fallback.Stamp()
+	}
 }
 
 // Keep remembers the roots of this build for the next one, and returns

@@ -31,8 +31,10 @@ func Load(paths []string, extensionKinds ...schema.GroupVersionKind) (*objects.S
 }
 
 // loader keeps what it read of each file from one load to the next: a file
-// whose content is unchanged is not parsed again and keeps its objects (the
-// same pointers), which lets the builder reuse what it built from them.
+// whose content is unchanged is not parsed again and keeps its objects.
+// Every object carries a resourceVersion derived from its text
+// (objects.Set.Decode), by which builder.Memo tells it unchanged, in a
+// changed file too (docs/design/caches.md).
 type loader struct {
 	files map[string]loadedFile
 	// extensionKinds are the kinds the extension servers registered.
