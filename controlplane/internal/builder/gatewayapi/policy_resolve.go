@@ -137,12 +137,14 @@ func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolic
 	s, override := in.Spec.Settings()
 	p.override = override
 	where := settingsWhere(in.Spec.Defaults != nil, override)
-	if settingsGivenTwice(in.Spec.Defaults != nil, override, in.Spec.ExtensionServiceRef != nil || in.Spec.ResponseTimeout != "" || in.Spec.FailOpen || in.Spec.WithRequestBody != nil || in.Spec.AuthPolicy != nil || in.Spec.Disabled) {
+	flat := gatewayv1alpha1.ExtAuthPolicySettings{ExtensionServiceRef: in.Spec.ExtensionServiceRef, AuthPolicy: in.Spec.AuthPolicy,
+		ResponseTimeout: in.Spec.ResponseTimeout, FailOpen: in.Spec.FailOpen, WithRequestBody: in.Spec.WithRequestBody}
+	if settingsGivenTwice(in.Spec.Defaults != nil, override, authServerSettings(flat) || in.Spec.Disabled) {
 		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "the settings are given once: at the top of spec, in defaults or in overrides")
 	}
 	switch {
 	case s.Disabled:
-		if s.ExtensionServiceRef != nil || s.ResponseTimeout != "" || s.FailOpen || s.WithRequestBody != nil || s.AuthPolicy != nil {
+		if authServerSettings(s) {
 			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "disabled: true switches authorization off and takes no extensionRef, responseTimeout, failOpen, withRequestBody or authPolicy")
 		}
 		p.disabled = true
@@ -166,6 +168,12 @@ func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolic
 		p.refused = "the policy switches authorization off, which the configuration file forbids (globalExtAuth.optOut: forbidden): its routes keep the authorization they have without it"
 	}
 	return p
+}
+
+// authServerSettings reports whether s sets any of a server's settings
+// (all but disabled).
+func authServerSettings(s gatewayv1alpha1.ExtAuthPolicySettings) bool {
+	return s.ExtensionServiceRef != nil || s.ResponseTimeout != "" || s.FailOpen || s.WithRequestBody != nil || s.AuthPolicy != nil
 }
 
 // settingsWhere is the prefix of a policy's settings' fields in messages.

@@ -30,8 +30,8 @@ type authScope struct {
 	// global authorization off (globalExtAuth.optOut: forbidden): no
 	// route's authorization is disabled, whatever its policy.
 	optOutForbidden bool
-	policy contourv1.AuthorizationPolicy
-	proc   procScope
+	policy          contourv1.AuthorizationPolicy
+	proc            procScope
 	// ipFilter is the virtual host's IP filter, which routes without
 	// their own inherit (ipfilter.go).
 	ipFilter *ir.IPFilter
