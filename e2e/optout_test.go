@@ -168,4 +168,3 @@ func (g *gatewayStack) proxyWarning(name, reason string) error {
 	}
 	return fmt.Errorf("HTTPProxy %s: no AuthError/%s warning in %+v", name, reason, c.Warnings)
 }
-
