@@ -178,3 +178,36 @@ func TestPolicyIndexOverrides(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicySetRefusedOptOut: an opt-out the configuration file refuses
+// (globalExtAuth.optOut: forbidden) wins nowhere: the route gets the next
+// policy of its target, or of a less specific one.
+func TestPolicySetRefusedOptOut(t *testing.T) {
+	policy := func(name string, created int, refused bool, targets ...policyTarget) *gwPolicy {
+		c := candidate(name, created, targets...)
+		p := &gwPolicy{obj: c.obj, targets: targets}
+		if refused {
+			p.refused, p.disabled = "forbidden", true
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []*gwPolicy
+		want     string
+	}{
+		{"a refused opt-out on the rule: the Gateway's", []*gwPolicy{policy("gw", 1, false, onGateway), policy("off", 2, true, onRule)}, "gw"},
+		{"an older refused opt-out: the younger on the same target", []*gwPolicy{policy("off", 1, true, onRoute), policy("young", 2, false, onRoute)}, "young"},
+		{"a refused opt-out alone: none (the global authorization)", []*gwPolicy{policy("off", 1, true, onRoute)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if p := newPolicySet(tc.policies).forRoute(shopHealth); p != nil {
+				got = p.obj.GetName()
+			}
+			if got != tc.want {
+				t.Errorf("forRoute = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
