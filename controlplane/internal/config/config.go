@@ -490,6 +490,9 @@ func (p *problems) globalExtAuth(g *GlobalExtAuth) {
 	if g.OptOut != "" && g.OptOut != OptOutAllowed && g.OptOut != OptOutForbidden {
 		p.add("globalExtAuth.optOut", "must be %s or %s, got %q", OptOutAllowed, OptOutForbidden, g.OptOut)
 	}
+	if g.OptOut == OptOutForbidden && g.AuthPolicy != nil && g.AuthPolicy.Disabled {
+		p.add("globalExtAuth.optOut", "forbidden contradicts authPolicy.disabled: true (off unless hosts and routes opt in): no host or route could switch it off, nor would it be on")
+	}
 	if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
 		// The API's default, applied here since no API server does it.
 		w.MaxRequestBytes = apicheck.DefaultMaxRequestBytes

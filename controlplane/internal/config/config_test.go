@@ -112,6 +112,7 @@ func TestParseErrors(t *testing.T) {
 		{"extension service without namespace", "globalExtAuth: {extensionService: htpasswd}", `globalExtAuth.extensionService: must be namespace/name, got "htpasswd"`},
 		{"bad timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: 1 second}", `globalExtAuth.responseTimeout: "1 second" is not a duration`},
 		{"negative timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: -1s}", `globalExtAuth.responseTimeout: "-1s" is negative`},
+		{"optOut forbidden with the global authorization off by default", "globalExtAuth: {extensionService: a/b, optOut: forbidden, authPolicy: {disabled: true}}", `globalExtAuth.optOut: forbidden contradicts authPolicy.disabled: true`},
 		{"an unknown optOut", "globalExtAuth: {extensionService: a/b, optOut: never}", `globalExtAuth.optOut: must be allowed or forbidden, got "never"`},
 		{"unknown service API type", "globalExtAuth: {extensionService: a/b, serviceAPIType: soap}", `globalExtAuth.serviceAPIType: "soap" is not supported: use grpc or http`},
 		{"HTTP settings of a gRPC server", "globalExtAuth: {extensionService: a/b, httpSettings: {pathPrefix: /auth}}", `globalExtAuth.httpSettings: is only valid with serviceAPIType: http`},
