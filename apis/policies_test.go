@@ -56,7 +56,16 @@ func TestPolicySchemasValidateTheSpec(t *testing.T) {
 		procRequiredMsg = "processor is required unless disabled is true"
 		procServiceMsg  = "processor.grpcService.extensionRef is required"
 		procAloneMsg    = "disabled: true switches processing off and takes no processor"
+		onceMsg         = "the settings are given once: at the top of spec, in defaults or in overrides"
 	)
+	ref := map[string]any{"name": "a"}
+	withSpec := func(base map[string]any, spec map[string]any) map[string]any {
+		obj := deepCopyJSON(t, base)
+		obj["spec"] = spec
+		return obj
+	}
+	authOverrides := withSpec(authOptOut, map[string]any{"targetRefs": []any{target("Gateway", "g")}, "overrides": map[string]any{"extensionRef": ref}})
+	procDefaults := withSpec(procOptOut, map[string]any{"targetRefs": []any{target("Gateway", "g")}, "defaults": map[string]any{"processor": map[string]any{"grpcService": map[string]any{"extensionRef": ref}}}})
 
 	for _, tc := range []struct {
 		name  string
@@ -94,6 +103,23 @@ func TestPolicySchemasValidateTheSpec(t *testing.T) {
 		{"auth opt-out failing open", authOptOut, "spec.failOpen", true, authAloneMsg},
 		{"auth opt-out not failing open", authOptOut, "spec.failOpen", false, ""},
 		{"auth only authPolicy", authOptOut, "spec", map[string]any{"targetRefs": []any{target("Gateway", "g")}, "authPolicy": map[string]any{"context": map[string]any{"a": "b"}}}, authRequiredMsg},
+
+		// defaults and overrides (GEP-713).
+		{"auth overrides", authOverrides, "spec.overrides.responseTimeout", "1s", ""},
+		{"auth overrides opting out", authOptOut, "spec", map[string]any{"targetRefs": []any{target("Gateway", "g")}, "overrides": map[string]any{"disabled": true}}, ""},
+		{"auth defaults", authOptOut, "spec", map[string]any{"targetRefs": []any{target("Gateway", "g")}, "defaults": map[string]any{"extensionRef": ref}}, ""},
+		{"auth overrides and flat settings", auth, "spec.overrides", map[string]any{"extensionRef": ref}, onceMsg},
+		{"auth overrides and the flat opt-out", authOptOut, "spec.overrides", map[string]any{"extensionRef": ref}, onceMsg},
+		{"auth defaults and overrides", authOverrides, "spec.defaults", map[string]any{"extensionRef": ref}, onceMsg},
+		{"auth overrides without extensionRef", authOverrides, "spec.overrides.extensionRef", nil, authRequiredMsg},
+		{"auth overrides disabled with extensionRef", authOverrides, "spec.overrides.disabled", true, authAloneMsg},
+		{"auth overrides timeout not a duration", authOverrides, "spec.overrides.responseTimeout", "soon", "spec.overrides.responseTimeout"},
+		{"proc defaults", procDefaults, "spec.defaults.processor.processingMode", map[string]any{"requestBodyMode": "BUFFERED"}, ""},
+		{"proc defaults and overrides", procDefaults, "spec.overrides", map[string]any{"disabled": true}, onceMsg},
+		{"proc defaults and flat processor", proc, "spec.defaults", map[string]any{"disabled": true}, onceMsg},
+		{"proc defaults without extensionRef", procDefaults, "spec.defaults.processor.grpcService.extensionRef", nil, procServiceMsg},
+		{"proc overrides disabled with processor", procDefaults, "spec.defaults.disabled", true, procAloneMsg},
+		{"proc empty overrides", proc, "spec", map[string]any{"targetRefs": []any{target("Gateway", "g")}, "overrides": map[string]any{}}, procRequiredMsg},
 
 		// ExtProcPolicy.
 		{"proc without processor", proc, "spec.processor", nil, procRequiredMsg},
@@ -200,12 +226,12 @@ func withoutDescriptions(t *testing.T, s apiextensionsv1.JSONSchemaProps) any {
 // them back as an HTTPProxy's settings.
 func TestPolicySamples(t *testing.T) {
 	docs := readDocs(t, "gateway-api-policies.yaml")
-	if len(docs) != 5 {
+	if len(docs) != 6 {
 		t.Fatalf("got %d documents", len(docs))
 	}
-	var auth, authRoute, authOptOut gatewayv1alpha1.ExtAuthPolicy
+	var auth, authRoute, authOptOut, authEnforced gatewayv1alpha1.ExtAuthPolicy
 	var proc, procOptOut gatewayv1alpha1.ExtProcPolicy
-	for i, obj := range []any{&auth, &authRoute, &authOptOut, &proc, &procOptOut} {
+	for i, obj := range []any{&auth, &authRoute, &authOptOut, &proc, &procOptOut, &authEnforced} {
 		if errs := decodeStrict(t, docs[i], obj); len(errs) > 0 {
 			t.Fatalf("document %d: %v", i, errs)
 		}
@@ -257,6 +283,16 @@ func TestPolicySamples(t *testing.T) {
 
 	if p := procOptOut.Spec.ExternalProcessor(); !p.Disabled || p.Processor != nil {
 		t.Errorf("internal-no-processing as an HTTPProxy's extProc = %+v", p)
+	}
+
+	// The flat settings are defaults; overrides say so.
+	if _, override := auth.Spec.Settings(); override {
+		t.Error("gateway-auth: settings at the top of spec are overrides, want defaults")
+	}
+	settings, override := authEnforced.Spec.Settings()
+	if a := authEnforced.Spec.AuthorizationServer(); !override || settings.ExtensionServiceRef == nil || a == nil ||
+		a.ExtensionServiceRef != (contourv1.ExtensionServiceReference{Name: "authserver", Namespace: "auth"}) || a.AuthPolicy.Context["gateway"] != "public" {
+		t.Errorf("public-auth-enforced: overrides %v, as an HTTPProxy's authorization %+v", override, a)
 	}
 }
 

@@ -39,16 +39,16 @@ type gatewayStack struct {
 	ca *harness.CA
 }
 
-func startGatewayStack(t *testing.T) *gatewayStack {
+func startGatewayStack(t *testing.T, args ...string) *gatewayStack {
 	t.Helper()
 	api := harness.StartAPIServer(t, harness.CRDDirs(t)...)
 	httpAddr, httpsAddr := gatewayEnvoyAddr(t, 80), gatewayEnvoyAddr(t, 443)
-	admin := harness.StartEnvoyAndControlPlaneAt(t, httpAddr, httpsAddr,
+	admin := harness.StartEnvoyAndControlPlaneAt(t, httpAddr, httpsAddr, append([]string{
 		"--provider", "kubernetes", "--kubeconfig", api.KubeconfigPath,
 		// The backends are ExternalName Services for localhost (see
 		// harness.LoopbackExternalName): the API server refuses loopback
 		// addresses in EndpointSlices.
-		"--enable-external-name-services", "--allow-loopback-external-names")
+		"--enable-external-name-services", "--allow-loopback-external-names"}, args...)...)
 	return &gatewayStack{
 		kubeControlPlane: &kubeControlPlane{api: api, httpAddr: httpAddr, httpsAddr: httpsAddr, admin: admin},
 		ca:               harness.NewCA(t, "portcullis-gateway-e2e"),

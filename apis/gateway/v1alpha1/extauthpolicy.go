@@ -46,8 +46,12 @@ type ExtAuthPolicy struct {
 // ExtAuthPolicySpec is the external authorization of the policy's targets:
 // an authorization server, or the opt-out (disabled: true and no server).
 //
-// +kubebuilder:validation:XValidation:message="extensionRef is required unless disabled is true",rule="(has(self.disabled) && self.disabled) || has(self.extensionRef)"
+// The settings are given once: at the top of spec (the defaults, as
+// before defaults and overrides existed), in defaults, or in overrides.
+//
+// +kubebuilder:validation:XValidation:message="extensionRef is required unless disabled is true",rule="has(self.defaults) || has(self.overrides) || (has(self.disabled) && self.disabled) || has(self.extensionRef)"
 // +kubebuilder:validation:XValidation:message="disabled: true switches authorization off and takes no extensionRef, responseTimeout, failOpen, withRequestBody or authPolicy",rule="!(has(self.disabled) && self.disabled) || (!has(self.extensionRef) && !has(self.responseTimeout) && !(has(self.failOpen) && self.failOpen) && !has(self.withRequestBody) && !has(self.authPolicy))"
+// +kubebuilder:validation:XValidation:message="the settings are given once: at the top of spec, in defaults or in overrides",rule="[has(self.defaults), has(self.overrides), (has(self.extensionRef) || has(self.responseTimeout) || (has(self.failOpen) && self.failOpen) || has(self.withRequestBody) || has(self.authPolicy) || (has(self.disabled) && self.disabled))].filter(x, x).size() <= 1"
 type ExtAuthPolicySpec struct {
 	// TargetRefs are the Gateways (a listener with sectionName), HTTPRoutes
 	// and GRPCRoutes (a rule with sectionName) of the policy's namespace
@@ -106,12 +110,91 @@ type ExtAuthPolicySpec struct {
 	//
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
+
+	// Defaults are the policy's settings as defaults (GEP-713): a policy
+	// attached to a more specific target (a listener, a route, a rule)
+	// replaces them. The settings at the top of spec are defaults too.
+	//
+	// +optional
+	Defaults *ExtAuthPolicySettings `json:"defaults,omitempty"`
+
+	// Overrides are the policy's settings as overrides (GEP-713): they
+	// apply to every route of the targets, and no policy attached to a
+	// more specific target replaces them, switches them off or weakens
+	// them (its status says it is overridden). Of two policies with
+	// overrides, the one of the less specific target wins.
+	//
+	// +optional
+	Overrides *ExtAuthPolicySettings `json:"overrides,omitempty"`
+}
+
+// ExtAuthPolicySettings are the settings of an ExtAuthPolicy's defaults
+// or overrides: the fields of the same names at the top of its spec.
+//
+// +kubebuilder:validation:XValidation:message="extensionRef is required unless disabled is true",rule="(has(self.disabled) && self.disabled) || has(self.extensionRef)"
+// +kubebuilder:validation:XValidation:message="disabled: true switches authorization off and takes no extensionRef, responseTimeout, failOpen, withRequestBody or authPolicy",rule="!(has(self.disabled) && self.disabled) || (!has(self.extensionRef) && !has(self.responseTimeout) && !(has(self.failOpen) && self.failOpen) && !has(self.withRequestBody) && !has(self.authPolicy))"
+type ExtAuthPolicySettings struct {
+	// ExtensionServiceRef names the ExtensionService of the authorization
+	// server. Required unless disabled is true.
+	//
+	// +optional
+	ExtensionServiceRef *contourv1.ExtensionServiceReference `json:"extensionRef,omitempty"`
+
+	// AuthPolicy is the authorization policy of the targets' routes:
+	// disabled: true installs the authorization switched off, context is
+	// sent to the server with every check.
+	//
+	// +optional
+	AuthPolicy *contourv1.AuthorizationPolicy `json:"authPolicy,omitempty"`
+
+	// ResponseTimeout is how long to wait for a check, as the spec's.
+	//
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(((\d*(\.\d*)?h)|(\d*(\.\d*)?m)|(\d*(\.\d*)?s)|(\d*(\.\d*)?ms)|(\d*(\.\d*)?us)|(\d*(\.\d*)?µs)|(\d*(\.\d*)?ns))+|infinity|infinite)$`
+	ResponseTimeout string `json:"responseTimeout,omitempty"`
+
+	// FailOpen forwards a request when the server does not answer.
+	//
+	// +optional
+	FailOpen bool `json:"failOpen,omitempty"`
+
+	// WithRequestBody sends (part of) the request body with the check.
+	//
+	// +optional
+	WithRequestBody *contourv1.AuthorizationServerBufferSettings `json:"withRequestBody,omitempty"`
+
+	// Disabled switches external authorization off for the targets.
+	//
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// Settings are the policy's settings, from overrides (override true),
+// defaults, or the top of spec (defaults too).
+func (s *ExtAuthPolicySpec) Settings() (settings ExtAuthPolicySettings, override bool) {
+	switch {
+	case s.Overrides != nil:
+		return *s.Overrides, true
+	case s.Defaults != nil:
+		return *s.Defaults, false
+	}
+	return ExtAuthPolicySettings{
+		ExtensionServiceRef: s.ExtensionServiceRef, AuthPolicy: s.AuthPolicy, ResponseTimeout: s.ResponseTimeout,
+		FailOpen: s.FailOpen, WithRequestBody: s.WithRequestBody, Disabled: s.Disabled,
+	}, false
 }
 
 // AuthorizationServer returns the policy's settings as an HTTPProxy's
 // authorization (a copy), for code that serves both; nil when the policy
 // is the opt-out (disabled: true).
 func (s *ExtAuthPolicySpec) AuthorizationServer() *contourv1.AuthorizationServer {
+	settings, _ := s.Settings()
+	return settings.AuthorizationServer()
+}
+
+// AuthorizationServer returns the settings as an HTTPProxy's
+// authorization (a copy); nil for the opt-out (disabled: true).
+func (s *ExtAuthPolicySettings) AuthorizationServer() *contourv1.AuthorizationServer {
 	if s.Disabled {
 		return nil
 	}

@@ -46,9 +46,13 @@ type ExtProcPolicy struct {
 // ExtProcPolicySpec is the external processing of the policy's targets: a
 // processor, or the opt-out (disabled: true and no processor).
 //
-// +kubebuilder:validation:XValidation:message="processor is required unless disabled is true",rule="(has(self.disabled) && self.disabled) || has(self.processor)"
+// The settings are given once: at the top of spec (the defaults, as
+// before defaults and overrides existed), in defaults, or in overrides.
+//
+// +kubebuilder:validation:XValidation:message="processor is required unless disabled is true",rule="has(self.defaults) || has(self.overrides) || (has(self.disabled) && self.disabled) || has(self.processor)"
 // +kubebuilder:validation:XValidation:message="processor.grpcService.extensionRef is required",rule="!has(self.processor) || (has(self.processor.grpcService) && has(self.processor.grpcService.extensionRef))"
 // +kubebuilder:validation:XValidation:message="disabled: true switches processing off and takes no processor",rule="!(has(self.disabled) && self.disabled) || !has(self.processor)"
+// +kubebuilder:validation:XValidation:message="the settings are given once: at the top of spec, in defaults or in overrides",rule="[has(self.defaults), has(self.overrides), has(self.processor) || (has(self.disabled) && self.disabled)].filter(x, x).size() <= 1"
 type ExtProcPolicySpec struct {
 	// TargetRefs are the Gateways (a listener with sectionName), HTTPRoutes
 	// and GRPCRoutes (a rule with sectionName) of the policy's namespace
@@ -78,12 +82,59 @@ type ExtProcPolicySpec struct {
 	//
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
+
+	// Defaults are the policy's settings as defaults (GEP-713): a policy
+	// attached to a more specific target replaces them. The settings at
+	// the top of spec are defaults too.
+	//
+	// +optional
+	Defaults *ExtProcPolicySettings `json:"defaults,omitempty"`
+
+	// Overrides are the policy's settings as overrides (GEP-713): no
+	// policy attached to a more specific target replaces them or switches
+	// them off. Of two policies with overrides, the one of the less
+	// specific target wins.
+	//
+	// +optional
+	Overrides *ExtProcPolicySettings `json:"overrides,omitempty"`
+}
+
+// ExtProcPolicySettings are the settings of an ExtProcPolicy's defaults
+// or overrides: the fields of the same names at the top of its spec.
+//
+// +kubebuilder:validation:XValidation:message="processor is required unless disabled is true",rule="(has(self.disabled) && self.disabled) || has(self.processor)"
+// +kubebuilder:validation:XValidation:message="processor.grpcService.extensionRef is required",rule="!has(self.processor) || (has(self.processor.grpcService) && has(self.processor.grpcService.extensionRef))"
+// +kubebuilder:validation:XValidation:message="disabled: true switches processing off and takes no processor",rule="!(has(self.disabled) && self.disabled) || !has(self.processor)"
+type ExtProcPolicySettings struct {
+	// Processor is the external processing filter of the targets, as the
+	// spec's.
+	//
+	// +optional
+	Processor *contourv1.ExtProc `json:"processor,omitempty"`
+
+	// Disabled switches external processing off for the targets.
+	//
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// Settings are the policy's settings, from overrides (override true),
+// defaults, or the top of spec (defaults too).
+func (s *ExtProcPolicySpec) Settings() (settings ExtProcPolicySettings, override bool) {
+	switch {
+	case s.Overrides != nil:
+		return *s.Overrides, true
+	case s.Defaults != nil:
+		return *s.Defaults, false
+	}
+	return ExtProcPolicySettings{Processor: s.Processor, Disabled: s.Disabled}, false
 }
 
 // ExternalProcessor returns the policy's settings as an HTTPProxy's
 // extProc (a copy), for code that serves both.
 func (s *ExtProcPolicySpec) ExternalProcessor() *contourv1.ExternalProcessor {
-	return &contourv1.ExternalProcessor{Processor: s.Processor.DeepCopy(), Disabled: s.Disabled}
+	settings, _ := s.Settings()
+	return &contourv1.ExternalProcessor{Processor: settings.Processor.DeepCopy(), Disabled: settings.Disabled}
 }
 
 // ExtProcPolicyList is a list of ExtProcPolicies.

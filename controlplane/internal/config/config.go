@@ -252,6 +252,27 @@ type GlobalExtAuth struct {
 	ServiceAPIType contourv1.AuthorizationServiceType `json:"serviceAPIType,omitempty"`
 	// HTTPServerSettings configures the requests to an HTTP server.
 	HTTPServerSettings *contourv1.HTTPAuthorizationServerSettings `json:"httpSettings,omitempty"`
+	// OptOut says whether HTTPProxies and Gateway API policies may switch
+	// the global authorization off for their hosts and routes: allowed
+	// (the default, Contour's behaviour) or forbidden (such an opt-out is
+	// refused, its routes stay authorized, and its status says so).
+	OptOut OptOut `json:"optOut,omitempty"`
+}
+
+// OptOut is globalExtAuth.optOut.
+type OptOut string
+
+// The values of globalExtAuth.optOut.
+const (
+	OptOutAllowed   OptOut = "allowed"
+	OptOutForbidden OptOut = "forbidden"
+)
+
+// OptOutForbidden reports whether the global authorization cannot be
+// switched off (g may be nil: no global authorization, nothing to
+// forbid).
+func (g *GlobalExtAuth) OptOutForbidden() bool {
+	return g != nil && g.OptOut == OptOutForbidden
 }
 
 // RateLimitService is the global rate limit service (Envoy's ratelimit
@@ -477,6 +498,12 @@ func (p *problems) globalExtAuth(g *GlobalExtAuth) {
 	}
 	for _, e := range apicheck.CheckAuthServiceType("serviceAPIType", g.ServiceAPIType, g.HTTPServerSettings, g.WithRequestBody, g.AuthPolicy) {
 		*p = append(*p, "globalExtAuth."+e)
+	}
+	if g.OptOut != "" && g.OptOut != OptOutAllowed && g.OptOut != OptOutForbidden {
+		p.add("globalExtAuth.optOut", "must be %s or %s, got %q", OptOutAllowed, OptOutForbidden, g.OptOut)
+	}
+	if g.OptOut == OptOutForbidden && g.AuthPolicy != nil && g.AuthPolicy.Disabled {
+		p.add("globalExtAuth.optOut", "forbidden contradicts authPolicy.disabled: true (off unless hosts and routes opt in): no host or route could switch it off, nor would it be on")
 	}
 	if w := g.WithRequestBody; w != nil && w.MaxRequestBytes == 0 {
 		// The API's default, applied here since no API server does it.

@@ -112,6 +112,8 @@ func TestParseErrors(t *testing.T) {
 		{"extension service without namespace", "globalExtAuth: {extensionService: htpasswd}", `globalExtAuth.extensionService: must be namespace/name, got "htpasswd"`},
 		{"bad timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: 1 second}", `globalExtAuth.responseTimeout: "1 second" is not a duration`},
 		{"negative timeout", "globalExtAuth: {extensionService: a/b, responseTimeout: -1s}", `globalExtAuth.responseTimeout: "-1s" is negative`},
+		{"optOut forbidden with the global authorization off by default", "globalExtAuth: {extensionService: a/b, optOut: forbidden, authPolicy: {disabled: true}}", `globalExtAuth.optOut: forbidden contradicts authPolicy.disabled: true`},
+		{"an unknown optOut", "globalExtAuth: {extensionService: a/b, optOut: never}", `globalExtAuth.optOut: must be allowed or forbidden, got "never"`},
 		{"unknown service API type", "globalExtAuth: {extensionService: a/b, serviceAPIType: soap}", `globalExtAuth.serviceAPIType: "soap" is not supported: use grpc or http`},
 		{"HTTP settings of a gRPC server", "globalExtAuth: {extensionService: a/b, httpSettings: {pathPrefix: /auth}}", `globalExtAuth.httpSettings: is only valid with serviceAPIType: http`},
 		{"HTTP server with a context", "globalExtAuth: {extensionService: a/b, serviceAPIType: http, authPolicy: {context: {k: v}}}", `globalExtAuth.authPolicy.context: context extensions exist only in the gRPC protocol`},
@@ -307,5 +309,27 @@ func TestExtensionErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestGlobalExtAuthOptOut(t *testing.T) {
+	for _, tc := range []struct {
+		yaml      string
+		forbidden bool
+	}{
+		{"globalExtAuth: {extensionService: a/b}", false},
+		{"globalExtAuth: {extensionService: a/b, optOut: allowed}", false},
+		{"globalExtAuth: {extensionService: a/b, optOut: forbidden}", true},
+	} {
+		c, err := Parse([]byte(tc.yaml), "c.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if got := c.GlobalExtAuth.OptOutForbidden(); got != tc.forbidden {
+			t.Errorf("%s: OptOutForbidden() = %v, want %v", tc.yaml, got, tc.forbidden)
+		}
+	}
+	if (*GlobalExtAuth)(nil).OptOutForbidden() {
+		t.Error("no global authorization forbids opting out of it")
 	}
 }

@@ -99,7 +99,6 @@ var gatewayGoldenGaps = map[string][]string{
 	KindExtAuthPolicy: {
 		"spec.extensionRef.apiVersion",
 		"spec.extensionRef.kind",
-		"spec.authPolicy.disabled",
 		"spec.withRequestBody.packAsBytes",
 	},
 	KindExtProcPolicy: {

@@ -112,27 +112,53 @@ var gatewayTable = map[string]entries{
 	}),
 
 	KindExtAuthPolicy: tree("spec",
-		entries{
-			"responseTimeout": yes,
-			"failOpen":        yes,
-			"disabled":        yes,
-		},
+		extAuthSettings,
 		tree("targetRefs", policyTargetRef),
-		tree("extensionRef", extensionRef),
-		tree("authPolicy", authPolicy),
-		tree("withRequestBody", entries{
-			"":                    yes,
-			"maxRequestBytes":     yes,
-			"allowPartialMessage": yes,
-			"packAsBytes":         yes,
-		}),
+		tree("defaults", entries{"": yes}, extAuthSettings),
+		tree("overrides", entries{"": yes}, extAuthSettings),
 	),
 
 	KindExtProcPolicy: tree("spec",
-		entries{"disabled": yes},
+		extProcSettings,
 		tree("targetRefs", policyTargetRef),
-		tree("processor", extProc),
+		tree("defaults", entries{"": yes}, extProcSettings),
+		tree("overrides", entries{"": yes}, extProcSettings),
 	),
+}
+
+// extAuthSettings are an ExtAuthPolicy's settings: at the top of its spec,
+// in defaults and in overrides (GEP-713).
+var extAuthSettings = merged(
+	entries{
+		"responseTimeout": yes,
+		"failOpen":        yes,
+		"disabled":        yes,
+	},
+	tree("extensionRef", extensionRef),
+	tree("authPolicy", authPolicy),
+	tree("withRequestBody", entries{
+		"":                    yes,
+		"maxRequestBytes":     yes,
+		"allowPartialMessage": yes,
+		"packAsBytes":         yes,
+	}),
+)
+
+// extProcSettings are an ExtProcPolicy's settings, as extAuthSettings.
+var extProcSettings = merged(
+	entries{"disabled": yes},
+	tree("processor", extProc),
+)
+
+// merged is the union of parts, mounted where they are.
+func merged(parts ...entries) entries {
+	out := entries{}
+	for _, p := range parts {
+		for k, s := range p {
+			out.add(k, s)
+		}
+	}
+	return out
 }
 
 // listener is a Gateway's listener (spec.listeners).

@@ -127,6 +127,23 @@ const (
 	ReasonGatewayClassNotAccepted = "GatewayClassNotAccepted"
 )
 
+// The refusals of an opt-out of authorization: by the configuration
+// file (globalExtAuth.optOut: forbidden), a warning sub-condition of an
+// HTTPProxy (type AuthError) and the Accepted reason of a Gateway API
+// policy's ancestor; by a less specific policy's overrides (GEP-713), the
+// Overridden condition of a Gateway API policy's ancestor.
+const (
+	// ReasonOptOutForbidden: the object switches the global
+	// authorization off, and the configuration file forbids it; its
+	// routes stay authorized.
+	ReasonOptOutForbidden = "OptOutForbidden"
+	// TypePolicyOverridden: a policy's routes at this ancestor get a less
+	// specific target's policy instead, whose settings are overrides.
+	TypePolicyOverridden = "Overridden"
+	// ReasonOverriddenByPolicy: the Overridden condition's reason.
+	ReasonOverriddenByPolicy = "OverriddenByPolicy"
+)
+
 // Envoy's rejection of an object's configuration (an ADS NACK), a
 // sub-condition of the objects it is attributed to.
 const (

@@ -62,6 +62,9 @@ func (at routeAt) targets() []policyTarget {
 type policyCandidate struct {
 	obj     metav1.Object
 	targets []policyTarget
+	// override: the policy's settings are overrides (GEP-713): on a
+	// route, they win over every more specific target's policy.
+	override bool
 }
 
 // policyIndex says which policy of one kind wins on each target, and
@@ -72,16 +75,21 @@ type policyIndex struct {
 	// lost holds the targets where a policy is Conflicted, with the
 	// winner there.
 	lost map[int]map[policyTarget]int
+	// override holds the policies whose settings are overrides.
+	override map[int]bool
 }
 
 // newPolicyIndex decides every target's winner once: of the policies on
 // a target, the oldest (creationTimestamp, then namespace and name, as
 // for host names).
 func newPolicyIndex(ps []policyCandidate) policyIndex {
-	x := policyIndex{winner: map[policyTarget]int{}, lost: map[int]map[policyTarget]int{}}
+	x := policyIndex{winner: map[policyTarget]int{}, lost: map[int]map[policyTarget]int{}, override: map[int]bool{}}
 	order := make([]int, len(ps))
 	for i := range order {
 		order[i] = i
+		if ps[i].override {
+			x.override[i] = true
+		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return core.OlderClaim(ps[a].obj, ps[b].obj) })
 	for _, i := range order {
@@ -101,16 +109,45 @@ func newPolicyIndex(ps []policyCandidate) policyIndex {
 	return x
 }
 
-// forRoute is the policy that applies to a route at at: the winner of
-// its most specific target that has one; false for none. Levels are not
-// merged: the winner applies alone.
+// forRoute is the policy that applies to a route at at; false for none.
+// Levels are not merged: the winner applies alone.
 func (x policyIndex) forRoute(at routeAt) (int, bool) {
-	for _, t := range at.targets() {
-		if i, ok := x.winner[t]; ok {
-			return i, true
+	i, _, ok := x.resolve(at)
+	return i, ok
+}
+
+// overriddenAt is a policy that wins on a target of a route but is
+// overridden there by the overrides of a less specific target's.
+type overriddenAt struct {
+	policy int
+	target policyTarget
+}
+
+// resolve is the policy that applies to a route at at, as GEP-713 has
+// it: the overrides of its least specific target that has a winner with
+// overrides, else the winner of its most specific target that has one
+// (defaults); false for none. overridden are the winners of the more
+// specific targets that the overrides replaced there.
+func (x policyIndex) resolve(at routeAt) (applied int, overridden []overriddenAt, ok bool) {
+	targets := at.targets()
+	for j := len(targets) - 1; j >= 0; j-- {
+		i, won := x.winner[targets[j]]
+		if !won || !x.override[i] {
+			continue
+		}
+		for _, t := range targets[:j] {
+			if w, won := x.winner[t]; won && w != i {
+				overridden = append(overridden, overriddenAt{w, t})
+			}
+		}
+		return i, overridden, true
+	}
+	for _, t := range targets {
+		if i, won := x.winner[t]; won {
+			return i, nil, true
 		}
 	}
-	return 0, false
+	return 0, nil, false
 }
 
 // lostTo is the policy that wins on t instead of policy i; false when i

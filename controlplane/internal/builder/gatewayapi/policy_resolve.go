@@ -43,6 +43,15 @@ type gwPolicy struct {
 	proc        *ir.ExtProc
 	// ext is an extension's policy, as its owner receives it.
 	ext *ir.ExtensionResource
+	// override: the settings are the policy's overrides (GEP-713).
+	override bool
+	// refused says why the configuration file refuses the policy's
+	// opt-out (globalExtAuth.optOut: forbidden): it wins nowhere, and its
+	// routes keep the authorization they would have without it.
+	refused string
+	// overridden are the targets where the policy would apply to a route
+	// but a less specific target's overrides do, with that policy.
+	overridden map[policyTarget]objects.Ref
 }
 
 // policySet is the policies of one kind with their index.
@@ -54,17 +63,30 @@ type policySet struct {
 func newPolicySet(ps []*gwPolicy) policySet {
 	cs := make([]policyCandidate, len(ps))
 	for i, p := range ps {
-		cs[i] = policyCandidate{obj: p.obj, targets: p.targets}
+		cs[i] = policyCandidate{obj: p.obj, targets: p.targets, override: p.override}
+		if p.refused != "" {
+			cs[i].targets = nil // a refused opt-out wins nowhere
+		}
 	}
 	return policySet{policies: ps, index: newPolicyIndex(cs)}
 }
 
-// forRoute is the policy that applies at at; nil for none.
+// forRoute is the policy that applies at at; nil for none. The policies
+// its overrides replace there are told so (overridden).
 func (s policySet) forRoute(at routeAt) *gwPolicy {
-	if i, ok := s.index.forRoute(at); ok {
-		return s.policies[i]
+	i, overridden, ok := s.index.resolve(at)
+	if !ok {
+		return nil
 	}
-	return nil
+	p := s.policies[i]
+	for _, o := range overridden {
+		q := s.policies[o.policy]
+		if q.overridden == nil {
+			q.overridden = map[policyTarget]objects.Ref{}
+		}
+		q.overridden[o.target] = p.ref
+	}
+	return p
 }
 
 // newGWPolicy starts the checks of a policy: its decoding and its
@@ -106,24 +128,32 @@ func policyTargets(namespace string, refs []gwapiv1.LocalPolicyTargetReferenceWi
 	return out, invalid
 }
 
-// extAuthPolicy checks one ExtAuthPolicy: its server with the rules of an
-// HTTPProxy's authorization (authServer), or its opt-out, which stands
-// alone (the CRD's rules).
+// extAuthPolicy checks one ExtAuthPolicy: its settings (its overrides,
+// or its defaults), a server with the rules of an HTTPProxy's
+// authorization (authServer), or its opt-out, which stands alone (the
+// CRD's rules) and which the configuration file may forbid.
 func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolicy {
 	p := g.newGWPolicy(objects.KindExtAuthPolicy, in, in.Spec.TargetRefs)
-	s := &in.Spec
+	s, override := in.Spec.Settings()
+	p.override = override
+	where := settingsWhere(in.Spec.Defaults != nil, override)
+	flat := gatewayv1alpha1.ExtAuthPolicySettings{ExtensionServiceRef: in.Spec.ExtensionServiceRef, AuthPolicy: in.Spec.AuthPolicy,
+		ResponseTimeout: in.Spec.ResponseTimeout, FailOpen: in.Spec.FailOpen, WithRequestBody: in.Spec.WithRequestBody}
+	if settingsGivenTwice(in.Spec.Defaults != nil, override, authServerSettings(flat) || in.Spec.Disabled) {
+		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "the settings are given once: at the top of spec, in defaults or in overrides")
+	}
 	switch {
 	case s.Disabled:
-		if s.ExtensionServiceRef != nil || s.ResponseTimeout != "" || s.FailOpen || s.WithRequestBody != nil || s.AuthPolicy != nil {
+		if authServerSettings(s) {
 			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "disabled: true switches authorization off and takes no extensionRef, responseTimeout, failOpen, withRequestBody or authPolicy")
 		}
 		p.disabled = true
 	case s.ExtensionServiceRef == nil || s.ExtensionServiceRef.Name == "":
 		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "extensionRef is required unless disabled is true")
-	case !g.policyMayUse(objects.KindExtAuthPolicy, in.Namespace, *s.ExtensionServiceRef, "spec.extensionRef", &p.invalid):
+	case !g.policyMayUse(objects.KindExtAuthPolicy, in.Namespace, *s.ExtensionServiceRef, where+"extensionRef", &p.invalid):
 	default:
 		a := s.AuthorizationServer()
-		auth, _, msg := core.AuthServer(g.R, a, in.Namespace, core.AuthFields{Ref: "spec.extensionRef", Timeout: "spec.responseTimeout"})
+		auth, _, msg := core.AuthServer(g.R, a, in.Namespace, core.AuthFields{Ref: where + "extensionRef", Timeout: where + "responseTimeout"})
 		if auth == nil {
 			p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s", msg)
 			break
@@ -134,7 +164,39 @@ func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolic
 			p.disabled, p.authContext = ap.Disabled, ap.Context
 		}
 	}
+	if p.disabled && g.R.Opts().GlobalExtAuth.OptOutForbidden() {
+		p.refused = "the policy switches authorization off, which the configuration file forbids (globalExtAuth.optOut: forbidden): its routes keep the authorization they have without it"
+	}
 	return p
+}
+
+// authServerSettings reports whether s sets any of a server's settings
+// (all but disabled).
+func authServerSettings(s gatewayv1alpha1.ExtAuthPolicySettings) bool {
+	return s.ExtensionServiceRef != nil || s.ResponseTimeout != "" || s.FailOpen || s.WithRequestBody != nil || s.AuthPolicy != nil
+}
+
+// settingsWhere is the prefix of a policy's settings' fields in messages.
+func settingsWhere(defaults, override bool) string {
+	switch {
+	case override:
+		return "spec.overrides."
+	case defaults:
+		return "spec.defaults."
+	}
+	return "spec."
+}
+
+// settingsGivenTwice reports whether a policy gives its settings in more
+// than one of defaults, overrides and the top of its spec (flat).
+func settingsGivenTwice(defaults, overrides, flat bool) bool {
+	n := 0
+	for _, set := range []bool{defaults, overrides, flat} {
+		if set {
+			n++
+		}
+	}
+	return n > 1
 }
 
 // extProcPolicy checks one ExtProcPolicy: its processor with the rules of
@@ -142,8 +204,12 @@ func (g *gatewayStage) extAuthPolicy(in *gatewayv1alpha1.ExtAuthPolicy) *gwPolic
 // stands alone.
 func (g *gatewayStage) extProcPolicy(in *gatewayv1alpha1.ExtProcPolicy) *gwPolicy {
 	p := g.newGWPolicy(objects.KindExtProcPolicy, in, in.Spec.TargetRefs)
-	s := &in.Spec
-	const where = "spec.processor"
+	s, override := in.Spec.Settings()
+	p.override = override
+	where := settingsWhere(in.Spec.Defaults != nil, override) + "processor"
+	if settingsGivenTwice(in.Spec.Defaults != nil, override, in.Spec.Processor != nil || in.Spec.Disabled) {
+		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "the settings are given once: at the top of spec, in defaults or in overrides")
+	}
 	switch {
 	case s.Disabled:
 		if s.Processor != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // policyStatuses renders every policy's status.ancestors: one entry per
@@ -29,7 +30,7 @@ func (g *gatewayStage) policyStatuses() {
 				p.st.GatewayAPI.Ancestors = append(p.st.GatewayAPI.Ancestors, gwapiv1.PolicyAncestorStatus{
 					AncestorRef:    ancestor,
 					ControllerName: gwapiv1.GatewayController(g.controller),
-					Conditions:     []metav1.Condition{g.ancestorAccepted(set, i, p, r, known)},
+					Conditions:     ancestorOverridden([]metav1.Condition{g.ancestorAccepted(set, i, p, r, known)}, p, r),
 				})
 			}
 		}
@@ -54,12 +55,28 @@ func (g *gatewayStage) ancestorAccepted(set policySet, i int, p *gwPolicy, r gwa
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyReasonInvalid,
 			p.invalid.message()+": the routes it applies to answer 500 until it is fixed", gen)
 	}
+	if p.refused != "" {
+		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyConditionReason(status.ReasonOptOutForbidden), p.refused, gen)
+	}
 	if w, lost := set.index.lostTo(i, t); lost {
 		winner := set.policies[w].ref
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyReasonConflicted,
 			fmt.Sprintf("%s %s/%s, older, is attached to the same target and is used instead", winner.Kind, winner.Namespace, winner.Name), gen)
 	}
 	return cond(gwapiv1.PolicyConditionAccepted, true, gwapiv1.PolicyReasonAccepted, "accepted", gen)
+}
+
+// ancestorOverridden adds to an ancestor's conditions, when a less
+// specific target's overrides (GEP-713) apply to routes the policy would
+// apply to there, the Overridden condition that says by which policy.
+func ancestorOverridden(conds []metav1.Condition, p *gwPolicy, r gwapiv1.LocalPolicyTargetReferenceWithSectionName) []metav1.Condition {
+	t := policyTarget{kind: r.Kind, namespace: p.ref.Namespace, name: string(r.Name), section: string(core.PtrValue(r.SectionName))}
+	by, ok := p.overridden[t]
+	if !ok {
+		return conds
+	}
+	return append(conds, cond(status.TypePolicyOverridden, true, gwapiv1.PolicyConditionReason(status.ReasonOverriddenByPolicy),
+		fmt.Sprintf("%s %s/%s, attached to a less specific target, sets overrides: it applies instead of this policy to the routes of this target it reaches", by.Kind, by.Namespace, by.Name), p.obj.GetGeneration()))
 }
 
 // ancestorRef names a target as its targetRef does.

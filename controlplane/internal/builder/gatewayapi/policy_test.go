@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -128,6 +129,84 @@ func TestPolicyTargets(t *testing.T) {
 				if x.namespace != "apps" {
 					t.Errorf("target %+v is not in the policy's namespace", x)
 				}
+			}
+		})
+	}
+}
+
+// override is candidate with its settings as overrides (GEP-713).
+func override(name string, created int, targets ...policyTarget) policyCandidate {
+	c := candidate(name, created, targets...)
+	c.override = true
+	return c
+}
+
+// TestPolicyIndexOverrides: the overrides of the least specific target
+// win over every more specific policy, defaults or overrides, which are
+// told (overridden); without overrides the most specific wins as before.
+func TestPolicyIndexOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		policies   []policyCandidate
+		want       string
+		overridden []string // name@level of the policies overridden
+	}{
+		{"defaults: the rule's opt-out wins", []policyCandidate{candidate("gw", 1, onGateway), candidate("off", 2, onRule)}, "off", nil},
+		{"the Gateway's overrides win over the rule's", []policyCandidate{override("gw", 1, onGateway), candidate("off", 2, onRule)}, "gw", []string{"off@rule"}},
+		{"over every level", []policyCandidate{
+			override("gw", 1, onGateway), candidate("l", 2, onListener), candidate("r", 3, onRoute), candidate("off", 4, onRule),
+		}, "gw", []string{"off@rule", "r@route", "l@listener"}},
+		{"the less specific of two overrides", []policyCandidate{override("l", 1, onListener), override("r", 2, onRoute), candidate("off", 3, onRule)}, "l", []string{"off@rule", "r@route"}},
+		{"overrides on the route win over its rules", []policyCandidate{candidate("gw", 1, onGateway), override("r", 2, onRoute), candidate("off", 3, onRule)}, "r", []string{"off@rule"}},
+		{"overrides alone", []policyCandidate{override("gw", 1, onGateway)}, "gw", nil},
+		{"an older policy on the Gateway: its conflict loser's overrides do not count", []policyCandidate{candidate("old", 1, onGateway), override("young", 2, onGateway), candidate("off", 3, onRule)}, "off", nil},
+		{"a policy on several levels is not overridden by itself", []policyCandidate{override("both", 1, onGateway, onRule)}, "both", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			levels := map[policyTarget]string{onRule: "rule", onRoute: "route", onListener: "listener", onGateway: "gateway"}
+			i, overridden, ok := newPolicyIndex(tc.policies).resolve(shopHealth)
+			if !ok || tc.policies[i].obj.GetName() != tc.want {
+				t.Fatalf("resolve = %d (%v), want %q", i, ok, tc.want)
+			}
+			var got []string
+			for _, o := range overridden {
+				got = append(got, tc.policies[o.policy].obj.GetName()+"@"+levels[o.target])
+			}
+			if !slices.Equal(got, tc.overridden) {
+				t.Errorf("overridden = %v, want %v", got, tc.overridden)
+			}
+		})
+	}
+}
+
+// TestPolicySetRefusedOptOut: an opt-out the configuration file refuses
+// (globalExtAuth.optOut: forbidden) wins nowhere: the route gets the next
+// policy of its target, or of a less specific one.
+func TestPolicySetRefusedOptOut(t *testing.T) {
+	policy := func(name string, created int, refused bool, targets ...policyTarget) *gwPolicy {
+		c := candidate(name, created, targets...)
+		p := &gwPolicy{obj: c.obj, targets: targets}
+		if refused {
+			p.refused, p.disabled = "forbidden", true
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []*gwPolicy
+		want     string
+	}{
+		{"a refused opt-out on the rule: the Gateway's", []*gwPolicy{policy("gw", 1, false, onGateway), policy("off", 2, true, onRule)}, "gw"},
+		{"an older refused opt-out: the younger on the same target", []*gwPolicy{policy("off", 1, true, onRoute), policy("young", 2, false, onRoute)}, "young"},
+		{"a refused opt-out alone: none (the global authorization)", []*gwPolicy{policy("off", 1, true, onRoute)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if p := newPolicySet(tc.policies).forRoute(shopHealth); p != nil {
+				got = p.obj.GetName()
+			}
+			if got != tc.want {
+				t.Errorf("forRoute = %q, want %q", got, tc.want)
 			}
 		})
 	}

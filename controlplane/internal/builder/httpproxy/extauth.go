@@ -26,8 +26,12 @@ type authScope struct {
 	// optOut: the host opted out of global authorization
 	// (globalExtAuthDisabled): every route is off, whatever its policy.
 	optOut bool
-	policy contourv1.AuthorizationPolicy
-	proc   procScope
+	// optOutForbidden: the configuration file forbids switching the
+	// global authorization off (globalExtAuth.optOut: forbidden): no
+	// route's authorization is disabled, whatever its policy.
+	optOutForbidden bool
+	policy          contourv1.AuthorizationPolicy
+	proc            procScope
 	// ipFilter is the virtual host's IP filter, which routes without
 	// their own inherit (ipfilter.go).
 	ipFilter *ir.IPFilter
@@ -51,7 +55,7 @@ func (b *rootBuilder) hostAuthScope(p *contourv1.HTTPProxy, own *ir.ExtAuth) (au
 		return scope, own
 	case b.R.Global().Auth == nil:
 		return authScope{}, nil
-	case a != nil && a.GlobalExternalAuthorizationDisabled:
+	case a != nil && a.GlobalExternalAuthorizationDisabled && !b.R.Opts().GlobalExtAuth.OptOutForbidden():
 		// The shared HCMs (HTTP listener, fallback chain) keep the
 		// filter and switch it off on each of this host's routes.
 		return authScope{enabled: true, optOut: true}, nil
@@ -71,8 +75,11 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 	if a == nil {
 		return nil
 	}
+	g := b.R.Global().Auth
+	if g != nil && b.R.Opts().GlobalExtAuth.OptOutForbidden() {
+		refuseHostOptOut(a, st)
+	}
 	if a.ExtensionServiceRef.Name == "" {
-		g := b.R.Global().Auth
 		withoutServer(a, g != nil, g != nil && g.HTTP != nil, st)
 		return nil
 	}
@@ -93,6 +100,20 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 	}
 	out.Origins = ir.Origins{ProxyRef(p.Namespace, p.Name)}
 	return out
+}
+
+// refuseHostOptOut warns that the host's opt-out of the global
+// authorization (globalExtAuthDisabled, authPolicy.disabled) is refused:
+// the configuration file forbids it, and the host's routes stay
+// authorized.
+func refuseHostOptOut(a *contourv1.AuthorizationServer, st *status.Object) {
+	const where = authorizationWhere
+	if a.GlobalExternalAuthorizationDisabled {
+		st.AddWarning(contourv1.ConditionTypeAuthError, status.ReasonOptOutForbidden, where+".GlobalExtAuthDisabled is refused: the configuration file forbids opting out of the global authorization (globalExtAuth.optOut: forbidden); the host's routes stay authorized")
+	}
+	if a.AuthPolicy != nil && a.AuthPolicy.Disabled {
+		st.AddWarning(contourv1.ConditionTypeAuthError, status.ReasonOptOutForbidden, where+".AuthPolicy.Disabled is refused: the configuration file forbids switching authorization off (globalExtAuth.optOut: forbidden); the host's routes stay authorized")
+	}
 }
 
 // authorizationRefProblem says why a host may not have authorization of
@@ -126,6 +147,13 @@ func routeAuth(rt *Route, r contourv1.Route, scope authScope, errs *routeErrors)
 	// A host that opted out of global authorization has it off on every
 	// route: its own HCM has no filter to turn back on.
 	disabled = disabled || scope.optOut
+	if disabled && scope.optOutForbidden {
+		// Refused (the host's own refusal is said once, on the host).
+		if r.AuthPolicy != nil && r.AuthPolicy.Disabled {
+			errs.warn(contourv1.ConditionTypeAuthError, status.ReasonOptOutForbidden, "authPolicy.disabled is refused: the configuration file forbids switching authorization off (globalExtAuth.optOut: forbidden); the route stays authorized")
+		}
+		disabled = false
+	}
 	rt.AuthDisabled = disabled
 	if !disabled && len(ctx) > 0 {
 		rt.AuthContext = ctx

@@ -2,6 +2,7 @@ package httpproxy
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,10 @@ func TestExtAuth(t *testing.T) {
 func TestRouteAuth(t *testing.T) {
 	global := authScope{enabled: true, global: true, policy: contourv1.AuthorizationPolicy{Context: map[string]string{"a": "1"}}}
 	own := authScope{enabled: true, own: true}
+	forbidden := global
+	forbidden.optOutForbidden = true
+	forbiddenHostOff := forbidden
+	forbiddenHostOff.policy.Disabled = true
 	for _, tc := range []struct {
 		name         string
 		scope        authScope
@@ -91,6 +96,8 @@ func TestRouteAuth(t *testing.T) {
 		wantDisabled bool
 		wantContext  map[string]string
 		wantErr      bool
+		// wantRefused: a warning OptOutForbidden on the route.
+		wantRefused bool
 	}{
 		{name: "no authorization", scope: authScope{}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"b": "2"}}}},
 		{name: "the enclosing context", scope: global, wantContext: map[string]string{"a": "1"}},
@@ -106,6 +113,13 @@ func TestRouteAuth(t *testing.T) {
 		{name: "disabled over HTTP, with a context it never sends", scope: authScope{enabled: true, own: true, http: true}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true, Context: map[string]string{"b": "2"}}},
 			wantDisabled: true},
 		{name: "checked over HTTP", scope: authScope{enabled: true, global: true, http: true}, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{}}},
+		{name: "optOut forbidden: disabled on the route is refused", scope: forbidden, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}},
+			wantContext: map[string]string{"a": "1"}, wantRefused: true},
+		{name: "optOut forbidden: a host's disabled policy is refused (said on the host)", scope: forbiddenHostOff, wantContext: map[string]string{"a": "1"}},
+		{name: "optOut forbidden: the host's own server stays on", scope: authScope{enabled: true, own: true, optOutForbidden: true},
+			route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Disabled: true}}, wantRefused: true},
+		{name: "optOut forbidden: a route that does not opt out", scope: forbidden, route: contourv1.Route{AuthPolicy: &contourv1.AuthorizationPolicy{Context: map[string]string{"b": "2"}}},
+			wantContext: map[string]string{"a": "1", "b": "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := &routeErrors{st: &status.Object{}, where: "R"}
@@ -113,6 +127,10 @@ func TestRouteAuth(t *testing.T) {
 			routeAuth(&rt, tc.route, tc.scope, errs)
 			if rt.AuthDisabled != tc.wantDisabled || !reflect.DeepEqual(rt.AuthContext, tc.wantContext) || errs.invalid != tc.wantErr {
 				t.Errorf("disabled %v, context %v, errors %+v; want %v, %v, error %v", rt.AuthDisabled, rt.AuthContext, errs.st.Errors, tc.wantDisabled, tc.wantContext, tc.wantErr)
+			}
+			refused := slices.ContainsFunc(errs.st.Warnings, func(p status.Problem) bool { return p.Reason == status.ReasonOptOutForbidden })
+			if refused != tc.wantRefused {
+				t.Errorf("refused (warning %s) %v, want %v: %+v", status.ReasonOptOutForbidden, refused, tc.wantRefused, errs.st.Warnings)
 			}
 		})
 	}

@@ -78,6 +78,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	secure := b.secureHost(p, st)
 	auth := b.authorization(p, secure != nil, st)
 	scope, hcmAuth := b.hostAuthScope(p, auth)
+	scope.optOutForbidden = scope.enabled && b.R.Global().Auth != nil && b.R.Opts().GlobalExtAuth.OptOutForbidden()
 	scope.proc = b.hostExtProc(p, secure != nil, st)
 	scope.ipFilter = hostIPFilter(p.Spec.VirtualHost, st)
 	cors := hostCORS(p.Spec.VirtualHost, st)
