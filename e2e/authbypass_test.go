@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"path"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,17 +48,9 @@ func rawGet(addr, host, target string) (int, []byte, error) {
 // backslashes) may reach the upstream as a /public request, as the upstream
 // would read it.
 func TestPathTricksDoNotEscapeAnUnauthorizedRoute(t *testing.T) {
-	c := harness.StartComponents(t)
-	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
-	harness.WriteConfigFile(t, cfg, fmt.Sprintf("globalExtAuth:\n  extensionService: %s/auth-h2c\n", harness.AuthNamespace))
-	dir := t.TempDir()
-	httpAddr, _, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--config", cfg)
-	h2c := "h2c"
+	st := startGlobalAuthFileStack(t)
+	httpAddr, dir, objs := st.httpAddr, st.dir, st.objs
 	echo := []contourv1.Service{{Name: "echo", Port: 80}}
-	objs := []client.Object{&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
-		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9000}}}}}
-	objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "auth-h2c", 9000, harness.Port(t, c.AuthH2C))...)
-	objs = append(objs, harness.LoopbackEndpointSlice("default", "echo", 80, c.Echo.Port)...)
 	objs = append(objs, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
 		Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "app.example.com"},

@@ -27,17 +27,9 @@ import (
 // portcullis_config_file_not_applied{reason="lost_section"} at 1; only
 // "globalExtAuth: {disabled: true}" turns it off.
 func TestConfigFileCannotDropGlobalAuthByAccident(t *testing.T) {
-	c := harness.StartComponents(t)
-	cfg := filepath.Join(t.TempDir(), "portcullis.yaml")
-	harness.WriteConfigFile(t, cfg, fmt.Sprintf("globalExtAuth:\n  extensionService: %s/auth-h2c\n", harness.AuthNamespace))
-	dir := t.TempDir()
-	httpAddr, _, admin := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir, "--config", cfg)
-	h2c := "h2c"
+	st := startGlobalAuthFileStack(t)
+	c, cfg, dir, httpAddr, admin, objs := st.c, st.cfg, st.dir, st.httpAddr, st.admin, st.objs
 	echo := []contourv1.Service{{Name: "echo", Port: 80}}
-	objs := []client.Object{&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
-		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9000}}}}}
-	objs = append(objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "auth-h2c", 9000, harness.Port(t, c.AuthH2C))...)
-	objs = append(objs, harness.LoopbackEndpointSlice("default", "echo", 80, c.Echo.Port)...)
 	objs = append(objs, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
 		Spec: contourv1.HTTPProxySpec{
 			VirtualHost: &contourv1.VirtualHost{Fqdn: "app.example.com"},
@@ -125,4 +117,28 @@ func configFileError(admin string) string {
 		return err.Error()
 	}
 	return st.ConfigFile.Error
+}
+
+// globalAuthFileStack is a control plane on the file provider whose
+// configuration file (cfg) puts every host behind the test auth server
+// (auth-h2c), with a real Envoy; objs are the ExtensionService and the
+// endpoints of the auth server and echo, for the test to add its
+// HTTPProxies to and write to dir.
+type globalAuthFileStack struct {
+	c                         *harness.Components
+	cfg, dir, httpAddr, admin string
+	objs                      []client.Object
+}
+
+func startGlobalAuthFileStack(t *testing.T) globalAuthFileStack {
+	t.Helper()
+	s := globalAuthFileStack{c: harness.StartComponents(t), cfg: filepath.Join(t.TempDir(), "portcullis.yaml"), dir: t.TempDir()}
+	harness.WriteConfigFile(t, s.cfg, fmt.Sprintf("globalExtAuth:\n  extensionService: %s/auth-h2c\n", harness.AuthNamespace))
+	s.httpAddr, _, s.admin = harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", s.dir, "--config", s.cfg)
+	h2c := "h2c"
+	s.objs = []client.Object{&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: harness.AuthNamespace, Name: "auth-h2c"},
+		Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "auth-h2c", Port: 9000}}}}}
+	s.objs = append(s.objs, harness.LoopbackEndpointSlice(harness.AuthNamespace, "auth-h2c", 9000, harness.Port(t, s.c.AuthH2C))...)
+	s.objs = append(s.objs, harness.LoopbackEndpointSlice("default", "echo", 80, s.c.Echo.Port)...)
+	return s
 }
