@@ -170,4 +170,3 @@ func TestAnotherStreamsACKDoesNotClear(t *testing.T) {
 	bad.expect("cluster.v3.Cluster [a b] removed []")
 	eventually(t, "the stream's own ACK did not clear its rejection", func() bool { return len(s.Rejections()) == 0 })
 }
-

@@ -1,10 +1,7 @@
 package xdsserver
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +11,6 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // TestRejectionsAreBounded: many streams NACKing large messages keep a
@@ -127,4 +123,3 @@ func TestRequestSizeIsLimited(t *testing.T) {
 	}
 	eventually(t, "the refusal was not counted", func() bool { return s.Refused()["request_size"] == 1 })
 }
-
