@@ -123,3 +123,35 @@ func TestRequestSizeIsLimited(t *testing.T) {
 	}
 	eventually(t, "the refusal was not counted", func() bool { return s.Refused()["request_size"] == 1 })
 }
+
+// TestRejectionsPerTypeAreBounded: streams rejecting one type keep at
+// most MaxRejectionsPerType of it, and leave room for the other types.
+func TestRejectionsPerTypeAreBounded(t *testing.T) {
+	s := quietServer()
+	s.Limits.MaxRejectionsPerType = 3
+	update(t, s, switched(t, "a"))
+	ads := serve(t, s)
+	var seen atomic.Int64
+	s.OnRejection = func(Rejection) { seen.Add(1) }
+	for range 10 {
+		st := sotwStream(t, ads)
+		if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType}); err != nil {
+			t.Fatal(err)
+		}
+		r := recv(t, st)
+		if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType, ResponseNonce: r.Nonce,
+			ErrorDetail: &rpcstatus.Status{Message: "cluster a: no"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the NACKs were not all read", func() bool { return seen.Load() == 10 })
+	s.mu.Lock()
+	kept := s.keptByType[resourcev3.ClusterType]
+	s.mu.Unlock()
+	if kept != 3 {
+		t.Errorf("%d cluster rejections kept, want 3", kept)
+	}
+	if n := s.Refused()[RefusedRejectionsFull]; n != 7 {
+		t.Errorf("refused rejections_full = %d, want 7", n)
+	}
+}
