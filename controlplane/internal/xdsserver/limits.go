@@ -31,6 +31,10 @@ type Limits struct {
 	// keeps at most one per type); a NACK beyond it is counted and logged,
 	// not kept. Reason rejections_full.
 	MaxRejections int
+	// MaxRejectionsPerType bounds the rejections kept of one type, over
+	// every stream, so that one type's leave room for the others'. Reason
+	// rejections_full.
+	MaxRejectionsPerType int
 }
 
 // DefaultLimits are the limits of a new Server.
@@ -39,6 +43,7 @@ var DefaultLimits = Limits{
 	NamesPerSubscription: 100_000,
 	MaxRequestBytes:      4 << 20,
 	MaxRejections:        256,
+	MaxRejectionsPerType: 64,
 }
 
 // MaxMessage bounds the error text of a NACK the server keeps, logs and

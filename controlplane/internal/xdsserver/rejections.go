@@ -13,7 +13,8 @@ import (
 // stream was sent (its nonce), and only about the resources that response
 // carried; the stream's next ACK of a resource clears it, and its end
 // clears all of it. A stream keeps at most one rejection per type, and
-// the server at most Limits.MaxRejections. The text Envoy sends is cut to
+// the server at most Limits.MaxRejections (Limits.MaxRejectionsPerType of
+// one type). The text Envoy sends is cut to
 // MaxMessage. The names are looked for in the text outside the lock every
 // stream needs (a 1 MB message about 10,001 route configurations held it
 // for seconds).
@@ -51,7 +52,7 @@ func (s *Server) nack(id int64, node, typeURL, nonce, accepted, message string, 
 		return
 	}
 	_, had := st.rejections[typeURL]
-	if !had && s.kept >= s.Limits.MaxRejections {
+	if !had && (s.kept >= s.Limits.MaxRejections || s.keptByType[typeURL] >= s.Limits.MaxRejectionsPerType) {
 		s.mu.Unlock()
 		s.refused.add(RefusedRejectionsFull)
 		s.logRejection("Envoy rejected configuration (not kept: too many rejections)", rej)
@@ -62,6 +63,7 @@ func (s *Server) nack(id int64, node, typeURL, nonce, accepted, message string, 
 	}
 	if !had {
 		s.kept++
+		s.keptByType[typeURL]++
 	}
 	st.rejections[typeURL] = rej
 	changed := !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
@@ -192,7 +194,7 @@ func (s *Server) accepted(st *stream, typeURL string, sent *sentResponse) bool {
 	}
 	if len(left) == 0 {
 		delete(st.rejections, typeURL)
-		s.kept--
+		s.forget(typeURL)
 		s.log.Info("Envoy accepted configuration again", "type", typeURL, "version", sent.version, "node", st.node)
 		return true
 	}
@@ -202,6 +204,14 @@ func (s *Server) accepted(st *stream, typeURL string, sent *sentResponse) bool {
 	prev.Resources = left
 	st.rejections[typeURL] = prev
 	return true
+}
+
+// forget counts one rejection of typeURL less. Called with mu held.
+func (s *Server) forget(typeURL string) {
+	s.kept--
+	if s.keptByType[typeURL]--; s.keptByType[typeURL] <= 0 {
+		delete(s.keptByType, typeURL)
+	}
 }
 
 // Rejections lists the configurations Envoy currently refuses: those of

@@ -99,9 +99,11 @@ type Server struct {
 	version  int
 	lastHash string
 	// kept counts the rejections the streams keep (Limits.MaxRejections).
-	kept    int
-	acked   map[string]string // type URL -> last acknowledged version
-	streams map[int64]*stream
+	kept int
+	// keptByType counts them by type (Limits.MaxRejectionsPerType).
+	keptByType map[string]int
+	acked      map[string]string // type URL -> last acknowledged version
+	streams    map[int64]*stream
 	// peerStreams counts the open streams of each peer (peerKey).
 	peerStreams map[string]int
 	// peers holds the client certificate of each stream over mTLS.
@@ -152,6 +154,7 @@ func New(log *slog.Logger) *Server {
 		Limits:      DefaultLimits,
 		logLimit:    rate.NewLimiter(logRate, logBurst),
 		acked:       map[string]string{},
+		keptByType:  map[string]int{},
 		streams:     map[int64]*stream{},
 		peerStreams: map[string]int{},
 		peers:       map[int64]ClientCertificate{},
@@ -655,7 +658,9 @@ func (s *Server) closeStream(id int64, who string) {
 	s.mu.Lock()
 	changed := false
 	if st := s.streams[id]; st != nil && len(st.rejections) > 0 {
-		s.kept -= len(st.rejections)
+		for typeURL := range st.rejections {
+			s.forget(typeURL)
+		}
 		changed = true
 	}
 	delete(s.streams, id)
