@@ -37,12 +37,8 @@ func (s *Server) nack(id int64, node, typeURL, nonce, accepted, message string, 
 	s.mu.Unlock()
 	if !known {
 		// Not an answer to anything this stream was sent: about nothing.
-		s.refused.add(RefusedUnsentRejection)
 		rej.Version = "unknown"
-		s.logRejection("Envoy rejected a response it was not sent", rej)
-		if onRej != nil {
-			onRej(rej)
-		}
+		s.notKept(RefusedUnsentRejection, "Envoy rejected a response it was not sent", rej, onRej)
 		return
 	}
 	rej.Resources = blamed(&sent, accepted, message, delta, prev)
@@ -52,13 +48,9 @@ func (s *Server) nack(id int64, node, typeURL, nonce, accepted, message string, 
 		return
 	}
 	_, had := st.rejections[typeURL]
-	if !had && (s.kept >= s.Limits.MaxRejections || s.keptByType[typeURL] >= s.Limits.MaxRejectionsPerType) {
+	if !had && s.full(typeURL) {
 		s.mu.Unlock()
-		s.refused.add(RefusedRejectionsFull)
-		s.logRejection("Envoy rejected configuration (not kept: too many rejections)", rej)
-		if onRej != nil {
-			onRej(rej)
-		}
+		s.notKept(RefusedRejectionsFull, "Envoy rejected configuration (not kept: too many rejections)", rej, onRej)
 		return
 	}
 	if !had {
@@ -77,6 +69,22 @@ func (s *Server) nack(id int64, node, typeURL, nonce, accepted, message string, 
 	}
 	if changed && onChange != nil {
 		onChange()
+	}
+}
+
+// full reports whether no more rejections of typeURL may be kept. Called
+// with mu held.
+func (s *Server) full(typeURL string) bool {
+	return s.kept >= s.Limits.MaxRejections || s.keptByType[typeURL] >= s.Limits.MaxRejectionsPerType
+}
+
+// notKept counts, logs and reports a NACK that is not kept. Called
+// without mu held.
+func (s *Server) notKept(reason, what string, rej Rejection, onRej func(Rejection)) {
+	s.refused.add(reason)
+	s.logRejection(what, rej)
+	if onRej != nil {
+		onRej(rej)
 	}
 }
 
