@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -78,6 +80,48 @@ func rejectionMessage(r xdsserver.Rejection) string {
 	}
 	return fmt.Sprintf("Envoy rejected %s %s (version %s; it keeps the last accepted one): %s",
 		typeLabel(r.TypeURL), strings.Join(r.Resources, ", "), r.Version, msg)
+}
+
+// countRejection counts a NACK by type: one of rejectionTypes, else
+// "other" (a label is never what a client wrote).
+func (s *Server) countRejection(r xdsserver.Rejection) {
+	l := typeLabel(r.TypeURL)
+	if !slices.Contains(rejectionTypes, l) {
+		l = "other"
+	}
+	s.metrics.rejections.WithLabelValues(l).Inc()
+}
+
+// rejectionStatusInterval is the least time between two publications of
+// the statuses that a change in what Envoy rejects causes (each writes
+// only the statuses that changed): a storm of NACKs writes each object's
+// status at most once a second.
+const rejectionStatusInterval = time.Second
+
+// pace passes the signals of in on to out (both holding one), at most
+// once per every: one that comes sooner is passed on when every has
+// passed since the last, with any others that came meanwhile.
+func pace(ctx context.Context, in <-chan struct{}, out chan<- struct{}, every time.Duration) {
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-in:
+		}
+		if wait := every - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		select {
+		case out <- struct{}{}:
+		default: // one is pending already
+		}
+	}
 }
 
 // typeLabel is the short name of an xDS type URL ("Cluster").

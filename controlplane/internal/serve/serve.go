@@ -95,7 +95,10 @@ type Server struct {
 	// envoyChanged signals that what Envoy rejects changed: statuses must
 	// be published again (without a rebuild).
 	envoyChanged chan struct{}
-	metrics      *metrics
+	// rejected signals each change in what Envoy rejects; pace passes
+	// them on to envoyChanged, at most once per rejectionStatusInterval.
+	rejected chan struct{}
+	metrics  *metrics
 	// toWrite hands the newest statuses to the status writer's goroutine:
 	// writing thousands of statuses must not hold back the next build.
 	toWrite chan []statuswriter.Update
@@ -145,6 +148,14 @@ func newServer(cfg Config) (*Server, error) {
 			Help: "When the xDS server's certificate in use expires (Unix time): alert well before it, a rotation that did not happen shows here.",
 		}, func() float64 { return float64(cfg.XDSTLS.NotAfter().Unix()) }))
 	}
+	s.xds.OnRejection = s.countRejection
+	for _, reason := range xdsserver.RefusedReasons {
+		s.metrics.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "portcullis_xds_refused_total",
+			Help:        "xDS streams and requests refused, and NACKs not kept, by reason (the limits on xDS clients).",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(s.xds.Refused()[reason]) }))
+	}
 	ext, err := newExtensions(cfg.Extensions, cfg.Log, s.metrics)
 	if err != nil {
 		return nil, err
@@ -160,10 +171,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer s.ext.close()
-	s.xds.OnRejection = func(r xdsserver.Rejection) { s.metrics.rejections.WithLabelValues(typeLabel(r.TypeURL)).Inc() }
+	s.rejected = make(chan struct{}, 1)
 	s.xds.OnChange = func() {
 		select {
-		case s.envoyChanged <- struct{}{}:
+		case s.rejected <- struct{}{}:
 		default:
 		}
 	}
@@ -188,6 +199,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "mTLS", cfg.XDSTLS != nil, "admin", cfg.AdminAddress)
 
 	updates, options := watchInputs(ctx, cfg, errc, s.configFileProblem)
+	go pace(ctx, s.rejected, s.envoyChanged, rejectionStatusInterval)
 	go s.loop(ctx, updates, options)
 	if cfg.Leader == nil {
 		go s.write(ctx)

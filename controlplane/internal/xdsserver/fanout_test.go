@@ -191,8 +191,8 @@ func TestStateOfTheWorldSendsChangedRoutesOnly(t *testing.T) {
 // attributed to what its own stream was sent.
 func TestNoncesAreTheStreams(t *testing.T) {
 	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	s.onResponse(context.Background(), 1, nil, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: "5", Nonce: "1"})
-	s.onResponse(context.Background(), 2, nil, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: "6", Nonce: "1"})
+	s.onResponse(1, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: "5", Nonce: "1"}, nil, nil, false)
+	s.onResponse(2, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: "6", Nonce: "1"}, nil, nil, false)
 	nack(s, "4", "1", "bad")
 	if r := s.Rejections(); len(r) != 1 || r[0].Version != "5" {
 		t.Errorf("rejections = %+v, want version 5 (stream 1's response) rejected", r)

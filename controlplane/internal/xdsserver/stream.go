@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -127,6 +128,8 @@ func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
 				r.release()
 			case *discoveryv3.DeltaDiscoveryRequest:
 				err = a.onDelta(r)
+			case error: // the request could not be read
+				err = r
 			}
 			if err != nil {
 				return err
@@ -137,8 +140,8 @@ func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
 
 // onSotW takes a state-of-the-world request.
 func (a *adsStream) onSotW(req *sotwRequest) error {
-	if req.TypeUrl == "" {
-		return status.Error(codes.InvalidArgument, "type URL is required for ADS")
+	if err := a.s.checkType(req.TypeUrl); err != nil {
+		return err
 	}
 	if err := a.s.onRequest(a.id, &req.DiscoveryRequest); err != nil {
 		return err
@@ -158,6 +161,9 @@ func (a *adsStream) onSotW(req *sotwRequest) error {
 	if !first && req.key == ts.sotwKey {
 		return nil // nearly always: an ACK repeating the names
 	}
+	if req.key.n > a.s.Limits.NamesPerSubscription {
+		return a.s.tooManyNames(req.TypeUrl, req.key.n)
+	}
 	names, err := req.resourceNames()
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
@@ -169,6 +175,25 @@ func (a *adsStream) onSotW(req *sotwRequest) error {
 		ts.mustAnswer = wildcard
 	}
 	return nil
+}
+
+// checkType refuses a request of a type the server does not serve: what a
+// client names never becomes a key or a label.
+func (s *Server) checkType(typeURL string) error {
+	if typeURL == "" {
+		return status.Error(codes.InvalidArgument, "type URL is required for ADS")
+	}
+	if !knownTypes[typeURL] {
+		s.refused.add(RefusedUnknownType)
+		return status.Errorf(codes.InvalidArgument, "unknown type URL %q: this server serves only %s", truncate(typeURL), strings.Join(knownTypeList, ", "))
+	}
+	return nil
+}
+
+// tooManyNames refuses a subscription to n names, over the limit.
+func (s *Server) tooManyNames(typeURL string, n int) error {
+	s.refused.add(RefusedNamesPerSubscription)
+	return status.Errorf(codes.ResourceExhausted, "subscription to %d names of %s, over the server's limit of %d", n, typeURL, s.Limits.NamesPerSubscription)
 }
 
 // resubscribeSotW replaces the type's names by those of a
@@ -204,8 +229,11 @@ func (a *adsStream) resubscribeSotW(ts *typeState, key fingerprint, names []stri
 
 // onDelta takes a delta request: subscriptions change by what it names.
 func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
-	if req.TypeUrl == "" {
-		return status.Error(codes.InvalidArgument, "type URL is required for ADS")
+	if err := a.s.checkType(req.TypeUrl); err != nil {
+		return err
+	}
+	if len(req.ResourceNamesSubscribe) > a.s.Limits.NamesPerSubscription {
+		return a.s.tooManyNames(req.TypeUrl, len(req.ResourceNamesSubscribe))
 	}
 	if err := a.s.onDeltaRequest(a.id, req); err != nil {
 		return err
@@ -227,6 +255,9 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	add, remove, key := deltaChanges(ts, req)
 	if len(add) == 0 && len(remove) == 0 {
 		return nil
+	}
+	if key.n > a.s.Limits.NamesPerSubscription {
+		return a.s.tooManyNames(req.TypeUrl, key.n)
 	}
 	a.resubscribeDelta(ts, key, add, remove)
 	return nil
@@ -546,8 +577,9 @@ func (a *adsStream) nextNonce() string {
 func (a *adsStream) respondSotW(typeURL string, ts *typeState, cur *table, rs []*resource) error {
 	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: cur.versionString(), Nonce: a.nextNonce()}
 	ts.awaiting = resp.Nonce
-	a.s.onResponse(context.Background(), a.id, nil, resp)
-	if all(rs, cur) {
+	everything := all(rs, cur)
+	a.s.onResponse(a.id, resp, cur, rs, everything)
+	if everything {
 		b, err := cur.encodeAll(typeURL, false)
 		if err != nil {
 			return err

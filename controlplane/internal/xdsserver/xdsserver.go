@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +25,13 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -54,6 +56,9 @@ type Rejection struct {
 // stream behind by fewer learns what changed from their lists of touched
 // names, and a NACK is told which resources it is about from their hashes.
 const keptVersions = 16
+
+// logRate and logBurst bound the NACKs logged, a second.
+const logRate, logBurst = 10, 50
 
 // keptNonces is how many responses of each type a stream remembers: a
 // request answers the latest, or one just before it.
@@ -84,16 +89,28 @@ type Server struct {
 	hashMu sync.Mutex
 	sums   map[proto.Message][sha256.Size]byte
 
-	mu         sync.Mutex
-	version    int
-	lastHash   string
-	rejections map[string]Rejection // by type URL
-	acked      map[string]string    // type URL -> last acknowledged version
+	// Limits bound what a client can make the server do or keep; set
+	// before Serve (New sets DefaultLimits).
+	Limits   Limits
+	refused  refusals
+	logLimit *rate.Limiter
+
+	mu       sync.Mutex
+	version  int
+	lastHash string
+	// kept counts the rejections the streams keep (Limits.MaxRejections).
+	kept int
+	// keptByType counts them by type (Limits.MaxRejectionsPerType).
+	keptByType map[string]int
+	acked      map[string]string // type URL -> last acknowledged version
 	streams    map[int64]*stream
+	// peerStreams counts the open streams of each peer (peerKey).
+	peerStreams map[string]int
 	// peers holds the client certificate of each stream over mTLS.
 	peers map[int64]ClientCertificate
 	// OnRejection, when set, is called for every NACK received (also
-	// repeated ones), outside the lock.
+	// repeated ones, and those not kept), outside the lock; its type URL is
+	// one the server serves and its message at most MaxMessage long.
 	OnRejection func(Rejection)
 	// OnChange, when set, is called when the set of rejected types changes
 	// (a new rejection, or Envoy accepting a type again), outside the lock.
@@ -107,24 +124,40 @@ type stream struct {
 	node string
 	// sent holds, by type URL, the latest responses sent.
 	sent map[string][]sentResponse
+	// rejections are what the stream's Envoy rejects, by type URL.
+	rejections map[string]Rejection
 }
 
-// sentResponse is what one response carried: its version, and for a delta
-// response the resources it added, changed or removed (until answered).
+// sentResponse is what one response carried: its version, and the
+// resources it added, changed or removed (until answered): names, or
+// every resource of table when all.
 type sentResponse struct {
 	nonce, version string
 	names          []string
+	table          *table
+	all            bool
+}
+
+// carried names the resources the response carried.
+func (r *sentResponse) carried() []string {
+	if r.all && r.table != nil {
+		return slices.Collect(maps.Keys(r.table.byName))
+	}
+	return r.names
 }
 
 // New returns a server with an empty configuration.
 func New(log *slog.Logger) *Server {
 	s := &Server{
-		log:        log,
-		bigSends:   make(chan struct{}, bigSends),
-		rejections: map[string]Rejection{},
-		acked:      map[string]string{},
-		streams:    map[int64]*stream{},
-		peers:      map[int64]ClientCertificate{},
+		log:         log,
+		bigSends:    make(chan struct{}, bigSends),
+		Limits:      DefaultLimits,
+		logLimit:    rate.NewLimiter(logRate, logBurst),
+		acked:       map[string]string{},
+		keptByType:  map[string]int{},
+		streams:     map[int64]*stream{},
+		peerStreams: map[string]int{},
+		peers:       map[int64]ClientCertificate{},
 	}
 	s.world.Store(&world{changed: make(chan struct{})})
 	return s
@@ -331,52 +364,6 @@ func isNameByte(c byte) bool {
 	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// rejectedResources names the resources of a rejected version that Envoy
-// refused: those the message names, else those that changed since the
-// version Envoy kept (all of them when it kept none, or one no longer
-// known). Called with mu held.
-func (s *Server) rejectedResources(typeURL, rejected, accepted, message string) []string {
-	t := s.world.Load().tables[typeURL]
-	if t == nil {
-		return nil
-	}
-	candidates := slices.Collect(maps.Keys(t.byName))
-	var changed []string
-	if v, err := strconv.ParseUint(accepted, 10, 64); err == nil {
-		if touched, ok := t.touchedSince(v); ok {
-			changed = touched
-			candidates = append(candidates, touched...) // removed since
-		}
-	}
-	if changed == nil {
-		changed = slices.Collect(maps.Keys(t.byName))
-	}
-	var named []string
-	for _, name := range candidates {
-		if mentions(message, name) {
-			named = append(named, name)
-		}
-	}
-	out := named
-	if len(out) == 0 {
-		out = changed
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// Rejections lists the configurations Envoy currently refuses, by type.
-func (s *Server) Rejections() []Rejection {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Rejection, 0, len(s.rejections))
-	for _, r := range s.rejections {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].TypeURL < out[j].TypeURL })
-	return out
-}
-
 // Acked returns the last version Envoy acknowledged for each type.
 func (s *Server) Acked() map[string]string {
 	s.mu.Lock()
@@ -437,38 +424,23 @@ func peerCertificate(ctx context.Context) (ClientCertificate, bool) {
 }
 
 func (s *Server) onRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
+	if req.ErrorDetail != nil {
+		s.nack(id, req.GetNode().GetId(), req.TypeUrl, req.ResponseNonce, req.VersionInfo, req.ErrorDetail.GetMessage(), false)
+		return nil
+	}
 	s.mu.Lock()
 	st := s.stream(id, req.GetNode().GetId())
 	sent, known := st.response(req.TypeUrl, req.ResponseNonce)
-	node, sentVersion := st.node, sent.version
-	if req.ErrorDetail != nil {
-		rejected := sentVersion
-		if !known {
-			rejected = "unknown"
-		}
-		rej := Rejection{TypeURL: req.TypeUrl, Version: rejected, Accepted: req.VersionInfo, Node: node, Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
-		rej.Resources = s.rejectedResources(req.TypeUrl, rejected, req.VersionInfo, rej.Message)
-		prev, had := s.rejections[req.TypeUrl]
-		s.rejections[req.TypeUrl] = rej
-		changed := !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
-		s.mu.Unlock()
-		s.reportRejection(rej, changed)
-		return nil
-	}
 	// An ACK names the version of the response it answers; a request that
 	// only changes subscriptions after a NACK still carries the old one.
-	cleared := false
-	if known && req.VersionInfo != "" && req.VersionInfo == sentVersion {
-		s.acked[req.TypeUrl] = req.VersionInfo
-		if _, ok := s.rejections[req.TypeUrl]; ok {
-			delete(s.rejections, req.TypeUrl)
-			cleared = true
-			s.log.Info("Envoy accepted configuration again", "type", req.TypeUrl, "version", req.VersionInfo)
-		}
+	changed := false
+	if known && req.VersionInfo != "" && req.VersionInfo == sent.version {
+		changed = s.accepted(st, req.TypeUrl, &sent)
+		st.settle(req.TypeUrl, req.ResponseNonce)
 	}
 	onChange := s.OnChange
 	s.mu.Unlock()
-	if cleared && onChange != nil {
+	if changed && onChange != nil {
 		onChange()
 	}
 	return nil
@@ -480,11 +452,11 @@ func (s *Server) onRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
 func (s *Server) stream(id int64, node string) *stream {
 	st := s.streams[id]
 	if st == nil {
-		st = &stream{sent: map[string][]sentResponse{}}
+		st = &stream{sent: map[string][]sentResponse{}, rejections: map[string]Rejection{}}
 		s.streams[id] = st
 	}
 	if node != "" {
-		st.node = node
+		st.node = cut(node, maxNode)
 	}
 	return st
 }
@@ -504,7 +476,7 @@ func (st *stream) response(typeURL, nonce string) (sentResponse, bool) {
 func (st *stream) settle(typeURL, nonce string) {
 	for i, r := range st.sent[typeURL] {
 		if r.nonce == nonce {
-			st.sent[typeURL][i].names = nil
+			st.sent[typeURL][i].names, st.sent[typeURL][i].table, st.sent[typeURL][i].all = nil, nil, false
 		}
 	}
 }
@@ -519,28 +491,19 @@ func (st *stream) remember(typeURL string, r sentResponse) {
 	st.sent[typeURL] = sent
 }
 
-// reportRejection logs a NACK that changed what is rejected and tells the
-// callbacks. Called without mu held.
-func (s *Server) reportRejection(rej Rejection, changed bool) {
-	s.mu.Lock()
-	onRej, onChange := s.OnRejection, s.OnChange
-	s.mu.Unlock()
-	if changed {
-		s.log.Error("Envoy rejected configuration", "type", rej.TypeURL, "version", rej.Version, "kept", rej.Accepted,
-			"resources", rej.Resources, "node", rej.Node, "error", rej.Message)
+// onResponse records what a state-of-the-world response carried: the
+// names of rs, or every resource of cur when all.
+func (s *Server) onResponse(id int64, resp *discoveryv3.DiscoveryResponse, cur *table, rs []*resource, all bool) {
+	r := sentResponse{nonce: resp.Nonce, version: resp.VersionInfo, table: cur, all: all}
+	if !all {
+		r.names = make([]string, len(rs))
+		for i, res := range rs {
+			r.names[i] = res.name
+		}
 	}
-	if onRej != nil {
-		onRej(rej)
-	}
-	if changed && onChange != nil {
-		onChange()
-	}
-}
-
-func (s *Server) onResponse(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stream(id, "").remember(resp.TypeUrl, sentResponse{nonce: resp.Nonce, version: resp.VersionInfo})
+	s.stream(id, "").remember(resp.TypeUrl, r)
 }
 
 // Incremental (delta) xDS: a response carries only the resources that
@@ -558,84 +521,26 @@ func (s *Server) onDeltaResponse(id int64, _ *discoveryv3.DeltaDiscoveryRequest,
 }
 
 func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
+	if req.ErrorDetail != nil {
+		s.nack(id, req.GetNode().GetId(), req.TypeUrl, req.ResponseNonce, "", req.ErrorDetail.GetMessage(), true)
+		return nil
+	}
 	s.mu.Lock()
 	st := s.stream(id, req.GetNode().GetId())
 	sent, known := st.response(req.TypeUrl, req.ResponseNonce)
 	changed := false
-	var rej Rejection
-	switch {
-	case !known:
-		// The first request of a stream, or a subscription change.
-	case req.ErrorDetail != nil:
-		rej, changed = s.deltaRejected(req, st.node, &sent)
-	default:
-		changed = s.deltaAccepted(st, req, &sent)
+	if known {
+		// Settled: its names are no longer needed (a first response names
+		// every resource: 10,001 route configurations per Envoy).
+		changed = s.accepted(st, req.TypeUrl, &sent)
+		st.settle(req.TypeUrl, req.ResponseNonce)
 	}
 	onChange := s.OnChange
 	s.mu.Unlock()
-	if req.ErrorDetail != nil && known {
-		s.reportRejection(rej, changed)
-	} else if changed && onChange != nil {
+	if changed && onChange != nil {
 		onChange()
 	}
 	return nil
-}
-
-// deltaRejected records the rejection of the delta response sent: of the
-// resources its message names, else of every resource it carried, with
-// those of the type's earlier rejection it did not change. It reports
-// whether the rejection changed. Called with mu held.
-func (s *Server) deltaRejected(req *discoveryv3.DeltaDiscoveryRequest, node string, sent *sentResponse) (Rejection, bool) {
-	version, names := sent.version, sent.names
-	prev, had := s.rejections[req.TypeUrl]
-	rej := Rejection{TypeURL: req.TypeUrl, Version: version, Accepted: s.acked[req.TypeUrl], Node: node,
-		Message: req.ErrorDetail.GetMessage(), Time: time.Now()}
-	for _, n := range names {
-		if mentions(rej.Message, n) {
-			rej.Resources = append(rej.Resources, n)
-		}
-	}
-	if len(rej.Resources) == 0 {
-		rej.Resources = slices.Clone(names)
-	}
-	if had {
-		// Still rejected: what the earlier response carried and this
-		// one did not change.
-		for _, n := range prev.Resources {
-			if !slices.Contains(names, n) && !slices.Contains(rej.Resources, n) {
-				rej.Resources = append(rej.Resources, n)
-			}
-		}
-	}
-	sort.Strings(rej.Resources)
-	s.rejections[req.TypeUrl] = rej
-	return rej, !had || prev.Message != rej.Message || !slices.Equal(prev.Resources, rej.Resources)
-}
-
-// deltaAccepted records the acceptance of the delta response sent: its
-// version is acked, and its resources are no longer rejected. It reports
-// whether the rejections changed. Called with mu held.
-func (s *Server) deltaAccepted(st *stream, req *discoveryv3.DeltaDiscoveryRequest, sent *sentResponse) bool {
-	version, names := sent.version, sent.names
-	s.acked[req.TypeUrl] = version
-	// Settled: its names are no longer needed (a first response names
-	// every resource: 10,001 route configurations per Envoy).
-	st.settle(req.TypeUrl, req.ResponseNonce)
-	prev, had := s.rejections[req.TypeUrl]
-	if !had {
-		return false
-	}
-	// Accepted resources are no longer rejected.
-	before := len(prev.Resources)
-	left := slices.DeleteFunc(slices.Clone(prev.Resources), func(n string) bool { return slices.Contains(names, n) })
-	if len(left) == 0 {
-		delete(s.rejections, req.TypeUrl)
-		s.log.Info("Envoy accepted configuration again", "type", req.TypeUrl, "version", version)
-	} else {
-		prev.Resources = left
-		s.rejections[req.TypeUrl] = prev
-	}
-	return len(left) != before
 }
 
 // Serve runs the ADS server on lis until ctx ends, over TLS when tlsConfig
@@ -643,6 +548,7 @@ func (s *Server) deltaAccepted(st *stream, req *discoveryv3.DeltaDiscoveryReques
 func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Config) error {
 	opts := []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(1 << 20),
+		grpc.MaxRecvMsgSize(s.Limits.MaxRequestBytes),
 		// A ping after 30 s without a request, answered within 30 s: an
 		// Envoy whose main thread is busy applying a large configuration
 		// (seconds at 10,000 hosts) answers late, and dropping it would make
@@ -697,19 +603,12 @@ var adsService = grpc.ServiceDesc{
 // their own, so that a change is sent while the Envoy says nothing.
 func (s *Server) serveStream(ctx context.Context, a *adsStream, recv func() (any, error)) error {
 	a.s, a.id, a.types = s, streamIDs.Add(1), map[string]*typeState{}
-	cert, ok := peerCertificate(ctx)
-	s.mu.Lock()
-	s.stream(a.id, "")
-	if ok {
-		s.peers[a.id] = cert
+	cert, mtls := peerCertificate(ctx)
+	who := peerKey(ctx, cert, mtls)
+	if err := s.open(a.id, who, cert, mtls); err != nil {
+		return err
 	}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.streams, a.id)
-		delete(s.peers, a.id)
-		s.mu.Unlock()
-	}()
+	defer s.closeStream(a.id, who)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.ctx = ctx
@@ -719,14 +618,61 @@ func (s *Server) serveStream(ctx context.Context, a *adsStream, recv func() (any
 		for {
 			req, err := recv()
 			if err != nil {
-				return
+				if status.Code(err) == codes.ResourceExhausted {
+					s.refused.add(RefusedRequestSize)
+					req = status.Errorf(codes.ResourceExhausted, "request over %d bytes (the server's limit): %v", s.Limits.MaxRequestBytes, err)
+				} else {
+					return
+				}
 			}
 			select {
 			case reqs <- req:
 			case <-ctx.Done():
 				return
 			}
+			if err != nil {
+				return
+			}
 		}
 	}()
 	return a.run(ctx, reqs)
+}
+
+// open records a new stream of peer who, unless the peer has
+// Limits.StreamsPerPeer open already.
+func (s *Server) open(id int64, who string, cert ClientCertificate, mtls bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peerStreams[who] >= s.Limits.StreamsPerPeer {
+		s.refused.add(RefusedStreamsPerPeer)
+		return status.Errorf(codes.ResourceExhausted, "%d ADS streams already open from %s (the server's limit per peer)", s.peerStreams[who], who)
+	}
+	s.peerStreams[who]++
+	s.stream(id, "")
+	if mtls {
+		s.peers[id] = cert
+	}
+	return nil
+}
+
+// closeStream forgets a stream, and what it rejected.
+func (s *Server) closeStream(id int64, who string) {
+	s.mu.Lock()
+	changed := false
+	if st := s.streams[id]; st != nil && len(st.rejections) > 0 {
+		for typeURL := range st.rejections {
+			s.forget(typeURL)
+		}
+		changed = true
+	}
+	delete(s.streams, id)
+	delete(s.peers, id)
+	if s.peerStreams[who]--; s.peerStreams[who] <= 0 {
+		delete(s.peerStreams, who)
+	}
+	onChange := s.OnChange
+	s.mu.Unlock()
+	if changed && onChange != nil {
+		onChange()
+	}
 }

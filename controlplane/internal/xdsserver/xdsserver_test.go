@@ -33,8 +33,9 @@ func publish(t *testing.T, s *Server, r *translator.Resources, nonce string) str
 	if _, err := s.Update(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	v := s.world.Load().tables[resourcev3.ClusterType].versionString()
-	s.onResponse(context.Background(), 1, nil, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: v, Nonce: nonce})
+	cur := s.world.Load().tables[resourcev3.ClusterType]
+	v := cur.versionString()
+	s.onResponse(1, &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.ClusterType, VersionInfo: v, Nonce: nonce}, cur, nil, true)
 	return v
 }
 
