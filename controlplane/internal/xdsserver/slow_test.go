@@ -1,0 +1,84 @@
+package xdsserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+)
+
+// bigRouted is routed's configuration of route configurations "big" (over
+// bigResponse) and "small", big's virtual host named v: a response of big
+// alone is not the table's (whose encoding is shared).
+func bigRouted(t *testing.T, v string) *translator.Resources {
+	t.Helper()
+	r := routed(t, "a.example.com", "big", "small")
+	vh := r.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0]
+	vh.Name = v
+	for i := range 2 * bigResponse / 20 {
+		vh.Domains = append(vh.Domains, fmt.Sprintf("h%08d.example.com", i))
+	}
+	return r
+}
+
+// openHostile opens a stream that subscribes to big and then reads
+// nothing and answers nothing; it returns the stream's context, done once
+// the stream ends.
+func openHostile(t *testing.T, s *Server, delta bool) context.Context {
+	t.Helper()
+	ads := serve(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if delta {
+		st, err := ads.DeltaAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNamesSubscribe: []string{"big"}}); err != nil {
+			t.Fatal(err)
+		}
+		return st.Context()
+	}
+	st, err := ads.StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNames: []string{"big"}}); err != nil {
+		t.Fatal(err)
+	}
+	return st.Context()
+}
+
+// TestSlowClientsDoNotHoldBackTheFleet: 10 state-of-the-world and 10
+// delta streams that subscribe to a large route configuration and then
+// never read nor answer do not hold back a client that does: it is sent a
+// change of it at once, over both protocols.
+func TestSlowClientsDoNotHoldBackTheFleet(t *testing.T) {
+	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	update(t, s, bigRouted(t, "v1"))
+	for i := range 20 {
+		openHostile(t, s, i%2 == 1)
+	}
+	time.Sleep(300 * time.Millisecond) // they are sent big
+	fast := []*client{connect(t, s, false), connect(t, s, true)}
+	for _, c := range fast {
+		c.subscribe(resourcev3.RouteType, "big", "small")
+		c.expect("route.v3.RouteConfiguration [big small] removed []")
+	}
+	update(t, s, bigRouted(t, "v2"))
+	start := time.Now()
+	for _, c := range fast {
+		c.expect("route.v3.RouteConfiguration [big] removed []")
+	}
+	t.Logf("a change reached both fast clients in %s", time.Since(start))
+}
+
+
