@@ -59,8 +59,8 @@ const keptVersions = 16
 // request answers the latest, or one just before it.
 const keptNonces = 4
 
-// bigSends is how many responses over bigResponse may be unanswered at once.
-const bigSends = 8
+// DefaultClientTimeout is the default Server.ClientTimeout.
+const DefaultClientTimeout = 2 * time.Minute
 
 // publishOrder is the order in which a change reaches every Envoy:
 // clusters before the endpoints and secrets they use and the listeners and
@@ -75,8 +75,16 @@ type Server struct {
 	// until the first Update.
 	world atomic.Pointer[world]
 	sets  nameSets
-	// bigSends bounds the large responses being written at once.
-	bigSends chan struct{}
+	// ClientTimeout is how long an xDS client may take to read a response
+	// and to answer it (ACK or NACK): a stream that takes longer is
+	// dropped (see adsStream). None when 0. Set before Serve.
+	ClientTimeout time.Duration
+	// dropped counts the streams dropped, by reason (dropUnanswered,
+	// dropUnread).
+	dropped [2]atomic.Uint64
+	// conns are the connections Serve accepted, by remote address: a
+	// dropped stream's is closed (see adsStream.drop).
+	conns sync.Map
 	// sums remembers the hash of each resource of the last Update, by
 	// message: the translator reuses the messages of unchanged virtual
 	// hosts (translator.Cache), which then need no marshalling. Messages
@@ -119,12 +127,12 @@ type sentResponse struct {
 // New returns a server with an empty configuration.
 func New(log *slog.Logger) *Server {
 	s := &Server{
-		log:        log,
-		bigSends:   make(chan struct{}, bigSends),
-		rejections: map[string]Rejection{},
-		acked:      map[string]string{},
-		streams:    map[int64]*stream{},
-		peers:      map[int64]ClientCertificate{},
+		log:           log,
+		ClientTimeout: DefaultClientTimeout,
+		rejections:    map[string]Rejection{},
+		acked:         map[string]string{},
+		streams:       map[int64]*stream{},
+		peers:         map[int64]ClientCertificate{},
 	}
 	s.world.Store(&world{changed: make(chan struct{})})
 	return s
@@ -384,6 +392,12 @@ func (s *Server) Acked() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// Dropped returns how many streams were dropped because their client did
+// not answer a response, and did not read one, within ClientTimeout.
+func (s *Server) Dropped() (unanswered, unread uint64) {
+	return s.dropped[dropUnanswered].Load(), s.dropped[dropUnread].Load()
 }
 
 // Connected returns the number of ADS streams open.
@@ -660,7 +674,46 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 		<-ctx.Done()
 		g.Stop()
 	}()
-	return g.Serve(lis)
+	return g.Serve(trackedListener{Listener: lis, conns: &s.conns})
+}
+
+// trackedListener keeps the connections it accepts in conns, by remote
+// address, until they are closed.
+type trackedListener struct {
+	net.Listener
+	conns *sync.Map
+}
+
+func (l trackedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, conns: l.conns}
+	l.conns.Store(c.RemoteAddr().String(), tc)
+	return tc, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	conns *sync.Map
+}
+
+func (c *trackedConn) Close() error {
+	c.conns.CompareAndDelete(c.RemoteAddr().String(), c)
+	return c.Conn.Close()
+}
+
+// closeConn closes the connection of a stream's context, if Serve
+// accepted it.
+func (s *Server) closeConn(ctx context.Context) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return
+	}
+	if c, ok := s.conns.Load(p.Addr.String()); ok {
+		_ = c.(net.Conn).Close()
+	}
 }
 
 // adsService is Envoy's AggregatedDiscoveryService, registered by hand so
@@ -694,7 +747,7 @@ var adsService = grpc.ServiceDesc{
 // serveStream runs one stream: its requests are read by a goroutine of
 // their own, so that a change is sent while the Envoy says nothing.
 func (s *Server) serveStream(ctx context.Context, a *adsStream, recv func() (any, error)) error {
-	a.s, a.id, a.types = s, streamIDs.Add(1), map[string]*typeState{}
+	a.s, a.id, a.types, a.timeout = s, streamIDs.Add(1), map[string]*typeState{}, s.ClientTimeout
 	cert, ok := peerCertificate(ctx)
 	s.mu.Lock()
 	s.stream(a.id, "")
