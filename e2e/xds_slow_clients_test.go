@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestSlowXDSClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpAddr, httpsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
-	cp := harness.StartControlPlane(t, "portcullis", httpAddr, httpsAddr, "--provider", "file", "-f", dir)
+	cp := harness.StartControlPlane(t, "portcullis", httpAddr, httpsAddr, "--provider", "file", "-f", dir,
+		"--xds-client-timeout", "20s")
 	harness.StartEnvoyOn(t, cp.XDSAddr, "--sotw")
 	c := harness.HTTPClient(httpAddr)
 	harness.Eventually(t, 120*time.Second, func() error {
@@ -83,8 +85,27 @@ func TestSlowXDSClients(t *testing.T) {
 		t.Errorf("portcullis RSS grew by %d MiB under 100 slow xDS clients; want < 64 MiB", (rss-rssBefore)>>20)
 	}
 
+	// They are dropped after --xds-client-timeout (20 s), the real Envoy
+	// (which answers) is not.
+	harness.Eventually(t, 60*time.Second, func() error {
+		v, err := cp.Metric("portcullis_xds_streams_dropped_total")
+		if err != nil {
+			return err
+		}
+		if v < 100 {
+			return fmt.Errorf("%v slow xDS streams dropped, want 100", v)
+		}
+		return nil
+	})
+	if v, err := cp.Metric("portcullis_xds_streams_dropped_total"); err != nil || v != 100 {
+		t.Errorf("%v xDS streams dropped (%v), want 100", v, err)
+	}
+	t.Logf("portcullis RSS once they were dropped: %d MiB", procStatus(t, cp.Pid(), "VmRSS")>>20)
 	// And the Envoy is still served.
 	took := timeToEnvoy(t, objects, c, next)
+	if !strings.Contains(cp.Logs(), "dropping an xDS stream") {
+		t.Error("no log line of a dropped xDS stream")
+	}
 	t.Logf("after the slow clients were dropped, a new host reached Envoy in %s", took.Round(time.Millisecond))
 }
 
