@@ -81,7 +81,11 @@ func TestSlowClientsDoNotHoldBackTheFleet(t *testing.T) {
 	for _, c := range fast {
 		c.expect("route.v3.RouteConfiguration [big] removed []")
 	}
-	t.Logf("a change reached both fast clients in %s", time.Since(start))
+	took := time.Since(start)
+	t.Logf("a change reached both fast clients in %s", took)
+	if took > 2*time.Second {
+		t.Errorf("a change took %s to reach the fast clients; want < 2s", took)
+	}
 }
 
 // TestSlowClientsAreDropped: with a client timeout, streams that do not
@@ -113,6 +117,9 @@ func TestSlowClientsAreDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
+	if unanswered, unread := s.Dropped(); unanswered+unread != 0 {
+		t.Fatalf("%d streams dropped before the timeout", unanswered+unread)
+	}
 	start := time.Now()
 	update(t, s, bigRouted(t, "v2"))
 	fast.expect("route.v3.RouteConfiguration [big] removed []")
