@@ -563,17 +563,20 @@ func all(rs []*resource, cur *table) bool {
 }
 
 // A client that stops reading what it is sent, or answering it, must not
-// hold anything the fleet needs: no response waits for a resource shared
-// with other streams (every response is written from encodings shared by
-// all of them, preEncoded or composed, so there is no per-stream copy to
-// ration), and such a stream is dropped after its timeout
-// (Server.ClientTimeout), its connection closed: a response not answered
-// (ACK or NACK) within it, or one gRPC could not hand to the connection
-// within it (the client does not read: HTTP/2 flow control stops the
-// writes). What it holds meanwhile
-// is its own state and a few bytes per resource of the responses queued
-// for it; an Envoy answers within seconds (warming clusters, within its
-// initial fetch timeout of 15 s).
+// hold anything the fleet needs. No response waits for a resource shared
+// with other streams: every response is written from encodings shared by
+// all of them (preEncoded or composed), so there is no per-stream copy to
+// ration. (There were 8 slots for responses over 1 MiB, each held until
+// the response was answered: 8 clients that never answered held them for
+// good, and no Envoy was sent a large change until they went away.) And
+// such a stream is dropped after its timeout (Server.ClientTimeout), its
+// connection closed: a response not answered (ACK or NACK) within it, or
+// one gRPC could not hand to the connection within it (the client does
+// not read: HTTP/2 flow control stops the writes). What it holds
+// meanwhile is its own state, a few bytes per resource of the responses
+// queued for it, and the published versions they reference; an Envoy
+// answers within seconds (warming clusters, within its initial fetch
+// timeout of 15 s).
 
 // sent records the response of ts with nonce as sent, now.
 func (a *adsStream) sent(ts *typeState, nonce string) {
@@ -602,7 +605,7 @@ func (a *adsStream) oldestUnanswered() *typeState {
 // within it (the client does not read: HTTP/2 flow control holds the
 // writes) has its connection closed by a timer, which ends the send, and
 // drops the stream. The send stays on the stream's goroutine: handing
-// every response to another one cost the fan-out benchmark a quarter of
+// // every response to another one cost BenchmarkSotWRouteChange 20-60% of
 // its time on a loaded machine (a timer per stream, reset for each send,
 // costs nothing measurable).
 func (a *adsStream) write(m any) error {
