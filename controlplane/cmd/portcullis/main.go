@@ -31,6 +31,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/provider/kubernetes"
 	"github.com/portcullis/portcullis/controlplane/internal/serve"
 	"github.com/portcullis/portcullis/controlplane/internal/statuswriter"
+	"github.com/portcullis/portcullis/controlplane/internal/xdsserver"
 	"github.com/portcullis/portcullis/controlplane/internal/xdstls"
 	"github.com/portcullis/portcullis/serverkit/version"
 )
@@ -344,6 +345,7 @@ type serveFlags struct {
 	xdsAddress   string
 	adminAddress string
 	debounce     time.Duration
+	xdsTimeout   time.Duration
 	interval     time.Duration
 	logLevel     string
 	bf           buildFlags
@@ -411,6 +413,7 @@ func (sf *serveFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&sf.xdsTLS.Cert, "xds-tls-cert", "", "xDS over mTLS: the server's certificate (PEM chain); read again when it changes")
 	f.StringVar(&sf.xdsTLS.Key, "xds-tls-key", "", "xDS over mTLS: the server's private key (PEM)")
 	f.StringVar(&sf.xdsTLS.ClientCA, "xds-tls-client-ca", "", "xDS over mTLS: the CA bundle (PEM) Envoy's client certificates must chain to; clients without one are refused")
+	f.DurationVar(&sf.xdsTimeout, "xds-client-timeout", xdsserver.DefaultClientTimeout, "how long an xDS client may take to read a response and to answer it (ACK or NACK): a stream that takes longer is dropped, its connection closed, and counted in portcullis_xds_streams_dropped_total")
 	f.StringVar(&sf.adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
 	f.DurationVar(&sf.debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
 	f.StringVar(&sf.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -428,7 +431,11 @@ func (sf *serveFlags) run() error {
 	if err != nil {
 		return err
 	}
-	cfg := serve.Config{Pipeline: opts, XDSAddress: sf.xdsAddress, AdminAddress: sf.adminAddress, Debounce: sf.debounce, Log: log, Extensions: exts}
+	cfg := serve.Config{Pipeline: opts, XDSAddress: sf.xdsAddress, AdminAddress: sf.adminAddress, Debounce: sf.debounce, Log: log, Extensions: exts,
+		XDSClientTimeout: sf.xdsTimeout}
+	if sf.xdsTimeout <= 0 {
+		return fmt.Errorf("--xds-client-timeout must be positive, not %s", sf.xdsTimeout)
+	}
 	if sf.xdsTLS.Set() {
 		if cfg.XDSTLS, err = xdstls.New(sf.xdsTLS, log); err != nil {
 			return err

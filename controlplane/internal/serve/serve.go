@@ -60,6 +60,10 @@ type Config struct {
 	// calls on the pipeline's output before publishing it, in order
 	// (docs/extensions.md).
 	Extensions []extension.Registration
+	// XDSClientTimeout is how long an xDS client may take to read a
+	// response and to answer it before its stream is dropped
+	// (xdsserver.Server.ClientTimeout); 0: xdsserver.DefaultClientTimeout.
+	XDSClientTimeout time.Duration
 	// XDSTLS, when set, serves xDS over mutual TLS with its certificates
 	// (read again when their files change).
 	XDSTLS *xdstls.Reloader
@@ -142,6 +146,10 @@ type Server struct {
 func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status, cfg.Leader),
 		toWrite: make(chan []statuswriter.Update, 1), servicesChanged: make(chan struct{}, 1), cache: pipeline.NewCache()}
+	if cfg.XDSClientTimeout > 0 {
+		s.xds.ClientTimeout = cfg.XDSClientTimeout
+	}
+	s.registerDropped()
 	if cfg.XDSTLS != nil {
 		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "portcullis_xds_certificate_expiry_timestamp_seconds",
@@ -162,6 +170,23 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	s.ext = ext
 	return s, nil
+}
+
+// registerDropped registers portcullis_xds_streams_dropped_total, by
+// reason: the xDS streams dropped because their client did not answer
+// (unanswered) or did not read (unread) a response within the client
+// timeout.
+func (s *Server) registerDropped() {
+	for reason, count := range map[string]func() uint64{
+		"unanswered": func() uint64 { n, _ := s.xds.Dropped(); return n },
+		"unread":     func() uint64 { _, n := s.xds.Dropped(); return n },
+	} {
+		s.metrics.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "portcullis_xds_streams_dropped_total",
+			Help:        "xDS streams dropped because their client did not answer (ACK or NACK) a response, or did not read one, within --xds-client-timeout.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(count()) }))
+	}
 }
 
 // Run serves until ctx ends.

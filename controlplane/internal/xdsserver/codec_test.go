@@ -1,15 +1,20 @@
 package xdsserver
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // TestCodecKeepsNamesEncoded: a state-of-the-world request decoded by the
@@ -192,5 +197,41 @@ func TestCodecKnownRunIsTaken(t *testing.T) {
 	known.runs[0].key = marker // what only the known run can give
 	if got := decode(); got != marker {
 		t.Errorf("a repeated run was read name by name (fingerprint %+v), not told by its hash", got)
+	}
+}
+
+// TestComposedIsTheResponse: a composed response decodes as the response
+// the standard codec would have encoded, over both protocols.
+func TestComposedIsTheResponse(t *testing.T) {
+	var rs []*resource
+	for i, domain := range []string{"a.example.com", strings.Repeat("b", 300) + ".example.com"} {
+		a, err := anypb.New(&routev3.RouteConfiguration{Name: fmt.Sprint("r", i), VirtualHosts: []*routev3.VirtualHost{{Name: "v", Domains: []string{domain}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, newResource(fmt.Sprint("r", i), fmt.Sprint("version-", i), a))
+	}
+	decode := func(c *composed, into proto.Message) {
+		t.Helper()
+		var b []byte
+		for _, buf := range c.marshal() {
+			b = append(b, buf.ReadOnlyData()...)
+		}
+		if err := proto.Unmarshal(b, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &discoveryv3.DiscoveryResponse{}
+	decode(&composed{head: responseHead(resourcev3.RouteType, "7", nil), rs: rs, nonce: "3"}, got)
+	want := &discoveryv3.DiscoveryResponse{TypeUrl: resourcev3.RouteType, VersionInfo: "7", Nonce: "3", Resources: []*anypb.Any{rs[0].any, rs[1].any}}
+	if !proto.Equal(got, want) {
+		t.Errorf("state of the world: got %v, want %v", got, want)
+	}
+	gotDelta := &discoveryv3.DeltaDiscoveryResponse{}
+	decode(&composed{head: responseHead(resourcev3.RouteType, "7", []string{"gone", "also-gone"}), rs: rs, delta: true, nonce: "4"}, gotDelta)
+	wantDelta := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: resourcev3.RouteType, SystemVersionInfo: "7", Nonce: "4",
+		Resources: []*discoveryv3.Resource{rs[0].delta, rs[1].delta}, RemovedResources: []string{"gone", "also-gone"}}
+	if !proto.Equal(gotDelta, wantDelta) {
+		t.Errorf("delta: got %v, want %v", gotDelta, wantDelta)
 	}
 }

@@ -42,8 +42,9 @@ func routed(t testing.TB, domain string, routes ...string) *translator.Resources
 	return r
 }
 
-// serve runs s on a loopback listener and returns an ADS client.
-func serve(t *testing.T, s *Server) discoveryv3.AggregatedDiscoveryServiceClient {
+// serve runs s on a loopback listener and returns an ADS client, on a
+// connection of its own dialled with opts.
+func serve(t *testing.T, s *Server, opts ...grpc.DialOption) discoveryv3.AggregatedDiscoveryServiceClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,7 +53,7 @@ func serve(t *testing.T, s *Server) discoveryv3.AggregatedDiscoveryServiceClient
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(ctx, lis, nil) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // An ADS stream, state of the world or delta. Every Envoy is served the
@@ -54,8 +54,10 @@ type typeState struct {
 	// mustAnswer: the first request of a wildcard type is answered even
 	// with nothing (Envoy waits for its listeners and clusters).
 	mustAnswer bool
-	// awaiting is the nonce of the last response, until the Envoy answers.
+	// awaiting is the nonce of the last response, until the Envoy answers;
+	// sentAt is when it was sent.
 	awaiting string
+	sentAt   time.Time
 }
 
 func (ts *typeState) wants(name string) bool { return ts.wildcard || ts.names.has(name) }
@@ -79,8 +81,12 @@ type adsStream struct {
 	delta bool
 	types map[string]*typeState
 	nonce uint64
-	// slot is the type whose response holds one of the server's bigSends.
-	slot *typeState
+	// timeout is how long the client may take to read a response and to
+	// answer it (Server.ClientTimeout); none when 0.
+	timeout time.Duration
+	// writeTimer closes the connection of a send that takes longer than
+	// timeout (see write); stopped between sends.
+	writeTimer *time.Timer
 
 	// send writes a response: a DiscoveryResponse, a DeltaDiscoveryResponse
 	// or a preEncoded one.
@@ -97,9 +103,6 @@ func (a *adsStream) state(typeURL string) *typeState {
 }
 
 func (a *adsStream) close() {
-	if a.slot != nil {
-		a.answered(a.slot)
-	}
 	for _, ts := range a.types {
 		a.s.sets.release(ts.names)
 	}
@@ -108,14 +111,23 @@ func (a *adsStream) close() {
 // run serves the stream until its requests end or ctx does.
 func (a *adsStream) run(ctx context.Context, reqs <-chan any) error {
 	defer a.close()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		w := a.s.world.Load()
 		if err := a.step(w); err != nil {
 			return err
 		}
+		var unanswered <-chan time.Time
+		if ts := a.oldestUnanswered(); ts != nil {
+			timer.Reset(time.Until(ts.sentAt.Add(a.timeout)))
+			unanswered = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-unanswered:
+			return a.drop(dropUnanswered)
 		case <-w.changed:
 		case req, ok := <-reqs:
 			if !ok {
@@ -152,10 +164,7 @@ func (a *adsStream) onSotW(req *sotwRequest) error {
 		// next.
 		return nil
 	}
-	if ts.awaiting != "" {
-		ts.awaiting = ""
-		a.answered(ts)
-	}
+	ts.awaiting = ""
 	first := !ts.subscribed
 	ts.subscribed = true
 	if !first && req.key == ts.sotwKey {
@@ -241,7 +250,6 @@ func (a *adsStream) onDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	ts := a.state(req.TypeUrl)
 	if req.ResponseNonce != "" && req.ResponseNonce == ts.awaiting {
 		ts.awaiting = ""
-		a.answered(ts)
 	}
 	if !ts.subscribed {
 		ts.subscribed = true
@@ -534,41 +542,6 @@ func (a *adsStream) remove(typeURL string, ts *typeState, cur *table) error {
 	return a.respondSotW(typeURL, ts, cur, a.fullSet(ts, cur))
 }
 
-// bigResponse is the encoded size above which a response needs one of
-// the server's bigSends slots, held until the Envoy answers it: gRPC holds
-// a response's encoding until it is written (a first configuration at
-// 10,000 TLS hosts is 15 MB), and a fleet connecting at once must not
-// hold one for each Envoy. A stream holds one slot at most (its other
-// large responses go without), so that a stream waiting for a slot never
-// holds one.
-const bigResponse = 1 << 20
-
-func (a *adsStream) takeSlot(ts *typeState, rs []*resource) {
-	if a.slot != nil {
-		return
-	}
-	size := 0
-	for _, r := range rs {
-		size += len(r.any.Value)
-	}
-	if size < bigResponse {
-		return
-	}
-	select {
-	case a.s.bigSends <- struct{}{}:
-		a.slot = ts
-	case <-a.ctx.Done():
-	}
-}
-
-// answered releases the slot of ts's response, if it holds it.
-func (a *adsStream) answered(ts *typeState) {
-	if a.slot == ts {
-		<-a.s.bigSends
-		a.slot = nil
-	}
-}
-
 func (a *adsStream) nextNonce() string {
 	a.nonce++
 	return strconv.FormatUint(a.nonce, 10)
@@ -576,7 +549,7 @@ func (a *adsStream) nextNonce() string {
 
 func (a *adsStream) respondSotW(typeURL string, ts *typeState, cur *table, rs []*resource) error {
 	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: cur.versionString(), Nonce: a.nextNonce()}
-	ts.awaiting = resp.Nonce
+	a.sent(ts, resp.Nonce)
 	everything := all(rs, cur)
 	a.s.onResponse(a.id, resp, cur, rs, everything)
 	if everything {
@@ -584,14 +557,9 @@ func (a *adsStream) respondSotW(typeURL string, ts *typeState, cur *table, rs []
 		if err != nil {
 			return err
 		}
-		return a.send(&preEncoded{shared: b, nonce: resp.Nonce})
+		return a.write(&preEncoded{shared: b, nonce: resp.Nonce})
 	}
-	resp.Resources = make([]*anypb.Any, len(rs))
-	for i, r := range rs {
-		resp.Resources[i] = r.any
-	}
-	a.takeSlot(ts, rs)
-	return a.send(resp)
+	return a.write(&composed{head: responseHead(typeURL, resp.VersionInfo, nil), rs: rs, nonce: resp.Nonce})
 }
 
 func (a *adsStream) respondDelta(typeURL string, ts *typeState, cur *table, rs []*resource, removed []string) error {
@@ -600,17 +568,16 @@ func (a *adsStream) respondDelta(typeURL string, ts *typeState, cur *table, rs [
 	for i, r := range rs {
 		resp.Resources[i] = r.delta
 	}
-	ts.awaiting = resp.Nonce
+	a.sent(ts, resp.Nonce)
 	a.s.onDeltaResponse(a.id, nil, resp)
 	if len(removed) == 0 && all(rs, cur) {
 		b, err := cur.encodeAll(typeURL, true)
 		if err != nil {
 			return err
 		}
-		return a.send(&preEncoded{shared: b, nonce: resp.Nonce})
+		return a.write(&preEncoded{shared: b, nonce: resp.Nonce})
 	}
-	a.takeSlot(ts, rs)
-	return a.send(resp)
+	return a.write(&composed{head: responseHead(typeURL, resp.SystemVersionInfo, removed), rs: rs, delta: true, nonce: resp.Nonce})
 }
 
 // all reports whether rs, distinct resources, are every resource of cur,
@@ -625,6 +592,92 @@ func all(rs []*resource, cur *table) bool {
 		}
 	}
 	return true
+}
+
+// A client that stops reading what it is sent, or answering it, must not
+// hold anything the fleet needs. No response waits for a resource shared
+// with other streams: every response is written from encodings shared by
+// all of them (preEncoded or composed), so there is no per-stream copy to
+// ration. (There were 8 slots for responses over 1 MiB, each held until
+// the response was answered: 8 clients that never answered held them for
+// good, and no Envoy was sent a large change until they went away.) And
+// such a stream is dropped after its timeout (Server.ClientTimeout), its
+// connection closed: a response not answered (ACK or NACK) within it, or
+// one gRPC could not hand to the connection within it (the client does
+// not read: HTTP/2 flow control stops the writes). What it holds
+// meanwhile is its own state, a few bytes per resource of the responses
+// queued for it, and the published versions they reference; an Envoy
+// answers within seconds (warming clusters, within its initial fetch
+// timeout of 15 s).
+
+// sent records the response of ts with nonce as sent, now.
+func (a *adsStream) sent(ts *typeState, nonce string) {
+	ts.awaiting = nonce
+	if a.timeout > 0 {
+		ts.sentAt = time.Now()
+	}
+}
+
+// oldestUnanswered is the type whose response has waited longest for an
+// answer; nil when none waits, or without a timeout.
+func (a *adsStream) oldestUnanswered() *typeState {
+	if a.timeout <= 0 {
+		return nil
+	}
+	var oldest *typeState
+	for _, ts := range a.types {
+		if ts.awaiting != "" && (oldest == nil || ts.sentAt.Before(oldest.sentAt)) {
+			oldest = ts
+		}
+	}
+	return oldest
+}
+
+// write sends a response. With a timeout, a send that does not return
+// within it (the client does not read: HTTP/2 flow control holds the
+// writes) has its connection closed by a timer, which ends the send, and
+// drops the stream. The send stays on the stream's goroutine: handing
+// // every response to another one cost BenchmarkSotWRouteChange 20-60% of
+// its time on a loaded machine (a timer per stream, reset for each send,
+// costs nothing measurable).
+func (a *adsStream) write(m any) error {
+	if a.timeout <= 0 {
+		return a.send(m)
+	}
+	if a.writeTimer == nil {
+		a.writeTimer = time.AfterFunc(a.timeout, func() { a.s.closeConn(a.ctx) })
+	} else {
+		a.writeTimer.Reset(a.timeout)
+	}
+	err := a.send(m)
+	if !a.writeTimer.Stop() {
+		return a.drop(dropUnread)
+	}
+	return err
+}
+
+// Why a stream was dropped.
+const (
+	dropUnanswered = iota // a response not answered in time
+	dropUnread            // a response not read in time
+)
+
+// drop counts and logs a stream dropped for reason, closes its
+// connection and returns the error that ends the stream. Its connection
+// is closed because the stream's end (its trailers) would wait behind
+// what the client did not read, and gRPC would hold what is queued for it
+// for as long as the client keeps the connection open (an Envoy has one
+// ADS stream per connection).
+func (a *adsStream) drop(reason int) error {
+	a.s.dropped[reason].Add(1)
+	a.s.mu.Lock()
+	node := a.s.stream(a.id, "").node
+	a.s.mu.Unlock()
+	what := [...]string{dropUnanswered: "did not answer (ACK or NACK) a response", dropUnread: "did not read a response"}[reason]
+	a.s.log.Warn("dropping an xDS stream: the client "+what+" within the client timeout", "node", node, "delta", a.delta,
+		"timeout", a.timeout)
+	a.s.closeConn(a.ctx)
+	return status.Errorf(codes.DeadlineExceeded, "the client %s within %s", what, a.timeout)
 }
 
 // streamIDs numbers the streams of every server of the process.

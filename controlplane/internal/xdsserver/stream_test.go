@@ -320,28 +320,6 @@ func TestStaleAnswersAreIgnored(t *testing.T) {
 	c.expect("cluster.v3.Cluster [a b c] removed []")
 }
 
-// TestLargeResponsesWaitForSlots: while an Envoy has not answered a large
-// response, another Envoy's waits for the slot (here the only one).
-func TestLargeResponsesWaitForSlots(t *testing.T) {
-	s := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	s.bigSends = make(chan struct{}, 1)
-	// Two route configurations, one large: a response of the large one is
-	// not the table's (whose encoding would be shared, needing no slot).
-	r := routed(t, "a.example.com", "big", "small")
-	vh := r.Routes[0].(*routev3.RouteConfiguration).VirtualHosts[0]
-	for i := range bigResponse / 20 {
-		vh.Domains = append(vh.Domains, fmt.Sprintf("h%08d.example.com", i))
-	}
-	update(t, s, r)
-	first, second := connect(t, s, true), connect(t, s, false)
-	first.subscribe(resourcev3.RouteType, "big")
-	m := first.next()
-	second.subscribe(resourcev3.RouteType, "big")
-	second.quiet()
-	first.ack(m)
-	second.expect("route.v3.RouteConfiguration [big] removed []")
-}
-
 // TestRoutesWaitForWarmClusters: Envoy answers a response of clusters
 // only once they are warm, when it has their endpoints: endpoints must not
 // wait for that answer (they did once; Envoy's initial fetch timed out),

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -21,11 +22,18 @@ type resource struct {
 	any     *anypb.Any
 	// delta is the same, as a delta response carries it.
 	delta *discoveryv3.Resource
+	// sotwHead and deltaHead are the encoding of the resource in a
+	// response of either protocol up to its message's bytes, and value
+	// those bytes (any.Value): a response is written from them without
+	// copying the resource (see composed).
+	sotwHead, deltaHead, value mem.Buffer
 }
 
 func newResource(name, version string, any *anypb.Any) *resource {
+	sotw, delta := resourceHeads(name, version, any)
 	return &resource{name: name, version: version, any: any,
-		delta: &discoveryv3.Resource{Name: name, Version: version, Resource: any}}
+		delta:    &discoveryv3.Resource{Name: name, Version: version, Resource: any},
+		sotwHead: mem.SliceBuffer(sotw), deltaHead: mem.SliceBuffer(delta), value: mem.SliceBuffer(any.Value)}
 }
 
 // table holds the resources of one type at one version. A published table

@@ -64,8 +64,8 @@ const logRate, logBurst = 10, 50
 // request answers the latest, or one just before it.
 const keptNonces = 4
 
-// bigSends is how many responses over bigResponse may be unanswered at once.
-const bigSends = 8
+// DefaultClientTimeout is the default Server.ClientTimeout.
+const DefaultClientTimeout = 2 * time.Minute
 
 // publishOrder is the order in which a change reaches every Envoy:
 // clusters before the endpoints and secrets they use and the listeners and
@@ -80,8 +80,16 @@ type Server struct {
 	// until the first Update.
 	world atomic.Pointer[world]
 	sets  nameSets
-	// bigSends bounds the large responses being written at once.
-	bigSends chan struct{}
+	// ClientTimeout is how long an xDS client may take to read a response
+	// and to answer it (ACK or NACK): a stream that takes longer is
+	// dropped (see adsStream). None when 0. Set before Serve.
+	ClientTimeout time.Duration
+	// dropped counts the streams dropped, by reason (dropUnanswered,
+	// dropUnread).
+	dropped [2]atomic.Uint64
+	// conns are the connections Serve accepted, by remote address: a
+	// dropped stream's is closed (see adsStream.drop).
+	conns sync.Map
 	// sums remembers the hash of each resource of the last Update, by
 	// message: the translator reuses the messages of unchanged virtual
 	// hosts (translator.Cache), which then need no marshalling. Messages
@@ -149,15 +157,15 @@ func (r *sentResponse) carried() []string {
 // New returns a server with an empty configuration.
 func New(log *slog.Logger) *Server {
 	s := &Server{
-		log:         log,
-		bigSends:    make(chan struct{}, bigSends),
-		Limits:      DefaultLimits,
-		logLimit:    rate.NewLimiter(logRate, logBurst),
-		acked:       map[string]string{},
-		keptByType:  map[string]int{},
-		streams:     map[int64]*stream{},
-		peerStreams: map[string]int{},
-		peers:       map[int64]ClientCertificate{},
+		log:           log,
+		ClientTimeout: DefaultClientTimeout,
+		Limits:        DefaultLimits,
+		logLimit:      rate.NewLimiter(logRate, logBurst),
+		acked:         map[string]string{},
+		keptByType:    map[string]int{},
+		streams:       map[int64]*stream{},
+		peerStreams:   map[string]int{},
+		peers:         map[int64]ClientCertificate{},
 	}
 	s.world.Store(&world{changed: make(chan struct{})})
 	return s
@@ -375,6 +383,12 @@ func (s *Server) Acked() map[string]string {
 	return out
 }
 
+// Dropped returns how many streams were dropped because their client did
+// not answer a response, and did not read one, within ClientTimeout.
+func (s *Server) Dropped() (unanswered, unread uint64) {
+	return s.dropped[dropUnanswered].Load(), s.dropped[dropUnread].Load()
+}
+
 // Connected returns the number of ADS streams open.
 func (s *Server) Connected() int {
 	s.mu.Lock()
@@ -568,7 +582,46 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, tlsConfig *tls.Con
 		<-ctx.Done()
 		g.Stop()
 	}()
-	return g.Serve(lis)
+	return g.Serve(trackedListener{Listener: lis, conns: &s.conns})
+}
+
+// trackedListener keeps the connections it accepts in conns, by remote
+// address, until they are closed.
+type trackedListener struct {
+	net.Listener
+	conns *sync.Map
+}
+
+func (l trackedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, conns: l.conns}
+	l.conns.Store(c.RemoteAddr().String(), tc)
+	return tc, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	conns *sync.Map
+}
+
+func (c *trackedConn) Close() error {
+	c.conns.CompareAndDelete(c.RemoteAddr().String(), c)
+	return c.Conn.Close()
+}
+
+// closeConn closes the connection of a stream's context, if Serve
+// accepted it.
+func (s *Server) closeConn(ctx context.Context) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return
+	}
+	if c, ok := s.conns.Load(p.Addr.String()); ok {
+		_ = c.(net.Conn).Close()
+	}
 }
 
 // adsService is Envoy's AggregatedDiscoveryService, registered by hand so
@@ -602,7 +655,7 @@ var adsService = grpc.ServiceDesc{
 // serveStream runs one stream: its requests are read by a goroutine of
 // their own, so that a change is sent while the Envoy says nothing.
 func (s *Server) serveStream(ctx context.Context, a *adsStream, recv func() (any, error)) error {
-	a.s, a.id, a.types = s, streamIDs.Add(1), map[string]*typeState{}
+	a.s, a.id, a.types, a.timeout = s, streamIDs.Add(1), map[string]*typeState{}, s.ClientTimeout
 	cert, mtls := peerCertificate(ctx)
 	who := peerKey(ctx, cert, mtls)
 	if err := s.open(a.id, who, cert, mtls); err != nil {
