@@ -8,13 +8,7 @@ import (
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/portcullis/portcullis/e2e/harness"
@@ -68,7 +62,7 @@ func TestSlowXDSClients(t *testing.T) {
 	opened := 0
 	for _, n := range []int{10, 100} {
 		for ; opened < n; opened++ {
-			openSlowClient(ctx, t, cp.XDSAddr, opened)
+			harness.SlowXDSClient(ctx, t, cp.XDSAddr, "ingress_http", opened)
 		}
 		// They are sent ingress_http and hold it unanswered.
 		time.Sleep(2 * time.Second)
@@ -109,16 +103,7 @@ func TestSlowXDSClients(t *testing.T) {
 	t.Logf("after the slow clients were dropped, a new host reached Envoy in %s", took.Round(time.Millisecond))
 }
 
-func slowClientProxy(i int) client.Object {
-	var routes []contourv1.Route
-	for j := range 5 {
-		routes = append(routes, contourv1.Route{Conditions: []contourv1.MatchCondition{{Prefix: fmt.Sprintf("/host-%d/path-%d", i, j)}},
-			Services: []contourv1.Service{{Name: "echo", Port: 80}}})
-	}
-	routes = append(routes, contourv1.Route{Services: []contourv1.Service{{Name: "echo", Port: 80}}})
-	return &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("host-%d", i)},
-		Spec: contourv1.HTTPProxySpec{VirtualHost: &contourv1.VirtualHost{Fqdn: fmt.Sprintf("host-%d.slow.example.com", i)}, Routes: routes}}
-}
+func slowClientProxy(i int) client.Object { return harness.DistinctRoutesProxy(i) }
 
 // timeToEnvoy adds host i and returns how long it took to be served.
 func timeToEnvoy(t *testing.T, objects harness.Dir, c *http.Client, i int) time.Duration {
@@ -141,35 +126,4 @@ func okStatus(c *http.Client, url string) error {
 		return fmt.Errorf("%s: status %d", url, code)
 	}
 	return nil
-}
-
-// openSlowClient opens an xDS stream that subscribes to ingress_http and
-// then neither reads nor answers anything (state of the world for even
-// i, delta for odd), on a connection of its own.
-func openSlowClient(ctx context.Context, t *testing.T, xds string, i int) {
-	t.Helper()
-	conn, err := grpc.NewClient(xds, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	node := &corev3.Node{Id: fmt.Sprintf("slow-%d", i), Cluster: "slow"}
-	if i%2 == 0 {
-		st, err := ads.StreamAggregatedResources(ctx)
-		if err == nil {
-			err = st.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resourcev3.RouteType, ResourceNames: []string{"ingress_http"}})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	st, err := ads.DeltaAggregatedResources(ctx)
-	if err == nil {
-		err = st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: resourcev3.RouteType, ResourceNamesSubscribe: []string{"ingress_http"}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
