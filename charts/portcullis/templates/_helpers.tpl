@@ -98,6 +98,7 @@ true
     - --https-redirect-port={{ $envoy.service.httpsPort }}
     - --log-level={{ $cp.logLevel }}
     - --debounce={{ $cp.debounce }}
+    - --xds-client-timeout={{ $cp.xdsClientTimeout }}
     {{- if .tls }}
     - --xds-tls-cert=/xds-certs/tls.crt
     - --xds-tls-key=/xds-certs/tls.key
