@@ -143,7 +143,11 @@ type changes struct {
 	change               time.Duration // median, one HTTPProxy change -> Envoy serves it
 	changeMin, changeMax time.Duration
 	built                time.Duration // median, the change -> portcullis finished the rebuild
-	applied              time.Duration // median, the change -> Envoy finished loading the route configuration
+	// applies are the times from each change until Envoy finished loading
+	// the route configuration; unread counts the changes whose load time
+	// Envoy's stats did not give.
+	applies []time.Duration
+	unread  int
 }
 
 // BenchmarkControlPlaneScale runs each case at each scale once (b.N is
@@ -263,6 +267,7 @@ const quietBefore = 300 * time.Millisecond
 // different host of w, and times each until Envoy serves it.
 func measureChanges(b *testing.B, k *stack, w workload, n int, phase string) changes {
 	var all, builds, applies []time.Duration
+	unread := 0
 	for c := 0; c < changeRuns; c++ {
 		time.Sleep(quietBefore)
 		i := (n / 2) + c
@@ -280,11 +285,11 @@ func measureChanges(b *testing.B, k *stack, w workload, n int, phase string) cha
 		waitServed(b, k, w, i, path, time.Minute)
 		all = append(all, time.Since(start))
 		builds = append(builds, <-built)
-		applies = append(applies, rdsReloaded(k.envoy, w.routeConfig(i)).Sub(start))
+		applies, unread = appendReload(applies, unread, k.envoy, w.routeConfig(i), start)
 	}
 	slices.Sort(all)
 	return changes{change: loadgen.Median(all), changeMin: all[0], changeMax: all[len(all)-1],
-		built: loadgen.Median(builds), applied: loadgen.Median(applies)}
+		built: loadgen.Median(builds), applies: applies, unread: unread}
 }
 
 // waitStatusesWritten returns when portcullis has written no status for
@@ -318,19 +323,44 @@ type stack struct {
 // rdsReloaded reads when Envoy last finished loading route configuration
 // name (its HTTP connection managers' stat prefix is the name too; read
 // once per change, after the fact: polling Envoy's stats while it works
-// would slow it down).
-func rdsReloaded(e *harness.Envoy, name string) time.Time {
+// would slow it down); false when the stat cannot be read.
+func rdsReloaded(e *harness.Envoy, name string) (time.Time, bool) {
 	stat := "http." + name + ".rds." + name + ".config_reload_time_ms"
 	body, err := e.Admin("/stats?filter=" + url.QueryEscape("^"+regexp.QuoteMeta(stat)+"$"))
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	v, ok := strings.CutPrefix(strings.TrimSpace(string(body)), stat+": ")
 	if !ok {
-		return time.Time{}
+		return time.Time{}, false
 	}
-	ms, _ := strconv.ParseInt(v, 10, 64)
-	return time.UnixMilli(ms)
+	ms, err := strconv.ParseInt(v, 10, 64)
+	return time.UnixMilli(ms), err == nil && ms > 0
+}
+
+// appendReload adds the time from start until Envoy loaded route
+// configuration name to applies; a load time Envoy's stats do not give is
+// left out (a zero time would print as -9223372036854.775 ms) and counted
+// in unread.
+func appendReload(applies []time.Duration, unread int, e *harness.Envoy, name string, start time.Time) ([]time.Duration, int) {
+	t, ok := rdsReloaded(e, name)
+	if !ok {
+		return applies, unread + 1
+	}
+	return append(applies, t.Sub(start)), unread
+}
+
+// loadedColumn prints the median of applies, with how many changes had
+// no load time to read ("unread" when none had one).
+func loadedColumn(applies []time.Duration, unread int) string {
+	if len(applies) == 0 {
+		return fmt.Sprintf("unread (%d)", unread)
+	}
+	s := loadgen.Ms(loadgen.Median(slices.Clone(applies)))
+	if unread > 0 {
+		s += fmt.Sprintf(" (%d unread)", unread)
+	}
+	return s
 }
 
 // metric reads one of portcullis's counters; ok is false when it cannot.
@@ -532,7 +562,7 @@ func table(results map[string]map[int]*row) string {
 				when string
 				c    changes
 			}{{"busy", r.busy}, {"at rest", r.steady}} {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, wl.name, c.when, loadgen.Ms(c.c.built), loadgen.Ms(c.c.applied),
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, wl.name, c.when, loadgen.Ms(c.c.built), loadedColumn(c.c.applies, c.c.unread),
 					loadgen.Ms(c.c.change), loadgen.Ms(c.c.changeMin), loadgen.Ms(c.c.changeMax))
 			}
 		}

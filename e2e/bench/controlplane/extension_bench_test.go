@@ -57,6 +57,7 @@ type extRow struct {
 	changes  []time.Duration // each change to Envoy
 	builds   []time.Duration
 	applies  []time.Duration
+	unread   int              // changes whose load time Envoy's stats did not give
 	rebuilds float64          // portcullis rebuilds (translate count) during the changes
 	cpu      time.Duration    // portcullis CPU during the changes
 	calls    map[string]int64 // hook -> calls the extension received during the changes
@@ -198,6 +199,7 @@ func BenchmarkControlPlaneExtension(b *testing.B) {
 				r.changes = append(r.changes, c.all...)
 				r.builds = append(r.builds, c.builds...)
 				r.applies = append(r.applies, c.applies...)
+				r.unread += c.unread
 				r.rebuilds += builds1 - builds0
 				r.cpu += time.Duration(cpu1-cpu0) * 10 * time.Millisecond // USER_HZ = 100
 				for h, v := range calls1 {
@@ -224,6 +226,7 @@ func extProfilePath(prof string, variant int) string {
 // allChanges are every change of one measureChangesAll.
 type allChanges struct {
 	all, builds, applies []time.Duration
+	unread               int
 }
 
 // measureChangesAll is measureChanges keeping each change's figures, to
@@ -247,7 +250,7 @@ func measureChangesAll(b *testing.B, k *stack, w workload, n int, phase string) 
 		waitServed(b, k, w, i, path, time.Minute)
 		out.all = append(out.all, time.Since(start))
 		out.builds = append(out.builds, <-built)
-		out.applies = append(out.applies, rdsReloaded(k.envoy, w.routeConfig(i)).Sub(start))
+		out.applies, out.unread = appendReload(out.applies, out.unread, k.envoy, w.routeConfig(i), start)
 	}
 	return out
 }
@@ -335,7 +338,7 @@ func extTable(results map[int]map[string]*extRow, rounds int) string {
 			all := slices.Sorted(slices.Values(r.changes))
 			med := loadgen.Median(all)
 			nc := float64(len(all))
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.1f\t%s\t\n", n, v.name, loadgen.Ms(loadgen.Median(r.builds)), loadgen.Ms(loadgen.Median(r.applies)),
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.1f\t%s\t\n", n, v.name, loadgen.Ms(loadgen.Median(r.builds)), loadedColumn(r.applies, r.unread),
 				loadgen.Ms(med), float64(med)/float64(base), loadgen.Ms(all[0]), loadgen.Ms(all[len(all)-1]), r.rebuilds/nc, loadgen.Ms(time.Duration(float64(r.cpu)/nc)))
 		}
 	}
