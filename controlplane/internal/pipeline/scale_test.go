@@ -82,21 +82,17 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// BenchmarkPipelineChange measures one rebuild after a change to one root at
-// 10,000 roots, as `portcullis serve` runs it (with the caches of the
-// previous build) and without caches (as `portcullis translate` runs).
-func BenchmarkPipelineChange(b *testing.B) {
-	set := scaleSet(b, 10000)
-	opts := pipeline.DefaultOptions()
+// rootChanger returns a function that returns set with its root i changed
+// (one more path prefix; a new object, as providers hand out), the roots
+// taken in turn.
+func rootChanger(set *objects.Set) func(set *objects.Set, i int) *objects.Set {
 	var roots []int
 	for i, p := range set.HTTPProxies {
 		if p.Spec.VirtualHost != nil {
 			roots = append(roots, i)
 		}
 	}
-	// change returns set with root i changed (a new object, as providers
-	// hand out).
-	change := func(set *objects.Set, i int) *objects.Set {
+	return func(set *objects.Set, i int) *objects.Set {
 		next := *set
 		next.HTTPProxies = append([]*contourv1.HTTPProxy(nil), set.HTTPProxies...)
 		j := roots[i%len(roots)]
@@ -106,6 +102,15 @@ func BenchmarkPipelineChange(b *testing.B) {
 		next.HTTPProxies[j] = p
 		return &next
 	}
+}
+
+// BenchmarkPipelineChange measures one rebuild after a change to one root at
+// 10,000 roots, as `portcullis serve` runs it (with the caches of the
+// previous build) and without caches (as `portcullis translate` runs).
+func BenchmarkPipelineChange(b *testing.B) {
+	set := scaleSet(b, 10000)
+	opts := pipeline.DefaultOptions()
+	change := rootChanger(set)
 	b.Run("cached", func(b *testing.B) {
 		cache := pipeline.NewCache()
 		cur := set
