@@ -289,12 +289,7 @@ func (tf *translateFlags) print(cmd *cobra.Command, set *objects.Set, res *pipel
 	if err != nil {
 		return err
 	}
-	out, err := doc.Encode(tf.output)
-	if err != nil {
-		return err
-	}
-	_, err = cmd.OutOrStdout().Write(out)
-	return err
+	return doc.WriteTo(cmd.OutOrStdout(), tf.output)
 }
 
 // allValid fails on the first object that is not valid (--strict).

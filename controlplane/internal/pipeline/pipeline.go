@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -231,19 +230,14 @@ func MarshalResource(m proto.Message) ([]byte, error) {
 	return append(out, fields...), nil
 }
 
-// Encode renders a document as indented JSON or as YAML.
+// Encode renders a document as indented JSON ("json") or YAML ("yaml"),
+// as WriteTo writes it.
 func (d *Document) Encode(format string) ([]byte, error) {
-	j, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := d.WriteTo(&b, format); err != nil {
 		return nil, err
 	}
-	switch format {
-	case "json":
-		return append(j, '\n'), nil
-	case "yaml":
-		return yaml.JSONToYAML(j)
-	}
-	return nil, fmt.Errorf("unknown output format %q: use json or yaml", format)
+	return b.Bytes(), nil
 }
 
 // currentStatus maps each object of one kind to its current status.
