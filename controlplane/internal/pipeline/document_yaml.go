@@ -48,7 +48,9 @@ func (d *Document) writeYAML(w *bufio.Writer) error {
 	if err := yamlList(w, []string{"status"}, statuses, d.Status == nil); err != nil {
 		return err
 	}
-	w.WriteString("xds:\n")
+	if _, err := w.WriteString("xds:\n"); err != nil {
+		return err
+	}
 	for _, l := range []struct {
 		key   string
 		items []json.RawMessage
@@ -102,7 +104,9 @@ func yamlList(w *bufio.Writer, path []string, items []any, isNil bool) error {
 		return err
 	}
 	for _, y := range out {
-		w.Write(y)
+		if _, err := w.Write(y); err != nil {
+			return err
+		}
 	}
 	return nil
 }
