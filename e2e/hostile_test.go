@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,21 +129,11 @@ func (l *steadyLoad) stop() (loadgen.Result, time.Duration) {
 // procStatus reads a size field (VmRSS, VmHWM) of /proc/<pid>/status.
 func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := harness.ProcStatus(pid, field)
 	if err != nil {
-		t.Fatalf("portcullis (pid %d) is gone: %v", pid, err)
+		t.Fatalf("portcullis (pid %d): %v", pid, err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return v
 }
 
 // TestHostileInput: under steady load on a valid route through the real
