@@ -32,8 +32,10 @@ var (
 // optOutStack starts the Gateway API stack (with args for the control
 // plane), the authserver testserver behind the ExtensionService auth of
 // gwNS, an echo upstream "team" and the Gateway gw (listener http, any
-// host); it returns the stack, the objects to apply and an HTTP client.
-func optOutStack(t *testing.T, args ...string) (*gatewayStack, []client.Object, *http.Client) {
+// host); it returns the stack, the objects to apply, an HTTP client and
+// the harness.SlowPeer between Envoy and the authserver (faithful until
+// told otherwise).
+func optOutStack(t *testing.T, args ...string) (*gatewayStack, []client.Object, *http.Client, *harness.SlowPeer) {
 	t.Helper()
 	g := startGatewayStack(t, args...)
 	authserver := harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver")
@@ -44,11 +46,12 @@ func optOutStack(t *testing.T, args ...string) (*gatewayStack, []client.Object, 
 	if err := harness.WaitHTTP(waitCtx, "http://"+authMetricsAddr+"/healthz", 200); err != nil {
 		t.Fatalf("authserver testserver not healthy: %v", err)
 	}
+	peer := harness.StartSlowPeer(t, authAddr)
 	team := harness.StartEcho(t, "team")
 	h2c := "h2c"
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gwNS}}}
 	objs = append(objs, echoService(gwNS, team)...)
-	objs = append(objs, harness.LoopbackExternalName(gwNS, "authserver", 9443, harness.Port(t, authAddr))...)
+	objs = append(objs, harness.LoopbackExternalName(gwNS, "authserver", 9443, harness.Port(t, peer.Addr))...)
 	objs = append(objs,
 		&v1alpha1.ExtensionService{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "auth"},
 			Spec: v1alpha1.ExtensionServiceSpec{Protocol: &h2c, Services: []v1alpha1.ExtensionServiceTarget{{Name: "authserver", Port: 9443}}}},
@@ -59,7 +62,7 @@ func optOutStack(t *testing.T, args ...string) (*gatewayStack, []client.Object, 
 			namedRule("main", "team"),
 			namedRule("login", "team", pathMatch(gwapiv1.PathMatchExact, "/login"))),
 	)
-	return g, objs, harness.HTTPClient(g.httpAddr)
+	return g, objs, harness.HTTPClient(g.httpAddr), peer
 }
 
 // loginOff is the opt-out of the rule login of the HTTPRoute team.
@@ -73,22 +76,25 @@ func loginOff() *gatewayv1alpha1.ExtAuthPolicy {
 // opt-out of its Exact /login and a route policy's defaults naming no
 // deny are Overridden, and /login is still denied (401) by the Gateway's
 // server, through a real Envoy. Before overrides existed the opt-out won
-// and /login was served unchecked.
+// and /login was served unchecked. The overrides' settings are the
+// check's, timeout included: with the auth server answering in 3 s (a
+// SlowPeer), the overrides' 5 s lets its 401 through, where the route
+// policy's 1 s would have failed the check closed (403) at 1 s.
 func TestGatewayAPIPolicyOverrides(t *testing.T) {
-	g, objs, c := optOutStack(t)
+	g, objs, c, peer := optOutStack(t)
 	gatewayAuth := &gatewayv1alpha1.ExtAuthPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "gateway-auth"},
 		Spec: gatewayv1alpha1.ExtAuthPolicySpec{
 			TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{gatewayTargetRef},
 			Overrides: &gatewayv1alpha1.ExtAuthPolicySettings{
 				ExtensionServiceRef: &contourv1.ExtensionServiceReference{Name: "auth"},
-				ResponseTimeout:     "2s",
+				ResponseTimeout:     "5s",
 				AuthPolicy:          &contourv1.AuthorizationPolicy{Context: map[string]string{denyKey: "401"}},
 			},
 		}}
 	teamAuth := &gatewayv1alpha1.ExtAuthPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "team-auth"},
 		Spec: gatewayv1alpha1.ExtAuthPolicySpec{
 			TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{policyTarget("team", "")},
-			Defaults:   &gatewayv1alpha1.ExtAuthPolicySettings{ExtensionServiceRef: &contourv1.ExtensionServiceReference{Name: "auth"}},
+			Defaults:   &gatewayv1alpha1.ExtAuthPolicySettings{ExtensionServiceRef: &contourv1.ExtensionServiceReference{Name: "auth"}, ResponseTimeout: "1s"},
 		}}
 	off := loginOff()
 	g.apply(t, append(objs, gatewayAuth, teamAuth, off)...)
@@ -102,6 +108,14 @@ func TestGatewayAPIPolicyOverrides(t *testing.T) {
 	g.eventuallyPolicy(t, off, "team", "login", overridden)
 	g.eventuallyPolicy(t, teamAuth, "team", "", overridden)
 	g.eventuallyPolicy(t, off, "team", "login", accepted)
+
+	peer.SetFault(harness.Fault{Delay: 3 * time.Second})
+	start := time.Now()
+	a, err := do(c, "GET", "http://team.example.com/login")
+	took := time.Since(start)
+	if err != nil || a.status != http.StatusUnauthorized || took < 3*time.Second {
+		t.Errorf("/login with the auth server answering in 3 s: %v %v after %s; want the server's 401 after 3 s (the overrides' 5 s timeout)", a.status, err, took.Round(time.Millisecond))
+	}
 }
 
 // TestGlobalAuthOptOutForbidden: with globalExtAuth.optOut: forbidden in
@@ -121,7 +135,7 @@ func TestGlobalAuthOptOutForbidden(t *testing.T) {
   authPolicy:
     context: {%s: "403"}
 `, gwNS, denyKey))
-	g, objs, c := optOutStack(t, "--config", cfg)
+	g, objs, c, _ := optOutStack(t, "--config", cfg)
 	off := loginOff()
 	echo := []contourv1.Service{{Name: "team", Port: 80}}
 	objs = append(objs, off,
