@@ -44,19 +44,7 @@ func BenchmarkSotWRouteChange(b *testing.B) {
 
 	acked := make(chan string, streams)
 	for range streams {
-		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNames: names}); err != nil {
-			b.Fatal(err)
-		}
+		st := openRoutes(b, ctx, lis.Addr().String(), names)
 		go func() {
 			for {
 				r, err := st.Recv()
@@ -91,4 +79,25 @@ func BenchmarkSotWRouteChange(b *testing.B) {
 		}
 		wait(v)
 	}
+}
+
+// openRoutes opens a state-of-the-world stream to addr on a connection of
+// its own (closed with tb) and subscribes it to the route configurations
+// names.
+func openRoutes(tb testing.TB, ctx context.Context, addr string, names []string) discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+	tb.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNames: names}); err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }

@@ -14,8 +14,6 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // BenchmarkLargeNACK times a NACK of 1 MB of text about 10,001 route
@@ -42,19 +40,7 @@ func BenchmarkLargeNACK(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = s.Serve(ctx, lis, nil) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.RouteType, ResourceNames: names}); err != nil {
-		b.Fatal(err)
-	}
+	st := openRoutes(b, ctx, lis.Addr().String(), names)
 	r, err := st.Recv()
 	if err != nil {
 		b.Fatal(err)
