@@ -157,7 +157,7 @@ func TestServicePerGateway(t *testing.T) {
 	}
 	var listeners []string
 	for _, l := range res.Model.Listeners {
-		if gatewayapi.Shared(l) {
+		if l.Shared() {
 			continue // the HTTPProxies' (here without hosts)
 		}
 		var origins []string

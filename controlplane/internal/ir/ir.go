@@ -42,6 +42,12 @@ func (m *Model) Listener(name string) *Listener {
 	return nil
 }
 
+// Shared reports whether l is one of the shared listeners, which the
+// configuration asks for (the others are Gateway ports of their own).
+func (l *Listener) Shared() bool {
+	return l.Name == HTTPListenerName || l.Name == HTTPSListenerName
+}
+
 // Listener is one Envoy listener. A plaintext listener serves its Insecure
 // hosts through one route configuration, named after it, with the global
 // authorization and processing. A TLS listener serves its Secure hosts

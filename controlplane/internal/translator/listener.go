@@ -23,7 +23,7 @@ const (
 // Index entries, whose origins are the listener's and its hosts'. c is
 // used for the shared listeners' hosts only (see Cache).
 func listener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache) {
-	if !shared(l) {
+	if !l.Shared() {
 		c = nil
 	}
 	if l.TLS {
@@ -31,12 +31,6 @@ func listener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache)
 		return
 	}
 	plaintextListener(r, m, l, opts, c)
-}
-
-// shared reports whether l is one of the shared listeners, whose hosts the
-// Cache keeps.
-func shared(l *ir.Listener) bool {
-	return l.Name == ir.HTTPListenerName || l.Name == ir.HTTPSListenerName
 }
 
 // plaintextListener has one filter chain, whose HCM routes with one route
@@ -47,7 +41,7 @@ func plaintextListener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, 
 	h.keepHostPort = l.KeepHostPort
 	rc, hosts := routeConfig(l.Name, l.Insecure, httpRouteSettings(h, opts), c)
 	rc.IgnorePortInHostMatching = l.KeepHostPort
-	if shared(l) {
+	if l.Shared() {
 		r.Versions.addShared(rc.Name, hosts)
 	}
 	e := &indexEntry{origins: l.Origins, hosts: hosts}
@@ -76,7 +70,7 @@ func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
 		rc, fbHosts := routeConfig(fallbackRouteConfigName(l), fb.VirtualHosts, routeSettings{filters: h.filters()}, c)
 		r.Routes = append(r.Routes, rc)
 		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{origins: l.Origins, hosts: fbHosts})
-		if shared(l) {
+		if l.Shared() {
 			r.Versions.addShared(rc.Name, fbHosts)
 		}
 		hosts = append(hosts, fbHosts...)
@@ -113,7 +107,7 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 	hit := make([]bool, len(hosts))
 	prefix := hostsPrefix(l)
 	parallel.For(len(hosts), func(i int) {
-		if shared(l) { // taken from c, or translated with versions
+		if l.Shared() { // taken from c, or translated with versions
 			translated[i], hit[i] = c.secureHost(hosts[i])
 			return
 		}
@@ -134,7 +128,7 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 		served[i] = secureHostOrigins(hosts[i])
 		entries[i] = indexEntry{origins: l.Origins, hosts: served[i : i+1 : i+1]}
 		r.Index.add(resourcev3.RouteType, t.route.Name, &entries[i])
-		if shared(l) {
+		if l.Shared() {
 			r.Versions.addSecure(t)
 		}
 	}

@@ -118,7 +118,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 // TLS: the sizes of the translation's Versions.
 func sharedHosts(m *ir.Model) (plaintext, tls int) {
 	for _, l := range m.Listeners {
-		if shared(l) {
+		if l.Shared() {
 			plaintext += len(l.Insecure)
 			tls += len(l.Secure)
 		}

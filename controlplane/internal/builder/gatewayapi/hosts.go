@@ -170,7 +170,7 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 		listeners[k.port] = il
 		m.Listeners = append(m.Listeners, il)
 	}
-	if !Shared(il) {
+	if !il.Shared() {
 		il.Origins = il.Origins.Union(ir.Origins{gw})
 	}
 	if !l.tls {
@@ -195,11 +195,6 @@ func placedListeners(m *ir.Model) map[uint32]*ir.Listener {
 		}
 	}
 	return listeners
-}
-
-// Shared reports whether l is one of the shared listeners.
-func Shared(l *ir.Listener) bool {
-	return l.Name == ir.HTTPListenerName || l.Name == ir.HTTPSListenerName
 }
 
 // gatewayListener is the Envoy listener of a Gateway port of its own.
