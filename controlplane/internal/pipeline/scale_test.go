@@ -66,19 +66,62 @@ func scaleSet(b testing.TB, n int) *objects.Set {
 	return out
 }
 
+// plainSet is the issue's plain-HTTP shape: n roots without TLS, each with 2
+// routes to a Service of its own, so that every host shares the one
+// ingress_http route configuration and has its own cluster and endpoints.
+func plainSet(n int) *objects.Set {
+	out := &objects.Set{}
+	pn, tcp, ready, port := "http", corev1.ProtocolTCP, true, int32(80)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("app-%d", i)
+		out.Services = append(out.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: pn, Port: port, Protocol: tcp}}}})
+		out.EndpointSlices = append(out.EndpointSlices, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "plain", Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &pn, Port: &port, Protocol: &tcp}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		})
+		root := &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: name}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: fmt.Sprintf("app-%d.plain.example.com", i)},
+			Routes: []contourv1.Route{
+				{Conditions: []contourv1.MatchCondition{{Prefix: "/api"}}, Services: []contourv1.Service{{Name: name, Port: 80}}},
+				{Services: []contourv1.Service{{Name: name, Port: 80}}},
+			},
+		}}
+		out.HTTPProxies = append(out.HTTPProxies, root)
+	}
+	out.Sort()
+	return out
+}
+
+// shapes are the issue's two input shapes, by name.
+var shapes = []struct {
+	name string
+	set  func(tb testing.TB, n int) *objects.Set
+}{
+	{"tls", scaleSet},
+	{"plain", func(_ testing.TB, n int) *objects.Set { return plainSet(n) }},
+}
+
 // BenchmarkPipeline measures build + translate at the issue's scales (the
 // e2e benchmark in e2e/bench/controlplane measures the CLI and Envoy).
 func BenchmarkPipeline(b *testing.B) {
-	for _, n := range []int{100, 1000, 10000} {
-		set := scaleSet(b, n)
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			for b.Loop() {
-				res := pipeline.Run(set, pipeline.DefaultOptions())
-				if got := len(res.Build.Model.Listener(ir.HTTPSListenerName).Secure); got != n {
-					b.Fatalf("%d secure hosts, want %d", got, n)
+	for _, shape := range shapes {
+		for _, n := range []int{100, 1000, 10000} {
+			set := shape.set(b, n)
+			b.Run(fmt.Sprintf("%s/%d", shape.name, n), func(b *testing.B) {
+				for b.Loop() {
+					res := pipeline.Run(set, pipeline.DefaultOptions())
+					l := res.Build.Model.Listener(ir.HTTPListenerName)
+					if shape.name == "tls" {
+						l = res.Build.Model.Listener(ir.HTTPSListenerName)
+					}
+					if got := len(l.Insecure) + len(l.Secure); got != n {
+						b.Fatalf("%d hosts, want %d", got, n)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -108,30 +151,37 @@ func rootChanger(set *objects.Set) func(set *objects.Set, i int) *objects.Set {
 // 10,000 roots, as `portcullis serve` runs it (with the caches of the
 // previous build) and without caches (as `portcullis translate` runs).
 func BenchmarkPipelineChange(b *testing.B) {
-	set := scaleSet(b, 10000)
 	opts := pipeline.DefaultOptions()
-	change := rootChanger(set)
-	b.Run("cached", func(b *testing.B) {
-		cache := pipeline.NewCache()
-		cur := set
-		pipeline.RunCached(cur, opts, cache)
-		i := 0
-		for b.Loop() {
-			i++
-			cur = change(cur, i)
+	for _, shape := range shapes {
+		set := shape.set(b, 10000)
+		change := rootChanger(set)
+		b.Run(shape.name+"/cached", func(b *testing.B) {
+			cache := pipeline.NewCache()
+			cur := set
 			pipeline.RunCached(cur, opts, cache)
-		}
-		if cache.Build.Misses != 1 || cache.Translate.Misses != 1 {
-			b.Fatalf("roots built %d, hosts translated %d; want 1 and 1", cache.Build.Misses, cache.Translate.Misses)
-		}
-	})
-	b.Run("fresh", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			i++
-			pipeline.Run(change(set, i), opts)
-		}
-	})
+			i := 0
+			for b.Loop() {
+				i++
+				cur = change(cur, i)
+				pipeline.RunCached(cur, opts, cache)
+			}
+			if cache.Build.Misses != 1 {
+				b.Fatalf("roots built %d; want 1", cache.Build.Misses)
+			}
+			if shape.name == "tls" && cache.Translate.Misses != 1 {
+				b.Fatalf("hosts translated %d; want 1", cache.Translate.Misses)
+			}
+		})
+		b.Run(shape.name+"/fresh", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				pipeline.Run(change(set, i), opts)
+			}
+		})
+	}
+	set := scaleSet(b, 10000)
+	change := rootChanger(set)
 	// In kubernetes mode our status writes come back as new objects (same
 	// generation and UID): a rebuild after them still builds only the
 	// changed root.
