@@ -64,7 +64,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		}
 		translated[i] = t
 		// A new VirtualHost each time: mergeIdentical adds domains to it.
-		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN), Routes: t.routes,
+		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN, rs.keepHostPort), Routes: t.routes,
 			TypedPerFilterConfig: hostFilterConfig(vh, rs.filters), RateLimits: hostRateLimits(vh)}
 	})
 	c.keepVHostRoutes(sorted, translated)
@@ -155,13 +155,14 @@ func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) (out []*routev3.V
 	return out, names
 }
 
-// domains matches the host with and without a port. A wildcard host
+// domains matches the host. An HCM that strips the request's port before
+// routing (Contour's way) needs nothing more; one that keeps it
+// (keepHostPort) also matches the host with any port. A wildcard host
 // ("*.example.com", "*") is one of Envoy's domain wildcards as it is:
 // Envoy allows one wildcard per domain, and "*.example.com:*" would be a
-// suffix wildcard matching a literal ":*" (every HCM strips the request's
-// port before routing anyway).
-func domains(fqdn string) []string {
-	if strings.HasPrefix(fqdn, "*") {
+// suffix wildcard matching a literal ":*".
+func domains(fqdn string, keepHostPort bool) []string {
+	if !keepHostPort || strings.HasPrefix(fqdn, "*") {
 		return []string{fqdn}
 	}
 	return []string{fqdn, fqdn + ":*"}

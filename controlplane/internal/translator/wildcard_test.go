@@ -11,14 +11,15 @@ import (
 )
 
 // Wildcard hosts are Envoy's domain wildcards, and on TLS its SNI
-// wildcards; "*" has no SNI match at all.
+// wildcards; "*" has no SNI match at all. The shared listeners strip the
+// request's port before routing: a host is its one domain.
 func TestWildcardHosts(t *testing.T) {
 	for _, tc := range []struct {
 		fqdn        string
 		wantDomains []string
 		wantMatch   *listenerv3.FilterChainMatch
 	}{
-		{"a.example.com", []string{"a.example.com", "a.example.com:*"}, &listenerv3.FilterChainMatch{ServerNames: []string{"a.example.com"}}},
+		{"a.example.com", []string{"a.example.com"}, &listenerv3.FilterChainMatch{ServerNames: []string{"a.example.com"}}},
 		{"*.example.com", []string{"*.example.com"}, &listenerv3.FilterChainMatch{ServerNames: []string{"*.example.com"}}},
 		{"*", []string{"*"}, nil},
 	} {
@@ -47,4 +48,23 @@ func listenerNamed(t *testing.T, ms []proto.Message, name string) *listenerv3.Li
 	}
 	t.Fatalf("no listener %s", name)
 	return nil
+}
+
+// A host matches with any port only where the HCM keeps the port
+// (keepHostPort); a wildcard host never gets ":*" (one wildcard per domain).
+func TestDomains(t *testing.T) {
+	for _, tc := range []struct {
+		fqdn string
+		keep bool
+		want []string
+	}{
+		{"a.example.com", false, []string{"a.example.com"}},
+		{"a.example.com", true, []string{"a.example.com", "a.example.com:*"}},
+		{"*.example.com", true, []string{"*.example.com"}},
+		{"*", true, []string{"*"}},
+	} {
+		if got := domains(tc.fqdn, tc.keep); !slices.Equal(got, tc.want) {
+			t.Errorf("domains(%q, keepHostPort %v) = %v, want %v", tc.fqdn, tc.keep, got, tc.want)
+		}
+	}
 }
