@@ -27,6 +27,12 @@ if [[ ${#pkgs[@]} -eq 0 && -z "$contour" ]]; then
 	echo "no benchmark matches BENCH=${BENCH:-} under e2e/bench/" >&2
 	exit 1
 fi
+# egctl, the baseline of BenchmarkTranslateVsEgctl (e2e/bench/controlplane),
+# is built here and not by make tools: only the benchmarks need it. Kept in
+# .tools/bin by version, so only the first run pays for the build.
+if [[ -z "${BENCH:-}" || "$BENCH" == controlplane ]]; then
+	"$ROOT/hack/install-tools.sh" egctl
+fi
 echo "machine: $(nproc) cores, $(uname -r), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ -n "$contour" ]]; then
 	# shellcheck disable=SC2086

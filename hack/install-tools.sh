@@ -32,12 +32,16 @@
 #                  Maven: Debian's openjdk-17-jre-headless and maven, with
 #                  apt-get when run as root
 #   golangci-lint  go install github.com/golangci/golangci-lint/v2 (make lint)
+#   egctl          Envoy Gateway's CLI, go install github.com/envoyproxy/gateway/cmd/egctl;
+#                  only make bench needs it (its egctl x translate is the
+#                  baseline of BenchmarkTranslateVsEgctl), so hack/bench.sh
+#                  installs it and `all` does not
 #
 # The Gateway API CRDs the tests' API servers and the chart install are not
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|golangci-lint|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|golangci-lint|egctl|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,6 +67,7 @@ DEX_VERSION=v2.45.1
 KEYCLOAK_VERSION=26.5.6      # also keycloakVersion in e2e/harness/keycloak.go
 KEYCLOAK_BUILD=1             # bump when the kc.sh build options change
 GOLANGCI_LINT_VERSION=v2.15.0
+EGCTL_VERSION=v1.9.1         # Envoy Gateway's release (its module's version)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -266,6 +271,18 @@ install_golangci_lint() {
 	stamp golangci-lint "$GOLANGCI_LINT_VERSION"
 }
 
+install_egctl() {
+	# make bench: BenchmarkTranslateVsEgctl times egctl x translate beside
+	# portcullis translate. Built from Envoy Gateway's module at its release
+	# tag with the project's Go (its module has no replace directives, so
+	# go install pkg@version works), with the version egctl version prints.
+	if stamp_ok egctl "$EGCTL_VERSION" && [ -x "$BIN/egctl" ]; then return; fi
+	log "building egctl $EGCTL_VERSION from github.com/envoyproxy/gateway for make bench (downloads and builds about 8 minutes of CPU: 23 minutes on 2 busy cores the first time; later runs reuse it)"
+	GOBIN="$BIN" GOWORK=off go install -ldflags "-X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=$EGCTL_VERSION" \
+		"github.com/envoyproxy/gateway/cmd/egctl@$EGCTL_VERSION"
+	stamp egctl "$EGCTL_VERSION"
+}
+
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(all)
 for t in "${targets[@]}"; do
@@ -282,6 +299,7 @@ for t in "${targets[@]}"; do
 	dex) install_dex ;;
 	keycloak) install_keycloak ;;
 	golangci-lint) install_golangci_lint ;;
+	egctl) install_egctl ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
 			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service, Keycloak, Dex and golangci-lint into .tools/, and Chromium and redis-server;" \

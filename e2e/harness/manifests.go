@@ -70,10 +70,22 @@ func toManifest(obj client.Object) (map[string]any, error) {
 			delete(meta, k)
 		}
 	}
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+	if st, ok := m["status"].(map[string]any); ok && emptyStatus(st) {
 		delete(m, "status")
 	}
 	return m, nil
+}
+
+// emptyStatus: a status with no field set, such as an HTTPRoute's
+// {parents: null}, which a user does not write (and Envoy Gateway's
+// validation of a file refuses: parents is required in a status).
+func emptyStatus(st map[string]any) bool {
+	for _, v := range st {
+		if v != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func writeAtomic(path string, data []byte) error {

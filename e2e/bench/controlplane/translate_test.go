@@ -21,11 +21,12 @@ type translateRun struct {
 
 var statsLine = regexp.MustCompile(`stats: objects=(\d+) load=(\S+) pipeline=(\S+) render=(\S+)`)
 
-// runTranslate runs the CLI on dir as a child process: the pipeline time
-// comes from its --stats line, the peak RSS from the kernel (rusage).
-func runTranslate(t testing.TB, portcullis, dir string, wantObjects int) translateRun {
+// runTranslate runs the CLI on dir (or a file) as a child process, with
+// more flags: the pipeline time comes from its --stats line, the peak RSS
+// from the kernel (rusage).
+func runTranslate(t testing.TB, portcullis, dir string, wantObjects int, flags ...string) translateRun {
 	t.Helper()
-	cmd := exec.Command(portcullis, "translate", "-f", dir, "-o", "json", "--stats")
+	cmd := exec.Command(portcullis, append([]string{"translate", "-f", dir, "-o", "json", "--stats"}, flags...)...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = nil, &stderr // stdout to /dev/null: the document is large
 	start := time.Now()
