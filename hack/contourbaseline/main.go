@@ -26,7 +26,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
-	core_v1 "k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	discovery_v1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
@@ -187,7 +187,8 @@ func load(dir string) ([]any, error) {
 	sort.Strings(files)
 	var out []any
 	for _, name := range files {
-		b, err := os.ReadFile(name)
+		b, err := os.ReadFile(name) //nolint:gosec // the benchmark's own files
+
 		if err != nil {
 			return nil, err
 		}
@@ -206,9 +207,9 @@ func load(dir string) ([]any, error) {
 			case "ExtensionService":
 				o = &contour_v1alpha1.ExtensionService{}
 			case "Service":
-				o = &core_v1.Service{}
+				o = &corev1.Service{}
 			case "Secret":
-				o = &core_v1.Secret{}
+				o = &corev1.Secret{}
 			case "EndpointSlice":
 				o = &discovery_v1.EndpointSlice{}
 			default:
