@@ -188,7 +188,6 @@ func load(dir string) ([]any, error) {
 	var out []any
 	for _, name := range files {
 		b, err := os.ReadFile(name) //nolint:gosec // the benchmark's own files
-
 		if err != nil {
 			return nil, err
 		}
