@@ -25,7 +25,7 @@ func Refuse(kind string, spec any) []Finding {
 		}
 		v = v.Elem()
 	}
-	var w walker
+	w := walker{path: make([]segment, 0, 8)} // deep enough for the API: one allocation
 	w.walk(v, planFor(kind, v.Type()))
 	return w.out
 }
@@ -38,9 +38,12 @@ type plan struct {
 
 type plannedField struct {
 	name, pattern string
-	index         []int
-	support       Support
-	known         bool
+	// seg is the field's path segment (".name"), made once here rather
+	// than on every walk past it.
+	seg     string
+	index   []int
+	support Support
+	known   bool
 	// under is the plan of the struct the field holds (through pointers,
 	// lists and maps), for an implemented field; nil otherwise.
 	under *plan
@@ -48,14 +51,19 @@ type plannedField struct {
 
 var plans = struct {
 	sync.Mutex
-	byKind map[string]*plan
-}{byKind: map[string]*plan{}}
+	byKind map[planKey]*plan
+}{byKind: map[planKey]*plan{}}
+
+type planKey struct {
+	kind string
+	spec reflect.Type
+}
 
 // planFor compiles (once) the plan of a kind's spec type.
 func planFor(kind string, spec reflect.Type) *plan {
 	plans.Lock()
 	defer plans.Unlock()
-	key := kind + "\x00" + spec.String()
+	key := planKey{kind, spec}
 	if p, ok := plans.byKind[key]; ok {
 		return p
 	}
@@ -68,7 +76,7 @@ func planFor(kind string, spec reflect.Type) *plan {
 func forgetPlans() {
 	plans.Lock()
 	defer plans.Unlock()
-	plans.byKind = map[string]*plan{}
+	plans.byKind = map[planKey]*plan{}
 }
 
 func compile(kind string, t reflect.Type, pattern string, onPath map[reflect.Type]bool) *plan {
@@ -79,7 +87,7 @@ func compile(kind string, t reflect.Type, pattern string, onPath map[reflect.Typ
 	onPath[t] = true
 	defer delete(onPath, t)
 	for _, f := range apiFields(t) {
-		pf := plannedField{name: f.name, pattern: pattern + "." + f.name, index: f.index}
+		pf := plannedField{name: f.name, pattern: pattern + "." + f.name, seg: "." + f.name, index: f.index}
 		pf.support, pf.known = Lookup(kind, pf.pattern)
 		if et := elemType(f.typ); pf.known && pf.support.implemented && et.Kind() == reflect.Struct && isAPIType(et) {
 			pf.under = compile(kind, et, pf.pattern, onPath)
@@ -123,7 +131,7 @@ func (w *walker) walk(v reflect.Value, p *plan) {
 				continue
 			}
 			if f.under != nil {
-				w.path = append(w.path, segment{name: "." + f.name})
+				w.path = append(w.path, segment{name: f.seg})
 				w.walk(fv, f.under)
 				w.path = w.path[:len(w.path)-1]
 			}
