@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +63,11 @@ func (r *Resolver) Backend(key types.NamespacedName, port int) (*Backend, error)
 // EndpointSlices, matched by port name as Kubernetes does, and counts all
 // of them, ready or not.
 func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
-	seen := map[string]bool{}
+	type endpointID struct {
+		addr string
+		port uint32
+	}
+	seen := map[endpointID]bool{}
 	for _, slice := range slices {
 		port := slicePort(slice, sp.Name)
 		if port == 0 {
@@ -73,7 +76,7 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 		for _, ep := range slice.Endpoints {
 			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
 			for _, addr := range ep.Addresses {
-				id := addr + ":" + strconv.Itoa(int(port))
+				id := endpointID{addr, port}
 				if seen[id] {
 					continue
 				}
