@@ -39,7 +39,7 @@ func (e *routeErrors) warn(typ, reason, format string, args ...any) {
 // buildRoute builds route i of p under the match and authorization
 // inherited from the includes; false when it is invalid.
 func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Route, parent *Route, scope authScope, st *status.Object) (Route, bool) {
-	where := fmt.Sprintf("Spec.Routes[%d]", i)
+	where := routePlaces.at(i)
 	rt, ok := mergeConditions(parent, r.Conditions, where, st)
 	if !ok {
 		return rt, false

@@ -79,7 +79,7 @@ func serviceWeights(services []contourv1.Service) (allZero bool, err error) {
 // the route's settings cs (the weight is the caller's); false, with an
 // error, when it is invalid.
 func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Service, cs core.ClusterSettings, errs *routeErrors) (ir.WeightedCluster, bool) {
-	where := fmt.Sprintf("Services[%d]", j)
+	where := servicePlaces.at(j)
 	fail := func(typ, reason, format string, args ...any) (ir.WeightedCluster, bool) {
 		errs.add(typ, reason, format, args...)
 		return ir.WeightedCluster{}, false

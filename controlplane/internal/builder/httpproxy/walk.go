@@ -51,7 +51,7 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 	var out []Route
 	seen := map[string]int{}
 	for i, inc := range p.Spec.Includes {
-		where := fmt.Sprintf("Spec.Includes[%d]", i)
+		where := includePlaces.at(i)
 		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
 		if !ok {
 			continue
