@@ -55,8 +55,27 @@ func (r *Resolver) Backend(key types.NamespacedName, port int) (*Backend, error)
 		}
 		return be, nil
 	}
-	be.Endpoints, be.total = readyEndpoints(r.endpointSlices(key), *sp)
+	slices := r.endpointSlices(key) // recorded on every lookup, memoized or not
+	k := readyKey{key, sp.Name}
+	ready, ok := r.Snap.ready[k]
+	if !ok {
+		ready.endpoints, ready.total = readyEndpoints(slices, *sp)
+		r.Snap.ready[k] = ready
+	}
+	be.Endpoints, be.total = ready.endpoints, ready.total
 	return be, nil
+}
+
+// readyKey is a Service port by Service and port name, which is all
+// readyEndpoints reads of the port.
+type readyKey struct {
+	service  types.NamespacedName
+	portName string
+}
+
+type readyEndpointsOf struct {
+	endpoints []ir.Endpoint
+	total     int
 }
 
 // readyEndpoints lists the ready endpoints of a Service port from its
