@@ -15,8 +15,8 @@ import (
 //
 // It runs for every HTTPProxy of every build (twenty thousand at scale):
 // the table is compiled once per kind into a plan that follows the types,
-// so that a walk reads fields by index and builds a path only for a
-// finding.
+// so that a walk reads by index only the refused fields and the
+// implemented ones that hold some, and builds a path only for a finding.
 func Refuse(kind string, spec any) []Finding {
 	v := reflect.ValueOf(spec)
 	for v.Kind() == reflect.Pointer {
@@ -44,8 +44,8 @@ type plannedField struct {
 	index   []int
 	support Support
 	known   bool
-	// under is the plan of the struct the field holds (through pointers,
-	// lists and maps), for an implemented field; nil otherwise.
+	// under is the plan of the struct an implemented field holds (through
+	// pointers, lists and maps); nil for a refused (or unknown) field.
 	under *plan
 }
 
@@ -89,10 +89,18 @@ func compile(kind string, t reflect.Type, pattern string, onPath map[reflect.Typ
 	for _, f := range apiFields(t) {
 		pf := plannedField{name: f.name, pattern: pattern + "." + f.name, seg: "." + f.name, index: f.index}
 		pf.support, pf.known = Lookup(kind, pf.pattern)
-		if et := elemType(f.typ); pf.known && pf.support.implemented && et.Kind() == reflect.Struct && isAPIType(et) {
-			pf.under = compile(kind, et, pf.pattern, onPath)
+		if !pf.known || !pf.support.implemented {
+			p.fields = append(p.fields, pf) // a finding when set
+			continue
 		}
-		p.fields = append(p.fields, pf)
+		// An implemented field matters only for the refused fields it
+		// holds: most (strings, numbers, structs with none) are left out
+		// of the plan, and never read by a walk.
+		if et := elemType(f.typ); et.Kind() == reflect.Struct && isAPIType(et) {
+			if pf.under = compile(kind, et, pf.pattern, onPath); len(pf.under.fields) > 0 {
+				p.fields = append(p.fields, pf)
+			}
+		}
 	}
 	return p
 }
@@ -123,17 +131,16 @@ func (w *walker) walk(v reflect.Value, p *plan) {
 		for i := range p.fields {
 			f := &p.fields[i]
 			fv := v.FieldByIndex(f.index)
-			if fv.IsZero() {
-				continue
-			}
-			if !f.known || !f.support.implemented {
-				w.out = append(w.out, Finding{Path: w.pathTo(f.name), Pattern: f.pattern, Why: f.support.why})
-				continue
-			}
 			if f.under != nil {
+				// Implemented: walked for the refused fields it holds (a
+				// zero value holds none, and its walk finds none).
 				w.path = append(w.path, segment{name: f.seg})
 				w.walk(fv, f.under)
 				w.path = w.path[:len(w.path)-1]
+				continue
+			}
+			if !fv.IsZero() {
+				w.out = append(w.out, Finding{Path: w.pathTo(f.name), Pattern: f.pattern, Why: f.support.why})
 			}
 		}
 	case reflect.Slice, reflect.Array:
