@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,26 @@ func TestRefuse(t *testing.T) {
 	}
 	if m := want[1].Message(); !strings.Contains(m, "spec.routes[1].conditions[1].header") || !strings.Contains(m, "not here") {
 		t.Errorf("message %q names neither the field nor the reason", m)
+	}
+}
+
+// BenchmarkRefuse walks a root of the pipeline benchmark's shape (TLS,
+// authorization, five routes and an include), nothing refused set: the
+// walk every HTTPProxy of every build takes.
+func BenchmarkRefuse(b *testing.B) {
+	spec := &contourv1.HTTPProxySpec{
+		VirtualHost: &contourv1.VirtualHost{Fqdn: "a.example.com", TLS: &contourv1.TLS{SecretName: "tls"},
+			Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Name: "auth"}}},
+		Includes: []contourv1.Include{{Name: "child", Conditions: []contourv1.MatchCondition{{Prefix: "/child"}}}},
+	}
+	for r := range 5 {
+		spec.Routes = append(spec.Routes, contourv1.Route{Conditions: []contourv1.MatchCondition{{Prefix: "/r" + strconv.Itoa(r)}},
+			Services: []contourv1.Service{{Name: "svc", Port: 80}}})
+	}
+	for b.Loop() {
+		if got := Refuse(KindHTTPProxy, spec); got != nil {
+			b.Fatal(got)
+		}
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 //
 // It runs for every HTTPProxy of every build (twenty thousand at scale):
 // the table is compiled once per kind into a plan that follows the types,
-// so that a walk reads fields by index and builds a path only for a
-// finding.
+// so that a walk reads by index only the refused fields and the
+// implemented ones that hold some, and builds a path only for a finding.
 func Refuse(kind string, spec any) []Finding {
 	v := reflect.ValueOf(spec)
 	for v.Kind() == reflect.Pointer {
@@ -25,7 +25,7 @@ func Refuse(kind string, spec any) []Finding {
 		}
 		v = v.Elem()
 	}
-	var w walker
+	w := walker{path: make([]segment, 0, 8)} // deep enough for the API: one allocation
 	w.walk(v, planFor(kind, v.Type()))
 	return w.out
 }
@@ -38,24 +38,32 @@ type plan struct {
 
 type plannedField struct {
 	name, pattern string
-	index         []int
-	support       Support
-	known         bool
-	// under is the plan of the struct the field holds (through pointers,
-	// lists and maps), for an implemented field; nil otherwise.
+	// seg is the field's path segment (".name"), made once here rather
+	// than on every walk past it.
+	seg     string
+	index   []int
+	support Support
+	known   bool
+	// under is the plan of the struct an implemented field holds (through
+	// pointers, lists and maps); nil for a refused (or unknown) field.
 	under *plan
 }
 
 var plans = struct {
 	sync.Mutex
-	byKind map[string]*plan
-}{byKind: map[string]*plan{}}
+	byKind map[planKey]*plan
+}{byKind: map[planKey]*plan{}}
+
+type planKey struct {
+	kind string
+	spec reflect.Type
+}
 
 // planFor compiles (once) the plan of a kind's spec type.
 func planFor(kind string, spec reflect.Type) *plan {
 	plans.Lock()
 	defer plans.Unlock()
-	key := kind + "\x00" + spec.String()
+	key := planKey{kind, spec}
 	if p, ok := plans.byKind[key]; ok {
 		return p
 	}
@@ -68,7 +76,7 @@ func planFor(kind string, spec reflect.Type) *plan {
 func forgetPlans() {
 	plans.Lock()
 	defer plans.Unlock()
-	plans.byKind = map[string]*plan{}
+	plans.byKind = map[planKey]*plan{}
 }
 
 func compile(kind string, t reflect.Type, pattern string, onPath map[reflect.Type]bool) *plan {
@@ -79,12 +87,20 @@ func compile(kind string, t reflect.Type, pattern string, onPath map[reflect.Typ
 	onPath[t] = true
 	defer delete(onPath, t)
 	for _, f := range apiFields(t) {
-		pf := plannedField{name: f.name, pattern: pattern + "." + f.name, index: f.index}
+		pf := plannedField{name: f.name, pattern: pattern + "." + f.name, seg: "." + f.name, index: f.index}
 		pf.support, pf.known = Lookup(kind, pf.pattern)
-		if et := elemType(f.typ); pf.known && pf.support.implemented && et.Kind() == reflect.Struct && isAPIType(et) {
-			pf.under = compile(kind, et, pf.pattern, onPath)
+		if !pf.known || !pf.support.implemented {
+			p.fields = append(p.fields, pf) // a finding when set
+			continue
 		}
-		p.fields = append(p.fields, pf)
+		// An implemented field matters only for the refused fields it
+		// holds: most (strings, numbers, structs with none) are left out
+		// of the plan, and never read by a walk.
+		if et := elemType(f.typ); et.Kind() == reflect.Struct && isAPIType(et) {
+			if pf.under = compile(kind, et, pf.pattern, onPath); len(pf.under.fields) > 0 {
+				p.fields = append(p.fields, pf)
+			}
+		}
 	}
 	return p
 }
@@ -115,17 +131,16 @@ func (w *walker) walk(v reflect.Value, p *plan) {
 		for i := range p.fields {
 			f := &p.fields[i]
 			fv := v.FieldByIndex(f.index)
-			if fv.IsZero() {
-				continue
-			}
-			if !f.known || !f.support.implemented {
-				w.out = append(w.out, Finding{Path: w.pathTo(f.name), Pattern: f.pattern, Why: f.support.why})
-				continue
-			}
 			if f.under != nil {
-				w.path = append(w.path, segment{name: "." + f.name})
+				// Implemented: walked for the refused fields it holds (a
+				// zero value holds none, and its walk finds none).
+				w.path = append(w.path, segment{name: f.seg})
 				w.walk(fv, f.under)
 				w.path = w.path[:len(w.path)-1]
+				continue
+			}
+			if !fv.IsZero() {
+				w.out = append(w.out, Finding{Path: w.pathTo(f.name), Pattern: f.pattern, Why: f.support.why})
 			}
 		}
 	case reflect.Slice, reflect.Array:

@@ -1,10 +1,13 @@
 package translator
 
 import (
+	"sync"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -55,16 +58,30 @@ func extAuthz(a *ir.ExtAuth) *extauthzv3.ExtAuthz {
 	return cfg
 }
 
-// extAuthzPerRoute is set on every route of an HCM with ext_authz: either
-// off (also on a route authorized by its own filter, routefilters.go), or
-// on with the route's context. The filter is never left out of an HCM
-// because a virtual host's default is "disabled".
-func extAuthzPerRoute(r *ir.Route) *extauthzv3.ExtAuthzPerRoute {
-	if r.AuthDisabled || r.Auth != nil {
-		return &extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}
+// extAuthzPerRoute is set on every route of an HCM with ext_authz, packed:
+// either off (also on a route authorized by its own filter,
+// routefilters.go), or on with the route's context. The filter is never
+// left out of an HCM because a virtual host's default is "disabled".
+// Nearly every route is off or checked without a context: those two are
+// packed once and shared by the routes (a message is never modified once
+// built), rather than packed again, to the same bytes, for each of
+// thousands of routes.
+func extAuthzPerRoute(r *ir.Route) *anypb.Any {
+	switch {
+	case r.AuthDisabled || r.Auth != nil:
+		return packedExtAuthzDisabled()
+	case len(r.AuthContext) == 0:
+		return packedExtAuthzCheck()
 	}
-	return extAuthzCheck(r)
+	return mustAny(extAuthzCheck(r))
 }
+
+var (
+	packedExtAuthzDisabled = sync.OnceValue(func() *anypb.Any {
+		return mustAny(&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}})
+	})
+	packedExtAuthzCheck = sync.OnceValue(func() *anypb.Any { return mustAny(extAuthzCheck(&ir.Route{})) })
+)
 
 // extAuthzCheck has the route checked, with its context.
 func extAuthzCheck(r *ir.Route) *extauthzv3.ExtAuthzPerRoute {

@@ -8,6 +8,7 @@ import (
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -101,7 +102,11 @@ func TestExtAuthzPerRoute(t *testing.T) {
 			&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_Disabled{Disabled: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			name, got := (extAuthzFilter{}).perRoute(&tc.route)
+			name, packed := (extAuthzFilter{}).perRoute(&tc.route)
+			got := &extauthzv3.ExtAuthzPerRoute{}
+			if err := packed.(*anypb.Any).UnmarshalTo(got); err != nil {
+				t.Fatal(err)
+			}
 			if name != ExtAuthzFilterName || !proto.Equal(got, tc.want) {
 				t.Errorf("got %s: %v, want %s: %v", name, got, ExtAuthzFilterName, tc.want)
 			}

@@ -23,7 +23,7 @@ type httpFilter interface {
 	httpFilters(h hcmSettings) []*hcmv3.HttpFilter
 	// perRoute is the route's configuration of the filter, on routes of
 	// an HCM that has it, and the name of the entry it configures; nil for
-	// none.
+	// none. An *anypb.Any is the configuration packed already.
 	perRoute(r *ir.Route) (string, proto.Message)
 }
 
@@ -168,7 +168,11 @@ func perFilterConfig(r *ir.Route, s filterSet) map[string]*anypb.Any {
 			if out == nil {
 				out = map[string]*anypb.Any{}
 			}
-			out[name] = mustAny(c)
+			a, packed := c.(*anypb.Any)
+			if !packed {
+				a = mustAny(c)
+			}
+			out[name] = a
 		}
 	}
 	return out

@@ -52,9 +52,9 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		vh := sorted[i]
 		t, ok := c.vhostRoutes(vh, rs)
 		if !ok {
-			t = vhostRoutes{settings: rs, version: newVersion()}
-			for _, r := range vh.Routes {
-				t.routes = append(t.routes, route(r, rs))
+			t = vhostRoutes{settings: rs, version: newVersion(), routes: make([]*routev3.Route, len(vh.Routes))}
+			for j, r := range vh.Routes {
+				t.routes[j] = route(r, rs)
 			}
 		}
 		if len(sorted) > 1 && !t.keyed {

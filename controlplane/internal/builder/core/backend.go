@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,15 +55,38 @@ func (r *Resolver) Backend(key types.NamespacedName, port int) (*Backend, error)
 		}
 		return be, nil
 	}
-	be.Endpoints, be.total = readyEndpoints(r.endpointSlices(key), *sp)
+	slices := r.endpointSlices(key) // recorded on every lookup, memoized or not
+	k := readyKey{key, sp.Name}
+	ready, ok := r.Snap.ready[k]
+	if !ok {
+		ready.endpoints, ready.total = readyEndpoints(slices, *sp)
+		r.Snap.ready[k] = ready
+	}
+	be.Endpoints, be.total = ready.endpoints, ready.total
 	return be, nil
+}
+
+// readyKey is a Service port by Service and port name, which is all
+// readyEndpoints reads of the port.
+type readyKey struct {
+	service  types.NamespacedName
+	portName string
+}
+
+type readyEndpointsOf struct {
+	endpoints []ir.Endpoint
+	total     int
 }
 
 // readyEndpoints lists the ready endpoints of a Service port from its
 // EndpointSlices, matched by port name as Kubernetes does, and counts all
 // of them, ready or not.
 func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) (out []ir.Endpoint, total int) {
-	seen := map[string]bool{}
+	type endpointID struct {
+		addr string
+		port uint32
+	}
+	seen := map[endpointID]bool{}
 	for _, slice := range slices {
 		port := slicePort(slice, sp.Name)
 		if port == 0 {
@@ -73,7 +95,7 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 		for _, ep := range slice.Endpoints {
 			ready := ep.Conditions.Ready == nil || *ep.Conditions.Ready
 			for _, addr := range ep.Addresses {
-				id := addr + ":" + strconv.Itoa(int(port))
+				id := endpointID{addr, port}
 				if seen[id] {
 					continue
 				}

@@ -61,25 +61,32 @@ func SettingsHash(k string) string {
 
 // ClusterFor adds (or reuses) the cluster of one resolved backend.
 // Clusters are shared by every route that resolves to the same Service
-// port with the same protocol and settings.
+// port with the same protocol and settings: the name
+// (prefix/namespace/name/port[/protocol][/settings]) is made in a buffer,
+// and a string only for a new cluster, as thousands of routes resolve to
+// the same few.
 func (b Stage) ClusterFor(prefix string, be *Backend, protocol ir.Protocol, cs ClusterSettings) *ir.Cluster {
-	name := fmt.Sprintf("%s/%s/%s/%d", prefix, be.Service.Namespace, be.Service.Name, be.Port.Port)
+	var buf [128]byte
+	name := append(buf[:0], prefix...)
+	name = append(append(name, '/'), be.Service.Namespace...)
+	name = append(append(name, '/'), be.Service.Name...)
+	name = strconv.AppendInt(append(name, '/'), int64(be.Port.Port), 10)
 	if protocol != ir.HTTP1 {
-		name += "/" + string(protocol)
+		name = append(append(name, '/'), protocol...)
 	}
 	if k := cs.Key(); k != "" {
-		name += "/" + SettingsHash(k)
+		name = append(append(name, '/'), SettingsHash(k)...)
 	}
-	c, ok := b.R.Snap.Clusters[name]
+	c, ok := b.R.Snap.Clusters[string(name)]
 	if !ok {
-		c = newCluster(name, []*Backend{be}, []uint32{0}, protocol, cs.Validation, cs.Lb, cs.Idle)
+		c = newCluster(string(name), []*Backend{be}, []uint32{0}, protocol, cs.Validation, cs.Lb, cs.Idle)
 		c.SlowStart = cs.SlowStart
 		c.HealthCheck = cs.HealthCheck
 		c.DNSHealthPort = cs.DNSHealthPort
 		for i := range c.Endpoints {
 			c.Endpoints[i].HealthPort = cs.HealthPorts[c.Endpoints[i].Address]
 		}
-		b.R.Snap.Clusters[name] = c
+		b.R.Snap.Clusters[c.Name] = c
 	}
 	return b.Out.AddCluster(c)
 }

@@ -35,7 +35,7 @@ const condSpec = contourv1.ConditionTypeSpecError
 // buildExtension validates one ExtensionService into its cluster (nil
 // when it is invalid).
 func (b Stage) buildExtension(es *v1alpha1.ExtensionService) *Extension {
-	st := b.specStatus(KindExtensionService, es, es.Spec)
+	st := b.specStatus(KindExtensionService, es, &es.Spec)
 	name := ExtensionClusterName(es.Namespace, es.Name)
 	ext := &Extension{status: st, Authority: es.Name + "." + es.Namespace}
 	spec := es.Spec

@@ -60,7 +60,8 @@ func (s Stage) StatusOf(kind, namespace, name string, generation int64) *status.
 
 // specStatus returns (creating) the findings of an object of one of our
 // kinds; new findings start with an error for each field of spec that the
-// API has and portcullis does not implement (internal/fields).
+// API has and portcullis does not implement (internal/fields). spec is a
+// pointer: a struct in an interface is a copy, made on every call.
 func (s Stage) specStatus(kind string, m metav1.Object, spec any) *status.Object {
 	if o, ok := s.Out.Status[objects.Ref{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}]; ok {
 		return o
@@ -74,5 +75,5 @@ func (s Stage) specStatus(kind string, m metav1.Object, spec any) *status.Object
 
 // ProxyStatus returns (creating) the findings of an HTTPProxy.
 func (s Stage) ProxyStatus(p *contourv1.HTTPProxy) *status.Object {
-	return s.specStatus(KindHTTPProxy, p, p.Spec)
+	return s.specStatus(KindHTTPProxy, p, &p.Spec)
 }

@@ -146,7 +146,7 @@ func validPEMCerts(b []byte) bool {
 // buildDelegations validates TLSCertificateDelegations.
 func (b Stage) buildDelegations() {
 	for _, d := range b.R.Snap.delegations {
-		st := b.specStatus(KindTLSCertificateDelegation, d, d.Spec)
+		st := b.specStatus(KindTLSCertificateDelegation, d, &d.Spec)
 		if len(d.Spec.Delegations) == 0 {
 			st.AddError(contourv1.ConditionTypeDelegationError, status.ReasonNoDelegations, "spec.delegations must list at least one Secret")
 		}

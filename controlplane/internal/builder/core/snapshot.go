@@ -41,6 +41,10 @@ type Snapshot struct {
 	// often share one certificate and a few Services.
 	tlsCache map[types.NamespacedName]parsedSecret
 	Clusters map[string]*ir.Cluster
+	// ready memoizes the ready endpoints of Service ports (Backend): the
+	// routes of thousands of roots name the same few. A pure function of
+	// the snapshot's EndpointSlices, shared read-only.
+	ready map[readyKey]readyEndpointsOf
 	// extObjects are the objects of the extensions' kinds.
 	extObjects map[ExtKey]*unstructured.Unstructured
 }
@@ -57,6 +61,7 @@ func NewSnapshot(in *objects.Set, opts Options) *Snapshot {
 		extensions:  map[types.NamespacedName]*Extension{},
 		tlsCache:    map[types.NamespacedName]parsedSecret{},
 		Clusters:    map[string]*ir.Cluster{},
+		ready:       map[readyKey]readyEndpointsOf{},
 	}
 	for _, o := range in.Secrets {
 		s.secrets[NsName(o.Namespace, o.Name)] = o

@@ -20,7 +20,7 @@ import (
 // matches both (taking only the first field set would serve the route to
 // requests its header condition excludes), and {prefix, exact} in one
 // entry counts as two path matches.
-func mergeConditions(parent Route, conds []contourv1.MatchCondition, where string, st *status.Object) (Route, bool) {
+func mergeConditions(parent *Route, conds []contourv1.MatchCondition, where string, st *status.Object) (Route, bool) {
 	out := Route{Route: ir.Route{PathKind: parent.PathKind, Path: parent.Path, Headers: slices.Clone(parent.Headers), QueryParams: slices.Clone(parent.QueryParams)}}
 	var paths pathFields
 	for _, c := range conds {

@@ -135,7 +135,7 @@ func TestMergeConditionsMatching(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &status.Object{}
-			got, ok := mergeConditions(tt.parent, tt.conds, "R", st)
+			got, ok := mergeConditions(&tt.parent, tt.conds, "R", st)
 			if tt.wantErr != "" {
 				if ok || len(st.Errors) != 1 || !strings.Contains(st.Errors[0].Message, tt.wantErr) || st.Errors[0].Type != tt.errType {
 					t.Fatalf("ok %v, errors %+v; want a %s error saying %q", ok, st.Errors, tt.errType, tt.wantErr)

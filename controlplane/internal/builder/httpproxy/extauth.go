@@ -130,7 +130,7 @@ func authorizationRefProblem(vh *contourv1.VirtualHost, secure bool) (reason, me
 
 // routeAuth sets a route's authorization: the route's own policy replaces
 // the enclosing "disabled" and merges over the enclosing context.
-func routeAuth(rt *Route, r contourv1.Route, scope authScope, errs *routeErrors) {
+func routeAuth(rt *Route, r *contourv1.Route, scope authScope, errs *routeErrors) {
 	disabled, ctx := scope.policy.Disabled, scope.policy.Context
 	if ap := r.AuthPolicy; ap != nil {
 		disabled = ap.Disabled
@@ -240,7 +240,7 @@ func globalAuthorizationUse(a *contourv1.AuthorizationServer, global, ownSetting
 
 // routeAuthContextOverHTTP refuses a route's own context when its
 // authorization server is an HTTP one, which cannot receive it.
-func routeAuthContextOverHTTP(r contourv1.Route, scope authScope, errs *routeErrors) {
+func routeAuthContextOverHTTP(r *contourv1.Route, scope authScope, errs *routeErrors) {
 	if scope.http && r.AuthPolicy != nil && !r.AuthPolicy.Disabled && len(r.AuthPolicy.Context) > 0 {
 		errs.add(contourv1.ConditionTypeAuthError, status.ReasonAuthContextNotSupported, "authPolicy.context: the authorization server is an HTTP one (serviceType http), and context extensions exist only in the gRPC protocol")
 	}

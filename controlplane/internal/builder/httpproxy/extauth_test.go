@@ -124,7 +124,7 @@ func TestRouteAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := &routeErrors{st: &status.Object{}, where: "R"}
 			var rt Route
-			routeAuth(&rt, tc.route, tc.scope, errs)
+			routeAuth(&rt, &tc.route, tc.scope, errs)
 			if rt.AuthDisabled != tc.wantDisabled || !reflect.DeepEqual(rt.AuthContext, tc.wantContext) || errs.invalid != tc.wantErr {
 				t.Errorf("disabled %v, context %v, errors %+v; want %v, %v, error %v", rt.AuthDisabled, rt.AuthContext, errs.st.Errors, tc.wantDisabled, tc.wantContext, tc.wantErr)
 			}

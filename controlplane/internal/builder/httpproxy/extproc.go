@@ -76,7 +76,7 @@ func (b *rootBuilder) hostExtProc(p *contourv1.HTTPProxy, secure bool, st *statu
 //
 // Under a host that disabled processing, every route is off. Overrides need
 // a processor to override.
-func (b *rootBuilder) routeExtProc(p *contourv1.HTTPProxy, r contourv1.Route, scope procScope, fail func(typ, reason, format string, args ...any)) *ir.ExtProcPerRoute {
+func (b *rootBuilder) routeExtProc(p *contourv1.HTTPProxy, r *contourv1.Route, scope procScope, fail func(typ, reason, format string, args ...any)) *ir.ExtProcPerRoute {
 	pol := r.ExtProcPolicy
 	if pol != nil && pol.Disabled {
 		return &ir.ExtProcPerRoute{Disabled: true}

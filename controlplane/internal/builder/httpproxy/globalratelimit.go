@@ -43,7 +43,7 @@ func (b *rootBuilder) hostGlobalRateLimits(vh *contourv1.VirtualHost, st *status
 // replaces its host's: its descriptors, or none (disabled). A route that
 // redirects or answers directly is never sent to the service (Envoy
 // limits proxied routes only), so it cannot have one.
-func (b *rootBuilder) routeGlobalRateLimits(rt *Route, r contourv1.Route, st *status.Object, errs *routeErrors) {
+func (b *rootBuilder) routeGlobalRateLimits(rt *Route, r *contourv1.Route, st *status.Object, errs *routeErrors) {
 	if r.RateLimitPolicy == nil || r.RateLimitPolicy.Global == nil {
 		return
 	}

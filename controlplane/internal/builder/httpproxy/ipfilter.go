@@ -24,7 +24,7 @@ func hostIPFilter(vh *contourv1.VirtualHost, st *status.Object) *ir.IPFilter {
 
 // routeIPFilter sets the route's IP filter: its own, which replaces the
 // virtual host's (host), or else the host's.
-func routeIPFilter(rt *Route, r contourv1.Route, host *ir.IPFilter, errs *routeErrors) {
+func routeIPFilter(rt *Route, r *contourv1.Route, host *ir.IPFilter, errs *routeErrors) {
 	if len(r.IPAllowFilterPolicy) == 0 && len(r.IPDenyFilterPolicy) == 0 {
 		rt.IPFilter = host
 		return

@@ -196,7 +196,7 @@ func jwksDurations(r contourv1.RemoteJWKS) (time.Duration, *time.Duration, strin
 // else the host's default. A route served over plain HTTP
 // (permitInsecure) cannot require one: the HTTP listener's HCM, shared by
 // every host, does not verify JWTs (Contour serves it unverified there).
-func routeJWT(rt *Route, r contourv1.Route, s jwtScope, errs *routeErrors) {
+func routeJWT(rt *Route, r *contourv1.Route, s jwtScope, errs *routeErrors) {
 	pol := r.JWTVerificationPolicy
 	add := func(reason, format string, args ...any) {
 		errs.add(contourv1.ConditionTypeJWTVerificationError, reason, format, args...)

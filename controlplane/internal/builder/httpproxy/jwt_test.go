@@ -32,7 +32,7 @@ func TestRouteJWT(t *testing.T) {
 			st := &status.Object{}
 			errs := &routeErrors{st: st, where: "Spec.Routes[0]"}
 			var rt Route
-			routeJWT(&rt, tc.route, tc.scope, errs)
+			routeJWT(&rt, &tc.route, tc.scope, errs)
 			if tc.wantReason != "" {
 				if !errs.invalid || len(st.Errors) != 1 || st.Errors[0].Reason != tc.wantReason || st.Errors[0].Type != contourv1.ConditionTypeJWTVerificationError {
 					t.Fatalf("errors %+v, want one %s", st.Errors, tc.wantReason)

@@ -1,8 +1,6 @@
 package httpproxy
 
 import (
-	"fmt"
-
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
@@ -16,7 +14,7 @@ import (
 // whether this is the first); a mirror's headers and cookie policies would not apply
 // (Envoy mirrors the request as the route sends it), so they are errors.
 func (b *rootBuilder) routeMirror(p *contourv1.HTTPProxy, j int, s contourv1.Service, first bool, cs core.ClusterSettings, errs *routeErrors) (ir.Mirror, bool) {
-	where := fmt.Sprintf("Services[%d]", j)
+	where := servicePlaces.at(j)
 	ok := true
 	if !first {
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonOnlyOneMirror, "%s: only one service per route may be nominated as mirror", where)

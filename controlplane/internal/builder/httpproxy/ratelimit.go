@@ -29,7 +29,7 @@ func hostRateLimit(vh *contourv1.VirtualHost, st *status.Object) *ir.LocalRateLi
 
 // routeRateLimit sets the route's own local rate limit, a bucket of its
 // own that replaces its host's for it.
-func routeRateLimit(rt *Route, r contourv1.Route, errs *routeErrors) {
+func routeRateLimit(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	if r.RateLimitPolicy == nil {
 		return
 	}

@@ -31,13 +31,13 @@ const maxDirectResponseBody = 4096
 
 // answered reports whether the route is answered by the proxy (a redirect
 // or a direct response) rather than proxied.
-func answered(r contourv1.Route) bool {
+func answered(r *contourv1.Route) bool {
 	return r.RequestRedirectPolicy != nil || r.DirectResponsePolicy != nil
 }
 
 // routeAnswer validates the route's redirect or direct response and what
 // comes with it; rt.Path is the route's whole path match.
-func routeAnswer(rt *Route, r contourv1.Route, errs *routeErrors) {
+func routeAnswer(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	if !answered(r) {
 		return
 	}

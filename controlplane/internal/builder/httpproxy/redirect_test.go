@@ -114,7 +114,7 @@ func TestRouteAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &status.Object{}
 			rt := &Route{}
-			routeAnswer(rt, tt.in, &routeErrors{st: st, where: "R"})
+			routeAnswer(rt, &tt.in, &routeErrors{st: st, where: "R"})
 			if len(st.Errors) != len(tt.wantErr) {
 				t.Fatalf("errors %+v, want %q", st.Errors, tt.wantErr)
 			}

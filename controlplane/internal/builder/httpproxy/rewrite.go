@@ -17,7 +17,7 @@ import (
 // Contour. The replacement is on path segments: /api replaced by /v2
 // turns /api/x into /v2/x and /api into /v2; replaced by / it turns /api/x
 // into /x.
-func routePathRewrite(rt *Route, r contourv1.Route, errs *routeErrors) {
+func routePathRewrite(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	p := r.PathRewritePolicy
 	if p == nil || len(p.ReplacePrefix) == 0 {
 		return

@@ -133,15 +133,15 @@ func (b *rootBuilder) jwksClusters(p *contourv1.HTTPProxy, secure *ir.SecureVirt
 // hostPolicies sets the policies of the root's virtual hosts themselves
 // (rather than of their routes) on each listener's.
 func (b *rootBuilder) hostPolicies(cors *ir.CORSPolicy, rateLimit *ir.LocalRateLimit, global *ir.GlobalRateLimits) {
-	hosts := append([]*ir.VirtualHost(nil), b.res.insecure...)
+	set := func(vh *ir.VirtualHost) { vh.CORS, vh.RateLimit, vh.GlobalRateLimits = cors, rateLimit, global }
+	for _, vh := range b.res.insecure {
+		set(vh)
+	}
 	if b.res.secure != nil {
-		hosts = append(hosts, &b.res.secure.VirtualHost)
+		set(&b.res.secure.VirtualHost)
 	}
 	if b.res.fallback != nil {
-		hosts = append(hosts, b.res.fallback)
-	}
-	for _, vh := range hosts {
-		vh.CORS, vh.RateLimit, vh.GlobalRateLimits = cors, rateLimit, global
+		set(b.res.fallback)
 	}
 }
 

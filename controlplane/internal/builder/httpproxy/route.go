@@ -38,8 +38,8 @@ func (e *routeErrors) warn(typ, reason, format string, args ...any) {
 
 // buildRoute builds route i of p under the match and authorization
 // inherited from the includes; false when it is invalid.
-func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Route, parent Route, scope authScope, st *status.Object) (Route, bool) {
-	where := fmt.Sprintf("Spec.Routes[%d]", i)
+func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Route, parent *Route, scope authScope, st *status.Object) (Route, bool) {
+	where := routePlaces.at(i)
 	rt, ok := mergeConditions(parent, r.Conditions, where, st)
 	if !ok {
 		return rt, false
@@ -85,7 +85,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r contourv1.Rout
 }
 
 // routeHeaders validates the route's own headers policies.
-func routeHeaders(rt *Route, r contourv1.Route, errs *routeErrors) {
+func routeHeaders(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	var err error
 	if rt.RequestHeaders, err = core.HeadersPolicy(r.RequestHeadersPolicy, true); err != nil {
 		errs.add(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "RequestHeadersPolicy: %v", err)
@@ -102,13 +102,16 @@ func routeHeaders(rt *Route, r contourv1.Route, errs *routeErrors) {
 // For the HTTP listener of a TLS host (insecure), routes that do not permit
 // insecure access become redirects to HTTPS.
 func irRoutes(routes []Route, insecure bool) []*ir.Route {
-	out := make([]*ir.Route, 0, len(routes))
-	for _, r := range routes {
-		x := r.Route
-		if insecure && !r.permitInsecure {
-			x = irRedirect(r.Route)
+	// One array of routes for the host rather than one allocation each.
+	xs := make([]ir.Route, len(routes))
+	out := make([]*ir.Route, len(routes))
+	for i := range routes {
+		if r := &routes[i]; insecure && !r.permitInsecure {
+			xs[i] = irRedirect(&r.Route)
+		} else {
+			xs[i] = r.Route
 		}
-		out = append(out, &x)
+		out[i] = &xs[i]
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -158,6 +161,6 @@ func InsecureRoutes(fqdn string, routes []Route) []*ir.Route {
 // plain HTTP (permitInsecure). A client the route's IP filter keeps out
 // is kept out of the redirect too, and the route's rate limit limits it
 // (with a bucket of its own, as Contour's).
-func irRedirect(r ir.Route) ir.Route {
+func irRedirect(r *ir.Route) ir.Route {
 	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, IPFilter: r.IPFilter, RateLimit: r.RateLimit, Origins: r.Origins}
 }

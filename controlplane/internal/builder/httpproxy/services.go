@@ -3,6 +3,7 @@ package httpproxy
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
@@ -15,11 +16,12 @@ import (
 // (if any) into its mirror policy; invalid services are left out, with an
 // error.
 func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1.Service, cs core.ClusterSettings, errs *routeErrors) ([]ir.WeightedCluster, []ir.Mirror) {
-	var backends []contourv1.Service
-	for _, s := range services {
-		if !s.Mirror {
-			backends = append(backends, s)
-		}
+	// The services that are not mirrors: services itself when none is
+	// (most routes), without a copy.
+	isMirror := func(s contourv1.Service) bool { return s.Mirror }
+	backends := services
+	if slices.ContainsFunc(services, isMirror) {
+		backends = slices.DeleteFunc(slices.Clone(services), isMirror)
 	}
 	switch {
 	case len(services) == 0:
@@ -77,7 +79,7 @@ func serviceWeights(services []contourv1.Service) (allZero bool, err error) {
 // the route's settings cs (the weight is the caller's); false, with an
 // error, when it is invalid.
 func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Service, cs core.ClusterSettings, errs *routeErrors) (ir.WeightedCluster, bool) {
-	where := fmt.Sprintf("Services[%d]", j)
+	where := servicePlaces.at(j)
 	fail := func(typ, reason, format string, args ...any) (ir.WeightedCluster, bool) {
 		errs.add(typ, reason, format, args...)
 		return ir.WeightedCluster{}, false

@@ -137,7 +137,7 @@ func (b *rootBuilder) tcpClusters(src *contourv1.HTTPProxy, services []contourv1
 // that act on HTTP requests (headers, cookies, mirror) are refused by the
 // fields table.
 func (b *rootBuilder) tcpService(p *contourv1.HTTPProxy, j int, s contourv1.Service, cs core.ClusterSettings, st *status.Object) (ir.WeightedCluster, bool) {
-	where := fmt.Sprintf("Services[%d]", j)
+	where := servicePlaces.at(j)
 	errs := &routeErrors{st: st, where: "Spec.TCPProxy"}
 	if s.Port < 1 || s.Port > 65535 {
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServicePortInvalid, "%s: service %q: port must be in the range 1-65535", where, s.Name)

@@ -28,15 +28,17 @@ func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName,
 		return nil // past a limit: the root is not served (expand.go)
 	}
 
-	var out []Route
+	// Room for p's routes and, as is common, one route per include: a
+	// Route is large, and growing the slice copies them all.
+	out := make([]Route, 0, len(p.Spec.Routes)+len(p.Spec.Includes))
 	origins := ir.Origins{self} // shared by p's routes: the IR is never modified
-	for i, r := range p.Spec.Routes {
-		if rt, ok := b.buildRoute(p, i, r, parent, scope, st); ok {
+	for i := range p.Spec.Routes {
+		if rt, ok := b.buildRoute(p, i, &p.Spec.Routes[i], &parent, scope, st); ok {
 			rt.Origins = origins
 			out = append(out, rt)
 		}
 	}
-	included, ok := b.includes(p, chain, parent, scope, st)
+	included, ok := b.includes(p, chain, &parent, scope, st)
 	if !ok || !st.Valid() {
 		return nil
 	}
@@ -45,11 +47,11 @@ func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName,
 
 // includes builds the routes of the HTTPProxies p includes; false once the
 // root's expansion crossed a limit.
-func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent Route, scope authScope, st *status.Object) ([]Route, bool) {
+func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedName, parent *Route, scope authScope, st *status.Object) ([]Route, bool) {
 	var out []Route
 	seen := map[string]int{}
 	for i, inc := range p.Spec.Includes {
-		where := fmt.Sprintf("Spec.Includes[%d]", i)
+		where := includePlaces.at(i)
 		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
 		if !ok {
 			continue
