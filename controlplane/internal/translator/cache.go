@@ -1,9 +1,12 @@
 package translator
 
 import (
-	"google.golang.org/protobuf/proto"
 	"reflect"
 
+	"google.golang.org/protobuf/proto"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
@@ -25,9 +28,16 @@ import (
 // what invalidates it. The resources it returns are shared between
 // translations: nothing may modify them. The listeners of Gateway ports
 // of their own are translated afresh each time (listener.go). A Cache is for one goroutine at a time; the zero
-// value is not usable, use NewCache.
+// value is not usable, use NewCache. It also keeps the clusters and their
+// endpoints, by name, reused while the cluster's content is unchanged
+// (cachedCluster).
 type Cache struct {
 	hosts map[string]cachedHost
+	// clusters are the clusters of the last translation, by name.
+	clusters map[string]cachedCluster
+	// translation counts the translations, to tell the clusters of the
+	// last one (cachedCluster.used).
+	translation uint64
 	// vhosts holds the routes of the virtual hosts of shared route
 	// configurations (the HTTP listener's, the fallback chain's); next
 	// collects those of the translation in progress.
@@ -71,7 +81,70 @@ func sameVersion(v, was uint64) bool { return v != 0 && v == was }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{}}
+	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{},
+		clusters: map[string]cachedCluster{}}
+}
+
+// cachedCluster is the translation of a cluster: its message and its
+// endpoints' (nil for DNS and extension clusters), with the cluster it was
+// translated from without its Origins (not translated: they go to the
+// Index). Reusing the messages of an unchanged cluster spares translating
+// it, and the xDS server encoding and hashing it again (its hashes are
+// kept by message). At scale one change leaves thousands of clusters as
+// they were.
+type cachedCluster struct {
+	in        ir.Cluster
+	cluster   *clusterv3.Cluster
+	endpoints *endpointv3.ClusterLoadAssignment
+	// used is the last translation that used it.
+	used uint64
+}
+
+// cluster returns the translation of ic and its endpoints (nil for DNS
+// and extension clusters), reused when ic, its Origins aside, is deeply
+// equal to the cluster of that name translated last. The builder copies
+// its clusters on every build, sharing their fields: the comparison is
+// mostly of pointers. Called for every cluster of a translation, in one
+// goroutine, between the translation's startClusters and commitClusters.
+func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
+	in := *ic
+	in.Origins = nil
+	if c != nil {
+		if e, ok := c.clusters[in.Name]; ok && reflect.DeepEqual(&in, &e.in) {
+			e.used = c.translation
+			c.clusters[in.Name] = e
+			return e.cluster, e.endpoints
+		}
+	}
+	e := cachedCluster{in: in, cluster: cluster(ic)}
+	if ic.DNSName == "" && ic.Extension == nil {
+		e.endpoints = loadAssignment(ic)
+	}
+	if c != nil {
+		e.used = c.translation
+		c.clusters[in.Name] = e
+	}
+	return e.cluster, e.endpoints
+}
+
+// startClusters begins a translation's clusters.
+func (c *Cache) startClusters() {
+	if c != nil {
+		c.translation++
+	}
+}
+
+// commitClusters ends a translation of n clusters: the clusters it did not
+// use are forgotten.
+func (c *Cache) commitClusters(n int) {
+	if c == nil || len(c.clusters) == n {
+		return
+	}
+	for name, e := range c.clusters {
+		if e.used != c.translation {
+			delete(c.clusters, name)
+		}
+	}
 }
 
 // vhostRoutes returns the cached routes of vh for an HCM with these

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -207,4 +208,69 @@ func routeConfigNamed(t *testing.T, ms []proto.Message, name string) *routev3.Ro
 	}
 	t.Fatalf("no route configuration %s", name)
 	return nil
+}
+
+// The clusters and endpoints of unchanged clusters are the previous
+// translation's messages (the xDS server does not hash them again), also
+// when their Origins changed; a changed cluster is translated again, a
+// removed one forgotten; the output is always that of an uncached
+// translation.
+func TestCacheReusesClusters(t *testing.T) {
+	clusters := func(endpoint, user string, extra bool) []*ir.Cluster {
+		cs := []*ir.Cluster{
+			{Name: "default/a/80", Endpoints: []ir.Endpoint{{Address: endpoint, Port: 80}}},
+			{Name: "default/b/80", Endpoints: []ir.Endpoint{{Address: "10.0.0.2", Port: 80}}, Origins: ir.Origins{{Kind: "HTTPProxy", Namespace: "default", Name: user}}},
+			{Name: "default/dns/80", DNSName: "example.com", DNSPort: 80},
+		}
+		if extra {
+			cs = append(cs, &ir.Cluster{Name: "default/extra/80", Endpoints: []ir.Endpoint{{Address: "10.0.0.3", Port: 80}}})
+		}
+		return cs
+	}
+	c := NewCache()
+	var previous *Resources
+	for _, step := range []struct {
+		name     string
+		clusters []*ir.Cluster
+		reused   []bool // by cluster, in order
+	}{
+		{name: "empty cache", clusters: clusters("10.0.0.1", "b", true), reused: []bool{false, false, false, false}},
+		{name: "same clusters, built again", clusters: clusters("10.0.0.1", "b", true), reused: []bool{true, true, true, true}},
+		{name: "other origins: the same messages", clusters: clusters("10.0.0.1", "c", true), reused: []bool{true, true, true, true}},
+		{name: "an endpoint changed, a cluster removed", clusters: clusters("10.0.0.9", "c", false), reused: []bool{false, true, true}},
+		{name: "the removed cluster is back: translated again", clusters: clusters("10.0.0.9", "c", true), reused: []bool{true, true, true, false}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			m := sharedModel(nil, nil)
+			m.Clusters = step.clusters
+			got := TranslateCached(m, Options{}, c)
+			checkUncached(t, got, Translate(m, Options{}))
+			if len(got.Clusters) != len(step.reused) {
+				t.Fatalf("%d clusters, want %d", len(got.Clusters), len(step.reused))
+			}
+			for i, reused := range step.reused {
+				name := ResourceName(got.Clusters[i])
+				was := -1
+				if previous != nil {
+					was = slices.IndexFunc(previous.Clusters, func(m proto.Message) bool { return ResourceName(m) == name })
+				}
+				if same := was >= 0 && previous.Clusters[was] == got.Clusters[i]; same != reused {
+					t.Errorf("cluster %s reused: %v, want %v", name, same, reused)
+				}
+			}
+			// The endpoints follow their cluster.
+			for _, e := range got.Endpoints {
+				name := ResourceName(e)
+				i := slices.IndexFunc(step.clusters, func(c *ir.Cluster) bool { return c.Name == name })
+				was := -1
+				if previous != nil {
+					was = slices.IndexFunc(previous.Endpoints, func(m proto.Message) bool { return ResourceName(m) == name })
+				}
+				if same := was >= 0 && previous.Endpoints[was] == e; same != step.reused[i] {
+					t.Errorf("endpoints of %s reused: %v, want %v", name, same, step.reused[i])
+				}
+			}
+			previous = got
+		})
+	}
 }

@@ -105,7 +105,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		listener(r, m, l, opts, c)
 	}
 	c.commitVHosts()
-	addClustersAndSecrets(r, m)
+	addClustersAndSecrets(r, m, c)
 	sortByName(r.Listeners)
 	sortByName(r.Routes)
 	sortByName(r.Clusters)
@@ -127,17 +127,21 @@ func sharedHosts(m *ir.Model) (plaintext, tls int) {
 }
 
 // addClustersAndSecrets adds the model's clusters, their endpoints (but
-// for DNS and extension clusters) and its secrets to r, indexed.
-func addClustersAndSecrets(r *Resources, m *ir.Model) {
+// for DNS and extension clusters) and its secrets to r, indexed; the
+// clusters cached in cache (which may be nil) are reused.
+func addClustersAndSecrets(r *Resources, m *ir.Model, cache *Cache) {
+	cache.startClusters()
 	for _, c := range m.Clusters {
-		r.Clusters = append(r.Clusters, cluster(c))
+		cluster, endpoints := cache.cluster(c)
+		r.Clusters = append(r.Clusters, cluster)
 		e := &indexEntry{origins: c.Origins}
 		r.Index.add(resourcev3.ClusterType, c.Name, e)
-		if c.DNSName == "" && c.Extension == nil {
-			r.Endpoints = append(r.Endpoints, loadAssignment(c))
+		if endpoints != nil {
+			r.Endpoints = append(r.Endpoints, endpoints)
 			r.Index.add(resourcev3.EndpointType, c.Name, e)
 		}
 	}
+	cache.commitClusters(len(m.Clusters))
 	for _, s := range m.Secrets {
 		r.Secrets = append(r.Secrets, secret(s))
 		r.Index.add(resourcev3.SecretType, s.Name, &indexEntry{origins: s.Origins})

@@ -92,7 +92,8 @@ type Server struct {
 	conns sync.Map
 	// sums remembers the hash of each resource of the last Update, by
 	// message: the translator reuses the messages of unchanged virtual
-	// hosts (translator.Cache), which then need no marshalling. Messages
+	// hosts and clusters (translator.Cache), which then need no
+	// marshalling. Messages
 	// are never modified once published. Guarded by hashMu.
 	hashMu sync.Mutex
 	sums   map[proto.Message][sha256.Size]byte
