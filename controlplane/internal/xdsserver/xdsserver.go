@@ -22,8 +22,6 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -105,6 +103,7 @@ type Server struct {
 	logLimit *rate.Limiter
 
 	mu       sync.Mutex
+	checker  checker
 	version  int
 	lastHash string
 	// kept counts the rejections the streams keep (Limits.MaxRejections).
@@ -188,7 +187,7 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 		resourcev3.ListenerType: r.Listeners, resourcev3.RouteType: r.Routes, resourcev3.ClusterType: r.Clusters,
 		resourcev3.EndpointType: r.Endpoints, resourcev3.SecretType: r.Secrets,
 	}
-	if err := consistent(items); err != nil {
+	if err := s.checker.check(r, perResource[resourcev3.ListenerType]); err != nil {
 		return "", err
 	}
 	old := s.world.Load()
@@ -220,20 +219,6 @@ func (s *Server) hash(r *translator.Resources) (string, map[string]map[string]st
 	return hash, perResource, nil
 }
 
-// consistent checks that the resources reference only one another, as
-// go-control-plane's snapshots check them: an inconsistent set is a
-// translator bug, not a user error, and is not published.
-func consistent(items map[string][]proto.Message) error {
-	snap := &cachev3.Snapshot{}
-	for typeURL, list := range items {
-		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources("", asResources(list))
-	}
-	if err := snap.Consistent(); err != nil {
-		return fmt.Errorf("inconsistent snapshot: %w", err)
-	}
-	return nil
-}
-
 // nextTable is the table of a type after before: list, whose versions
 // (hashes) by name are now. Only the resources whose hash changed are
 // encoded and touched: the others are sent to nobody. before itself when
@@ -263,14 +248,6 @@ func nextTable(before *table, list []proto.Message, now map[string]string) (*tab
 		return before, nil
 	}
 	return before.next(update, remove), nil
-}
-
-func asResources(ms []proto.Message) []types.Resource {
-	out := make([]types.Resource, len(ms))
-	for i, m := range ms {
-		out[i] = m.(types.Resource)
-	}
-	return out
 }
 
 // hashResources hashes the whole set (to skip publishing an unchanged
