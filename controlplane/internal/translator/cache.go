@@ -2,6 +2,7 @@ package translator
 
 import (
 	"reflect"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -38,6 +39,9 @@ type Cache struct {
 	// translation counts the translations, to tell the clusters of the
 	// last one (cachedCluster.used).
 	translation uint64
+	// listeners are the shared TLS listeners of the last translation, by
+	// name; nextListeners those of the translation in progress.
+	listeners, nextListeners map[string]cachedListener
 	// vhosts holds the routes of the virtual hosts of shared route
 	// configurations (the HTTP listener's, the fallback chain's); next
 	// collects those of the translation in progress.
@@ -82,7 +86,45 @@ func sameVersion(v, was uint64) bool { return v != 0 && v == was }
 // NewCache returns an empty cache.
 func NewCache() *Cache {
 	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{},
-		clusters: map[string]cachedCluster{}}
+		clusters: map[string]cachedCluster{}, listeners: map[string]cachedListener{}, nextListeners: map[string]cachedListener{}}
+}
+
+// cachedListener is a shared TLS listener: its message, and the same
+// without its filter chains (shell), with its chains. At 10,000 TLS
+// hosts the listener is megabytes, which the xDS server would encode
+// again on every change if it were a new message; a change to a host's
+// routes keeps its chain (it names its routes over RDS).
+type cachedListener struct {
+	shell, listener *listenerv3.Listener
+	chains          []*listenerv3.FilterChain
+}
+
+// listener returns shell with chains as its filter chains: the previous
+// translation's message when shell equals its shell and chains are its
+// chains (the same messages: the cached hosts' chains, never modified;
+// other chains make a new message). shell is not modified.
+func (c *Cache) listener(shell *listenerv3.Listener, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	if c != nil {
+		if p, ok := c.listeners[shell.Name]; ok && slices.Equal(p.chains, chains) && proto.Equal(p.shell, shell) {
+			c.nextListeners[shell.Name] = p
+			return p.listener
+		}
+	}
+	l := proto.Clone(shell).(*listenerv3.Listener)
+	l.FilterChains = chains
+	if c != nil {
+		c.nextListeners[shell.Name] = cachedListener{shell: shell, listener: l, chains: chains}
+	}
+	return l
+}
+
+// commitListeners ends a translation: the listeners it did not make are
+// forgotten.
+func (c *Cache) commitListeners() {
+	if c == nil {
+		return
+	}
+	c.listeners, c.nextListeners = c.nextListeners, map[string]cachedListener{}
 }
 
 // cachedCluster is the translation of a cluster: its message and its

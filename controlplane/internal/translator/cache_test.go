@@ -274,3 +274,50 @@ func TestCacheReusesClusters(t *testing.T) {
 		})
 	}
 }
+
+// The shared TLS listener is the previous translation's message while its
+// filter chains are the same (a host whose routes changed keeps its
+// chain), and a new one when a chain or the listener itself changed; the
+// output is always that of an uncached translation.
+func TestCacheReusesTLSListener(t *testing.T) {
+	model := func(paths []string, auth bool, port uint32) *ir.Model {
+		a := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: "a.example.com"}, Secret: "default/tls"}
+		for _, p := range paths {
+			a.Routes = append(a.Routes, &ir.Route{Path: p})
+		}
+		if auth {
+			a.Auth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
+		}
+		b := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: "b.example.com", Routes: []*ir.Route{{Path: "/"}}}, Secret: "default/tls"}
+		m := sharedModel(nil, []*ir.SecureVirtualHost{a, b})
+		m.Listeners[1].Port = port
+		return m
+	}
+	c := NewCache()
+	var previous proto.Message
+	for _, step := range []struct {
+		name   string
+		model  *ir.Model
+		reused bool
+	}{
+		{"empty cache", model([]string{"/"}, false, 8443), false},
+		{"same hosts", model([]string{"/"}, false, 8443), true},
+		{"a host's routes changed: its chain kept", model([]string{"/", "/new"}, false, 8443), true},
+		{"a host's chain changed", model([]string{"/", "/new"}, true, 8443), false},
+		{"the listener's port changed", model([]string{"/", "/new"}, true, 9443), false},
+		{"unchanged again", model([]string{"/", "/new"}, true, 9443), true},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			got := TranslateCached(step.model, Options{}, c)
+			checkUncached(t, got, Translate(step.model, Options{}))
+			i := slices.IndexFunc(got.Listeners, func(m proto.Message) bool { return ResourceName(m) == HTTPSListenerName })
+			if i < 0 {
+				t.Fatal("no HTTPS listener")
+			}
+			if same := got.Listeners[i] == previous; same != step.reused {
+				t.Errorf("listener reused: %v, want %v", same, step.reused)
+			}
+			previous = got.Listeners[i]
+		})
+	}
+}

@@ -105,6 +105,7 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		listener(r, m, l, opts, c)
 	}
 	c.commitVHosts()
+	c.commitListeners()
 	addClustersAndSecrets(r, m, c)
 	sortByName(r.Listeners)
 	sortByName(r.Routes)
