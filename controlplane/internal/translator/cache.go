@@ -129,13 +129,12 @@ func (c *Cache) commitListeners() {
 
 // cachedCluster is the translation of a cluster: its message and its
 // endpoints' (nil for DNS and extension clusters), with the cluster it was
-// translated from without its Origins (not translated: they go to the
-// Index). Reusing the messages of an unchanged cluster spares translating
-// it, and the xDS server encoding and hashing it again (its hashes are
-// kept by message). At scale one change leaves thousands of clusters as
-// they were.
+// translated from (a model's: never modified). Reusing the messages of an
+// unchanged cluster spares translating it, and the xDS server encoding and
+// hashing it again (its hashes are kept by message). At scale one change
+// leaves thousands of clusters as they were.
 type cachedCluster struct {
-	in        ir.Cluster
+	in        *ir.Cluster
 	cluster   *clusterv3.Cluster
 	endpoints *endpointv3.ClusterLoadAssignment
 	// used is the last translation that used it.
@@ -143,30 +142,41 @@ type cachedCluster struct {
 }
 
 // cluster returns the translation of ic and its endpoints (nil for DNS
-// and extension clusters), reused when ic, its Origins aside, is deeply
-// equal to the cluster of that name translated last. The builder copies
-// its clusters on every build, sharing their fields: the comparison is
-// mostly of pointers. Called for every cluster of a translation, in one
-// goroutine, between the translation's startClusters and commitClusters.
+// and extension clusters), reused when ic, its Origins aside (they are
+// not translated: they go to the Index), is deeply equal to the cluster of
+// that name translated last. The builder copies its clusters on every
+// build, sharing their fields: the comparison is mostly of pointers.
+// Called for every cluster of a translation, in one goroutine, between the
+// translation's startClusters and commitClusters.
 func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
-	in := *ic
-	in.Origins = nil
 	if c != nil {
-		if e, ok := c.clusters[in.Name]; ok && reflect.DeepEqual(&in, &e.in) {
+		if e, ok := c.clusters[ic.Name]; ok && sameButOrigins(ic, e.in) {
 			e.used = c.translation
-			c.clusters[in.Name] = e
+			c.clusters[ic.Name] = e
 			return e.cluster, e.endpoints
 		}
 	}
-	e := cachedCluster{in: in, cluster: cluster(ic)}
+	e := cachedCluster{in: ic, cluster: cluster(ic)}
 	if ic.DNSName == "" && ic.Extension == nil {
 		e.endpoints = loadAssignment(ic)
 	}
 	if c != nil {
 		e.used = c.translation
-		c.clusters[in.Name] = e
+		c.clusters[ic.Name] = e
 	}
 	return e.cluster, e.endpoints
+}
+
+// sameButOrigins reports whether two clusters are deeply equal, their
+// Origins aside. Most often their Origins are equal too: compared whole
+// first, without copying either.
+func sameButOrigins(a, b *ir.Cluster) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	x, y := *a, *b
+	x.Origins, y.Origins = nil, nil
+	return reflect.DeepEqual(&x, &y)
 }
 
 // startClusters begins a translation's clusters.

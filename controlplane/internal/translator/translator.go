@@ -132,10 +132,14 @@ func sharedHosts(m *ir.Model) (plaintext, tls int) {
 // clusters cached in cache (which may be nil) are reused.
 func addClustersAndSecrets(r *Resources, m *ir.Model, cache *Cache) {
 	cache.startClusters()
-	for _, c := range m.Clusters {
+	// One allocation for all the clusters' entries: there can be ten
+	// thousand.
+	entries := make([]indexEntry, len(m.Clusters))
+	for i, c := range m.Clusters {
 		cluster, endpoints := cache.cluster(c)
 		r.Clusters = append(r.Clusters, cluster)
-		e := &indexEntry{origins: c.Origins}
+		e := &entries[i]
+		e.origins = c.Origins
 		r.Index.add(resourcev3.ClusterType, c.Name, e)
 		if endpoints != nil {
 			r.Endpoints = append(r.Endpoints, endpoints)
