@@ -94,7 +94,7 @@ type Server struct {
 	// marshalling. Messages
 	// are never modified once published. Guarded by hashMu.
 	hashMu sync.Mutex
-	sums   map[proto.Message][sha256.Size]byte
+	sums   map[proto.Message]sum
 
 	// Limits bound what a client can make the server do or keep; set
 	// before Serve (New sets DefaultLimits).
@@ -270,7 +270,7 @@ type hashed struct {
 	// per are the resources' versions, by type and name.
 	per map[string]map[string]string
 	// sums are the hashes of the messages, for the next call.
-	sums map[proto.Message][sha256.Size]byte
+	sums map[proto.Message]sum
 	// encoded are the encodings made to hash the messages not known (new
 	// ones): those that changed are sent as they are, not encoded again.
 	encoded map[proto.Message][]byte
@@ -284,7 +284,7 @@ type hashed struct {
 // never modified; known keeps it alive) is not hashed again. It also
 // returns the hash of each message, for the next call. The one cache still
 // keyed by message (docs/design/caches.md).
-func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size]byte) (hashed, error) {
+func hashResources(r *translator.Resources, known map[proto.Message]sum) (hashed, error) {
 	lists := []struct {
 		typeURL string
 		list    []proto.Message
@@ -300,7 +300,7 @@ func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size
 	if err != nil {
 		return hashed{}, err
 	}
-	bySum := make(map[proto.Message][sha256.Size]byte, len(all))
+	bySum := make(map[proto.Message]sum, len(all))
 	encoded := map[proto.Message][]byte{}
 	for i, m := range all {
 		bySum[m] = sums[i]
@@ -314,8 +314,8 @@ func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size
 	for _, l := range lists {
 		names := make(map[string]string, len(l.list))
 		for _, m := range l.list {
-			h.Write(sums[i][:])
-			names[translator.ResourceName(m)] = hex.EncodeToString(sums[i][:12])
+			h.Write(sums[i].sha[:])
+			names[translator.ResourceName(m)] = sums[i].version
 			i++
 		}
 		per[l.typeURL] = names
@@ -324,11 +324,19 @@ func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size
 	return hashed{hash: hex.EncodeToString(h.Sum(nil)), per: per, sums: bySum, encoded: encoded}, nil
 }
 
+// sum is the SHA-256 of a resource's encoding, and its version: the
+// hexadecimal of its first 12 bytes, kept with it so that a known message
+// costs no string.
+type sum struct {
+	sha     [sha256.Size]byte
+	version string
+}
+
 // hashEach returns the SHA-256 of each message's deterministic encoding,
 // in order, computed by one worker per CPU, and the encodings; those in
 // known are taken from it (and have no encoding).
-func hashEach(ms []proto.Message, known map[proto.Message][sha256.Size]byte) ([][sha256.Size]byte, [][]byte, error) {
-	sums, enc := make([][sha256.Size]byte, len(ms)), make([][]byte, len(ms))
+func hashEach(ms []proto.Message, known map[proto.Message]sum) ([]sum, [][]byte, error) {
+	sums, enc := make([]sum, len(ms)), make([][]byte, len(ms))
 	workers := min(runtime.GOMAXPROCS(0), len(ms))
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -346,7 +354,8 @@ func hashEach(ms []proto.Message, known map[proto.Message][sha256.Size]byte) ([]
 					errs[w] = err
 					return
 				}
-				sums[i], enc[i] = sha256.Sum256(b), b
+				sha := sha256.Sum256(b)
+				sums[i], enc[i] = sum{sha: sha, version: hex.EncodeToString(sha[:12])}, b
 			}
 		}()
 	}

@@ -177,11 +177,11 @@ func TestHashResourcesReusesKnownSums(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		known map[proto.Message][32]byte
+		known map[proto.Message]sum
 	}{
 		{"all known", sums},
 		{"none known", nil},
-		{"other messages known", func() map[proto.Message][32]byte {
+		{"other messages known", func() map[proto.Message]sum {
 			other, _ := hashResources(resources("a", "b"), nil)
 			return other.sums
 		}()},
@@ -199,7 +199,7 @@ func TestHashResourcesReusesKnownSums(t *testing.T) {
 	// A known sum is used as is: a wrong one shows that it was not
 	// recomputed (the translator's cached messages are never modified).
 	fake := maps.Clone(sums)
-	fake[r.Clusters[0]] = [32]byte{1}
+	fake[r.Clusters[0]] = sum{sha: [32]byte{1}}
 	if h, _ := hashResources(r, fake); h.hash == wantHash {
 		t.Error("a known message was hashed again")
 	} else if len(h.encoded) != 0 {
