@@ -151,7 +151,9 @@ type cachedCluster struct {
 func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
 	if c != nil {
 		if e, ok := c.clusters[ic.Name]; ok && sameButOrigins(ic, e.in) {
-			e.used = c.translation
+			// ic from now on: the last model's, whose fields the next
+			// build's clusters share, and the previous model is let go.
+			e.in, e.used = ic, c.translation
 			c.clusters[ic.Name] = e
 			return e.cluster, e.endpoints
 		}
