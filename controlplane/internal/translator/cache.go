@@ -1,9 +1,13 @@
 package translator
 
 import (
-	"google.golang.org/protobuf/proto"
 	"reflect"
+	"slices"
 
+	"google.golang.org/protobuf/proto"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
@@ -25,9 +29,19 @@ import (
 // what invalidates it. The resources it returns are shared between
 // translations: nothing may modify them. The listeners of Gateway ports
 // of their own are translated afresh each time (listener.go). A Cache is for one goroutine at a time; the zero
-// value is not usable, use NewCache.
+// value is not usable, use NewCache. It also keeps the clusters and their
+// endpoints, by name, reused while the cluster's content is unchanged
+// (cachedCluster).
 type Cache struct {
 	hosts map[string]cachedHost
+	// clusters are the clusters of the last translation, by name.
+	clusters map[string]cachedCluster
+	// translation counts the translations, to tell the clusters of the
+	// last one (cachedCluster.used).
+	translation uint64
+	// listeners are the shared TLS listeners of the last translation, by
+	// name; nextListeners those of the translation in progress.
+	listeners, nextListeners map[string]cachedListener
 	// vhosts holds the routes of the virtual hosts of shared route
 	// configurations (the HTTP listener's, the fallback chain's); next
 	// collects those of the translation in progress.
@@ -71,7 +85,120 @@ func sameVersion(v, was uint64) bool { return v != 0 && v == was }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{}}
+	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{},
+		clusters: map[string]cachedCluster{}, listeners: map[string]cachedListener{}, nextListeners: map[string]cachedListener{}}
+}
+
+// cachedListener is a shared TLS listener: its message, and the same
+// without its filter chains (shell), with its chains. At 10,000 TLS
+// hosts the listener is megabytes, which the xDS server would encode
+// again on every change if it were a new message; a change to a host's
+// routes keeps its chain (it names its routes over RDS).
+type cachedListener struct {
+	shell, listener *listenerv3.Listener
+	chains          []*listenerv3.FilterChain
+}
+
+// listener returns shell with chains as its filter chains: the previous
+// translation's message when shell equals its shell and chains are its
+// chains (the same messages: the cached hosts' chains, never modified;
+// other chains make a new message). shell is not modified.
+func (c *Cache) listener(shell *listenerv3.Listener, chains []*listenerv3.FilterChain) *listenerv3.Listener {
+	if c != nil {
+		if p, ok := c.listeners[shell.Name]; ok && slices.Equal(p.chains, chains) && proto.Equal(p.shell, shell) {
+			c.nextListeners[shell.Name] = p
+			return p.listener
+		}
+	}
+	l := proto.Clone(shell).(*listenerv3.Listener)
+	l.FilterChains = chains
+	if c != nil {
+		c.nextListeners[shell.Name] = cachedListener{shell: shell, listener: l, chains: chains}
+	}
+	return l
+}
+
+// commitListeners ends a translation: the listeners it did not make are
+// forgotten.
+func (c *Cache) commitListeners() {
+	if c == nil {
+		return
+	}
+	c.listeners, c.nextListeners = c.nextListeners, map[string]cachedListener{}
+}
+
+// cachedCluster is the translation of a cluster: its message and its
+// endpoints' (nil for DNS and extension clusters), with the cluster it was
+// translated from (a model's: never modified). Reusing the messages of an
+// unchanged cluster spares translating it, and the xDS server encoding and
+// hashing it again (its hashes are kept by message). At scale one change
+// leaves thousands of clusters as they were.
+type cachedCluster struct {
+	in        *ir.Cluster
+	cluster   *clusterv3.Cluster
+	endpoints *endpointv3.ClusterLoadAssignment
+	// used is the last translation that used it.
+	used uint64
+}
+
+// cluster returns the translation of ic and its endpoints (nil for DNS
+// and extension clusters), reused when ic, its Origins aside (they are
+// not translated: they go to the Index), is deeply equal to the cluster of
+// that name translated last. The builder copies its clusters on every
+// build, sharing their fields: the comparison is mostly of pointers.
+// Called for every cluster of a translation, in one goroutine, between the
+// translation's startClusters and commitClusters.
+func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
+	if c != nil {
+		if e, ok := c.clusters[ic.Name]; ok && sameButOrigins(ic, e.in) {
+			// ic from now on: the last model's, whose fields the next
+			// build's clusters share, and the previous model is let go.
+			e.in, e.used = ic, c.translation
+			c.clusters[ic.Name] = e
+			return e.cluster, e.endpoints
+		}
+	}
+	e := cachedCluster{in: ic, cluster: cluster(ic)}
+	if ic.DNSName == "" && ic.Extension == nil {
+		e.endpoints = loadAssignment(ic)
+	}
+	if c != nil {
+		e.used = c.translation
+		c.clusters[ic.Name] = e
+	}
+	return e.cluster, e.endpoints
+}
+
+// sameButOrigins reports whether two clusters are deeply equal, their
+// Origins aside. Most often their Origins are equal too: compared whole
+// first, without copying either.
+func sameButOrigins(a, b *ir.Cluster) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	x, y := *a, *b
+	x.Origins, y.Origins = nil, nil
+	return reflect.DeepEqual(&x, &y)
+}
+
+// startClusters begins a translation's clusters.
+func (c *Cache) startClusters() {
+	if c != nil {
+		c.translation++
+	}
+}
+
+// commitClusters ends a translation of n clusters: the clusters it did not
+// use are forgotten.
+func (c *Cache) commitClusters(n int) {
+	if c == nil || len(c.clusters) == n {
+		return
+	}
+	for name, e := range c.clusters {
+		if e.used != c.translation {
+			delete(c.clusters, name)
+		}
+	}
 }
 
 // vhostRoutes returns the cached routes of vh for an HCM with these

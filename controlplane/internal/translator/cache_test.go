@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -207,4 +208,116 @@ func routeConfigNamed(t *testing.T, ms []proto.Message, name string) *routev3.Ro
 	}
 	t.Fatalf("no route configuration %s", name)
 	return nil
+}
+
+// The clusters and endpoints of unchanged clusters are the previous
+// translation's messages (the xDS server does not hash them again), also
+// when their Origins changed; a changed cluster is translated again, a
+// removed one forgotten; the output is always that of an uncached
+// translation.
+func TestCacheReusesClusters(t *testing.T) {
+	clusters := func(endpoint, user string, extra bool) []*ir.Cluster {
+		cs := []*ir.Cluster{
+			{Name: "default/a/80", Endpoints: []ir.Endpoint{{Address: endpoint, Port: 80}}},
+			{Name: "default/b/80", Endpoints: []ir.Endpoint{{Address: "10.0.0.2", Port: 80}}, Origins: ir.Origins{{Kind: "HTTPProxy", Namespace: "default", Name: user}}},
+			{Name: "default/dns/80", DNSName: "example.com", DNSPort: 80},
+		}
+		if extra {
+			cs = append(cs, &ir.Cluster{Name: "default/extra/80", Endpoints: []ir.Endpoint{{Address: "10.0.0.3", Port: 80}}})
+		}
+		return cs
+	}
+	c := NewCache()
+	var previous *Resources
+	for _, step := range []struct {
+		name     string
+		clusters []*ir.Cluster
+		reused   []bool // by cluster, in order
+	}{
+		{name: "empty cache", clusters: clusters("10.0.0.1", "b", true), reused: []bool{false, false, false, false}},
+		{name: "same clusters, built again", clusters: clusters("10.0.0.1", "b", true), reused: []bool{true, true, true, true}},
+		{name: "other origins: the same messages", clusters: clusters("10.0.0.1", "c", true), reused: []bool{true, true, true, true}},
+		{name: "an endpoint changed, a cluster removed", clusters: clusters("10.0.0.9", "c", false), reused: []bool{false, true, true}},
+		{name: "the removed cluster is back: translated again", clusters: clusters("10.0.0.9", "c", true), reused: []bool{true, true, true, false}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			m := sharedModel(nil, nil)
+			m.Clusters = step.clusters
+			got := TranslateCached(m, Options{}, c)
+			checkUncached(t, got, Translate(m, Options{}))
+			if len(got.Clusters) != len(step.reused) {
+				t.Fatalf("%d clusters, want %d", len(got.Clusters), len(step.reused))
+			}
+			for i, reused := range step.reused {
+				name := ResourceName(got.Clusters[i])
+				was := -1
+				if previous != nil {
+					was = slices.IndexFunc(previous.Clusters, func(m proto.Message) bool { return ResourceName(m) == name })
+				}
+				if same := was >= 0 && previous.Clusters[was] == got.Clusters[i]; same != reused {
+					t.Errorf("cluster %s reused: %v, want %v", name, same, reused)
+				}
+			}
+			// The endpoints follow their cluster.
+			for _, e := range got.Endpoints {
+				name := ResourceName(e)
+				i := slices.IndexFunc(step.clusters, func(c *ir.Cluster) bool { return c.Name == name })
+				was := -1
+				if previous != nil {
+					was = slices.IndexFunc(previous.Endpoints, func(m proto.Message) bool { return ResourceName(m) == name })
+				}
+				if same := was >= 0 && previous.Endpoints[was] == e; same != step.reused[i] {
+					t.Errorf("endpoints of %s reused: %v, want %v", name, same, step.reused[i])
+				}
+			}
+			previous = got
+		})
+	}
+}
+
+// The shared TLS listener is the previous translation's message while its
+// filter chains are the same (a host whose routes changed keeps its
+// chain), and a new one when a chain or the listener itself changed; the
+// output is always that of an uncached translation.
+func TestCacheReusesTLSListener(t *testing.T) {
+	model := func(paths []string, auth bool, port uint32) *ir.Model {
+		a := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: "a.example.com"}, Secret: "default/tls"}
+		for _, p := range paths {
+			a.Routes = append(a.Routes, &ir.Route{Path: p})
+		}
+		if auth {
+			a.Auth = &ir.ExtAuth{Cluster: "auth/ext/9000"}
+		}
+		b := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: "b.example.com", Routes: []*ir.Route{{Path: "/"}}}, Secret: "default/tls"}
+		m := sharedModel(nil, []*ir.SecureVirtualHost{a, b})
+		m.Listeners[1].Port = port
+		return m
+	}
+	c := NewCache()
+	var previous proto.Message
+	for _, step := range []struct {
+		name   string
+		model  *ir.Model
+		reused bool
+	}{
+		{"empty cache", model([]string{"/"}, false, 8443), false},
+		{"same hosts", model([]string{"/"}, false, 8443), true},
+		{"a host's routes changed: its chain kept", model([]string{"/", "/new"}, false, 8443), true},
+		{"a host's chain changed", model([]string{"/", "/new"}, true, 8443), false},
+		{"the listener's port changed", model([]string{"/", "/new"}, true, 9443), false},
+		{"unchanged again", model([]string{"/", "/new"}, true, 9443), true},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			got := TranslateCached(step.model, Options{}, c)
+			checkUncached(t, got, Translate(step.model, Options{}))
+			i := slices.IndexFunc(got.Listeners, func(m proto.Message) bool { return ResourceName(m) == HTTPSListenerName })
+			if i < 0 {
+				t.Fatal("no HTTPS listener")
+			}
+			if same := got.Listeners[i] == previous; same != step.reused {
+				t.Errorf("listener reused: %v, want %v", same, step.reused)
+			}
+			previous = got.Listeners[i]
+		})
+	}
 }

@@ -83,16 +83,17 @@ func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
 	if len(chains) == 0 && fallback == nil {
 		return
 	}
-	r.Listeners = append(r.Listeners, &listenerv3.Listener{
+	// Its chains are added by c, which reuses the last translation's
+	// message when nothing changed.
+	r.Listeners = append(r.Listeners, c.listener(&listenerv3.Listener{
 		Name:    l.Name,
 		Address: socketAddress(l.Address, l.Port),
 		ListenerFilters: []*listenerv3.ListenerFilter{{
 			Name:       tlsInspectorName,
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&tlsinspectorv3.TlsInspector{})},
 		}},
-		FilterChains:       chains,
 		DefaultFilterChain: fallback,
-	})
+	}, chains))
 	r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{origins: l.Origins, hosts: hosts})
 }
 

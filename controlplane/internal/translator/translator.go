@@ -105,7 +105,8 @@ func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 		listener(r, m, l, opts, c)
 	}
 	c.commitVHosts()
-	addClustersAndSecrets(r, m)
+	c.commitListeners()
+	addClustersAndSecrets(r, m, c)
 	sortByName(r.Listeners)
 	sortByName(r.Routes)
 	sortByName(r.Clusters)
@@ -127,17 +128,25 @@ func sharedHosts(m *ir.Model) (plaintext, tls int) {
 }
 
 // addClustersAndSecrets adds the model's clusters, their endpoints (but
-// for DNS and extension clusters) and its secrets to r, indexed.
-func addClustersAndSecrets(r *Resources, m *ir.Model) {
-	for _, c := range m.Clusters {
-		r.Clusters = append(r.Clusters, cluster(c))
-		e := &indexEntry{origins: c.Origins}
+// for DNS and extension clusters) and its secrets to r, indexed; the
+// clusters cached in cache (which may be nil) are reused.
+func addClustersAndSecrets(r *Resources, m *ir.Model, cache *Cache) {
+	cache.startClusters()
+	// One allocation for all the clusters' entries: there can be ten
+	// thousand.
+	entries := make([]indexEntry, len(m.Clusters))
+	for i, c := range m.Clusters {
+		cluster, endpoints := cache.cluster(c)
+		r.Clusters = append(r.Clusters, cluster)
+		e := &entries[i]
+		e.origins = c.Origins
 		r.Index.add(resourcev3.ClusterType, c.Name, e)
-		if c.DNSName == "" && c.Extension == nil {
-			r.Endpoints = append(r.Endpoints, loadAssignment(c))
+		if endpoints != nil {
+			r.Endpoints = append(r.Endpoints, endpoints)
 			r.Index.add(resourcev3.EndpointType, c.Name, e)
 		}
 	}
+	cache.commitClusters(len(m.Clusters))
 	for _, s := range m.Secrets {
 		r.Secrets = append(r.Secrets, secret(s))
 		r.Index.add(resourcev3.SecretType, s.Name, &indexEntry{origins: s.Origins})

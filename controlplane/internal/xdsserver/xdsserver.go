@@ -22,8 +22,6 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -92,10 +90,11 @@ type Server struct {
 	conns sync.Map
 	// sums remembers the hash of each resource of the last Update, by
 	// message: the translator reuses the messages of unchanged virtual
-	// hosts (translator.Cache), which then need no marshalling. Messages
+	// hosts and clusters (translator.Cache), which then need no
+	// marshalling. Messages
 	// are never modified once published. Guarded by hashMu.
 	hashMu sync.Mutex
-	sums   map[proto.Message][sha256.Size]byte
+	sums   map[proto.Message]sum
 
 	// Limits bound what a client can make the server do or keep; set
 	// before Serve (New sets DefaultLimits).
@@ -104,6 +103,7 @@ type Server struct {
 	logLimit *rate.Limiter
 
 	mu       sync.Mutex
+	checker  checker
 	version  int
 	lastHash string
 	// kept counts the rejections the streams keep (Limits.MaxRejections).
@@ -174,26 +174,26 @@ func New(log *slog.Logger) *Server {
 // Update publishes a new set of resources; unchanged resources publish
 // nothing. It returns the version in force.
 func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, error) {
-	hash, perResource, err := s.hash(r)
+	h, err := s.hash(r)
 	if err != nil {
 		return "", err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hash == s.lastHash {
+	if h.hash == s.lastHash {
 		return fmt.Sprint(s.version), nil
 	}
 	items := map[string][]proto.Message{
 		resourcev3.ListenerType: r.Listeners, resourcev3.RouteType: r.Routes, resourcev3.ClusterType: r.Clusters,
 		resourcev3.EndpointType: r.Endpoints, resourcev3.SecretType: r.Secrets,
 	}
-	if err := consistent(items); err != nil {
+	if err := s.checker.check(r, h.per[resourcev3.ListenerType]); err != nil {
 		return "", err
 	}
 	old := s.world.Load()
 	next := &world{tables: map[string]*table{}, changed: make(chan struct{})}
 	for typeURL, list := range items {
-		t, err := nextTable(old.tables[typeURL], list, perResource[typeURL])
+		t, err := nextTable(old.tables[typeURL], list, h.per[typeURL], h.encoded)
 		if err != nil {
 			return "", err
 		}
@@ -202,52 +202,44 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 	s.world.Store(next)
 	close(old.changed)
 	s.version++
-	s.lastHash = hash
+	s.lastHash = h.hash
 	return fmt.Sprint(s.version), nil
 }
 
 // hash hashes the resources (hashResources), reusing and then keeping the
 // hashes of the messages of the last Update.
-func (s *Server) hash(r *translator.Resources) (string, map[string]map[string]string, error) {
+func (s *Server) hash(r *translator.Resources) (hashed, error) {
 	s.hashMu.Lock()
 	defer s.hashMu.Unlock()
-	hash, perResource, sums, err := hashResources(r, s.sums)
+	h, err := hashResources(r, s.sums)
 	if err != nil {
-		return "", nil, err
+		return hashed{}, err
 	}
-	s.sums = sums
-	return hash, perResource, nil
-}
-
-// consistent checks that the resources reference only one another, as
-// go-control-plane's snapshots check them: an inconsistent set is a
-// translator bug, not a user error, and is not published.
-func consistent(items map[string][]proto.Message) error {
-	snap := &cachev3.Snapshot{}
-	for typeURL, list := range items {
-		snap.Resources[cachev3.GetResponseType(typeURL)] = cachev3.NewResources("", asResources(list))
-	}
-	if err := snap.Consistent(); err != nil {
-		return fmt.Errorf("inconsistent snapshot: %w", err)
-	}
-	return nil
+	s.sums = h.sums
+	return h, nil
 }
 
 // nextTable is the table of a type after before: list, whose versions
 // (hashes) by name are now. Only the resources whose hash changed are
-// encoded and touched: the others are sent to nobody. before itself when
-// nothing changed.
-func nextTable(before *table, list []proto.Message, now map[string]string) (*table, error) {
+// encoded and touched: the others are sent to nobody. A resource is
+// encoded once: with its encoding in encoded (hashResources), else anew.
+// before itself when nothing changed.
+func nextTable(before *table, list []proto.Message, now map[string]string, encoded map[proto.Message][]byte) (*table, error) {
 	update := map[string]*resource{}
 	for _, m := range list {
 		name := translator.ResourceName(m)
 		if prev := before.lookup(name); prev != nil && prev.version == now[name] {
 			continue
 		}
-		a, err := anypb.New(m)
-		if err != nil {
-			return nil, err
+		b, ok := encoded[m]
+		if !ok {
+			// Hashed by an Update that did not publish (an inconsistent set).
+			var err error
+			if b, err = deterministic.Marshal(m); err != nil {
+				return nil, err
+			}
 		}
+		a := &anypb.Any{TypeUrl: typeURLPrefix + string(m.ProtoReflect().Descriptor().FullName()), Value: b}
 		update[name] = newResource(name, now[name], a)
 	}
 	var remove []string
@@ -264,12 +256,24 @@ func nextTable(before *table, list []proto.Message, now map[string]string) (*tab
 	return before.next(update, remove), nil
 }
 
-func asResources(ms []proto.Message) []types.Resource {
-	out := make([]types.Resource, len(ms))
-	for i, m := range ms {
-		out[i] = m.(types.Resource)
-	}
-	return out
+// deterministic is how resources are encoded, to hash them and to send
+// them: equal messages give equal bytes.
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
+// typeURLPrefix begins the type URL of an Any (as anypb.New writes it).
+const typeURLPrefix = "type.googleapis.com/"
+
+// hashed is what hashResources finds.
+type hashed struct {
+	// hash is the whole set's.
+	hash string
+	// per are the resources' versions, by type and name.
+	per map[string]map[string]string
+	// sums are the hashes of the messages, for the next call.
+	sums map[proto.Message]sum
+	// encoded are the encodings made to hash the messages not known (new
+	// ones): those that changed are sent as they are, not encoded again.
+	encoded map[proto.Message][]byte
 }
 
 // hashResources hashes the whole set (to skip publishing an unchanged
@@ -280,7 +284,7 @@ func asResources(ms []proto.Message) []types.Resource {
 // never modified; known keeps it alive) is not hashed again. It also
 // returns the hash of each message, for the next call. The one cache still
 // keyed by message (docs/design/caches.md).
-func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size]byte) (string, map[string]map[string]string, map[proto.Message][sha256.Size]byte, error) {
+func hashResources(r *translator.Resources, known map[proto.Message]sum) (hashed, error) {
 	lists := []struct {
 		typeURL string
 		list    []proto.Message
@@ -292,13 +296,17 @@ func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size
 	for _, l := range lists {
 		all = append(all, l.list...)
 	}
-	sums, err := hashEach(all, known)
+	sums, enc, err := hashEach(all, known)
 	if err != nil {
-		return "", nil, nil, err
+		return hashed{}, err
 	}
-	bySum := make(map[proto.Message][sha256.Size]byte, len(all))
+	bySum := make(map[proto.Message]sum, len(all))
+	encoded := map[proto.Message][]byte{}
 	for i, m := range all {
 		bySum[m] = sums[i]
+		if enc[i] != nil {
+			encoded[m] = enc[i]
+		}
 	}
 	h := sha256.New()
 	per := map[string]map[string]string{}
@@ -306,20 +314,29 @@ func hashResources(r *translator.Resources, known map[proto.Message][sha256.Size
 	for _, l := range lists {
 		names := make(map[string]string, len(l.list))
 		for _, m := range l.list {
-			h.Write(sums[i][:])
-			names[translator.ResourceName(m)] = hex.EncodeToString(sums[i][:12])
+			h.Write(sums[i].sha[:])
+			names[translator.ResourceName(m)] = sums[i].version
 			i++
 		}
 		per[l.typeURL] = names
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil)), per, bySum, nil
+	return hashed{hash: hex.EncodeToString(h.Sum(nil)), per: per, sums: bySum, encoded: encoded}, nil
+}
+
+// sum is the SHA-256 of a resource's encoding, and its version: the
+// hexadecimal of its first 12 bytes, kept with it so that a known message
+// costs no string.
+type sum struct {
+	sha     [sha256.Size]byte
+	version string
 }
 
 // hashEach returns the SHA-256 of each message's deterministic encoding,
-// in order, computed by one worker per CPU; those in known are taken from it.
-func hashEach(ms []proto.Message, known map[proto.Message][sha256.Size]byte) ([][sha256.Size]byte, error) {
-	sums := make([][sha256.Size]byte, len(ms))
+// in order, computed by one worker per CPU, and the encodings; those in
+// known are taken from it (and have no encoding).
+func hashEach(ms []proto.Message, known map[proto.Message]sum) ([]sum, [][]byte, error) {
+	sums, enc := make([]sum, len(ms)), make([][]byte, len(ms))
 	workers := min(runtime.GOMAXPROCS(0), len(ms))
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -327,23 +344,23 @@ func hashEach(ms []proto.Message, known map[proto.Message][sha256.Size]byte) ([]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
 			for i := w; i < len(ms); i += workers {
 				if sum, ok := known[ms[i]]; ok {
 					sums[i] = sum
 					continue
 				}
-				b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf[:0], ms[i])
+				b, err := deterministic.Marshal(ms[i])
 				if err != nil {
 					errs[w] = err
 					return
 				}
-				sums[i], buf = sha256.Sum256(b), b
+				sha := sha256.Sum256(b)
+				sums[i], enc[i] = sum{sha: sha, version: hex.EncodeToString(sha[:12])}, b
 			}
 		}()
 	}
 	wg.Wait()
-	return sums, errors.Join(errs...)
+	return sums, enc, errors.Join(errs...)
 }
 
 // mentions reports whether message names a resource as a whole word

@@ -164,39 +164,45 @@ func TestDeltaRejections(t *testing.T) {
 // not hashed again, and the hashes are those computed from scratch.
 func TestHashResourcesReusesKnownSums(t *testing.T) {
 	r := resources("a", "b")
-	wantHash, wantPer, sums, err := hashResources(r, nil)
+	want, err := hashResources(r, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	wantHash, wantPer, sums := want.hash, want.per, want.sums
+	if len(want.encoded) != 3 {
+		t.Errorf("%d encodings, want one per resource (3)", len(want.encoded))
 	}
 	if len(sums) != 3 {
 		t.Fatalf("%d sums, want one per resource (3)", len(sums))
 	}
 	for _, tc := range []struct {
 		name  string
-		known map[proto.Message][32]byte
+		known map[proto.Message]sum
 	}{
 		{"all known", sums},
 		{"none known", nil},
-		{"other messages known", func() map[proto.Message][32]byte {
-			_, _, other, _ := hashResources(resources("a", "b"), nil)
-			return other
+		{"other messages known", func() map[proto.Message]sum {
+			other, _ := hashResources(resources("a", "b"), nil)
+			return other.sums
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hash, per, _, err := hashResources(r, tc.known)
+			h, err := hashResources(r, tc.known)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hash != wantHash || !maps.EqualFunc(per, wantPer, maps.Equal) {
-				t.Errorf("hashes differ from a fresh hashing: %s %v, want %s %v", hash, per, wantHash, wantPer)
+			if h.hash != wantHash || !maps.EqualFunc(h.per, wantPer, maps.Equal) {
+				t.Errorf("hashes differ from a fresh hashing: %s %v, want %s %v", h.hash, h.per, wantHash, wantPer)
 			}
 		})
 	}
 	// A known sum is used as is: a wrong one shows that it was not
 	// recomputed (the translator's cached messages are never modified).
 	fake := maps.Clone(sums)
-	fake[r.Clusters[0]] = [32]byte{1}
-	if hash, _, _, _ := hashResources(r, fake); hash == wantHash {
+	fake[r.Clusters[0]] = sum{sha: [32]byte{1}}
+	if h, _ := hashResources(r, fake); h.hash == wantHash {
 		t.Error("a known message was hashed again")
+	} else if len(h.encoded) != 0 {
+		t.Errorf("%d encodings, want none (every message known)", len(h.encoded))
 	}
 }
