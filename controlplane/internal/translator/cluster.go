@@ -1,7 +1,8 @@
 package translator
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -40,7 +41,7 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 		out.LoadAssignment = &endpointv3.ClusterLoadAssignment{
 			ClusterName: c.Name,
 			Endpoints: []*endpointv3.LocalityLbEndpoints{{
-				LbEndpoints: []*endpointv3.LbEndpoint{lbEndpoint(c.DNSName, c.DNSPort, c.DNSHealthPort)},
+				LbEndpoints: []*endpointv3.LbEndpoint{new(endpointBlock).lbEndpoint(c.DNSName, c.DNSPort, c.DNSHealthPort)},
 			}},
 		}
 	default:
@@ -82,38 +83,61 @@ func protocolOptions(c *ir.Cluster) map[string]*anypb.Any {
 }
 
 // loadAssignment groups endpoints by their backing Service, so that the
-// weights of an ExtensionService's targets apply.
+// weights of an ExtensionService's targets apply. Groups are few (one per
+// Service), and the messages of all endpoints are allocated in one block:
+// at scale there are thousands of clusters of one or two endpoints each.
 func loadAssignment(c *ir.Cluster) *endpointv3.ClusterLoadAssignment {
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: c.Name}
-	groups := map[string]*endpointv3.LocalityLbEndpoints{}
-	var order []string
-	for _, e := range c.Endpoints {
-		g, ok := groups[e.Group]
-		if !ok {
+	blocks := make([]endpointBlock, len(c.Endpoints))
+	for i, e := range c.Endpoints {
+		var g *endpointv3.LocalityLbEndpoints
+		for _, have := range cla.Endpoints {
+			if have.Locality.SubZone == e.Group {
+				g = have
+				break
+			}
+		}
+		if g == nil {
 			g = &endpointv3.LocalityLbEndpoints{Locality: &corev3.Locality{SubZone: e.Group}}
 			if e.Weight > 0 {
 				g.LoadBalancingWeight = wrapperspb.UInt32(e.Weight)
 			}
-			groups[e.Group] = g
-			order = append(order, e.Group)
+			cla.Endpoints = append(cla.Endpoints, g)
 		}
-		g.LbEndpoints = append(g.LbEndpoints, lbEndpoint(e.Address, e.Port, e.HealthPort))
+		g.LbEndpoints = append(g.LbEndpoints, blocks[i].lbEndpoint(e.Address, e.Port, e.HealthPort))
 	}
-	sort.Strings(order)
-	for _, k := range order {
-		cla.Endpoints = append(cla.Endpoints, groups[k])
-	}
+	slices.SortStableFunc(cla.Endpoints, func(a, b *endpointv3.LocalityLbEndpoints) int {
+		return strings.Compare(a.Locality.SubZone, b.Locality.SubZone)
+	})
 	return cla
 }
 
-// lbEndpoint is one endpoint; a healthPort other than 0 is the port its
-// health checks use.
-func lbEndpoint(addr string, port, healthPort uint32) *endpointv3.LbEndpoint {
-	ep := &endpointv3.Endpoint{Address: socketAddress(addr, port)}
+// endpointBlock holds the messages of one endpoint, to be allocated
+// together (they live and die together).
+type endpointBlock struct {
+	lb   endpointv3.LbEndpoint
+	id   endpointv3.LbEndpoint_Endpoint
+	ep   endpointv3.Endpoint
+	addr corev3.Address
+	sa   corev3.Address_SocketAddress
+	sock corev3.SocketAddress
+	port corev3.SocketAddress_PortValue
+}
+
+// lbEndpoint is the endpoint addr:port, health-checked on healthPort (0:
+// on port), made of b's messages.
+func (b *endpointBlock) lbEndpoint(addr string, port, healthPort uint32) *endpointv3.LbEndpoint {
+	b.port.PortValue = port
+	b.sock.Address, b.sock.PortSpecifier = addr, &b.port
+	b.sa.SocketAddress = &b.sock
+	b.addr.Address = &b.sa
+	b.ep.Address = &b.addr
 	if healthPort != 0 {
-		ep.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthPort}
+		b.ep.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthPort}
 	}
-	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: ep}}
+	b.id.Endpoint = &b.ep
+	b.lb.HostIdentifier = &b.id
+	return &b.lb
 }
 
 // dnsLookupFamily is the address family a DNS cluster resolves: most

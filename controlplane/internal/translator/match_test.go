@@ -62,7 +62,9 @@ func TestRouteMatch(t *testing.T) {
 			}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := routeMatch(&tc.in); !proto.Equal(got, tc.want) {
+			got := new(routev3.RouteMatch)
+			setMatch(got, &tc.in)
+			if !proto.Equal(got, tc.want) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 		})

@@ -168,8 +168,24 @@ func domains(fqdn string, keepHostPort bool) []string {
 	return []string{fqdn, fqdn + ":*"}
 }
 
+// routeBlock and actionBlock hold a route's messages, to be allocated
+// together: at scale, routes are most of a translation's allocations.
+type routeBlock struct {
+	route routev3.Route
+	match routev3.RouteMatch
+}
+
+type actionBlock struct {
+	action  routev3.Route_Route
+	ra      routev3.RouteAction
+	cluster routev3.RouteAction_Cluster
+}
+
 func route(r *ir.Route, rs routeSettings) *routev3.Route {
-	out := &routev3.Route{Name: r.Name, Match: routeMatch(r)}
+	b := new(routeBlock)
+	setMatch(&b.match, r)
+	out := &b.route
+	out.Name, out.Match = r.Name, &b.match
 	switch {
 	case r.HTTPSRedirect:
 		out.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(rs.redirectPort)}
@@ -185,7 +201,9 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 			out.ResponseHeadersToRemove = p.Remove
 		}
 	default:
-		out.Action = &routev3.Route_Route{Route: routeAction(r)}
+		a := new(actionBlock)
+		setAction(a, r)
+		out.Action = &a.action
 		if p := r.RequestHeaders; p != nil {
 			out.RequestHeadersToAdd = headerOptions(p)
 			out.RequestHeadersToRemove = p.Remove
@@ -209,8 +227,8 @@ func httpsRedirect(port uint32) *routev3.RedirectAction {
 	}
 }
 
-func routeMatch(r *ir.Route) *routev3.RouteMatch {
-	m := &routev3.RouteMatch{}
+// setMatch makes m r's match: its path, headers and query parameters.
+func setMatch(m *routev3.RouteMatch, r *ir.Route) {
 	switch {
 	case r.PathKind == ir.PathExact:
 		m.PathSpecifier = &routev3.RouteMatch_Path{Path: r.Path}
@@ -232,7 +250,6 @@ func routeMatch(r *ir.Route) *routev3.RouteMatch {
 	for _, q := range r.QueryParams {
 		m.QueryParameters = append(m.QueryParameters, queryParamMatcher(q))
 	}
-	return m
 }
 
 // regex is an RE2 expression (Envoy's only engine), matched against the
@@ -266,16 +283,19 @@ func headerMatcher(h ir.HeaderMatch) *routev3.HeaderMatcher {
 	return hm
 }
 
-func routeAction(r *ir.Route) *routev3.RouteAction {
+// setAction makes b r's forwarding action.
+func setAction(b *actionBlock, r *ir.Route) {
 	// A weighted cluster may name a cluster the model does not have (an
 	// invalid backend): Envoy accepts such a name over RDS, and its share
 	// of the requests is answered 500 rather than Envoy's default 503,
 	// which would blame an upstream that was never there.
-	a := &routev3.RouteAction{ClusterNotFoundResponseCode: routev3.RouteAction_INTERNAL_SERVER_ERROR}
+	a := &b.ra
+	b.action.Route = a
+	a.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
 	if g := r.GlobalRateLimits; g != nil && !g.Disabled {
 		a.RateLimits = rateLimits(g.Descriptors)
 	}
-	setClusters(a, r.Clusters)
+	setClusters(a, &b.cluster, r.Clusters)
 	if p := r.RequestHeaders; p != nil && p.HostRewrite != "" {
 		a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: p.HostRewrite}
 	}
@@ -293,14 +313,14 @@ func routeAction(r *ir.Route) *routev3.RouteAction {
 		a.RegexRewrite = pathRewrite(p, r.Path)
 	}
 	a.RequestMirrorPolicies = mirrors(r.Mirrors)
-	return a
 }
 
 // setClusters sends the route to its one cluster, or to its weighted
 // clusters when there are several or one has policies of its own.
-func setClusters(a *routev3.RouteAction, clusters []ir.WeightedCluster) {
+func setClusters(a *routev3.RouteAction, one *routev3.RouteAction_Cluster, clusters []ir.WeightedCluster) {
 	if len(clusters) == 1 && clusters[0].RequestHeaders == nil && clusters[0].ResponseHeaders == nil && clusters[0].CookieRewrites == nil {
-		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: clusters[0].Cluster}
+		one.Cluster = clusters[0].Cluster
+		a.ClusterSpecifier = one
 		return
 	}
 	wc := &routev3.WeightedCluster{}
