@@ -18,15 +18,26 @@ import (
 
 const httpProtocolOptionsName = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 
+// defaultConnectTimeout and edsType are shared by the thousands of
+// clusters of a large translation (a message is never modified once
+// built).
+var (
+	defaultConnectTimeout = durationpb.New(2 * time.Second)
+	edsType               = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+)
+
+// clusterBlock holds an EDS cluster's messages, to be allocated together.
+type clusterBlock struct {
+	cluster clusterv3.Cluster
+	eds     clusterv3.Cluster_EdsClusterConfig
+}
+
 func cluster(c *ir.Cluster) *clusterv3.Cluster {
-	timeout := c.ConnectTimeout
-	if timeout == 0 {
-		timeout = 2 * time.Second
-	}
-	out := &clusterv3.Cluster{
-		Name:           c.Name,
-		ConnectTimeout: durationpb.New(timeout),
-		LbPolicy:       lbPolicy(c.LBPolicy),
+	b := new(clusterBlock)
+	out := &b.cluster
+	out.Name, out.ConnectTimeout, out.LbPolicy = c.Name, defaultConnectTimeout, lbPolicy(c.LBPolicy)
+	if c.ConnectTimeout != 0 {
+		out.ConnectTimeout = durationpb.New(c.ConnectTimeout)
 	}
 	slowStart(out, c)
 	switch {
@@ -45,8 +56,9 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 			}},
 		}
 	default:
-		out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
-		out.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsConfigSource(), ServiceName: c.Name}
+		out.ClusterDiscoveryType = edsType
+		b.eds.EdsConfig, b.eds.ServiceName = adsConfigSource(), c.Name
+		out.EdsClusterConfig = &b.eds
 	}
 
 	out.TypedExtensionProtocolOptions = protocolOptions(c)
