@@ -45,7 +45,8 @@ func TestCORSFilterOnHosts(t *testing.T) {
 	if len(fs) != 2 || fs[0].GetName() != CORSFilterName || fs[0].GetDisabled() {
 		t.Fatalf("filters %v, want the CORS filter, enabled", fs)
 	}
-	rc, _ := routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	rc, _, rb := routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	checkAssembled(t, rc, rb)
 	if len(rc.GetVirtualHosts()) != 2 {
 		t.Fatalf("hosts with different policies merged: %v", rc.GetVirtualHosts())
 	}
@@ -62,7 +63,8 @@ func TestCORSFilterOnHosts(t *testing.T) {
 		t.Errorf("host config %v (%v)", withPolicy.GetTypedPerFilterConfig(), err)
 	}
 	same := &ir.VirtualHost{FQDN: "c.example.com", Routes: routes, CORS: cors.CORS}
-	rc, _ = routeConfig("rc", []*ir.VirtualHost{plain, cors, same}, routeSettings{filters: h.filters()}, nil)
+	rc, _, rb = routeConfig("rc", []*ir.VirtualHost{plain, cors, same}, routeSettings{filters: h.filters()}, nil)
+	checkAssembled(t, rc, rb)
 	if len(rc.GetVirtualHosts()) != 2 {
 		t.Errorf("hosts with the same routes and policy not merged: %v", rc.GetVirtualHosts())
 	}

@@ -35,7 +35,8 @@ func TestGlobalRateLimitFilter(t *testing.T) {
 		cfg.GetRateLimitService().GetGrpcService().GetEnvoyGrpc().GetClusterName() != "extension/rl/rl" {
 		t.Errorf("config %v (%v)", &cfg, err)
 	}
-	rc, _ := routeConfig("rc", []*ir.VirtualHost{plain, vh}, routeSettings{filters: h.filters()}, nil)
+	rc, _, rb := routeConfig("rc", []*ir.VirtualHost{plain, vh}, routeSettings{filters: h.filters()}, nil)
+	checkAssembled(t, rc, rb)
 	if len(rc.GetVirtualHosts()) != 2 || len(rc.GetVirtualHosts()[1].GetRateLimits()) != 1 || len(rc.GetVirtualHosts()[1].GetRateLimits()[0].GetActions()) != 2 {
 		t.Fatalf("hosts %v", rc.GetVirtualHosts())
 	}

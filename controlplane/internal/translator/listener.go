@@ -39,8 +39,9 @@ func listener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache)
 func plaintextListener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache) {
 	h := globalHCM(m).withRoutes(l.Insecure)
 	h.keepHostPort = l.KeepHostPort
-	rc, hosts := routeConfig(l.Name, l.Insecure, httpRouteSettings(h, opts), c)
+	rc, hosts, routeBytes := routeConfig(l.Name, l.Insecure, httpRouteSettings(h, opts), c)
 	rc.IgnorePortInHostMatching = l.KeepHostPort
+	r.keepEncoding(rc, routeBytes)
 	if l.Shared() {
 		r.Versions.addShared(rc.Name, hosts)
 	}
@@ -67,7 +68,8 @@ func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
 	var fallback *listenerv3.FilterChain
 	if fb := l.Fallback; fb != nil {
 		h := globalHCM(m).withRoutes(fb.VirtualHosts)
-		rc, fbHosts := routeConfig(fallbackRouteConfigName(l), fb.VirtualHosts, routeSettings{filters: h.filters()}, c)
+		rc, fbHosts, routeBytes := routeConfig(fallbackRouteConfigName(l), fb.VirtualHosts, routeSettings{filters: h.filters()}, c)
+		r.keepEncoding(rc, routeBytes)
 		r.Routes = append(r.Routes, rc)
 		r.Index.add(resourcev3.RouteType, rc.Name, &indexEntry{origins: l.Origins, hosts: fbHosts})
 		if l.Shared() {
@@ -147,7 +149,7 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 func secureHost(prefix string, vh *ir.SecureVirtualHost) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
 	name := secureName(prefix, vh.FQDN)
 	h := hostHCM(vh)
-	rc, _ := routeConfig(name, []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: h.filters()}, nil)
+	rc, _, _ := routeConfig(name, []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: h.filters()}, nil)
 	return rc, &listenerv3.FilterChain{
 		Name:             name,
 		FilterChainMatch: serverNames(vh.FQDN),

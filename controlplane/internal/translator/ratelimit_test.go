@@ -51,7 +51,8 @@ func TestLocalRateLimitFilter(t *testing.T) {
 	if len(fs) != 2 || fs[0].GetName() != LocalRateLimitFilterName || !fs[0].GetDisabled() {
 		t.Fatalf("filters %v, want a disabled local rate limit filter", fs)
 	}
-	rc, _ := routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	rc, _, rb := routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	checkAssembled(t, rc, rb)
 	if len(rc.GetVirtualHosts()) != 3 {
 		t.Fatalf("hosts with a limit merged: %v", rc.GetVirtualHosts())
 	}
@@ -69,7 +70,8 @@ func TestLocalRateLimitFilter(t *testing.T) {
 	plain2 := &ir.VirtualHost{FQDN: "p.example.com", Routes: routes}
 	hosts = []*ir.VirtualHost{plain, plain2, routeLimited, twin}
 	h = (hcmSettings{}).withRoutes(hosts)
-	rc, _ = routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	rc, _, rb = routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	checkAssembled(t, rc, rb)
 	if got := len(rc.GetVirtualHosts()); got != 3 {
 		t.Errorf("%d virtual hosts, want 3 (the plain hosts merged, the routes with a limit not): %v", got, rc.GetVirtualHosts())
 	}

@@ -40,10 +40,12 @@ func httpRouteSettings(h hcmSettings, opts Options) routeSettings {
 }
 
 // routeConfig builds one RDS resource, with the origins of its hosts (for
-// the Index). c, when not nil, lends the routes of virtual hosts
-// translated by the previous translation (see Cache).
-func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cache) (*routev3.RouteConfiguration, []hostOrigins) {
-	rc := &routev3.RouteConfiguration{Name: name}
+// the Index) and, when it has several virtual hosts, the encoding of each
+// one's routes (routeBytes, aligned with rc.VirtualHosts: see assembled).
+// c, when not nil, lends the routes of virtual hosts translated by the
+// previous translation (see Cache).
+func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cache) (rc *routev3.RouteConfiguration, _ []hostOrigins, routeBytes []string) {
+	rc = &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
 	rc.VirtualHosts = make([]*routev3.VirtualHost, len(sorted))
@@ -82,12 +84,28 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		}
 	}
 	var vhosts []string
-	rc.VirtualHosts, vhosts = mergeIdentical(rc.VirtualHosts, keys)
+	all := rc.VirtualHosts
+	rc.VirtualHosts, vhosts = mergeIdentical(all, keys)
 	origins := make([]hostOrigins, len(sorted))
 	for i, vh := range sorted {
 		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: routeFilterOrigins(vh, vh.Origins), routes: translated[i].version}
 	}
-	return rc, origins
+	if len(sorted) > 1 {
+		routeBytes = keptRouteBytes(all, rc.VirtualHosts, translated)
+	}
+	return rc, origins, routeBytes
+}
+
+// keptRouteBytes are the encodings of the routes of the virtual hosts
+// mergeIdentical kept (a subsequence of all, translated in that order).
+func keptRouteBytes(all, kept []*routev3.VirtualHost, translated []vhostRoutes) []string {
+	out := make([]string, 0, len(kept))
+	for i, v := range all {
+		if len(out) < len(kept) && kept[len(out)] == v {
+			out = append(out, translated[i].key)
+		}
+	}
+	return out
 }
 
 // vhostRoutes is the translation of one virtual host's routes.
@@ -102,8 +120,10 @@ type vhostRoutes struct {
 	keyed bool
 }
 
-// routesKey is the deterministic encoding of routes, or, if they cannot be
-// encoded, a key no encoding has (never merged).
+// routesKey is the deterministic encoding of routes (as the routes field of
+// a VirtualHost), or, if they cannot be encoded, a key no encoding has
+// (never merged; starting with a letter, which no encoding of the field
+// does).
 func routesKey(fqdn string, routes []*routev3.Route) string {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&routev3.VirtualHost{Routes: routes})
 	if err != nil {

@@ -64,7 +64,8 @@ func TestRouteConfigMergesIdenticalVirtualHosts(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc, hosts := routeConfig("test", tc.hosts, routeSettings{}, nil)
+			rc, hosts, rb := routeConfig("test", tc.hosts, routeSettings{}, nil)
+			checkAssembled(t, rc, rb)
 			// The index says which Envoy virtual host serves each host.
 			got := map[string][]string{}
 			for _, h := range hosts {

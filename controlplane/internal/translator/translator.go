@@ -9,6 +9,7 @@ package translator
 import (
 	"sort"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -36,6 +37,21 @@ type Resources struct {
 	Index *Index
 	// Versions name the content of the parts Cache reuses.
 	Versions *Versions
+	// Encoded holds the deterministic encodings the translator assembled
+	// from parts it kept (the shared route configurations: assembled.go),
+	// by message, for the xDS server to hash and send instead of encoding
+	// them again. Like the messages, they are never modified.
+	Encoded map[proto.Message][]byte
+}
+
+// keepEncoding keeps rc's assembled encoding, if it has one.
+func (r *Resources) keepEncoding(rc *routev3.RouteConfiguration, routeBytes []string) {
+	if b, ok := assembled(rc, routeBytes); ok {
+		if r.Encoded == nil {
+			r.Encoded = map[proto.Message][]byte{}
+		}
+		r.Encoded[rc] = b
+	}
 }
 
 // Names of the shared listeners' resources.

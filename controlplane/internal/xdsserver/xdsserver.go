@@ -296,7 +296,7 @@ func hashResources(r *translator.Resources, known map[proto.Message]sum) (hashed
 	for _, l := range lists {
 		all = append(all, l.list...)
 	}
-	sums, enc, err := hashEach(all, known)
+	sums, enc, err := hashEach(all, known, r.Encoded)
 	if err != nil {
 		return hashed{}, err
 	}
@@ -334,8 +334,9 @@ type sum struct {
 
 // hashEach returns the SHA-256 of each message's deterministic encoding,
 // in order, computed by one worker per CPU, and the encodings; those in
-// known are taken from it (and have no encoding).
-func hashEach(ms []proto.Message, known map[proto.Message]sum) ([]sum, [][]byte, error) {
+// known are taken from it (and have no encoding), those in encoded (the
+// translator's: Resources.Encoded) are not encoded again.
+func hashEach(ms []proto.Message, known map[proto.Message]sum, encoded map[proto.Message][]byte) ([]sum, [][]byte, error) {
 	sums, enc := make([]sum, len(ms)), make([][]byte, len(ms))
 	workers := min(runtime.GOMAXPROCS(0), len(ms))
 	errs := make([]error, workers)
@@ -349,10 +350,13 @@ func hashEach(ms []proto.Message, known map[proto.Message]sum) ([]sum, [][]byte,
 					sums[i] = sum
 					continue
 				}
-				b, err := deterministic.Marshal(ms[i])
-				if err != nil {
-					errs[w] = err
-					return
+				b, ok := encoded[ms[i]]
+				if !ok {
+					var err error
+					if b, err = deterministic.Marshal(ms[i]); err != nil {
+						errs[w] = err
+						return
+					}
 				}
 				sha := sha256.Sum256(b)
 				sums[i], enc[i] = sum{sha: sha, version: hex.EncodeToString(sha[:12])}, b
