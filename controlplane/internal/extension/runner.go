@@ -245,9 +245,10 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	ru := &run{r: r, ctx: ctx, sem: make(chan struct{}, r.reg.MaxConcurrency), index: res.Index,
 		used: make(map[cacheKey]proto.Message, len(r.cache)), keys: make(map[identityKey]cacheKey, len(r.keys)),
 		same: make(map[cacheKey]bool, len(r.same)), passed: make(map[uint64]passedConfig, len(r.passed)), versions: res.Versions}
+	// Encoded is by message: what a hook changes is a new message.
 	out := &translator.Resources{
 		Listeners: res.Listeners, Routes: res.Routes, Clusters: res.Clusters,
-		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index,
+		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index, Encoded: res.Encoded,
 	}
 	ru.ours = newNames(res)
 	ru.translated = res.Routes
