@@ -91,6 +91,30 @@ type Extension struct {
 	// with spec.targetRefs: PostRouteModify receives those targeting a
 	// route.
 	PolicyResources []GroupVersionKind `json:"policyResources,omitempty"`
+	// Dialect is the contract the extension serves: Portcullis (the
+	// default: portcullis.extension.v1alpha1.ExtensionServer) or
+	// EnvoyGateway (envoygateway.extension.EnvoyGatewayExtension, as Envoy
+	// Gateway calls it).
+	Dialect string `json:"dialect,omitempty"`
+	// Translation says which resource types PostTranslateModify sends to
+	// an EnvoyGateway extension and takes back, as Envoy Gateway's
+	// extensionManager.hooks.xdsTranslator.translation does.
+	Translation *ExtensionTranslation `json:"translation,omitempty"`
+}
+
+// ExtensionTranslation is Envoy Gateway's translation hook configuration:
+// by default clusters and secrets are included, listeners and routes not.
+type ExtensionTranslation struct {
+	Listener *TranslationInclude `json:"listener,omitempty"`
+	Route    *TranslationInclude `json:"route,omitempty"`
+	Cluster  *TranslationInclude `json:"cluster,omitempty"`
+	Secret   *TranslationInclude `json:"secret,omitempty"`
+}
+
+// TranslationInclude includes a resource type, or not; unset is the
+// type's default.
+type TranslationInclude struct {
+	IncludeAll *bool `json:"includeAll,omitempty"`
 }
 
 // GroupVersionKind names a kind an extension owns; the version is the one

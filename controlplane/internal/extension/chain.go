@@ -158,10 +158,11 @@ func find(stages []*translator.Resources, i int, typeURL, name string) proto.Mes
 // extension resources (by route name) and its clusters of extension
 // backends (by cluster name).
 func RefsOf(m *ir.Model) Refs {
-	refs := Refs{Routes: map[string]*ir.RouteExtension{}, Clusters: map[string]*ir.ExtensionResource{}}
+	refs := Refs{Routes: map[string]*ir.RouteExtension{}, Clusters: map[string]*ir.ExtensionResource{}, Listeners: map[string][]ir.ExtensionResource{}}
 	if m == nil {
 		return refs
 	}
+	refs.Policies = m.ExtensionPolicies
 	add := func(vh *ir.VirtualHost) {
 		for _, r := range vh.Routes {
 			if r.Extension != nil && r.Name != "" {
@@ -170,6 +171,9 @@ func RefsOf(m *ir.Model) Refs {
 		}
 	}
 	for _, l := range m.Listeners {
+		if len(l.Extensions) > 0 {
+			refs.Listeners[l.Name] = l.Extensions
+		}
 		for _, vh := range l.Insecure {
 			add(vh)
 		}

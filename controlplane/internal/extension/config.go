@@ -35,6 +35,7 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			BackendResources: gvks(e.BackendResources),
 			PolicyResources:  gvks(e.PolicyResources),
 		}
+		r.Dialect, r.Translation = Dialect(e.Dialect), translation(e.Translation)
 		if t := e.TLS; t != nil {
 			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
 		}
@@ -56,6 +57,25 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
 	return regs, nil
+}
+
+// translation is the registration's Translation of the file's; nil for
+// none.
+func translation(in *config.ExtensionTranslation) *Translation {
+	if in == nil {
+		return nil
+	}
+	include := func(i *config.TranslationInclude, def bool) bool {
+		if i == nil || i.IncludeAll == nil {
+			return def
+		}
+		return *i.IncludeAll
+	}
+	d := DefaultTranslation
+	return &Translation{
+		Listeners: include(in.Listener, d.Listeners), Routes: include(in.Route, d.Routes),
+		Clusters: include(in.Cluster, d.Clusters), Secrets: include(in.Secret, d.Secrets),
+	}
 }
 
 func gvks(in []config.GroupVersionKind) []schema.GroupVersionKind {

@@ -35,7 +35,7 @@ var update = flag.Bool("update", false, "rewrite the golden requests of testdata
 // the test's extension registers), whose second rule references nothing
 // and whose third sends to the Bucket "assets" (an extension backend);
 // the Quota "limits" (an extension policy) targets the HTTPRoute's first
-// rule.
+// rule, the Quota "site" the Gateway (its other rules, and its listener).
 const goldenObjects = `
 apiVersion: v1
 kind: Service
@@ -133,34 +133,8 @@ extensions:
 	}
 	defer closeConns()
 
-	var set objects.Set
-	if _, err := set.Decode(strings.NewReader(goldenObjects), "golden"); err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(retryPolicy)
-	u.SetNamespace("default")
-	u.SetName("retry")
-	if err := unstructured.SetNestedField(u.Object, int64(3), "spec", "attempts"); err != nil {
-		t.Fatal(err)
-	}
-	set.Extensions = append(set.Extensions, u)
-	for _, x := range []struct {
-		kind, name string
-		spec       map[string]any
-	}{
-		{"Bucket", "assets", map[string]any{"region": "eu"}},
-		{"Quota", "limits", map[string]any{"requestsPerSecond": int64(10), "targetRefs": []any{
-			map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "app", "sectionName": "retried"}}}},
-	} {
-		o := &unstructured.Unstructured{Object: map[string]any{"spec": x.spec}}
-		o.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: x.kind})
-		o.SetNamespace("default")
-		o.SetName(x.name)
-		set.Extensions = append(set.Extensions, o)
-	}
-	set.Sort()
-	res := pipeline.Run(&set, withConfig(cfg))
+	set := goldenSet(t)
+	res := pipeline.Run(set, withConfig(cfg))
 	refs := RefsOf(res.Build.Model)
 	if len(refs.Routes) == 0 || len(refs.Clusters) == 0 {
 		t.Fatalf("refs %+v: the HTTPRoute's ExtensionRef or its Bucket backend was not resolved", refs)
@@ -256,6 +230,41 @@ func checkGolden(t *testing.T, path string, got []byte) {
 }
 
 // withConfig is the default pipeline with the configuration file cfg.
+// goldenSet is goldenObjects with the extension objects they name.
+func goldenSet(t *testing.T) *objects.Set {
+	t.Helper()
+	var set objects.Set
+	if _, err := set.Decode(strings.NewReader(goldenObjects), "golden"); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(retryPolicy)
+	u.SetNamespace("default")
+	u.SetName("retry")
+	if err := unstructured.SetNestedField(u.Object, int64(3), "spec", "attempts"); err != nil {
+		t.Fatal(err)
+	}
+	set.Extensions = append(set.Extensions, u)
+	for _, x := range []struct {
+		kind, name string
+		spec       map[string]any
+	}{
+		{"Bucket", "assets", map[string]any{"region": "eu"}},
+		{"Quota", "limits", map[string]any{"requestsPerSecond": int64(10), "targetRefs": []any{
+			map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "app", "sectionName": "retried"}}}},
+		{"Quota", "site", map[string]any{"requestsPerSecond": int64(100), "targetRefs": []any{
+			map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "web"}}}},
+	} {
+		o := &unstructured.Unstructured{Object: map[string]any{"spec": x.spec}}
+		o.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.vendor.io", Version: "v1", Kind: x.kind})
+		o.SetNamespace("default")
+		o.SetName(x.name)
+		set.Extensions = append(set.Extensions, o)
+	}
+	set.Sort()
+	return &set
+}
+
 func withConfig(cfg *config.Config) pipeline.Options {
 	o := pipeline.DefaultOptions()
 	o.Builder = o.Builder.WithConfig(cfg)

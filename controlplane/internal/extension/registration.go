@@ -44,6 +44,29 @@ var Hooks = []Hook{
 	HookPostHTTPListenerModify, HookPostTranslateModify,
 }
 
+// Dialect is the wire contract an extension serves.
+type Dialect string
+
+const (
+	// DialectPortcullis is portcullis.extension.v1alpha1.ExtensionServer
+	// (extension/proto): every hook, with each resource's origins.
+	DialectPortcullis Dialect = "Portcullis"
+	// DialectEnvoyGateway is envoygateway.extension.EnvoyGatewayExtension,
+	// the contract of Envoy Gateway's extension manager, called by its
+	// rules (envoygateway.go).
+	DialectEnvoyGateway Dialect = "EnvoyGateway"
+)
+
+// Translation is what PostTranslateModify sends an EnvoyGateway extension,
+// and replaces with its answer, by resource type (Envoy Gateway's
+// translation settings).
+type Translation struct {
+	Listeners, Routes, Clusters, Secrets bool
+}
+
+// DefaultTranslation is Envoy Gateway's: clusters and secrets.
+var DefaultTranslation = Translation{Clusters: true, Secrets: true}
+
 // FailurePolicy says what a failed hook does to the configuration.
 type FailurePolicy string
 
@@ -120,6 +143,12 @@ type Registration struct {
 	// routes they target). The version is the one watched; a kind is
 	// known by group and kind.
 	Resources, BackendResources, PolicyResources []schema.GroupVersionKind
+	// Dialect is the contract the extension serves; "" is
+	// DialectPortcullis.
+	Dialect Dialect
+	// Translation is the EnvoyGateway dialect's PostTranslateModify
+	// selection; nil is DefaultTranslation.
+	Translation *Translation
 }
 
 // Kinds are the registration's kinds, all three lists.
@@ -154,6 +183,7 @@ func (r *Registration) Validate() error {
 	errs = append(errs, r.validateHooks(w)...)
 	errs = append(errs, r.validateLimits(w)...)
 	errs = append(errs, r.validateKinds(w)...)
+	errs = append(errs, r.validateDialect(w)...)
 	return errors.Join(errs...)
 }
 
@@ -197,6 +227,23 @@ func (r *Registration) validateHooks(w string) []error {
 		seen[h] = true
 	}
 	return errs
+}
+
+// validateDialect checks the dialect and the hooks and settings it has.
+func (r *Registration) validateDialect(w string) []error {
+	switch r.Dialect {
+	case "", DialectPortcullis:
+		if r.Translation != nil {
+			return []error{fmt.Errorf("%s.translation: only for dialect %s (a %s extension's PostTranslateModify receives every resource type)", w, DialectEnvoyGateway, DialectPortcullis)}
+		}
+	case DialectEnvoyGateway:
+		if r.Subscribed(HookPostTranslateInsert) {
+			return []error{fmt.Errorf("%s.hooks: %s is not a hook of dialect %s (add clusters with PostTranslateModify)", w, HookPostTranslateInsert, DialectEnvoyGateway)}
+		}
+	default:
+		return []error{fmt.Errorf("%s.dialect: %q is neither %s nor %s", w, r.Dialect, DialectPortcullis, DialectEnvoyGateway)}
+	}
+	return nil
 }
 
 // validateLimits checks the failure policy, the timeout, the budget and
@@ -334,6 +381,13 @@ func (r Registration) withDefaults() Registration {
 	}
 	if r.MaxConcurrency == 0 {
 		r.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if r.Dialect == "" {
+		r.Dialect = DialectPortcullis
+	}
+	if r.Dialect == DialectEnvoyGateway && r.Translation == nil {
+		t := DefaultTranslation
+		r.Translation = &t
 	}
 	return r
 }

@@ -56,6 +56,14 @@ type Refs struct {
 	// (ir.Cluster.Extension), by cluster name: PostClusterModify is called
 	// for each of the owner's.
 	Clusters map[string]*ir.ExtensionResource
+	// Listeners are the policies attached to the Gateways a listener
+	// serves (ir.Listener.Extensions), by listener name: its
+	// PostHTTPListenerModify receives the owner's.
+	Listeners map[string][]ir.ExtensionResource
+	// Policies are every valid policy of the extensions
+	// (ir.Model.ExtensionPolicies): PostTranslateModify receives the
+	// owner's.
+	Policies []ir.ExtensionResource
 }
 
 // Outcome is how one hook call ended, as the metric's label says.
@@ -156,9 +164,13 @@ func NewRunner(reg Registration, conn grpc.ClientConnInterface) (*Runner, error)
 		return nil, err
 	}
 	reg = reg.withDefaults()
+	var client v1alpha1.ExtensionServerClient = v1alpha1.NewExtensionServerClient(conn)
+	if reg.Dialect == DialectEnvoyGateway {
+		client = newEGClient(conn, *reg.Translation)
+	}
 	r := &Runner{
 		reg:      reg,
-		client:   v1alpha1.NewExtensionServerClient(conn),
+		client:   client,
 		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(reg.MaxMessageSize), grpc.MaxCallSendMsgSize(reg.MaxMessageSize)},
 		cache:    map[cacheKey]proto.Message{},
 	}
@@ -251,6 +263,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 		Endpoints: res.Endpoints, Secrets: res.Secrets, Index: res.Index, Encoded: res.Encoded,
 	}
 	ru.ours = newNames(res)
+	ru.refs = refs
 	ru.translated = res.Routes
 	ru.known = ru.ours.clusters
 
@@ -330,6 +343,7 @@ func sameListener(res, out *translator.Resources, name string) bool {
 type run struct {
 	r     *Runner
 	ctx   context.Context // the phase budget
+	refs  Refs
 	sem   chan struct{}
 	index *translator.Index
 	// versions are the input's (the messages the hooks are called on).
@@ -502,6 +516,9 @@ func invoke[Req, Resp proto.Message](ru *run, hook Hook, about subject, req Req,
 func (ru *run) callFailed(hook Hook, about subject, err error, budgetCut bool) {
 	st := status.Convert(err)
 	o, msg := OutcomeError, st.Message()
+	if st.Code() == codes.Unimplemented && strings.Contains(msg, "unknown service") {
+		msg += fmt.Sprintf(" (the extension does not serve dialect %s: is its dialect the other one?)", ru.r.reg.Dialect)
+	}
 	if st.Code() == codes.DeadlineExceeded {
 		o = OutcomeTimeout
 		if budgetCut {
@@ -755,12 +772,7 @@ func (ru *run) routeRequest(rt *routev3.Route, ext *ir.RouteExtension, vh *route
 	if ext == nil {
 		return nil
 	}
-	var rs []*v1alpha1.ExtensionResource
-	for _, x := range ext.Resources {
-		if ru.r.reg.Owns(schema.GroupKind{Group: x.Group, Kind: x.Kind}) {
-			rs = append(rs, &v1alpha1.ExtensionResource{UnstructuredJson: x.JSON})
-		}
-	}
+	rs := ru.owned(ext.Resources)
 	if len(rs) == 0 {
 		return nil
 	}
@@ -772,6 +784,18 @@ func (ru *run) routeRequest(rt *routev3.Route, ext *ir.RouteExtension, vh *route
 		},
 		ExtensionResources: rs,
 	}
+}
+
+// owned are the resources of xs of a kind the extension owns, as the
+// contract has them.
+func (ru *run) owned(xs []ir.ExtensionResource) []*v1alpha1.ExtensionResource {
+	var out []*v1alpha1.ExtensionResource
+	for _, x := range xs {
+		if ru.r.reg.Owns(schema.GroupKind{Group: x.Group, Kind: x.Kind}) {
+			out = append(out, &v1alpha1.ExtensionResource{UnstructuredJson: x.JSON, Policy: x.Policy})
+		}
+	}
+	return out
 }
 
 // ruleIndex is the index of a rule in spec.rules as the API has it: an
@@ -1042,6 +1066,17 @@ func writeSum(k *strings.Builder, m proto.Message) bool {
 	return true
 }
 
+// resourcesKey encodes extension resources as one comparable string: the
+// hashes of their JSON.
+func resourcesKey(rs []*v1alpha1.ExtensionResource) string {
+	var b strings.Builder
+	for _, r := range rs {
+		sum := sha256.Sum256(r.GetUnstructuredJson())
+		b.Write(sum[:])
+	}
+	return b.String()
+}
+
 // contentKey is an identity (listenerIdentity, vhostIdentity).
 type contentKey string
 
@@ -1080,8 +1115,9 @@ func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
 				gateways = append(gateways, o)
 			}
 		}
-		req := &v1alpha1.PostHTTPListenerModifyRequest{Listener: in, Context: &v1alpha1.HTTPListenerContext{Origins: objectRefs(gateways)}}
-		about.identity = listenerIdentity(in, ru.versions, originsKey(req.GetContext().GetOrigins()))
+		req := &v1alpha1.PostHTTPListenerModifyRequest{Listener: in, Context: &v1alpha1.HTTPListenerContext{
+			Origins: objectRefs(gateways), ExtensionResources: ru.owned(ru.refs.Listeners[in.GetName()])}}
+		about.identity = listenerIdentity(in, ru.versions, originsKey(req.GetContext().GetOrigins())+resourcesKey(req.GetContext().GetExtensionResources()))
 		resp, key, ok := callKeyed(ru, HookPostHTTPListenerModify, about, req, ru.r.client.PostHTTPListenerModify,
 			func(resp *v1alpha1.PostHTTPListenerModifyResponse, key cacheKey) error {
 				if resp.GetListener() == nil {
@@ -1118,6 +1154,7 @@ func (ru *run) modifyAll(out *translator.Resources) {
 		Secrets:             typed[*tlsv3.Secret](out.Secrets),
 		Listeners:           typed[*listenerv3.Listener](out.Listeners),
 		RouteConfigurations: typed[*routev3.RouteConfiguration](out.Routes),
+		ExtensionPolicies:   ru.owned(ru.refs.Policies),
 	}
 	about := subject{resource: "the configuration (every cluster, secret, listener and route configuration)"}
 	resp, ok := call(ru, HookPostTranslateModify, about, req, ru.r.client.PostTranslateModify,

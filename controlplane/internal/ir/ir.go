@@ -24,6 +24,10 @@ type Model struct {
 	// and the fallback chain (secure hosts get theirs in
 	// SecureVirtualHost.ExtProc).
 	GlobalExtProc *ExtProc
+	// ExtensionPolicies are the valid objects of the extensions' policy
+	// kinds, sorted by kind, namespace and name, attached or not
+	// (PostTranslateModify of the Envoy Gateway dialect receives them).
+	ExtensionPolicies []ExtensionResource
 }
 
 // Names of the shared listeners.
@@ -78,6 +82,10 @@ type Listener struct {
 	// Origins are the Gateways that asked for the listener (none for the
 	// shared ones, which the configuration asks for).
 	Origins Origins
+	// Extensions are the extensions' policies attached to a Gateway, or to
+	// one of its listeners, that has hosts here (PostHTTPListenerModify
+	// receives them), each once, in the order the hosts were placed.
+	Extensions []ExtensionResource
 }
 
 // VirtualHost is a set of routes served for one host name.

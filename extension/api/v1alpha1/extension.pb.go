@@ -107,8 +107,11 @@ type ExtensionResource struct {
 	// serves it: apiVersion, kind, metadata, spec and status. Portcullis does
 	// not interpret it. The Go SDK decodes it (sdk.Unstructured, sdk.Decode).
 	UnstructuredJson []byte `protobuf:"bytes,1,opt,name=unstructured_json,json=unstructuredJson,proto3" json:"unstructured_json,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// policy is true for a policy attached with spec.targetRefs, false for
+	// an object referenced by an ExtensionRef filter or a backendRef.
+	Policy        bool `protobuf:"varint,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExtensionResource) Reset() {
@@ -146,6 +149,13 @@ func (x *ExtensionResource) GetUnstructuredJson() []byte {
 		return x.UnstructuredJson
 	}
 	return nil
+}
+
+func (x *ExtensionResource) GetPolicy() bool {
+	if x != nil {
+		return x.Policy
+	}
+	return false
 }
 
 // RouteContext says where a route came from.
@@ -528,9 +538,14 @@ type HTTPListenerContext struct {
 	// origins are the objects the listener serves (Gateways for a Gateway's
 	// listener; empty for ingress_http and ingress_https, which serve every
 	// HTTPProxy), sorted by kind, namespace and name.
-	Origins       []*ObjectRef `protobuf:"bytes,1,rep,name=origins,proto3" json:"origins,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Origins []*ObjectRef `protobuf:"bytes,1,rep,name=origins,proto3" json:"origins,omitempty"`
+	// extension_resources are the extension's valid policies attached to a
+	// Gateway, or to one of its listeners, that has hosts on this listener
+	// (a Gateway listener on port 80 or 443 shares ingress_http or
+	// ingress_https with the HTTPProxies), each once.
+	ExtensionResources []*ExtensionResource `protobuf:"bytes,2,rep,name=extension_resources,json=extensionResources,proto3" json:"extension_resources,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *HTTPListenerContext) Reset() {
@@ -566,6 +581,13 @@ func (*HTTPListenerContext) Descriptor() ([]byte, []int) {
 func (x *HTTPListenerContext) GetOrigins() []*ObjectRef {
 	if x != nil {
 		return x.Origins
+	}
+	return nil
+}
+
+func (x *HTTPListenerContext) GetExtensionResources() []*ExtensionResource {
+	if x != nil {
+		return x.ExtensionResources
 	}
 	return nil
 }
@@ -784,8 +806,11 @@ type PostTranslateModifyRequest struct {
 	Listeners []*v31.Listener `protobuf:"bytes,3,rep,name=listeners,proto3" json:"listeners,omitempty"`
 	// route_configurations, sorted by name.
 	RouteConfigurations []*v3.RouteConfiguration `protobuf:"bytes,4,rep,name=route_configurations,json=routeConfigurations,proto3" json:"route_configurations,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// extension_policies are the extension's valid policies, attached or
+	// not, sorted by kind, namespace and name.
+	ExtensionPolicies []*ExtensionResource `protobuf:"bytes,5,rep,name=extension_policies,json=extensionPolicies,proto3" json:"extension_policies,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PostTranslateModifyRequest) Reset() {
@@ -842,6 +867,13 @@ func (x *PostTranslateModifyRequest) GetListeners() []*v31.Listener {
 func (x *PostTranslateModifyRequest) GetRouteConfigurations() []*v3.RouteConfiguration {
 	if x != nil {
 		return x.RouteConfigurations
+	}
+	return nil
+}
+
+func (x *PostTranslateModifyRequest) GetExtensionPolicies() []*ExtensionResource {
+	if x != nil {
+		return x.ExtensionPolicies
 	}
 	return nil
 }
@@ -1095,9 +1127,10 @@ const file_portcullis_extension_v1alpha1_extension_proto_rawDesc = "" +
 	"\tObjectRef\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"@\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"X\n" +
 	"\x11ExtensionResource\x12+\n" +
-	"\x11unstructured_json\x18\x01 \x01(\fR\x10unstructuredJson\"\xcf\x01\n" +
+	"\x11unstructured_json\x18\x01 \x01(\fR\x10unstructuredJson\x12\x16\n" +
+	"\x06policy\x18\x02 \x01(\bR\x06policy\"\xcf\x01\n" +
 	"\fRouteContext\x12\x1d\n" +
 	"\n" +
 	"route_kind\x18\x01 \x01(\tR\trouteKind\x12\x1d\n" +
@@ -1120,9 +1153,10 @@ const file_portcullis_extension_v1alpha1_extension_proto_rawDesc = "" +
 	"\fvirtual_host\x18\x01 \x01(\v2\".envoy.config.route.v3.VirtualHostR\vvirtualHost\x12K\n" +
 	"\acontext\x18\x02 \x01(\v21.portcullis.extension.v1alpha1.VirtualHostContextR\acontext\"f\n" +
 	"\x1dPostVirtualHostModifyResponse\x12E\n" +
-	"\fvirtual_host\x18\x01 \x01(\v2\".envoy.config.route.v3.VirtualHostR\vvirtualHost\"Y\n" +
+	"\fvirtual_host\x18\x01 \x01(\v2\".envoy.config.route.v3.VirtualHostR\vvirtualHost\"\xbc\x01\n" +
 	"\x13HTTPListenerContext\x12B\n" +
-	"\aorigins\x18\x01 \x03(\v2(.portcullis.extension.v1alpha1.ObjectRefR\aorigins\"\xad\x01\n" +
+	"\aorigins\x18\x01 \x03(\v2(.portcullis.extension.v1alpha1.ObjectRefR\aorigins\x12a\n" +
+	"\x13extension_resources\x18\x02 \x03(\v20.portcullis.extension.v1alpha1.ExtensionResourceR\x12extensionResources\"\xad\x01\n" +
 	"\x1dPostHTTPListenerModifyRequest\x12>\n" +
 	"\blistener\x18\x01 \x01(\v2\".envoy.config.listener.v3.ListenerR\blistener\x12L\n" +
 	"\acontext\x18\x02 \x01(\v22.portcullis.extension.v1alpha1.HTTPListenerContextR\acontext\"`\n" +
@@ -1131,12 +1165,13 @@ const file_portcullis_extension_v1alpha1_extension_proto_rawDesc = "" +
 	"\x1aPostTranslateInsertRequest\"\xa8\x01\n" +
 	"\x1bPostTranslateInsertResponse\x12<\n" +
 	"\bclusters\x18\x01 \x03(\v2 .envoy.config.cluster.v3.ClusterR\bclusters\x12K\n" +
-	"\asecrets\x18\x02 \x03(\v21.envoy.extensions.transport_sockets.tls.v3.SecretR\asecrets\"\xc7\x02\n" +
+	"\asecrets\x18\x02 \x03(\v21.envoy.extensions.transport_sockets.tls.v3.SecretR\asecrets\"\xa8\x03\n" +
 	"\x1aPostTranslateModifyRequest\x12<\n" +
 	"\bclusters\x18\x01 \x03(\v2 .envoy.config.cluster.v3.ClusterR\bclusters\x12K\n" +
 	"\asecrets\x18\x02 \x03(\v21.envoy.extensions.transport_sockets.tls.v3.SecretR\asecrets\x12@\n" +
 	"\tlisteners\x18\x03 \x03(\v2\".envoy.config.listener.v3.ListenerR\tlisteners\x12\\\n" +
-	"\x14route_configurations\x18\x04 \x03(\v2).envoy.config.route.v3.RouteConfigurationR\x13routeConfigurations\"\xc8\x02\n" +
+	"\x14route_configurations\x18\x04 \x03(\v2).envoy.config.route.v3.RouteConfigurationR\x13routeConfigurations\x12_\n" +
+	"\x12extension_policies\x18\x05 \x03(\v20.portcullis.extension.v1alpha1.ExtensionResourceR\x11extensionPolicies\"\xc8\x02\n" +
 	"\x1bPostTranslateModifyResponse\x12<\n" +
 	"\bclusters\x18\x01 \x03(\v2 .envoy.config.cluster.v3.ClusterR\bclusters\x12K\n" +
 	"\asecrets\x18\x02 \x03(\v21.envoy.extensions.transport_sockets.tls.v3.SecretR\asecrets\x12@\n" +
@@ -1207,41 +1242,43 @@ var file_portcullis_extension_v1alpha1_extension_proto_depIdxs = []int32{
 	5,  // 6: portcullis.extension.v1alpha1.PostVirtualHostModifyRequest.context:type_name -> portcullis.extension.v1alpha1.VirtualHostContext
 	19, // 7: portcullis.extension.v1alpha1.PostVirtualHostModifyResponse.virtual_host:type_name -> envoy.config.route.v3.VirtualHost
 	0,  // 8: portcullis.extension.v1alpha1.HTTPListenerContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
-	20, // 9: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.listener:type_name -> envoy.config.listener.v3.Listener
-	8,  // 10: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.context:type_name -> portcullis.extension.v1alpha1.HTTPListenerContext
-	20, // 11: portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse.listener:type_name -> envoy.config.listener.v3.Listener
-	21, // 12: portcullis.extension.v1alpha1.PostTranslateInsertResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
-	22, // 13: portcullis.extension.v1alpha1.PostTranslateInsertResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
-	21, // 14: portcullis.extension.v1alpha1.PostTranslateModifyRequest.clusters:type_name -> envoy.config.cluster.v3.Cluster
-	22, // 15: portcullis.extension.v1alpha1.PostTranslateModifyRequest.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
-	20, // 16: portcullis.extension.v1alpha1.PostTranslateModifyRequest.listeners:type_name -> envoy.config.listener.v3.Listener
-	23, // 17: portcullis.extension.v1alpha1.PostTranslateModifyRequest.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
-	21, // 18: portcullis.extension.v1alpha1.PostTranslateModifyResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
-	22, // 19: portcullis.extension.v1alpha1.PostTranslateModifyResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
-	20, // 20: portcullis.extension.v1alpha1.PostTranslateModifyResponse.listeners:type_name -> envoy.config.listener.v3.Listener
-	23, // 21: portcullis.extension.v1alpha1.PostTranslateModifyResponse.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
-	0,  // 22: portcullis.extension.v1alpha1.ClusterContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
-	21, // 23: portcullis.extension.v1alpha1.PostClusterModifyRequest.cluster:type_name -> envoy.config.cluster.v3.Cluster
-	1,  // 24: portcullis.extension.v1alpha1.PostClusterModifyRequest.backend:type_name -> portcullis.extension.v1alpha1.ExtensionResource
-	15, // 25: portcullis.extension.v1alpha1.PostClusterModifyRequest.context:type_name -> portcullis.extension.v1alpha1.ClusterContext
-	21, // 26: portcullis.extension.v1alpha1.PostClusterModifyResponse.cluster:type_name -> envoy.config.cluster.v3.Cluster
-	3,  // 27: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:input_type -> portcullis.extension.v1alpha1.PostRouteModifyRequest
-	6,  // 28: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:input_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyRequest
-	9,  // 29: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:input_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest
-	11, // 30: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:input_type -> portcullis.extension.v1alpha1.PostTranslateInsertRequest
-	13, // 31: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:input_type -> portcullis.extension.v1alpha1.PostTranslateModifyRequest
-	16, // 32: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:input_type -> portcullis.extension.v1alpha1.PostClusterModifyRequest
-	4,  // 33: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:output_type -> portcullis.extension.v1alpha1.PostRouteModifyResponse
-	7,  // 34: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:output_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyResponse
-	10, // 35: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:output_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse
-	12, // 36: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:output_type -> portcullis.extension.v1alpha1.PostTranslateInsertResponse
-	14, // 37: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:output_type -> portcullis.extension.v1alpha1.PostTranslateModifyResponse
-	17, // 38: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:output_type -> portcullis.extension.v1alpha1.PostClusterModifyResponse
-	33, // [33:39] is the sub-list for method output_type
-	27, // [27:33] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	1,  // 9: portcullis.extension.v1alpha1.HTTPListenerContext.extension_resources:type_name -> portcullis.extension.v1alpha1.ExtensionResource
+	20, // 10: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.listener:type_name -> envoy.config.listener.v3.Listener
+	8,  // 11: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.context:type_name -> portcullis.extension.v1alpha1.HTTPListenerContext
+	20, // 12: portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse.listener:type_name -> envoy.config.listener.v3.Listener
+	21, // 13: portcullis.extension.v1alpha1.PostTranslateInsertResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
+	22, // 14: portcullis.extension.v1alpha1.PostTranslateInsertResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
+	21, // 15: portcullis.extension.v1alpha1.PostTranslateModifyRequest.clusters:type_name -> envoy.config.cluster.v3.Cluster
+	22, // 16: portcullis.extension.v1alpha1.PostTranslateModifyRequest.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
+	20, // 17: portcullis.extension.v1alpha1.PostTranslateModifyRequest.listeners:type_name -> envoy.config.listener.v3.Listener
+	23, // 18: portcullis.extension.v1alpha1.PostTranslateModifyRequest.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
+	1,  // 19: portcullis.extension.v1alpha1.PostTranslateModifyRequest.extension_policies:type_name -> portcullis.extension.v1alpha1.ExtensionResource
+	21, // 20: portcullis.extension.v1alpha1.PostTranslateModifyResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
+	22, // 21: portcullis.extension.v1alpha1.PostTranslateModifyResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
+	20, // 22: portcullis.extension.v1alpha1.PostTranslateModifyResponse.listeners:type_name -> envoy.config.listener.v3.Listener
+	23, // 23: portcullis.extension.v1alpha1.PostTranslateModifyResponse.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
+	0,  // 24: portcullis.extension.v1alpha1.ClusterContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
+	21, // 25: portcullis.extension.v1alpha1.PostClusterModifyRequest.cluster:type_name -> envoy.config.cluster.v3.Cluster
+	1,  // 26: portcullis.extension.v1alpha1.PostClusterModifyRequest.backend:type_name -> portcullis.extension.v1alpha1.ExtensionResource
+	15, // 27: portcullis.extension.v1alpha1.PostClusterModifyRequest.context:type_name -> portcullis.extension.v1alpha1.ClusterContext
+	21, // 28: portcullis.extension.v1alpha1.PostClusterModifyResponse.cluster:type_name -> envoy.config.cluster.v3.Cluster
+	3,  // 29: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:input_type -> portcullis.extension.v1alpha1.PostRouteModifyRequest
+	6,  // 30: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:input_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyRequest
+	9,  // 31: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:input_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest
+	11, // 32: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:input_type -> portcullis.extension.v1alpha1.PostTranslateInsertRequest
+	13, // 33: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:input_type -> portcullis.extension.v1alpha1.PostTranslateModifyRequest
+	16, // 34: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:input_type -> portcullis.extension.v1alpha1.PostClusterModifyRequest
+	4,  // 35: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:output_type -> portcullis.extension.v1alpha1.PostRouteModifyResponse
+	7,  // 36: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:output_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyResponse
+	10, // 37: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:output_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse
+	12, // 38: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:output_type -> portcullis.extension.v1alpha1.PostTranslateInsertResponse
+	14, // 39: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:output_type -> portcullis.extension.v1alpha1.PostTranslateModifyResponse
+	17, // 40: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:output_type -> portcullis.extension.v1alpha1.PostClusterModifyResponse
+	35, // [35:41] is the sub-list for method output_type
+	29, // [29:35] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_portcullis_extension_v1alpha1_extension_proto_init() }

@@ -1,6 +1,7 @@
 package gatewayapi
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -178,6 +179,37 @@ func (g *gatewayStage) withExtensionPolicies(x *ir.Route, r gwIRRoute, at routeA
 	x.Origins = x.Origins.Union(ir.NewOrigins(used...))
 	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d/via/%s/%s/%s", strings.ToLower(e.Kind), e.Namespace, e.Name, r.rule, r.match, at.gwNamespace, at.gwName, at.listener)
 	return used, ok
+}
+
+// validExtensionPolicies are the extensions' valid policies, in the order
+// of g.extPolicies.
+func (g *gatewayStage) validExtensionPolicies() []ir.ExtensionResource {
+	var out []ir.ExtensionResource
+	for _, set := range g.extPolicies {
+		for _, p := range set.policies {
+			if len(p.invalid) == 0 && p.ext != nil {
+				out = append(out, *p.ext)
+			}
+		}
+	}
+	return out
+}
+
+// addListenerExtensions gives the Envoy listener il the extensions'
+// valid policies that apply to the Gateway listener l (targeting it or its
+// Gateway), each once. An invalid policy is left out: the routes it wins
+// on already answer 500 (withExtensionPolicies).
+func (g *gatewayStage) addListenerExtensions(il *ir.Listener, l *gwListener) {
+	at := routeAt{gwNamespace: l.gw.gw.Namespace, gwName: l.gw.gw.Name, listener: string(l.spec.Name)}
+	for _, set := range g.extPolicies {
+		p := set.forRoute(at)
+		if p == nil || len(p.invalid) > 0 || p.ext == nil {
+			continue
+		}
+		if !slices.ContainsFunc(il.Extensions, func(x ir.ExtensionResource) bool { return bytes.Equal(x.JSON, p.ext.JSON) }) {
+			il.Extensions = append(il.Extensions, *p.ext)
+		}
+	}
 }
 
 // extensionBackend is the cluster of a backendRef to an object of an

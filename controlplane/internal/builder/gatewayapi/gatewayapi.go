@@ -110,6 +110,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	}
 	g.buildPolicies()
 	g.placeRoutes(m)
+	m.ExtensionPolicies = g.validExtensionPolicies()
 	for _, x := range g.gateways {
 		g.gatewayStatus(x)
 	}

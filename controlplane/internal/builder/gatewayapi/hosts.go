@@ -173,6 +173,7 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 	if !il.Shared() {
 		il.Origins = il.Origins.Union(ir.Origins{gw})
 	}
+	g.addListenerExtensions(il, l)
 	if !l.tls {
 		il.Insecure = append(il.Insecure, &vh)
 		return
