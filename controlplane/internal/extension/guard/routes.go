@@ -1,0 +1,242 @@
+package guard
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Ours reports whether a cluster is one of Portcullis's (the invariant
+// protects those; an extension's own clusters are its business).
+type Ours func(cluster string) bool
+
+// reachesOurs reports whether r may send a request to one of Portcullis's
+// clusters: by name, by weight, or by a cluster it does not name (from a
+// header or a plugin: any of them).
+func reachesOurs(r *routev3.Route, ours Ours) bool {
+	a := r.GetRoute()
+	if a == nil {
+		return false // a redirect, a direct response: no upstream
+	}
+	switch {
+	case a.GetCluster() != "":
+		return ours(a.GetCluster())
+	case a.GetWeightedClusters() != nil:
+		for _, c := range a.GetWeightedClusters().GetClusters() {
+			if c.GetClusterHeader() != "" || ours(c.GetName()) {
+				return true
+			}
+		}
+		return false
+	}
+	return true // cluster_header, a plugin: whatever the request says
+}
+
+// pathMatch is what a route's match says of the path: a prefix, an exact
+// path, or anything (a regex, a template, a matcher: over-approximated).
+// Header and query conditions only narrow a match: they are ignored.
+type pathMatch struct {
+	path       string
+	exact, any bool
+}
+
+func pathOf(m *routev3.RouteMatch) pathMatch {
+	var p pathMatch
+	switch s := m.GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_Prefix:
+		p.path = s.Prefix
+	case *routev3.RouteMatch_Path:
+		p.path, p.exact = s.Path, true
+	case *routev3.RouteMatch_PathSeparatedPrefix:
+		p.path = s.PathSeparatedPrefix
+	default:
+		return pathMatch{any: true}
+	}
+	if m.GetCaseSensitive() != nil && !m.GetCaseSensitive().GetValue() {
+		p.path = strings.ToLower(p.path)
+	}
+	return p
+}
+
+// intersects reports whether some path may match both.
+func (p pathMatch) intersects(q pathMatch) bool {
+	if p.any || q.any {
+		return true
+	}
+	// Compare case-insensitively: one side may fold case.
+	a, b := strings.ToLower(p.path), strings.ToLower(q.path)
+	switch {
+	case p.exact && q.exact:
+		return a == b
+	case p.exact:
+		return strings.HasPrefix(a, b)
+	case q.exact:
+		return strings.HasPrefix(b, a)
+	}
+	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
+}
+
+// compareVirtualHosts checks va, a virtual host of the answer's route
+// configuration rca, against vb, the one of rcb that served the same hosts
+// before (nil: none did); same says they are one virtual host (routes
+// with an equal match are the same route). Each route of va that reaches
+// Portcullis's clusters must be at least as protected as every route of
+// vb whose requests it may now serve.
+func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration, vb *routev3.VirtualHost, rca *routev3.RouteConfiguration, va *routev3.VirtualHost, same bool) []string {
+	var out []string
+	for k, o := range va.GetRoutes() {
+		if !reachesOurs(o, ours) {
+			continue
+		}
+		ov, op := routeVector(fs, rca, va, o), pathOf(o.GetMatch())
+		// former is o's index before, when it was there.
+		former := -1
+		if same {
+			former = slices.IndexFunc(vb.GetRoutes(), func(r *routev3.Route) bool { return proto.Equal(r.GetMatch(), o.GetMatch()) })
+		}
+		intersecting := false
+		for j, i := range vb.GetRoutes() {
+			if !op.intersects(pathOf(i.GetMatch())) {
+				continue
+			}
+			intersecting = true
+			if same {
+				if former >= 0 && former < j {
+					continue // o came before i already: it never took i's requests
+				}
+				c := slices.IndexFunc(va.GetRoutes()[:k+1], func(r *routev3.Route) bool { return proto.Equal(r.GetMatch(), i.GetMatch()) })
+				if c >= 0 && c < k {
+					continue // i's requests take its copy, before o
+				}
+			}
+			where := fmt.Sprintf("route %d of virtual host %q", k, va.GetName())
+			was := fmt.Sprintf("route %d of virtual host %q", j, vb.GetName())
+			if i.GetRoute() == nil {
+				out = append(out, fmt.Sprintf("%s sends to an upstream requests that %s answered itself (a redirect or a direct response)", where, was))
+				continue
+			}
+			if name, ok := ov.atLeast(routeVector(fs, rcb, vb, i)); !ok {
+				out = append(out, fmt.Sprintf("%s serves requests of %s with less of filter %s than it had (removed, disabled or changed)", where, was, name))
+			}
+		}
+		if !intersecting {
+			if name, ok := ov.within(unmatched(fs, ours, rcb, vb)); !ok {
+				out = append(out, fmt.Sprintf("route %d of virtual host %q sends paths that had no route with a setting of filter %s that none of the virtual host's routes had", k, va.GetName(), name))
+			}
+		}
+	}
+	return out
+}
+
+// unmatched are the settings allowed, by filter, on a route that serves
+// paths no route of vb served: those of vb's routes to Portcullis's
+// clusters (an extension's new route may be like any of its siblings,
+// public ones included), or, when it had none, the filters' defaults for
+// the virtual host.
+func unmatched(fs Filters, ours Ours, rc *routev3.RouteConfiguration, vb *routev3.VirtualHost) map[string][]setting {
+	out := map[string][]setting{}
+	for _, r := range vb.GetRoutes() {
+		if reachesOurs(r, ours) {
+			for name, s := range routeVector(fs, rc, vb, r) {
+				out[name] = append(out[name], s)
+			}
+		}
+	}
+	if len(out) == 0 {
+		for name, s := range routeVector(fs, rc, vb, nil) {
+			out[name] = []setting{s}
+		}
+	}
+	return out
+}
+
+// CheckVirtualHost checks out, an answer's virtual host with in's name
+// and domains, against in, for the protecting filters fs.
+func CheckVirtualHost(fs Filters, ours Ours, in, out *routev3.VirtualHost) []string {
+	return compareVirtualHosts(fs, ours, nil, in, nil, out, true)
+}
+
+// CheckRouteConfiguration checks after, an answer's route configuration,
+// against before, the one its connection managers used before, for the
+// protecting filters fs: a host is served by the virtual host Envoy picks
+// for it in each.
+func CheckRouteConfiguration(fs Filters, ours Ours, before, after *routev3.RouteConfiguration) []string {
+	type pair struct{ b, a *routev3.VirtualHost }
+	seen := map[pair]bool{}
+	var out []string
+	for _, h := range representativeHosts(before, after) {
+		p := pair{bestVirtualHost(before, h), bestVirtualHost(after, h)}
+		if p.a == nil || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, compareVirtualHosts(fs, ours, before, p.b, after, p.a, p.b != nil && p.b.GetName() == p.a.GetName())...)
+	}
+	return out
+}
+
+// hostOf is a domain without a port (the translator's "host:*" variants
+// serve the same host).
+func hostOf(d string) string {
+	d = strings.ToLower(d)
+	if i := strings.LastIndexByte(d, ':'); i > 0 && !strings.Contains(d[i:], "]") {
+		return d[:i]
+	}
+	return d
+}
+
+// representativeHosts are one host for each domain of the two route
+// configurations: the domain itself, or one its wildcard matches.
+func representativeHosts(rcs ...*routev3.RouteConfiguration) []string {
+	var out []string
+	for _, rc := range rcs {
+		for _, vh := range rc.GetVirtualHosts() {
+			for _, d := range vh.GetDomains() {
+				d = hostOf(d)
+				switch {
+				case d == "*":
+					out = append(out, "any.invalid")
+				case strings.HasPrefix(d, "*"):
+					out = append(out, "any"+d[1:])
+				case strings.HasSuffix(d, "*"):
+					out = append(out, d[:len(d)-1]+"any")
+				default:
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// bestVirtualHost is the virtual host Envoy picks for host: an exact
+// domain, else the longest suffix wildcard, else the longest prefix
+// wildcard, else "*".
+func bestVirtualHost(rc *routev3.RouteConfiguration, host string) *routev3.VirtualHost {
+	var best *routev3.VirtualHost
+	rank, length := 0, -1
+	for _, vh := range rc.GetVirtualHosts() {
+		for _, d := range vh.GetDomains() {
+			d = hostOf(d)
+			r, l := 0, len(d)
+			switch {
+			case d == host:
+				r = 4
+			case d == "*":
+				r = 1
+			case strings.HasPrefix(d, "*") && strings.HasSuffix(host, d[1:]) && len(host) > len(d)-1:
+				r = 3
+			case strings.HasSuffix(d, "*") && strings.HasPrefix(host, d[:len(d)-1]) && len(host) > len(d)-1:
+				r = 2
+			}
+			if r > rank || r == rank && r > 0 && l > length {
+				best, rank, length = vh, r, l
+			}
+		}
+	}
+	return best
+}
