@@ -383,6 +383,11 @@ type subject struct {
 	// holds the request's content: small parts encoded, the big ones by
 	// their translator.Versions.
 	identity any
+	// fresh: the answer is never reused (nor kept for reuse), the hook is
+	// called every time. For PostTranslateInsert, whose request is empty:
+	// its answer depends on the extension's own state alone (e.g. a new
+	// upstream after a restart), which no request key can see.
+	fresh bool
 }
 
 func (s subject) originsIn(x *translator.Index) ir.Origins {
@@ -425,7 +430,12 @@ func callKeyed[Req, Resp proto.Message](ru *run, hook Hook, about subject, req R
 	}
 	var resp Resp
 	outcome := OutcomeCached
-	if cached, ok := ru.answered(hook, about, key); ok {
+	var cached proto.Message
+	hit := false
+	if !about.fresh {
+		cached, hit = ru.answered(hook, about, key)
+	}
+	if hit {
 		resp = cached.(Resp)
 	} else {
 		outcome = OutcomeOK
@@ -443,9 +453,11 @@ func callKeyed[Req, Resp proto.Message](ru *run, hook Hook, about subject, req R
 		ru.fail(hook, about, OutcomeInvalid, codes.OK, "invalid answer: "+err.Error())
 		return zero, key, false
 	}
-	ru.mu.Lock()
-	ru.used[key] = resp
-	ru.mu.Unlock()
+	if !about.fresh {
+		ru.mu.Lock()
+		ru.used[key] = resp
+		ru.mu.Unlock()
+	}
 	ru.r.calls.WithLabelValues(string(hook), string(outcome)).Inc()
 	ru.n.Add(1)
 	return resp, key, true
@@ -583,7 +595,8 @@ func (ru *run) each(n int, f func(i int)) {
 
 // insert runs PostTranslateInsert and adds its clusters and secrets.
 func (ru *run) insert(out *translator.Resources) {
-	about := subject{resource: "the configuration (clusters and secrets to add)"}
+	// fresh: the empty request would be the same key on every Apply.
+	about := subject{resource: "the configuration (clusters and secrets to add)", fresh: true}
 	resp, ok := call(ru, HookPostTranslateInsert, about, &v1alpha1.PostTranslateInsertRequest{}, ru.r.client.PostTranslateInsert,
 		func(resp *v1alpha1.PostTranslateInsertResponse) error {
 			if err := checkAdded("cluster", resp.GetClusters(), ru.ours.clusters); err != nil {

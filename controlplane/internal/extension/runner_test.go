@@ -10,6 +10,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -506,11 +507,12 @@ func TestCache(t *testing.T) {
 		t.Fatalf("%d calls, want 6 (insert, route, two virtual hosts, listener, modify)", n)
 	}
 	// The same input again (translated anew: equal, not the same
-	// messages): no call, the same output.
+	// messages): no call but PostTranslateInsert (never cached: its
+	// request is empty), the same output.
 	f := freeze(in)
 	second := apply(translate(t, fixtureYAML))
-	if n := calls.total(); n != 6 {
-		t.Errorf("the second Apply called the extension %d times", n-6)
+	if n := calls.total(); n != 7 || calls.get(HookPostTranslateInsert) != 2 {
+		t.Errorf("the second Apply called the extension %d times, want once (PostTranslateInsert): %v", n-6, calls.n)
 	}
 	f.check(t)
 	for i, l := range [][2][]proto.Message{{first.Listeners, second.Listeners}, {first.Routes, second.Routes}, {first.Clusters, second.Clusters}, {first.Secrets, second.Secrets}} {
@@ -533,7 +535,7 @@ func TestCache(t *testing.T) {
 	if got := calls.get(HookPostTranslateModify); got != 2 {
 		t.Errorf("PostTranslateModify called %d times, want 2", got)
 	}
-	if got := calls.get(HookPostHTTPListenerModify) + calls.get(HookPostRouteModify) + calls.get(HookPostTranslateInsert); got != 3 {
+	if got := calls.get(HookPostHTTPListenerModify) + calls.get(HookPostRouteModify); got != 2 {
 		t.Errorf("unchanged resources sent again: %v", calls.n)
 	}
 	// The first b.example.com's answer was not used by the last Apply:
@@ -541,6 +543,68 @@ func TestCache(t *testing.T) {
 	apply(translate(t, fixtureYAML))
 	if got := calls.get(HookPostVirtualHostModify); got != 4 {
 		t.Errorf("PostVirtualHostModify called %d times, want 4 (unused answers are dropped)", got)
+	}
+}
+
+// staticCluster is a cluster named name sending to addr:8080.
+func staticCluster(name, addr string) *clusterv3.Cluster {
+	return &clusterv3.Cluster{
+		Name:                 name,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+		LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8080}}}},
+			}}}},
+		}}},
+	}
+}
+
+// PostTranslateInsert's request is empty, so the same request says
+// nothing about the answer: an extension restarted with a new upstream
+// answers differently. Its answer must come from a call on every Apply,
+// never from the last Apply's cache.
+func TestPostTranslateInsertIsCalledOnEveryApply(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second []*clusterv3.Cluster
+	}{
+		{"new upstream", []*clusterv3.Cluster{staticCluster("ext/sidecar", "10.0.0.1")}, []*clusterv3.Cluster{staticCluster("ext/sidecar", "10.0.0.2")}},
+		{"cluster added", nil, []*clusterv3.Cluster{staticCluster("ext/sidecar", "10.0.0.1")}},
+		{"cluster removed", []*clusterv3.Cluster{staticCluster("ext/sidecar", "10.0.0.1")}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var answer atomic.Pointer[[]*clusterv3.Cluster]
+			answer.Store(&tc.first)
+			addr, calls := serve(t, &sdk.Server{TranslateInsert: func(context.Context, *v1alpha1.PostTranslateInsertRequest) (*v1alpha1.PostTranslateInsertResponse, error) {
+				return &v1alpha1.PostTranslateInsertResponse{Clusters: *answer.Load()}, nil
+			}})
+			r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostTranslateInsert}})
+			apply := func(want []*clusterv3.Cluster) {
+				t.Helper()
+				out, failures := r.Apply(context.Background(), translate(t, fixtureYAML), Refs{})
+				if out == nil || len(failures) > 0 {
+					t.Fatalf("failures: %v", failures)
+				}
+				got := cluster(out, "ext/sidecar")
+				switch {
+				case len(want) == 0 && got != nil:
+					t.Errorf("cluster %v still served, want none", got)
+				case len(want) > 0 && !proto.Equal(got, want[0]):
+					t.Errorf("cluster:\n%v\nwant:\n%v", got, want[0])
+				}
+			}
+			apply(tc.first)
+			answer.Store(&tc.second) // the extension restarts with another answer
+			apply(tc.second)
+			if n := calls.get(HookPostTranslateInsert); n != 2 {
+				t.Errorf("PostTranslateInsert called %d times, want 2 (once per Apply)", n)
+			}
+			if got := testutil.ToFloat64(r.calls.WithLabelValues(string(HookPostTranslateInsert), string(OutcomeCached))); got != 0 {
+				t.Errorf("%v PostTranslateInsert answers counted as cached", got)
+			}
+		})
 	}
 }
 

@@ -527,7 +527,8 @@ type RouteExtension struct {
 // ExtensionResource is one object of a kind an extension registered.
 type ExtensionResource struct {
 	Group, Kind string
-	// JSON is the whole object as the API server serves it.
+	// JSON is the object as the API server serves it, without status
+	// and metadata.managedFields: the same from a cluster as from files.
 	JSON []byte
 	// Policy: attached with targetRefs (not an ExtensionRef filter).
 	Policy bool

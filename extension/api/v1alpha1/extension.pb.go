@@ -103,9 +103,11 @@ func (x *ObjectRef) GetName() string {
 // (the registration's resources list), as Portcullis's watch sees it.
 type ExtensionResource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// unstructured_json is the whole object as JSON, as the Kubernetes API
-	// serves it: apiVersion, kind, metadata, spec and status. Portcullis does
-	// not interpret it. The Go SDK decodes it (sdk.Unstructured, sdk.Decode).
+	// unstructured_json is the object as JSON, as the Kubernetes API serves
+	// it without status and metadata.managedFields: apiVersion, kind,
+	// metadata and spec, the same whether the object was read from a cluster
+	// or from files. Portcullis does not interpret it. The Go SDK decodes it
+	// (sdk.Unstructured, sdk.Decode).
 	UnstructuredJson []byte `protobuf:"bytes,1,opt,name=unstructured_json,json=unstructuredJson,proto3" json:"unstructured_json,omitempty"`
 	// policy is true for a policy attached with spec.targetRefs, false for
 	// an object referenced by an ExtensionRef filter or a backendRef.

@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,14 +48,28 @@ func (b *routeBuild) extensionRef(ref *gwapiv1.LocalObjectReference, where strin
 	return true
 }
 
-// extensionJSON is the object as the extension receives it: as the API
-// server serves it, without metadata.managedFields (the API server's
-// bookkeeping, which changes on every write and would defeat the hook
-// cache).
+// extensionJSON is the object as the extension receives it (every
+// ExtensionResource it is handed is made here), the same from a cluster
+// as from files: without status, which the API server serves and files
+// seldom have (an extension decoding strictly into a type without one
+// would fail in a cluster only; Portcullis writes a policy's, and the
+// memos take objects differing only in status as unchanged), and without
+// metadata.managedFields (the API server's bookkeeping, which changes on
+// every write and would defeat the hook cache).
 func extensionJSON(u *unstructured.Unstructured) ([]byte, error) {
-	if _, ok := u.Object["metadata"].(map[string]any)["managedFields"]; ok {
-		u = u.DeepCopy()
-		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	meta, _ := u.Object["metadata"].(map[string]any)
+	_, managed := meta["managedFields"]
+	_, status := u.Object["status"]
+	if managed || status {
+		// Shallow copies: u is the snapshot's, never modified.
+		obj := maps.Clone(u.Object)
+		delete(obj, "status")
+		if managed {
+			meta = maps.Clone(meta)
+			delete(meta, "managedFields")
+			obj["metadata"] = meta
+		}
+		u = &unstructured.Unstructured{Object: obj}
 	}
 	return u.MarshalJSON()
 }
