@@ -66,6 +66,8 @@ func extensionConfig(t *testing.T, addr, policy string) string {
   failurePolicy: %s
   # Generous: the machine is shared, and a late answer is a failure.
   timeout: 5s
+  # The auth server the extension adds a cluster for is on loopback.
+  allowLocalEndpoints: true
 `, addr, basicAuthGroup, basicAuthVersion, basicAuthKind, policy))
 	return path
 }

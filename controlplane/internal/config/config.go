@@ -100,6 +100,10 @@ type Extension struct {
 	// an EnvoyGateway extension and takes back, as Envoy Gateway's
 	// extensionManager.hooks.xdsTranslator.translation does.
 	Translation *ExtensionTranslation `json:"translation,omitempty"`
+	// AllowLocalEndpoints lets the clusters the extension adds or changes
+	// reach the host itself: loopback, link-local and the host's own
+	// addresses, Unix sockets (refused by default).
+	AllowLocalEndpoints bool `json:"allowLocalEndpoints,omitempty"`
 }
 
 // ExtensionTranslation is Envoy Gateway's translation hook configuration:

@@ -35,7 +35,7 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			BackendResources: gvks(e.BackendResources),
 			PolicyResources:  gvks(e.PolicyResources),
 		}
-		r.Dialect, r.Translation = Dialect(e.Dialect), translation(e.Translation)
+		r.Dialect, r.Translation, r.AllowLocalEndpoints = Dialect(e.Dialect), translation(e.Translation), e.AllowLocalEndpoints
 		if t := e.TLS; t != nil {
 			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
 		}

@@ -149,6 +149,10 @@ type Registration struct {
 	// Translation is the EnvoyGateway dialect's PostTranslateModify
 	// selection; nil is DefaultTranslation.
 	Translation *Translation
+	// AllowLocalEndpoints lets the clusters the extension adds or changes
+	// reach the host itself (loopback, link-local, its own addresses, Unix
+	// sockets): refused otherwise (guard.CheckEndpoints).
+	AllowLocalEndpoints bool
 }
 
 // Kinds are the registration's kinds, all three lists.

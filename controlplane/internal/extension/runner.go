@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/portcullis/portcullis/controlplane/internal/extension/guard"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -124,6 +127,9 @@ type Runner struct {
 	last      []string
 	// idle: the last Apply called none of the hooks (Idle).
 	idle bool
+	// own are the host's addresses, which added endpoints may not have
+	// (guard.CheckEndpoints).
+	own []netip.Addr
 	// keys are the cache keys of the last Apply's requests by identity
 	// (subject.identity), and same whether the answer of a cache key is
 	// its request's input unchanged (see passThrough).
@@ -173,6 +179,7 @@ func NewRunner(reg Registration, conn grpc.ClientConnInterface) (*Runner, error)
 		client:   client,
 		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(reg.MaxMessageSize), grpc.MaxCallSendMsgSize(reg.MaxMessageSize)},
 		cache:    map[cacheKey]proto.Message{},
+		own:      guard.OwnAddresses(),
 	}
 	r.useMetric(newCallsMetric())
 	return r, nil
@@ -264,6 +271,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	}
 	ru.ours = newNames(res)
 	ru.refs = refs
+	ru.listeners = res.Listeners
 	ru.translated = res.Routes
 	ru.known = ru.ours.clusters
 
@@ -368,7 +376,29 @@ type run struct {
 	failures []Failure
 	// n counts the hook calls (answered from the cache or not).
 	n atomic.Int64
+	// listeners are the input's; fs their protecting filters, worked out
+	// when a check first needs them (the guard's).
+	listeners []proto.Message
+	fsOnce    sync.Once
+	fs        guard.Filters
 }
+
+// filters are the protecting filters of the input's connection managers.
+func (ru *run) filters() guard.Filters {
+	ru.fsOnce.Do(func() {
+		ru.fs = guard.Filters{}
+		for _, m := range ru.listeners {
+			if l, ok := m.(*listenerv3.Listener); ok && hasHCM(l) {
+				hs, _ := hcms(l) // one that does not decode protects nothing it could be held to
+				ru.fs.Add(slices.Collect(maps.Values(hs))...)
+			}
+		}
+	})
+	return ru.fs
+}
+
+// oursFunc says whether a cluster is one the translator made.
+func (ru *run) oursFunc() guard.Ours { return func(c string) bool { return ru.ours.clusters[c] } }
 
 // subject is what a call is about, for its Failure.
 type subject struct {
@@ -602,6 +632,9 @@ func (ru *run) insert(out *translator.Resources) {
 			if err := checkAdded("cluster", resp.GetClusters(), ru.ours.clusters); err != nil {
 				return err
 			}
+			if err := ru.checkEndpoints(resp.GetClusters()); err != nil {
+				return err
+			}
 			return checkAdded("secret", resp.GetSecrets(), ru.ours.secrets)
 		})
 	if !ok || len(resp.GetClusters())+len(resp.GetSecrets()) == 0 {
@@ -660,6 +693,7 @@ func appendSorted[M proto.Message](ms []proto.Message, add []M) []proto.Message 
 func (ru *run) modifyRoutes(res *translator.Resources, refs map[string]*ir.RouteExtension) map[RouteKey]*routev3.Route {
 	type item struct {
 		key RouteKey
+		vh  *routev3.VirtualHost
 		in  *routev3.Route
 		req *v1alpha1.PostRouteModifyRequest
 	}
@@ -676,7 +710,7 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs map[string]*ir.Route
 				}
 				req := ru.routeRequest(rt, refs[rt.GetName()], vh)
 				if req != nil {
-					items = append(items, item{RouteKey{rc.GetName(), vh.GetName(), i}, rt, req})
+					items = append(items, item{RouteKey{rc.GetName(), vh.GetName(), i}, vh, rt, req})
 				}
 			}
 		}
@@ -696,7 +730,7 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs map[string]*ir.Route
 				if out == nil {
 					return invalidf("no route (a route is dropped through PostVirtualHostModify)")
 				}
-				return ru.checkRoute(it.in, out)
+				return ru.checkRoute(it.vh, it.in, out)
 			})
 		if ok {
 			changed[i] = resp.GetRoute()
@@ -744,7 +778,7 @@ func (ru *run) modifyClusters(cs []proto.Message, refs map[string]*ir.ExtensionR
 				if err := validate(out); err != nil {
 					return invalidf("%v", err)
 				}
-				return nil
+				return ru.checkEndpoints([]*clusterv3.Cluster{out})
 			})
 		if ok {
 			changed[j] = resp.GetCluster()
@@ -1112,7 +1146,7 @@ func originsKey(refs []*v1alpha1.ObjectRef) string {
 // HTTP connection manager; rcs are the route configurations its HCMs may
 // use.
 func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
-	rcNames := namesOf(rcs)
+	rcList := typed[*routev3.RouteConfiguration](rcs)
 	outs := make([]proto.Message, len(ls))
 	keep := make([]bool, len(ls))
 	ru.each(len(ls), func(i int) {
@@ -1139,7 +1173,7 @@ func (ru *run) modifyListeners(ls, rcs []proto.Message) []proto.Message {
 				if ru.passThrough(key, resp.GetListener(), in) {
 					return nil
 				}
-				return checkListener(in, resp.GetListener(), rcNames)
+				return ru.checkListener(in, resp.GetListener(), rcList)
 			})
 		if ok {
 			if l := resp.GetListener(); l != nil {

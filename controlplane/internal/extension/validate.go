@@ -2,8 +2,8 @@ package extension
 
 import (
 	"fmt"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"slices"
-	"sort"
 	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -12,8 +12,8 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/portcullis/portcullis/controlplane/internal/extension/guard"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 )
@@ -119,38 +119,27 @@ func checkClusters(routes []*routev3.Route, known, dangling map[string]bool) err
 	return nil
 }
 
-// authzEntries are the ext_authz entries of a typed_per_filter_config (the
-// HCM's filter and those routes name, all named with
-// translator.ExtAuthzFilterName as prefix), as one comparable string.
-func authzEntries(m map[string]*anypb.Any) string {
-	var keys []string
-	for k := range m {
-		if strings.HasPrefix(k, translator.ExtAuthzFilterName) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		v, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m[k])
-		fmt.Fprintf(&b, "%s=%x;", k, v)
-	}
-	return b.String()
-}
-
 // checkRoute checks a PostRouteModify answer: valid, the same name, its
-// clusters exist, its ext_authz settings as Portcullis made them.
-func (ru *run) checkRoute(in, out *routev3.Route) error {
+// clusters exist, and its virtual host vh, with it, no more open (the
+// guard's invariant).
+func (ru *run) checkRoute(vh *routev3.VirtualHost, in, out *routev3.Route) error {
 	if err := validate(out); err != nil {
 		return invalidf("the route does not validate: %v", err)
 	}
 	if out.GetName() != in.GetName() {
 		return invalidf("the route's name changed from %q to %q", in.GetName(), out.GetName())
 	}
-	if authzEntries(out.GetTypedPerFilterConfig()) != authzEntries(in.GetTypedPerFilterConfig()) {
-		return invalidf("the route's ext_authz settings (typed_per_filter_config %s*) changed: an extension may not remove or change them", translator.ExtAuthzFilterName)
+	if err := checkClusters([]*routev3.Route{out}, ru.known, ru.danglingSet()); err != nil {
+		return err
 	}
-	return checkClusters([]*routev3.Route{out}, ru.known, ru.danglingSet())
+	with := shallowClone(vh)
+	with.Routes = slices.Clone(vh.GetRoutes())
+	for i, r := range with.Routes {
+		if r == in {
+			with.Routes[i] = out
+		}
+	}
+	return opened(guard.CheckVirtualHost(ru.filters(), ru.oursFunc(), vh, with))
 }
 
 // checkVirtualHost checks a PostVirtualHostModify answer.
@@ -164,34 +153,36 @@ func (ru *run) checkVirtualHost(in, out *routev3.VirtualHost) error {
 	if !slices.Equal(out.GetDomains(), in.GetDomains()) {
 		return invalidf("the virtual host's domains changed from %q to %q", in.GetDomains(), out.GetDomains())
 	}
-	if err := checkVirtualHostAuthz(in, out); err != nil {
+	if err := checkClusters(out.GetRoutes(), ru.known, ru.danglingSet()); err != nil {
 		return err
 	}
-	return checkClusters(out.GetRoutes(), ru.known, ru.danglingSet())
+	return opened(guard.CheckVirtualHost(ru.filters(), ru.oursFunc(), in, out))
 }
 
-// checkVirtualHostAuthz checks that out keeps in's ext_authz settings:
-// those of the virtual host, and on each route those of one of in's routes
-// (a route added or changed carries settings Portcullis made for this
-// virtual host; none when it had no route).
-func checkVirtualHostAuthz(in, out *routev3.VirtualHost) error {
-	if authzEntries(out.GetTypedPerFilterConfig()) != authzEntries(in.GetTypedPerFilterConfig()) {
-		return invalidf("the virtual host %q's ext_authz settings (typed_per_filter_config %s*) changed", in.GetName(), translator.ExtAuthzFilterName)
+// opened is the guard's reasons as an invalid answer; nil for none.
+func opened(reasons []string) error {
+	if len(reasons) == 0 {
+		return nil
 	}
-	allowed := map[string]bool{}
-	for _, r := range in.GetRoutes() {
-		allowed[authzEntries(r.GetTypedPerFilterConfig())] = true
-	}
-	if len(in.GetRoutes()) == 0 {
-		allowed[""] = true
-	}
-	for i, r := range out.GetRoutes() {
-		if !allowed[authzEntries(r.GetTypedPerFilterConfig())] {
-			return invalidf("route %d of virtual host %q has ext_authz settings (typed_per_filter_config %s*) that none of Portcullis's routes there has: an extension may not remove, disable or change them", i, in.GetName(), translator.ExtAuthzFilterName)
-		}
-	}
-	return nil
+	return invalidf("it would serve requests more openly than Portcullis configured them (an extension may add, never open): %s", strings.Join(reasons, "; "))
 }
+
+// openedBy is the guard's violations as an invalid answer about the first
+// resource; nil for none.
+func openedBy(vs []guard.Violation) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	v := vs[0]
+	msgs := make([]string, len(vs))
+	for i, x := range vs {
+		msgs[i] = x.Error()
+	}
+	return &invalid{about: &subject{resource: fmt.Sprintf("%s %q", guardKind(v.TypeURL), v.Name), typeURL: v.TypeURL, names: []string{v.Name}},
+		msg: "it would serve requests more openly than Portcullis configured them (an extension may add, never open): " + strings.Join(msgs, "; ")}
+}
+
+func guardKind(typeURL string) string { return typeURL[strings.LastIndex(typeURL, ".")+1:] }
 
 // hcms are a listener's HTTP connection managers by filter chain name
 // (the default filter chain as "<default>"); an error for one that does not
@@ -240,22 +231,9 @@ func hasHCM(l *listenerv3.Listener) bool {
 	return false
 }
 
-// authzFilters are an HCM's ext_authz filters, as one comparable string.
-func authzFilters(h *hcmv3.HttpConnectionManager) string {
-	var b strings.Builder
-	for _, f := range h.GetHttpFilters() {
-		if strings.HasPrefix(f.GetName(), translator.ExtAuthzFilterName) {
-			v, _ := proto.MarshalOptions{Deterministic: true}.Marshal(f)
-			fmt.Fprintf(&b, "%x;", v)
-		}
-	}
-	return b.String()
-}
-
-// checkListenerHCMs checks out's HTTP connection managers: each uses a
-// route configuration of rcs by RDS; and on the filter chains of in (by
-// name) the same route configuration and the same ext_authz filters.
-func checkListenerHCMs(in, out *listenerv3.Listener, rcs map[string]bool) error {
+// checkListenerHCMs checks that each of out's HTTP connection managers
+// uses a route configuration of rcs by RDS.
+func checkListenerHCMs(out *listenerv3.Listener, rcs map[string]bool) error {
 	outH, err := hcms(out)
 	if err != nil {
 		return invalidf("%v", err)
@@ -269,30 +247,12 @@ func checkListenerHCMs(in, out *listenerv3.Listener, rcs map[string]bool) error 
 			return invalidf("filter chain %q: route configuration %q does not exist", chain, rds.GetRouteConfigName())
 		}
 	}
-	if in == nil {
-		return nil
-	}
-	inH, err := hcms(in)
-	if err != nil {
-		return invalidf("%v", err)
-	}
-	for chain, h := range inH {
-		o, ok := outH[chain]
-		if !ok {
-			continue // the chain, or its HCM, is gone: it serves nothing
-		}
-		if o.GetRds().GetRouteConfigName() != h.GetRds().GetRouteConfigName() {
-			return invalidf("filter chain %q: the route configuration changed from %q to %q", chain, h.GetRds().GetRouteConfigName(), o.GetRds().GetRouteConfigName())
-		}
-		if authzFilters(o) != authzFilters(h) {
-			return invalidf("filter chain %q: the ext_authz filters (%s*) changed: an extension may not remove, disable or change them", chain, translator.ExtAuthzFilterName)
-		}
-	}
 	return nil
 }
 
-// checkListener checks a PostHTTPListenerModify answer.
-func checkListener(in, out *listenerv3.Listener, rcs map[string]bool) error {
+// checkListener checks a PostHTTPListenerModify answer; rcs are the route
+// configurations its connection managers may use.
+func (ru *run) checkListener(in, out *listenerv3.Listener, rcs []*routev3.RouteConfiguration) error {
 	if err := validate(out); err != nil {
 		return invalidf("the listener does not validate: %v", err)
 	}
@@ -302,7 +262,24 @@ func checkListener(in, out *listenerv3.Listener, rcs map[string]bool) error {
 	if !proto.Equal(out.GetAddress(), in.GetAddress()) {
 		return invalidf("the listener's address changed")
 	}
-	return checkListenerHCMs(in, out, rcs)
+	names := make(map[string]bool, len(rcs))
+	for _, rc := range rcs {
+		names[rc.GetName()] = true
+	}
+	if err := checkListenerHCMs(out, names); err != nil {
+		return err
+	}
+	return opened(reasons(guard.CheckListeners(ru.oursFunc(),
+		guard.Config{Listeners: []*listenerv3.Listener{in}, Routes: rcs}, guard.Config{Listeners: []*listenerv3.Listener{out}, Routes: rcs})))
+}
+
+// reasons are the violations' reasons.
+func reasons(vs []guard.Violation) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Reason
+	}
+	return out
 }
 
 // checkAll checks a PostTranslateModify answer; an invalid one names the
@@ -311,20 +288,51 @@ func (ru *run) checkAll(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1
 	if err := checkLists(resp); err != nil {
 		return err
 	}
-	rcs, err := ru.checkRouteConfigurations(req, resp)
+	rcs, err := ru.checkRouteConfigurations(resp)
 	if err != nil {
 		return err
 	}
-	inLs := map[string]*listenerv3.Listener{}
-	for _, l := range req.GetListeners() {
-		inLs[l.GetName()] = l
-	}
 	for _, l := range resp.GetListeners() {
-		if err := checkListenerHCMs(inLs[l.GetName()], l, rcs); err != nil {
+		if err := checkListenerHCMs(l, rcs); err != nil {
 			return invalidAt(resourcev3.ListenerType, "Listener", l.GetName(), err)
 		}
 	}
-	return nil
+	if err := ru.checkEndpoints(changedClusters(req.GetClusters(), resp.GetClusters())); err != nil {
+		return err
+	}
+	return openedBy(guard.CheckListeners(ru.oursFunc(),
+		guard.Config{Listeners: req.GetListeners(), Routes: req.GetRouteConfigurations()},
+		guard.Config{Listeners: resp.GetListeners(), Routes: resp.GetRouteConfigurations()}))
+}
+
+// changedClusters are the clusters of out that in does not have as they
+// are (added or changed).
+func changedClusters(in, out []*clusterv3.Cluster) []*clusterv3.Cluster {
+	was := make(map[string]*clusterv3.Cluster, len(in))
+	for _, c := range in {
+		was[c.GetName()] = c
+	}
+	var changed []*clusterv3.Cluster
+	for _, c := range out {
+		if w := was[c.GetName()]; w != c && !proto.Equal(w, c) {
+			changed = append(changed, c)
+		}
+	}
+	return changed
+}
+
+// checkEndpoints refuses clusters that reach the host itself, unless the
+// registration allows them.
+func (ru *run) checkEndpoints(cs []*clusterv3.Cluster) error {
+	if ru.r.reg.AllowLocalEndpoints || len(cs) == 0 {
+		return nil
+	}
+	vs := guard.CheckEndpoints(cs, ru.r.own)
+	if len(vs) == 0 {
+		return nil
+	}
+	v := vs[0]
+	return invalidAt(v.TypeURL, "Cluster", v.Name, fmt.Errorf("%s (allowLocalEndpoints lets an extension reach the host itself)", v.Reason))
 }
 
 // invalidAt is err about the resource of typeURL named name.
@@ -346,51 +354,23 @@ func checkLists(resp *v1alpha1.PostTranslateModifyResponse) error {
 	return checkList(resourcev3.RouteType, "RouteConfiguration", resp.GetRouteConfigurations(), invalidAt)
 }
 
-// checkRouteConfigurations checks the answer's route configurations
-// against its clusters and the request's route configurations of the same
-// names; it returns their names.
-func (ru *run) checkRouteConfigurations(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1.PostTranslateModifyResponse) (map[string]bool, error) {
+// checkRouteConfigurations checks that the answer's routes send to its
+// clusters; it returns the route configurations' names.
+func (ru *run) checkRouteConfigurations(resp *v1alpha1.PostTranslateModifyResponse) (map[string]bool, error) {
 	clusters := map[string]bool{}
 	for _, c := range resp.GetClusters() {
 		clusters[c.GetName()] = true
 	}
-	inRCs := map[string]*routev3.RouteConfiguration{}
-	for _, rc := range req.GetRouteConfigurations() {
-		inRCs[rc.GetName()] = rc
-	}
 	rcs := map[string]bool{}
 	for _, rc := range resp.GetRouteConfigurations() {
 		rcs[rc.GetName()] = true
-		if err := ru.checkRouteConfiguration(inRCs[rc.GetName()], rc, clusters); err != nil {
-			return nil, invalidAt(resourcev3.RouteType, "RouteConfiguration", rc.GetName(), err)
-		}
-	}
-	return rcs, nil
-}
-
-// checkRouteConfiguration checks that the routes of rc send to clusters
-// that exist, and that each domain keeps the ext_authz settings of the
-// virtual host of in that served it.
-func (ru *run) checkRouteConfiguration(in, rc *routev3.RouteConfiguration, clusters map[string]bool) error {
-	byDomain := map[string]*routev3.VirtualHost{}
-	for _, vh := range in.GetVirtualHosts() {
-		for _, d := range vh.GetDomains() {
-			byDomain[d] = vh
-		}
-	}
-	for _, vh := range rc.GetVirtualHosts() {
-		if err := checkClusters(vh.GetRoutes(), clusters, ru.danglingSet()); err != nil {
-			return fmt.Errorf("virtual host %q: %v", vh.GetName(), err)
-		}
-		for _, d := range vh.GetDomains() {
-			if orig := byDomain[d]; orig != nil {
-				if err := checkVirtualHostAuthz(orig, vh); err != nil {
-					return fmt.Errorf("domain %q: %v", d, err)
-				}
+		for _, vh := range rc.GetVirtualHosts() {
+			if err := checkClusters(vh.GetRoutes(), clusters, ru.danglingSet()); err != nil {
+				return nil, invalidAt(resourcev3.RouteType, "RouteConfiguration", rc.GetName(), fmt.Errorf("virtual host %q: %v", vh.GetName(), err))
 			}
 		}
 	}
-	return nil
+	return rcs, nil
 }
 
 // checkList checks that every resource of a list validates and has a name

@@ -431,6 +431,7 @@ extensions:
   backendResources: [{group: example.vendor.io, version: v1, kind: Bucket}]
   policyResources: [{group: example.vendor.io, version: v1, kind: Quota}]
   timeout: 5s
+  allowLocalEndpoints: true # the Buckets' endpoints are on loopback
 `, vendorExtension(t))), "c.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -58,8 +58,12 @@ const (
 //     ExtensionError.
 //   - Answers are validated before use: every Envoy resource must pass its
 //     proto validation, added resources must not take the name of one of
-//     Portcullis's, and an answer may not remove or disable the ext_authz
-//     filter Portcullis configured, nor remove its per-route settings.
+//     Portcullis's, clusters an extension adds or changes may not reach the
+//     host itself (unless the registration allows it), and an answer may
+//     add but never open: the set of requests that reach one of
+//     Portcullis's clusters without passing each protecting filter
+//     configured for them (ext_authz, ext_proc, RBAC, JWT, rate limits,
+//     CORS; TLS) must not grow, whatever the names (docs/extensions.md).
 //   - Portcullis may reuse the last answer for a request identical to the
 //     previous one instead of calling again: hooks must be deterministic
 //     functions of their request.
@@ -174,8 +178,12 @@ func (c *extensionServerClient) PostClusterModify(ctx context.Context, in *PostC
 //     ExtensionError.
 //   - Answers are validated before use: every Envoy resource must pass its
 //     proto validation, added resources must not take the name of one of
-//     Portcullis's, and an answer may not remove or disable the ext_authz
-//     filter Portcullis configured, nor remove its per-route settings.
+//     Portcullis's, clusters an extension adds or changes may not reach the
+//     host itself (unless the registration allows it), and an answer may
+//     add but never open: the set of requests that reach one of
+//     Portcullis's clusters without passing each protecting filter
+//     configured for them (ext_authz, ext_proc, RBAC, JWT, rate limits,
+//     CORS; TLS) must not grow, whatever the names (docs/extensions.md).
 //   - Portcullis may reuse the last answer for a request identical to the
 //     previous one instead of calling again: hooks must be deterministic
 //     functions of their request.

@@ -1,0 +1,142 @@
+package extension
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	egpb "github.com/envoyproxy/gateway/proto/extension"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
+	"github.com/portcullis/portcullis/controlplane/internal/pipeline/goldencase"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
+	"github.com/portcullis/portcullis/extension/api/v1alpha1"
+	"github.com/portcullis/portcullis/extension/sdk"
+	"github.com/portcullis/portcullis/extension/sdk/sdktest"
+)
+
+// globalAuth is the translation of the golden case with global external
+// authorization on the plaintext listener.
+func globalAuth(t *testing.T) *translator.Resources {
+	t.Helper()
+	dir := filepath.Join("..", "pipeline", "testdata", "global-ext-auth-http")
+	set, err := goldencase.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := goldencase.Options(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Run(set, opts).Resources
+}
+
+// renamedWithoutAuthz is the first case: every listener renamed,
+// its ext_authz filters dropped.
+func renamedWithoutAuthz(t *testing.T, ls []*listenerv3.Listener) []*listenerv3.Listener {
+	var out []*listenerv3.Listener
+	for _, l := range ls {
+		l = proto.Clone(l).(*listenerv3.Listener)
+		l.Name += "-copy"
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				h := &hcmv3.HttpConnectionManager{}
+				if f.GetTypedConfig().UnmarshalTo(h) != nil {
+					continue
+				}
+				h.HttpFilters = slices.DeleteFunc(h.HttpFilters, func(f *hcmv3.HttpFilter) bool { return strings.HasPrefix(f.GetName(), translator.ExtAuthzFilterName) })
+				f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(t, h)}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// loopbackCluster is a cluster to 127.0.0.1:22.
+func loopbackCluster() *clusterv3.Cluster {
+	return &clusterv3.Cluster{Name: "vendor-ssh", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+		LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: "vendor-ssh", Endpoints: []*endpointv3.LocalityLbEndpoints{{
+			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 22}}}}}}}},
+		}}}}
+}
+
+// TestAnswersThatOpenAreRefused: the cases, each answered by a
+// real extension through the runner, under both dialects, are failures
+// of the hook that name what would be opened; Closed publishes nothing.
+func TestAnswersThatOpenAreRefused(t *testing.T) {
+	res := globalAuth(t)
+	for _, tc := range []struct {
+		name   string
+		answer func(*v1alpha1.PostTranslateModifyRequest) *v1alpha1.PostTranslateModifyResponse
+		allow  bool
+		want   string
+	}{
+		{"listener renamed without ext_authz", func(req *v1alpha1.PostTranslateModifyRequest) *v1alpha1.PostTranslateModifyResponse {
+			return &v1alpha1.PostTranslateModifyResponse{Clusters: req.GetClusters(), Secrets: req.GetSecrets(),
+				Listeners: renamedWithoutAuthz(t, req.GetListeners()), RouteConfigurations: req.GetRouteConfigurations()}
+		}, false, "filter envoy.filters.http.ext_authz was removed"},
+		{"a cluster to 127.0.0.1:22", func(req *v1alpha1.PostTranslateModifyRequest) *v1alpha1.PostTranslateModifyResponse {
+			return &v1alpha1.PostTranslateModifyResponse{Clusters: append(req.GetClusters(), loopbackCluster()), Secrets: req.GetSecrets(),
+				Listeners: req.GetListeners(), RouteConfigurations: req.GetRouteConfigurations()}
+		}, false, "endpoint 127.0.0.1:22 is a loopback address"},
+		{"a cluster to 127.0.0.1:22, allowed", func(req *v1alpha1.PostTranslateModifyRequest) *v1alpha1.PostTranslateModifyResponse {
+			return &v1alpha1.PostTranslateModifyResponse{Clusters: append(req.GetClusters(), loopbackCluster()), Secrets: req.GetSecrets(),
+				Listeners: req.GetListeners(), RouteConfigurations: req.GetRouteConfigurations()}
+		}, true, ""},
+	} {
+		t.Run(tc.name+"/Portcullis", func(t *testing.T) {
+			addr := sdktest.Listen(t, &sdk.Server{TranslateModify: func(_ context.Context, req *v1alpha1.PostTranslateModifyRequest) (*v1alpha1.PostTranslateModifyResponse, error) {
+				return tc.answer(req), nil
+			}})
+			r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostTranslateModify}, AllowLocalEndpoints: tc.allow})
+			checkRefused(t, r, res, tc.want)
+		})
+		t.Run(tc.name+"/EnvoyGateway", func(t *testing.T) {
+			addr := listenEG(t, &egTranslate{answer: func(req *egpb.PostTranslateModifyRequest) *egpb.PostTranslateModifyResponse {
+				n := tc.answer(&v1alpha1.PostTranslateModifyRequest{Clusters: req.GetClusters(), Secrets: req.GetSecrets(), Listeners: req.GetListeners(), RouteConfigurations: req.GetRoutes()})
+				return &egpb.PostTranslateModifyResponse{Clusters: n.GetClusters(), Secrets: n.GetSecrets(), Listeners: n.GetListeners(), Routes: n.GetRouteConfigurations()}
+			}})
+			r := newRunner(t, Registration{Address: addr, Dialect: DialectEnvoyGateway, Hooks: []Hook{HookPostTranslateModify}, AllowLocalEndpoints: tc.allow,
+				Translation: &Translation{Listeners: true, Routes: true, Clusters: true, Secrets: true}})
+			checkRefused(t, r, res, tc.want)
+		})
+	}
+}
+
+type egTranslate struct {
+	egpb.UnimplementedEnvoyGatewayExtensionServer
+	answer func(*egpb.PostTranslateModifyRequest) *egpb.PostTranslateModifyResponse
+}
+
+func (s *egTranslate) PostTranslateModify(_ context.Context, req *egpb.PostTranslateModifyRequest) (*egpb.PostTranslateModifyResponse, error) {
+	return s.answer(req), nil
+}
+
+func checkRefused(t *testing.T, r *Runner, res *translator.Resources, want string) {
+	t.Helper()
+	out, failures := r.Apply(t.Context(), res, Refs{})
+	if want == "" {
+		if len(failures) > 0 || out == nil {
+			t.Fatalf("refused: %v", failures)
+		}
+		return
+	}
+	if out != nil || len(failures) != 1 {
+		t.Fatalf("published %v with failures %v; want one failure and nothing published (Closed)", out != nil, failures)
+	}
+	f := failures[0]
+	if f.Outcome != OutcomeInvalid || f.Hook != HookPostTranslateModify || !strings.Contains(f.Message, want) {
+		t.Errorf("failure %v; want an invalid answer of PostTranslateModify saying %q", f, want)
+	}
+}
