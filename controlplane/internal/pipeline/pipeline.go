@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -208,9 +207,12 @@ func NewDocument(in *objects.Set, r *Result, now metav1.Time) (*Document, error)
 
 // MarshalResource renders one Envoy resource as compact protojson with its
 // "@type" first, as protojson renders it inside an Any (written here
-// without the Any: packing would marshal the resource twice).
+// without the Any: packing would marshal the resource twice). An Any of a
+// type this binary does not link renders as its type URL and bytes
+// (renderOptions) instead of failing. Every rendering of Envoy resources
+// for people goes through it.
 func MarshalResource(m proto.Message) ([]byte, error) {
-	b, err := protojson.Marshal(m)
+	b, err := renderOptions.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s: %w", translator.ResourceName(m), err)
 	}
