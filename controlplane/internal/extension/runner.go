@@ -170,7 +170,7 @@ func NewRunner(reg Registration, conn grpc.ClientConnInterface) (*Runner, error)
 		return nil, err
 	}
 	reg = reg.withDefaults()
-	var client v1alpha1.ExtensionServerClient = v1alpha1.NewExtensionServerClient(conn)
+	client := v1alpha1.NewExtensionServerClient(conn)
 	if reg.Dialect == DialectEnvoyGateway {
 		client = newEGClient(conn, *reg.Translation)
 	}
