@@ -104,6 +104,9 @@ type Extension struct {
 	// reach the host itself: loopback, link-local and the host's own
 	// addresses, Unix sockets (refused by default).
 	AllowLocalEndpoints bool `json:"allowLocalEndpoints,omitempty"`
+	// MayRemoveAll lets the extension's answers leave no listener or no
+	// virtual host: Envoy then serves nothing (refused by default).
+	MayRemoveAll bool `json:"mayRemoveAll,omitempty"`
 }
 
 // ExtensionTranslation is Envoy Gateway's translation hook configuration:

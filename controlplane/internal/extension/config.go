@@ -36,6 +36,7 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			PolicyResources:  gvks(e.PolicyResources),
 		}
 		r.Dialect, r.Translation, r.AllowLocalEndpoints = Dialect(e.Dialect), translation(e.Translation), e.AllowLocalEndpoints
+		r.MayRemoveAll = e.MayRemoveAll
 		if t := e.TLS; t != nil {
 			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
 		}

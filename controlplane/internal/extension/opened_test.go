@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -138,5 +139,66 @@ func checkRefused(t *testing.T, r *Runner, res *translator.Resources, want strin
 	f := failures[0]
 	if f.Outcome != OutcomeInvalid || f.Hook != HookPostTranslateModify || !strings.Contains(f.Message, want) {
 		t.Errorf("failure %v; want an invalid answer of PostTranslateModify saying %q", f, want)
+	}
+}
+
+// TestAnswersThatRemoveEverything: answers that leave Envoy no listener
+// or no virtual host are failures of the hook unless the registration
+// says mayRemoveAll: through PostTranslateModify under both dialects, and
+// through nil answers of the Portcullis dialect's per-resource hooks.
+func TestAnswersThatRemoveEverything(t *testing.T) {
+	res := globalAuth(t)
+	empty := func(req *v1alpha1.PostTranslateModifyRequest) *v1alpha1.PostTranslateModifyResponse {
+		return &v1alpha1.PostTranslateModifyResponse{Clusters: req.GetClusters(), Secrets: req.GetSecrets(), RouteConfigurations: req.GetRouteConfigurations()}
+	}
+	for _, mayRemoveAll := range []bool{false, true} {
+		want := "remove every listener"
+		if mayRemoveAll {
+			want = ""
+		}
+		t.Run(fmt.Sprintf("translate/Portcullis/mayRemoveAll=%v", mayRemoveAll), func(t *testing.T) {
+			addr := sdktest.Listen(t, &sdk.Server{TranslateModify: func(_ context.Context, req *v1alpha1.PostTranslateModifyRequest) (*v1alpha1.PostTranslateModifyResponse, error) {
+				return empty(req), nil
+			}})
+			r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostTranslateModify}, MayRemoveAll: mayRemoveAll})
+			checkRemoved(t, r, res, HookPostTranslateModify, want)
+		})
+		t.Run(fmt.Sprintf("translate/EnvoyGateway/mayRemoveAll=%v", mayRemoveAll), func(t *testing.T) {
+			addr := listenEG(t, &egTranslate{answer: func(req *egpb.PostTranslateModifyRequest) *egpb.PostTranslateModifyResponse {
+				return &egpb.PostTranslateModifyResponse{Clusters: req.GetClusters(), Secrets: req.GetSecrets(), Routes: req.GetRoutes()}
+			}})
+			r := newRunner(t, Registration{Address: addr, Dialect: DialectEnvoyGateway, Hooks: []Hook{HookPostTranslateModify}, MayRemoveAll: mayRemoveAll,
+				Translation: &Translation{Listeners: true, Routes: true, Clusters: true, Secrets: true}})
+			checkRemoved(t, r, res, HookPostTranslateModify, want)
+		})
+		t.Run(fmt.Sprintf("listeners dropped/mayRemoveAll=%v", mayRemoveAll), func(t *testing.T) {
+			addr := sdktest.Listen(t, &sdk.Server{HTTPListenerModify: func(context.Context, *v1alpha1.PostHTTPListenerModifyRequest) (*v1alpha1.PostHTTPListenerModifyResponse, error) {
+				return &v1alpha1.PostHTTPListenerModifyResponse{}, nil
+			}})
+			r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostHTTPListenerModify}, MayRemoveAll: mayRemoveAll})
+			checkRemoved(t, r, res, HookPostHTTPListenerModify, want)
+		})
+		t.Run(fmt.Sprintf("virtual hosts dropped/mayRemoveAll=%v", mayRemoveAll), func(t *testing.T) {
+			addr := sdktest.Listen(t, &sdk.Server{VirtualHostModify: func(context.Context, *v1alpha1.PostVirtualHostModifyRequest) (*v1alpha1.PostVirtualHostModifyResponse, error) {
+				return &v1alpha1.PostVirtualHostModifyResponse{}, nil
+			}})
+			r := newRunner(t, Registration{Address: addr, Hooks: []Hook{HookPostVirtualHostModify}, MayRemoveAll: mayRemoveAll})
+			wantVH := strings.Replace(want, "listener", "virtual host", 1)
+			checkRemoved(t, r, res, HookPostVirtualHostModify, wantVH)
+		})
+	}
+}
+
+func checkRemoved(t *testing.T, r *Runner, res *translator.Resources, hook Hook, want string) {
+	t.Helper()
+	out, failures := r.Apply(t.Context(), res, Refs{})
+	if want == "" {
+		if len(failures) > 0 || out == nil {
+			t.Fatalf("refused: %v", failures)
+		}
+		return
+	}
+	if out != nil || len(failures) != 1 || failures[0].Hook != hook || failures[0].Outcome != OutcomeInvalid || !strings.Contains(failures[0].Message, want) {
+		t.Fatalf("published %v with failures %v; want one invalid answer of %s saying %q", out != nil, failures, hook, want)
 	}
 }

@@ -153,6 +153,9 @@ type Registration struct {
 	// reach the host itself (loopback, link-local, its own addresses, Unix
 	// sockets): refused otherwise (guard.CheckEndpoints).
 	AllowLocalEndpoints bool
+	// MayRemoveAll: the extension's answers may leave no listener or no
+	// virtual host (Envoy then serves nothing); refused otherwise.
+	MayRemoveAll bool
 }
 
 // Kinds are the registration's kinds, all three lists.

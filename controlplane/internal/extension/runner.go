@@ -286,10 +286,16 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 		routes = ru.modifyRoutes(res, refs.Routes)
 	}
 	if r.reg.Subscribed(HookPostVirtualHostModify) || len(routes) > 0 {
-		out.Routes = ru.modifyVirtualHosts(out.Routes, routes)
+		rcs := ru.modifyVirtualHosts(out.Routes, routes)
+		if ru.keepsSomething(HookPostVirtualHostModify, "every virtual host", virtualHosts(out.Routes), virtualHosts(rcs)) {
+			out.Routes = rcs
+		}
 	}
 	if r.reg.Subscribed(HookPostHTTPListenerModify) {
-		out.Listeners = ru.modifyListeners(out.Listeners, out.Routes)
+		ls := ru.modifyListeners(out.Listeners, out.Routes)
+		if ru.keepsSomething(HookPostHTTPListenerModify, "every listener", len(out.Listeners), len(ls)) {
+			out.Listeners = ls
+		}
 	}
 	if r.reg.Subscribed(HookPostTranslateModify) {
 		ru.modifyAll(out)
@@ -1222,6 +1228,34 @@ func (ru *run) modifyAll(out *translator.Resources) {
 		}
 	}
 	out.Endpoints = eps
+}
+
+// keepsSomething reports whether a hook's answers, which left after of the
+// before resources the phase was given, keep at least one, or the
+// extension declared it may remove them all (MayRemoveAll); else it is a
+// failure of the hook and the phase's change is not taken. Envoy serving
+// nothing because of an answer is a choice to declare, not an accident.
+func (ru *run) keepsSomething(hook Hook, what string, before, after int) bool {
+	if before == 0 || after > 0 || ru.r.reg.MayRemoveAll {
+		return true
+	}
+	ru.fail(hook, subject{resource: "the configuration (" + what + ")"}, OutcomeInvalid, codes.OK, "invalid answer: "+removesAll(what))
+	return false
+}
+
+func removesAll(what string) string {
+	return fmt.Sprintf("the answers remove %s: Envoy would serve nothing (an extension that means to says mayRemoveAll: true)", what)
+}
+
+// virtualHosts counts the virtual hosts of route configurations.
+func virtualHosts(rcs []proto.Message) int {
+	n := 0
+	for _, m := range rcs {
+		if rc, ok := m.(*routev3.RouteConfiguration); ok {
+			n += len(rc.GetVirtualHosts())
+		}
+	}
+	return n
 }
 
 // typed returns the messages of type M of ms.

@@ -288,6 +288,14 @@ func (ru *run) checkAll(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1
 	if err := checkLists(resp); err != nil {
 		return err
 	}
+	if !ru.r.reg.MayRemoveAll {
+		switch {
+		case len(req.GetListeners()) > 0 && len(resp.GetListeners()) == 0:
+			return invalidf("%s", removesAll("every listener"))
+		case countVirtualHosts(req.GetRouteConfigurations()) > 0 && countVirtualHosts(resp.GetRouteConfigurations()) == 0:
+			return invalidf("%s", removesAll("every virtual host"))
+		}
+	}
 	rcs, err := ru.checkRouteConfigurations(resp)
 	if err != nil {
 		return err
@@ -303,6 +311,14 @@ func (ru *run) checkAll(req *v1alpha1.PostTranslateModifyRequest, resp *v1alpha1
 	return openedBy(guard.CheckListeners(ru.oursFunc(),
 		guard.Config{Listeners: req.GetListeners(), Routes: req.GetRouteConfigurations()},
 		guard.Config{Listeners: resp.GetListeners(), Routes: resp.GetRouteConfigurations()}))
+}
+
+func countVirtualHosts(rcs []*routev3.RouteConfiguration) int {
+	n := 0
+	for _, rc := range rcs {
+		n += len(rc.GetVirtualHosts())
+	}
+	return n
 }
 
 // changedClusters are the clusters of out that in does not have as they

@@ -110,9 +110,12 @@ type Server struct {
 	// changed services.
 	servicesChanged chan struct{}
 
-	mu       sync.Mutex
-	version  string
-	ready    bool
+	mu      sync.Mutex
+	version string
+	ready   bool
+	// servable: the last publication has a listener, or the translation
+	// made none (readyz).
+	servable bool
 	buildErr string
 	// configErr is why the configuration file on disk is not in force
 	// ("" when it is).
@@ -445,6 +448,10 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool)
 		s.publishStatus(ctx)
 		return
 	}
+	// Servable: an extension (with mayRemoveAll) may leave Envoy no
+	// listener of those the translation had; then the control plane is
+	// not ready.
+	servable := len(out.Resources.Listeners) > 0 || len(res.Resources.Listeners) == 0
 	res = out
 	version, err := s.xds.Update(ctx, res.Resources)
 	s.mu.Lock()
@@ -454,7 +461,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool)
 		s.cfg.Log.Error("publishing configuration failed: keeping the last good one", "err", err)
 		return
 	}
-	s.version, s.ready, s.buildErr = version, true, ""
+	s.version, s.ready, s.servable, s.buildErr = version, true, servable, ""
 	s.lastSet, s.lastRes, s.extProblems = set, res, extProblems
 	s.mu.Unlock()
 	invalid := 0
@@ -621,13 +628,16 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeOK(w) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
-		ready := s.ready
+		ready, servable := s.ready, s.servable
 		s.mu.Unlock()
-		if !ready {
+		switch {
+		case !ready:
 			http.Error(w, "no configuration built yet", http.StatusServiceUnavailable)
-			return
+		case !servable:
+			http.Error(w, "the published configuration has no listener: the extensions' answers removed every one the translation made", http.StatusServiceUnavailable)
+		default:
+			writeOK(w)
 		}
-		writeOK(w)
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
