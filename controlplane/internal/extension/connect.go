@@ -1,9 +1,11 @@
 package extension
 
 import (
+	"context"
 	"errors"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/resolver/manual"
 )
 
@@ -43,7 +45,7 @@ func Connect(regs []Registration) (chain *Chain, close func(), err error) {
 			closeAll()
 			return nil, func() {}, err
 		}
-		r.endpoints = res
+		r.conn, r.endpoints = conn, res
 		runners = append(runners, r)
 	}
 	chain, err = NewChain(runners...)
@@ -52,4 +54,28 @@ func Connect(regs []Registration) (chain *Chain, close func(), err error) {
 		return nil, func() {}, err
 	}
 	return chain, closeAll, nil
+}
+
+// WatchReady calls ready each time the runner's connection becomes ready
+// (connectivity READY) again, e.g. its extension server restarted after
+// calls failed, until ctx ends or the connection is closed. A connection
+// that falls idle (its server went away) is told to connect again at
+// once: gRPC reconnects only for a call otherwise, and it is the
+// reconnection that tells the extension is back. It returns at once for a
+// runner not made by Connect.
+func (r *Runner) WatchReady(ctx context.Context, ready func()) {
+	if r.conn == nil {
+		return
+	}
+	st := r.conn.GetState()
+	for r.conn.WaitForStateChange(ctx, st) {
+		switch st = r.conn.GetState(); st {
+		case connectivity.Ready:
+			ready()
+		case connectivity.Idle:
+			r.conn.Connect()
+		case connectivity.Shutdown:
+			return
+		}
+	}
 }

@@ -121,6 +121,9 @@ type Runner struct {
 	calls, metric *prometheus.CounterVec
 	// cache holds the valid answers of the last Apply, by request.
 	cache map[cacheKey]proto.Message
+	// conn is the connection Connect dialed (WatchReady); nil for a
+	// runner made by NewRunner alone.
+	conn *grpc.ClientConn
 	// endpoints, for a registration reached through an ExtensionService,
 	// sets the connection's addresses (SetEndpoints); last what it set.
 	endpoints *manual.Resolver

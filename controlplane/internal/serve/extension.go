@@ -212,6 +212,30 @@ func (e *extensions) reportIdle() {
 	}
 }
 
+// watchReady watches the extensions' connections until ctx ends: ready
+// receives (it holds one at most) when one became ready again, e.g. its
+// server restarted after calls failed. wait returns once the watching
+// goroutines have (after ctx ended, or the connections closed). Without
+// extensions ready never receives.
+func (e *extensions) watchReady(ctx context.Context) (ready <-chan struct{}, wait func()) {
+	if e == nil {
+		return nil, func() {}
+	}
+	c := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for _, r := range e.chain.Runners() {
+		wg.Go(func() {
+			r.WatchReady(ctx, func() {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			})
+		})
+	}
+	return c, wg.Wait
+}
+
 // close releases the extensions' connections.
 func (e *extensions) close() {
 	if e != nil && e.closeConns != nil {

@@ -71,7 +71,12 @@ var (
 // Unavailable while failing is set.
 func headerExtension(t *testing.T, failing *atomic.Bool) string {
 	t.Helper()
-	return sdktest.Listen(t, &sdk.Server{
+	return sdktest.Listen(t, headerServer(failing))
+}
+
+// headerServer is headerExtension's server.
+func headerServer(failing *atomic.Bool) *sdk.Server {
+	return &sdk.Server{
 		VirtualHostModify: func(_ context.Context, req *v1alpha1.PostVirtualHostModifyRequest) (*v1alpha1.PostVirtualHostModifyResponse, error) {
 			if failing.Load() {
 				return nil, grpcstatus.Error(codes.Unavailable, "backend down")
@@ -81,7 +86,7 @@ func headerExtension(t *testing.T, failing *atomic.Bool) string {
 				Header: &corev3.HeaderValue{Key: "x-ext", Value: "added"}})
 			return &v1alpha1.PostVirtualHostModifyResponse{VirtualHost: vh}, nil
 		},
-	})
+	}
 }
 
 // extensionServer is a Server (not serving) with the extension at addr.

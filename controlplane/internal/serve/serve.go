@@ -142,13 +142,18 @@ type Server struct {
 	// cache holds what the last build can lend the next (loop goroutine
 	// only): a change builds and translates only what changed.
 	cache *pipeline.Cache
+	// retryMin and retryMax are the first and the longest wait before a
+	// build whose extension hooks failed is made again
+	// (extensionRetryMin, extensionRetryMax; tests set others).
+	retryMin, retryMax time.Duration
 }
 
 // newServer returns a server of cfg, connected (lazily) to its extension.
 // It serves nothing yet; close stops what it started.
 func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, xds: xdsserver.New(cfg.Log), envoyChanged: make(chan struct{}, 1), metrics: newMetrics(cfg.Status, cfg.Leader),
-		toWrite: make(chan []statuswriter.Update, 1), servicesChanged: make(chan struct{}, 1), cache: pipeline.NewCache()}
+		toWrite: make(chan []statuswriter.Update, 1), servicesChanged: make(chan struct{}, 1), cache: pipeline.NewCache(),
+		retryMin: extensionRetryMin, retryMax: extensionRetryMax}
 	if cfg.XDSClientTimeout > 0 {
 		s.xds.ClientTimeout = cfg.XDSClientTimeout
 	}
@@ -361,10 +366,16 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 	// again (nil when none is due): nothing else would call the hooks
 	// again until the objects change, so a recovered extension would not
 	// be used (Closed: a stale configuration; Open: one without the
-	// extension's changes). The wait doubles, up to extensionRetryMax,
-	// while the hooks keep failing.
+	// extension's changes). The wait doubles, up to retryMax,
+	// while the hooks keep failing. It is the fallback: an extension whose
+	// connection becomes ready again (reconnected) brings the retry at
+	// once, instead of when the timer next fires, which could be a whole
+	// wait after the extension came back (its connection was still
+	// waiting to reconnect when the last retry called it).
 	var retry <-chan time.Time
 	var retryWait time.Duration
+	reconnected, watching := s.ext.watchReady(ctx)
+	defer watching()
 	for {
 		select {
 		case <-ctx.Done():
@@ -372,6 +383,11 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 		case set = <-updates:
 		case s.cfg.Pipeline = <-options:
 		case <-retry:
+		case <-reconnected:
+			if retry == nil {
+				// No build waits for an extension.
+				continue
+			}
 		case <-s.envoyChanged:
 			s.publishStatus(ctx)
 			continue
@@ -379,29 +395,39 @@ func (s *Server) loop(ctx context.Context, updates <-chan *objects.Set, options 
 		if wait := debounceWait(time.Since(lastBuild), s.cfg.Debounce); wait > 0 {
 			// Debounce: a burst of changes (a kubectl apply of many
 			// objects) becomes one build.
-			timer := time.NewTimer(wait)
-		drain:
-			for {
-				select {
-				case <-ctx.Done():
-					timer.Stop()
-					return
-				case set = <-updates:
-				case s.cfg.Pipeline = <-options:
-				case <-timer.C:
-					break drain
-				}
+			var ok bool
+			if set, ok = s.drain(ctx, wait, set, updates, options); !ok {
+				return
 			}
 		}
 		if set != nil {
 			if s.rebuild(ctx, set) {
-				retryWait = min(max(2*retryWait, extensionRetryMin), extensionRetryMax)
+				retryWait = min(max(2*retryWait, s.retryMin), s.retryMax)
 				retry = time.After(retryWait)
 			} else {
 				retry, retryWait = nil, 0
 			}
 		}
 		lastBuild = time.Now()
+	}
+}
+
+// drain waits wait, taking in the updates and options that arrive
+// meanwhile: it returns the newest set (set when none came), and false
+// when ctx ended first.
+func (s *Server) drain(ctx context.Context, wait time.Duration, set *objects.Set, updates <-chan *objects.Set,
+	options <-chan pipeline.Options) (*objects.Set, bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return set, false
+		case set = <-updates:
+		case s.cfg.Pipeline = <-options:
+		case <-timer.C:
+			return set, true
+		}
 	}
 }
 
