@@ -107,6 +107,23 @@ type Extension struct {
 	// MayRemoveAll lets the extension's answers leave no listener or no
 	// virtual host: Envoy then serves nothing (refused by default).
 	MayRemoveAll bool `json:"mayRemoveAll,omitempty"`
+	// Retry retries a failed call within its timeout (gRPC's retry
+	// policy); by default only under the EnvoyGateway dialect, as Envoy
+	// Gateway does.
+	Retry *ExtensionRetry `json:"retry,omitempty"`
+}
+
+// ExtensionRetry is Envoy Gateway's per-call retry configuration.
+type ExtensionRetry struct {
+	// MaxAttempts counts the first call: 2 to 5 (default 4).
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// InitialBackoff and MaxBackoff are durations (default 100ms and 1s).
+	InitialBackoff string `json:"initialBackoff,omitempty"`
+	MaxBackoff     string `json:"maxBackoff,omitempty"`
+	// BackoffMultiplier grows the backoff (default 2).
+	BackoffMultiplier float64 `json:"backoffMultiplier,omitempty"`
+	// RetryableStatusCodes are gRPC codes by name (default [UNAVAILABLE]).
+	RetryableStatusCodes []string `json:"retryableStatusCodes,omitempty"`
 }
 
 // ExtensionTranslation is Envoy Gateway's translation hook configuration:

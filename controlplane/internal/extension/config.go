@@ -20,6 +20,8 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 		e := &c.Extensions[i]
 		where := fmt.Sprintf("extensions[%d]", i)
 		timeout, budget, errs := e.Durations(where)
+		retry, retryErrs := retryOf(e.Retry, where)
+		errs = append(errs, retryErrs...)
 		msgs = append(msgs, errs...)
 		r := Registration{
 			Name:             e.Name,
@@ -34,9 +36,13 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			Resources:        gvks(e.Resources),
 			BackendResources: gvks(e.BackendResources),
 			PolicyResources:  gvks(e.PolicyResources),
+			Dialect:          Dialect(e.Dialect),
+			Translation:      translation(e.Translation),
+			Retry:            retry,
+
+			AllowLocalEndpoints: e.AllowLocalEndpoints,
+			MayRemoveAll:        e.MayRemoveAll,
 		}
-		r.Dialect, r.Translation, r.AllowLocalEndpoints = Dialect(e.Dialect), translation(e.Translation), e.AllowLocalEndpoints
-		r.MayRemoveAll = e.MayRemoveAll
 		if t := e.TLS; t != nil {
 			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
 		}
@@ -44,7 +50,8 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			r.Hooks = append(r.Hooks, Hook(h))
 		}
 		if len(errs) > 0 {
-			// Its zero durations would only be compared again.
+			// Its zero durations would only be compared again (its
+			// problems are said).
 			continue
 		}
 		regs = append(regs, r)

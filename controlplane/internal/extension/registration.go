@@ -156,6 +156,9 @@ type Registration struct {
 	// MayRemoveAll: the extension's answers may leave no listener or no
 	// virtual host (Envoy then serves nothing); refused otherwise.
 	MayRemoveAll bool
+	// Retry, when set, retries failed calls within their timeout; nil is
+	// none under the Portcullis dialect, DefaultRetry under EnvoyGateway.
+	Retry *Retry
 }
 
 // Kinds are the registration's kinds, all three lists.
@@ -191,6 +194,9 @@ func (r *Registration) Validate() error {
 	errs = append(errs, r.validateLimits(w)...)
 	errs = append(errs, r.validateKinds(w)...)
 	errs = append(errs, r.validateDialect(w)...)
+	if r.Retry != nil {
+		errs = append(errs, r.Retry.validate(w)...)
+	}
 	return errors.Join(errs...)
 }
 
@@ -396,6 +402,10 @@ func (r Registration) withDefaults() Registration {
 		t := DefaultTranslation
 		r.Translation = &t
 	}
+	if r.Dialect == DialectEnvoyGateway && r.Retry == nil {
+		rt := DefaultRetry
+		r.Retry = &rt
+	}
 	return r
 }
 
@@ -426,6 +436,9 @@ func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		// extension would wait that long for the next rebuild's retry.
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(reg.MaxMessageSize), grpc.MaxCallSendMsgSize(reg.MaxMessageSize)),
+	}
+	if reg.Retry != nil {
+		base = append(base, grpc.WithDefaultServiceConfig(reg.Retry.serviceConfig()))
 	}
 	conn, err := grpc.NewClient(reg.Address, append(base, opts...)...)
 	if err != nil {
