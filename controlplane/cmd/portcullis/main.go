@@ -256,7 +256,7 @@ func (tf *translateFlags) run(cmd *cobra.Command) error {
 	res := pipeline.Run(set, opts)
 	built := time.Now()
 	if tf.extDiff {
-		return showExtensionDiff(cmd, regs, res, tf.strict)
+		return showExtensionDiff(cmd, regs, set, res, tf.strict)
 	}
 	if err := tf.print(cmd, set, res); err != nil {
 		return err
@@ -306,13 +306,13 @@ func allValid(res *pipeline.Result) error {
 // (extstage.Run) once on res and prints what each extension
 // changed. It fails when a hook call failed (after
 // printing them all), or with strict when an object is not valid.
-func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, res *pipeline.Result, strict bool) error {
+func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, set *objects.Set, res *pipeline.Result, strict bool) error {
 	chain, closeConns, err := extension.Connect(regs)
 	if err != nil {
 		return err
 	}
 	defer closeConns()
-	run := extstage.Run(cmd.Context(), chain, res)
+	run := extstage.Run(cmd.Context(), chain, res, extstage.SecretsOf(set))
 	for _, reg := range run.Unreachable {
 		fmt.Fprintf(cmd.ErrOrStderr(), "extension %q unreachable: its ExtensionService %s is missing, invalid or has no ready endpoints in the files\n", reg.Name, reg.Service)
 	}

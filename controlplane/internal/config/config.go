@@ -176,6 +176,12 @@ type ExtensionTLS struct {
 	// ServerName is the name the extension's certificate must have
 	// (default: the host of address).
 	ServerName string `json:"serverName,omitempty"`
+	// CASecret ("namespace/name", key ca.crt) and ClientCertificateSecret
+	// (a kubernetes.io/tls Secret) take them from Secrets instead of files,
+	// followed as they change (Envoy Gateway's certificateRef and
+	// clientCertificateRef).
+	CASecret                string `json:"caSecret,omitempty"`
+	ClientCertificateSecret string `json:"clientCertificateSecret,omitempty"`
 }
 
 // Durations are the extension's timeout and phase budget (0 when unset),

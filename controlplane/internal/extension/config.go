@@ -44,7 +44,8 @@ func FromConfig(c *config.Config) ([]Registration, error) {
 			MayRemoveAll:        e.MayRemoveAll,
 		}
 		if t := e.TLS; t != nil {
-			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
+			r.TLS = &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName,
+				CASecret: t.CASecret, ClientSecret: t.ClientCertificateSecret}
 		}
 		for _, h := range e.Hooks {
 			r.Hooks = append(r.Hooks, Hook(h))

@@ -29,11 +29,12 @@ func Connect(regs []Registration) (chain *Chain, close func(), err error) {
 		}
 		var conn *grpc.ClientConn
 		var res *manual.Resolver
+		var secrets *secretTLS
 		var err error
 		if reg.Service != "" {
-			conn, res, err = dialService(reg)
+			conn, res, secrets, err = dialService(reg)
 		} else {
-			conn, err = Dial(reg)
+			conn, secrets, err = dial(reg)
 		}
 		if err != nil {
 			closeAll()
@@ -45,7 +46,7 @@ func Connect(regs []Registration) (chain *Chain, close func(), err error) {
 			closeAll()
 			return nil, func() {}, err
 		}
-		r.conn, r.endpoints = conn, res
+		r.conn, r.endpoints, r.secrets = conn, res, secrets
 		runners = append(runners, r)
 	}
 	chain, err = NewChain(runners...)

@@ -98,6 +98,10 @@ type TLS struct {
 	// ServerName is the name the extension's certificate must have; empty:
 	// the host of Address.
 	ServerName string
+	// CASecret and ClientSecret ("namespace/name") take the CAs (ca.crt)
+	// and the client certificate (tls.crt, tls.key) from Secrets instead
+	// of files, followed as they change (Runner.SetSecrets).
+	CASecret, ClientSecret string
 }
 
 // Registration is the extension of the configuration file: where it is,
@@ -217,6 +221,17 @@ func (r *Registration) validateConnection(w string) []error {
 	if t := r.TLS; t != nil {
 		if (t.CertFile == "") != (t.KeyFile == "") {
 			errs = append(errs, fmt.Errorf("%s.tls: certFile and keyFile go together (the client certificate and its key)", w))
+		}
+		if t.CASecret != "" && t.CAFile != "" {
+			errs = append(errs, fmt.Errorf("%s.tls: caFile and caSecret are exclusive: give one", w))
+		}
+		if t.ClientSecret != "" && t.CertFile != "" {
+			errs = append(errs, fmt.Errorf("%s.tls: certFile and clientCertificateSecret are exclusive: give one", w))
+		}
+		for field, ref := range map[string]string{"caSecret": t.CASecret, "clientCertificateSecret": t.ClientSecret} {
+			if ns, name, ok := strings.Cut(ref, "/"); ref != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+				errs = append(errs, fmt.Errorf("%s.tls.%s: must be namespace/name, got %q", w, field, ref))
+			}
 		}
 	}
 	return errs
@@ -418,15 +433,26 @@ var reconnectBackoff = backoff.Config{BaseDelay: 200 * time.Millisecond, Multipl
 // lazy (grpc.NewClient): an extension that is down fails the calls, not
 // Dial. Dial validates the registration first.
 func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	conn, _, err := dial(reg, opts...)
+	return conn, err
+}
+
+// dial is Dial, with the Secret-backed TLS material of the connection
+// (nil without): whoever runs its calls feeds it (Runner.SetSecrets).
+func dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, *secretTLS, error) {
 	if err := reg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reg = reg.withDefaults()
 	creds := insecure.NewCredentials()
+	secrets := newSecretTLS(reg.TLS, reg.where())
 	if reg.TLS != nil {
 		c, err := reg.TLS.config(reg.where())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if secrets != nil {
+			secrets.apply(c)
 		}
 		creds = credentials.NewTLS(c)
 	}
@@ -442,25 +468,25 @@ func Dial(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	}
 	conn, err := grpc.NewClient(reg.Address, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("%s.address %q: %w", reg.where(), reg.Address, err)
+		return nil, nil, fmt.Errorf("%s.address %q: %w", reg.where(), reg.Address, err)
 	}
-	return conn, nil
+	return conn, secrets, nil
 }
 
 // dialService is Dial for a registration reached through an
 // ExtensionService: a connection whose addresses the returned resolver
 // sets. Until it does, calls wait for them (within their deadline).
-func dialService(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, *manual.Resolver, error) {
+func dialService(reg Registration, opts ...grpc.DialOption) (*grpc.ClientConn, *manual.Resolver, *secretTLS, error) {
 	r := manual.NewBuilderWithScheme("portcullis-extension")
 	// The address is only a name: the resolver gives the endpoints.
 	reg.Address = r.Scheme() + ":///" + reg.Service
 	svc := reg.Service
 	reg.Service = ""
-	conn, err := Dial(reg, append([]grpc.DialOption{grpc.WithResolvers(r)}, opts...)...)
+	conn, secrets, err := dial(reg, append([]grpc.DialOption{grpc.WithResolvers(r)}, opts...)...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s.extensionService %q: %w", reg.where(), svc, err)
+		return nil, nil, nil, fmt.Errorf("%s.extensionService %q: %w", reg.where(), svc, err)
 	}
-	return conn, r, nil
+	return conn, r, secrets, nil
 }
 
 // config reads the TLS files.

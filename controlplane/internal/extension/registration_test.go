@@ -37,6 +37,11 @@ func TestRegistrationValidate(t *testing.T) {
 		}},
 		{name: "no address", edit: func(r *Registration) { r.Address = "" }, want: []string{"extension.address: required"}},
 		{name: "cert without key", edit: func(r *Registration) { r.TLS = &TLS{CertFile: "c.pem"} }, want: []string{"certFile and keyFile go together"}},
+		{name: "CA from a file and a Secret", edit: func(r *Registration) { r.TLS = &TLS{CAFile: "ca.pem", CASecret: "ns/ca"} }, want: []string{"caFile and caSecret are exclusive"}},
+		{name: "client certificate from a file and a Secret", edit: func(r *Registration) {
+			r.TLS = &TLS{CertFile: "c.pem", KeyFile: "k.pem", ClientSecret: "ns/c"}
+		}, want: []string{"certFile and clientCertificateSecret are exclusive"}},
+		{name: "Secret not namespace/name", edit: func(r *Registration) { r.TLS = &TLS{CASecret: "ca"} }, want: []string{`tls.caSecret: must be namespace/name, got "ca"`}},
 		{name: "no hooks", edit: func(r *Registration) { r.Hooks = nil }, want: []string{"extension.hooks: subscribe to at least one"}},
 		{name: "unknown hook", edit: func(r *Registration) { r.Hooks = []Hook{"PostEverything"} }, want: []string{`unknown hook "PostEverything"`}},
 		{name: "hook twice", edit: func(r *Registration) { r.Hooks = []Hook{HookPostRouteModify, HookPostRouteModify} }, want: []string{"PostRouteModify listed twice"}},

@@ -130,6 +130,9 @@ type Runner struct {
 	last      []string
 	// idle: the last Apply called none of the hooks (Idle).
 	idle bool
+	// secrets, for a registration whose TLS names Secrets, holds them
+	// (SetSecrets).
+	secrets *secretTLS
 	// own are the host's addresses, which added endpoints may not have
 	// (guard.CheckEndpoints).
 	own []netip.Addr
@@ -227,6 +230,16 @@ func (r *Runner) SetEndpoints(addrs []string) {
 		st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
 	}
 	r.endpoints.UpdateState(st)
+}
+
+// SetSecrets gives a runner whose registration takes its TLS material
+// from Secrets (tls.caSecret, tls.clientCertificateSecret) those of the
+// build the hooks are about to run on; a no-op for others. A Secret that
+// is missing or unusable fails the calls' handshakes, saying which.
+func (r *Runner) SetSecrets(lookup SecretLookup) {
+	if r.secrets != nil {
+		r.secrets.set(lookup)
+	}
 }
 
 // Idle reports whether the last Apply called none of the extension's

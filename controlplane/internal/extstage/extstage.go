@@ -10,7 +10,10 @@ import (
 	"context"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
@@ -36,11 +39,15 @@ type Result struct {
 // Run is the extension hook stage, the one `portcullis serve`
 // runs on every rebuild and `portcullis translate --show-extension-diff`
 // once: it gives each extension registered through an ExtensionService
-// the endpoints the build resolved for it (those of its cluster), then
+// the endpoints the build resolved for it (those of its cluster), and
+// each whose TLS names Secrets those of the build's objects (secrets), then
 // runs the chain's hooks (extension.Chain.Apply) on res's resources and
 // the origins of its model. res is not modified.
-func Run(ctx context.Context, chain *extension.Chain, res *pipeline.Result) *Result {
+func Run(ctx context.Context, chain *extension.Chain, res *pipeline.Result, secrets extension.SecretLookup) *Result {
 	run := &Result{Before: res, Unreachable: setExtensionEndpoints(chain, res)}
+	for _, r := range chain.Runners() {
+		r.SetSecrets(secrets)
+	}
 	out, failures := chain.Apply(ctx, res.Resources, extension.RefsOf(res.Build.Model))
 	if out != nil {
 		run.After = &pipeline.Result{Build: res.Build, Resources: out}
@@ -48,6 +55,18 @@ func Run(ctx context.Context, chain *extension.Chain, res *pipeline.Result) *Res
 	run.Failures = failures
 	run.Stages = chain.Stages()
 	return run
+}
+
+// SecretsOf looks Secrets up in set.
+func SecretsOf(set *objects.Set) extension.SecretLookup {
+	return func(namespace, name string) *corev1.Secret {
+		for _, s := range set.Secrets {
+			if s.Namespace == namespace && s.Name == name {
+				return s
+			}
+		}
+		return nil
+	}
 }
 
 // setExtensionEndpoints gives the extensions reached through an

@@ -72,11 +72,11 @@ func newExtensions(regs []extension.Registration, log *slog.Logger, m *metrics) 
 // configuration), and the ExtensionError problems of the failures, by
 // object, and whether any hook call failed (also one with no object to
 // blame). Without extensions it returns res as it is.
-func (e *extensions) apply(ctx context.Context, res *pipeline.Result) (*pipeline.Result, map[objects.Ref][]extProblem, bool) {
+func (e *extensions) apply(ctx context.Context, set *objects.Set, res *pipeline.Result) (*pipeline.Result, map[objects.Ref][]extProblem, bool) {
 	if e == nil {
 		return res, nil, false
 	}
-	run := extstage.Run(ctx, e.chain, res)
+	run := extstage.Run(ctx, e.chain, res, extstage.SecretsOf(set))
 	for _, reg := range run.Unreachable {
 		e.log.Warn("extension server unreachable: its ExtensionService is missing, invalid or has no ready endpoints",
 			"extension", reg.Name, "extensionService", reg.Service)

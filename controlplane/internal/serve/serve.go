@@ -454,7 +454,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool)
 	s.metrics.translate.Observe(built.Seconds())
 	s.metrics.rootsReused.Add(float64(s.cache.Build.Hits))
 	s.metrics.rootsBuilt.Add(float64(s.cache.Build.Misses))
-	out, extProblems, extFailed := s.ext.apply(ctx, res)
+	out, extProblems, extFailed := s.ext.apply(ctx, set, res)
 	if out == nil {
 		// The extension failed under failurePolicy Closed: Envoy keeps
 		// the last published configuration, the objects get their
