@@ -34,6 +34,8 @@ type Server struct {
 	TranslateModify func(context.Context, *v1alpha1.PostTranslateModifyRequest) (*v1alpha1.PostTranslateModifyResponse, error)
 	// ClusterModify answers PostClusterModify.
 	ClusterModify func(context.Context, *v1alpha1.PostClusterModifyRequest) (*v1alpha1.PostClusterModifyResponse, error)
+	// EndpointsModify answers PostEndpointsModify.
+	EndpointsModify func(context.Context, *v1alpha1.PostEndpointsModifyRequest) (*v1alpha1.PostEndpointsModifyResponse, error)
 }
 
 var _ v1alpha1.ExtensionServerServer = (*Server)(nil)
@@ -121,6 +123,22 @@ func (s *Server) PostClusterModify(ctx context.Context, req *v1alpha1.PostCluste
 	}
 	if resp.GetCluster() == nil {
 		return nil, status.Error(codes.Internal, "PostClusterModify: the answer has no cluster (return the request's to keep it)")
+	}
+	return resp, nil
+}
+
+// PostEndpointsModify returns the endpoints unchanged unless
+// EndpointsModify is set.
+func (s *Server) PostEndpointsModify(ctx context.Context, req *v1alpha1.PostEndpointsModifyRequest) (*v1alpha1.PostEndpointsModifyResponse, error) {
+	if s.EndpointsModify == nil {
+		return &v1alpha1.PostEndpointsModifyResponse{LoadAssignment: req.GetLoadAssignment()}, nil
+	}
+	resp, err := s.EndpointsModify(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.GetLoadAssignment() == nil {
+		return nil, status.Error(codes.Internal, "PostEndpointsModify: the answer has no load_assignment (return the request's to keep it)")
 	}
 	return resp, nil
 }

@@ -294,7 +294,7 @@ func TestExtensionErrors(t *testing.T) {
 	}{
 		{"unknown field", "extensions: [{" + ok + ", failOpen: true}]", []string{"c.yaml: extensions[0].failOpen: unknown field (known fields: address, allowLocalEndpoints, backendResources, dialect, extensionService, failurePolicy, hooks, maxConcurrency, maxMessageSize, mayRemoveAll, name, phaseBudget, policyResources, resources, retry, timeout, tls, translation)"}},
 		{"the singular section is gone", "extension: {" + ok + "}", []string{"c.yaml: extension: unknown field"}},
-		{"unknown tls field", "extensions: [{" + ok + ", tls: {ca: x}}]", []string{"extensions[0].tls.ca: unknown field (known fields: caFile, certFile, keyFile, serverName)"}},
+		{"unknown tls field", "extensions: [{" + ok + ", tls: {ca: x}}]", []string{"extensions[0].tls.ca: unknown field (known fields: caFile, caSecret, certFile, clientCertificateSecret, keyFile, serverName)"}},
 		{"unknown kind field", "extensions: [{" + ok + ", resources: [{group: a, version: v1, kind: K, plural: ks}]}]", []string{"extensions[0].resources[0].plural: unknown field (known fields: group, kind, version)"}},
 		{"hooks not a list", "extensions: [{address: ext:9443, hooks: PostRouteModify}]", []string{"extensions[0].hooks: must be of type"}},
 		{"size not a number", "extensions: [{" + ok + ", maxMessageSize: big}]", []string{"extensions[0].maxMessageSize: must be of type integer, got string"}},

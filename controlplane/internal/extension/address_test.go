@@ -28,7 +28,12 @@ func TestAddressForms(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- sdk.Serve(ctx, lis, &sdk.Server{}) }()
-			t.Cleanup(func() { cancel(); <-done })
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
 			addr := lis.Addr().String()
 			switch tc.name {
 			case "unix":

@@ -124,6 +124,7 @@ func (c *Chain) Touched(typeURL, name string) []string {
 var hooksChanging = map[string][]Hook{
 	resourcev3.ClusterType:  {HookPostTranslateInsert, HookPostClusterModify, HookPostTranslateModify},
 	resourcev3.SecretType:   {HookPostTranslateInsert, HookPostTranslateModify},
+	resourcev3.EndpointType: {HookPostEndpointsModify, HookPostTranslateModify},
 	resourcev3.ListenerType: {HookPostHTTPListenerModify, HookPostTranslateModify},
 	resourcev3.RouteType:    {HookPostRouteModify, HookPostVirtualHostModify, HookPostTranslateModify},
 }

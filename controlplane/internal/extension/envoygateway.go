@@ -5,6 +5,7 @@ import (
 
 	egpb "github.com/envoyproxy/gateway/proto/extension"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -132,10 +133,20 @@ func (e egClient) PostClusterModify(ctx context.Context, in *v1alpha1.PostCluste
 	return &v1alpha1.PostClusterModifyResponse{Cluster: orIn(resp.GetCluster(), in.GetCluster())}, nil
 }
 
+func (e egClient) PostEndpointsModify(ctx context.Context, in *v1alpha1.PostEndpointsModifyRequest, opts ...grpc.CallOption) (*v1alpha1.PostEndpointsModifyResponse, error) {
+	resp, err := e.c.PostEndpointsModify(ctx, &egpb.PostEndpointsModifyRequest{
+		LoadAssignment: in.GetLoadAssignment(), PostEndpointsContext: &egpb.PostEndpointsExtensionContext{},
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &v1alpha1.PostEndpointsModifyResponse{LoadAssignment: orIn(resp.GetLoadAssignment(), in.GetLoadAssignment())}, nil
+}
+
 // orIn is an answer's resource, or the request's when the answer has none
 // ("no change").
 func orIn[M interface {
-	*routev3.Route | *routev3.VirtualHost | *listenerv3.Listener | *clusterv3.Cluster
+	*routev3.Route | *routev3.VirtualHost | *listenerv3.Listener | *clusterv3.Cluster | *endpointv3.ClusterLoadAssignment
 }](answer, in M) M {
 	if answer == nil {
 		return in

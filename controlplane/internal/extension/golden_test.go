@@ -203,6 +203,8 @@ func requestName(req proto.Message) string {
 		return fmt.Sprintf("virtual host %q (domains %s)", r.GetVirtualHost().GetName(), strings.Join(r.GetVirtualHost().GetDomains(), ","))
 	case *v1alpha1.PostHTTPListenerModifyRequest:
 		return fmt.Sprintf("listener %q", r.GetListener().GetName())
+	case *v1alpha1.PostEndpointsModifyRequest:
+		return fmt.Sprintf("the endpoints of cluster %q", r.GetLoadAssignment().GetClusterName())
 	}
 	return "the configuration"
 }

@@ -36,11 +36,12 @@ const (
 	HookPostTranslateInsert    Hook = "PostTranslateInsert"
 	HookPostTranslateModify    Hook = "PostTranslateModify"
 	HookPostClusterModify      Hook = "PostClusterModify"
+	HookPostEndpointsModify    Hook = "PostEndpointsModify"
 )
 
 // Hooks are every hook, in the order Apply runs them.
 var Hooks = []Hook{
-	HookPostTranslateInsert, HookPostClusterModify, HookPostRouteModify, HookPostVirtualHostModify,
+	HookPostTranslateInsert, HookPostClusterModify, HookPostEndpointsModify, HookPostRouteModify, HookPostVirtualHostModify,
 	HookPostHTTPListenerModify, HookPostTranslateModify,
 }
 
@@ -210,28 +211,41 @@ func (r *Registration) validateConnection(w string) []error {
 	if r.Name == "" {
 		errs = append(errs, fmt.Errorf("%s.name: required (names the extension in logs, metrics and conditions)", w))
 	}
-	switch ns, name, ok := strings.Cut(r.Service, "/"); {
+	switch {
 	case r.Address == "" && r.Service == "":
 		errs = append(errs, fmt.Errorf("%s.address: required (host:port of the extension's gRPC server), or extensionService (namespace/name of an ExtensionService)", w))
 	case r.Address != "" && r.Service != "":
 		errs = append(errs, fmt.Errorf("%s: address and extensionService are exclusive: give one", w))
-	case r.Service != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")):
+	case r.Service != "" && !namespacedName(r.Service):
 		errs = append(errs, fmt.Errorf("%s.extensionService: must be namespace/name, got %q", w, r.Service))
 	}
-	if t := r.TLS; t != nil {
-		if (t.CertFile == "") != (t.KeyFile == "") {
-			errs = append(errs, fmt.Errorf("%s.tls: certFile and keyFile go together (the client certificate and its key)", w))
-		}
-		if t.CASecret != "" && t.CAFile != "" {
-			errs = append(errs, fmt.Errorf("%s.tls: caFile and caSecret are exclusive: give one", w))
-		}
-		if t.ClientSecret != "" && t.CertFile != "" {
-			errs = append(errs, fmt.Errorf("%s.tls: certFile and clientCertificateSecret are exclusive: give one", w))
-		}
-		for field, ref := range map[string]string{"caSecret": t.CASecret, "clientCertificateSecret": t.ClientSecret} {
-			if ns, name, ok := strings.Cut(ref, "/"); ref != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-				errs = append(errs, fmt.Errorf("%s.tls.%s: must be namespace/name, got %q", w, field, ref))
-			}
+	return append(errs, r.TLS.validate(w)...)
+}
+
+// namespacedName reports whether ref is "namespace/name".
+func namespacedName(ref string) bool {
+	ns, name, ok := strings.Cut(ref, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// validate checks the TLS settings; nil is plaintext.
+func (t *TLS) validate(w string) []error {
+	if t == nil {
+		return nil
+	}
+	var errs []error
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("%s.tls: certFile and keyFile go together (the client certificate and its key)", w))
+	}
+	if t.CASecret != "" && t.CAFile != "" {
+		errs = append(errs, fmt.Errorf("%s.tls: caFile and caSecret are exclusive: give one", w))
+	}
+	if t.ClientSecret != "" && t.CertFile != "" {
+		errs = append(errs, fmt.Errorf("%s.tls: certFile and clientCertificateSecret are exclusive: give one", w))
+	}
+	for _, f := range []struct{ field, ref string }{{"caSecret", t.CASecret}, {"clientCertificateSecret", t.ClientSecret}} {
+		if f.ref != "" && !namespacedName(f.ref) {
+			errs = append(errs, fmt.Errorf("%s.tls.%s: must be namespace/name, got %q", w, f.field, f.ref))
 		}
 	}
 	return errs

@@ -291,31 +291,7 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 	ru.translated = res.Routes
 	ru.known = ru.ours.clusters
 
-	if r.reg.Subscribed(HookPostTranslateInsert) {
-		ru.insert(out)
-	}
-	if r.reg.Subscribed(HookPostClusterModify) && len(refs.Clusters) > 0 {
-		out.Clusters = ru.modifyClusters(out.Clusters, refs.Clusters)
-	}
-	routes := map[RouteKey]*routev3.Route{}
-	if r.reg.Subscribed(HookPostRouteModify) && len(refs.Routes) > 0 {
-		routes = ru.modifyRoutes(res, refs.Routes)
-	}
-	if r.reg.Subscribed(HookPostVirtualHostModify) || len(routes) > 0 {
-		rcs := ru.modifyVirtualHosts(out.Routes, routes)
-		if ru.keepsSomething(HookPostVirtualHostModify, "every virtual host", virtualHosts(out.Routes), virtualHosts(rcs)) {
-			out.Routes = rcs
-		}
-	}
-	if r.reg.Subscribed(HookPostHTTPListenerModify) {
-		ls := ru.modifyListeners(out.Listeners, out.Routes)
-		if ru.keepsSomething(HookPostHTTPListenerModify, "every listener", len(out.Listeners), len(ls)) {
-			out.Listeners = ls
-		}
-	}
-	if r.reg.Subscribed(HookPostTranslateModify) {
-		ru.modifyAll(out)
-	}
+	ru.phases(out, refs)
 
 	r.cache = ru.used // drop the answers this run did not use
 	r.idle = ru.n.Load() == 0
@@ -333,6 +309,39 @@ func (r *Runner) Apply(ctx context.Context, res *translator.Resources, refs Refs
 		return nil, failures
 	}
 	return out, failures
+}
+
+// phases runs the subscribed hooks on out, in Apply's order.
+func (ru *run) phases(out *translator.Resources, refs Refs) {
+	r := ru.r
+	if r.reg.Subscribed(HookPostTranslateInsert) {
+		ru.insert(out)
+	}
+	if r.reg.Subscribed(HookPostClusterModify) && len(refs.Clusters) > 0 {
+		out.Clusters = ru.modifyClusters(out.Clusters, refs.Clusters)
+	}
+	if r.reg.Subscribed(HookPostEndpointsModify) {
+		out.Endpoints = ru.modifyEndpoints(out.Endpoints)
+	}
+	routes := map[RouteKey]*routev3.Route{}
+	if r.reg.Subscribed(HookPostRouteModify) && len(refs.Routes) > 0 {
+		routes = ru.modifyRoutes(out.Routes, refs.Routes)
+	}
+	if r.reg.Subscribed(HookPostVirtualHostModify) || len(routes) > 0 {
+		rcs := ru.modifyVirtualHosts(out.Routes, routes)
+		if ru.keepsSomething(HookPostVirtualHostModify, "every virtual host", virtualHosts(out.Routes), virtualHosts(rcs)) {
+			out.Routes = rcs
+		}
+	}
+	if r.reg.Subscribed(HookPostHTTPListenerModify) {
+		ls := ru.modifyListeners(out.Listeners, out.Routes)
+		if ru.keepsSomething(HookPostHTTPListenerModify, "every listener", len(out.Listeners), len(ls)) {
+			out.Listeners = ls
+		}
+	}
+	if r.reg.Subscribed(HookPostTranslateModify) {
+		ru.modifyAll(out)
+	}
 }
 
 // keptVersions are the versions of res (translator.Versions) that still
@@ -712,7 +721,7 @@ func appendSorted[M proto.Message](ms []proto.Message, add []M) []proto.Message 
 
 // modifyRoutes runs PostRouteModify for each route of refs that carries
 // a resource of the extension, and returns the routes it changed.
-func (ru *run) modifyRoutes(res *translator.Resources, refs map[string]*ir.RouteExtension) map[RouteKey]*routev3.Route {
+func (ru *run) modifyRoutes(rcs []proto.Message, refs map[string]*ir.RouteExtension) map[RouteKey]*routev3.Route {
 	type item struct {
 		key RouteKey
 		vh  *routev3.VirtualHost
@@ -720,7 +729,7 @@ func (ru *run) modifyRoutes(res *translator.Resources, refs map[string]*ir.Route
 		req *v1alpha1.PostRouteModifyRequest
 	}
 	var items []item
-	for _, m := range res.Routes {
+	for _, m := range rcs {
 		rc, ok := m.(*routev3.RouteConfiguration)
 		if !ok {
 			continue

@@ -38,7 +38,8 @@ func TestRunResolvesExtensionService(t *testing.T) {
 	t.Cleanup(closeConns)
 	opts := pipeline.DefaultOptions()
 
-	run := Run(t.Context(), chain, pipeline.Run(extensionService(t, addr, false), opts))
+	set := extensionService(t, addr, false)
+	run := Run(t.Context(), chain, pipeline.Run(set, opts), SecretsOf(set))
 	if len(run.Unreachable) != 1 || run.Unreachable[0].Name != "inserter" {
 		t.Errorf("without endpoints: unreachable %v, want the inserter", run.Unreachable)
 	}
@@ -47,7 +48,8 @@ func TestRunResolvesExtensionService(t *testing.T) {
 	}
 
 	// The endpoints come: it is called there.
-	run = Run(t.Context(), chain, pipeline.Run(extensionService(t, addr, true), opts))
+	set = extensionService(t, addr, true)
+	run = Run(t.Context(), chain, pipeline.Run(set, opts), SecretsOf(set))
 	if len(run.Unreachable) != 0 || len(run.Failures) != 0 || run.After == nil {
 		t.Fatalf("with endpoints: unreachable %v, failures %v, after %v", run.Unreachable, run.Failures, run.After)
 	}

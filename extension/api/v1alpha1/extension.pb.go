@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	v32 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v34 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v31 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v33 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -1121,11 +1122,164 @@ func (x *PostClusterModifyResponse) GetCluster() *v32.Cluster {
 	return nil
 }
 
+// EndpointsContext says which backends a cluster's endpoints serve.
+type EndpointsContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// origins are the objects whose backend references the cluster serves
+	// (HTTPProxies, HTTPRoutes, ExtensionServices), sorted by kind,
+	// namespace and name.
+	Origins       []*ObjectRef `protobuf:"bytes,1,rep,name=origins,proto3" json:"origins,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndpointsContext) Reset() {
+	*x = EndpointsContext{}
+	mi := &file_portcullis_extension_v1alpha1_extension_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndpointsContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndpointsContext) ProtoMessage() {}
+
+func (x *EndpointsContext) ProtoReflect() protoreflect.Message {
+	mi := &file_portcullis_extension_v1alpha1_extension_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndpointsContext.ProtoReflect.Descriptor instead.
+func (*EndpointsContext) Descriptor() ([]byte, []int) {
+	return file_portcullis_extension_v1alpha1_extension_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EndpointsContext) GetOrigins() []*ObjectRef {
+	if x != nil {
+		return x.Origins
+	}
+	return nil
+}
+
+// PostEndpointsModifyRequest is the endpoints of one cluster.
+type PostEndpointsModifyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// load_assignment is the cluster's endpoints as Portcullis resolved them
+	// (its cluster_name is the cluster's). Always set.
+	LoadAssignment *v34.ClusterLoadAssignment `protobuf:"bytes,1,opt,name=load_assignment,json=loadAssignment,proto3" json:"load_assignment,omitempty"`
+	// context is what the cluster serves.
+	Context       *EndpointsContext `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PostEndpointsModifyRequest) Reset() {
+	*x = PostEndpointsModifyRequest{}
+	mi := &file_portcullis_extension_v1alpha1_extension_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PostEndpointsModifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PostEndpointsModifyRequest) ProtoMessage() {}
+
+func (x *PostEndpointsModifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_portcullis_extension_v1alpha1_extension_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PostEndpointsModifyRequest.ProtoReflect.Descriptor instead.
+func (*PostEndpointsModifyRequest) Descriptor() ([]byte, []int) {
+	return file_portcullis_extension_v1alpha1_extension_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PostEndpointsModifyRequest) GetLoadAssignment() *v34.ClusterLoadAssignment {
+	if x != nil {
+		return x.LoadAssignment
+	}
+	return nil
+}
+
+func (x *PostEndpointsModifyRequest) GetContext() *EndpointsContext {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+// PostEndpointsModifyResponse is the endpoints to serve.
+type PostEndpointsModifyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// load_assignment replaces the request's; it must be set and keep its
+	// cluster_name. Endpoints on the host itself (loopback, link-local, the
+	// control plane's addresses) are refused unless the registration allows
+	// them.
+	LoadAssignment *v34.ClusterLoadAssignment `protobuf:"bytes,1,opt,name=load_assignment,json=loadAssignment,proto3" json:"load_assignment,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PostEndpointsModifyResponse) Reset() {
+	*x = PostEndpointsModifyResponse{}
+	mi := &file_portcullis_extension_v1alpha1_extension_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PostEndpointsModifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PostEndpointsModifyResponse) ProtoMessage() {}
+
+func (x *PostEndpointsModifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_portcullis_extension_v1alpha1_extension_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PostEndpointsModifyResponse.ProtoReflect.Descriptor instead.
+func (*PostEndpointsModifyResponse) Descriptor() ([]byte, []int) {
+	return file_portcullis_extension_v1alpha1_extension_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PostEndpointsModifyResponse) GetLoadAssignment() *v34.ClusterLoadAssignment {
+	if x != nil {
+		return x.LoadAssignment
+	}
+	return nil
+}
+
 var File_portcullis_extension_v1alpha1_extension_proto protoreflect.FileDescriptor
 
 const file_portcullis_extension_v1alpha1_extension_proto_rawDesc = "" +
 	"\n" +
-	"-portcullis/extension/v1alpha1/extension.proto\x12\x1dportcullis.extension.v1alpha1\x1a%envoy/config/cluster/v3/cluster.proto\x1a'envoy/config/listener/v3/listener.proto\x1a!envoy/config/route/v3/route.proto\x1a,envoy/config/route/v3/route_components.proto\x1a6envoy/extensions/transport_sockets/tls/v3/secret.proto\"Q\n" +
+	"-portcullis/extension/v1alpha1/extension.proto\x12\x1dportcullis.extension.v1alpha1\x1a%envoy/config/cluster/v3/cluster.proto\x1a'envoy/config/endpoint/v3/endpoint.proto\x1a'envoy/config/listener/v3/listener.proto\x1a!envoy/config/route/v3/route.proto\x1a,envoy/config/route/v3/route_components.proto\x1a6envoy/extensions/transport_sockets/tls/v3/secret.proto\"Q\n" +
 	"\tObjectRef\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1186,14 +1340,22 @@ const file_portcullis_extension_v1alpha1_extension_proto_rawDesc = "" +
 	"\abackend\x18\x02 \x01(\v20.portcullis.extension.v1alpha1.ExtensionResourceR\abackend\x12G\n" +
 	"\acontext\x18\x03 \x01(\v2-.portcullis.extension.v1alpha1.ClusterContextR\acontext\"W\n" +
 	"\x19PostClusterModifyResponse\x12:\n" +
-	"\acluster\x18\x01 \x01(\v2 .envoy.config.cluster.v3.ClusterR\acluster2\xe8\x06\n" +
+	"\acluster\x18\x01 \x01(\v2 .envoy.config.cluster.v3.ClusterR\acluster\"V\n" +
+	"\x10EndpointsContext\x12B\n" +
+	"\aorigins\x18\x01 \x03(\v2(.portcullis.extension.v1alpha1.ObjectRefR\aorigins\"\xc1\x01\n" +
+	"\x1aPostEndpointsModifyRequest\x12X\n" +
+	"\x0fload_assignment\x18\x01 \x01(\v2/.envoy.config.endpoint.v3.ClusterLoadAssignmentR\x0eloadAssignment\x12I\n" +
+	"\acontext\x18\x02 \x01(\v2/.portcullis.extension.v1alpha1.EndpointsContextR\acontext\"w\n" +
+	"\x1bPostEndpointsModifyResponse\x12X\n" +
+	"\x0fload_assignment\x18\x01 \x01(\v2/.envoy.config.endpoint.v3.ClusterLoadAssignmentR\x0eloadAssignment2\xf7\a\n" +
 	"\x0fExtensionServer\x12\x80\x01\n" +
 	"\x0fPostRouteModify\x125.portcullis.extension.v1alpha1.PostRouteModifyRequest\x1a6.portcullis.extension.v1alpha1.PostRouteModifyResponse\x12\x92\x01\n" +
 	"\x15PostVirtualHostModify\x12;.portcullis.extension.v1alpha1.PostVirtualHostModifyRequest\x1a<.portcullis.extension.v1alpha1.PostVirtualHostModifyResponse\x12\x95\x01\n" +
 	"\x16PostHTTPListenerModify\x12<.portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest\x1a=.portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse\x12\x8c\x01\n" +
 	"\x13PostTranslateInsert\x129.portcullis.extension.v1alpha1.PostTranslateInsertRequest\x1a:.portcullis.extension.v1alpha1.PostTranslateInsertResponse\x12\x8c\x01\n" +
 	"\x13PostTranslateModify\x129.portcullis.extension.v1alpha1.PostTranslateModifyRequest\x1a:.portcullis.extension.v1alpha1.PostTranslateModifyResponse\x12\x86\x01\n" +
-	"\x11PostClusterModify\x127.portcullis.extension.v1alpha1.PostClusterModifyRequest\x1a8.portcullis.extension.v1alpha1.PostClusterModifyResponseBBZ@github.com/portcullis/portcullis/extension/api/v1alpha1;v1alpha1b\x06proto3"
+	"\x11PostClusterModify\x127.portcullis.extension.v1alpha1.PostClusterModifyRequest\x1a8.portcullis.extension.v1alpha1.PostClusterModifyResponse\x12\x8c\x01\n" +
+	"\x13PostEndpointsModify\x129.portcullis.extension.v1alpha1.PostEndpointsModifyRequest\x1a:.portcullis.extension.v1alpha1.PostEndpointsModifyResponseBBZ@github.com/portcullis/portcullis/extension/api/v1alpha1;v1alpha1b\x06proto3"
 
 var (
 	file_portcullis_extension_v1alpha1_extension_proto_rawDescOnce sync.Once
@@ -1207,7 +1369,7 @@ func file_portcullis_extension_v1alpha1_extension_proto_rawDescGZIP() []byte {
 	return file_portcullis_extension_v1alpha1_extension_proto_rawDescData
 }
 
-var file_portcullis_extension_v1alpha1_extension_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_portcullis_extension_v1alpha1_extension_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_portcullis_extension_v1alpha1_extension_proto_goTypes = []any{
 	(*ObjectRef)(nil),                      // 0: portcullis.extension.v1alpha1.ObjectRef
 	(*ExtensionResource)(nil),              // 1: portcullis.extension.v1alpha1.ExtensionResource
@@ -1227,60 +1389,70 @@ var file_portcullis_extension_v1alpha1_extension_proto_goTypes = []any{
 	(*ClusterContext)(nil),                 // 15: portcullis.extension.v1alpha1.ClusterContext
 	(*PostClusterModifyRequest)(nil),       // 16: portcullis.extension.v1alpha1.PostClusterModifyRequest
 	(*PostClusterModifyResponse)(nil),      // 17: portcullis.extension.v1alpha1.PostClusterModifyResponse
-	(*v3.Route)(nil),                       // 18: envoy.config.route.v3.Route
-	(*v3.VirtualHost)(nil),                 // 19: envoy.config.route.v3.VirtualHost
-	(*v31.Listener)(nil),                   // 20: envoy.config.listener.v3.Listener
-	(*v32.Cluster)(nil),                    // 21: envoy.config.cluster.v3.Cluster
-	(*v33.Secret)(nil),                     // 22: envoy.extensions.transport_sockets.tls.v3.Secret
-	(*v3.RouteConfiguration)(nil),          // 23: envoy.config.route.v3.RouteConfiguration
+	(*EndpointsContext)(nil),               // 18: portcullis.extension.v1alpha1.EndpointsContext
+	(*PostEndpointsModifyRequest)(nil),     // 19: portcullis.extension.v1alpha1.PostEndpointsModifyRequest
+	(*PostEndpointsModifyResponse)(nil),    // 20: portcullis.extension.v1alpha1.PostEndpointsModifyResponse
+	(*v3.Route)(nil),                       // 21: envoy.config.route.v3.Route
+	(*v3.VirtualHost)(nil),                 // 22: envoy.config.route.v3.VirtualHost
+	(*v31.Listener)(nil),                   // 23: envoy.config.listener.v3.Listener
+	(*v32.Cluster)(nil),                    // 24: envoy.config.cluster.v3.Cluster
+	(*v33.Secret)(nil),                     // 25: envoy.extensions.transport_sockets.tls.v3.Secret
+	(*v3.RouteConfiguration)(nil),          // 26: envoy.config.route.v3.RouteConfiguration
+	(*v34.ClusterLoadAssignment)(nil),      // 27: envoy.config.endpoint.v3.ClusterLoadAssignment
 }
 var file_portcullis_extension_v1alpha1_extension_proto_depIdxs = []int32{
-	18, // 0: portcullis.extension.v1alpha1.PostRouteModifyRequest.route:type_name -> envoy.config.route.v3.Route
+	21, // 0: portcullis.extension.v1alpha1.PostRouteModifyRequest.route:type_name -> envoy.config.route.v3.Route
 	2,  // 1: portcullis.extension.v1alpha1.PostRouteModifyRequest.context:type_name -> portcullis.extension.v1alpha1.RouteContext
 	1,  // 2: portcullis.extension.v1alpha1.PostRouteModifyRequest.extension_resources:type_name -> portcullis.extension.v1alpha1.ExtensionResource
-	18, // 3: portcullis.extension.v1alpha1.PostRouteModifyResponse.route:type_name -> envoy.config.route.v3.Route
+	21, // 3: portcullis.extension.v1alpha1.PostRouteModifyResponse.route:type_name -> envoy.config.route.v3.Route
 	0,  // 4: portcullis.extension.v1alpha1.VirtualHostContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
-	19, // 5: portcullis.extension.v1alpha1.PostVirtualHostModifyRequest.virtual_host:type_name -> envoy.config.route.v3.VirtualHost
+	22, // 5: portcullis.extension.v1alpha1.PostVirtualHostModifyRequest.virtual_host:type_name -> envoy.config.route.v3.VirtualHost
 	5,  // 6: portcullis.extension.v1alpha1.PostVirtualHostModifyRequest.context:type_name -> portcullis.extension.v1alpha1.VirtualHostContext
-	19, // 7: portcullis.extension.v1alpha1.PostVirtualHostModifyResponse.virtual_host:type_name -> envoy.config.route.v3.VirtualHost
+	22, // 7: portcullis.extension.v1alpha1.PostVirtualHostModifyResponse.virtual_host:type_name -> envoy.config.route.v3.VirtualHost
 	0,  // 8: portcullis.extension.v1alpha1.HTTPListenerContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
 	1,  // 9: portcullis.extension.v1alpha1.HTTPListenerContext.extension_resources:type_name -> portcullis.extension.v1alpha1.ExtensionResource
-	20, // 10: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.listener:type_name -> envoy.config.listener.v3.Listener
+	23, // 10: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.listener:type_name -> envoy.config.listener.v3.Listener
 	8,  // 11: portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest.context:type_name -> portcullis.extension.v1alpha1.HTTPListenerContext
-	20, // 12: portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse.listener:type_name -> envoy.config.listener.v3.Listener
-	21, // 13: portcullis.extension.v1alpha1.PostTranslateInsertResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
-	22, // 14: portcullis.extension.v1alpha1.PostTranslateInsertResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
-	21, // 15: portcullis.extension.v1alpha1.PostTranslateModifyRequest.clusters:type_name -> envoy.config.cluster.v3.Cluster
-	22, // 16: portcullis.extension.v1alpha1.PostTranslateModifyRequest.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
-	20, // 17: portcullis.extension.v1alpha1.PostTranslateModifyRequest.listeners:type_name -> envoy.config.listener.v3.Listener
-	23, // 18: portcullis.extension.v1alpha1.PostTranslateModifyRequest.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
+	23, // 12: portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse.listener:type_name -> envoy.config.listener.v3.Listener
+	24, // 13: portcullis.extension.v1alpha1.PostTranslateInsertResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
+	25, // 14: portcullis.extension.v1alpha1.PostTranslateInsertResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
+	24, // 15: portcullis.extension.v1alpha1.PostTranslateModifyRequest.clusters:type_name -> envoy.config.cluster.v3.Cluster
+	25, // 16: portcullis.extension.v1alpha1.PostTranslateModifyRequest.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
+	23, // 17: portcullis.extension.v1alpha1.PostTranslateModifyRequest.listeners:type_name -> envoy.config.listener.v3.Listener
+	26, // 18: portcullis.extension.v1alpha1.PostTranslateModifyRequest.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
 	1,  // 19: portcullis.extension.v1alpha1.PostTranslateModifyRequest.extension_policies:type_name -> portcullis.extension.v1alpha1.ExtensionResource
-	21, // 20: portcullis.extension.v1alpha1.PostTranslateModifyResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
-	22, // 21: portcullis.extension.v1alpha1.PostTranslateModifyResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
-	20, // 22: portcullis.extension.v1alpha1.PostTranslateModifyResponse.listeners:type_name -> envoy.config.listener.v3.Listener
-	23, // 23: portcullis.extension.v1alpha1.PostTranslateModifyResponse.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
+	24, // 20: portcullis.extension.v1alpha1.PostTranslateModifyResponse.clusters:type_name -> envoy.config.cluster.v3.Cluster
+	25, // 21: portcullis.extension.v1alpha1.PostTranslateModifyResponse.secrets:type_name -> envoy.extensions.transport_sockets.tls.v3.Secret
+	23, // 22: portcullis.extension.v1alpha1.PostTranslateModifyResponse.listeners:type_name -> envoy.config.listener.v3.Listener
+	26, // 23: portcullis.extension.v1alpha1.PostTranslateModifyResponse.route_configurations:type_name -> envoy.config.route.v3.RouteConfiguration
 	0,  // 24: portcullis.extension.v1alpha1.ClusterContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
-	21, // 25: portcullis.extension.v1alpha1.PostClusterModifyRequest.cluster:type_name -> envoy.config.cluster.v3.Cluster
+	24, // 25: portcullis.extension.v1alpha1.PostClusterModifyRequest.cluster:type_name -> envoy.config.cluster.v3.Cluster
 	1,  // 26: portcullis.extension.v1alpha1.PostClusterModifyRequest.backend:type_name -> portcullis.extension.v1alpha1.ExtensionResource
 	15, // 27: portcullis.extension.v1alpha1.PostClusterModifyRequest.context:type_name -> portcullis.extension.v1alpha1.ClusterContext
-	21, // 28: portcullis.extension.v1alpha1.PostClusterModifyResponse.cluster:type_name -> envoy.config.cluster.v3.Cluster
-	3,  // 29: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:input_type -> portcullis.extension.v1alpha1.PostRouteModifyRequest
-	6,  // 30: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:input_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyRequest
-	9,  // 31: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:input_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest
-	11, // 32: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:input_type -> portcullis.extension.v1alpha1.PostTranslateInsertRequest
-	13, // 33: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:input_type -> portcullis.extension.v1alpha1.PostTranslateModifyRequest
-	16, // 34: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:input_type -> portcullis.extension.v1alpha1.PostClusterModifyRequest
-	4,  // 35: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:output_type -> portcullis.extension.v1alpha1.PostRouteModifyResponse
-	7,  // 36: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:output_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyResponse
-	10, // 37: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:output_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse
-	12, // 38: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:output_type -> portcullis.extension.v1alpha1.PostTranslateInsertResponse
-	14, // 39: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:output_type -> portcullis.extension.v1alpha1.PostTranslateModifyResponse
-	17, // 40: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:output_type -> portcullis.extension.v1alpha1.PostClusterModifyResponse
-	35, // [35:41] is the sub-list for method output_type
-	29, // [29:35] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	24, // 28: portcullis.extension.v1alpha1.PostClusterModifyResponse.cluster:type_name -> envoy.config.cluster.v3.Cluster
+	0,  // 29: portcullis.extension.v1alpha1.EndpointsContext.origins:type_name -> portcullis.extension.v1alpha1.ObjectRef
+	27, // 30: portcullis.extension.v1alpha1.PostEndpointsModifyRequest.load_assignment:type_name -> envoy.config.endpoint.v3.ClusterLoadAssignment
+	18, // 31: portcullis.extension.v1alpha1.PostEndpointsModifyRequest.context:type_name -> portcullis.extension.v1alpha1.EndpointsContext
+	27, // 32: portcullis.extension.v1alpha1.PostEndpointsModifyResponse.load_assignment:type_name -> envoy.config.endpoint.v3.ClusterLoadAssignment
+	3,  // 33: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:input_type -> portcullis.extension.v1alpha1.PostRouteModifyRequest
+	6,  // 34: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:input_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyRequest
+	9,  // 35: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:input_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyRequest
+	11, // 36: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:input_type -> portcullis.extension.v1alpha1.PostTranslateInsertRequest
+	13, // 37: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:input_type -> portcullis.extension.v1alpha1.PostTranslateModifyRequest
+	16, // 38: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:input_type -> portcullis.extension.v1alpha1.PostClusterModifyRequest
+	19, // 39: portcullis.extension.v1alpha1.ExtensionServer.PostEndpointsModify:input_type -> portcullis.extension.v1alpha1.PostEndpointsModifyRequest
+	4,  // 40: portcullis.extension.v1alpha1.ExtensionServer.PostRouteModify:output_type -> portcullis.extension.v1alpha1.PostRouteModifyResponse
+	7,  // 41: portcullis.extension.v1alpha1.ExtensionServer.PostVirtualHostModify:output_type -> portcullis.extension.v1alpha1.PostVirtualHostModifyResponse
+	10, // 42: portcullis.extension.v1alpha1.ExtensionServer.PostHTTPListenerModify:output_type -> portcullis.extension.v1alpha1.PostHTTPListenerModifyResponse
+	12, // 43: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateInsert:output_type -> portcullis.extension.v1alpha1.PostTranslateInsertResponse
+	14, // 44: portcullis.extension.v1alpha1.ExtensionServer.PostTranslateModify:output_type -> portcullis.extension.v1alpha1.PostTranslateModifyResponse
+	17, // 45: portcullis.extension.v1alpha1.ExtensionServer.PostClusterModify:output_type -> portcullis.extension.v1alpha1.PostClusterModifyResponse
+	20, // 46: portcullis.extension.v1alpha1.ExtensionServer.PostEndpointsModify:output_type -> portcullis.extension.v1alpha1.PostEndpointsModifyResponse
+	40, // [40:47] is the sub-list for method output_type
+	33, // [33:40] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_portcullis_extension_v1alpha1_extension_proto_init() }
@@ -1294,7 +1466,7 @@ func file_portcullis_extension_v1alpha1_extension_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_portcullis_extension_v1alpha1_extension_proto_rawDesc), len(file_portcullis_extension_v1alpha1_extension_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

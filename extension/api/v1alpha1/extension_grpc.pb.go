@@ -35,6 +35,7 @@ const (
 	ExtensionServer_PostTranslateInsert_FullMethodName    = "/portcullis.extension.v1alpha1.ExtensionServer/PostTranslateInsert"
 	ExtensionServer_PostTranslateModify_FullMethodName    = "/portcullis.extension.v1alpha1.ExtensionServer/PostTranslateModify"
 	ExtensionServer_PostClusterModify_FullMethodName      = "/portcullis.extension.v1alpha1.ExtensionServer/PostClusterModify"
+	ExtensionServer_PostEndpointsModify_FullMethodName    = "/portcullis.extension.v1alpha1.ExtensionServer/PostEndpointsModify"
 )
 
 // ExtensionServerClient is the client API for ExtensionServer service.
@@ -87,6 +88,10 @@ type ExtensionServerClient interface {
 	// PostClusterModify fills in or changes the cluster Portcullis made for a
 	// backend reference to a kind the extension registered.
 	PostClusterModify(ctx context.Context, in *PostClusterModifyRequest, opts ...grpc.CallOption) (*PostClusterModifyResponse, error)
+	// PostEndpointsModify changes the endpoints (EDS) of one cluster, e.g.
+	// to set per-endpoint metadata or weights. Called for every cluster
+	// with EDS endpoints.
+	PostEndpointsModify(ctx context.Context, in *PostEndpointsModifyRequest, opts ...grpc.CallOption) (*PostEndpointsModifyResponse, error)
 }
 
 type extensionServerClient struct {
@@ -157,6 +162,16 @@ func (c *extensionServerClient) PostClusterModify(ctx context.Context, in *PostC
 	return out, nil
 }
 
+func (c *extensionServerClient) PostEndpointsModify(ctx context.Context, in *PostEndpointsModifyRequest, opts ...grpc.CallOption) (*PostEndpointsModifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PostEndpointsModifyResponse)
+	err := c.cc.Invoke(ctx, ExtensionServer_PostEndpointsModify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ExtensionServerServer is the server API for ExtensionServer service.
 // All implementations must embed UnimplementedExtensionServerServer
 // for forward compatibility.
@@ -207,6 +222,10 @@ type ExtensionServerServer interface {
 	// PostClusterModify fills in or changes the cluster Portcullis made for a
 	// backend reference to a kind the extension registered.
 	PostClusterModify(context.Context, *PostClusterModifyRequest) (*PostClusterModifyResponse, error)
+	// PostEndpointsModify changes the endpoints (EDS) of one cluster, e.g.
+	// to set per-endpoint metadata or weights. Called for every cluster
+	// with EDS endpoints.
+	PostEndpointsModify(context.Context, *PostEndpointsModifyRequest) (*PostEndpointsModifyResponse, error)
 	mustEmbedUnimplementedExtensionServerServer()
 }
 
@@ -234,6 +253,9 @@ func (UnimplementedExtensionServerServer) PostTranslateModify(context.Context, *
 }
 func (UnimplementedExtensionServerServer) PostClusterModify(context.Context, *PostClusterModifyRequest) (*PostClusterModifyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PostClusterModify not implemented")
+}
+func (UnimplementedExtensionServerServer) PostEndpointsModify(context.Context, *PostEndpointsModifyRequest) (*PostEndpointsModifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PostEndpointsModify not implemented")
 }
 func (UnimplementedExtensionServerServer) mustEmbedUnimplementedExtensionServerServer() {}
 func (UnimplementedExtensionServerServer) testEmbeddedByValue()                         {}
@@ -364,6 +386,24 @@ func _ExtensionServer_PostClusterModify_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExtensionServer_PostEndpointsModify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PostEndpointsModifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExtensionServerServer).PostEndpointsModify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExtensionServer_PostEndpointsModify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExtensionServerServer).PostEndpointsModify(ctx, req.(*PostEndpointsModifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ExtensionServer_ServiceDesc is the grpc.ServiceDesc for ExtensionServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -394,6 +434,10 @@ var ExtensionServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PostClusterModify",
 			Handler:    _ExtensionServer_PostClusterModify_Handler,
+		},
+		{
+			MethodName: "PostEndpointsModify",
+			Handler:    _ExtensionServer_PostEndpointsModify_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -8,6 +8,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
 
@@ -73,12 +74,23 @@ func CheckEndpoints(clusters []*clusterv3.Cluster, own []netip.Addr) []Violation
 		if c.GetType() == clusterv3.Cluster_ORIGINAL_DST && c.GetOriginalDstLbConfig().GetUseHttpHeader() {
 			bad("an original-destination cluster that takes its destination from a request header reaches any address")
 		}
-		for _, le := range c.GetLoadAssignment().GetEndpoints() {
-			for _, e := range le.GetLbEndpoints() {
-				addr := e.GetEndpoint().GetAddress()
-				if why := local(addr, own); why != "" {
-					bad("endpoint %s is %s", addrString(addr), why)
-				}
+		for _, v := range CheckLoadAssignment(c.GetLoadAssignment(), own) {
+			v.TypeURL, v.Name = resourcev3.ClusterType, c.GetName()
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CheckLoadAssignment refuses endpoints on the host itself, as
+// CheckEndpoints does.
+func CheckLoadAssignment(cla *endpointv3.ClusterLoadAssignment, own []netip.Addr) []Violation {
+	var out []Violation
+	for _, le := range cla.GetEndpoints() {
+		for _, e := range le.GetLbEndpoints() {
+			addr := e.GetEndpoint().GetAddress()
+			if why := local(addr, own); why != "" {
+				out = append(out, Violation{TypeURL: resourcev3.EndpointType, Name: cla.GetClusterName(), Reason: fmt.Sprintf("endpoint %s is %s", addrString(addr), why)})
 			}
 		}
 	}
