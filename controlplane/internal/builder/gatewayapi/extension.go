@@ -76,19 +76,24 @@ func extensionJSON(u *unstructured.Unstructured) ([]byte, error) {
 
 // withExtensionContext completes the extension part of x, the route of
 // match j of rule i: where it came from, and the name its Envoy route
-// gets (the hooks find it by it). Routes without extension resources are
-// left as they are: unnamed.
+// gets (the hooks find it by it). When extensions are registered, every
+// route gets its name and origin (the metadata of its Envoy route);
+// otherwise routes without extension resources are left unnamed.
 func withExtensionContext(b *routeBuild, x *ir.Route, i, j int, ruleName *gwapiv1.SectionName) {
-	if x.Extension == nil {
+	anyExt := b.R.Opts().Extensions.Any
+	if x.Extension == nil && !anyExt {
 		return
 	}
-	e := *x.Extension
-	e.Kind, e.Namespace, e.Name, e.RuleIndex = b.rt.ref.Kind, b.rt.ref.Namespace, b.rt.ref.Name, i
-	if ruleName != nil {
-		e.RuleName = string(*ruleName)
+	ref, rule := b.rt.ref, string(core.PtrValue(ruleName))
+	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(ref.Kind), ref.Namespace, ref.Name, i, j)
+	if anyExt {
+		x.Origin = &ir.RouteOrigin{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, SectionName: rule}
 	}
-	x.Extension = &e
-	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(e.Kind), e.Namespace, e.Name, i, j)
+	if x.Extension != nil {
+		e := *x.Extension
+		e.Kind, e.Namespace, e.Name, e.RuleName, e.RuleIndex = ref.Kind, ref.Namespace, ref.Name, rule, i
+		x.Extension = &e
+	}
 }
 
 // The extensions' policies: objects of a registered policy kind attach to
