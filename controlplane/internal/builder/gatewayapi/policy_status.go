@@ -58,7 +58,7 @@ func (g *gatewayStage) ancestorAccepted(set policySet, i int, p *gwPolicy, r gwa
 	if p.refused != "" {
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyConditionReason(status.ReasonOptOutForbidden), p.refused, gen)
 	}
-	if w, lost := set.index.lostTo(i, t); lost {
+	if w, lost := set.index.LostTo(i, t); lost {
 		winner := set.policies[w].ref
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyReasonConflicted,
 			fmt.Sprintf("%s %s/%s, older, is attached to the same target and is used instead", winner.Kind, winner.Namespace, winner.Name), gen)
