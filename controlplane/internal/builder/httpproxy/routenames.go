@@ -19,7 +19,7 @@ import (
 // routeOrigin is the origin of p's routes, shared by them (the IR is
 // never modified); nil without extensions.
 func (b *rootBuilder) routeOrigin(p *contourv1.HTTPProxy) *ir.RouteOrigin {
-	if !b.R.Opts().Extensions.Any {
+	if ext := b.R.Opts().Extensions; !ext.Any && len(ext.Policies) == 0 {
 		return nil
 	}
 	return &ir.RouteOrigin{Kind: core.KindHTTPProxy, Namespace: p.Namespace, Name: p.Name}
