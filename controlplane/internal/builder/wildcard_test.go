@@ -99,7 +99,7 @@ func TestWildcardRoot(t *testing.T) {
 // host that would not serve it (per route: TestInsecureRoutes).
 func TestWildcardRedirects(t *testing.T) {
 	routes := httpproxy.WithWildcardAuthority("*.example.com", []httpproxy.Route{{Route: ir.Route{Path: "/a"}}})
-	redirects := httpproxy.InsecureRoutes("*.example.com", routes)
+	redirects := httpproxy.InsecureRoutes("*.example.com", routes, nil)
 	if len(redirects) != 1 || !redirects[0].HTTPSRedirect || !slices.Equal(redirects[0].Headers, []ir.HeaderMatch{httpproxy.WildcardAuthority("*.example.com")}) {
 		t.Errorf("redirects %+v, want one HTTPS redirect with the :authority condition", redirects)
 	}

@@ -87,9 +87,9 @@ type Extension struct {
 	// BackendResources are the kinds HTTPRoute rules reference as a
 	// backendRef: their clusters go through PostClusterModify.
 	BackendResources []GroupVersionKind `json:"backendResources,omitempty"`
-	// PolicyResources are the kinds that attach to Gateways and routes
-	// with spec.targetRefs: PostRouteModify receives those targeting a
-	// route.
+	// PolicyResources are the kinds that attach to Gateways, routes and
+	// HTTPProxies with spec.targetRefs: PostRouteModify receives those
+	// targeting a route (or the HTTPProxy it is written in).
 	PolicyResources []GroupVersionKind `json:"policyResources,omitempty"`
 	// Dialect is the contract the extension serves: Portcullis (the
 	// default: portcullis.extension.v1alpha1.ExtensionServer) or

@@ -502,20 +502,37 @@ type Route struct {
 	// Origins: the HTTPProxy the route is written in.
 	Origins Origins
 
-	// Name names the Envoy route. Set only on routes with an Extension:
-	// the extension hooks find them by it.
+	// Name names the Envoy route: set on every route when extensions are
+	// registered (their hooks find routes by it), else only on routes with
+	// an Extension. Not unique: a route included through several includes
+	// keeps its one name.
 	Name string
+	// Origin, when set (extensions registered), is the object the route
+	// is written in: its Envoy route's metadata says it.
+	Origin *RouteOrigin
 	// Extension, when set, is what the route's rule gives the extension
 	// servers (their PostRouteModify hook).
 	Extension *RouteExtension
 }
 
+// RouteOrigin is the object, and the part of it, a route is written in,
+// as Envoy Gateway's extensions expect to find it in the route's metadata
+// (metadata.filter_metadata["envoy-gateway"].resources).
+type RouteOrigin struct {
+	Kind, Namespace, Name string
+	// SectionName is the Gateway API rule's name; "" for an unnamed rule
+	// and for HTTPProxy routes.
+	SectionName string
+}
+
 // RouteExtension is what a route gives the extension servers: where it
 // came from and the objects of their kinds its rule references.
 type RouteExtension struct {
-	// Kind, Namespace and Name are the route's object (an HTTPRoute).
+	// Kind, Namespace and Name are the route's object (an HTTPRoute, a
+	// GRPCRoute, or the HTTPProxy whose spec.routes holds it).
 	Kind, Namespace, Name string
-	// RuleName and RuleIndex are the rule's, in spec.rules.
+	// RuleName and RuleIndex are the rule's, in spec.rules (an
+	// HTTPProxy's: the route's index in spec.routes, no name).
 	RuleName  string
 	RuleIndex int
 	// Resources are the referenced objects, in the order the rule

@@ -234,6 +234,7 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 		}
 	}
 	out.TypedPerFilterConfig = perFilterConfig(r, rs.filters)
+	out.Metadata = routeMetadata(r.Origin)
 	return out
 }
 

@@ -165,8 +165,9 @@ func (x *ExtensionResource) GetPolicy() bool {
 type RouteContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// route_kind is the kind of the object the route was built from:
-	// "HTTPRoute" or "GRPCRoute" (HTTPProxy routes cannot reference
-	// extension resources).
+	// "HTTPRoute", "GRPCRoute", or "HTTPProxy" (the HTTPProxy whose
+	// spec.routes holds the route, wherever it is included, when a policy
+	// of the extension targets that HTTPProxy).
 	RouteKind string `protobuf:"bytes,1,opt,name=route_kind,json=routeKind,proto3" json:"route_kind,omitempty"`
 	// route_name is the name of that object.
 	RouteName string `protobuf:"bytes,2,opt,name=route_name,json=routeName,proto3" json:"route_name,omitempty"`
@@ -180,9 +181,10 @@ type RouteContext struct {
 	// rule_name is the name of the rule the route was built from; empty
 	// when the rule has none.
 	RuleName string `protobuf:"bytes,5,opt,name=rule_name,json=ruleName,proto3" json:"rule_name,omitempty"`
-	// rule_index is the index, from zero, of the rule in spec.rules. One
-	// rule may give several Envoy routes (one per match); each is its own
-	// call with the same rule_index.
+	// rule_index is the index, from zero, of the rule in spec.rules (of an
+	// HTTPProxy's route, in spec.routes). One rule may give several Envoy
+	// routes (one per match); each is its own call with the same
+	// rule_index.
 	RuleIndex     uint32 `protobuf:"varint,6,opt,name=rule_index,json=ruleIndex,proto3" json:"rule_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -267,7 +269,9 @@ type PostRouteModifyRequest struct {
 	// says where it is: "<kind>/<namespace>/<name>/rule/<rule>/match/<match>"
 	// (kind lowercased), followed by "/via/<gateway namespace>/<gateway>/
 	// <listener>" when policies of the extension apply to it (a route
-	// attached through several listeners may get different ones).
+	// attached through several listeners may get different ones); an
+	// HTTPProxy's "httpproxy/<namespace>/<name>/route/<index>" (the same
+	// wherever it is included).
 	Route *v3.Route `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
 	// context is the route's origin.
 	Context *RouteContext `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
@@ -276,7 +280,8 @@ type PostRouteModifyRequest struct {
 	// order the rule references them, then, for each of the extension's
 	// policy kinds, the policy that applies to the route (the most specific
 	// of its targetRefs: rule, route, listener, Gateway; of two on one
-	// target, the older). At least one.
+	// target, the older; for an HTTPProxy's route, the older of those that
+	// target its HTTPProxy). At least one.
 	ExtensionResources []*ExtensionResource `protobuf:"bytes,3,rep,name=extension_resources,json=extensionResources,proto3" json:"extension_resources,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache

@@ -70,7 +70,8 @@ const (
 //     functions of their request.
 type ExtensionServerClient interface {
 	// PostRouteModify changes one Envoy route built from a route that
-	// references a resource of the extension.
+	// references a resource of the extension, or that a policy of the
+	// extension targets (its HTTPRoute, GRPCRoute or HTTPProxy).
 	PostRouteModify(ctx context.Context, in *PostRouteModifyRequest, opts ...grpc.CallOption) (*PostRouteModifyResponse, error)
 	// PostVirtualHostModify changes one Envoy virtual host, or drops it.
 	// Called for every virtual host.
@@ -204,7 +205,8 @@ func (c *extensionServerClient) PostEndpointsModify(ctx context.Context, in *Pos
 //     functions of their request.
 type ExtensionServerServer interface {
 	// PostRouteModify changes one Envoy route built from a route that
-	// references a resource of the extension.
+	// references a resource of the extension, or that a policy of the
+	// extension targets (its HTTPRoute, GRPCRoute or HTTPProxy).
 	PostRouteModify(context.Context, *PostRouteModifyRequest) (*PostRouteModifyResponse, error)
 	// PostVirtualHostModify changes one Envoy virtual host, or drops it.
 	// Called for every virtual host.

@@ -18,11 +18,16 @@ type ExtensionKinds struct {
 	Backends map[schema.GroupKind]bool
 	// Policies: attached with spec.targetRefs.
 	Policies map[schema.GroupKind]bool
+	// Any: at least one extension is registered. Every route then gets a
+	// name and its origin (ir.Route.Name, Origin), which extensions find
+	// routes by; without extensions, Envoy's configuration stays as it
+	// was, with nothing to pay for them.
+	Any bool
 }
 
 // extensionKindsOf the configuration file's extensions.
 func extensionKindsOf(c *config.Config) ExtensionKinds {
-	var k ExtensionKinds
+	k := ExtensionKinds{Any: len(c.Extensions) > 0}
 	add := func(m *map[schema.GroupKind]bool, kinds []config.GroupVersionKind) {
 		for _, r := range kinds {
 			if *m == nil {

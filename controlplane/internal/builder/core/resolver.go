@@ -36,6 +36,9 @@ type Reads struct {
 	warnings []warningDep
 	// extObjects are the objects of the extensions' kinds it read.
 	extObjects []dep2[ExtKey, *unstructured.Unstructured]
+	// proxyPolicies are the extensions' policies it read that win on
+	// HTTPProxies.
+	proxyPolicies []dep[[]*ProxyPolicy]
 }
 
 // dep2 is one lookup by another key than a namespaced name.

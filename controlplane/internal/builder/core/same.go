@@ -21,7 +21,8 @@ func (rd *Reads) Same(s *Snapshot) bool {
 		sameDeps(rd.slices, s.slices, func(a, b []*discoveryv1.EndpointSlice) bool { return slices.EqualFunc(a, b, sameContent) }) &&
 		sameDeps(rd.secrets, s.secrets, sameContent[*corev1.Secret]) &&
 		!slices.ContainsFunc(rd.warnings, func(d warningDep) bool { return !slices.Equal(s.In.Warnings[d.ref], d.got) }) &&
-		!slices.ContainsFunc(rd.extObjects, func(d dep2[ExtKey, *unstructured.Unstructured]) bool { return !SameObject(s.extObjects[d.key], d.got) })
+		!slices.ContainsFunc(rd.extObjects, func(d dep2[ExtKey, *unstructured.Unstructured]) bool { return !SameObject(s.extObjects[d.key], d.got) }) &&
+		!slices.ContainsFunc(rd.proxyPolicies, func(d dep[[]*ProxyPolicy]) bool { return !sameProxyPolicies(s.proxyPoliciesOf(d.key), d.got) })
 }
 
 // sameDeps reports whether every lookup in deps answers the same in now.

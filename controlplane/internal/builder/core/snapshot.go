@@ -47,6 +47,9 @@ type Snapshot struct {
 	ready map[readyKey]readyEndpointsOf
 	// extObjects are the objects of the extensions' kinds.
 	extObjects map[ExtKey]*unstructured.Unstructured
+	// proxyPolicies are the extensions' policies on HTTPProxies, one set
+	// per kind (extpolicy.go).
+	proxyPolicies []proxyPolicySet
 }
 
 // NewSnapshot indexes in for one build.
@@ -81,6 +84,7 @@ func NewSnapshot(in *objects.Set, opts Options) *Snapshot {
 		}
 	}
 	s.indexExtensions()
+	s.indexProxyPolicies()
 	return s
 }
 

@@ -3,12 +3,10 @@ package gatewayapi
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -36,7 +34,7 @@ func (b *routeBuild) extensionRef(ref *gwapiv1.LocalObjectReference, where strin
 		b.refs.add(string(gwapiv1.RouteReasonBackendNotFound), "%s: ExtensionRef %s %q: not found in namespace %q: the rule answers 500", where, gk, ref.Name, b.rt.ref.Namespace)
 		return false
 	}
-	js, err := extensionJSON(u)
+	js, err := core.ExtensionJSON(u)
 	if err != nil {
 		b.refs.add(string(gwapiv1.RouteReasonInvalidKind), "%s: ExtensionRef %s %q: %v: the rule answers 500", where, gk, ref.Name, err)
 		return false
@@ -48,47 +46,26 @@ func (b *routeBuild) extensionRef(ref *gwapiv1.LocalObjectReference, where strin
 	return true
 }
 
-// extensionJSON is the object as the extension receives it (every
-// ExtensionResource it is handed is made here), the same from a cluster
-// as from files: without status, which the API server serves and files
-// seldom have (an extension decoding strictly into a type without one
-// would fail in a cluster only; Portcullis writes a policy's, and the
-// memos take objects differing only in status as unchanged), and without
-// metadata.managedFields (the API server's bookkeeping, which changes on
-// every write and would defeat the hook cache).
-func extensionJSON(u *unstructured.Unstructured) ([]byte, error) {
-	meta, _ := u.Object["metadata"].(map[string]any)
-	_, managed := meta["managedFields"]
-	_, status := u.Object["status"]
-	if managed || status {
-		// Shallow copies: u is the snapshot's, never modified.
-		obj := maps.Clone(u.Object)
-		delete(obj, "status")
-		if managed {
-			meta = maps.Clone(meta)
-			delete(meta, "managedFields")
-			obj["metadata"] = meta
-		}
-		u = &unstructured.Unstructured{Object: obj}
-	}
-	return u.MarshalJSON()
-}
-
 // withExtensionContext completes the extension part of x, the route of
 // match j of rule i: where it came from, and the name its Envoy route
-// gets (the hooks find it by it). Routes without extension resources are
-// left as they are: unnamed.
+// gets (the hooks find it by it). When extensions are registered, every
+// route gets its name and origin (the metadata of its Envoy route);
+// otherwise routes without extension resources are left unnamed.
 func withExtensionContext(b *routeBuild, x *ir.Route, i, j int, ruleName *gwapiv1.SectionName) {
-	if x.Extension == nil {
+	anyExt := b.R.Opts().Extensions.Any
+	if x.Extension == nil && !anyExt {
 		return
 	}
-	e := *x.Extension
-	e.Kind, e.Namespace, e.Name, e.RuleIndex = b.rt.ref.Kind, b.rt.ref.Namespace, b.rt.ref.Name, i
-	if ruleName != nil {
-		e.RuleName = string(*ruleName)
+	ref, rule := b.rt.ref, string(core.PtrValue(ruleName))
+	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(ref.Kind), ref.Namespace, ref.Name, i, j)
+	if anyExt {
+		x.Origin = &ir.RouteOrigin{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, SectionName: rule}
 	}
-	x.Extension = &e
-	x.Name = fmt.Sprintf("%s/%s/%s/rule/%d/match/%d", strings.ToLower(e.Kind), e.Namespace, e.Name, i, j)
+	if x.Extension != nil {
+		e := *x.Extension
+		e.Kind, e.Namespace, e.Name, e.RuleName, e.RuleIndex = ref.Kind, ref.Namespace, ref.Name, rule, i
+		x.Extension = &e
+	}
 }
 
 // The extensions' policies: objects of a registered policy kind attach to
@@ -129,30 +106,18 @@ func (g *gatewayStage) buildExtensionPolicies() {
 }
 
 // extensionPolicy checks one policy of an extension: only its targetRefs;
-// the rest of its spec is the extension's.
+// the rest of its spec is the extension's. Its HTTPProxy targetRefs are
+// the core's (core/extpolicy.go): not targets here, but ancestors in its
+// status.
 func (g *gatewayStage) extensionPolicy(u *unstructured.Unstructured) *gwPolicy {
-	var refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName
-	var problem string
-	raw, found, err := unstructured.NestedSlice(u.Object, "spec", "targetRefs")
-	switch {
-	case err != nil:
-		problem = "spec.targetRefs: must be a list of references (group, kind, name, sectionName)"
-	case !found || len(raw) == 0:
-		problem = "spec.targetRefs: required: the Gateways, listeners, routes or rules the policy attaches to"
-	default:
-		var decoded struct {
-			Refs []gwapiv1.LocalPolicyTargetReferenceWithSectionName `json:"refs"`
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"refs": raw}, &decoded); err != nil {
-			problem = fmt.Sprintf("spec.targetRefs: %v", err)
-		}
-		refs = decoded.Refs
-	}
-	p := g.newGWPolicy(extensionKindRef(u), u, refs)
+	refs, problem := core.ExtensionPolicyTargetRefs(u)
+	ours := slices.DeleteFunc(slices.Clone(refs), core.IsProxyTargetRef)
+	p := g.newGWPolicy(extensionKindRef(u), u, ours)
+	p.targetRefs = refs
 	if problem != "" {
 		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%s", problem)
 	}
-	js, err := extensionJSON(u)
+	js, err := core.ExtensionJSON(u)
 	if err != nil {
 		p.invalid.add(string(gwapiv1.PolicyReasonInvalid), "%v", err)
 	}
@@ -237,7 +202,7 @@ func (b *routeBuild) extensionBackend(gk schema.GroupKind, ns, name, where strin
 		b.refs.add(string(gwapiv1.RouteReasonBackendNotFound), "%s: %s %s/%s not found", where, gk, ns, name)
 		return ""
 	}
-	js, err := extensionJSON(u)
+	js, err := core.ExtensionJSON(u)
 	if err != nil {
 		b.refs.add(string(gwapiv1.RouteReasonInvalidKind), "%s: %s %s/%s: %v", where, gk, ns, name, err)
 		return ""

@@ -89,8 +89,8 @@ type gatewayStage struct {
 // its objects to b. With gateway.servicePerGateway it returns the
 // Gateways' Services.
 func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *GatewayMemo, addrs []corev1.LoadBalancerIngress) (services []*corev1.Service) {
-	if len(snap.In.GatewayClasses) == 0 && len(snap.In.ExtAuthPolicies) == 0 && len(snap.In.ExtProcPolicies) == 0 {
-		return nil // nothing can be ours (policies are: they say what they found)
+	if len(snap.In.GatewayClasses) == 0 && len(snap.In.ExtAuthPolicies) == 0 && len(snap.In.ExtProcPolicies) == 0 && !snap.HasExtensionPolicies() {
+		return nil // nothing can be ours (policies are: they say what they found, an extension's on HTTPProxies too)
 	}
 	out := core.NewOutput()
 	g := newGatewayStage(snap, &out, memo, addrs)

@@ -63,9 +63,9 @@ type policySet struct {
 func newPolicySet(ps []*gwPolicy) policySet {
 	cs := make([]policyCandidate, len(ps))
 	for i, p := range ps {
-		cs[i] = policyCandidate{obj: p.obj, targets: p.targets, override: p.override}
+		cs[i] = policyCandidate{Obj: p.obj, Targets: p.targets, Override: p.override}
 		if p.refused != "" {
-			cs[i].targets = nil // a refused opt-out wins nowhere
+			cs[i].Targets = nil // a refused opt-out wins nowhere
 		}
 	}
 	return policySet{policies: ps, index: newPolicyIndex(cs)}
@@ -74,17 +74,17 @@ func newPolicySet(ps []*gwPolicy) policySet {
 // forRoute is the policy that applies at at; nil for none. The policies
 // its overrides replace there are told so (overridden).
 func (s policySet) forRoute(at routeAt) *gwPolicy {
-	i, overridden, ok := s.index.resolve(at)
+	i, overridden, ok := s.index.Resolve(at.targets())
 	if !ok {
 		return nil
 	}
 	p := s.policies[i]
 	for _, o := range overridden {
-		q := s.policies[o.policy]
+		q := s.policies[o.Policy]
 		if q.overridden == nil {
 			q.overridden = map[policyTarget]objects.Ref{}
 		}
-		q.overridden[o.target] = p.ref
+		q.overridden[o.Target] = p.ref
 	}
 	return p
 }

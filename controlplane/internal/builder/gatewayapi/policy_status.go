@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -44,6 +45,11 @@ func (g *gatewayStage) policyStatuses() {
 // (Conflicted), else Accepted.
 func (g *gatewayStage) ancestorAccepted(set policySet, i int, p *gwPolicy, r gwapiv1.LocalPolicyTargetReferenceWithSectionName, known knownTargets) metav1.Condition {
 	gen := p.obj.GetGeneration()
+	if u, ext := p.obj.(*unstructured.Unstructured); ext && core.IsProxyTargetRef(r) {
+		// An extension's policy on an HTTPProxy (core/extpolicy.go).
+		ok, reason, msg := g.R.Snap.ProxyPolicyAccepted(u, r)
+		return cond(gwapiv1.PolicyConditionAccepted, ok, reason, msg, gen)
+	}
 	t := policyTarget{kind: r.Kind, namespace: p.ref.Namespace, name: string(r.Name), section: string(core.PtrValue(r.SectionName))}
 	if !slices.Contains(p.targets, t) {
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyReasonInvalid, p.invalid.message(), gen)
@@ -58,7 +64,7 @@ func (g *gatewayStage) ancestorAccepted(set policySet, i int, p *gwPolicy, r gwa
 	if p.refused != "" {
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyConditionReason(status.ReasonOptOutForbidden), p.refused, gen)
 	}
-	if w, lost := set.index.lostTo(i, t); lost {
+	if w, lost := set.index.LostTo(i, t); lost {
 		winner := set.policies[w].ref
 		return cond(gwapiv1.PolicyConditionAccepted, false, gwapiv1.PolicyReasonConflicted,
 			fmt.Sprintf("%s %s/%s, older, is attached to the same target and is used instead", winner.Kind, winner.Namespace, winner.Name), gen)

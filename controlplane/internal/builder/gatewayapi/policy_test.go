@@ -31,7 +31,7 @@ func candidate(name string, created int, targets ...policyTarget) policyCandidat
 	if created > 0 {
 		m.CreationTimestamp = metav1.NewTime(time.Date(2025, 1, 1, 0, created, 0, 0, time.UTC))
 	}
-	return policyCandidate{obj: m, targets: targets}
+	return policyCandidate{Obj: m, Targets: targets}
 }
 
 func TestPolicyIndexForRoute(t *testing.T) {
@@ -66,8 +66,8 @@ func TestPolicyIndexForRoute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newPolicyIndex(tc.policies)
 			got := ""
-			if i, ok := x.forRoute(tc.at); ok {
-				got = tc.policies[i].obj.GetName()
+			if i, _, ok := x.Resolve(tc.at.targets()); ok {
+				got = tc.policies[i].Obj.GetName()
 			}
 			if got != tc.want {
 				t.Errorf("forRoute = %q, want %q", got, tc.want)
@@ -83,15 +83,15 @@ func TestPolicyIndexConflicts(t *testing.T) {
 		candidate("other", 3, onListener),
 	}
 	x := newPolicyIndex(ps)
-	if w, lost := x.lostTo(0, onRoute); !lost || ps[w].obj.GetName() != "old" {
+	if w, lost := x.LostTo(0, onRoute); !lost || ps[w].Obj.GetName() != "old" {
 		t.Errorf("young on the route: lost %v to %d, want lost to old", lost, w)
 	}
 	for _, tc := range []struct {
 		policy int
 		target policyTarget
 	}{{0, onGateway}, {1, onRoute}, {2, onListener}} {
-		if _, lost := x.lostTo(tc.policy, tc.target); lost {
-			t.Errorf("%s is Conflicted on %+v: it is alone there, or the older", ps[tc.policy].obj.GetName(), tc.target)
+		if _, lost := x.LostTo(tc.policy, tc.target); lost {
+			t.Errorf("%s is Conflicted on %+v: it is alone there, or the older", ps[tc.policy].Obj.GetName(), tc.target)
 		}
 	}
 }
@@ -137,7 +137,7 @@ func TestPolicyTargets(t *testing.T) {
 // override is candidate with its settings as overrides (GEP-713).
 func override(name string, created int, targets ...policyTarget) policyCandidate {
 	c := candidate(name, created, targets...)
-	c.override = true
+	c.Override = true
 	return c
 }
 
@@ -164,13 +164,13 @@ func TestPolicyIndexOverrides(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			levels := map[policyTarget]string{onRule: "rule", onRoute: "route", onListener: "listener", onGateway: "gateway"}
-			i, overridden, ok := newPolicyIndex(tc.policies).resolve(shopHealth)
-			if !ok || tc.policies[i].obj.GetName() != tc.want {
+			i, overridden, ok := newPolicyIndex(tc.policies).Resolve(shopHealth.targets())
+			if !ok || tc.policies[i].Obj.GetName() != tc.want {
 				t.Fatalf("resolve = %d (%v), want %q", i, ok, tc.want)
 			}
 			var got []string
 			for _, o := range overridden {
-				got = append(got, tc.policies[o.policy].obj.GetName()+"@"+levels[o.target])
+				got = append(got, tc.policies[o.Policy].Obj.GetName()+"@"+levels[o.Target])
 			}
 			if !slices.Equal(got, tc.overridden) {
 				t.Errorf("overridden = %v, want %v", got, tc.overridden)
@@ -185,7 +185,7 @@ func TestPolicyIndexOverrides(t *testing.T) {
 func TestPolicySetRefusedOptOut(t *testing.T) {
 	policy := func(name string, created int, refused bool, targets ...policyTarget) *gwPolicy {
 		c := candidate(name, created, targets...)
-		p := &gwPolicy{obj: c.obj, targets: targets}
+		p := &gwPolicy{obj: c.Obj, targets: targets}
 		if refused {
 			p.refused, p.disabled = "forbidden", true
 		}

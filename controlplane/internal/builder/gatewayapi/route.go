@@ -93,12 +93,14 @@ func (b *routeBuild) newRoute() ir.Route {
 
 // failClosed makes a rule answer 500 instead of what it says, keeping its
 // match: a rule with a filter or backend that cannot be honoured must not
-// be served without it, nor fall through to another rule.
+// be served without it, nor fall through to another rule. It keeps its
+// name and origin, but goes to no extension hook.
 func failClosed(x ir.Route) ir.Route {
 	return ir.Route{
 		PathKind: x.PathKind, Path: x.Path, Headers: x.Headers, QueryParams: x.QueryParams,
 		DirectResponse: &ir.DirectResponse{Status: 500},
 		AuthDisabled:   x.AuthDisabled, AuthContext: x.AuthContext, Origins: x.Origins,
+		Name: x.Name, Origin: x.Origin,
 	}
 }
 

@@ -202,7 +202,7 @@ func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, origins 
 	b.res.secure = secure
 	// On the HTTP listener, a TLS host redirects to HTTPS, except the
 	// routes that permit insecure access (irInsecureRoutes).
-	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(InsecureRoutes(fqdn, routes), proc)})
+	b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(InsecureRoutes(fqdn, routes, b.routeOrigin(p)), proc)})
 	if p.Spec.VirtualHost.TLS.EnableFallbackCertificate {
 		// secureHost checked that the fallback Secret resolves.
 		fb := b.R.Opts().FallbackCertificate

@@ -139,7 +139,9 @@ func irRoutes(routes []Route, insecure bool) []*ir.Route {
 // HTTPS) where Contour answers 404. A wildcard host's keeps the :authority
 // condition of its routes (wildcard.go). Otherwise each route is
 // redirected with its whole match (irRoutes). No routes, no redirect.
-func InsecureRoutes(fqdn string, routes []Route) []*ir.Route {
+// root, when extensions are registered, is the root's origin: the
+// redirect of every path is named after it (routenames.go).
+func InsecureRoutes(fqdn string, routes []Route, root *ir.RouteOrigin) []*ir.Route {
 	if len(routes) == 0 || slices.ContainsFunc(routes, func(r Route) bool {
 		return r.permitInsecure || r.IPFilter != nil || r.RateLimit != nil
 	}) {
@@ -147,6 +149,9 @@ func InsecureRoutes(fqdn string, routes []Route) []*ir.Route {
 	}
 	// No path condition: every path (prefix "/").
 	all := &ir.Route{PathKind: ir.PathPrefix, HTTPSRedirect: true, AuthDisabled: true}
+	if root != nil {
+		all.Name, all.Origin = hostRedirectName(root), root
+	}
 	if isWildcard(fqdn) {
 		all.Headers = []ir.HeaderMatch{WildcardAuthority(fqdn)}
 	}
@@ -162,5 +167,6 @@ func InsecureRoutes(fqdn string, routes []Route) []*ir.Route {
 // is kept out of the redirect too, and the route's rate limit limits it
 // (with a bucket of its own, as Contour's).
 func irRedirect(r *ir.Route) ir.Route {
-	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, IPFilter: r.IPFilter, RateLimit: r.RateLimit, Origins: r.Origins}
+	return ir.Route{PathKind: r.PathKind, Path: r.Path, Headers: r.Headers, QueryParams: r.QueryParams, HTTPSRedirect: true, AuthDisabled: true, IPFilter: r.IPFilter, RateLimit: r.RateLimit, Origins: r.Origins,
+		Name: redirectName(r.Name), Origin: r.Origin}
 }

@@ -103,7 +103,7 @@ func TestInsecureRoutes(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := InsecureRoutes(tc.fqdn, tc.routes)
+			got := InsecureRoutes(tc.fqdn, tc.routes, nil)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("routes:\n%s\nwant:\n%s", dumpRoutes(got), dumpRoutes(tc.want))
 			}

@@ -201,7 +201,7 @@ func (b *rootBuilder) tcpVirtualHosts(p *contourv1.HTTPProxy, fqdn string, origi
 		}
 	}
 	if len(routes) > 0 {
-		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(InsecureRoutes(fqdn, routes), proc)})
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: sharedExtProc(InsecureRoutes(fqdn, routes, b.routeOrigin(p)), proc)})
 	}
 }
 

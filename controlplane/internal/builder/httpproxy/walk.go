@@ -32,9 +32,18 @@ func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName,
 	// Route is large, and growing the slice copies them all.
 	out := make([]Route, 0, len(p.Spec.Routes)+len(p.Spec.Includes))
 	origins := ir.Origins{self} // shared by p's routes: the IR is never modified
+	origin := b.routeOrigin(p)
+	policies, policyOrigins := b.extensionPolicies(p)
+	if len(policies) > 0 {
+		origins = origins.Union(policyOrigins)
+	}
 	for i := range p.Spec.Routes {
 		if rt, ok := b.buildRoute(p, i, &p.Spec.Routes[i], &parent, scope, st); ok {
 			rt.Origins = origins
+			if origin != nil {
+				rt.Name, rt.Origin = routeName(origin, i), origin
+			}
+			withExtensionPolicies(&rt, p, i, policies)
 			out = append(out, rt)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
@@ -67,10 +68,18 @@ func ExpectsLoadError(dir string) bool {
 const LoadErrorPrefix = "error: "
 
 // Load reads a case's objects with the shared ones (common, beside the
-// case). Its error is the input's: the golden of such a case is the error.
+// case), and the objects of the kinds its config.yaml's extensions
+// register, as `portcullis translate` does. Its error is the input's: the
+// golden of such a case is the error.
 func Load(dir string) (*objects.Set, error) {
 	common := filepath.Join(filepath.Dir(dir), "common")
-	set, _, err := file.Load([]string{common, filepath.Join(dir, "in.yaml")})
+	var kinds []schema.GroupVersionKind
+	if cfg, err := config.Load(filepath.Join(dir, "config.yaml")); err == nil {
+		for _, k := range cfg.ExtensionKinds() {
+			kinds = append(kinds, schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+		}
+	}
+	set, _, err := file.Load([]string{common, filepath.Join(dir, "in.yaml")}, kinds...)
 	return set, err
 }
 

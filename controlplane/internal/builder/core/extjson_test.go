@@ -1,4 +1,4 @@
-package gatewayapi
+package core
 
 import (
 	"encoding/json"
@@ -43,7 +43,7 @@ func TestExtensionJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.in.DeepCopy()
-			js, err := extensionJSON(tc.in)
+			js, err := ExtensionJSON(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
