@@ -355,15 +355,16 @@ func kindProblem(at string, k schema.GroupVersionKind, seen map[schema.GroupKind
 func (r *Registration) validateKindHooks(w string) []error {
 	var errs []error
 	routeKinds := len(r.Resources)+len(r.PolicyResources) > 0
+	backends := len(r.BackendResources) > 0
 	switch {
 	case routeKinds && !r.Subscribed(HookPostRouteModify):
 		errs = append(errs, fmt.Errorf("%s.hooks: resources and policyResources are sent only to PostRouteModify: subscribe to it", w))
-	case !routeKinds && r.Subscribed(HookPostRouteModify):
-		errs = append(errs, fmt.Errorf("%s.resources: PostRouteModify is called only for routes that reference (or are targeted by) a kind of the extension: register one in resources or policyResources", w))
+	case !routeKinds && !backends && r.Subscribed(HookPostRouteModify):
+		errs = append(errs, fmt.Errorf("%s.resources: PostRouteModify is called only for routes that reference (or are targeted by, or send to) a kind of the extension: register one in resources, policyResources or backendResources", w))
 	}
-	switch backends := len(r.BackendResources) > 0; {
-	case backends && !r.Subscribed(HookPostClusterModify):
-		errs = append(errs, fmt.Errorf("%s.hooks: backendResources are sent only to PostClusterModify: subscribe to it", w))
+	switch {
+	case backends && !r.Subscribed(HookPostClusterModify) && !r.Subscribed(HookPostRouteModify):
+		errs = append(errs, fmt.Errorf("%s.hooks: backendResources are sent only to PostClusterModify and PostRouteModify: subscribe to one", w))
 	case !backends && r.Subscribed(HookPostClusterModify):
 		errs = append(errs, fmt.Errorf("%s.backendResources: PostClusterModify is called only for clusters of backends of a kind of the extension: register one", w))
 	}

@@ -396,7 +396,11 @@ func vendorExtension(t *testing.T) string {
 				if err != nil {
 					return nil, err
 				}
-				rt.ResponseHeadersToAdd = append(rt.ResponseHeadersToAdd, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-quota", Value: u.GetName()}})
+				key := "x-quota"
+				if u.GetKind() == "Bucket" {
+					key = "x-backend" // a backendRef's object, as Envoy Gateway sends it
+				}
+				rt.ResponseHeadersToAdd = append(rt.ResponseHeadersToAdd, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: key, Value: u.GetName()}})
 			}
 			return &v1alpha1.PostRouteModifyResponse{Route: rt}, nil
 		},
@@ -450,14 +454,24 @@ extensions:
 
 	s.rebuild(t.Context(), vendorObjects(t, 9001))
 	for _, r := range appVHost(t, s).GetRoutes() {
-		var quotas []string
+		var quotas, backends []string
 		for _, h := range r.GetResponseHeadersToAdd() {
-			if h.GetHeader().GetKey() == "x-quota" {
+			switch h.GetHeader().GetKey() {
+			case "x-quota":
 				quotas = append(quotas, h.GetHeader().GetValue())
+			case "x-backend":
+				backends = append(backends, h.GetHeader().GetValue())
 			}
 		}
 		if strings.Join(quotas, ",") != "on-route" {
 			t.Errorf("route %v got Quotas %v, want on-route (more specific than on-gateway)", r.GetMatch(), quotas)
+		}
+		wantBackends := ""
+		if strings.Contains(r.GetMatch().String(), "/assets") {
+			wantBackends = "assets"
+		}
+		if got := strings.Join(backends, ","); got != wantBackends {
+			t.Errorf("route %v got the backends %q, want %q (the Bucket it sends to)", r.GetMatch(), got, wantBackends)
 		}
 	}
 	_, res := published(s)

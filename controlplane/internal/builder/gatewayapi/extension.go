@@ -52,6 +52,7 @@ func (b *routeBuild) extensionRef(ref *gwapiv1.LocalObjectReference, where strin
 // route gets its name and origin (the metadata of its Envoy route);
 // otherwise routes without extension resources are left unnamed.
 func withExtensionContext(b *routeBuild, x *ir.Route, i, j int, ruleName *gwapiv1.SectionName) {
+	withBackendResources(b, x)
 	anyExt := b.R.Opts().Extensions.Any
 	if x.Extension == nil && !anyExt {
 		return
@@ -66,6 +67,29 @@ func withExtensionContext(b *routeBuild, x *ir.Route, i, j int, ruleName *gwapiv
 		e.Kind, e.Namespace, e.Name, e.RuleName, e.RuleIndex = ref.Kind, ref.Namespace, ref.Name, rule, i
 		x.Extension = &e
 	}
+}
+
+// withBackendResources gives x, a route that sends to backends of an
+// extension's kinds, those objects as its extension resources (after its
+// ExtensionRef filters' objects), so that the owner's PostRouteModify
+// sees them, as Envoy Gateway sends them; their clusters go to
+// PostClusterModify as well.
+func withBackendResources(b *routeBuild, x *ir.Route) {
+	var add []ir.ExtensionResource
+	for _, wc := range x.Clusters {
+		if c := b.R.Snap.Clusters[wc.Cluster]; c != nil && c.Extension != nil {
+			add = append(add, *c.Extension)
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	e := ir.RouteExtension{}
+	if x.Extension != nil {
+		e = *x.Extension
+	}
+	e.Resources = append(slices.Clip(e.Resources), add...)
+	x.Extension = &e
 }
 
 // The extensions' policies: objects of a registered policy kind attach to
