@@ -41,7 +41,7 @@ func loadSystemCA(path string) ([]byte, error) {
 		return nil, nil
 	case "":
 		for _, p := range defaultSystemCAFiles {
-			b, err := os.ReadFile(p)
+			b, err := os.ReadFile(filepath.Clean(p)) // a constant path
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
