@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -219,12 +220,29 @@ type jwksServer struct {
 	fetches atomic.Int64
 }
 
-func startJWKS(t *testing.T) *jwksServer {
+// startJWKS serves the key set over plain HTTP, at http://127.0.0.1:port.
+func startJWKS(t *testing.T) *jwksServer { return serveJWKS(t, nil) }
+
+// startJWKSTLS serves the key set over HTTPS with the certificate kp, at
+// https://localhost:port: a host name, which the certificate must have
+// for a client verifying it. A fetch whose TLS handshake fails is not
+// counted.
+func startJWKSTLS(t *testing.T, kp *harness.KeyPair) *jwksServer { return serveJWKS(t, kp) }
+
+func serveJWKS(t *testing.T, kp *harness.KeyPair) *jwksServer {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &jwksServer{url: fmt.Sprintf("http://%s/jwks", l.Addr())}
+	if kp != nil {
+		cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		s.url = fmt.Sprintf("https://localhost:%d/jwks", l.Addr().(*net.TCPAddr).Port)
+	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		s.fetches.Add(1)
 		s.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/bootstrap"
+	"github.com/portcullis/portcullis/controlplane/internal/builder"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/extdiff"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
@@ -82,6 +83,7 @@ type buildFlags struct {
 	externalName   bool
 	loopbackNames  bool
 	configFile     string
+	systemCAFile   string
 }
 
 func (f *buildFlags) add(fs *pflag.FlagSet) {
@@ -91,6 +93,7 @@ func (f *buildFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.externalName, "enable-external-name-services", false, "let routes and ExtensionServices use ExternalName Services (traffic goes to their DNS name)")
 	fs.BoolVar(&f.loopbackNames, "allow-loopback-external-names", false, "also allow ExternalNames that name this host (localhost, 127.0.0.0/8): they can reach Envoy's admin interface; tests and local development only")
 	fs.StringVar(&f.configFile, "config", "", "configuration file: global external authorization (globalExtAuth) and processing (globalExtProc), include limits, the Gateway API controller name (gateway), the extension servers (extensions: serve calls their hooks; translate only checks them, unless --show-extension-diff); see docs/configuration.md. serve reloads it when it changes (the extension section takes a restart)")
+	fs.StringVar(&f.systemCAFile, "system-ca-file", "", "PEM bundle of the system's trust roots, sent to Envoy as the SDS secret "+builder.SystemCASecretName+": the servers of https URIs without a CA of their own (remoteJWKS without validation) are verified against it, with the URI's host name; empty for the first that exists of "+strings.Join(defaultSystemCAFiles, ", ")+"; "+noSystemCA+" for no roots (such URIs are refused). Read at startup")
 	fs.StringVar(&f.httpAddress, "envoy-http-address", "0.0.0.0:8080", "address of Envoy's HTTP listener")
 	fs.StringVar(&f.httpsAddress, "envoy-https-address", "0.0.0.0:8443", "address of Envoy's HTTPS listener")
 	fs.Uint32Var(&f.redirectPort, "https-redirect-port", 443, "the port clients reach the HTTPS listener on (through a Service or load balancer, or Envoy's own port when they reach Envoy directly): HTTP to HTTPS redirects send them there")
@@ -132,6 +135,9 @@ func (f *buildFlags) pipelineOptions() (pipeline.Options, *config.Config, error)
 		return o, nil, fmt.Errorf("--https-redirect-port: %d is not a port", f.redirectPort)
 	}
 	o.Translator.HTTPSRedirectPort = f.redirectPort
+	if o.Builder.SystemCA, err = loadSystemCA(f.systemCAFile); err != nil {
+		return o, nil, fmt.Errorf("--system-ca-file: %w", err)
+	}
 	cfg, err := config.Load(f.configFile)
 	if err != nil {
 		return o, nil, fmt.Errorf("--config: %w", err)

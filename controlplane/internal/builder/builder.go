@@ -78,6 +78,10 @@ func ExtensionClusterName(namespace, name string) string {
 // none.
 const DefaultAuthTimeout = core.DefaultAuthTimeout
 
+// SystemCASecretName is the SDS secret of the system's trust roots
+// (Options.SystemCA).
+const SystemCASecretName = core.SystemCASecretName
+
 // Build computes the model and the status findings for one snapshot.
 func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts, nil) }
 

@@ -38,12 +38,17 @@ type Support struct {
 	// serves the object without (gateway_table.go).
 	ignored bool
 	// why is the reason a field is refused or ignored; for an implemented
-	// Gateway API field, what of it is not (values the builder refuses).
+	// Gateway API field, what of it is not (values the builder refuses);
+	// for an implemented HTTPProxy field, a note (ImplementedNote).
 	why string
 }
 
 // Implemented is a field the builder translates (or validates and uses).
 func Implemented() Support { return Support{implemented: true} }
+
+// ImplementedNote is an implemented field with a note on how, shown on
+// the docs page, where Portcullis differs from Contour.
+func ImplementedNote(note string) Support { return Support{implemented: true, why: note} }
 
 // Refused is a field portcullis does not implement: an object setting it
 // is not served. why says what the field does and that it is missing.

@@ -46,8 +46,10 @@ func cell(r Row) string {
 	switch {
 	case !r.Known:
 		return "**not classified**"
-	case r.Support.implemented:
+	case r.Support.implemented && r.Support.why == "":
 		return "implemented"
+	case r.Support.implemented:
+		return "implemented: " + strings.ReplaceAll(r.Support.why, "|", `\|`)
 	}
 	return "**refused**: " + strings.ReplaceAll(r.Support.why, "|", `\|`)
 }

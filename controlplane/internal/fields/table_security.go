@@ -66,14 +66,15 @@ var rateLimitPolicy = entries{
 }
 
 var jwtProvider = entries{
-	"":                           yes,
-	"name":                       yes,
-	"default":                    yes,
-	"issuer":                     yes,
-	"audiences":                  yes,
-	"forwardJWT":                 yes,
-	"remoteJWKS":                 yes,
-	"remoteJWKS.uri":             yes,
+	"":           yes,
+	"name":       yes,
+	"default":    yes,
+	"issuer":     yes,
+	"audiences":  yes,
+	"forwardJWT": yes,
+	"remoteJWKS": yes,
+	"remoteJWKS.uri": ImplementedNote("an `https` URI without `validation` is verified against the system's trust roots " +
+		"(`--system-ca-file`), its host name as SNI and DNS SAN, where Contour skips verification; without roots it is refused"),
 	"remoteJWKS.timeout":         yes,
 	"remoteJWKS.cacheDuration":   yes,
 	"remoteJWKS.dnsLookupFamily": yes,

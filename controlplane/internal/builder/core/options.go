@@ -56,6 +56,12 @@ type Options struct {
 	GatewayServicePerGateway bool
 	// Extensions are the kinds the extension servers registered.
 	Extensions ExtensionKinds
+	// SystemCA is the PEM bundle of the system's trust roots
+	// (--system-ca-file, read by the command, not here): servers of https
+	// URIs without a CA of their own (remoteJWKS without validation) are
+	// verified against it, shared as one SDS secret (SystemCASecretName).
+	// Empty: such URIs are refused.
+	SystemCA []byte
 }
 
 // Bind is where a listener binds.

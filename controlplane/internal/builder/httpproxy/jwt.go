@@ -86,11 +86,12 @@ func (b *rootBuilder) jwtProviders(p *contourv1.HTTPProxy, st *status.Object) ho
 }
 
 // jwksCluster is the cluster Envoy fetches a key set through: the URI's
-// host (by DNS) and port, over TLS for https. An https URI needs a
-// validation, unlike in Contour: keys fetched from a server whose
-// certificate nobody checked would let whoever is on the path sign the
-// tokens. A URI naming this host is refused as an ExternalName Service
-// naming it is (it could reach Envoy's admin interface).
+// host (by DNS) and port, over TLS for https. The server of an https URI
+// is always verified, unlike in Contour (which skips verification without
+// a validation): keys fetched from a server whose certificate nobody
+// checked would let whoever is on the path sign the tokens. A URI naming
+// this host is refused as an ExternalName Service naming it is (it could
+// reach Envoy's admin interface).
 func (b *rootBuilder) jwksCluster(r contourv1.RemoteJWKS, namespace string) (*ir.Cluster, string, error) {
 	u, reason, err := jwksURI(r.URI)
 	if err != nil {
@@ -151,14 +152,23 @@ func jwksPort(u *url.URL, uri string) (uint32, error) {
 	return uint32(port), nil
 }
 
-// jwksValidation sets the TLS of a key set's cluster c: an https URI
-// needs a validation (v), which an http one cannot have.
+// jwksValidation sets the TLS of a key set's cluster c: an https URI is
+// verified with its validation (v), which an http one cannot have, or
+// without one against the system's trust roots with the URI's host as
+// SNI and subject name (as a browser would; an AWS Cognito or other
+// public identity provider's key set). Never unverified: without system
+// roots such a URI is refused.
 func (b *rootBuilder) jwksValidation(c *ir.Cluster, scheme string, v *contourv1.UpstreamValidation, namespace string) error {
 	switch {
 	case scheme == "http" && v != nil:
 		return fmt.Errorf("validation applies to an https URI only")
 	case scheme == "https" && v == nil:
-		return fmt.Errorf("an https URI needs a validation (caSecret and subjectName): keys fetched from an unverified server could be anyone's")
+		uv, err := b.SystemRootsValidation(c.DNSName)
+		if err != nil {
+			return fmt.Errorf("an https URI without validation is verified against the system's trust roots, but %w", err)
+		}
+		c.Protocol, c.Validation, c.SNI = ir.TLS, uv, c.DNSName
+		c.Name += "/" + core.SystemCASecretName
 	case scheme == "https":
 		uv, err := b.UpstreamValidation(v, namespace)
 		if err != nil {

@@ -2,8 +2,9 @@
 // that run them: the golden test (internal/pipeline) and the Envoy
 // validation (internal/pipeline/envoyvalidate). A case is a folder
 // testdata/<case> with in.yaml, and optionally options.yaml (builder
-// options) and config.yaml (the control plane's configuration file);
-// testdata/common holds the objects every case shares.
+// options), config.yaml (the control plane's configuration file) and
+// system-ca.pem (the system's trust roots, as --system-ca-file reads
+// them); testdata/common holds the objects every case shares.
 package goldencase
 
 import (
@@ -99,6 +100,12 @@ func Options(dir string) (pipeline.Options, error) {
 			return opts, fmt.Errorf("options.yaml: %w", err)
 		}
 		opts.Builder = co.Builder
+	case !errors.Is(err, fs.ErrNotExist):
+		return opts, err
+	}
+	switch ca, err := readCaseFile(dir, "system-ca.pem"); {
+	case err == nil:
+		opts.Builder.SystemCA = ca
 	case !errors.Is(err, fs.ErrNotExist):
 		return opts, err
 	}
