@@ -82,49 +82,13 @@ func (e *AnnotationError) Error() string { return e.msg }
 // supported or not valid. A Service without
 // annotations costs no allocation.
 func ServiceUpstream(be *Backend) (Upstream, *AnnotationError) {
-	svc := be.Service
 	up := Upstream{Protocol: appProtocol(be.Port)}
-	// Of several wrong annotations, the first by name is reported, so
-	// that the message does not change from one build to the next.
-	var errKey string
-	var firstErr *AnnotationError
-	fail := func(key string, err *AnnotationError) {
-		if firstErr == nil || key < errKey {
-			errKey, firstErr = key, err
-		}
+	cb, err := circuitBreakersOf(be.Service)
+	if err != nil {
+		return Upstream{}, err
 	}
-	for key, value := range svc.Annotations {
-		if !strings.HasPrefix(key, annotationPrefix) {
-			continue
-		}
-		if isUpstreamProtocolAnnotation(key) {
-			if err := checkPortList(svc, key, value); err != nil {
-				fail(key, err)
-			}
-			continue
-		}
-		limit := circuitBreakerLimit(key)
-		if limit == nil {
-			fail(key, &AnnotationError{status.ReasonServiceAnnotationNotSupported, fmt.Sprintf("annotation %s is not supported (Portcullis implements %s)", key, supportedAnnotations)})
-			continue
-		}
-		v, err := strconv.ParseUint(strings.TrimSpace(value), 10, 32)
-		if err != nil {
-			fail(key, &AnnotationError{status.ReasonServiceAnnotationInvalid, fmt.Sprintf("annotation %s: %q is not a number from 0 to %d", key, value, uint32(1<<32-1))})
-			continue
-		}
-		if v == 0 {
-			continue // Envoy's default, as in Contour
-		}
-		if up.CircuitBreakers == nil {
-			up.CircuitBreakers = &ir.CircuitBreakers{}
-		}
-		*limit(up.CircuitBreakers) = uint32(v)
-	}
-	if firstErr != nil {
-		return Upstream{}, firstErr
-	}
-	p, key, err := annotatedProtocol(svc, be.Port)
+	up.CircuitBreakers = cb
+	p, key, err := annotatedProtocol(be.Service, be.Port)
 	switch {
 	case err != nil:
 		return Upstream{}, err
@@ -137,6 +101,52 @@ func ServiceUpstream(be *Backend) (Upstream, *AnnotationError) {
 		up.Protocol = p
 	}
 	return up, nil
+}
+
+// circuitBreakersOf checks every projectcontour.io annotation of svc and
+// reads its circuit breakers (nil for none); of several wrong
+// annotations, the first by name is reported, so that the message does
+// not change from one build to the next.
+func circuitBreakersOf(svc *corev1.Service) (*ir.CircuitBreakers, *AnnotationError) {
+	var out *ir.CircuitBreakers
+	var errKey string
+	var firstErr *AnnotationError
+	for key, value := range svc.Annotations {
+		if !strings.HasPrefix(key, annotationPrefix) || (firstErr != nil && key > errKey) {
+			continue
+		}
+		if err := checkAnnotation(svc, key, value, &out); err != nil {
+			errKey, firstErr = key, err
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// checkAnnotation checks annotation key of Contour's namespace and sets
+// the circuit breaker limit it names in *cb (allocated on first use).
+func checkAnnotation(svc *corev1.Service, key, value string, cb **ir.CircuitBreakers) *AnnotationError {
+	if isUpstreamProtocolAnnotation(key) {
+		return checkPortList(svc, key, value)
+	}
+	limit := circuitBreakerLimit(key)
+	if limit == nil {
+		return &AnnotationError{status.ReasonServiceAnnotationNotSupported, fmt.Sprintf("annotation %s is not supported (Portcullis implements %s)", key, supportedAnnotations)}
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(value), 10, 32)
+	if err != nil {
+		return &AnnotationError{status.ReasonServiceAnnotationInvalid, fmt.Sprintf("annotation %s: %q is not a number from 0 to %d", key, value, uint32(1<<32-1))}
+	}
+	if v == 0 {
+		return nil // Envoy's default, as in Contour
+	}
+	if *cb == nil {
+		*cb = &ir.CircuitBreakers{}
+	}
+	*limit(*cb) = uint32(v)
+	return nil
 }
 
 // supportedAnnotations lists the annotations ServiceUpstream reads, for
