@@ -1,6 +1,8 @@
 package core
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,5 +90,30 @@ func TestServiceUpstreamAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = ServiceUpstream(be) }); n != 0 {
 		t.Errorf("%v allocations, want 0", n)
+	}
+}
+
+// TestServiceAnnotationsDocumented: each annotation ServiceUpstream reads
+// is in the fields page's Service annotations section.
+func TestServiceAnnotationsDocumented(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "httpproxy-fields.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(page), "## Service annotations")
+	if !ok {
+		t.Fatal("docs/httpproxy-fields.md has no Service annotations section")
+	}
+	var keys []string
+	for _, a := range upstreamProtocolAnnotations {
+		keys = append(keys, a.key)
+	}
+	for _, a := range circuitBreakerAnnotations {
+		keys = append(keys, a.key)
+	}
+	for _, k := range keys {
+		if !strings.Contains(section, "`"+k+"`") {
+			t.Errorf("%s is not documented", k)
+		}
 	}
 }
