@@ -39,8 +39,50 @@ has (a misspelling) is an error too (` + "`UnknownField`" + `).
 			fmt.Fprintf(&b, "| `%s` | %s |\n", r.Pattern, cell(r))
 		}
 	}
+	b.WriteString(serviceAnnotations)
 	return b.Bytes()
 }
+
+// serviceAnnotations is the section on the annotations of Services that
+// Portcullis reads (internal/builder/core/serviceannotations.go; its test
+// checks that each is here).
+const serviceAnnotations = `
+## Service annotations
+
+Contour's annotations of a Kubernetes Service apply to the clusters of its
+ports, for HTTPProxy services (routes and ` + "`tcpproxy`" + `) and Gateway API
+backends alike, as in Contour. ExtensionServices do not read them (they have
+` + "`spec.protocol`" + ` and ` + "`spec.circuitBreakerPolicy`" + `).
+
+| annotation | |
+|---|---|
+| ` + "`projectcontour.io/upstream-protocol.h2`" + ` | implemented: the listed ports (comma-separated names or numbers of the Service's ports) are spoken to in HTTP/2 over TLS |
+| ` + "`projectcontour.io/upstream-protocol.h2c`" + ` | implemented: HTTP/2 cleartext (prior knowledge) |
+| ` + "`projectcontour.io/upstream-protocol.tls`" + ` | implemented: HTTP/1.1 over TLS |
+| ` + "`projectcontour.io/max-connections`" + ` | implemented: the cluster's circuit breaker threshold; ` + "`0`" + ` is Envoy's default |
+| ` + "`projectcontour.io/max-pending-requests`" + ` | implemented (likewise) |
+| ` + "`projectcontour.io/max-requests`" + ` | implemented (likewise) |
+| ` + "`projectcontour.io/max-retries`" + ` | implemented (likewise) |
+| ` + "`projectcontour.io/per-host-max-connections`" + ` | implemented: the limit of connections to each endpoint |
+| any other ` + "`projectcontour.io/`" + ` annotation | **refused** (` + "`ServiceAnnotationNotSupported`" + `), including Contour's Ingress annotations (` + "`projectcontour.io/response-timeout`" + ` …) set on a Service |
+
+Precedence, as in Contour: a port's ` + "`appProtocol`" + ` (` + "`kubernetes.io/h2c`" + ` is
+h2c, ` + "`https`" + ` is tls) wins over the upstream-protocol annotations, and an
+HTTPProxy service's ` + "`protocol`" + ` wins over both; ` + "`validation`" + ` needs the
+resulting protocol to be ` + "`tls`" + ` or ` + "`h2`" + `, so Contour's upstream TLS example
+(the annotation on the Service, ` + "`validation`" + ` on the HTTPProxy) works as
+written. A GRPCRoute's backend that none of them names is spoken to in h2c.
+
+Where Contour ignores what it cannot read, Portcullis refuses the Service
+(` + "`ServiceAnnotationInvalid`" + `, naming the annotation and the value): a limit
+that is not a number from 0 to 4294967295, a listed port the Service does not
+have, a port listed under two protocols, or an annotation against the port's
+` + "`appProtocol`" + `. A refused Service is never served otherwise than written: the
+HTTPProxy route that uses it is invalid (a ` + "`ServiceError`" + ` condition; the
+root is not served), a Gateway API backend is not resolved
+(` + "`ResolvedRefs`" + ` is ` + "`False`" + ` with the same reasons; its share of the rule answers
+500).
+`
 
 func cell(r Row) string {
 	switch {

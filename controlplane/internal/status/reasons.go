@@ -117,6 +117,17 @@ const (
 	// ReasonIncludeLimitExceeded: a root's includes expand past one of
 	// the configuration file's limits; the root is not served.
 	ReasonIncludeLimitExceeded = "IncludeLimitExceeded"
+	// ReasonServiceAnnotationNotSupported: a Service a route uses has an
+	// annotation of Contour's namespace (projectcontour.io/) that
+	// Portcullis does not implement; the service is not used (an HTTPProxy
+	// route answers 503, a Gateway API backend is not resolved) rather
+	// than served otherwise than the annotation says.
+	ReasonServiceAnnotationNotSupported = "ServiceAnnotationNotSupported"
+	// ReasonServiceAnnotationInvalid: a Service annotation Portcullis
+	// implements has a value it cannot read (not a number, a port the
+	// Service does not have, a port named by two protocols or against its
+	// appProtocol); the service is not used.
+	ReasonServiceAnnotationInvalid = "ServiceAnnotationInvalid"
 )
 
 // Reasons of Gateway API conditions that the API does not list (the

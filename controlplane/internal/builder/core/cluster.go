@@ -59,13 +59,16 @@ func SettingsHash(k string) string {
 	return hex.EncodeToString(h[:4])
 }
 
-// ClusterFor adds (or reuses) the cluster of one resolved backend.
-// Clusters are shared by every route that resolves to the same Service
-// port with the same protocol and settings: the name
+// ClusterFor adds (or reuses) the cluster of one resolved backend, of
+// the protocol the route resolved (from up's and its own) and the
+// Service's circuit breakers (up, ServiceUpstream: a function of the
+// Service, which the name holds). Clusters are shared by every route that
+// resolves to the same Service port with the same protocol and settings:
+// the name
 // (prefix/namespace/name/port[/protocol][/settings]) is made in a buffer,
 // and a string only for a new cluster, as thousands of routes resolve to
 // the same few.
-func (b Stage) ClusterFor(prefix string, be *Backend, protocol ir.Protocol, cs ClusterSettings) *ir.Cluster {
+func (b Stage) ClusterFor(prefix string, be *Backend, protocol ir.Protocol, up Upstream, cs ClusterSettings) *ir.Cluster {
 	var buf [128]byte
 	name := append(buf[:0], prefix...)
 	name = append(append(name, '/'), be.Service.Namespace...)
@@ -81,6 +84,7 @@ func (b Stage) ClusterFor(prefix string, be *Backend, protocol ir.Protocol, cs C
 	if !ok {
 		c = newCluster(string(name), []*Backend{be}, []uint32{0}, protocol, cs.Validation, cs.Lb, cs.Idle)
 		c.SlowStart = cs.SlowStart
+		c.CircuitBreakers = up.CircuitBreakers
 		c.HealthCheck = cs.HealthCheck
 		c.DNSHealthPort = cs.DNSHealthPort
 		for i := range c.Endpoints {

@@ -117,8 +117,10 @@ func (b *routeBuild) extensionServiceBackend(key types.NamespacedName, where str
 }
 
 // serviceBackend is the cluster of a Service port used as a backend,
-// shared with HTTPProxies' routes to it; h2c for GRPCRoutes and ports of
-// appProtocol kubernetes.io/h2c.
+// shared with HTTPProxies' routes to it: of the protocol and circuit
+// breakers the Service's annotations and the port's appProtocol ask for
+// (core.ServiceUpstream, as for HTTPProxies), h2c for GRPCRoutes when
+// they name none.
 func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.PortNumber, where string) string {
 	if port == nil {
 		return b.unusableBackend(where, gwapiv1.RouteReasonBackendNotFound, "Service %s: port is required", key)
@@ -130,11 +132,15 @@ func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.Port
 	if policies := b.backendTLS.targeting(key, be.Port.Name); policies != "" {
 		return b.unusableBackend(where, gwapiv1.RouteReasonUnsupportedProtocol, "Service %s port %d is targeted by BackendTLSPolicy %s, which is not supported (no TLS to backends): it is not used rather than sent plaintext", key, *port, policies)
 	}
-	protocol := ir.HTTP1
-	if b.grpc || core.PtrValue(be.Port.AppProtocol) == "kubernetes.io/h2c" {
+	up, aerr := core.ServiceUpstream(be)
+	if aerr != nil {
+		return b.unusableBackend(where, gwapiv1.RouteConditionReason(aerr.Reason), "Service %s: %v: it is not used rather than served otherwise", key, aerr)
+	}
+	protocol := up.Protocol
+	if b.grpc && protocol == ir.HTTP1 {
 		protocol = ir.H2C
 	}
-	c := b.ClusterFor("service", be, protocol, core.ClusterSettings{})
+	c := b.ClusterFor("service", be, protocol, up, core.ClusterSettings{})
 	b.Out.ClusterUses.Add(c.Name, b.rt.ref)
 	return c.Name
 }

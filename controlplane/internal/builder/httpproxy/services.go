@@ -91,7 +91,7 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if err != nil {
 		return fail(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
 	}
-	protocol, uv, ok := b.serviceTLS(p.Namespace, where, s, errs) // serviceupstream.go
+	protocol, up, uv, ok := b.serviceTLS(p.Namespace, where, s, be, errs) // serviceupstream.go
 	if !ok {
 		return ir.WeightedCluster{}, false
 	}
@@ -107,7 +107,7 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	if err != nil {
 		return fail(contourv1.ConditionTypeServiceError, status.ReasonCookieRewritePolicyNotValid, "%s.CookieRewritePolicies%v", where, err)
 	}
-	c, ok := b.serviceCluster(p, "route", where, s, be, protocol, uv, cs, errs)
+	c, ok := b.serviceCluster(p, "route", where, s, be, protocol, up, uv, cs, errs)
 	if !ok {
 		return ir.WeightedCluster{}, false
 	}

@@ -15,27 +15,37 @@ import (
 // (serviceCluster). errs.where names the route or tcpproxy, where the
 // service in it.
 
-// serviceTLS validates service s's protocol and upstream validation;
-// false, with an error, when either is invalid.
-func (b *rootBuilder) serviceTLS(namespace, where string, s contourv1.Service, errs *routeErrors) (ir.Protocol, *ir.UpstreamValidation, bool) {
-	protocol, err := core.ServiceProtocol(s.Protocol)
-	if err != nil {
-		errs.add(contourv1.ConditionTypeServiceError, status.ReasonUnsupportedProtocol, "%s: Service [%s:%d] %v", where, s.Name, s.Port, err)
-		return "", nil, false
+// serviceTLS validates service s's protocol and upstream validation,
+// with what the Service's annotations ask of backend be (its protocol,
+// unless s names one, as in Contour, and its circuit breakers); false,
+// with an error, when any is invalid.
+func (b *rootBuilder) serviceTLS(namespace, where string, s contourv1.Service, be *core.Backend, errs *routeErrors) (ir.Protocol, core.Upstream, *ir.UpstreamValidation, bool) {
+	up, aerr := core.ServiceUpstream(be)
+	if aerr != nil {
+		errs.add(contourv1.ConditionTypeServiceError, aerr.Reason, "%s: Service [%s:%d] %v", where, s.Name, s.Port, aerr)
+		return "", up, nil, false
+	}
+	protocol := up.Protocol
+	if s.Protocol != nil {
+		var err error
+		if protocol, err = core.ServiceProtocol(s.Protocol); err != nil {
+			errs.add(contourv1.ConditionTypeServiceError, status.ReasonUnsupportedProtocol, "%s: Service [%s:%d] %v", where, s.Name, s.Port, err)
+			return "", up, nil, false
+		}
 	}
 	uv, err := b.ServiceValidation(s.UpstreamValidation, protocol, namespace)
 	if err != nil {
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: %v", where, s.Name, s.Port, err)
-		return "", nil, false
+		return "", up, nil, false
 	}
-	return protocol, uv, true
+	return protocol, up, uv, true
 }
 
 // serviceCluster adds the cluster of service s of p (resolved to be),
 // with the settings cs of its route or tcpproxy (scope, for the messages)
 // and its own slow start and health port; false, with an error, when
 // they are invalid.
-func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string, s contourv1.Service, be *core.Backend, protocol ir.Protocol, uv *ir.UpstreamValidation, cs core.ClusterSettings, errs *routeErrors) (*ir.Cluster, bool) {
+func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string, s contourv1.Service, be *core.Backend, protocol ir.Protocol, up core.Upstream, uv *ir.UpstreamValidation, cs core.ClusterSettings, errs *routeErrors) (*ir.Cluster, bool) {
 	var err error
 	if cs.SlowStart, err = slowStart(s.SlowStartPolicy, cs.Lb); err != nil {
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
@@ -59,7 +69,7 @@ func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string
 		errs.st.AddWarning(contourv1.ConditionTypeServiceError, status.ReasonNoEndpoints, fmt.Sprintf("%s: Service %s/%s has no ready endpoints for port %d", errs.where, p.Namespace, s.Name, s.Port))
 	}
 	cs.Validation = uv
-	c := b.ClusterFor("service", be, protocol, cs)
+	c := b.ClusterFor("service", be, protocol, up, cs)
 	b.Out.ClusterUses.Add(c.Name, ProxyRef(p.Namespace, p.Name))
 	if uv != nil {
 		b.Out.SecretUses.Add(uv.CASecret, ProxyRef(p.Namespace, p.Name))

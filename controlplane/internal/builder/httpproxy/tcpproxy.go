@@ -148,11 +148,11 @@ func (b *rootBuilder) tcpService(p *contourv1.HTTPProxy, j int, s contourv1.Serv
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
 		return ir.WeightedCluster{}, false
 	}
-	protocol, uv, ok := b.serviceTLS(p.Namespace, where, s, errs)
+	protocol, up, uv, ok := b.serviceTLS(p.Namespace, where, s, be, errs)
 	if !ok {
 		return ir.WeightedCluster{}, false
 	}
-	c, ok := b.serviceCluster(p, "tcpproxy", where, s, be, tcpProtocol(protocol), uv, cs, errs)
+	c, ok := b.serviceCluster(p, "tcpproxy", where, s, be, tcpProtocol(protocol), up, uv, cs, errs)
 	if !ok {
 		return ir.WeightedCluster{}, false
 	}
