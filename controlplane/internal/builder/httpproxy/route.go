@@ -98,7 +98,10 @@ func routeHeaders(rt *Route, r *contourv1.Route, errs *routeErrors) {
 // irRoutes orders routes the way Envoy must try them, as Contour does:
 // exact paths first, then regexes, then prefixes; longer paths first; then
 // more header conditions, then more query parameter conditions; ties keep
-// their order.
+// their order. Of routes with the same match (the same path, and the same
+// header and query parameter conditions in the same order), only the last
+// is kept, as in Contour, whose virtual host keeps one route per match: a
+// later route, or one of a later include, replaces an earlier one.
 // For the HTTP listener of a TLS host (insecure), routes that do not permit
 // insecure access become redirects to HTTPS.
 func irRoutes(routes []Route, insecure bool) []*ir.Route {
@@ -126,7 +129,36 @@ func irRoutes(routes []Route, insecure bool) []*ir.Route {
 		}
 		return len(a.QueryParams) > len(b.QueryParams)
 	})
+	return lastOfEachMatch(out)
+}
+
+// lastOfEachMatch drops from sorted routes each one a later route of the
+// same match replaces. Routes of the same match are neighbours in the
+// sort's tie groups (same kind, path length and condition counts), kept in
+// walk order, so only those are compared: no allocation.
+func lastOfEachMatch(sorted []*ir.Route) []*ir.Route {
+	out := sorted[:0]
+	for i, r := range sorted {
+		if !replacedLater(sorted[i+1:], r) {
+			out = append(out, r)
+		}
+	}
+	clear(sorted[len(out):])
 	return out
+}
+
+// replacedLater: a route of rest, up to the end of r's tie group, has r's
+// match.
+func replacedLater(rest []*ir.Route, r *ir.Route) bool {
+	for _, o := range rest {
+		if core.PathRank(o.PathKind) != core.PathRank(r.PathKind) || len(o.Path) != len(r.Path) || len(o.Headers) != len(r.Headers) || len(o.QueryParams) != len(r.QueryParams) {
+			return false // past r's tie group
+		}
+		if o.PathKind == r.PathKind && o.Path == r.Path && slices.Equal(o.Headers, r.Headers) && slices.Equal(o.QueryParams, r.QueryParams) {
+			return true
+		}
+	}
+	return false
 }
 
 // InsecureRoutes are the routes of a TLS host on the HTTP listener: when

@@ -65,12 +65,14 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 		if !ok {
 			continue
 		}
-		ck := conditionsKey(inc.Conditions)
-		if j, dup := seen[ck]; dup {
-			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonDuplicateMatchConditions, fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
-			continue
+		if !includeAtRoot(inc.Conditions) {
+			ck := conditionsKey(inc.Conditions)
+			if j, dup := seen[ck]; dup {
+				st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonDuplicateMatchConditions, fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
+				continue
+			}
+			seen[ck] = i
 		}
-		seen[ck] = i
 		child := b.includedProxy(p, inc, chain, where, st)
 		if child == nil {
 			continue
@@ -94,6 +96,20 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 		out = append(out, routes...)
 	}
 	return out, true
+}
+
+// includeAtRoot: an include's conditions match every request of its
+// parent (none, or prefixes that are all "/", and no header or query
+// parameter condition). Contour does not count such includes as duplicates
+// of one another (includeMatchConditionsIdentical): a proxy may include
+// several children without conditions, and their routes are merged.
+func includeAtRoot(conds []contourv1.MatchCondition) bool {
+	for _, c := range conds {
+		if strings.Trim(c.Prefix, "/") != "" || c.Exact != "" || c.Regex != "" || c.Header != nil || c.QueryParameter != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // includedProxy resolves an include of p (at the end of chain); nil, with
