@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
@@ -133,32 +134,68 @@ func irRoutes(routes []Route, insecure bool) []*ir.Route {
 }
 
 // lastOfEachMatch drops from sorted routes each one a later route of the
-// same match replaces. Routes of the same match are neighbours in the
-// sort's tie groups (same kind, path length and condition counts), kept in
-// walk order, so only those are compared: no allocation.
+// same match replaces. Routes of the same match are in one of the sort's
+// tie groups (same path rank, path length and condition counts), kept in
+// walk order, so only those are compared: pairwise in a small group, with
+// no allocation, through a map in a large one.
 func lastOfEachMatch(sorted []*ir.Route) []*ir.Route {
 	out := sorted[:0]
-	for i, r := range sorted {
-		if !replacedLater(sorted[i+1:], r) {
-			out = append(out, r)
+	for start := 0; start < len(sorted); {
+		end := start + 1
+		for end < len(sorted) && sameTieGroup(sorted[start], sorted[end]) {
+			end++
 		}
+		group := sorted[start:end]
+		if len(group) <= smallTieGroup {
+			for i, r := range group {
+				if !slices.ContainsFunc(group[i+1:], func(o *ir.Route) bool { return sameMatch(o, r) }) {
+					out = append(out, r)
+				}
+			}
+		} else {
+			last := make(map[string]int, len(group))
+			for i, r := range group {
+				last[matchKey(r)] = i
+			}
+			for i, r := range group {
+				if last[matchKey(r)] == i {
+					out = append(out, r)
+				}
+			}
+		}
+		start = end
 	}
 	clear(sorted[len(out):])
 	return out
 }
 
-// replacedLater: a route of rest, up to the end of r's tie group, has r's
-// match.
-func replacedLater(rest []*ir.Route, r *ir.Route) bool {
-	for _, o := range rest {
-		if core.PathRank(o.PathKind) != core.PathRank(r.PathKind) || len(o.Path) != len(r.Path) || len(o.Headers) != len(r.Headers) || len(o.QueryParams) != len(r.QueryParams) {
-			return false // past r's tie group
-		}
-		if o.PathKind == r.PathKind && o.Path == r.Path && slices.Equal(o.Headers, r.Headers) && slices.Equal(o.QueryParams, r.QueryParams) {
-			return true
-		}
+// smallTieGroup is the largest tie group compared pairwise.
+const smallTieGroup = 32
+
+// sameTieGroup: a and b are equal for irRoutes' sort.
+func sameTieGroup(a, b *ir.Route) bool {
+	return core.PathRank(a.PathKind) == core.PathRank(b.PathKind) && len(a.Path) == len(b.Path) &&
+		len(a.Headers) == len(b.Headers) && len(a.QueryParams) == len(b.QueryParams)
+}
+
+// sameMatch: a and b match the same requests the same way, as Contour
+// compares them (its conditionsToString): path, then header and query
+// parameter conditions in order.
+func sameMatch(a, b *ir.Route) bool {
+	return a.PathKind == b.PathKind && a.Path == b.Path && slices.Equal(a.Headers, b.Headers) && slices.Equal(a.QueryParams, b.QueryParams)
+}
+
+// matchKey is a string equal for routes of sameMatch.
+func matchKey(r *ir.Route) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d%q", r.PathKind, r.Path)
+	for _, h := range r.Headers {
+		fmt.Fprintf(&b, "|%q%q%q%t%t", h.Name, h.Kind, h.Value, h.IgnoreCase, h.TreatMissingAsEmpty)
 	}
-	return false
+	for _, q := range r.QueryParams {
+		fmt.Fprintf(&b, "|%q%q%q%t", q.Name, q.Kind, q.Value, q.IgnoreCase)
+	}
+	return b.String()
 }
 
 // InsecureRoutes are the routes of a TLS host on the HTTP listener: when

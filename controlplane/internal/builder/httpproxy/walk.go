@@ -62,7 +62,7 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 	for i, inc := range p.Spec.Includes {
 		where := includePlaces.at(i)
 		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
-		if !ok {
+		if !ok || !ownConditionsValid(parent, &cond, where, st) {
 			continue
 		}
 		if !includeAtRoot(inc.Conditions) {
@@ -96,6 +96,24 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 		out = append(out, routes...)
 	}
 	return out, true
+}
+
+// ownConditionsValid checks the header and query parameter conditions an
+// include adds to its parent's (cond is the merge): conditions that cannot
+// hold together are the including proxy's error, as in Contour, rather
+// than that of every route of the child, which would be blamed for them.
+// Conflicts between an include's conditions and those above it are still
+// found on the routes, as in Contour.
+func ownConditionsValid(parent, cond *Route, where string, st *status.Object) bool {
+	if err := headerConditionsValid(cond.Headers[len(parent.Headers):]); err != nil {
+		st.AddError(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
+		return false
+	}
+	if err := queryParamConditionsValid(cond.QueryParams[len(parent.QueryParams):]); err != nil {
+		st.AddError(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
+		return false
+	}
+	return true
 }
 
 // includeAtRoot: an include's conditions match every request of its
