@@ -48,6 +48,7 @@ const (
 	ReasonNoDelegations                         = "NoDelegations"
 	ReasonNoEndpoints                           = "NoEndpoints"
 	ReasonNoServicesPresent                     = "NoServicesPresent"
+	ReasonNothingDefined                        = "NothingDefined"
 	ReasonPathMatchConditionsNotValid           = "PathMatchConditionsNotValid"
 	ReasonPathRewritePolicyInvalid              = "PathRewritePolicyInvalid"
 	ReasonQueryParameterMatchConditionsNotValid = "QueryParameterMatchConditionsNotValid"
