@@ -67,7 +67,7 @@ const (
 	ReasonTLSIncompatibleFeatures               = "TLSIncompatibleFeatures"
 	ReasonTCPProxyNotValid                      = "TCPProxyNotValid"
 	ReasonTLSUpstreamValidation                 = "TLSUpstreamValidation"
-	ReasonTLSVersionsInvalid                    = "TLSVersionsInvalid"
+	ReasonTLSConfigNotValid                     = "TLSConfigNotValid"
 	ReasonTLSWithoutValidation                  = "TLSWithoutValidation"
 	ReasonTargetNamespaceInvalid                = "TargetNamespaceInvalid"
 	ReasonTargetNamespacesRequired              = "TargetNamespacesRequired"
