@@ -70,10 +70,11 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 		return out
 	}
 	var ca *ir.Secret
-	switch {
-	case cv.SkipClientCertValidation && cv.CACertificate != "":
-		return invalid("caSecret and skipClientCertValidation are mutually exclusive")
-	case !cv.SkipClientCertValidation:
+	// With skipClientCertValidation a certificate is requested (required
+	// unless optional) but not verified; a caSecret beside it is sent to
+	// Envoy too, as Contour does, which checks certificates against it
+	// and accepts them whatever the outcome (ACCEPT_UNTRUSTED).
+	if !cv.SkipClientCertValidation || cv.CACertificate != "" {
 		var err error
 		if ca, err = b.R.CASecret(cv.CACertificate, namespace); err != nil {
 			return invalid(err.Error())
