@@ -48,7 +48,8 @@ func TestGatewayAPIStatusKubernetes(t *testing.T) {
 	metrics := "http://" + k.admin + "/metrics"
 	writes := harness.MetricValue(t, metrics, "portcullis_status_writes_total")
 	k.apply(t, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "marker"}, Spec: contourv1.HTTPProxySpec{
-		VirtualHost: &contourv1.VirtualHost{Fqdn: "marker.example.com"}}})
+		VirtualHost: &contourv1.VirtualHost{Fqdn: "marker.example.com"},
+		Routes:      []contourv1.Route{{DirectResponsePolicy: &contourv1.HTTPDirectResponsePolicy{StatusCode: 200}}}}})
 	k.eventuallyProxy(t, "default", "marker", want{status: metav1.ConditionTrue, reason: "Valid"})
 	if d := harness.MetricValue(t, metrics, "portcullis_status_writes_total") - writes; d != 1 {
 		t.Errorf("a rebuild wrote %v statuses, want 1 (the marker's)", d)

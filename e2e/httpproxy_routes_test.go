@@ -135,3 +135,49 @@ func doRequest(t *testing.T, c *http.Client, r *http.Request) *http.Response {
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
 }
+
+// TestHTTPProxyIncludesWithoutConditions: a root including two children
+// without conditions (one with none, one with prefix "/"), as Contour
+// allows, through the file provider into the real Envoy: both children's
+// routes are served on the root's host, and of the route both define on
+// one path the later include's serves it, as in Contour.
+func TestHTTPProxyIncludesWithoutConditions(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	other := harness.StartEcho(t, "other")
+	dir := t.TempDir()
+	httpAddr, _, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	svc := func(name string) []contourv1.Service { return []contourv1.Service{{Name: name, Port: 80}} }
+	prefix := func(p string) []contourv1.MatchCondition { return []contourv1.MatchCondition{{Prefix: p}} }
+	var all []client.Object
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	all = append(all, harness.LoopbackEndpointSlice("default", "other", 80, other.Port)...)
+	all = append(all,
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "root"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "merged.example.com"},
+			Includes:    []contourv1.Include{{Name: "blog"}, {Name: "shop", Conditions: prefix("/")}},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "blog"}, Spec: contourv1.HTTPProxySpec{
+			Routes: []contourv1.Route{{Conditions: prefix("/blog"), Services: svc("echo")}, {Conditions: prefix("/shared"), Services: svc("echo")}},
+		}},
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shop"}, Spec: contourv1.HTTPProxySpec{
+			Routes: []contourv1.Route{{Conditions: prefix("/shop"), Services: svc("other")}, {Conditions: prefix("/shared"), Services: svc("other")}},
+		}},
+	)
+	if err := harness.Dir(dir).Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+	c := harness.HTTPClient(httpAddr)
+	for path, want := range map[string]string{"/blog/post": "echo", "/shop/cart": "other", "/shared": "other"} {
+		if got := harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://merged.example.com"+path), http.StatusOK); got.Name != want {
+			t.Errorf("%s: served by %s, want %s", path, got.Name, want)
+		}
+	}
+	resp, err := c.Do(harness.MustRequest(t, "http://merged.example.com/elsewhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/elsewhere: status %d, want 404", resp.StatusCode)
+	}
+}

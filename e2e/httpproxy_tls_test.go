@@ -241,3 +241,77 @@ func TestHTTPProxyForwardClientCertificate(t *testing.T) {
 		t.Errorf("a host without forwardClientCertificate passed x-forwarded-client-cert %q on", plain)
 	}
 }
+
+// TestHTTPProxyClientCertificateNotVerified: clientValidation with a
+// caSecret and skipClientCertValidation, Contour's "client certificates
+// are required on requests, but not verified", through the file provider
+// into the real Envoy: a client presenting a certificate of a CA Envoy does
+// not trust is served (and its subject forwarded), as is one of the
+// caSecret's CA; a client presenting none is refused at the handshake and
+// never reaches the upstream.
+func TestHTTPProxyClientCertificateNotVerified(t *testing.T) {
+	echo := harness.StartEcho(t, "echo")
+	dir := t.TempDir()
+	_, httpsAddr, _ := harness.StartEnvoyAndControlPlane(t, "--provider", "file", "-f", dir)
+	serverCA, clientCA, unknownCA := harness.NewCA(t, "server-ca"), harness.NewCA(t, "client-ca"), harness.NewCA(t, "unknown-ca")
+	all := []client.Object{
+		serverCA.Issue(t, "unverified.example.com").Secret("default", "server"),
+		clientCA.Secret("default", "client-ca"),
+		&contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "unverified"}, Spec: contourv1.HTTPProxySpec{
+			VirtualHost: &contourv1.VirtualHost{Fqdn: "unverified.example.com", TLS: &contourv1.TLS{
+				SecretName: "server",
+				ClientValidation: &contourv1.DownstreamValidation{
+					CACertificate:            "client-ca",
+					SkipClientCertValidation: true,
+					ForwardClientCertificate: &contourv1.ClientCertificateDetails{Subject: true},
+				},
+			}},
+			Routes: []contourv1.Route{{Services: []contourv1.Service{{Name: "echo", Port: 80}}}},
+		}},
+	}
+	all = append(all, harness.LoopbackEndpointSlice("default", "echo", 80, echo.Port)...)
+	if err := harness.Dir(dir).Apply(context.Background(), all...); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ who, cn string }{
+		{"a client of an unknown CA", "stranger"},
+		{"a client of the caSecret's CA", "member"},
+	} {
+		ca := unknownCA
+		if tc.cn == "member" {
+			ca = clientCA
+		}
+		c := alwaysPresentingClient(t, serverCA.CertPEM, httpsAddr, ca.Issue(t, tc.cn))
+		got := harness.EventuallyEcho(t, c, harness.MustRequest(t, "https://unverified.example.com/"), http.StatusOK)
+		if xfcc := strings.Join(got.Headers.Values("X-Forwarded-Client-Cert"), ","); !strings.Contains(xfcc, `Subject="CN=`+tc.cn) {
+			t.Errorf("%s: x-forwarded-client-cert %q lacks its subject", tc.who, xfcc)
+		}
+	}
+
+	before := echo.Requests()
+	resp, err := harness.HTTPSClient(serverCA.CertPEM, httpsAddr).Do(harness.MustRequest(t, "https://unverified.example.com/"))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a client without a certificate: status %d, want the handshake refused", resp.StatusCode)
+	}
+	if n := echo.Requests() - before; n != 0 {
+		t.Errorf("a client without a certificate reached the upstream %d times", n)
+	}
+}
+
+// alwaysPresentingClient is mtlsClient presenting kp whatever CAs Envoy
+// names in its certificate request (from the caSecret), as curl and
+// OpenSSL clients do: Go's client would otherwise send no certificate of
+// another CA.
+func alwaysPresentingClient(t *testing.T, caPEM []byte, resolveTo string, kp *harness.KeyPair) *http.Client {
+	t.Helper()
+	c := harness.HTTPSClient(caPEM, resolveTo)
+	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Transport.(*http.Transport).TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return &cert, nil
+	}
+	return c
+}

@@ -279,8 +279,9 @@ type FallbackChain struct {
 
 // ClientValidation requires (or requests) client certificates.
 type ClientValidation struct {
-	// CASecret names an SDS validation-context secret; empty with
-	// SkipVerification.
+	// CASecret names an SDS validation-context secret; with
+	// SkipVerification it may be empty, and a certificate is accepted
+	// whether or not it verifies against it.
 	CASecret         string
 	SkipVerification bool
 	Optional         bool

@@ -32,13 +32,25 @@ func downstreamTLSWithALPN(secret, minVersion, maxVersion string, cv *ir.ClientV
 	ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: common}
 	if cv != nil {
 		ctx.RequireClientCertificate = wrapperspb.Bool(!cv.Optional)
-		if cv.SkipVerification {
+		switch {
+		case cv.SkipVerification && cv.CASecret != "":
+			// Contour's "required but not verified" with a CA: Envoy
+			// checks the chain against it and accepts it anyway.
+			common.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+				CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+					DefaultValidationContext: &tlsv3.CertificateValidationContext{
+						TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED,
+					},
+					ValidationContextSdsSecretConfig: sdsSecret(cv.CASecret),
+				},
+			}
+		case cv.SkipVerification:
 			common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{
 				ValidationContext: &tlsv3.CertificateValidationContext{
 					TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED,
 				},
 			}
-		} else {
+		default:
 			common.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{
 				ValidationContextSdsSecretConfig: sdsSecret(cv.CASecret),
 			}

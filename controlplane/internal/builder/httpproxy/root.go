@@ -74,6 +74,9 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	b.res.visited[core.NsName(p.Namespace, p.Name)] = true
 	rootNamespaceAllowed(p.Namespace, b.R.Opts().RootNamespaces, st)
 	fqdnValid(p.Spec.VirtualHost.Fqdn, st)
+	if nothingDefined(p, st) {
+		return
+	}
 
 	secure := b.secureHost(p, st)
 	auth := b.authorization(p, secure != nil, st)
@@ -167,6 +170,22 @@ func rootNamespaceAllowed(namespace string, allowed []string, st *status.Object)
 		st.AddError(contourv1.ConditionTypeRootNamespaceError, status.ReasonRootProxyNotAllowedInNamespace,
 			fmt.Sprintf("root HTTPProxy cannot be defined in this namespace: root HTTPProxies are allowed in %s", strings.Join(allowed, ", ")))
 	}
+}
+
+// nothingDefined: root p has nothing to serve (no route, no include, no
+// tcpproxy), an error as in Contour, checked before the rest of the root
+// (which would only add errors about a host that serves nothing). As in
+// Contour, a root already refused for its host name, namespace or
+// duplicate host gets only that error.
+func nothingDefined(p *contourv1.HTTPProxy, st *status.Object) bool {
+	if len(p.Spec.Routes) > 0 || len(p.Spec.Includes) > 0 || p.Spec.TCPProxy != nil {
+		return false
+	}
+	if !st.Valid() {
+		return true
+	}
+	st.AddError(contourv1.ConditionTypeSpecError, status.ReasonNothingDefined, "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy")
+	return true
 }
 
 // fqdnValid checks spec.virtualhost.fqdn: set, a DNS name, or a wildcard

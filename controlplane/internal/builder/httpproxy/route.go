@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
@@ -98,7 +99,10 @@ func routeHeaders(rt *Route, r *contourv1.Route, errs *routeErrors) {
 // irRoutes orders routes the way Envoy must try them, as Contour does:
 // exact paths first, then regexes, then prefixes; longer paths first; then
 // more header conditions, then more query parameter conditions; ties keep
-// their order.
+// their order. Of routes with the same match (the same path, and the same
+// header and query parameter conditions in the same order), only the last
+// is kept, as in Contour, whose virtual host keeps one route per match: a
+// later route, or one of a later include, replaces an earlier one.
 // For the HTTP listener of a TLS host (insecure), routes that do not permit
 // insecure access become redirects to HTTPS.
 func irRoutes(routes []Route, insecure bool) []*ir.Route {
@@ -126,7 +130,72 @@ func irRoutes(routes []Route, insecure bool) []*ir.Route {
 		}
 		return len(a.QueryParams) > len(b.QueryParams)
 	})
+	return lastOfEachMatch(out)
+}
+
+// lastOfEachMatch drops from sorted routes each one a later route of the
+// same match replaces. Routes of the same match are in one of the sort's
+// tie groups (same path rank, path length and condition counts), kept in
+// walk order, so only those are compared: pairwise in a small group, with
+// no allocation, through a map in a large one.
+func lastOfEachMatch(sorted []*ir.Route) []*ir.Route {
+	out := sorted[:0]
+	for start := 0; start < len(sorted); {
+		end := start + 1
+		for end < len(sorted) && sameTieGroup(sorted[start], sorted[end]) {
+			end++
+		}
+		group := sorted[start:end]
+		if len(group) <= smallTieGroup {
+			for i, r := range group {
+				if !slices.ContainsFunc(group[i+1:], func(o *ir.Route) bool { return sameMatch(o, r) }) {
+					out = append(out, r)
+				}
+			}
+		} else {
+			last := make(map[string]int, len(group))
+			for i, r := range group {
+				last[matchKey(r)] = i
+			}
+			for i, r := range group {
+				if last[matchKey(r)] == i {
+					out = append(out, r)
+				}
+			}
+		}
+		start = end
+	}
+	clear(sorted[len(out):])
 	return out
+}
+
+// smallTieGroup is the largest tie group compared pairwise.
+const smallTieGroup = 32
+
+// sameTieGroup: a and b are equal for irRoutes' sort.
+func sameTieGroup(a, b *ir.Route) bool {
+	return core.PathRank(a.PathKind) == core.PathRank(b.PathKind) && len(a.Path) == len(b.Path) &&
+		len(a.Headers) == len(b.Headers) && len(a.QueryParams) == len(b.QueryParams)
+}
+
+// sameMatch: a and b match the same requests the same way, as Contour
+// compares them (its conditionsToString): path, then header and query
+// parameter conditions in order.
+func sameMatch(a, b *ir.Route) bool {
+	return a.PathKind == b.PathKind && a.Path == b.Path && slices.Equal(a.Headers, b.Headers) && slices.Equal(a.QueryParams, b.QueryParams)
+}
+
+// matchKey is a string equal for routes of sameMatch.
+func matchKey(r *ir.Route) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d%q", r.PathKind, r.Path)
+	for _, h := range r.Headers {
+		fmt.Fprintf(&b, "|%q%q%q%t%t", h.Name, h.Kind, h.Value, h.IgnoreCase, h.TreatMissingAsEmpty)
+	}
+	for _, q := range r.QueryParams {
+		fmt.Fprintf(&b, "|%q%q%q%t", q.Name, q.Kind, q.Value, q.IgnoreCase)
+	}
+	return b.String()
 }
 
 // InsecureRoutes are the routes of a TLS host on the HTTP listener: when

@@ -23,14 +23,17 @@ func (b *rootBuilder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.
 	for _, v := range []struct{ field, value string }{
 		{"minimumProtocolVersion", t.MinimumProtocolVersion}, {"maximumProtocolVersion", t.MaximumProtocolVersion},
 	} {
-		// The CRD's enum, which files do not go through: any other value
-		// would be served as the default, maybe more openly than written.
+		// Contour's values, "1.2" and "1.3"; unset, the minimum is 1.2 and
+		// the maximum 1.3 (the translator's defaults). Contour serves any
+		// other value as the default, maybe more openly than written; it
+		// is refused here (the CRD's enum, which files do not go through),
+		// with Contour's reason for TLS versions it refuses.
 		if v.value != "" && v.value != "1.2" && v.value != "1.3" {
-			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSVersionsInvalid, fmt.Sprintf("Spec.VirtualHost.TLS.%s %q is not supported: use 1.2 or 1.3", v.field, v.value))
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSConfigNotValid, fmt.Sprintf("Spec.VirtualHost.TLS.%s %q is not supported: use 1.2 or 1.3", v.field, v.value))
 		}
 	}
 	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
-		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSVersionsInvalid, "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSConfigNotValid, "Spec.VirtualHost.TLS the minimum protocol version is greater than the maximum protocol version")
 	}
 	if cv := t.ClientValidation; cv != nil {
 		out.ClientValidation = b.clientValidation(cv, p.Namespace, st)
@@ -67,10 +70,11 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 		return out
 	}
 	var ca *ir.Secret
-	switch {
-	case cv.SkipClientCertValidation && cv.CACertificate != "":
-		return invalid("caSecret and skipClientCertValidation are mutually exclusive")
-	case !cv.SkipClientCertValidation:
+	// With skipClientCertValidation a certificate is requested (required
+	// unless optional) but not verified; a caSecret beside it is sent to
+	// Envoy too, as Contour does, which checks certificates against it
+	// and accepts them whatever the outcome (ACCEPT_UNTRUSTED).
+	if !cv.SkipClientCertValidation || cv.CACertificate != "" {
 		var err error
 		if ca, err = b.R.CASecret(cv.CACertificate, namespace); err != nil {
 			return invalid(err.Error())

@@ -62,15 +62,17 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 	for i, inc := range p.Spec.Includes {
 		where := includePlaces.at(i)
 		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
-		if !ok {
+		if !ok || !ownConditionsValid(parent, &cond, where, st) {
 			continue
 		}
-		ck := conditionsKey(inc.Conditions)
-		if j, dup := seen[ck]; dup {
-			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonDuplicateMatchConditions, fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
-			continue
+		if !includeAtRoot(inc.Conditions) {
+			ck := conditionsKey(inc.Conditions)
+			if j, dup := seen[ck]; dup {
+				st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonDuplicateMatchConditions, fmt.Sprintf("%s: duplicate conditions defined on an include (same as Spec.Includes[%d])", where, j))
+				continue
+			}
+			seen[ck] = i
 		}
-		seen[ck] = i
 		child := b.includedProxy(p, inc, chain, where, st)
 		if child == nil {
 			continue
@@ -94,6 +96,38 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 		out = append(out, routes...)
 	}
 	return out, true
+}
+
+// ownConditionsValid checks the header and query parameter conditions an
+// include adds to its parent's (cond is the merge): conditions that cannot
+// hold together are the including proxy's error, as in Contour, rather
+// than that of every route of the child, which would be blamed for them.
+// Conflicts between an include's conditions and those above it are still
+// found on the routes, as in Contour.
+func ownConditionsValid(parent, cond *Route, where string, st *status.Object) bool {
+	if err := headerConditionsValid(cond.Headers[len(parent.Headers):]); err != nil {
+		st.AddError(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
+		return false
+	}
+	if err := queryParamConditionsValid(cond.QueryParams[len(parent.QueryParams):]); err != nil {
+		st.AddError(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
+		return false
+	}
+	return true
+}
+
+// includeAtRoot: an include's conditions match every request of its
+// parent (none, or prefixes that are all "/", and no header or query
+// parameter condition). Contour does not count such includes as duplicates
+// of one another (includeMatchConditionsIdentical): a proxy may include
+// several children without conditions, and their routes are merged.
+func includeAtRoot(conds []contourv1.MatchCondition) bool {
+	for _, c := range conds {
+		if strings.Trim(c.Prefix, "/") != "" || c.Exact != "" || c.Regex != "" || c.Header != nil || c.QueryParameter != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // includedProxy resolves an include of p (at the end of chain); nil, with
