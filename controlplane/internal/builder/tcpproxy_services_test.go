@@ -73,8 +73,8 @@ func TestTCPProxyServices(t *testing.T) {
 				t.Errorf("cluster %+v, want slow start with WeightedLeastRequest", c)
 			}
 		}},
-		{name: "slow start, Random", lb: "Random", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "1m"}}, reason: status.ReasonSlowStartPolicyNotValid},
-		{name: "slow start, bad window", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "soon"}}, reason: status.ReasonSlowStartPolicyNotValid},
+		{name: "slow start, Random", lb: "Random", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "1m"}}, reason: status.ReasonSlowStartInvalid},
+		{name: "slow start, bad window", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "soon"}}, reason: status.ReasonSlowStartInvalid},
 		{name: "healthPort", checks: checks, svc: contourv1.Service{HealthPort: 8081}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.HealthCheck == nil || !c.HealthCheck.TCP || len(c.Endpoints) != 1 || c.Endpoints[0].HealthPort != 18081 {
 				t.Errorf("cluster %+v, want TCP checks on the endpoint's port 18081", c)

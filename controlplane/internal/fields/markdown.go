@@ -30,6 +30,12 @@ invalid object: a root is not served at all, an included HTTPProxy
 contributes no routes (see [status.md](status.md)). An IP allow list or a
 JWT policy ignored would serve everyone what it was meant to restrict.
 
+A field whose being ignored cannot serve more openly or differently than
+written, and that Contour accepts and ignores, is **accepted, no effect**:
+the object is served as if it were unset, with a warning (` + "`IgnoredField`" + `)
+that says so (see [design/decisions.md](design/decisions.md), harmless
+fields).
+
 A refused field is refused with everything under it. A field that no API
 has (a misspelling) is an error too (` + "`UnknownField`" + `).
 `)
@@ -46,6 +52,8 @@ func cell(r Row) string {
 	switch {
 	case !r.Known:
 		return "**not classified**"
+	case r.Support.noEffect:
+		return "accepted, no effect (a warning in the status): " + strings.ReplaceAll(r.Support.why, "|", `\|`)
 	case r.Support.implemented:
 		return "implemented"
 	}

@@ -127,7 +127,7 @@ var table = map[string]entries{
 		"protocolVersion":                            yes,
 		"loadBalancerPolicy":                         yes,
 		"loadBalancerPolicy.strategy":                yes,
-		"loadBalancerPolicy.requestHashPolicies":     Refused("request hash load balancing does not apply to an ExtensionService: Envoy hashes a route's requests, and the filters that call an ExtensionService have no route (RoundRobin, WeightedLeastRequest and Random are implemented)"),
+		"loadBalancerPolicy.requestHashPolicies":     NoEffect("request hash load balancing does not apply to an ExtensionService: Envoy hashes a route's requests, and the filters that call an ExtensionService have no route; as Contour, the strategies Cookie and RequestHash are RoundRobin there"),
 		"circuitBreakerPolicy":                       yes,
 		"circuitBreakerPolicy.maxConnections":        yes,
 		"circuitBreakerPolicy.maxPendingRequests":    yes,

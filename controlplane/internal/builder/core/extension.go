@@ -112,14 +112,25 @@ func extensionProtocol(spec v1alpha1.ExtensionServiceSpec, st *status.Object) ir
 	return protocol
 }
 
-// extensionLoadBalancer validates spec.loadBalancerPolicy.
+// extensionLoadBalancer validates spec.loadBalancerPolicy. Cookie and
+// RequestHash hash a route's requests, and the filters that call an
+// ExtensionService have no route: as Contour, they are accepted with a
+// warning that they have no effect (IgnoredField), and RoundRobin is used;
+// which endpoint answers never widens access (docs/design/decisions.md,
+// harmless fields). So are requestHashPolicies with another strategy.
 func extensionLoadBalancer(p *contourv1.LoadBalancerPolicy, st *status.Object) string {
 	if p == nil {
 		return ""
 	}
 	switch p.Strategy {
 	case "", "RoundRobin", "WeightedLeastRequest", "Random":
+		if len(p.RequestHashPolicies) > 0 {
+			st.AddWarning(condSpec, status.ReasonIgnoredField, "spec.loadBalancerPolicy.requestHashPolicies have no effect on an ExtensionService: Envoy hashes a route's requests, and the filters that call it have no route")
+		}
 		return p.Strategy
+	case "Cookie", "RequestHash":
+		st.AddWarning(condSpec, status.ReasonIgnoredField, fmt.Sprintf("spec.loadBalancerPolicy.strategy %s has no effect on an ExtensionService (Envoy hashes a route's requests, and the filters that call it have no route): RoundRobin is used", p.Strategy))
+		return ""
 	}
 	st.AddError(condSpec, status.ReasonInvalidLoadBalancerPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
 	return ""

@@ -72,7 +72,7 @@ func routeAnswer(rt *Route, r *contourv1.Route, errs *routeErrors) {
 		}
 	}
 	for _, c := range conflicts {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRouteActionsConflict, "%s", c)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRouteActionCountNotValid, "%s", c)
 	}
 	if len(conflicts) > 0 {
 		return

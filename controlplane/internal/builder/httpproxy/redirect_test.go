@@ -119,7 +119,7 @@ func TestRouteAnswer(t *testing.T) {
 				t.Fatalf("errors %+v, want %q", st.Errors, tt.wantErr)
 			}
 			for i, e := range st.Errors {
-				if !strings.Contains(e.Message, tt.wantErr[i]) || e.Reason != status.ReasonRouteActionsConflict {
+				if !strings.Contains(e.Message, tt.wantErr[i]) || e.Reason != status.ReasonRouteActionCountNotValid {
 					t.Errorf("error %+v, want %q", e, tt.wantErr[i])
 				}
 			}

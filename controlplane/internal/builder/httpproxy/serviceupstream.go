@@ -38,7 +38,7 @@ func (b *rootBuilder) serviceTLS(namespace, where string, s contourv1.Service, e
 func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string, s contourv1.Service, be *core.Backend, protocol ir.Protocol, uv *ir.UpstreamValidation, cs core.ClusterSettings, errs *routeErrors) (*ir.Cluster, bool) {
 	var err error
 	if cs.SlowStart, err = slowStart(s.SlowStartPolicy, cs.Lb); err != nil {
-		errs.add(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonSlowStartInvalid, "%s.SlowStartPolicy: %v", where, err)
 		return nil, false
 	}
 	if s.HealthPort != 0 && cs.HealthCheck == nil {

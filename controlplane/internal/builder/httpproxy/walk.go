@@ -61,7 +61,7 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 	seen := map[string]int{}
 	for i, inc := range p.Spec.Includes {
 		where := includePlaces.at(i)
-		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
+		cond, ok := mergeConditions(parent, inc.Conditions, where, contourv1.ConditionTypeIncludeError, st)
 		if !ok {
 			continue
 		}
