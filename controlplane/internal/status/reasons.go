@@ -98,6 +98,7 @@ const (
 	ReasonRemoteJWKSURIInvalid                = "RemoteJWKSURIInvalid"
 	ReasonRemoteJWKSSchemeInvalid             = "RemoteJWKSSchemeInvalid"
 	ReasonRemoteJWKSUpstreamValidationInvalid = "RemoteJWKSUpstreamValidationInvalid"
+	ReasonRemoteJWKSCACertificateNotDelegated = "RemoteJWKSCACertificateNotDelegated"
 	ReasonRemoteJWKSTimeoutInvalid            = "RemoteJWKSTimeoutInvalid"
 	ReasonRemoteJWKSCacheDurationInvalid      = "RemoteJWKSCacheDurationInvalid"
 	ReasonRemoteJWKSDNSLookupFamilyInvalid    = "RemoteJWKSDNSLookupFamilyInvalid"

@@ -7,6 +7,10 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
+// IsNotDelegated reports whether err is a Secret of another namespace
+// that is not delegated to the one referring to it.
+func IsNotDelegated(err error) bool { return errors.Is(err, errNotDelegated) }
+
 // CertificateProblem says why the certificate Secret ref cannot be used:
 // SecretNotValid (missing or invalid, as Contour says both) or
 // DelegationNotPermitted.

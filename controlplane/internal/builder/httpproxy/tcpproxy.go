@@ -152,7 +152,7 @@ func (b *rootBuilder) tcpService(p *contourv1.HTTPProxy, j int, s contourv1.Serv
 	}
 	be, err := b.R.Backend(core.NsName(p.Namespace, s.Name), s.Port)
 	if err != nil {
-		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
+		errs.add(contourv1.ConditionTypeTCPProxyError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err) // Contour's type
 		return ir.WeightedCluster{}, false
 	}
 	protocol, uv, ok := b.serviceTLS(p.Namespace, where, s, errs)

@@ -30,7 +30,7 @@ func (b *rootBuilder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.
 		}
 	}
 	if t.MinimumProtocolVersion == "1.3" && t.MaximumProtocolVersion == "1.2" {
-		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSVersionsInvalid, "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSConfigNotValid, "Spec.VirtualHost.TLS minimumProtocolVersion 1.3 is above maximumProtocolVersion 1.2")
 	}
 	if cv := t.ClientValidation; cv != nil {
 		out.ClientValidation = b.clientValidation(cv, p.Namespace, st)
