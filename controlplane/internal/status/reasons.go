@@ -25,7 +25,6 @@ const (
 	ReasonExtProcOverridesInvalid               = "ExtProcOverridesInvalid"
 	ReasonExtProcOverridesWithoutProcessor      = "ExtProcOverridesWithoutProcessor"
 	ReasonExtProcServiceNotPermitted            = "ExtProcServiceNotPermitted"
-	ReasonExtensionServiceInvalid               = "ExtensionServiceInvalid"
 	ReasonExtensionServiceNotFound              = "ExtensionServiceNotFound"
 	ReasonExtensionServiceRefRequired           = "ExtensionServiceRefRequired"
 	ReasonNoGlobalAuthorization                 = "NoGlobalAuthorization"
