@@ -87,7 +87,7 @@ func TestTCPProxyServices(t *testing.T) {
 		}},
 		{name: "healthPort not a port of the Service", checks: checks, svc: contourv1.Service{HealthPort: 9999}, reason: status.ReasonServiceUnresolvedReference},
 		{name: "healthPort out of range", checks: checks, svc: contourv1.Service{HealthPort: 70000}, reason: status.ReasonServicePortInvalid},
-		{name: "healthPort without checks", svc: contourv1.Service{HealthPort: 8081}, warning: status.ReasonInvalidHealthCheckPolicy, want: func(t *testing.T, c *ir.Cluster) {
+		{name: "healthPort without checks", svc: contourv1.Service{HealthPort: 8081}, warning: status.ReasonHealthCheckPolicyInvalid, want: func(t *testing.T, c *ir.Cluster) {
 			if c.HealthCheck != nil || c.Endpoints[0].HealthPort != 0 {
 				t.Errorf("cluster %+v, want no health checks", c)
 			}

@@ -49,7 +49,7 @@ func (b Stage) buildExtension(es *v1alpha1.ExtensionService) *Extension {
 		var err error
 		validation, err = b.UpstreamValidation(v, es.Namespace)
 		if err != nil {
-			st.AddError(condSpec, status.ReasonUpstreamValidationInvalid, "spec.validation: "+err.Error())
+			st.AddError(condSpec, status.ReasonTLSUpstreamValidation, "spec.validation: "+err.Error())
 		} else {
 			ext.Authority = v.SubjectName
 		}
@@ -59,7 +59,7 @@ func (b Stage) buildExtension(es *v1alpha1.ExtensionService) *Extension {
 	ext.Timeout, idle = extensionTimeouts(spec.TimeoutPolicy, st)
 	hc, err := healthCheck(spec.HealthCheckPolicy)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidHealthCheckPolicy, "spec.healthCheckPolicy: "+err.Error())
+		st.AddError(condSpec, status.ReasonHealthCheckPolicyInvalid, "spec.healthCheckPolicy: "+err.Error())
 	}
 	backends, weights, eps := b.extensionBackends(es, st)
 	if !st.Valid() {
@@ -100,7 +100,7 @@ func extensionProtocol(spec v1alpha1.ExtensionServiceSpec, st *status.Object) ir
 		case "h2c":
 			protocol = ir.H2C
 			if spec.UpstreamValidation != nil {
-				st.AddError(condSpec, status.ReasonUnsupportedProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
+				st.AddError(condSpec, status.ReasonInconsistentProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
 			}
 		default:
 			st.AddError(condSpec, status.ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocol %q is not supported: use h2 (TLS) or h2c (plaintext)", *p))
@@ -144,11 +144,11 @@ func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response
 	}
 	response, err := apicheck.ParseTimeout(tp.Response)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
+		st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy.response: "+err.Error())
 	}
 	idle, err = apicheck.ParseTimeout(tp.Idle)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
+		st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy.idle: "+err.Error())
 	}
 	// idleConnection is Contour's name for the cluster's idle timeout,
 	// which idle already sets here (an ExtensionService has no route
@@ -156,12 +156,12 @@ func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response
 	// setting, so they must agree.
 	idleConn, err := apicheck.ParseTimeout(tp.IdleConnection)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idleConnection: "+err.Error())
+		st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy.idleConnection: "+err.Error())
 		return response, idle
 	}
 	if idleConn != nil {
 		if idle != nil && *idle != *idleConn {
-			st.AddError(condSpec, status.ReasonInvalidTimeout, fmt.Sprintf("spec.timeoutPolicy.idle (%s) and idleConnection (%s) both set the idle timeout of the connections to the ExtensionService: give one, or the same", tp.Idle, tp.IdleConnection))
+			st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, fmt.Sprintf("spec.timeoutPolicy.idle (%s) and idleConnection (%s) both set the idle timeout of the connections to the ExtensionService: give one, or the same", tp.Idle, tp.IdleConnection))
 		}
 		idle = idleConn
 	}

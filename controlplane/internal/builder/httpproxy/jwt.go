@@ -102,7 +102,7 @@ func (b *rootBuilder) jwksCluster(r contourv1.RemoteJWKS, namespace string) (*ir
 	}
 	port, err := jwksPort(u, r.URI)
 	if err != nil {
-		return nil, status.ReasonRemoteJWKSURIInvalid, err
+		return nil, status.ReasonRemoteJWKSPortInvalid, err
 	}
 	switch r.DNSLookupFamily {
 	case "", "auto", "v4", "v6":

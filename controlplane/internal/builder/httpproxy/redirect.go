@@ -80,7 +80,7 @@ func routeAnswer(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	if p := r.RequestRedirectPolicy; p != nil {
 		rd, err := redirectPolicy(p, rt.PathKind)
 		if err != nil {
-			errs.add(contourv1.ConditionTypeRouteError, status.ReasonRequestRedirectPolicyInvalid, "requestRedirectPolicy: %v", err)
+			errs.add(contourv1.ConditionTypeRouteError, status.ReasonRequestRedirectPolicy, "requestRedirectPolicy: %v", err)
 			return
 		}
 		rt.Redirect = rd

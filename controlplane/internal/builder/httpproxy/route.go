@@ -71,7 +71,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Rou
 	cs := core.ClusterSettings{Lb: routeLoadBalancer(&rt, r.LoadBalancerPolicy, errs), Idle: idleConnection(r.TimeoutPolicy, errs)}
 	var err error
 	if cs.HealthCheck, err = core.HTTPHealthCheck(r.HealthCheckPolicy); err != nil {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidHealthCheckPolicy, "HealthCheckPolicy: %v", err)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonHealthCheckPolicyInvalid, "HealthCheckPolicy: %v", err)
 	}
 	rt.Clusters, rt.Mirrors = b.routeServices(p, r.Services, cs, errs)
 	routeCookieRewrites(&rt, r.CookieRewritePolicies, errs)

@@ -42,7 +42,7 @@ func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string
 		return nil, false
 	}
 	if s.HealthPort != 0 && cs.HealthCheck == nil {
-		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonInvalidHealthCheckPolicy, "%s: HealthPort is ignored: the %s has no healthCheckPolicy", where, scope)
+		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonHealthCheckPolicyInvalid, "%s: HealthPort is ignored: the %s has no healthCheckPolicy", where, scope)
 	}
 	if s.HealthPort != 0 && cs.HealthCheck != nil && s.HealthPort != s.Port {
 		if s.HealthPort < 1 || s.HealthPort > 65535 {
