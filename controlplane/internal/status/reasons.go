@@ -53,6 +53,7 @@ const (
 	ReasonResponseHeadersPolicyInvalid          = "ResponseHeadersPolicyInvalid"
 	ReasonRootIncludesRoot                      = "RootIncludesRoot"
 	ReasonRootProxyNotAllowedInNamespace        = "RootProxyNotAllowedInNamespace"
+	ReasonRouteActionsConflict                  = "RouteActionsConflict" // ours: a proxying setting beside a redirect or direct response
 	ReasonRouteActionCountNotValid              = "RouteActionCountNotValid"
 	ReasonSecretNotValid                        = "SecretNotValid"
 	ReasonSecretNameRequired                    = "SecretNameRequired"
