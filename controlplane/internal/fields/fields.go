@@ -43,6 +43,10 @@ type Support struct {
 	// (docs/design/decisions.md, harmless fields). The builder writes the
 	// warning.
 	noEffect bool
+	// notInContour says why a field Portcullis implements is not in
+	// Contour's released API (apis/upstream_test.go lists them), and
+	// what Contour has instead.
+	notInContour string
 	// why is the reason a field is refused or ignored; for an implemented
 	// Gateway API field, what of it is not (values the builder refuses).
 	why string
@@ -59,6 +63,11 @@ func Refused(why string) Support { return Support{why: why} }
 // it is (as in Contour): why says why it cannot apply. Only for a field
 // whose being ignored cannot widen access; the builder writes the warning.
 func NoEffect(why string) Support { return Support{implemented: true, noEffect: true, why: why} }
+
+// NotInContour is an implemented field that Contour's released API
+// (v1.33) does not have: an object setting it does not apply with
+// Contour's CRDs. note says what to use instead, if anything.
+func NotInContour(note string) Support { return Support{implemented: true, notInContour: note} }
 
 // HasNoEffect reports whether the field is accepted with no effect.
 func (s Support) HasNoEffect() bool { return s.noEffect }

@@ -36,6 +36,12 @@ the object is served as if it were unset, with a warning (` + "`IgnoredField`" +
 that says so (see [design/decisions.md](design/decisions.md), harmless
 fields).
 
+A few implemented fields are Portcullis's own, **not in Contour's released
+API** (v1.33): with Contour's CRDs the API server refuses them under strict
+field validation (` + "`kubectl apply`" + `'s default) and drops them otherwise, so
+objects that must also apply with Contour leave them out (see
+[migrating-from-contour.md](migrating-from-contour.md#fields-contours-released-api-does-not-have)).
+
 A refused field is refused with everything under it. A field that no API
 has (a misspelling) is an error too (` + "`UnknownField`" + `).
 `)
@@ -54,6 +60,8 @@ func cell(r Row) string {
 		return "**not classified**"
 	case r.Support.noEffect:
 		return "accepted, no effect (a warning in the status): " + strings.ReplaceAll(r.Support.why, "|", `\|`)
+	case r.Support.notInContour != "":
+		return "implemented; **not in Contour's released API**: " + strings.ReplaceAll(r.Support.notInContour, "|", `\|`)
 	case r.Support.implemented:
 		return "implemented"
 	}

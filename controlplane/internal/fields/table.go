@@ -39,17 +39,17 @@ var table = map[string]entries{
 			"virtualhost.authorization.withRequestBody.maxRequestBytes":     yes,
 			"virtualhost.authorization.withRequestBody.allowPartialMessage": yes,
 			"virtualhost.authorization.withRequestBody.packAsBytes":         yes,
-			"virtualhost.authorization.globalExtAuthDisabled":               yes,
+			"virtualhost.authorization.globalExtAuthDisabled":               NotInContour("Contour's way is `authPolicy: {disabled: true}` on a host without `extensionRef`, which Portcullis implements too: it turns the global authorization off for the host's routes by default, and a route may turn it back on (`authPolicy: {disabled: false}`); `globalExtAuthDisabled` is final for every route"),
 			"virtualhost.authorization.serviceType":                         yes,
 			"virtualhost.authorization.httpSettings":                        yes,
 			"virtualhost.authorization.httpSettings.pathPrefix":             yes,
 
-			"virtualhost.extProc":          yes,
+			"virtualhost.extProc":          NotInContour("external processing; Contour has none"),
 			"virtualhost.extProc.disabled": yes,
 
 			"routes":                        yes,
 			"routes.permitInsecure":         yes,
-			"routes.extProcPolicy":          yes,
+			"routes.extProcPolicy":          NotInContour("external processing; Contour has none"),
 			"routes.extProcPolicy.disabled": yes,
 
 			"routes.enableWebsockets":       yes,
