@@ -18,7 +18,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/portcullis/portcullis/serverkit/version.Version=$(VERSION) -X github.com/portcullis/portcullis/serverkit/version.Commit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: all help tools generate build image cluster cluster-down conformance soak test test-unit test-e2e bench demo lint vet fmt clean
+.PHONY: all help tools generate build image cluster cluster-down conformance soak test test-unit test-e2e bench contour-agreement demo lint vet fmt clean
 
 all: build
 
@@ -109,6 +109,10 @@ test-e2e: tools
 ## bench: benchmarks against the real components, with baselines measured in the same run (BENCH=<area> for one)
 bench: tools
 	@hack/bench.sh
+
+## contour-agreement: HTTPProxy verdicts and reasons against Contour v1.33's own DAG test cases (downloads Contour; not in test or CI)
+contour-agreement:
+	@hack/contour-agreement.sh
 
 ## demo: the standalone stack on examples/quickstart and examples/gateway-api/basic (DEMO_ONESHOT=1 to exit after the printout)
 demo:

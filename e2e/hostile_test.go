@@ -49,7 +49,7 @@ var invalidKinds = []struct {
 	{"ServiceUnresolvedReference", func(i int) *contourv1.HTTPProxy {
 		return hostileRoot(i, contourv1.Route{Services: []contourv1.Service{{Name: "no-such-service", Port: 80}}})
 	}},
-	{"SecretNotFound", func(i int) *contourv1.HTTPProxy {
+	{"SecretNotValid", func(i int) *contourv1.HTTPProxy {
 		p := hostileRoot(i, contourv1.Route{Services: []contourv1.Service{{Name: "echo", Port: 80}}})
 		p.Spec.VirtualHost.TLS = &contourv1.TLS{SecretName: "no-such-secret"}
 		return p

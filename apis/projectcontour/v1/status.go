@@ -44,6 +44,9 @@ const (
 	// ConditionTypeTCPProxyError: a tcpproxy (or the TLS passthrough
 	// that needs one) is invalid (as in Contour).
 	ConditionTypeTCPProxyError = "TCPProxyError"
+	// ConditionTypeTCPProxyIncludeError: a tcpproxy's include cannot be
+	// followed (not found, a root, a cycle), as in Contour.
+	ConditionTypeTCPProxyIncludeError = "TCPProxyIncludeError"
 )
 
 // Legacy values of HTTPProxyStatus.CurrentStatus.

@@ -73,8 +73,8 @@ func TestTCPProxyServices(t *testing.T) {
 				t.Errorf("cluster %+v, want slow start with WeightedLeastRequest", c)
 			}
 		}},
-		{name: "slow start, Random", lb: "Random", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "1m"}}, reason: status.ReasonSlowStartPolicyNotValid},
-		{name: "slow start, bad window", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "soon"}}, reason: status.ReasonSlowStartPolicyNotValid},
+		{name: "slow start, Random", lb: "Random", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "1m"}}, reason: status.ReasonSlowStartInvalid},
+		{name: "slow start, bad window", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "soon"}}, reason: status.ReasonSlowStartInvalid},
 		{name: "healthPort", checks: checks, svc: contourv1.Service{HealthPort: 8081}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.HealthCheck == nil || !c.HealthCheck.TCP || len(c.Endpoints) != 1 || c.Endpoints[0].HealthPort != 18081 {
 				t.Errorf("cluster %+v, want TCP checks on the endpoint's port 18081", c)
@@ -87,7 +87,7 @@ func TestTCPProxyServices(t *testing.T) {
 		}},
 		{name: "healthPort not a port of the Service", checks: checks, svc: contourv1.Service{HealthPort: 9999}, reason: status.ReasonServiceUnresolvedReference},
 		{name: "healthPort out of range", checks: checks, svc: contourv1.Service{HealthPort: 70000}, reason: status.ReasonServicePortInvalid},
-		{name: "healthPort without checks", svc: contourv1.Service{HealthPort: 8081}, warning: status.ReasonInvalidHealthCheckPolicy, want: func(t *testing.T, c *ir.Cluster) {
+		{name: "healthPort without checks", svc: contourv1.Service{HealthPort: 8081}, warning: status.ReasonHealthCheckPolicyInvalid, want: func(t *testing.T, c *ir.Cluster) {
 			if c.HealthCheck != nil || c.Endpoints[0].HealthPort != 0 {
 				t.Errorf("cluster %+v, want no health checks", c)
 			}

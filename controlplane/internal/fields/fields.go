@@ -37,6 +37,16 @@ type Support struct {
 	// ignored is a Gateway API field the builder reads nothing of, and
 	// serves the object without (gateway_table.go).
 	ignored bool
+	// noEffect is a field accepted with a warning that it has no effect
+	// (with everything under it): Contour accepts and ignores it, and
+	// ignoring it cannot serve more openly or differently than written
+	// (docs/design/decisions.md, harmless fields). The builder writes the
+	// warning.
+	noEffect bool
+	// notInContour says why a field Portcullis implements is not in
+	// Contour's released API (apis/upstream_test.go lists them), and
+	// what Contour has instead.
+	notInContour string
 	// why is the reason a field is refused or ignored; for an implemented
 	// Gateway API field, what of it is not (values the builder refuses);
 	// for an implemented HTTPProxy field, a note (ImplementedNote).
@@ -53,6 +63,19 @@ func ImplementedNote(note string) Support { return Support{implemented: true, wh
 // Refused is a field portcullis does not implement: an object setting it
 // is not served. why says what the field does and that it is missing.
 func Refused(why string) Support { return Support{why: why} }
+
+// NoEffect is a field accepted, with a warning, that has no effect where
+// it is (as in Contour): why says why it cannot apply. Only for a field
+// whose being ignored cannot widen access; the builder writes the warning.
+func NoEffect(why string) Support { return Support{implemented: true, noEffect: true, why: why} }
+
+// NotInContour is an implemented field that Contour's released API
+// (v1.33) does not have: an object setting it does not apply with
+// Contour's CRDs. note says what to use instead, if anything.
+func NotInContour(note string) Support { return Support{implemented: true, notInContour: note} }
+
+// HasNoEffect reports whether the field is accepted with no effect.
+func (s Support) HasNoEffect() bool { return s.noEffect }
 
 // IsImplemented reports whether the field is implemented.
 func (s Support) IsImplemented() bool { return s.implemented }
@@ -136,7 +159,7 @@ func rows(paths []Field, lookup func(pattern string) (Support, bool)) []Row {
 		s, ok := lookup(f.Pattern)
 		out = append(out, Row{Field: f, Support: s, Known: ok})
 		skip = ""
-		if !s.implemented {
+		if !s.implemented || s.noEffect {
 			skip = f.Pattern
 		}
 	}

@@ -30,6 +30,18 @@ invalid object: a root is not served at all, an included HTTPProxy
 contributes no routes (see [status.md](status.md)). An IP allow list or a
 JWT policy ignored would serve everyone what it was meant to restrict.
 
+A field whose being ignored cannot serve more openly or differently than
+written, and that Contour accepts and ignores, is **accepted, no effect**:
+the object is served as if it were unset, with a warning (` + "`IgnoredField`" + `)
+that says so (see [design/decisions.md](design/decisions.md), harmless
+fields).
+
+A few implemented fields are Portcullis's own, **not in Contour's released
+API** (v1.33): with Contour's CRDs the API server refuses them under strict
+field validation (` + "`kubectl apply`" + `'s default) and drops them otherwise, so
+objects that must also apply with Contour leave them out (see
+[migrating-from-contour.md](migrating-from-contour.md#fields-contours-released-api-does-not-have)).
+
 A refused field is refused with everything under it. A field that no API
 has (a misspelling) is an error too (` + "`UnknownField`" + `).
 `)
@@ -88,6 +100,10 @@ func cell(r Row) string {
 	switch {
 	case !r.Known:
 		return "**not classified**"
+	case r.Support.noEffect:
+		return "accepted, no effect (a warning in the status): " + strings.ReplaceAll(r.Support.why, "|", `\|`)
+	case r.Support.notInContour != "":
+		return "implemented; **not in Contour's released API**: " + strings.ReplaceAll(r.Support.notInContour, "|", `\|`)
 	case r.Support.implemented && r.Support.why == "":
 		return "implemented"
 	case r.Support.implemented:

@@ -93,6 +93,9 @@ func compile(kind string, t reflect.Type, pattern string, onPath map[reflect.Typ
 			p.fields = append(p.fields, pf) // a finding when set
 			continue
 		}
+		if pf.support.noEffect {
+			continue // accepted with what it holds; the builder warns
+		}
 		// An implemented field matters only for the refused fields it
 		// holds: most (strings, numbers, structs with none) are left out
 		// of the plan, and never read by a walk.

@@ -22,7 +22,7 @@ var tcpProxy = merge(
 
 		"tcpproxy.loadBalancerPolicy":                     yes,
 		"tcpproxy.loadBalancerPolicy.strategy":            yes,
-		"tcpproxy.loadBalancerPolicy.requestHashPolicies": Refused("request hash load balancing does not apply to a TCP proxy: there are no HTTP requests to hash (RoundRobin, WeightedLeastRequest and Random are implemented)"),
+		"tcpproxy.loadBalancerPolicy.requestHashPolicies": NoEffect("request hash load balancing does not apply to a TCP proxy: there are no HTTP requests to hash; as Contour, the strategies Cookie and RequestHash are RoundRobin there"),
 
 		"tcpproxy.healthCheckPolicy":                         yes,
 		"tcpproxy.healthCheckPolicy.intervalSeconds":         yes,

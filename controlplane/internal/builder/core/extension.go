@@ -49,7 +49,7 @@ func (b Stage) buildExtension(es *v1alpha1.ExtensionService) *Extension {
 		var err error
 		validation, err = b.UpstreamValidation(v, es.Namespace)
 		if err != nil {
-			st.AddError(condSpec, status.ReasonUpstreamValidationInvalid, "spec.validation: "+err.Error())
+			st.AddError(condSpec, status.ReasonTLSUpstreamValidation, "spec.validation: "+err.Error())
 		} else {
 			ext.Authority = v.SubjectName
 		}
@@ -59,7 +59,7 @@ func (b Stage) buildExtension(es *v1alpha1.ExtensionService) *Extension {
 	ext.Timeout, idle = extensionTimeouts(spec.TimeoutPolicy, st)
 	hc, err := healthCheck(spec.HealthCheckPolicy)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidHealthCheckPolicy, "spec.healthCheckPolicy: "+err.Error())
+		st.AddError(condSpec, status.ReasonHealthCheckPolicyInvalid, "spec.healthCheckPolicy: "+err.Error())
 	}
 	backends, weights, eps := b.extensionBackends(es, st)
 	if !st.Valid() {
@@ -100,7 +100,7 @@ func extensionProtocol(spec v1alpha1.ExtensionServiceSpec, st *status.Object) ir
 		case "h2c":
 			protocol = ir.H2C
 			if spec.UpstreamValidation != nil {
-				st.AddError(condSpec, status.ReasonUnsupportedProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
+				st.AddError(condSpec, status.ReasonInconsistentProtocol, "spec.validation requires TLS, but spec.protocol is h2c (plaintext): use h2 or remove spec.validation")
 			}
 		default:
 			st.AddError(condSpec, status.ReasonUnsupportedProtocol, fmt.Sprintf("spec.protocol %q is not supported: use h2 (TLS) or h2c (plaintext)", *p))
@@ -112,14 +112,25 @@ func extensionProtocol(spec v1alpha1.ExtensionServiceSpec, st *status.Object) ir
 	return protocol
 }
 
-// extensionLoadBalancer validates spec.loadBalancerPolicy.
+// extensionLoadBalancer validates spec.loadBalancerPolicy. Cookie and
+// RequestHash hash a route's requests, and the filters that call an
+// ExtensionService have no route: as Contour, they are accepted with a
+// warning that they have no effect (IgnoredField), and RoundRobin is used;
+// which endpoint answers never widens access (docs/design/decisions.md,
+// harmless fields). So are requestHashPolicies with another strategy.
 func extensionLoadBalancer(p *contourv1.LoadBalancerPolicy, st *status.Object) string {
 	if p == nil {
 		return ""
 	}
 	switch p.Strategy {
 	case "", "RoundRobin", "WeightedLeastRequest", "Random":
+		if len(p.RequestHashPolicies) > 0 {
+			st.AddWarning(condSpec, status.ReasonIgnoredField, "spec.loadBalancerPolicy.requestHashPolicies have no effect on an ExtensionService: Envoy hashes a route's requests, and the filters that call it have no route")
+		}
 		return p.Strategy
+	case "Cookie", "RequestHash":
+		st.AddWarning(condSpec, status.ReasonIgnoredField, fmt.Sprintf("spec.loadBalancerPolicy.strategy %s has no effect on an ExtensionService (Envoy hashes a route's requests, and the filters that call it have no route): RoundRobin is used", p.Strategy))
+		return ""
 	}
 	st.AddError(condSpec, status.ReasonInvalidLoadBalancerPolicy, fmt.Sprintf("spec.loadBalancerPolicy.strategy %q is not supported for an ExtensionService: use RoundRobin, WeightedLeastRequest or Random", p.Strategy))
 	return ""
@@ -133,11 +144,11 @@ func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response
 	}
 	response, err := apicheck.ParseTimeout(tp.Response)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.response: "+err.Error())
+		st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy.response: "+err.Error())
 	}
 	idle, err = apicheck.ParseTimeout(tp.Idle)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idle: "+err.Error())
+		st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy.idle: "+err.Error())
 	}
 	// idleConnection is Contour's name for the cluster's idle timeout,
 	// which idle already sets here (an ExtensionService has no route
@@ -145,12 +156,12 @@ func extensionTimeouts(tp *contourv1.TimeoutPolicy, st *status.Object) (response
 	// setting, so they must agree.
 	idleConn, err := apicheck.ParseTimeout(tp.IdleConnection)
 	if err != nil {
-		st.AddError(condSpec, status.ReasonInvalidTimeout, "spec.timeoutPolicy.idleConnection: "+err.Error())
+		st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy.idleConnection: "+err.Error())
 		return response, idle
 	}
 	if idleConn != nil {
 		if idle != nil && *idle != *idleConn {
-			st.AddError(condSpec, status.ReasonInvalidTimeout, fmt.Sprintf("spec.timeoutPolicy.idle (%s) and idleConnection (%s) both set the idle timeout of the connections to the ExtensionService: give one, or the same", tp.Idle, tp.IdleConnection))
+			st.AddError(condSpec, status.ReasonTimeoutPolicyNotValid, fmt.Sprintf("spec.timeoutPolicy.idle (%s) and idleConnection (%s) both set the idle timeout of the connections to the ExtensionService: give one, or the same", tp.Idle, tp.IdleConnection))
 		}
 		idle = idleConn
 	}

@@ -36,19 +36,30 @@ func TestExtensionProtocol(t *testing.T) {
 }
 
 func TestExtensionLoadBalancer(t *testing.T) {
+	hash := []contourv1.RequestHashPolicy{{HashSourceIP: true}}
 	for _, tc := range []struct {
-		policy    *contourv1.LoadBalancerPolicy
-		want      string
-		wantError bool
+		policy                 *contourv1.LoadBalancerPolicy
+		want                   string
+		wantError, wantWarning bool
 	}{
-		{nil, "", false},
-		{&contourv1.LoadBalancerPolicy{}, "", false},
-		{&contourv1.LoadBalancerPolicy{Strategy: "Random"}, "Random", false},
-		{&contourv1.LoadBalancerPolicy{Strategy: "Cookie"}, "", true},
+		{nil, "", false, false},
+		{&contourv1.LoadBalancerPolicy{}, "", false, false},
+		{&contourv1.LoadBalancerPolicy{Strategy: "Random"}, "Random", false, false},
+		// Hashing has no effect on an ExtensionService: a warning, as Contour.
+		{&contourv1.LoadBalancerPolicy{Strategy: "Cookie"}, "", false, true},
+		{&contourv1.LoadBalancerPolicy{Strategy: "RequestHash", RequestHashPolicies: hash}, "", false, true},
+		{&contourv1.LoadBalancerPolicy{Strategy: "Random", RequestHashPolicies: hash}, "Random", false, true},
+		{&contourv1.LoadBalancerPolicy{Strategy: "Maglev"}, "", true, false},
 	} {
 		st := &status.Object{}
-		if got := extensionLoadBalancer(tc.policy, st); got != tc.want || (len(st.Errors) > 0) != tc.wantError {
-			t.Errorf("extensionLoadBalancer(%+v) = %q, errors %+v", tc.policy, got, st.Errors)
+		got := extensionLoadBalancer(tc.policy, st)
+		if got != tc.want || (len(st.Errors) > 0) != tc.wantError || (len(st.Warnings) > 0) != tc.wantWarning {
+			t.Errorf("extensionLoadBalancer(%+v) = %q, errors %+v, warnings %+v", tc.policy, got, st.Errors, st.Warnings)
+		}
+		for _, w := range st.Warnings {
+			if w.Reason != status.ReasonIgnoredField {
+				t.Errorf("warning %+v, want the reason %s", w, status.ReasonIgnoredField)
+			}
 		}
 	}
 }

@@ -125,14 +125,17 @@ func (r *Resolver) Delegated(secret types.NamespacedName, namespace string) bool
 }
 
 // Extension finds a valid ExtensionService; otherwise it says why not
-// (reason and message).
+// (reason and message). The reason is ExtensionServiceNotFound for a
+// missing and for an invalid one alike, as Contour's (an invalid
+// ExtensionService has no cluster, so Contour finds none); the message
+// says which.
 func (r *Resolver) Extension(namespace, name string) (ext *Extension, reason, message string) {
 	e, ok := r.Snap.extensions[NsName(namespace, name)]
 	if !ok {
 		return nil, status.ReasonExtensionServiceNotFound, fmt.Sprintf("ExtensionService %q not found", namespace+"/"+name)
 	}
 	if e.Cluster == nil {
-		return nil, status.ReasonExtensionServiceInvalid, fmt.Sprintf("ExtensionService %q is invalid: %s", namespace+"/"+name, status.Summary(e.status))
+		return nil, status.ReasonExtensionServiceNotFound, fmt.Sprintf("ExtensionService %q is invalid: %s", namespace+"/"+name, status.Summary(e.status))
 	}
 	return e, "", ""
 }

@@ -7,13 +7,19 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
-// CertificateProblem says why the certificate Secret ref cannot be used.
+// IsNotDelegated reports whether err is a Secret of another namespace
+// that is not delegated to the one referring to it.
+func IsNotDelegated(err error) bool { return errors.Is(err, errNotDelegated) }
+
+// CertificateProblem says why the certificate Secret ref cannot be used:
+// SecretNotValid (missing or invalid, as Contour says both) or
+// DelegationNotPermitted.
 func CertificateProblem(ref string, err error) (reason, message string) {
 	switch {
 	case errors.Is(err, errSecretNotFound):
-		return status.ReasonSecretNotFound, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q not found", ref)
+		return status.ReasonSecretNotValid, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: Secret not found", ref)
 	case errors.Is(err, errNotDelegated):
 		return status.ReasonDelegationNotPermitted, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q certificate delegation not permitted", ref)
 	}
-	return status.ReasonSecretInvalid, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: %v", ref, err)
+	return status.ReasonSecretNotValid, fmt.Sprintf("Spec.VirtualHost.TLS Secret %q is invalid: %v", ref, err)
 }

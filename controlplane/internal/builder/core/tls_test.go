@@ -13,10 +13,10 @@ func TestCertificateProblem(t *testing.T) {
 		err  error
 		want string
 	}{
-		{errSecretNotFound, status.ReasonSecretNotFound},
+		{errSecretNotFound, status.ReasonSecretNotValid},
 		{errNotDelegated, status.ReasonDelegationNotPermitted},
-		{fmt.Errorf("%w: no key", errSecretMalformed), status.ReasonSecretInvalid},
-		{errors.New("anything else"), status.ReasonSecretInvalid},
+		{fmt.Errorf("%w: no key", errSecretMalformed), status.ReasonSecretNotValid},
+		{errors.New("anything else"), status.ReasonSecretNotValid},
 	} {
 		if got, msg := CertificateProblem("ns/cert", tc.err); got != tc.want || msg == "" {
 			t.Errorf("certificateProblem(%v) = %q (%q), want %q", tc.err, got, msg, tc.want)

@@ -19,18 +19,20 @@ import (
 // field of an entry applies, as in Contour: {prefix: /x, header: ...}
 // matches both (taking only the first field set would serve the route to
 // requests its header condition excludes), and {prefix, exact} in one
-// entry counts as two path matches.
-func mergeConditions(parent *Route, conds []contourv1.MatchCondition, where string, st *status.Object) (Route, bool) {
+// entry counts as two path matches. condType is the type of the error
+// conditions, as Contour's: RouteError for a route's block, IncludeError
+// for an include's.
+func mergeConditions(parent *Route, conds []contourv1.MatchCondition, where, condType string, st *status.Object) (Route, bool) {
 	out := Route{Route: ir.Route{PathKind: parent.PathKind, Path: parent.Path, Headers: slices.Clone(parent.Headers), QueryParams: slices.Clone(parent.QueryParams)}}
 	var paths pathFields
 	for _, c := range conds {
 		if bad := addCondition(&out, &paths, c); bad != nil {
-			st.AddError(bad.condType, bad.reason, where+": "+bad.err.Error())
+			st.AddError(condType, bad.reason, where+": "+bad.err.Error())
 			return out, false
 		}
 	}
 	pathErr := func(format string, args ...any) (Route, bool) {
-		st.AddError(contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, where+": "+fmt.Sprintf(format, args...))
+		st.AddError(condType, status.ReasonPathMatchConditionsNotValid, where+": "+fmt.Sprintf(format, args...))
 		return out, false
 	}
 	if problem := paths.problem(parent.PathKind); problem != "" {
@@ -53,30 +55,30 @@ type pathFields struct {
 	regex                     string
 }
 
-// conditionError is a condition refused, with the status condition type
-// and reason that say which kind of condition it is.
+// conditionError is a condition refused, with the status reason that says
+// which kind of condition it is.
 type conditionError struct {
-	condType, reason string
-	err              error
+	reason string
+	err    error
 }
 
 // addCondition adds one entry of a condition block to out, and its path
 // fields to paths; every match field of the entry applies.
 func addCondition(out *Route, paths *pathFields, c contourv1.MatchCondition) *conditionError {
 	if err := addPathCondition(out, paths, c); err != nil {
-		return &conditionError{contourv1.ConditionTypePathConditionsError, status.ReasonPathMatchConditionsNotValid, err}
+		return &conditionError{status.ReasonPathMatchConditionsNotValid, err}
 	}
 	if c.Header != nil {
 		h, err := headerMatch(c.Header)
 		if err != nil {
-			return &conditionError{contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, err}
+			return &conditionError{status.ReasonHeaderMatchConditionsNotValid, err}
 		}
 		out.Headers = append(out.Headers, h)
 	}
 	if c.QueryParameter != nil {
 		q, err := queryParamMatch(c.QueryParameter)
 		if err != nil {
-			return &conditionError{contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, err}
+			return &conditionError{status.ReasonQueryParameterMatchConditionsNotValid, err}
 		}
 		out.QueryParams = append(out.QueryParams, q)
 	}

@@ -22,12 +22,12 @@ func TestMergeConditionsMatching(t *testing.T) {
 	}
 	under := func(prefix string) Route { return Route{Route: ir.Route{Path: prefix}} }
 	for _, tt := range []struct {
-		name    string
-		parent  Route
-		conds   []contourv1.MatchCondition
-		want    ir.Route
-		wantErr string // a substring of the error's message
-		errType string
+		name      string
+		parent    Route
+		conds     []contourv1.MatchCondition
+		want      ir.Route
+		wantErr   string // a substring of the error's message
+		errReason string
 	}{
 		{name: "regex at the root",
 			conds: []contourv1.MatchCondition{{Regex: `/v[0-9]+/.*`}},
@@ -46,33 +46,33 @@ func TestMergeConditionsMatching(t *testing.T) {
 		{name: "regex under a prefix must start with /",
 			parent:  under("/api"),
 			conds:   []contourv1.MatchCondition{{Regex: `.*\.png`}},
-			wantErr: `regex condition ".*\\.png": under the prefix "/api" of the includes, a regex must start with /`, errType: contourv1.ConditionTypePathConditionsError},
+			wantErr: `regex condition ".*\\.png": under the prefix "/api" of the includes, a regex must start with /`, errReason: status.ReasonPathMatchConditionsNotValid},
 		{name: "invalid regex",
 			conds:   []contourv1.MatchCondition{{Regex: `/(`}},
-			wantErr: `R: regex condition "/(": invalid regular expression`, errType: contourv1.ConditionTypePathConditionsError},
+			wantErr: `R: regex condition "/(": invalid regular expression`, errReason: status.ReasonPathMatchConditionsNotValid},
 		{name: "regex too large for Envoy",
 			conds:   []contourv1.MatchCondition{{Regex: "/" + strings.Repeat("(a|b)", 60)}},
-			wantErr: "too large for Envoy", errType: contourv1.ConditionTypePathConditionsError},
+			wantErr: "too large for Envoy", errReason: status.ReasonPathMatchConditionsNotValid},
 		{name: "regex and prefix",
 			conds:   []contourv1.MatchCondition{{Prefix: "/x"}, {Regex: "/y"}},
-			wantErr: "a regex condition cannot be combined with a prefix or exact condition", errType: contourv1.ConditionTypePathConditionsError},
+			wantErr: "a regex condition cannot be combined with a prefix or exact condition", errReason: status.ReasonPathMatchConditionsNotValid},
 		{name: "two regexes",
 			conds:   []contourv1.MatchCondition{{Regex: "/x"}, {Regex: "/y"}},
-			wantErr: "more than one regex", errType: contourv1.ConditionTypePathConditionsError},
+			wantErr: "more than one regex", errReason: status.ReasonPathMatchConditionsNotValid},
 		{name: "path under a regex",
 			parent:  Route{Route: ir.Route{PathKind: ir.PathRegex, Path: "/x.*"}},
 			conds:   []contourv1.MatchCondition{{Prefix: "/y"}},
-			wantErr: "cannot add a path condition under a regex match", errType: contourv1.ConditionTypePathConditionsError},
+			wantErr: "cannot add a path condition under a regex match", errReason: status.ReasonPathMatchConditionsNotValid},
 
 		{name: "header regex",
 			conds: hdr(contourv1.HeaderMatchCondition{Name: "x-env", Regex: "prod|stage"}),
 			want:  ir.Route{Headers: []ir.HeaderMatch{{Name: "x-env", Kind: "regex", Value: "prod|stage"}}}},
 		{name: "header invalid regex",
 			conds:   hdr(contourv1.HeaderMatchCondition{Name: "x-env", Regex: "a["}),
-			wantErr: `header condition on "x-env": invalid regular expression`, errType: contourv1.ConditionTypeHeaderConditionsError},
+			wantErr: `header condition on "x-env": invalid regular expression`, errReason: status.ReasonHeaderMatchConditionsNotValid},
 		{name: "header regex and exact",
 			conds:   hdr(contourv1.HeaderMatchCondition{Name: "x-env", Regex: "a", Exact: "a"}),
-			wantErr: "must set exactly one of present, notpresent, contains, notcontains, exact, notexact, regex", errType: contourv1.ConditionTypeHeaderConditionsError},
+			wantErr: "must set exactly one of present, notpresent, contains, notcontains, exact, notexact, regex", errReason: status.ReasonHeaderMatchConditionsNotValid},
 		{name: "header ignoreCase on exact",
 			conds: hdr(contourv1.HeaderMatchCondition{Name: "x-team", Exact: "Blue", IgnoreCase: true}),
 			want:  ir.Route{Headers: []ir.HeaderMatch{{Name: "x-team", Kind: "exact", Value: "Blue", IgnoreCase: true}}}},
@@ -81,16 +81,16 @@ func TestMergeConditionsMatching(t *testing.T) {
 			want:  ir.Route{Headers: []ir.HeaderMatch{{Name: "x-team", Kind: "notcontains", Value: "Blue", IgnoreCase: true}}}},
 		{name: "header ignoreCase on regex",
 			conds:   hdr(contourv1.HeaderMatchCondition{Name: "x-team", Regex: "blue", IgnoreCase: true}),
-			wantErr: "ignoreCase applies to exact, notexact, contains and notcontains only, not regex", errType: contourv1.ConditionTypeHeaderConditionsError},
+			wantErr: "ignoreCase applies to exact, notexact, contains and notcontains only, not regex", errReason: status.ReasonHeaderMatchConditionsNotValid},
 		{name: "header ignoreCase on present",
 			conds:   hdr(contourv1.HeaderMatchCondition{Name: "x-team", Present: true, IgnoreCase: true}),
-			wantErr: "not present", errType: contourv1.ConditionTypeHeaderConditionsError},
+			wantErr: "not present", errReason: status.ReasonHeaderMatchConditionsNotValid},
 		{name: "header treatMissingAsEmpty on notexact",
 			conds: hdr(contourv1.HeaderMatchCondition{Name: "x-env", NotExact: "prod", TreatMissingAsEmpty: true}),
 			want:  ir.Route{Headers: []ir.HeaderMatch{{Name: "x-env", Kind: "notexact", Value: "prod", TreatMissingAsEmpty: true}}}},
 		{name: "header treatMissingAsEmpty on exact",
 			conds:   hdr(contourv1.HeaderMatchCondition{Name: "x-env", Exact: "prod", TreatMissingAsEmpty: true}),
-			wantErr: "treatMissingAsEmpty applies to notexact and notcontains only, not exact", errType: contourv1.ConditionTypeHeaderConditionsError},
+			wantErr: "treatMissingAsEmpty applies to notexact and notcontains only, not exact", errReason: status.ReasonHeaderMatchConditionsNotValid},
 
 		{name: "query exact, ignoring case",
 			conds: qp(contourv1.QueryParameterMatchCondition{Name: "debug", Exact: "Yes", IgnoreCase: true}),
@@ -116,29 +116,29 @@ func TestMergeConditionsMatching(t *testing.T) {
 			want:   ir.Route{Path: "/api/x", QueryParams: []ir.QueryParamMatch{{Name: "tenant", Kind: "present"}, {Name: "v", Kind: "exact", Value: "2"}}}},
 		{name: "query without a name",
 			conds:   qp(contourv1.QueryParameterMatchCondition{Exact: "1"}),
-			wantErr: "query parameter condition must name a parameter", errType: contourv1.ConditionTypeQueryParameterConditionsError},
+			wantErr: "query parameter condition must name a parameter", errReason: status.ReasonQueryParameterMatchConditionsNotValid},
 		{name: "query without a match",
 			conds:   qp(contourv1.QueryParameterMatchCondition{Name: "debug"}),
-			wantErr: `query parameter condition on "debug" must set exactly one of exact, prefix, suffix, regex, contains, present`, errType: contourv1.ConditionTypeQueryParameterConditionsError},
+			wantErr: `query parameter condition on "debug" must set exactly one of exact, prefix, suffix, regex, contains, present`, errReason: status.ReasonQueryParameterMatchConditionsNotValid},
 		{name: "query with two matches",
 			conds:   qp(contourv1.QueryParameterMatchCondition{Name: "debug", Exact: "1", Present: true}),
-			wantErr: "must set exactly one of", errType: contourv1.ConditionTypeQueryParameterConditionsError},
+			wantErr: "must set exactly one of", errReason: status.ReasonQueryParameterMatchConditionsNotValid},
 		{name: "query invalid regex",
 			conds:   qp(contourv1.QueryParameterMatchCondition{Name: "id", Regex: "(?P<"}),
-			wantErr: "invalid regular expression", errType: contourv1.ConditionTypeQueryParameterConditionsError},
+			wantErr: "invalid regular expression", errReason: status.ReasonQueryParameterMatchConditionsNotValid},
 		{name: "query ignoreCase on regex",
 			conds:   qp(contourv1.QueryParameterMatchCondition{Name: "id", Regex: "a", IgnoreCase: true}),
-			wantErr: "ignoreCase applies to exact, prefix, suffix and contains only, not regex", errType: contourv1.ConditionTypeQueryParameterConditionsError},
+			wantErr: "ignoreCase applies to exact, prefix, suffix and contains only, not regex", errReason: status.ReasonQueryParameterMatchConditionsNotValid},
 		{name: "query control bytes",
 			conds:   qp(contourv1.QueryParameterMatchCondition{Name: "id", Exact: "a\nb"}),
-			wantErr: "line break", errType: contourv1.ConditionTypeQueryParameterConditionsError},
+			wantErr: "line break", errReason: status.ReasonQueryParameterMatchConditionsNotValid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &status.Object{}
-			got, ok := mergeConditions(&tt.parent, tt.conds, "R", st)
+			got, ok := mergeConditions(&tt.parent, tt.conds, "R", contourv1.ConditionTypeRouteError, st)
 			if tt.wantErr != "" {
-				if ok || len(st.Errors) != 1 || !strings.Contains(st.Errors[0].Message, tt.wantErr) || st.Errors[0].Type != tt.errType {
-					t.Fatalf("ok %v, errors %+v; want a %s error saying %q", ok, st.Errors, tt.errType, tt.wantErr)
+				if ok || len(st.Errors) != 1 || !strings.Contains(st.Errors[0].Message, tt.wantErr) || st.Errors[0].Type != contourv1.ConditionTypeRouteError || st.Errors[0].Reason != tt.errReason {
+					t.Fatalf("ok %v, errors %+v; want a RouteError %s saying %q", ok, st.Errors, tt.errReason, tt.wantErr)
 				}
 				return
 			}

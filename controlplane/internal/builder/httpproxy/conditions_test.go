@@ -50,7 +50,7 @@ func TestMergeConditionsAppliesEveryField(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &status.Object{}
-			got, ok := mergeConditions(&tt.parent, tt.conds, "R", st)
+			got, ok := mergeConditions(&tt.parent, tt.conds, "R", contourv1.ConditionTypeRouteError, st)
 			if tt.wantErr != "" {
 				if ok || len(st.Errors) != 1 || st.Errors[0].Message != tt.wantErr {
 					t.Fatalf("ok %v, errors %+v; want the error %q", ok, st.Errors, tt.wantErr)

@@ -109,7 +109,7 @@ func mergeCookieRewrites(route, service []ir.CookieRewrite) []ir.CookieRewrite {
 func routeCookieRewrites(rt *Route, ps []contourv1.CookieRewritePolicy, errs *routeErrors) {
 	var err error
 	if rt.CookieRewrites, err = cookieRewrites(ps); err != nil {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonCookieRewritePolicyNotValid, "CookieRewritePolicies%v", err)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonCookieRewritePoliciesInvalid, "CookieRewritePolicies%v", err)
 	}
 	for i := range rt.Clusters {
 		rt.Clusters[i].CookieRewrites = mergeCookieRewrites(rt.CookieRewrites, rt.Clusters[i].CookieRewrites)

@@ -88,6 +88,10 @@ func (b *rootBuilder) authorization(p *contourv1.HTTPProxy, secure bool, st *sta
 		return nil
 	}
 	if reason, msg := authorizationRefProblem(p.Spec.VirtualHost, secure); reason != "" {
+		if reason == status.ReasonTLSIncompatibleFeatures {
+			st.AddError(contourv1.ConditionTypeTLSError, reason, msg) // as Contour
+			return nil
+		}
 		return fail(reason, msg)
 	}
 	const where = "Spec.VirtualHost.Authorization"
@@ -123,7 +127,7 @@ func authorizationRefProblem(vh *contourv1.VirtualHost, secure bool) (reason, me
 	case !secure:
 		return status.ReasonAuthNotPermitted, "Spec.VirtualHost.Authorization requires Spec.VirtualHost.TLS: authorization of its own is only supported on HTTPS virtual hosts (HTTP virtual hosts use the global authorization of the configuration file, globalExtAuth)"
 	case vh.TLS.EnableFallbackCertificate:
-		return status.ReasonAuthIncompatibleWithFallback, "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts"
+		return status.ReasonTLSIncompatibleFeatures, "Spec.VirtualHost.Authorization is incompatible with Spec.VirtualHost.TLS.EnableFallbackCertificate: the fallback certificate chain is shared by several virtual hosts"
 	}
 	return core.ExtensionRefProblem(vh.Authorization.ExtensionServiceRef, "Spec.VirtualHost.Authorization.ExtensionRef")
 }

@@ -28,7 +28,7 @@ func TestAuthorizationRefProblem(t *testing.T) {
 		{"a TLS host", host(false, ok), true, ""},
 		{"the full apiVersion and kind", host(false, contourv1.ExtensionServiceReference{Name: "auth", APIVersion: "projectcontour.io/v1alpha1", Kind: "ExtensionService"}), true, ""},
 		{"an HTTP host", &contourv1.VirtualHost{Authorization: &contourv1.AuthorizationServer{ExtensionServiceRef: ok}}, false, status.ReasonAuthNotPermitted},
-		{"with the fallback certificate", host(true, ok), true, status.ReasonAuthIncompatibleWithFallback},
+		{"with the fallback certificate", host(true, ok), true, status.ReasonTLSIncompatibleFeatures},
 		{"another apiVersion", host(false, contourv1.ExtensionServiceReference{Name: "auth", APIVersion: "v1"}), true, status.ReasonAuthBadResourceVersion},
 		{"another kind", host(false, contourv1.ExtensionServiceReference{Name: "auth", Kind: "Service"}), true, status.ReasonAuthBadResourceKind},
 	} {

@@ -103,7 +103,7 @@ func (b *rootBuilder) jwksCluster(r contourv1.RemoteJWKS, namespace string) (*ir
 	}
 	port, err := jwksPort(u, r.URI)
 	if err != nil {
-		return nil, status.ReasonRemoteJWKSURIInvalid, err
+		return nil, status.ReasonRemoteJWKSPortInvalid, err
 	}
 	switch r.DNSLookupFamily {
 	case "", "auto", "v4", "v6":
@@ -116,6 +116,9 @@ func (b *rootBuilder) jwksCluster(r contourv1.RemoteJWKS, namespace string) (*ir
 		c.Name += "/" + r.DNSLookupFamily
 	}
 	if err := b.jwksValidation(c, u.Scheme, r.UpstreamValidation, namespace); err != nil {
+		if core.IsNotDelegated(err) {
+			return nil, status.ReasonRemoteJWKSCACertificateNotDelegated, err // as Contour
+		}
 		return nil, status.ReasonRemoteJWKSUpstreamValidationInvalid, err
 	}
 	return c, "", nil
@@ -172,7 +175,7 @@ func (b *rootBuilder) jwksValidation(c *ir.Cluster, scheme string, v *contourv1.
 	case scheme == "https":
 		uv, err := b.UpstreamValidation(v, namespace)
 		if err != nil {
-			return fmt.Errorf("validation: %v", err)
+			return fmt.Errorf("validation: %w", err)
 		}
 		c.Protocol, c.Validation, c.SNI = ir.TLS, uv, c.DNSName
 		c.Name += "/" + core.SettingsHash(fmt.Sprintf("%v", *uv))

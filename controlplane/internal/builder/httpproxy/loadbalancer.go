@@ -21,14 +21,15 @@ const sessionAffinityCookie = "X-Contour-Session-Affinity"
 // hash policies. As Contour: Cookie hashes a session cookie (set on the
 // requests that lack it); RequestHash hashes the valid requestHashPolicies
 // and, without any, is RoundRobin; invalid hash policies are ignored (with
-// a warning), as are hash policies with another strategy. An unknown
+// a warning SpecError/IgnoredField, Contour's), as are hash policies with
+// another strategy (Contour ignores those silently). An unknown
 // strategy is an error (Contour would use RoundRobin).
 func routeLoadBalancer(rt *Route, p *contourv1.LoadBalancerPolicy, errs *routeErrors) string {
 	if p == nil {
 		return ""
 	}
 	if p.Strategy != "RequestHash" && len(p.RequestHashPolicies) > 0 {
-		errs.warn(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy.RequestHashPolicies are ignored: they apply to the strategy RequestHash only")
+		errs.warn(contourv1.ConditionTypeSpecError, status.ReasonIgnoredField, "LoadBalancerPolicy.RequestHashPolicies are ignored: they apply to the strategy RequestHash only")
 	}
 	switch p.Strategy {
 	case "", "RoundRobin":
@@ -42,13 +43,13 @@ func routeLoadBalancer(rt *Route, p *contourv1.LoadBalancerPolicy, errs *routeEr
 		for i, h := range p.RequestHashPolicies {
 			hp, err := hashPolicy(h)
 			if err != nil {
-				errs.warn(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy.RequestHashPolicies[%d] is ignored: %v", i, err)
+				errs.warn(contourv1.ConditionTypeSpecError, status.ReasonIgnoredField, "LoadBalancerPolicy.RequestHashPolicies[%d] is ignored: %v", i, err)
 				continue
 			}
 			rt.HashPolicies = append(rt.HashPolicies, hp)
 		}
 		if len(rt.HashPolicies) == 0 {
-			errs.warn(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy: the strategy RequestHash has no valid requestHashPolicies: RoundRobin is used")
+			errs.warn(contourv1.ConditionTypeSpecError, status.ReasonIgnoredField, "LoadBalancerPolicy: the strategy RequestHash has no valid requestHashPolicies: RoundRobin is used")
 			return ""
 		}
 		return ir.LBRingHash

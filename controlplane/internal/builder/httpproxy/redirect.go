@@ -41,9 +41,13 @@ func routeAnswer(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	if !answered(r) {
 		return
 	}
-	var conflicts []string
+	// Two actions (services, a redirect, a direct response) are Contour's
+	// RouteActionCountNotValid; a proxying setting beside an answer is
+	// ours, RouteActionsConflict (Contour ignores it).
+	type conflict struct{ reason, message string }
+	var conflicts []conflict
 	if r.RequestRedirectPolicy != nil && r.DirectResponsePolicy != nil {
-		conflicts = append(conflicts, "requestRedirectPolicy and directResponsePolicy cannot both be set")
+		conflicts = append(conflicts, conflict{status.ReasonRouteActionCountNotValid, "requestRedirectPolicy and directResponsePolicy cannot both be set"})
 	}
 	what := "requestRedirectPolicy"
 	if r.RequestRedirectPolicy == nil {
@@ -67,12 +71,17 @@ func routeAnswer(rt *Route, r *contourv1.Route, errs *routeErrors) {
 		// response's are).
 		{"responseHeadersPolicy", r.ResponseHeadersPolicy != nil && r.DirectResponsePolicy == nil},
 	} {
-		if f.set {
-			conflicts = append(conflicts, fmt.Sprintf("%s cannot be set with %s: the route is answered without proxying", f.name, what))
+		if !f.set {
+			continue
 		}
+		reason := status.ReasonRouteActionsConflict
+		if f.name == "services" {
+			reason = status.ReasonRouteActionCountNotValid
+		}
+		conflicts = append(conflicts, conflict{reason, fmt.Sprintf("%s cannot be set with %s: the route is answered without proxying", f.name, what)})
 	}
 	for _, c := range conflicts {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRouteActionsConflict, "%s", c)
+		errs.add(contourv1.ConditionTypeRouteError, c.reason, "%s", c.message)
 	}
 	if len(conflicts) > 0 {
 		return
@@ -80,7 +89,7 @@ func routeAnswer(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	if p := r.RequestRedirectPolicy; p != nil {
 		rd, err := redirectPolicy(p, rt.PathKind)
 		if err != nil {
-			errs.add(contourv1.ConditionTypeRouteError, status.ReasonRequestRedirectPolicyInvalid, "requestRedirectPolicy: %v", err)
+			errs.add(contourv1.ConditionTypeRouteError, status.ReasonRequestRedirectPolicy, "requestRedirectPolicy: %v", err)
 			return
 		}
 		rt.Redirect = rd

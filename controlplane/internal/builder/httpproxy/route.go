@@ -41,7 +41,7 @@ func (e *routeErrors) warn(typ, reason, format string, args ...any) {
 // inherited from the includes; false when it is invalid.
 func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Route, parent *Route, scope authScope, st *status.Object) (Route, bool) {
 	where := routePlaces.at(i)
-	rt, ok := mergeConditions(parent, r.Conditions, where, st)
+	rt, ok := mergeConditions(parent, r.Conditions, where, contourv1.ConditionTypeRouteError, st)
 	if !ok {
 		return rt, false
 	}
@@ -49,11 +49,11 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Rou
 	errs := &routeErrors{st: st, where: where}
 	if len(rt.Headers) > 0 {
 		if err := headerConditionsValid(rt.Headers); err != nil {
-			errs.add(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, "%v", err)
+			errs.add(contourv1.ConditionTypeRouteError, status.ReasonHeaderMatchConditionsNotValid, "%v", err)
 		}
 	}
 	if err := queryParamConditionsValid(rt.QueryParams); err != nil {
-		errs.add(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, "%v", err)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonQueryParameterMatchConditionsNotValid, "%v", err)
 	}
 	routeAuth(&rt, r, scope, errs)
 	rt.ExtProc = b.routeExtProc(p, r, scope.proc, errs.add)
@@ -72,7 +72,7 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Rou
 	cs := core.ClusterSettings{Lb: routeLoadBalancer(&rt, r.LoadBalancerPolicy, errs), Idle: idleConnection(r.TimeoutPolicy, errs)}
 	var err error
 	if cs.HealthCheck, err = core.HTTPHealthCheck(r.HealthCheckPolicy); err != nil {
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidHealthCheckPolicy, "HealthCheckPolicy: %v", err)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonHealthCheckPolicyInvalid, "HealthCheckPolicy: %v", err)
 	}
 	rt.Clusters, rt.Mirrors = b.routeServices(p, r.Services, cs, errs)
 	routeCookieRewrites(&rt, r.CookieRewritePolicies, errs)
@@ -85,14 +85,15 @@ func (b *rootBuilder) buildRoute(p *contourv1.HTTPProxy, i int, r *contourv1.Rou
 	return rt, !errs.invalid
 }
 
-// routeHeaders validates the route's own headers policies.
+// routeHeaders validates the route's own headers policies (with Contour's
+// types and reasons, the response one spelt ResponseHeaderPolicyInvalid).
 func routeHeaders(rt *Route, r *contourv1.Route, errs *routeErrors) {
 	var err error
 	if rt.RequestHeaders, err = core.HeadersPolicy(r.RequestHeadersPolicy, true); err != nil {
-		errs.add(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "RequestHeadersPolicy: %v", err)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRequestHeadersPolicyInvalid, "RequestHeadersPolicy: %v", err)
 	}
 	if rt.ResponseHeaders, err = core.HeadersPolicy(r.ResponseHeadersPolicy, false); err != nil {
-		errs.add(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "ResponseHeadersPolicy: %v", err)
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonResponseHeaderPolicyInvalid, "ResponseHeadersPolicy: %v", err)
 	}
 }
 

@@ -25,7 +25,7 @@ func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1
 	}
 	switch {
 	case len(services) == 0:
-		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry")
+		errs.add(contourv1.ConditionTypeRouteError, status.ReasonRouteActionCountNotValid, "route.services must have at least one entry")
 	case len(backends) == 0:
 		errs.add(contourv1.ConditionTypeRouteError, status.ReasonNoServicesPresent, "route.services must have at least one entry that is not a mirror")
 	}
@@ -97,15 +97,15 @@ func (b *rootBuilder) routeService(p *contourv1.HTTPProxy, j int, s contourv1.Se
 	}
 	reqH, err := core.HeadersPolicy(s.RequestHeadersPolicy, true)
 	if err != nil {
-		return fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonRequestHeadersPolicyInvalid, "%s.RequestHeadersPolicy: %v", where, err)
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonRequestHeadersPolicyInvalid, "%s.RequestHeadersPolicy: %v", where, err)
 	}
 	respH, err := core.HeadersPolicy(s.ResponseHeadersPolicy, false)
 	if err != nil {
-		return fail(contourv1.ConditionTypeHeadersPolicyError, status.ReasonResponseHeadersPolicyInvalid, "%s.ResponseHeadersPolicy: %v", where, err)
+		return fail(contourv1.ConditionTypeServiceError, status.ReasonResponseHeadersPolicyInvalid, "%s.ResponseHeadersPolicy: %v", where, err)
 	}
 	cookies, err := cookieRewrites(s.CookieRewritePolicies)
 	if err != nil {
-		return fail(contourv1.ConditionTypeServiceError, status.ReasonCookieRewritePolicyNotValid, "%s.CookieRewritePolicies%v", where, err)
+		return fail(contourv1.ConditionTypeRouteError, status.ReasonCookieRewritePoliciesInvalid, "%s.CookieRewritePolicies%v", where, err)
 	}
 	c, ok := b.serviceCluster(p, "route", where, s, be, protocol, up, uv, cs, errs)
 	if !ok {

@@ -48,11 +48,11 @@ func (b *rootBuilder) serviceTLS(namespace, where string, s contourv1.Service, b
 func (b *rootBuilder) serviceCluster(p *contourv1.HTTPProxy, scope, where string, s contourv1.Service, be *core.Backend, protocol ir.Protocol, up core.Upstream, uv *ir.UpstreamValidation, cs core.ClusterSettings, errs *routeErrors) (*ir.Cluster, bool) {
 	var err error
 	if cs.SlowStart, err = slowStart(s.SlowStartPolicy, cs.Lb); err != nil {
-		errs.add(contourv1.ConditionTypeServiceError, status.ReasonSlowStartPolicyNotValid, "%s.SlowStartPolicy: %v", where, err)
+		errs.add(contourv1.ConditionTypeServiceError, status.ReasonSlowStartInvalid, "%s.SlowStartPolicy: %v", where, err)
 		return nil, false
 	}
 	if s.HealthPort != 0 && cs.HealthCheck == nil {
-		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonInvalidHealthCheckPolicy, "%s: HealthPort is ignored: the %s has no healthCheckPolicy", where, scope)
+		errs.warn(contourv1.ConditionTypeServiceError, status.ReasonHealthCheckPolicyInvalid, "%s: HealthPort is ignored: the %s has no healthCheckPolicy", where, scope)
 	}
 	if s.HealthPort != 0 && cs.HealthCheck != nil && s.HealthPort != s.Port {
 		if s.HealthPort < 1 || s.HealthPort > 65535 {

@@ -31,7 +31,8 @@ func (b *rootBuilder) tcpProxy(p *contourv1.HTTPProxy, secure *ir.SecureVirtualH
 	case t == nil:
 		return nil
 	case vh.TLS == nil:
-		return fail("Spec.TCPProxy requires Spec.VirtualHost.TLS (a secretName, or passthrough): the TLS listener proxies the connections by SNI name")
+		st.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTLSMustBeConfigured, "Spec.TCPProxy requires Spec.VirtualHost.TLS (a secretName, or passthrough): the TLS listener proxies the connections by SNI name")
+		return nil
 	}
 	tcpProxyIncompatible(vh, passthrough, st)
 	src, sst := b.tcpProxySource(p, st) // tcpproxy_include.go
@@ -86,10 +87,16 @@ func tcpProxyIncompatible(vh *contourv1.VirtualHost, passthrough bool, st *statu
 // error on sst (the tcpproxy's source's status), when one is invalid.
 func tcpProxySettings(t *contourv1.TCPProxy, sst *status.Object) (cs core.ClusterSettings, allZero, ok bool) {
 	if len(t.Services) == 0 {
-		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, "Spec.TCPProxy.Services must have at least one entry")
+		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonNothingDefined, "Spec.TCPProxy: either services or an include must be specified")
 		return cs, false, false
 	}
-	lb, err := tcpLoadBalancer(t.LoadBalancerPolicy)
+	lb, ignored, err := tcpLoadBalancer(t.LoadBalancerPolicy)
+	switch {
+	case ignored:
+		sst.AddWarning(contourv1.ConditionTypeTCPProxyError, status.ReasonIgnoredField, fmt.Sprintf("Spec.TCPProxy.LoadBalancerPolicy: the strategy %s has no effect on a tcpproxy (it hashes HTTP requests, and Envoy sees none in a proxied connection): RoundRobin is used", t.LoadBalancerPolicy.Strategy))
+	case t.LoadBalancerPolicy != nil && len(t.LoadBalancerPolicy.RequestHashPolicies) > 0:
+		sst.AddWarning(contourv1.ConditionTypeTCPProxyError, status.ReasonIgnoredField, "Spec.TCPProxy.LoadBalancerPolicy.RequestHashPolicies have no effect on a tcpproxy: Envoy sees no HTTP request in a proxied connection")
+	}
 	if err != nil {
 		sst.AddError(contourv1.ConditionTypeTCPProxyError, status.ReasonTCPProxyNotValid, fmt.Sprintf("Spec.TCPProxy.LoadBalancerPolicy: %v", err))
 		return cs, false, false
@@ -145,7 +152,7 @@ func (b *rootBuilder) tcpService(p *contourv1.HTTPProxy, j int, s contourv1.Serv
 	}
 	be, err := b.R.Backend(core.NsName(p.Namespace, s.Name), s.Port)
 	if err != nil {
-		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err)
+		errs.add(contourv1.ConditionTypeTCPProxyError, status.ReasonServiceUnresolvedReference, "%s: Service [%s:%d] is invalid or missing: %v", where, s.Name, s.Port, err) // Contour's type
 		return ir.WeightedCluster{}, false
 	}
 	protocol, up, uv, ok := b.serviceTLS(p.Namespace, where, s, be, errs)
@@ -172,18 +179,25 @@ func tcpProtocol(p ir.Protocol) ir.Protocol {
 }
 
 // tcpLoadBalancer is the policy of a tcpproxy's clusters ("" for
-// RoundRobin). Cookie and RequestHash hash HTTP requests: there are none.
-func tcpLoadBalancer(p *contourv1.LoadBalancerPolicy) (string, error) {
+// RoundRobin). Cookie and RequestHash hash HTTP requests, and there are
+// none: as Contour, they are accepted and ignored (ignored: a warning that
+// they have no effect), RoundRobin is used, and their requestHashPolicies
+// with them; which upstream serves a connection never widens who may
+// connect (docs/design/decisions.md, harmless fields). An unknown strategy
+// is an error.
+func tcpLoadBalancer(p *contourv1.LoadBalancerPolicy) (lb string, ignored bool, err error) {
 	if p == nil {
-		return "", nil
+		return "", false, nil
 	}
 	switch p.Strategy {
 	case "", "RoundRobin":
-		return "", nil
+		return "", false, nil
 	case "WeightedLeastRequest", "Random":
-		return p.Strategy, nil
+		return p.Strategy, false, nil
+	case "Cookie", "RequestHash":
+		return "", true, nil
 	}
-	return "", fmt.Errorf("strategy %q is not supported for TCP proxying: use RoundRobin, WeightedLeastRequest or Random", p.Strategy)
+	return "", false, fmt.Errorf("strategy %q is not supported for TCP proxying: use RoundRobin, WeightedLeastRequest or Random", p.Strategy)
 }
 
 // tcpVirtualHosts puts a served root with a tcpproxy on the listeners:

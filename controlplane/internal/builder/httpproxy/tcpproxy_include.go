@@ -27,9 +27,9 @@ func (b *rootBuilder) tcpProxySource(p *contourv1.HTTPProxy, st *status.Object) 
 	cur, cst := p, st
 	chain := []types.NamespacedName{core.NsName(p.Namespace, p.Name)}
 	for {
-		inc, err := tcpInclude(cur.Spec.TCPProxy)
-		if err != nil {
-			return tcpSourceInvalid(st, cst, cur, status.ReasonTCPProxyNotValid, err.Error())
+		inc, bad := tcpInclude(cur.Spec.TCPProxy)
+		if bad != nil {
+			return tcpSourceInvalid(st, cst, cur, bad.reason, bad.message)
 		}
 		if inc == nil {
 			return cur, cst
@@ -64,11 +64,11 @@ func (b *rootBuilder) tcpProxySource(p *contourv1.HTTPProxy, st *status.Object) 
 // tcpInclude is a tcpproxy's include (or includes, its old spelling); nil
 // for none. An error when both are set, or an include comes with settings
 // of the tcpproxy's own.
-func tcpInclude(t *contourv1.TCPProxy) (*contourv1.TCPProxyInclude, error) {
+func tcpInclude(t *contourv1.TCPProxy) (*contourv1.TCPProxyInclude, *tcpIncludeError) {
 	inc := t.Include
 	switch {
 	case inc != nil && t.IncludesDeprecated != nil:
-		return nil, fmt.Errorf("Spec.TCPProxy: include and includes (its old spelling) cannot both be set")
+		return nil, &tcpIncludeError{reason: status.ReasonTCPProxyNotValid, message: "Spec.TCPProxy: include and includes (its old spelling) cannot both be set"}
 	case inc == nil:
 		inc = t.IncludesDeprecated
 	}
@@ -76,7 +76,7 @@ func tcpInclude(t *contourv1.TCPProxy) (*contourv1.TCPProxyInclude, error) {
 		return nil, nil
 	}
 	if len(t.Services) > 0 || t.LoadBalancerPolicy != nil || t.HealthCheckPolicy != nil {
-		return nil, fmt.Errorf("Spec.TCPProxy: an include cannot be combined with services, loadBalancerPolicy or healthCheckPolicy: the included tcpproxy's apply")
+		return nil, &tcpIncludeError{reason: status.ReasonNoServicesAndInclude, message: "Spec.TCPProxy: an include cannot be combined with services, loadBalancerPolicy or healthCheckPolicy: the included tcpproxy's apply"}
 	}
 	return inc, nil
 }
@@ -113,7 +113,12 @@ func (b *rootBuilder) tcpIncludeProblem(child *contourv1.HTTPProxy, key types.Na
 // is invalid, and on the root (st) that its include is when cur is not
 // the root; nil: no source.
 func tcpSourceInvalid(st, cst *status.Object, cur *contourv1.HTTPProxy, reason, message string) (*contourv1.HTTPProxy, *status.Object) {
-	cst.AddError(contourv1.ConditionTypeTCPProxyError, reason, message)
+	condType := contourv1.ConditionTypeTCPProxyError
+	switch reason {
+	case status.ReasonIncludeNotFound, status.ReasonRootIncludesRoot, status.ReasonIncludeCreatesCycle:
+		condType = contourv1.ConditionTypeTCPProxyIncludeError // as Contour
+	}
+	cst.AddError(condType, reason, message)
 	if cst != st {
 		included(st, cst, cur)
 	}

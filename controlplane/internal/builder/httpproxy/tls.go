@@ -48,7 +48,7 @@ func (b *rootBuilder) secureHost(p *contourv1.HTTPProxy, st *status.Object) *ir.
 // error) when it cannot be used.
 func (b *rootBuilder) serverCertificate(secretName, namespace string, st *status.Object) string {
 	if secretName == "" {
-		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonSecretNameRequired, "Spec.VirtualHost.TLS.SecretName must be specified")
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSConfigNotValid, "Spec.VirtualHost.TLS.SecretName must be specified")
 		return ""
 	}
 	name, err := b.TLSSecret(secretName, namespace)
@@ -66,7 +66,7 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 		out.ForwardClientCert = &ir.ForwardClientCert{Subject: f.Subject, Cert: f.Cert, Chain: f.Chain, DNS: f.DNS, URI: f.URI}
 	}
 	invalid := func(message string) *ir.ClientValidation {
-		st.AddError(contourv1.ConditionTypeTLSClientValidationError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+message)
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+message)
 		return out
 	}
 	var ca *ir.Secret
@@ -101,17 +101,17 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 func (b *rootBuilder) fallbackCertificate(t *contourv1.TLS, namespace string, st *status.Object) {
 	fallback := b.R.Opts().FallbackCertificate
 	fail := func(reason, message string) {
-		st.AddError(contourv1.ConditionTypeTLSFallbackError, reason, message)
+		st.AddError(contourv1.ConditionTypeTLSError, reason, message)
 	}
 	switch {
 	case t.ClientValidation != nil:
 		fail(status.ReasonTLSIncompatibleFeatures, "Spec.Virtualhost.TLS fallback & client validation are incompatible together")
 	case fallback == "":
-		fail(status.ReasonFallbackNotConfigured, "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
+		fail(status.ReasonFallbackNotPresent, "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
 	default:
 		fb := core.SplitRef(fallback, "")
 		if _, err := b.TLSSecret(fallback, fb.Namespace); err != nil {
-			fail(status.ReasonFallbackCertificateInvalid, fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
+			fail(status.ReasonFallbackNotValid, fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
 		} else if fb.Namespace != namespace && !b.R.Delegated(fb, namespace) {
 			fail(status.ReasonFallbackNotDelegated, fmt.Sprintf("Spec.VirtualHost.TLS fallback Secret %q is not configured for certificate delegation", fb.String()))
 		}

@@ -61,7 +61,7 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 	seen := map[string]int{}
 	for i, inc := range p.Spec.Includes {
 		where := includePlaces.at(i)
-		cond, ok := mergeConditions(parent, inc.Conditions, where, st)
+		cond, ok := mergeConditions(parent, inc.Conditions, where, contourv1.ConditionTypeIncludeError, st)
 		if !ok || !ownConditionsValid(parent, &cond, where, st) {
 			continue
 		}
@@ -106,11 +106,11 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 // found on the routes, as in Contour.
 func ownConditionsValid(parent, cond *Route, where string, st *status.Object) bool {
 	if err := headerConditionsValid(cond.Headers[len(parent.Headers):]); err != nil {
-		st.AddError(contourv1.ConditionTypeHeaderConditionsError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
+		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
 		return false
 	}
 	if err := queryParamConditionsValid(cond.QueryParams[len(parent.QueryParams):]); err != nil {
-		st.AddError(contourv1.ConditionTypeQueryParameterConditionsError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
+		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
 		return false
 	}
 	return true
