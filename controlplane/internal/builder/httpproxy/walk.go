@@ -111,12 +111,14 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 // Conflicts between an include's conditions and those above it are still
 // found on the routes, as in Contour.
 func ownConditionsValid(parent, cond *Route, where string, st *status.Object) bool {
+	// RouteError, as Contour's for an include's header and query
+	// parameter conditions (IncludeError is for its paths).
 	if err := headerConditionsValid(cond.Headers[len(parent.Headers):]); err != nil {
-		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
+		st.AddError(contourv1.ConditionTypeRouteError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
 		return false
 	}
 	if err := queryParamConditionsValid(cond.QueryParams[len(parent.QueryParams):]); err != nil {
-		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
+		st.AddError(contourv1.ConditionTypeRouteError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
 		return false
 	}
 	return true
