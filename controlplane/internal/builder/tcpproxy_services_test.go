@@ -61,7 +61,7 @@ func TestTCPProxyServices(t *testing.T) {
 		{name: "validation without TLS", svc: contourv1.Service{UpstreamValidation: validation}, reason: status.ReasonTLSUpstreamValidation},
 		{name: "validation with h2c", svc: contourv1.Service{Protocol: core.PtrTo("h2c"), UpstreamValidation: validation}, reason: status.ReasonTLSUpstreamValidation},
 		{name: "CA not found", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "nowhere", SubjectName: "db"}}, reason: status.ReasonTLSUpstreamValidation},
-		{name: "CA of another namespace, not delegated", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "other/ca", SubjectName: "db"}}, reason: status.ReasonTLSUpstreamValidation},
+		{name: "CA of another namespace, not delegated", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "other/ca", SubjectName: "db"}}, reason: status.ReasonCACertificateNotDelegated},
 		{name: "subjectNames[0] not subjectName", svc: contourv1.Service{Protocol: core.PtrTo("tls"), UpstreamValidation: &contourv1.UpstreamValidation{CACertificate: "ca", SubjectName: "db", SubjectNames: []string{"other"}}}, reason: status.ReasonTLSUpstreamValidation},
 		{name: "slow start, RoundRobin", svc: contourv1.Service{SlowStartPolicy: &contourv1.SlowStartPolicy{Window: "30s", Aggression: "2", MinimumWeightPercent: 10}}, want: func(t *testing.T, c *ir.Cluster) {
 			if c.SlowStart == nil || *c.SlowStart != (ir.SlowStart{Window: 30 * time.Second, Aggression: 2, MinWeightPercent: 10}) {

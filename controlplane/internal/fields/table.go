@@ -89,9 +89,10 @@ var table = map[string]entries{
 			"includes":           yes,
 			"includes.name":      yes,
 			"includes.namespace": yes,
-			// Contour refuses them too: an include matches a prefix of paths.
-			"includes.conditions.exact": Refused("an exact path is not allowed in the conditions of an include, which match a prefix of the included routes' paths"),
-			"includes.conditions.regex": Refused("a regex path is not allowed in the conditions of an include, which match a prefix of the included routes' paths (the included routes can have regex conditions)"),
+			// Validated, as Contour: an include matches a prefix of paths, so
+			// an exact or regex path on one is the including proxy's error.
+			"includes.conditions.exact": ImplementedNote("not allowed on an include, whose conditions match a prefix of the included routes' paths: IncludeError/PathMatchConditionsNotValid (as Contour), and the including HTTPProxy is invalid"),
+			"includes.conditions.regex": ImplementedNote("not allowed on an include, whose conditions match a prefix of the included routes' paths (the included routes can have regex conditions): IncludeError/PathMatchConditionsNotValid (as Contour), and the including HTTPProxy is invalid"),
 
 			"ingressClassName": yes,
 

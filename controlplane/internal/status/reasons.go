@@ -87,6 +87,7 @@ const (
 	ReasonCookieRewritePoliciesInvalid        = "CookieRewritePoliciesInvalid"
 	ReasonIncompatibleIPAddressFilters        = "IncompatibleIPAddressFilters"
 	ReasonIPFilterPolicyNotValid              = "IPFilterPolicyNotValid"
+	ReasonInvalidCIDR                         = "InvalidCIDR"
 	ReasonPolicyDidNotParse                   = "PolicyDidNotParse" // a corsPolicy (Contour's reason)
 	ReasonRateLimitPolicyNotValid             = "RateLimitPolicyNotValid"
 	ReasonRateLimitServiceUnavailable         = "RateLimitServiceUnavailable"
@@ -98,6 +99,7 @@ const (
 	ReasonRemoteJWKSSchemeInvalid             = "RemoteJWKSSchemeInvalid"
 	ReasonRemoteJWKSUpstreamValidationInvalid = "RemoteJWKSUpstreamValidationInvalid"
 	ReasonRemoteJWKSCACertificateNotDelegated = "RemoteJWKSCACertificateNotDelegated"
+	ReasonCACertificateNotDelegated           = "CACertificateNotDelegated"
 	ReasonRemoteJWKSTimeoutInvalid            = "RemoteJWKSTimeoutInvalid"
 	ReasonRemoteJWKSCacheDurationInvalid      = "RemoteJWKSCacheDurationInvalid"
 	ReasonRemoteJWKSDNSLookupFamilyInvalid    = "RemoteJWKSDNSLookupFamilyInvalid"

@@ -48,9 +48,12 @@ func (b Stage) buildExtension(es *v1alpha1.ExtensionService) *Extension {
 	if v := spec.UpstreamValidation; v != nil {
 		var err error
 		validation, err = b.UpstreamValidation(v, es.Namespace)
-		if err != nil {
+		switch {
+		case IsNotDelegated(err):
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonCACertificateNotDelegated, "spec.validation.caSecret: "+err.Error())
+		case err != nil:
 			st.AddError(condSpec, status.ReasonTLSUpstreamValidation, "spec.validation: "+err.Error())
-		} else {
+		default:
 			ext.Authority = v.SubjectName
 		}
 	}

@@ -19,15 +19,22 @@ import (
 // field of an entry applies, as in Contour: {prefix: /x, header: ...}
 // matches both (taking only the first field set would serve the route to
 // requests its header condition excludes), and {prefix, exact} in one
-// entry counts as two path matches. condType is the type of the error
-// conditions, as Contour's: RouteError for a route's block, IncludeError
-// for an include's.
+// entry counts as two path matches. condType is the type of the path
+// errors, as Contour's: RouteError for a route's block, IncludeError for
+// an include's (header and query parameter errors are RouteErrors for
+// both, as Contour's).
 func mergeConditions(parent *Route, conds []contourv1.MatchCondition, where, condType string, st *status.Object) (Route, bool) {
 	out := Route{Route: ir.Route{PathKind: parent.PathKind, Path: parent.Path, Headers: slices.Clone(parent.Headers), QueryParams: slices.Clone(parent.QueryParams)}}
 	var paths pathFields
 	for _, c := range conds {
 		if bad := addCondition(&out, &paths, c); bad != nil {
-			st.AddError(condType, bad.reason, where+": "+bad.err.Error())
+			t := condType
+			if bad.reason != status.ReasonPathMatchConditionsNotValid {
+				// Header and query parameter conditions are RouteErrors
+				// on an include too, as Contour's.
+				t = contourv1.ConditionTypeRouteError
+			}
+			st.AddError(t, bad.reason, where+": "+bad.err.Error())
 			return out, false
 		}
 	}

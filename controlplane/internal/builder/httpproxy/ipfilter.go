@@ -15,9 +15,9 @@ import (
 // their own. An invalid one is an error on the root: it is not served
 // rather than served unfiltered.
 func hostIPFilter(vh *contourv1.VirtualHost, st *status.Object) *ir.IPFilter {
-	f, reason, err := ipFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy)
-	if err != nil {
-		st.AddError(contourv1.ConditionTypeIPFilterError, reason, "Spec.VirtualHost: "+err.Error())
+	f, errs := ipFilter(vh.IPAllowFilterPolicy, vh.IPDenyFilterPolicy)
+	for _, e := range errs {
+		st.AddError(contourv1.ConditionTypeIPFilterError, e.reason, "Spec.VirtualHost: "+e.msg)
 	}
 	return f
 }
@@ -29,20 +29,28 @@ func routeIPFilter(rt *Route, r *contourv1.Route, host *ir.IPFilter, errs *route
 		rt.IPFilter = host
 		return
 	}
-	f, reason, err := ipFilter(r.IPAllowFilterPolicy, r.IPDenyFilterPolicy)
-	if err != nil {
-		errs.add(contourv1.ConditionTypeIPFilterError, reason, "%v", err)
+	f, ferrs := ipFilter(r.IPAllowFilterPolicy, r.IPDenyFilterPolicy)
+	if len(ferrs) > 0 {
+		for _, e := range ferrs {
+			errs.add(contourv1.ConditionTypeIPFilterError, e.reason, "%s", e.msg)
+		}
 		return
 	}
 	rt.IPFilter = f
 }
 
+// ipFilterError is one error of an IP filter: its reason and message.
+type ipFilterError struct{ reason, msg string }
+
 // ipFilter validates an allow or a deny list (not both, as in Contour:
 // which would win is not obvious); nil for neither. A CIDR may be a single
-// address (a /32 or /128); its host bits are cleared, as Envoy would.
-func ipFilter(allow, deny []contourv1.IPFilterPolicy) (*ir.IPFilter, string, error) {
+// address (a /32 or /128); its host bits are cleared, as Envoy would. As
+// Contour, each CIDR that does not parse is an InvalidCIDR error, and a
+// list with any error is also IPFilterPolicyNotValid; a filter with errors
+// is nil (its caller does not serve what it guards).
+func ipFilter(allow, deny []contourv1.IPFilterPolicy) (*ir.IPFilter, []ipFilterError) {
 	if len(allow) > 0 && len(deny) > 0 {
-		return nil, status.ReasonIncompatibleIPAddressFilters, fmt.Errorf("ipAllowPolicy and ipDenyPolicy cannot both be set: use one list")
+		return nil, []ipFilterError{{status.ReasonIncompatibleIPAddressFilters, "ipAllowPolicy and ipDenyPolicy cannot both be set: use one list"}}
 	}
 	f := &ir.IPFilter{Allow: len(allow) > 0}
 	list, field := allow, "ipAllowPolicy"
@@ -50,33 +58,44 @@ func ipFilter(allow, deny []contourv1.IPFilterPolicy) (*ir.IPFilter, string, err
 		list, field = deny, "ipDenyPolicy"
 	}
 	if len(list) == 0 {
-		return nil, "", nil
+		return nil, nil
 	}
+	var errs []ipFilterError
+	var invalid string
 	for i, p := range list {
-		rule, err := ipRule(p)
+		rule, badCIDR, err := ipRule(p)
 		if err != nil {
-			return nil, status.ReasonIPFilterPolicyNotValid, fmt.Errorf("%s[%d]: %v", field, i, err)
+			if badCIDR {
+				errs = append(errs, ipFilterError{status.ReasonInvalidCIDR, fmt.Sprintf("%s[%d]: %v", field, i, err)})
+			}
+			if invalid == "" {
+				invalid = fmt.Sprintf("%s[%d]: %v", field, i, err)
+			}
+			continue
 		}
 		f.Rules = append(f.Rules, rule)
 	}
-	return f, "", nil
+	if invalid != "" {
+		return nil, append(errs, ipFilterError{status.ReasonIPFilterPolicyNotValid, invalid})
+	}
+	return f, nil
 }
 
-func ipRule(p contourv1.IPFilterPolicy) (ir.IPRule, error) {
-	var rule ir.IPRule
+// ipRule is one rule of a list; badCIDR tells that its error is the CIDR.
+func ipRule(p contourv1.IPFilterPolicy) (rule ir.IPRule, badCIDR bool, err error) {
 	switch p.Source {
 	case contourv1.IPFilterSourcePeer:
 	case contourv1.IPFilterSourceRemote:
 		rule.Remote = true
 	default:
-		return rule, fmt.Errorf("source %q is not Peer or Remote", p.Source)
+		return rule, false, fmt.Errorf("source %q is not Peer or Remote", p.Source)
 	}
 	prefix, err := parseCIDR(p.CIDR)
 	if err != nil {
-		return rule, err
+		return rule, true, err
 	}
 	rule.CIDR = prefix.String()
-	return rule, nil
+	return rule, false, nil
 }
 
 // parseCIDR reads an address block or a single address (IPv4, IPv6, or

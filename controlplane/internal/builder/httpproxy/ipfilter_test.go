@@ -1,6 +1,8 @@
 package httpproxy
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -20,7 +22,7 @@ func TestIPFilter(t *testing.T) {
 		name        string
 		allow, deny []contourv1.IPFilterPolicy
 		want        *ir.IPFilter
-		wantReason  string
+		wantReason  string // the last error's; a bad CIDR has InvalidCIDR before
 		wantErr     string
 	}{
 		{name: "none"},
@@ -37,7 +39,21 @@ func TestIPFilter(t *testing.T) {
 		{name: "source", allow: []contourv1.IPFilterPolicy{{Source: "Proxy", CIDR: "10.0.0.0/8"}}, wantReason: status.ReasonIPFilterPolicyNotValid, wantErr: `source "Proxy" is not Peer or Remote`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, reason, err := ipFilter(tc.allow, tc.deny)
+			got, errs := ipFilter(tc.allow, tc.deny)
+			var reason string
+			var err error
+			if len(errs) > 0 {
+				last := errs[len(errs)-1]
+				reason, err = last.reason, errors.New(last.msg)
+				for _, e := range errs[:len(errs)-1] {
+					if e.reason != status.ReasonInvalidCIDR || !strings.Contains(tc.wantErr, "cidr") && !strings.Contains(tc.wantErr, "address block") {
+						t.Errorf("unexpected error %s: %s", e.reason, e.msg)
+					}
+				}
+				if strings.Contains(last.msg, "cidr ") && len(errs) != 2 {
+					t.Errorf("a bad cidr: %d errors, want InvalidCIDR and IPFilterPolicyNotValid", len(errs))
+				}
+			}
 			if reason != tc.wantReason {
 				t.Errorf("reason %q, want %q", reason, tc.wantReason)
 			}

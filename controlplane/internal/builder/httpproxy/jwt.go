@@ -48,7 +48,8 @@ func (b *rootBuilder) jwtProviders(p *contourv1.HTTPProxy, st *status.Object) ho
 	case vh.TLS == nil || vh.TLS.SecretName == "":
 		fail(status.ReasonJWTVerificationNotPermitted, "Spec.VirtualHost.JWTProviders can only be defined for root HTTPProxies that terminate TLS")
 	case vh.TLS.EnableFallbackCertificate:
-		fail(status.ReasonJWTVerificationNotPermitted, "Spec.VirtualHost.JWTProviders cannot be used with the fallback certificate, whose filter chain other hosts share")
+		// Contour's type and reason.
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSIncompatibleFeatures, "Spec.Virtualhost.TLS fallback & JWT providers are incompatible: the fallback certificate's filter chain is shared by other hosts")
 	}
 	out.scope.names = map[string]bool{}
 	for i, jp := range vh.JWTProviders {

@@ -46,6 +46,10 @@ func routeLoadBalancer(rt *Route, p *contourv1.LoadBalancerPolicy, errs *routeEr
 				errs.warn(contourv1.ConditionTypeSpecError, status.ReasonIgnoredField, "LoadBalancerPolicy.RequestHashPolicies[%d] is ignored: %v", i, err)
 				continue
 			}
+			if dup := duplicateHash(rt.HashPolicies, hp); dup != "" {
+				errs.warn(contourv1.ConditionTypeSpecError, status.ReasonIgnoredField, "LoadBalancerPolicy.RequestHashPolicies[%d] is ignored: %s specified multiple times", i, dup)
+				continue
+			}
 			rt.HashPolicies = append(rt.HashPolicies, hp)
 		}
 		if len(rt.HashPolicies) == 0 {
@@ -55,6 +59,22 @@ func routeLoadBalancer(rt *Route, p *contourv1.LoadBalancerPolicy, errs *routeEr
 		return ir.LBRingHash
 	}
 	errs.add(contourv1.ConditionTypeRouteError, status.ReasonInvalidLoadBalancerPolicy, "LoadBalancerPolicy.Strategy %q is not supported: use RoundRobin, WeightedLeastRequest, Random, RequestHash or Cookie", p.Strategy)
+	return ""
+}
+
+// duplicateHash names what hp hashes if one of hps already hashes it
+// (Contour ignores the later one, with a warning), else "".
+func duplicateHash(hps []ir.HashPolicy, hp ir.HashPolicy) string {
+	for _, o := range hps {
+		switch {
+		case hp.SourceIP && o.SourceIP:
+			return "hashSourceIP"
+		case hp.Header != "" && o.Header == hp.Header:
+			return fmt.Sprintf("headerHashOptions.headerName %q", hp.Header)
+		case hp.QueryParameter != "" && o.QueryParameter == hp.QueryParameter:
+			return fmt.Sprintf("queryParameterHashOptions.parameterName %q", hp.QueryParameter)
+		}
+	}
 	return ""
 }
 

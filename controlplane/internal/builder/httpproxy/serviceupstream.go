@@ -34,6 +34,12 @@ func (b *rootBuilder) serviceTLS(namespace, where string, s contourv1.Service, b
 		}
 	}
 	uv, err := b.ServiceValidation(s.UpstreamValidation, protocol, namespace)
+	if core.IsNotDelegated(err) {
+		// Contour's reason and condition type for a CA Secret of another
+		// namespace that does not delegate it.
+		errs.add(contourv1.ConditionTypeTLSError, status.ReasonCACertificateNotDelegated, "%s: Service [%s:%d] UpstreamValidation.CACertificate: %v", where, s.Name, s.Port, err)
+		return "", up, nil, false
+	}
 	if err != nil {
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonTLSUpstreamValidation, "%s: Service [%s:%d] TLS upstream validation policy error: %v", where, s.Name, s.Port, err)
 		return "", up, nil, false

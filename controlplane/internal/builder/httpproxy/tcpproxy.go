@@ -240,7 +240,13 @@ func passthroughHost(t *contourv1.TLS, st *status.Object) *ir.SecureVirtualHost 
 		{"MinimumProtocolVersion", t.MinimumProtocolVersion != ""}, {"MaximumProtocolVersion", t.MaximumProtocolVersion != ""},
 	} {
 		if f.set {
-			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonTLSIncompatibleFeatures, fmt.Sprintf("Spec.VirtualHost.TLS: both Passthrough and %s were specified: the service terminates a passed-through TLS", f.field))
+			// Contour's reason: TLSConfigNotValid for a secretName,
+			// TLSIncompatibleFeatures for the others.
+			reason := status.ReasonTLSIncompatibleFeatures
+			if f.field == "SecretName" {
+				reason = status.ReasonTLSConfigNotValid
+			}
+			st.AddError(contourv1.ConditionTypeTLSError, reason, fmt.Sprintf("Spec.VirtualHost.TLS: both Passthrough and %s were specified: the service terminates a passed-through TLS", f.field))
 		}
 	}
 	return &ir.SecureVirtualHost{}

@@ -65,8 +65,13 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 	if f := cv.ForwardClientCertificate; f != nil {
 		out.ForwardClientCert = &ir.ForwardClientCert{Subject: f.Subject, Cert: f.Cert, Chain: f.Chain, DNS: f.DNS, URI: f.URI}
 	}
-	invalid := func(message string) *ir.ClientValidation {
-		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+message)
+	invalid := func(err error) *ir.ClientValidation {
+		if core.IsNotDelegated(err) {
+			// Contour's reason for a CA or CRL Secret not delegated.
+			st.AddError(contourv1.ConditionTypeTLSError, status.ReasonDelegationNotPermitted, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
+			return out
+		}
+		st.AddError(contourv1.ConditionTypeTLSError, status.ReasonClientValidationInvalid, "Spec.VirtualHost.TLS client validation is invalid: "+err.Error())
 		return out
 	}
 	var ca *ir.Secret
@@ -77,13 +82,13 @@ func (b *rootBuilder) clientValidation(cv *contourv1.DownstreamValidation, names
 	if !cv.SkipClientCertValidation || cv.CACertificate != "" {
 		var err error
 		if ca, err = b.R.CASecret(cv.CACertificate, namespace); err != nil {
-			return invalid(err.Error())
+			return invalid(err)
 		}
 	}
 	// The CA bundle with the CRLs, if any, replaces the CA alone.
 	vs, err := b.ClientCRL(cv, ca, namespace)
 	if err != nil {
-		return invalid(err.Error())
+		return invalid(err)
 	}
 	if vs == nil {
 		vs = ca
@@ -109,11 +114,13 @@ func (b *rootBuilder) fallbackCertificate(t *contourv1.TLS, namespace string, st
 	case fallback == "":
 		fail(status.ReasonFallbackNotPresent, "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in the control plane (--fallback-certificate)")
 	default:
+		// Delegation first, as Contour: a Secret not delegated is
+		// FallbackNotDelegated whether or not it exists.
 		fb := core.SplitRef(fallback, "")
-		if _, err := b.TLSSecret(fallback, fb.Namespace); err != nil {
-			fail(status.ReasonFallbackNotValid, fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
-		} else if fb.Namespace != namespace && !b.R.Delegated(fb, namespace) {
+		if fb.Namespace != namespace && !b.R.Delegated(fb, namespace) {
 			fail(status.ReasonFallbackNotDelegated, fmt.Sprintf("Spec.VirtualHost.TLS fallback Secret %q is not configured for certificate delegation", fb.String()))
+		} else if _, err := b.TLSSecret(fallback, fb.Namespace); err != nil {
+			fail(status.ReasonFallbackNotValid, fmt.Sprintf("Spec.Virtualhost.TLS Secret %q fallback certificate is invalid: %v", fb.String(), err))
 		}
 	}
 }

@@ -61,6 +61,20 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 	seen := map[string]int{}
 	for i, inc := range p.Spec.Includes {
 		where := includePlaces.at(i)
+		if kind := includePathRefused(inc); kind != "" {
+			// As Contour: an include matches a prefix of its child's
+			// paths. p is invalid (not served), and, as Contour, the
+			// include is not checked further; an existing child is
+			// included, not orphaned, but not built under a match it
+			// would be blamed for.
+			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonPathMatchConditionsNotValid, fmt.Sprintf("%s: %s conditions are not allowed in includes block: an include's conditions match a prefix of the included routes' paths", where, kind))
+			key := includeKey(p, inc)
+			if child := b.R.Proxy(key); child != nil && child.Spec.VirtualHost == nil && !slices.Contains(chain, key) {
+				b.res.visited[key] = true
+				b.ProxyStatus(child)
+			}
+			continue
+		}
 		cond, ok := mergeConditions(parent, inc.Conditions, where, contourv1.ConditionTypeIncludeError, st)
 		if !ok || !ownConditionsValid(parent, &cond, where, st) {
 			continue
@@ -75,14 +89,6 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 		}
 		child := b.includedProxy(p, inc, chain, where, st)
 		if child == nil {
-			continue
-		}
-		if includePathRefused(inc) {
-			// An exact or regex path on an include is a refused field (p
-			// has the SpecError): the child is included, not orphaned, but
-			// not built under a match it would be blamed for.
-			b.res.visited[core.NsName(child.Namespace, child.Name)] = true
-			b.ProxyStatus(child)
 			continue
 		}
 		routes, ok := b.include(child, chain, cond, scope)
@@ -105,12 +111,14 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 // Conflicts between an include's conditions and those above it are still
 // found on the routes, as in Contour.
 func ownConditionsValid(parent, cond *Route, where string, st *status.Object) bool {
+	// RouteError, as Contour's for an include's header and query
+	// parameter conditions (IncludeError is for its paths).
 	if err := headerConditionsValid(cond.Headers[len(parent.Headers):]); err != nil {
-		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
+		st.AddError(contourv1.ConditionTypeRouteError, status.ReasonHeaderMatchConditionsNotValid, where+": "+err.Error())
 		return false
 	}
 	if err := queryParamConditionsValid(cond.QueryParams[len(parent.QueryParams):]); err != nil {
-		st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
+		st.AddError(contourv1.ConditionTypeRouteError, status.ReasonQueryParameterMatchConditionsNotValid, where+": "+err.Error())
 		return false
 	}
 	return true
@@ -166,8 +174,16 @@ func chainString(chain []types.NamespacedName) string {
 	return strings.Join(names, " -> ")
 }
 
-// includePathRefused: the include has an exact or regex path condition,
-// refused on includes (internal/fields), which match a prefix.
-func includePathRefused(inc contourv1.Include) bool {
-	return slices.ContainsFunc(inc.Conditions, func(c contourv1.MatchCondition) bool { return c.Exact != "" || c.Regex != "" })
+// includePathRefused: "exact" or "regex" when the include has such a
+// path condition, not allowed on includes, which match a prefix; else "".
+func includePathRefused(inc contourv1.Include) string {
+	for _, c := range inc.Conditions {
+		switch {
+		case c.Exact != "":
+			return "exact"
+		case c.Regex != "":
+			return "regex"
+		}
+	}
+	return ""
 }
