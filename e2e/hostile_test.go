@@ -60,10 +60,12 @@ var invalidKinds = []struct {
 		return p
 	}},
 	{"UnsupportedField", func(i int) *contourv1.HTTPProxy {
-		// An exact path on an include is refused (an include's conditions
-		// match a prefix of its routes'); the included HTTPProxy exists.
-		p := hostileRoot(i, contourv1.Route{Services: []contourv1.Service{{Name: "echo", Port: 80}}})
-		p.Spec.Includes = []contourv1.Include{{Name: "hostile-child", Conditions: []contourv1.MatchCondition{{Exact: "/exact"}}}}
+		// A headers policy on a TCP proxy's service is refused: there are
+		// no HTTP requests to set headers on.
+		p := hostileRoot(i)
+		p.Spec.VirtualHost.TLS = &contourv1.TLS{Passthrough: true}
+		p.Spec.TCPProxy = &contourv1.TCPProxy{Services: []contourv1.Service{{Name: "echo", Port: 80,
+			RequestHeadersPolicy: &contourv1.HeadersPolicy{Set: []contourv1.HeaderValue{{Name: "x-a", Value: "b"}}}}}}
 		return p
 	}},
 	{"PathMatchConditionsNotValid", func(i int) *contourv1.HTTPProxy {
