@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +45,15 @@ func TestHTTPProxyServiceAnnotations(t *testing.T) {
 	all = append(all, annotatedService("secure-unannotated", 8443, secure.Port, nil)...)
 	all = append(all, annotatedService("h2c-backend", 80, plain.Port, map[string]string{"projectcontour.io/upstream-protocol.h2c": "main"})...)
 	all = append(all, annotatedService("http1-backend", 80, plain.Port, nil)...)
+	// The circuit breakers, before a peer that answers in seconds: each
+	// Service has a slow peer of its own in front of the echo.
+	slowLimited, slowOpen := harness.StartSlowPeer(t, plain.Addr), harness.StartSlowPeer(t, plain.Addr)
+	for _, p := range []*harness.SlowPeer{slowLimited, slowOpen} {
+		p.SetFault(harness.Fault{Delay: 3 * time.Second})
+	}
+	all = append(all, annotatedService("slow-limited", 80, harness.Port(t, slowLimited.Addr), map[string]string{
+		"projectcontour.io/max-connections": "1", "projectcontour.io/max-pending-requests": "1", "projectcontour.io/max-requests": "1"})...)
+	all = append(all, annotatedService("slow-open", 80, harness.Port(t, slowOpen.Addr), nil)...)
 	route := func(prefix, svc string, port int) contourv1.Route {
 		return contourv1.Route{
 			Conditions: []contourv1.MatchCondition{{Prefix: prefix}},
@@ -57,6 +68,8 @@ func TestHTTPProxyServiceAnnotations(t *testing.T) {
 				route("/unannotated-tls", "secure-unannotated", 8443),
 				route("/h2c", "h2c-backend", 80),
 				route("/http1", "http1-backend", 80),
+				route("/slow-limited", "slow-limited", 80),
+				route("/slow-open", "slow-open", 80),
 			},
 		}},
 		// Contour's example, as its documentation has it.
@@ -104,6 +117,41 @@ func TestHTTPProxyServiceAnnotations(t *testing.T) {
 		got = harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://annotated.example.com/http1"), http.StatusOK)
 		if got.Proto != "HTTP/1.1" {
 			t.Errorf("the unannotated upstream got %s, want HTTP/1.1", got.Proto)
+		}
+	})
+	// Five requests at once to a peer that answers in 3 s: with at most
+	// one connection, one request and one pending, Envoy answers the
+	// overflow at once with 503 (x-envoy-overloaded) and serves the rest;
+	// without the annotations every one is served, late.
+	burst := func(t *testing.T, path string) (ok, overloaded int) {
+		t.Helper()
+		harness.EventuallyEcho(t, c, harness.MustRequest(t, "http://annotated.example.com"+path), http.StatusOK)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				resp := doRequest(t, c, harness.MustRequest(t, "http://annotated.example.com"+path))
+				_, _ = io.Copy(io.Discard, resp.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case resp.StatusCode == http.StatusOK:
+					ok++
+				case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("x-envoy-overloaded") == "true":
+					overloaded++
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("%s: %d served, %d overloaded of 5", path, ok, overloaded)
+		return ok, overloaded
+	}
+	t.Run("circuit breakers before a slow peer", func(t *testing.T) {
+		if ok, over := burst(t, "/slow-limited"); ok == 0 || over == 0 || ok+over != 5 {
+			t.Errorf("annotated: %d served, %d overloaded of 5; want both (at most 1 request and 1 pending)", ok, over)
+		}
+		if ok, over := burst(t, "/slow-open"); ok != 5 || over != 0 {
+			t.Errorf("unannotated: %d served, %d overloaded of 5; want all served", ok, over)
 		}
 	})
 }
