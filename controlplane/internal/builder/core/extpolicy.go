@@ -73,39 +73,42 @@ func ExtensionPolicyTargetRefs(u *unstructured.Unstructured) (refs []gwapiv1.Loc
 	return decoded.Refs, ""
 }
 
+// EachPolicyKind calls each with the objects of exts (sorted by group and
+// kind, as Set.Extensions is) of each kind of kinds, one kind at a time:
+// policies of one kind are indexed together, apart from other kinds'.
+func EachPolicyKind(exts []*unstructured.Unstructured, kinds map[schema.GroupKind]bool, each func([]*unstructured.Unstructured)) {
+	for i := 0; i < len(exts); {
+		gk := exts[i].GroupVersionKind().GroupKind()
+		j := i + 1
+		for j < len(exts) && exts[j].GroupVersionKind().GroupKind() == gk {
+			j++
+		}
+		if kinds[gk] {
+			each(exts[i:j])
+		}
+		i = j
+	}
+}
+
 // indexProxyPolicies indexes the policies of the registered policy kinds
-// that target HTTPProxies (In.Extensions is sorted by group and kind).
+// that target HTTPProxies.
 func (s *Snapshot) indexProxyPolicies() {
-	kinds := s.Opts.Extensions.Policies
-	if len(kinds) == 0 {
-		return
-	}
-	var ps []*ProxyPolicy
-	flush := func() {
-		if len(ps) > 0 {
-			cs := make([]PolicyCandidate[types.NamespacedName], len(ps))
-			for i, p := range ps {
-				cs[i] = PolicyCandidate[types.NamespacedName]{Obj: p.obj, Targets: p.targets}
+	EachPolicyKind(s.In.Extensions, s.Opts.Extensions.Policies, func(objs []*unstructured.Unstructured) {
+		var ps []*ProxyPolicy
+		for _, u := range objs {
+			if p := newProxyPolicy(u); p != nil {
+				ps = append(ps, p)
 			}
-			s.proxyPolicies = append(s.proxyPolicies, proxyPolicySet{policies: ps, index: NewPolicyIndex(cs)})
 		}
-		ps = nil
-	}
-	var cur schema.GroupKind
-	for _, u := range s.In.Extensions {
-		gk := u.GroupVersionKind().GroupKind()
-		if !kinds[gk] {
-			continue
+		if len(ps) == 0 {
+			return
 		}
-		if gk != cur {
-			flush()
-			cur = gk
+		cs := make([]PolicyCandidate[types.NamespacedName], len(ps))
+		for i, p := range ps {
+			cs[i] = PolicyCandidate[types.NamespacedName]{Obj: p.obj, Targets: p.targets}
 		}
-		if p := newProxyPolicy(u); p != nil {
-			ps = append(ps, p)
-		}
-	}
-	flush()
+		s.proxyPolicies = append(s.proxyPolicies, proxyPolicySet{policies: ps, index: NewPolicyIndex(cs)})
+	})
 }
 
 // newProxyPolicy is u as a policy on HTTPProxies; nil when it targets

@@ -103,30 +103,13 @@ func withBackendResources(b *routeBuild, x *ir.Route) {
 // kinds and indexes each kind's (sorted by group and kind, as
 // Set.Extensions is).
 func (g *gatewayStage) buildExtensionPolicies() {
-	kinds := g.R.Opts().Extensions.Policies
-	if len(kinds) == 0 {
-		return
-	}
-	var cur schema.GroupKind
-	var ps []*gwPolicy
-	flush := func() {
-		if len(ps) > 0 {
-			g.extPolicies = append(g.extPolicies, newPolicySet(ps))
+	core.EachPolicyKind(g.R.Snap.In.Extensions, g.R.Opts().Extensions.Policies, func(objs []*unstructured.Unstructured) {
+		ps := make([]*gwPolicy, len(objs))
+		for i, u := range objs {
+			ps[i] = g.extensionPolicy(u)
 		}
-		ps = nil
-	}
-	for _, u := range g.R.Snap.In.Extensions {
-		gk := u.GroupVersionKind().GroupKind()
-		if !kinds[gk] {
-			continue
-		}
-		if gk != cur {
-			flush()
-			cur = gk
-		}
-		ps = append(ps, g.extensionPolicy(u))
-	}
-	flush()
+		g.extPolicies = append(g.extPolicies, newPolicySet(ps))
+	})
 }
 
 // extensionPolicy checks one policy of an extension: only its targetRefs;
