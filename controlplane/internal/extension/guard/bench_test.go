@@ -2,6 +2,7 @@ package guard_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -55,5 +56,25 @@ func BenchmarkCheckListeners(b *testing.B) {
 		if vs := guard.CheckListeners(func(c string) bool { return ours[c] }, base.guard(), after.guard()); len(vs) > 0 {
 			b.Fatal(vs)
 		}
+	}
+}
+
+// BenchmarkCheckVirtualHostManyRoutes is the worst case of one virtual
+// host: 2,000 routes, reversed in the answer (each compared with every
+// route whose paths overlap its own: here all, under "/").
+func BenchmarkCheckVirtualHostManyRoutes(b *testing.B) {
+	const n = 2000
+	in := &routev3.VirtualHost{Name: "many", Domains: []string{"many.example.com"}}
+	for i := range n {
+		in.Routes = append(in.Routes, &routev3.Route{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: fmt.Sprintf("/r%d", i)}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c"}}},
+		})
+	}
+	out := &routev3.VirtualHost{Name: in.Name, Domains: in.Domains, Routes: slices.Clone(in.Routes)}
+	slices.Reverse(out.Routes)
+	ours := func(string) bool { return true }
+	for b.Loop() {
+		guard.CheckVirtualHost(guard.Filters{}, ours, in, out)
 	}
 }

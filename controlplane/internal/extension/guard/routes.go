@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"google.golang.org/protobuf/proto"
 )
 
 // Ours reports whether a cluster is one of Portcullis's (the invariant
@@ -87,6 +86,16 @@ func (p pathMatch) intersects(q pathMatch) bool {
 // vb whose requests it may now serve.
 func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration, vb *routev3.VirtualHost, rca *routev3.RouteConfiguration, va *routev3.VirtualHost, same bool) []string {
 	var out []string
+	// The first index of each match, in each: a route is the same route
+	// in both when its match is equal (same virtual host only); looked up,
+	// not searched, so that a host of many routes costs their pairs, no
+	// more.
+	var keysA, keysB []string
+	var firstA, firstB map[string]int
+	if same {
+		keysA, keysB = matchKeys(va.GetRoutes()), matchKeys(vb.GetRoutes())
+		firstA, firstB = firstOf(keysA), firstOf(keysB)
+	}
 	for k, o := range va.GetRoutes() {
 		if !reachesOurs(o, ours) {
 			continue
@@ -95,7 +104,9 @@ func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration,
 		// former is o's index before, when it was there.
 		former := -1
 		if same {
-			former = slices.IndexFunc(vb.GetRoutes(), func(r *routev3.Route) bool { return proto.Equal(r.GetMatch(), o.GetMatch()) })
+			if i, ok := firstB[keysA[k]]; ok {
+				former = i
+			}
 		}
 		intersecting := false
 		for j, i := range vb.GetRoutes() {
@@ -107,8 +118,7 @@ func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration,
 				if former >= 0 && former < j {
 					continue // o came before i already: it never took i's requests
 				}
-				c := slices.IndexFunc(va.GetRoutes()[:k+1], func(r *routev3.Route) bool { return proto.Equal(r.GetMatch(), i.GetMatch()) })
-				if c >= 0 && c < k {
+				if c, ok := firstA[keysB[j]]; ok && c < k {
 					continue // i's requests take its copy, before o
 				}
 			}
@@ -126,6 +136,27 @@ func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration,
 			if name, ok := ov.within(unmatched(fs, ours, rcb, vb)); !ok {
 				out = append(out, fmt.Sprintf("route %d of virtual host %q sends paths that had no route with a setting of filter %s that none of the virtual host's routes had", k, va.GetName(), name))
 			}
+		}
+	}
+	return out
+}
+
+// matchKeys are routes' matches as comparable strings (their
+// deterministic encodings: equal matches, equal keys).
+func matchKeys(rs []*routev3.Route) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(encoding(r.GetMatch()))
+	}
+	return out
+}
+
+// firstOf is the index of the first of each key.
+func firstOf(keys []string) map[string]int {
+	out := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if _, ok := out[k]; !ok {
+			out[k] = i
 		}
 	}
 	return out
