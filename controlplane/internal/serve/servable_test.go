@@ -11,7 +11,6 @@ import (
 
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/extension"
-	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
@@ -26,23 +25,6 @@ func TestReadyzWhenNothingIsServable(t *testing.T) {
 	dropAll := sdktest.Listen(t, &sdk.Server{TranslateModify: func(_ context.Context, req *v1alpha1.PostTranslateModifyRequest) (*v1alpha1.PostTranslateModifyResponse, error) {
 		return &v1alpha1.PostTranslateModifyResponse{Clusters: req.GetClusters(), Secrets: req.GetSecrets()}, nil
 	}})
-	var set objects.Set
-	if _, err := set.Decode(strings.NewReader(`
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: default}
-spec:
-  ports: [{name: http, port: 80}]
----
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {name: app, namespace: default}
-spec:
-  virtualhost: {fqdn: app.example.com}
-  routes: [{services: [{name: echo, port: 80}]}]
-`), "test"); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name, extensions string
 		status           int
@@ -53,22 +35,8 @@ spec:
 			http.StatusServiceUnavailable, "no listener"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := config.Parse([]byte(tc.extensions), "c.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			regs, err := extension.FromConfig(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := pipeline.DefaultOptions()
-			opts.Builder = opts.Builder.WithConfig(c)
-			s, err := newServer(Config{Pipeline: opts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Extensions: regs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.ext.close)
-			s.rebuild(t.Context(), &set)
+			s := configuredServer(t, tc.extensions)
+			s.rebuild(t.Context(), extensionObjects(t, "/a"))
 			if v, _ := published(s); v == "" {
 				_, st := get(t, s, "/status")
 				t.Fatalf("nothing published: %s", st)
@@ -78,4 +46,27 @@ spec:
 			}
 		})
 	}
+}
+
+// configuredServer is a server of the default pipeline with the
+// configuration file text (its extensions connected), closed with the
+// test.
+func configuredServer(t *testing.T, text string) *Server {
+	t.Helper()
+	c, err := config.Parse([]byte(text), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs, err := extension.FromConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := pipeline.DefaultOptions()
+	opts.Builder = opts.Builder.WithConfig(c)
+	s, err := newServer(Config{Pipeline: opts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Extensions: regs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.ext.close)
+	return s
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,10 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/portcullis/portcullis/controlplane/internal/config"
-	"github.com/portcullis/portcullis/controlplane/internal/extension"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
-	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/extension/api/v1alpha1"
 	"github.com/portcullis/portcullis/extension/sdk"
 	"github.com/portcullis/portcullis/extension/sdk/sdktest"
@@ -70,29 +65,13 @@ func vendorFilterExtension(t *testing.T) string {
 // /config and /extensions show them (type URL and bytes) instead of
 // answering 500.
 func TestAdminUnknownTypes(t *testing.T) {
-	c, err := config.Parse([]byte(fmt.Sprintf(`
+	s := configuredServer(t, fmt.Sprintf(`
 extensions:
 - name: vendor
   address: %s
   hooks: [PostHTTPListenerModify, PostVirtualHostModify]
   timeout: 5s
-`, vendorFilterExtension(t))), "c.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	regs, err := extension.FromConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := pipeline.DefaultOptions()
-	// The default listeners' binds kept: the listener hook's answer must
-	// validate.
-	opts.Builder = opts.Builder.WithConfig(c)
-	s, err := newServer(Config{Pipeline: opts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Extensions: regs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.ext.close)
+`, vendorFilterExtension(t)))
 
 	var set objects.Set
 	if _, err := set.Decode(strings.NewReader(gatewayYAML+`

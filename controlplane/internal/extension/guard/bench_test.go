@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,16 +34,7 @@ func BenchmarkCheckListeners(b *testing.B) {
 	}
 	set.Sort()
 	res := pipeline.Run(set, pipeline.DefaultOptions()).Resources
-	base := &config{}
-	for _, m := range res.Listeners {
-		base.ls = append(base.ls, m.(*listenerv3.Listener))
-	}
-	for _, m := range res.Routes {
-		base.rcs = append(base.rcs, m.(*routev3.RouteConfiguration))
-	}
-	for _, m := range res.Clusters {
-		base.clusters = append(base.clusters, m.(*clusterv3.Cluster).GetName())
-	}
+	base := configOf(res)
 	ours := map[string]bool{}
 	for _, c := range base.clusters {
 		ours[c] = true

@@ -26,6 +26,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/extension/guard"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline/goldencase"
+	"github.com/portcullis/portcullis/controlplane/internal/translator"
 )
 
 // config is a translation to mutate: deep copies of its listeners and
@@ -34,6 +35,22 @@ type config struct {
 	ls       []*listenerv3.Listener
 	rcs      []*routev3.RouteConfiguration
 	clusters []string
+}
+
+// configOf is a translation's listeners, route configurations and
+// cluster names.
+func configOf(res *translator.Resources) *config {
+	c := &config{}
+	for _, m := range res.Listeners {
+		c.ls = append(c.ls, m.(*listenerv3.Listener))
+	}
+	for _, m := range res.Routes {
+		c.rcs = append(c.rcs, m.(*routev3.RouteConfiguration))
+	}
+	for _, m := range res.Clusters {
+		c.clusters = append(c.clusters, m.(*clusterv3.Cluster).GetName())
+	}
+	return c
 }
 
 func (c *config) clone() *config {
@@ -452,16 +469,7 @@ func TestAnswersThatWidenAreRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := pipeline.Run(set, opts).Resources
-		base := &config{}
-		for _, m := range res.Listeners {
-			base.ls = append(base.ls, m.(*listenerv3.Listener))
-		}
-		for _, m := range res.Routes {
-			base.rcs = append(base.rcs, m.(*routev3.RouteConfiguration))
-		}
-		for _, m := range res.Clusters {
-			base.clusters = append(base.clusters, m.(*clusterv3.Cluster).GetName())
-		}
+		base := configOf(res)
 		before := newView(base.ls, base.rcs)
 		for seed := range uint64(3) {
 			for _, mu := range mutations {
