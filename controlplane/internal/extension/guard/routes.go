@@ -86,41 +86,20 @@ func (p pathMatch) intersects(q pathMatch) bool {
 // vb whose requests it may now serve.
 func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration, vb *routev3.VirtualHost, rca *routev3.RouteConfiguration, va *routev3.VirtualHost, same bool) []string {
 	var out []string
-	// The first index of each match, in each: a route is the same route
-	// in both when its match is equal (same virtual host only); looked up,
-	// not searched, so that a host of many routes costs their pairs, no
-	// more.
-	var keysA, keysB []string
-	var firstA, firstB map[string]int
-	if same {
-		keysA, keysB = matchKeys(va.GetRoutes()), matchKeys(vb.GetRoutes())
-		firstA, firstB = firstOf(keysA), firstOf(keysB)
-	}
+	ids := newRouteIdentity(va, vb, same)
 	for k, o := range va.GetRoutes() {
 		if !reachesOurs(o, ours) {
 			continue
 		}
 		ov, op := routeVector(fs, rca, va, o), pathOf(o.GetMatch())
-		// former is o's index before, when it was there.
-		former := -1
-		if same {
-			if i, ok := firstB[keysA[k]]; ok {
-				former = i
-			}
-		}
 		intersecting := false
 		for j, i := range vb.GetRoutes() {
 			if !op.intersects(pathOf(i.GetMatch())) {
 				continue
 			}
 			intersecting = true
-			if same {
-				if former >= 0 && former < j {
-					continue // o came before i already: it never took i's requests
-				}
-				if c, ok := firstA[keysB[j]]; ok && c < k {
-					continue // i's requests take its copy, before o
-				}
+			if ids.tookBefore(k, j) {
+				continue
 			}
 			where := fmt.Sprintf("route %d of virtual host %q", k, va.GetName())
 			was := fmt.Sprintf("route %d of virtual host %q", j, vb.GetName())
@@ -139,6 +118,38 @@ func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration,
 		}
 	}
 	return out
+}
+
+// routeIdentity says which routes of one virtual host, before and after
+// an answer, are the same route (an equal match), by the first index of
+// each match in each: looked up, not searched, so that a host of many
+// routes costs their pairs, no more. Nil for two virtual hosts.
+type routeIdentity struct {
+	keysA, keysB   []string
+	firstA, firstB map[string]int
+}
+
+func newRouteIdentity(va, vb *routev3.VirtualHost, same bool) *routeIdentity {
+	if !same {
+		return nil
+	}
+	x := &routeIdentity{keysA: matchKeys(va.GetRoutes()), keysB: matchKeys(vb.GetRoutes())}
+	x.firstA, x.firstB = firstOf(x.keysA), firstOf(x.keysB)
+	return x
+}
+
+// tookBefore reports whether route j's requests (before) never reach
+// route k (after): k came before j already (it never took them), or j's
+// copy comes before k (they take it).
+func (x *routeIdentity) tookBefore(k, j int) bool {
+	if x == nil {
+		return false
+	}
+	if former, ok := x.firstB[x.keysA[k]]; ok && former < j {
+		return true
+	}
+	c, ok := x.firstA[x.keysB[j]]
+	return ok && c < k
 }
 
 // matchKeys are routes' matches as comparable strings (their
