@@ -761,7 +761,7 @@ func (ru *run) modifyRoutes(rcs []proto.Message, refs map[string]*ir.RouteExtens
 				if out == nil {
 					return invalidf("no route (a route is dropped through PostVirtualHostModify)")
 				}
-				return ru.checkRoute(it.vh, it.in, out)
+				return ru.checkRoute(it.vh, it.key.Route, out)
 			})
 		if ok {
 			changed[i] = resp.GetRoute()

@@ -119,10 +119,11 @@ func checkClusters(routes []*routev3.Route, known, dangling map[string]bool) err
 	return nil
 }
 
-// checkRoute checks a PostRouteModify answer: valid, the same name, its
-// clusters exist, and its virtual host vh, with it, no more open (the
+// checkRoute checks a PostRouteModify answer for route k of virtual host
+// vh: valid, the same name, its clusters exist, and no more open (the
 // guard's invariant).
-func (ru *run) checkRoute(vh *routev3.VirtualHost, in, out *routev3.Route) error {
+func (ru *run) checkRoute(vh *routev3.VirtualHost, k int, out *routev3.Route) error {
+	in := vh.GetRoutes()[k]
 	if err := validate(out); err != nil {
 		return invalidf("the route does not validate: %v", err)
 	}
@@ -132,14 +133,7 @@ func (ru *run) checkRoute(vh *routev3.VirtualHost, in, out *routev3.Route) error
 	if err := checkClusters([]*routev3.Route{out}, ru.known, ru.danglingSet()); err != nil {
 		return err
 	}
-	with := shallowClone(vh)
-	with.Routes = slices.Clone(vh.GetRoutes())
-	for i, r := range with.Routes {
-		if r == in {
-			with.Routes[i] = out
-		}
-	}
-	return opened(guard.CheckVirtualHost(ru.filters(), ru.oursFunc(), vh, with))
+	return opened(guard.CheckRoute(ru.filters(), ru.oursFunc(), vh, k, out))
 }
 
 // checkVirtualHost checks a PostVirtualHostModify answer.

@@ -88,7 +88,7 @@ func TestExtAuthzIsKept(t *testing.T) {
 		}(), want: `cluster "d"`},
 		"invalid proto": {out: &routev3.Route{TypedPerFilterConfig: perRoute(false)}, want: "does not validate"},
 	} {
-		t.Run("route/"+name, func(t *testing.T) { wantErr(t, ru.checkRoute(inRouteVH, in, tc.out), tc.want) })
+		t.Run("route/"+name, func(t *testing.T) { wantErr(t, ru.checkRoute(inRouteVH, 0, tc.out), tc.want) })
 	}
 
 	vh := func(routes ...*routev3.Route) *routev3.VirtualHost {

@@ -538,3 +538,61 @@ func TestEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRouteIsCheckVirtualHost: CheckRoute, the one-route shortcut
+// of PostRouteModify, refuses exactly what comparing the whole virtual
+// host refuses, for every route of every golden case's translation, turned
+// off for each protecting filter, and with a header added.
+func TestCheckRouteIsCheckVirtualHost(t *testing.T) {
+	dirs, err := goldencase.Runnable(filepath.Join("..", "..", "pipeline", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, dir := range dirs {
+		set, err := goldencase.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts, err := goldencase.Options(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := configOf(pipeline.Run(set, opts).Resources)
+		var hcms []*hcmv3.HttpConnectionManager
+		c.eachHCM(func(_ *listenerv3.Listener, _ *listenerv3.FilterChain, _ int, h *hcmv3.HttpConnectionManager) bool {
+			hcms = append(hcms, h)
+			return false
+		})
+		fs := guard.ProtectingFilters(hcms...)
+		for _, vh := range c.vhosts() {
+			for k, r := range vh.GetRoutes() {
+				var answers []*routev3.Route
+				for name := range fs {
+					off := proto.Clone(r).(*routev3.Route)
+					if off.TypedPerFilterConfig == nil {
+						off.TypedPerFilterConfig = map[string]*anypb.Any{}
+					}
+					off.TypedPerFilterConfig[name] = mustAny(&routev3.FilterConfig{Disabled: true})
+					answers = append(answers, off)
+				}
+				header := proto.Clone(r).(*routev3.Route)
+				header.ResponseHeadersToAdd = append(header.ResponseHeadersToAdd, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x", Value: "1"}})
+				answers = append(answers, header)
+				for _, out := range answers {
+					with := proto.Clone(vh).(*routev3.VirtualHost)
+					with.Routes[k] = out
+					one, whole := guard.CheckRoute(fs, c.ours, vh, k, out), guard.CheckVirtualHost(fs, c.ours, vh, with)
+					if (len(one) == 0) != (len(whole) == 0) {
+						t.Errorf("%s: virtual host %q route %d: CheckRoute %v, CheckVirtualHost %v", filepath.Base(dir), vh.GetName(), k, one, whole)
+					}
+					compared++
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("nothing compared")
+	}
+	t.Logf("%d answers compared", compared)
+}

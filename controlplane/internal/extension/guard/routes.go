@@ -101,14 +101,8 @@ func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration,
 			if ids.tookBefore(k, j) {
 				continue
 			}
-			where := fmt.Sprintf("route %d of virtual host %q", k, va.GetName())
-			was := fmt.Sprintf("route %d of virtual host %q", j, vb.GetName())
-			if i.GetRoute() == nil {
-				out = append(out, fmt.Sprintf("%s sends to an upstream requests that %s answered itself (a redirect or a direct response)", where, was))
-				continue
-			}
-			if name, ok := ov.atLeast(routeVector(fs, rcb, vb, i)); !ok {
-				out = append(out, fmt.Sprintf("%s serves requests of %s with less of filter %s than it had (removed, disabled or changed)", where, was, name))
+			if r := weaker(fs, rcb, vb, j, va, k, ov); r != "" {
+				out = append(out, r)
 			}
 		}
 		if !intersecting {
@@ -118,6 +112,45 @@ func compareVirtualHosts(fs Filters, ours Ours, rcb *routev3.RouteConfiguration,
 		}
 	}
 	return out
+}
+
+// weaker says how route k of va, of settings ov, serves the requests of
+// route j of vb more openly than j did; "" when it does not.
+func weaker(fs Filters, rcb *routev3.RouteConfiguration, vb *routev3.VirtualHost, j int, va *routev3.VirtualHost, k int, ov vector) string {
+	i := vb.GetRoutes()[j]
+	where := fmt.Sprintf("route %d of virtual host %q", k, va.GetName())
+	was := fmt.Sprintf("route %d of virtual host %q", j, vb.GetName())
+	if i.GetRoute() == nil {
+		return fmt.Sprintf("%s sends to an upstream requests that %s answered itself (a redirect or a direct response)", where, was)
+	}
+	if name, ok := ov.atLeast(routeVector(fs, rcb, vb, i)); !ok {
+		return fmt.Sprintf("%s serves requests of %s with less of filter %s than it had (removed, disabled or changed)", where, was, name)
+	}
+	return ""
+}
+
+// CheckRoute checks out, an answer for route k of virtual host vh (the
+// only change to it), against vh. With the same match, out takes exactly
+// the requests route k took (the routes before it still take theirs
+// first, those after it never got k's): it is compared with its former
+// self alone, linear in nothing, where comparing the whole host would be
+// quadratic once per route of the host. A changed match moves requests
+// between routes: the whole host is compared.
+func CheckRoute(fs Filters, ours Ours, vh *routev3.VirtualHost, k int, out *routev3.Route) []string {
+	if string(encoding(out.GetMatch())) != string(encoding(vh.GetRoutes()[k].GetMatch())) {
+		with := &routev3.VirtualHost{Name: vh.GetName(), Domains: vh.GetDomains(), Routes: slices.Clone(vh.GetRoutes()), TypedPerFilterConfig: vh.GetTypedPerFilterConfig()}
+		with.Routes[k] = out
+		return CheckVirtualHost(fs, ours, vh, with)
+	}
+	if !reachesOurs(out, ours) {
+		return nil
+	}
+	// The virtual host's own settings are unchanged: vh stands for the
+	// answer's.
+	if r := weaker(fs, nil, vh, k, vh, k, routeVector(fs, nil, vh, out)); r != "" {
+		return []string{r}
+	}
+	return nil
 }
 
 // routeIdentity says which routes of one virtual host, before and after
