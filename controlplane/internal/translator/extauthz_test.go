@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -111,5 +112,31 @@ func TestExtAuthzPerRoute(t *testing.T) {
 				t.Errorf("got %s: %v, want %s: %v", name, got, ExtAuthzFilterName, tc.want)
 			}
 		})
+	}
+}
+
+// TestExtAuthzKeyCoversExtAuth: the shared ext_authz filter is keyed by
+// what extAuthz reads; a field added to ir.ExtAuth must be added to the
+// key (or here, if the filter does not read it), or two hosts that
+// differ in it would share one filter.
+func TestExtAuthzKeyCoversExtAuth(t *testing.T) {
+	notRead := map[string]bool{"HTTP": true, "Origins": true} // HTTP ones are not shared
+	inKey := map[string]bool{"Cluster": true, "Authority": true, "Timeout": true, "FailOpen": true, "WithRequestBody": true}
+	ty := reflect.TypeFor[ir.ExtAuth]()
+	for i := range ty.NumField() {
+		if f := ty.Field(i).Name; !notRead[f] && !inKey[f] {
+			t.Errorf("ir.ExtAuth.%s is neither in extAuthzKey nor known not to shape the filter", f)
+		}
+	}
+	a := &ir.ExtAuth{Cluster: "extension/ns/auth", Timeout: time.Second}
+	b := *a
+	b.FailOpen = true
+	fa := extAuthzFilter{}.httpFilters(hcmSettings{auth: a})[0]
+	fb := extAuthzFilter{}.httpFilters(hcmSettings{auth: &b})[0]
+	if fa == fb || proto.Equal(fa, fb) {
+		t.Error("two authorizations that differ in failOpen share one filter")
+	}
+	if again := (extAuthzFilter{}).httpFilters(hcmSettings{auth: &ir.ExtAuth{Cluster: a.Cluster, Timeout: a.Timeout}})[0]; again != fa {
+		t.Error("equal authorizations were packed twice")
 	}
 }

@@ -18,7 +18,7 @@ import (
 // Roots outside the root namespaces and roots without a host name claim
 // nothing (they are never served).
 func hostOwners(roots []*contourv1.HTTPProxy, rootNamespaces []string) map[string]*contourv1.HTTPProxy {
-	owners := map[string]*contourv1.HTTPProxy{}
+	owners := make(map[string]*contourv1.HTTPProxy, len(roots))
 	for _, p := range roots {
 		host := strings.ToLower(p.Spec.VirtualHost.Fqdn)
 		if host == "" || len(rootNamespaces) > 0 && !slices.Contains(rootNamespaces, p.Namespace) {
