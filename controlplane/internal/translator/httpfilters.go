@@ -4,6 +4,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"sync"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -157,26 +158,54 @@ func hcmHTTPFilters(h hcmSettings) []*hcmv3.HttpFilter {
 }
 
 // perFilterConfig is a route's typed_per_filter_config for the filters of
-// its HCM; nil when none of them configures the route.
+// its HCM; nil when none of them configures the route. A route whose one
+// entry is the shared ext_authz "disabled" or "check" (nearly every route
+// of an HCM with authorization) gets a map shared by all such routes,
+// never modified, rather than a map of its own (~4% of a TLS build's
+// bytes).
 func perFilterConfig(r *ir.Route, s filterSet) map[string]*anypb.Any {
-	var out map[string]*anypb.Any
+	type entry struct {
+		name string
+		a    *anypb.Any
+	}
+	var buf [8]entry
+	entries := buf[:0]
 	for i, f := range httpFilters {
 		if !s.has(i) {
 			continue
 		}
 		if name, c := f.perRoute(r); c != nil {
-			if out == nil {
-				out = map[string]*anypb.Any{}
-			}
 			a, packed := c.(*anypb.Any)
 			if !packed {
 				a = mustAny(c)
 			}
-			out[name] = a
+			entries = append(entries, entry{name, a})
 		}
+	}
+	switch len(entries) {
+	case 0:
+		return nil
+	case 1:
+		if m := onlyExtAuthz()[entries[0].a]; m != nil && entries[0].name == ExtAuthzFilterName {
+			return m
+		}
+	}
+	out := make(map[string]*anypb.Any, len(entries))
+	for _, e := range entries {
+		out[e.name] = e.a
 	}
 	return out
 }
+
+// onlyExtAuthz are the shared maps of perFilterConfig, by their one
+// value.
+var onlyExtAuthz = sync.OnceValue(func() map[*anypb.Any]map[string]*anypb.Any {
+	out := map[*anypb.Any]map[string]*anypb.Any{}
+	for _, a := range []*anypb.Any{packedExtAuthzDisabled(), packedExtAuthzCheck()} {
+		out[a] = map[string]*anypb.Any{ExtAuthzFilterName: a}
+	}
+	return out
+})
 
 // hostFilter is an httpFilter configured on virtual hosts rather than
 // (or as well as) on routes.

@@ -1,11 +1,13 @@
 package translator
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -87,4 +89,24 @@ func hcmOf(t *testing.T, f *listenerv3.Filter) *hcmv3.HttpConnectionManager {
 		t.Fatal(err)
 	}
 	return hcm
+}
+
+// TestPerFilterConfigShared: routes whose only entry is the shared
+// ext_authz "disabled" or "check" share one map; a route with a context
+// of its own gets its own map, with its context.
+func TestPerFilterConfigShared(t *testing.T) {
+	s := hcmSettings{auth: &ir.ExtAuth{Cluster: "extension/ns/auth"}}.filters()
+	off1 := perFilterConfig(&ir.Route{AuthDisabled: true}, s)
+	off2 := perFilterConfig(&ir.Route{AuthDisabled: true}, s)
+	on := perFilterConfig(&ir.Route{}, s)
+	if reflect.ValueOf(off1).UnsafePointer() != reflect.ValueOf(off2).UnsafePointer() {
+		t.Error("two disabled routes have maps of their own")
+	}
+	if off1[ExtAuthzFilterName] != packedExtAuthzDisabled() || on[ExtAuthzFilterName] != packedExtAuthzCheck() {
+		t.Errorf("shared maps hold %v and %v", off1, on)
+	}
+	ctx := perFilterConfig(&ir.Route{AuthContext: map[string]string{"k": "v"}}, s)
+	if reflect.ValueOf(ctx).UnsafePointer() == reflect.ValueOf(on).UnsafePointer() || !proto.Equal(ctx[ExtAuthzFilterName], mustAny(extAuthzCheck(&ir.Route{AuthContext: map[string]string{"k": "v"}}))) {
+		t.Errorf("a route's own context: %v", ctx)
+	}
 }
