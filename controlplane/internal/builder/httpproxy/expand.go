@@ -33,6 +33,12 @@ type expansion struct {
 	// (walkKey): included again under the same match, it is not built
 	// again.
 	built map[string]builtWalk
+	// first holds each HTTPProxy's first walk until it is included again:
+	// most are included once per root, and encoding their match into a
+	// walkKey was 5% of a build's bytes for nothing. Its key is computed
+	// on the second include (the match is a fresh value, never modified:
+	// mergeConditions clones).
+	first map[types.NamespacedName]firstWalk
 	// invalid counts the HTTPProxies found invalid so far (invalidSeen):
 	// a walk built before the last of them could now differ (the routes of
 	// an HTTPProxy found invalid are not served), so it is not reused.
@@ -48,6 +54,12 @@ type expansion struct {
 // walks built again.
 var ReuseWalks = true
 
+type firstWalk struct {
+	cond  Route
+	w     builtWalk
+	keyed bool
+}
+
 type builtWalk struct {
 	routes  []Route
 	height  int // include levels below the HTTPProxy
@@ -55,7 +67,7 @@ type builtWalk struct {
 }
 
 func newExpansion(root *contourv1.HTTPProxy, l config.Limits) *expansion {
-	return &expansion{root: root, limits: l.WithDefaults(), built: map[string]builtWalk{}, invalidSeen: map[types.NamespacedName]bool{}}
+	return &expansion{root: root, limits: l.WithDefaults(), built: map[string]builtWalk{}, first: map[types.NamespacedName]firstWalk{}, invalidSeen: map[types.NamespacedName]bool{}}
 }
 
 // expand counts the routes and include entries of p, which is being built
@@ -91,7 +103,17 @@ func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.Namespac
 		b.exceed(append(chain[:len(chain):len(chain)], childKey), fmt.Sprintf("more than %d HTTPProxies deep (limits.maxIncludeDepth)", e.limits.MaxIncludeDepth))
 		return nil, false
 	}
-	key := walkKey(childKey, cond)
+	key := ""
+	if f, again := e.first[childKey]; again {
+		if !f.keyed {
+			if k := walkKey(childKey, f.cond); k != "" {
+				e.built[k] = f.w
+			}
+			f.keyed = true
+			e.first[childKey] = f
+		}
+		key = walkKey(childKey, cond)
+	}
 	if w, found := e.built[key]; found && key != "" && ReuseWalks && w.invalid == e.invalid && depth+w.height <= e.limits.MaxIncludeDepth && !b.cyclic() {
 		if e.routes += len(w.routes); e.routes > e.limits.MaxRoutesPerVirtualHost {
 			b.exceed(append(chain[:len(chain):len(chain)], childKey), e.routesLimit())
@@ -112,8 +134,11 @@ func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.Namespac
 		e.invalidSeen[childKey] = true
 		e.invalid++
 	}
-	if key != "" {
-		e.built[key] = builtWalk{routes: routes, height: height, invalid: e.invalid}
+	w := builtWalk{routes: routes, height: height, invalid: e.invalid}
+	if f, again := e.first[childKey]; !again {
+		e.first[childKey] = firstWalk{cond: cond, w: w}
+	} else if key != "" && f.keyed {
+		e.built[key] = w
 	}
 	return routes, true
 }
