@@ -103,17 +103,7 @@ func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.Namespac
 		b.exceed(append(chain[:len(chain):len(chain)], childKey), fmt.Sprintf("more than %d HTTPProxies deep (limits.maxIncludeDepth)", e.limits.MaxIncludeDepth))
 		return nil, false
 	}
-	key := ""
-	if f, again := e.first[childKey]; again {
-		if !f.keyed {
-			if k := walkKey(childKey, f.cond); k != "" {
-				e.built[k] = f.w
-			}
-			f.keyed = true
-			e.first[childKey] = f
-		}
-		key = walkKey(childKey, cond)
-	}
+	key := e.keyOf(childKey, cond)
 	if w, found := e.built[key]; found && key != "" && ReuseWalks && w.invalid == e.invalid && depth+w.height <= e.limits.MaxIncludeDepth && !b.cyclic() {
 		if e.routes += len(w.routes); e.routes > e.limits.MaxRoutesPerVirtualHost {
 			b.exceed(append(chain[:len(chain):len(chain)], childKey), e.routesLimit())
@@ -134,13 +124,35 @@ func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.Namespac
 		e.invalidSeen[childKey] = true
 		e.invalid++
 	}
-	w := builtWalk{routes: routes, height: height, invalid: e.invalid}
-	if f, again := e.first[childKey]; !again {
-		e.first[childKey] = firstWalk{cond: cond, w: w}
-	} else if key != "" && f.keyed {
+	e.keep(childKey, cond, key, builtWalk{routes: routes, height: height, invalid: e.invalid})
+	return routes, true
+}
+
+// keyOf is the walkKey of child under cond, "" while child has not been
+// built under this root (nothing to reuse); on its second include, its
+// first walk gets its key too.
+func (e *expansion) keyOf(child types.NamespacedName, cond Route) string {
+	f, again := e.first[child]
+	if !again {
+		return ""
+	}
+	if !f.keyed {
+		if k := walkKey(child, f.cond); k != "" {
+			e.built[k] = f.w
+		}
+		f.keyed = true
+		e.first[child] = f
+	}
+	return walkKey(child, cond)
+}
+
+// keep remembers child's walk w under cond (key: keyOf's).
+func (e *expansion) keep(child types.NamespacedName, cond Route, key string, w builtWalk) {
+	if _, again := e.first[child]; !again {
+		e.first[child] = firstWalk{cond: cond, w: w}
+	} else if key != "" {
 		e.built[key] = w
 	}
-	return routes, true
 }
 
 // walkKey names an HTTPProxy's build under an inherited match: the match
