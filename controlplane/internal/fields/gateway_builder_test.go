@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder"
@@ -138,9 +139,12 @@ var refusedGatewayCases = []gatewayCase{
 	{fields.KindGateway, "spec.listeners.tls.options", func(s *objects.Set) {
 		s.Gateways[0].Spec.Listeners[1].TLS.Options = map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue{"a": "b"}
 	}, "tls.options are not supported"},
-	{fields.KindGateway, "spec.addresses", func(s *objects.Set) {
+	{fields.KindGateway, "spec.addresses.value", func(s *objects.Set) {
 		s.Gateways[0].Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Value: "10.0.0.1"}}
-	}, "spec.addresses cannot be honoured"},
+	}, `spec.addresses[0]: a static address ("10.0.0.1") cannot be honoured`},
+	{fields.KindGateway, "spec.addresses.type", func(s *objects.Set) {
+		s.Gateways[0].Spec.Addresses = []gwapiv1.GatewaySpecAddress{{Type: ptr.To(gwapiv1.HostnameAddressType)}}
+	}, `spec.addresses[0]: an address of type "Hostname" cannot be assigned: only IPAddress`},
 	{fields.KindGateway, "spec.infrastructure.parametersRef", func(s *objects.Set) {
 		s.Gateways[0].Spec.Infrastructure = &gwapiv1.GatewayInfrastructure{ParametersRef: &gwapiv1.LocalParametersReference{Kind: "ConfigMap", Name: "p"}}
 	}, "spec.infrastructure.parametersRef is not supported"},

@@ -30,7 +30,9 @@ var gatewayTable = map[string]entries{
 	KindGateway: tree("spec",
 		entries{
 			"gatewayClassName":             yes,
-			"addresses":                    Refused(`Accepted False, UnsupportedAddress: "spec.addresses cannot be honoured: Envoy's addresses are those of its Service, not chosen per Gateway"`),
+			"addresses":                    ImplementedExcept("an entry without a value asks for an address of its type (GatewayAddressEmpty): the Gateway gets Envoy's, or its own Service's; Programmed False, AddressNotAssigned, while none is an IP"),
+			"addresses.type":               ImplementedExcept(`IPAddress (the default); another type is refused: Accepted False, UnsupportedAddress: "spec.addresses[i]: an address of type … cannot be assigned: only IPAddress"`),
+			"addresses.value":              Refused(`a static address: Accepted False, UnsupportedAddress: "spec.addresses[i]: a static address (…) cannot be honoured: Envoy's addresses are those of its Service, not chosen per Gateway"`),
 			"infrastructure":               ImplementedExcept("read for its parametersRef, which is refused; labels and annotations are ignored"),
 			"infrastructure.labels":        infrastructureMeta,
 			"infrastructure.annotations":   infrastructureMeta,

@@ -1,6 +1,8 @@
 package gatewayapi
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -28,4 +30,40 @@ func gatewayAddresses(addrs []corev1.LoadBalancerIngress) []gwapiv1.GatewayStatu
 		out = append(out, gwapiv1.GatewayStatusAddress{Type: &typ, Value: v})
 	}
 	return out
+}
+
+// addressesRefused says what of a Gateway's spec.addresses cannot be
+// honoured ("" for nothing). An address without a value asks only for
+// one of its type (GatewayAddressEmpty): every Gateway gets Envoy's, or
+// its own Service's, so an IPAddress one is honoured, and status.addresses
+// shows it (status.go: AddressNotAssigned while there is none). A value
+// is a static address, which Envoy's Service decides, not the Gateway;
+// other types are not assigned at all.
+func addressesRefused(addrs []gwapiv1.GatewaySpecAddress) string {
+	for i, a := range addrs {
+		typ := gwapiv1.IPAddressType
+		if a.Type != nil {
+			typ = *a.Type
+		}
+		switch {
+		case a.Value != "":
+			return fmt.Sprintf("spec.addresses[%d]: a static address (%q) cannot be honoured: Envoy's addresses are those of its Service, not chosen per Gateway; leave value empty to have one assigned", i, a.Value)
+		case typ != gwapiv1.IPAddressType:
+			return fmt.Sprintf("spec.addresses[%d]: an address of type %q cannot be assigned: only IPAddress", i, typ)
+		}
+	}
+	return ""
+}
+
+// wantsIP: spec.addresses asks for an IP address (an empty IPAddress).
+func wantsIP(addrs []gwapiv1.GatewaySpecAddress) bool { return len(addrs) > 0 }
+
+// hasIP: addresses hold an IP address.
+func hasIP(addrs []gwapiv1.GatewayStatusAddress) bool {
+	for _, a := range addrs {
+		if a.Type == nil || *a.Type == gwapiv1.IPAddressType {
+			return true
+		}
+	}
+	return false
 }

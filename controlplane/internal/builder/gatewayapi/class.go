@@ -16,6 +16,7 @@ import (
 // (sorted, as the API asks).
 var SupportedFeatures = sortedFeatures(
 	features.SupportGateway,
+	features.SupportGatewayAddressEmpty,
 	features.SupportGatewayPort8080,
 	features.SupportGatewayHTTPListenerIsolation,
 	features.SupportReferenceGrant,

@@ -84,8 +84,8 @@ func (g *gatewayStage) buildGateway(gw *gwapiv1.Gateway, classAccepted bool) *gw
 	if !classAccepted {
 		x.problems.add(status.ReasonGatewayClassNotAccepted, "GatewayClass %q is not accepted", spec.GatewayClassName)
 	}
-	if len(spec.Addresses) > 0 {
-		x.problems.add(string(gwapiv1.GatewayReasonUnsupportedAddress), "spec.addresses cannot be honoured: Envoy's addresses are those of its Service, not chosen per Gateway")
+	if msg := addressesRefused(spec.Addresses); msg != "" {
+		x.problems.add(string(gwapiv1.GatewayReasonUnsupportedAddress), "%s", msg)
 	}
 	if i := spec.Infrastructure; i != nil && i.ParametersRef != nil {
 		x.problems.add(string(gwapiv1.GatewayReasonInvalidParameters), "spec.infrastructure.parametersRef is not supported: this controller takes no parameters")

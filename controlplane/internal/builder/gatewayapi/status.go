@@ -77,6 +77,10 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 				"its Service "+g.envoyNS+"/"+GatewayServiceName(core.NsName(x.gw.Namespace, x.gw.Name))+" has no address yet", gen)
 		}
 	}
+	if wantsIP(x.gw.Spec.Addresses) && !hasIP(addresses) && programmed.Status == metav1.ConditionTrue {
+		programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonAddressNotAssigned,
+			"spec.addresses asks for an IP address, and Envoy has none yet (its addresses are host names, or not known)", gen)
+	}
 	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
 	x.st.GatewayAPI.Addresses = addresses
 }
