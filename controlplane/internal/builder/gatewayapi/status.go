@@ -65,6 +65,15 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	default:
 		accepted = cond(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonAccepted, "accepted", gen)
 	}
+	programmed, addresses := g.programmed(x, accepted)
+	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
+	x.st.GatewayAPI.Addresses = addresses
+}
+
+// programmed is a Gateway's Programmed condition, given its Accepted one,
+// and its status.addresses.
+func (g *gatewayStage) programmed(x *gwGateway, accepted metav1.Condition) (metav1.Condition, []gwapiv1.GatewayStatusAddress) {
+	gen := x.gw.Generation
 	programmed := cond(gwapiv1.GatewayConditionProgrammed, true, gwapiv1.GatewayReasonProgrammed, "programmed", gen)
 	if accepted.Status != metav1.ConditionTrue {
 		programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonInvalid, accepted.Message, gen)
@@ -81,6 +90,5 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 		programmed = cond(gwapiv1.GatewayConditionProgrammed, false, gwapiv1.GatewayReasonAddressNotAssigned,
 			"spec.addresses asks for an IP address, and Envoy has none yet (its addresses are host names, or not known)", gen)
 	}
-	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
-	x.st.GatewayAPI.Addresses = addresses
+	return programmed, addresses
 }

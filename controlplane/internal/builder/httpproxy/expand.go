@@ -67,7 +67,7 @@ type builtWalk struct {
 }
 
 func newExpansion(root *contourv1.HTTPProxy, l config.Limits) *expansion {
-	return &expansion{root: root, limits: l.WithDefaults(), built: map[string]builtWalk{}, first: map[types.NamespacedName]firstWalk{}, invalidSeen: map[types.NamespacedName]bool{}}
+	return &expansion{root: root, limits: l.WithDefaults(), built: map[string]builtWalk{}, invalidSeen: map[types.NamespacedName]bool{}}
 }
 
 // expand counts the routes and include entries of p, which is being built
@@ -149,6 +149,9 @@ func (e *expansion) keyOf(child types.NamespacedName, cond Route) string {
 // keep remembers child's walk w under cond (key: keyOf's).
 func (e *expansion) keep(child types.NamespacedName, cond Route, key string, w builtWalk) {
 	if _, again := e.first[child]; !again {
+		if e.first == nil {
+			e.first = map[types.NamespacedName]firstWalk{} // a root without includes needs none
+		}
 		e.first[child] = firstWalk{cond: cond, w: w}
 	} else if key != "" {
 		e.built[key] = w
