@@ -461,3 +461,24 @@ func TestHelmChartColocatedRefusesSeparateValues(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmChartCRDChannel: gatewayAPI.crdChannel picks the CRDs the chart
+// renders (the experimental HTTPRoute has a rule's retry, the standard one
+// prunes it), and any other value is refused.
+func TestHelmChartCRDChannel(t *testing.T) {
+	helm := harness.Tool(t, "helm")
+	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")
+	for channel, wantRetry := range map[string]bool{"standard": false, "experimental": true} {
+		out, err := exec.Command(helm, "template", "t", chart, "--set", "gatewayAPI.crdChannel="+channel).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", channel, err, out)
+		}
+		if got := strings.Contains(string(out), " retry:\n"); got != wantRetry {
+			t.Errorf("%s: an HTTPRoute rule's retry in the CRDs: %v, want %v", channel, got, wantRetry)
+		}
+	}
+	out, err := exec.Command(helm, "template", "t", chart, "--set", "gatewayAPI.crdChannel=beta").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `gatewayAPI.crdChannel is "beta": standard or experimental`) {
+		t.Errorf("crdChannel=beta: %v, want it refused\n%s", err, out)
+	}
+}

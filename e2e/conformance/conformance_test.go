@@ -73,6 +73,10 @@ func TestConformance(t *testing.T) {
 		"--set", "envoy.service.type=ClusterIP",
 		"--set", "controlPlane.config.gateway.envoyService=" + namespace + "/" + release,
 		"--set", "controlPlane.config.gateway.servicePerGateway=true",
+		// The experimental channel's CRDs, as Envoy Gateway's report runs:
+		// the features of their fields (HTTPRoute retry) are claimed too.
+		"--set", "gatewayAPI.crdChannel=experimental",
+		"--set", "controlPlane.config.gateway.experimentalChannel=true",
 	}
 	start := time.Now()
 	if out, err := c.Helm(t, append([]string{"install", release, "charts/portcullis", "--namespace", namespace, "--create-namespace"}, values...)...); err != nil {

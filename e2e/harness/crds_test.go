@@ -16,11 +16,17 @@ import (
 // install CRDs of another version than the one the control plane reads.
 func TestGatewayAPICRDsMatchTheModule(t *testing.T) {
 	root := RepoRoot(t)
-	fresh := t.TempDir()
-	if out, err := exec.Command("bash", filepath.Join(root, "hack", "gateway-api-crds.sh"), fresh).CombinedOutput(); err != nil {
+	fresh, freshExperimental := t.TempDir(), t.TempDir()
+	if out, err := exec.Command("bash", filepath.Join(root, "hack", "gateway-api-crds.sh"), fresh, freshExperimental).CombinedOutput(); err != nil {
 		t.Fatalf("hack/gateway-api-crds.sh: %v\n%s", err, out)
 	}
-	committed := GatewayAPICRDDir(t)
+	sameFiles(t, fresh, GatewayAPICRDDir(t))
+	sameFiles(t, freshExperimental, filepath.Join(root, "charts", "portcullis", "gateway-api-crds-experimental"))
+}
+
+// sameFiles: committed holds the YAML files of fresh, byte for byte.
+func sameFiles(t *testing.T, fresh, committed string) {
+	t.Helper()
 	want, got := yamlFiles(t, fresh), yamlFiles(t, committed)
 	if !slices.Equal(want, got) {
 		t.Fatalf("%s holds %v, the module has %v: run `make generate`", committed, got, want)

@@ -221,6 +221,12 @@ type Gateway struct {
 	// isolated from each other (each its own address, any listener
 	// hostnames and ports). Needs EnvoyService; excludes Addresses.
 	ServicePerGateway bool `json:"servicePerGateway,omitempty"`
+	// ExperimentalChannel says the cluster's Gateway API CRDs are the
+	// experimental channel's: the GatewayClass then also claims the
+	// features whose fields only those CRDs have (HTTPRoute retry). With
+	// the standard CRDs the API server prunes those fields, and a claim
+	// would fail every test of them.
+	ExperimentalChannel bool `json:"experimentalChannel,omitempty"`
 }
 
 // DefaultGatewayControllerName is the controller name of the GatewayClasses

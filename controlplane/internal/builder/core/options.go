@@ -54,6 +54,9 @@ type Options struct {
 	// GatewayServicePerGateway gives each Gateway its own Envoy ports and
 	// Service (config.Gateway.ServicePerGateway, gatewayservices.go).
 	GatewayServicePerGateway bool
+	// GatewayExperimentalChannel: the Gateway API CRDs are the
+	// experimental channel's (config.Gateway.ExperimentalChannel).
+	GatewayExperimentalChannel bool
 	// Extensions are the kinds the extension servers registered.
 	Extensions ExtensionKinds
 	// SystemCA is the PEM bundle of the system's trust roots
@@ -87,6 +90,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
+	o.GatewayExperimentalChannel = c.Gateway.ExperimentalChannel
 	o.Extensions = extensionKindsOf(c)
 	return o
 }

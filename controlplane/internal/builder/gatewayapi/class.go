@@ -42,6 +42,23 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGRPCRouteNamedRouteRule,
 )
 
+// ExperimentalFeatures are the features whose fields only the Gateway
+// API's experimental-channel CRDs have: claimed only with the
+// configuration's gateway.experimentalChannel, since the standard CRDs
+// prune the fields and every test of them would fail.
+var ExperimentalFeatures = sortedFeatures()
+
+// Features are the features a GatewayClass of ours claims: with the
+// experimental channel's CRDs, ExperimentalFeatures too.
+func Features(experimental bool) []gwapiv1.SupportedFeature {
+	if !experimental || len(ExperimentalFeatures) == 0 {
+		return SupportedFeatures
+	}
+	out := slices.Concat(SupportedFeatures, ExperimentalFeatures)
+	slices.SortFunc(out, func(a, b gwapiv1.SupportedFeature) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
 func sortedFeatures(names ...features.FeatureName) []gwapiv1.SupportedFeature {
 	out := make([]gwapiv1.SupportedFeature, len(names))
 	for i, n := range names {
@@ -69,6 +86,6 @@ func (g *gatewayStage) buildClasses() {
 		}
 		g.classes[c.Name] = len(problems) == 0
 		st.GatewayAPI.Conditions = []metav1.Condition{goodWhenEmpty(gwapiv1.GatewayClassConditionStatusAccepted, problems, gwapiv1.GatewayClassReasonAccepted, "accepted by "+g.controller, c.Generation)}
-		st.GatewayAPI.SupportedFeatures = SupportedFeatures
+		st.GatewayAPI.SupportedFeatures = Features(g.R.Snap.Opts.GatewayExperimentalChannel)
 	}
 }
