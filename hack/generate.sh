@@ -53,3 +53,11 @@ done
 # Start from an empty set so a removed kind does not leave a stale manifest.
 rm -f "$CRD_OUT"/projectcontour.io_*.yaml "$CRD_OUT"/gateway.portcullis.dev_*.yaml
 "$CONTROLLER_GEN" crd paths="./projectcontour/...;./gateway/..." output:crd:artifacts:config="$CRD_OUT"
+# The chart ships the same CRDs in its crds/ (copies, not a link: Helm warns
+# on every render of a chart with a symbolic link);
+# e2e/harness's TestChartCRDsAreTheAPIs fails when they differ.
+if [ "$CRD_OUT" = "$ROOT/apis/crds" ]; then
+	rm -rf "$ROOT/charts/portcullis/crds"
+	mkdir -p "$ROOT/charts/portcullis/crds"
+	install -m 0644 "$CRD_OUT"/*.yaml "$ROOT/charts/portcullis/crds/"
+fi
