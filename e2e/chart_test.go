@@ -462,23 +462,23 @@ func TestHelmChartColocatedRefusesSeparateValues(t *testing.T) {
 	}
 }
 
-// TestHelmChartCRDChannel: gatewayAPI.crdChannel picks the CRDs the chart
-// renders (the experimental HTTPRoute has a rule's retry, the standard one
-// prunes it), and any other value is refused.
-func TestHelmChartCRDChannel(t *testing.T) {
+// TestHelmChartExperimentalCRDs: the chart of the experimental channel's
+// CRDs lints, and its HTTPRoute has a rule's retry, which the standard
+// CRDs of the portcullis chart prune.
+func TestHelmChartExperimentalCRDs(t *testing.T) {
 	helm := harness.Tool(t, "helm")
-	chart := filepath.Join(harness.RepoRoot(t), "charts", "portcullis")
-	for channel, wantRetry := range map[string]bool{"standard": false, "experimental": true} {
-		out, err := exec.Command(helm, "template", "t", chart, "--set", "gatewayAPI.crdChannel="+channel).CombinedOutput()
+	root := harness.RepoRoot(t)
+	experimental := filepath.Join(root, "charts", "gateway-api-crds-experimental")
+	if out, err := exec.Command(helm, "lint", "--strict", experimental).CombinedOutput(); err != nil {
+		t.Fatalf("helm lint: %v\n%s", err, out)
+	}
+	for chart, wantRetry := range map[string]bool{filepath.Join(root, "charts", "portcullis"): false, experimental: true} {
+		out, err := exec.Command(helm, "template", "t", chart, "--include-crds").CombinedOutput()
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", channel, err, out)
+			t.Fatalf("%s: %v\n%s", chart, err, out)
 		}
 		if got := strings.Contains(string(out), " retry:\n"); got != wantRetry {
-			t.Errorf("%s: an HTTPRoute rule's retry in the CRDs: %v, want %v", channel, got, wantRetry)
+			t.Errorf("%s: an HTTPRoute rule's retry in the CRDs: %v, want %v", chart, got, wantRetry)
 		}
-	}
-	out, err := exec.Command(helm, "template", "t", chart, "--set", "gatewayAPI.crdChannel=beta").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `gatewayAPI.crdChannel is "beta": standard or experimental`) {
-		t.Errorf("crdChannel=beta: %v, want it refused\n%s", err, out)
 	}
 }

@@ -4,8 +4,8 @@
 # into charts/portcullis/gateway-api-crds/ (committed: the chart installs
 # them, and the test API servers of the e2e and controlplane tests install
 # them from there), and the experimental channel's gateway.networking.k8s.io
-# CRDs into charts/portcullis/gateway-api-crds-experimental/ (the chart's
-# gatewayAPI.crdChannel=experimental; `make conformance` runs with them).
+# CRDs into charts/gateway-api-crds-experimental/crds/ (a chart of their own;
+# `make conformance` runs with them).
 # The experimental channel's x-k8s.io kinds (XBackend, XMesh, ...) are not
 # read by the control plane and not copied. Run by `make generate`;
 # e2e/harness's TestGatewayAPICRDsMatchTheModule fails when they are stale.
@@ -20,7 +20,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/charts/portcullis/gateway-api-crds}
-OUT_EXPERIMENTAL=${2:-$ROOT/charts/portcullis/gateway-api-crds-experimental}
+OUT_EXPERIMENTAL=${2:-$ROOT/charts/gateway-api-crds-experimental/crds}
 
 # The version the control plane is built against, with the workspace's
 # replacements and upgrades applied.

@@ -73,12 +73,16 @@ func TestConformance(t *testing.T) {
 		"--set", "envoy.service.type=ClusterIP",
 		"--set", "controlPlane.config.gateway.envoyService=" + namespace + "/" + release,
 		"--set", "controlPlane.config.gateway.servicePerGateway=true",
-		// The experimental channel's CRDs, as Envoy Gateway's report runs:
-		// the features of their fields (HTTPRoute retry) are claimed too.
-		"--set", "gatewayAPI.crdChannel=experimental",
+		// The experimental channel's CRDs (their own chart, installed
+		// first), as Envoy Gateway's report runs: the features of their
+		// fields (HTTPRoute retry) are claimed too.
+		"--set", "gatewayAPI.installCRDs=false",
 		"--set", "controlPlane.config.gateway.experimentalChannel=true",
 	}
 	start := time.Now()
+	if out, err := c.Helm(t, "install", "gateway-api-crds", "charts/gateway-api-crds-experimental", "--namespace", namespace, "--create-namespace"); err != nil {
+		t.Fatalf("helm install of the experimental CRDs: %v\n%s", err, out)
+	}
 	if out, err := c.Helm(t, append([]string{"install", release, "charts/portcullis", "--namespace", namespace, "--create-namespace"}, values...)...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}

@@ -21,7 +21,7 @@ func TestGatewayAPICRDsMatchTheModule(t *testing.T) {
 		t.Fatalf("hack/gateway-api-crds.sh: %v\n%s", err, out)
 	}
 	sameFiles(t, fresh, GatewayAPICRDDir(t))
-	sameFiles(t, freshExperimental, filepath.Join(root, "charts", "portcullis", "gateway-api-crds-experimental"))
+	sameFiles(t, freshExperimental, filepath.Join(root, "charts", "gateway-api-crds-experimental", "crds"))
 }
 
 // sameFiles: committed holds the YAML files of fresh, byte for byte.
