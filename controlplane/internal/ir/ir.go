@@ -187,7 +187,8 @@ type LocalRateLimit struct {
 	ResponseHeaders []HeaderValue
 }
 
-// CORSPolicy answers the cross-origin requests of a virtual host: Envoy
+// CORSPolicy answers the cross-origin requests of a virtual host (or a
+// route): Envoy
 // answers their preflights, and adds the access-control headers to the
 // responses of the origins it allows.
 type CORSPolicy struct {
@@ -466,6 +467,9 @@ type Route struct {
 	PerTryTimeout *time.Duration
 	// Retry retries failed requests; nil for no retries.
 	Retry *RetryPolicy
+	// CORS, when set, is the route's own CORS policy, in place of its
+	// virtual host's (a Gateway API rule's CORS filter).
+	CORS *CORSPolicy
 	// Websocket allows WebSocket upgrades (Upgrade: websocket) on the
 	// route.
 	Websocket bool
@@ -580,6 +584,9 @@ type RetryPolicy struct {
 	PerTryTimeout *time.Duration
 	// RetriableStatusCodes are retried under "retriable-status-codes".
 	RetriableStatusCodes []uint32
+	// Backoff is the least wait before a retry (Envoy's base interval,
+	// doubled at each retry up to ten times it); nil for Envoy's 25ms.
+	Backoff *time.Duration
 }
 
 // InternalRedirect follows upstream redirects inside Envoy.
