@@ -205,6 +205,11 @@ type CORSPolicy struct {
 	AllowCredentials bool
 	// AllowPrivateNetwork answers private network access preflights.
 	AllowPrivateNetwork bool
+	// AnswerUnmatchedPreflights: Envoy answers the preflights of the
+	// origins it does not allow itself (200, without access-control
+	// headers), as the Gateway API asks, instead of forwarding them
+	// upstream (Contour's way).
+	AnswerUnmatchedPreflights bool
 }
 
 // CORSOrigin is one allowed origin: "*" (any), an origin compared

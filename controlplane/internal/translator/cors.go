@@ -73,6 +73,9 @@ func corsPolicy(p *ir.CORSPolicy) *corsv3.CorsPolicy {
 	if p.AllowPrivateNetwork {
 		out.AllowPrivateNetworkAccess = wrapperspb.Bool(true)
 	}
+	if p.AnswerUnmatchedPreflights {
+		out.ForwardNotMatchingPreflights = wrapperspb.Bool(false)
+	}
 	return out
 }
 

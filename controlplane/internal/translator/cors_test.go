@@ -74,7 +74,7 @@ func TestCORSFilterOnHosts(t *testing.T) {
 // filter in the HCM, and is the route's typed_per_filter_config, which
 // Envoy takes in place of the host's.
 func TestCORSFilterOnRoutes(t *testing.T) {
-	policy := &ir.CORSPolicy{AllowOrigins: []ir.CORSOrigin{{Value: "https://a.example.com"}}, AllowMethods: []string{"PUT"}}
+	policy := &ir.CORSPolicy{AllowOrigins: []ir.CORSOrigin{{Value: "https://a.example.com"}}, AllowMethods: []string{"PUT"}, AnswerUnmatchedPreflights: true}
 	withCORS := &ir.Route{PathKind: ir.PathPrefix, Path: "/cors", CORS: policy, Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}}
 	plain := &ir.Route{PathKind: ir.PathPrefix, Path: "/", Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}}
 	hosts := []*ir.VirtualHost{{FQDN: "a.example.com", Routes: []*ir.Route{withCORS, plain}}}
@@ -93,7 +93,8 @@ func TestCORSFilterOnRoutes(t *testing.T) {
 		cfg := r.GetTypedPerFilterConfig()[CORSFilterName]
 		switch r.GetMatch().GetPathSeparatedPrefix() {
 		case "/cors":
-			if err := cfg.UnmarshalTo(&p); err != nil || p.GetAllowMethods() != "PUT" || p.GetAllowOriginStringMatch()[0].GetExact() != "https://a.example.com" {
+			if err := cfg.UnmarshalTo(&p); err != nil || p.GetAllowMethods() != "PUT" || p.GetAllowOriginStringMatch()[0].GetExact() != "https://a.example.com" ||
+				p.GetForwardNotMatchingPreflights() == nil || p.GetForwardNotMatchingPreflights().GetValue() {
 				t.Errorf("route config %v (%v)", cfg, err)
 			}
 		default:
