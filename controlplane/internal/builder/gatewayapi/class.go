@@ -13,7 +13,9 @@ import (
 
 // SupportedFeatures are the Gateway API features this control plane
 // implements, the one list a GatewayClass's status.supportedFeatures shows
-// (sorted, as the API asks).
+// (sorted, as the API asks). Not the HTTPRouteRetry features: rules' retry
+// is implemented, but it is an experimental field, which the
+// standard-channel CRDs the chart installs prune before it reaches us.
 var SupportedFeatures = sortedFeatures(
 	features.SupportGateway,
 	features.SupportGatewayPort8080,
@@ -37,6 +39,12 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRouteParentRefPort,
 	features.SupportHTTPRouteBackendProtocolH2C,
 	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportHTTPRouteDestinationPortMatching,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteCORS,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
 )
