@@ -156,7 +156,6 @@ var refusedGatewayCases = []gatewayCase{
 	}, "spec.tls (backend client certificates, frontend client validation) is not supported"},
 	{fields.KindGateway, "spec.defaultScope", func(s *objects.Set) { s.Gateways[0].Spec.DefaultScope = scope }, "spec.defaultScope (default Gateways) is not supported"},
 
-	{fields.KindHTTPRoute, "spec.rules.filters.cors", httpFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterCORS, CORS: &gwapiv1.HTTPCORSFilter{}}), `filter type "CORS" is not supported`},
 	{fields.KindHTTPRoute, "spec.rules.filters.externalAuth", httpFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterExternalAuth, ExternalAuth: &gwapiv1.HTTPExternalAuthFilter{}}), `filter type "ExternalAuth" is not supported`},
 	{fields.KindHTTPRoute, "spec.rules.backendRefs.filters.requestMirror", httpBackendFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterRequestMirror, RequestMirror: mirror}), onBackend("RequestMirror")},
 	{fields.KindHTTPRoute, "spec.rules.backendRefs.filters.requestRedirect", httpBackendFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gwapiv1.HTTPRequestRedirectFilter{}}), onBackend("RequestRedirect")},
@@ -164,7 +163,6 @@ var refusedGatewayCases = []gatewayCase{
 	{fields.KindHTTPRoute, "spec.rules.backendRefs.filters.cors", httpBackendFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterCORS, CORS: &gwapiv1.HTTPCORSFilter{}}), onBackend("CORS")},
 	{fields.KindHTTPRoute, "spec.rules.backendRefs.filters.externalAuth", httpBackendFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterExternalAuth, ExternalAuth: &gwapiv1.HTTPExternalAuthFilter{}}), onBackend("ExternalAuth")},
 	{fields.KindHTTPRoute, "spec.rules.backendRefs.filters.extensionRef", httpBackendFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterExtensionRef, ExtensionRef: extRef}), "ExtensionRef: no extension of this kind is registered"},
-	{fields.KindHTTPRoute, "spec.rules.retry", func(s *objects.Set) { httpRule(s).Retry = &gwapiv1.HTTPRouteRetry{} }, "spec.rules[0].retry is not supported"},
 	{fields.KindHTTPRoute, "spec.rules.sessionPersistence", func(s *objects.Set) { httpRule(s).SessionPersistence = &gwapiv1.SessionPersistence{} }, "spec.rules[0].sessionPersistence is not supported"},
 
 	{fields.KindGRPCRoute, "spec.rules.backendRefs.filters.requestMirror", grpcBackendFilter(gwapiv1.GRPCRouteFilter{Type: gwapiv1.GRPCRouteFilterRequestMirror, RequestMirror: mirror}), onBackend("RequestMirror")},

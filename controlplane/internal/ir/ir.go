@@ -187,7 +187,8 @@ type LocalRateLimit struct {
 	ResponseHeaders []HeaderValue
 }
 
-// CORSPolicy answers the cross-origin requests of a virtual host: Envoy
+// CORSPolicy answers the cross-origin requests of a virtual host (or a
+// route): Envoy
 // answers their preflights, and adds the access-control headers to the
 // responses of the origins it allows.
 type CORSPolicy struct {
@@ -204,6 +205,11 @@ type CORSPolicy struct {
 	AllowCredentials bool
 	// AllowPrivateNetwork answers private network access preflights.
 	AllowPrivateNetwork bool
+	// AnswerUnmatchedPreflights: Envoy answers the preflights of the
+	// origins it does not allow itself (200, without access-control
+	// headers), as the Gateway API asks, instead of forwarding them
+	// upstream (Contour's way).
+	AnswerUnmatchedPreflights bool
 }
 
 // CORSOrigin is one allowed origin: "*" (any), an origin compared
@@ -466,6 +472,9 @@ type Route struct {
 	PerTryTimeout *time.Duration
 	// Retry retries failed requests; nil for no retries.
 	Retry *RetryPolicy
+	// CORS, when set, is the route's own CORS policy, in place of its
+	// virtual host's (a Gateway API rule's CORS filter).
+	CORS *CORSPolicy
 	// Websocket allows WebSocket upgrades (Upgrade: websocket) on the
 	// route.
 	Websocket bool
@@ -580,6 +589,9 @@ type RetryPolicy struct {
 	PerTryTimeout *time.Duration
 	// RetriableStatusCodes are retried under "retriable-status-codes".
 	RetriableStatusCodes []uint32
+	// Backoff is the least wait before a retry (Envoy's base interval,
+	// doubled at each retry up to ten times it); nil for Envoy's 25ms.
+	Backoff *time.Duration
 }
 
 // InternalRedirect follows upstream redirects inside Envoy.

@@ -31,7 +31,14 @@ func (corsFilter) httpFilters(hcmSettings) []*hcmv3.HttpFilter {
 	return oneFilter(CORSFilterName, &corsv3.Cors{})
 }
 
-func (corsFilter) perRoute(*ir.Route) (string, proto.Message) { return "", nil }
+// perRoute is a route's own policy, which Envoy takes in place of its
+// host's.
+func (corsFilter) perRoute(r *ir.Route) (string, proto.Message) {
+	if r.CORS == nil {
+		return "", nil
+	}
+	return CORSFilterName, corsPolicy(r.CORS)
+}
 
 func (corsFilter) perHost(vh *ir.VirtualHost) (string, proto.Message) {
 	if vh.CORS == nil {
@@ -66,14 +73,23 @@ func corsPolicy(p *ir.CORSPolicy) *corsv3.CorsPolicy {
 	if p.AllowPrivateNetwork {
 		out.AllowPrivateNetworkAccess = wrapperspb.Bool(true)
 	}
+	if p.AnswerUnmatchedPreflights {
+		out.ForwardNotMatchingPreflights = wrapperspb.Bool(false)
+	}
 	return out
 }
 
-// hostsHaveCORS says whether one of hosts has a CORS policy.
+// hostsHaveCORS says whether one of hosts, or one of their routes, has a
+// CORS policy.
 func hostsHaveCORS(hosts []*ir.VirtualHost) bool {
 	for _, vh := range hosts {
 		if vh.CORS != nil {
 			return true
+		}
+		for _, r := range vh.Routes {
+			if r.CORS != nil {
+				return true
+			}
 		}
 	}
 	return false

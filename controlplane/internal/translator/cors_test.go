@@ -69,3 +69,38 @@ func TestCORSFilterOnHosts(t *testing.T) {
 		t.Errorf("hosts with the same routes and policy not merged: %v", rc.GetVirtualHosts())
 	}
 }
+
+// A route's own policy (a Gateway API rule's CORS filter) puts the CORS
+// filter in the HCM, and is the route's typed_per_filter_config, which
+// Envoy takes in place of the host's.
+func TestCORSFilterOnRoutes(t *testing.T) {
+	policy := &ir.CORSPolicy{AllowOrigins: []ir.CORSOrigin{{Value: "https://a.example.com"}}, AllowMethods: []string{"PUT"}, AnswerUnmatchedPreflights: true}
+	withCORS := &ir.Route{PathKind: ir.PathPrefix, Path: "/cors", CORS: policy, Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}}
+	plain := &ir.Route{PathKind: ir.PathPrefix, Path: "/", Clusters: []ir.WeightedCluster{{Cluster: "c", Weight: 1}}}
+	hosts := []*ir.VirtualHost{{FQDN: "a.example.com", Routes: []*ir.Route{withCORS, plain}}}
+	h := (hcmSettings{}).withRoutes(hosts)
+	if !h.cors {
+		t.Fatal("a route's policy does not put the CORS filter in the HCM")
+	}
+	rc, _, rb := routeConfig("rc", hosts, routeSettings{filters: h.filters()}, nil)
+	checkAssembled(t, rc, rb)
+	vh := rc.GetVirtualHosts()[0]
+	if vh.GetTypedPerFilterConfig() != nil {
+		t.Errorf("the host got a policy: %v", vh.GetTypedPerFilterConfig())
+	}
+	var p corsv3.CorsPolicy
+	for _, r := range vh.GetRoutes() {
+		cfg := r.GetTypedPerFilterConfig()[CORSFilterName]
+		switch r.GetMatch().GetPathSeparatedPrefix() {
+		case "/cors":
+			if err := cfg.UnmarshalTo(&p); err != nil || p.GetAllowMethods() != "PUT" || p.GetAllowOriginStringMatch()[0].GetExact() != "https://a.example.com" ||
+				p.GetForwardNotMatchingPreflights() == nil || p.GetForwardNotMatchingPreflights().GetValue() {
+				t.Errorf("route config %v (%v)", cfg, err)
+			}
+		default:
+			if cfg != nil {
+				t.Errorf("route %v without a policy configured: %v", r.GetMatch(), cfg)
+			}
+		}
+	}
+}

@@ -23,6 +23,9 @@ func retryPolicy(r *ir.Route) *routev3.RetryPolicy {
 		if p.PerTryTimeout != nil && *p.PerTryTimeout > 0 {
 			out.PerTryTimeout = durationpb.New(*p.PerTryTimeout)
 		}
+		if p.Backoff != nil && *p.Backoff > 0 {
+			out.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(*p.Backoff)}
+		}
 		return out
 	}
 	if r.PerTryTimeout != nil {

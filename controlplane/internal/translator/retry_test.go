@@ -27,6 +27,10 @@ func TestRetryPolicyAndUpgrades(t *testing.T) {
 			want: &routev3.RetryPolicy{RetryOn: "5xx,reset", NumRetries: wrapperspb.UInt32(2), PerTryTimeout: durationpb.New(time.Second), RetriableStatusCodes: []uint32{503}}},
 		{name: "no retries, an infinite per-try timeout is none", in: ir.Route{Retry: &ir.RetryPolicy{RetryOn: []string{"5xx"}, PerTryTimeout: d(0)}},
 			want: &routev3.RetryPolicy{RetryOn: "5xx", NumRetries: wrapperspb.UInt32(0)}},
+		{name: "a backoff is the base interval", in: ir.Route{Retry: &ir.RetryPolicy{RetryOn: []string{"retriable-status-codes"}, NumRetries: 3, RetriableStatusCodes: []uint32{500}, Backoff: d(100 * time.Millisecond)}},
+			want: &routev3.RetryPolicy{RetryOn: "retriable-status-codes", NumRetries: wrapperspb.UInt32(3), RetriableStatusCodes: []uint32{500}, RetryBackOff: &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(100 * time.Millisecond)}}},
+		{name: "a zero backoff is Envoy's default", in: ir.Route{Retry: &ir.RetryPolicy{RetryOn: []string{"reset"}, NumRetries: 1, Backoff: d(0)}},
+			want: &routev3.RetryPolicy{RetryOn: "reset", NumRetries: wrapperspb.UInt32(1)}},
 		{name: "websockets", in: ir.Route{Websocket: true}, ws: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"math"
+	"slices"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -142,5 +143,23 @@ func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.Port
 	}
 	c := b.ClusterFor("service", be, protocol, up, core.ClusterSettings{})
 	b.Out.ClusterUses.Add(c.Name, b.rt.ref)
+	if core.PtrValue(be.Port.AppProtocol) == appProtocolWebSocket {
+		if b.webSocket == nil {
+			b.webSocket = map[string]bool{}
+		}
+		b.webSocket[c.Name] = true
+	}
 	return c.Name
+}
+
+// appProtocolWebSocket is the appProtocol of a Service port that speaks
+// WebSocket (over HTTP/1.1, which its cluster speaks).
+const appProtocolWebSocket = "kubernetes.io/ws"
+
+// webSocketUpgrades says whether a rule to clusters lets WebSocket
+// upgrades through: when one of them is a WebSocket backend. The upgrade
+// is per route, so the rule's other backends get upgrade requests too;
+// one that does not speak WebSocket answers them as any request.
+func (b *routeBuild) webSocketUpgrades(clusters []ir.WeightedCluster) bool {
+	return slices.ContainsFunc(clusters, func(c ir.WeightedCluster) bool { return b.webSocket[c.Cluster] })
 }

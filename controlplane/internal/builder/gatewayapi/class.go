@@ -13,7 +13,9 @@ import (
 
 // SupportedFeatures are the Gateway API features this control plane
 // implements, the one list a GatewayClass's status.supportedFeatures shows
-// (sorted, as the API asks).
+// (sorted, as the API asks). Not the HTTPRouteRetry features: rules' retry
+// is implemented, but it is an experimental field, which the
+// standard-channel CRDs the chart installs prune before it reaches us.
 var SupportedFeatures = sortedFeatures(
 	features.SupportGateway,
 	features.SupportGatewayAddressEmpty,
@@ -38,6 +40,12 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRouteParentRefPort,
 	features.SupportHTTPRouteBackendProtocolH2C,
 	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportHTTPRouteDestinationPortMatching,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteCORS,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
 )
@@ -46,7 +54,11 @@ var SupportedFeatures = sortedFeatures(
 // API's experimental-channel CRDs have: claimed only with the
 // configuration's gateway.experimentalChannel, since the standard CRDs
 // prune the fields and every test of them would fail.
-var ExperimentalFeatures = sortedFeatures()
+var ExperimentalFeatures = sortedFeatures(
+	features.SupportHTTPRouteRetry,
+	features.SupportHTTPRouteRetryBackendTimeout,
+	features.SupportHTTPRouteRetryConnectionError,
+)
 
 // Features are the features a GatewayClass of ours claims: with the
 // experimental channel's CRDs, ExperimentalFeatures too.

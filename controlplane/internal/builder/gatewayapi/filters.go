@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -72,6 +73,10 @@ func (b *routeBuild) applyFilter(f gwapiv1.HTTPRouteFilter, where string, x *ir.
 	case gwapiv1.HTTPRouteFilterRequestMirror:
 		b.mirror(f.RequestMirror, where, x)
 		return true, nil
+	case gwapiv1.HTTPRouteFilterCORS:
+		p, err := cors(f.CORS)
+		x.CORS = p
+		return true, err
 	case gwapiv1.HTTPRouteFilterExtensionRef:
 		return b.extensionRef(f.ExtensionRef, where, x), nil
 	}
@@ -140,6 +145,10 @@ func mergeHeaderFilter(dst **ir.HeadersPolicy, f *gwapiv1.HTTPHeaderFilter, requ
 	return nil
 }
 
+// redirectCodes are the statuses a RequestRedirect may answer with (the
+// API's enum; Envoy has all of them).
+var redirectCodes = []int{301, 302, 303, 307, 308}
+
 // redirect reads a RequestRedirect filter.
 func redirect(f *gwapiv1.HTTPRequestRedirectFilter) (*ir.Redirect, error) {
 	if f == nil {
@@ -165,8 +174,8 @@ func redirect(f *gwapiv1.HTTPRequestRedirectFilter) (*ir.Redirect, error) {
 		out.Port = uint32(*p)
 	}
 	if c := f.StatusCode; c != nil {
-		if *c != 301 && *c != 302 {
-			return nil, fmt.Errorf("statusCode %d is not supported: use 301 or 302", *c)
+		if !slices.Contains(redirectCodes, *c) {
+			return nil, fmt.Errorf("statusCode %d is not a redirect: use one of %v", *c, redirectCodes)
 		}
 		out.StatusCode = *c
 	}

@@ -63,9 +63,12 @@ func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Ro
 		ok = false
 	}
 	if rule.Retry != nil {
-		// Ignoring it would fail requests the owner expects retried.
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.retry is not supported: the rule answers 500", where)
-		ok = false
+		r, err := ruleRetry(rule.Retry, x.PerTryTimeout)
+		if err != nil {
+			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.retry: %v: the rule answers 500", where, err)
+			ok = false
+		}
+		x.Retry = r
 	}
 	if x.Redirect != nil {
 		return x, ok
@@ -78,6 +81,7 @@ func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Ro
 	}
 	clusters, served := b.weightedBackends(refs, where)
 	x.Clusters = clusters
+	x.Websocket = b.webSocketUpgrades(clusters)
 	return x, ok && served
 }
 

@@ -22,6 +22,9 @@ type routeBuild struct {
 	// accepted and refs are the findings of the route's Accepted and
 	// ResolvedRefs conditions, for every parent.
 	accepted, refs findings
+	// webSocket are the clusters of the Service ports whose appProtocol
+	// is kubernetes.io/ws (serviceBackend).
+	webSocket map[string]bool
 }
 
 // buildRoute builds one route of either kind: its parents (none of ours:
