@@ -39,6 +39,9 @@ type Set struct {
 	// implement them, and must not speak plaintext to a Service whose
 	// owner asked for TLS.
 	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
+	// ConfigMaps are read for the CA certificates BackendTLSPolicies name
+	// (validation.caCertificateRefs).
+	ConfigMaps []*corev1.ConfigMap
 	// Portcullis's Gateway API policies (gateway.portcullis.dev).
 	ExtAuthPolicies []*gatewayv1alpha1.ExtAuthPolicy
 	ExtProcPolicies []*gatewayv1alpha1.ExtProcPolicy
@@ -108,6 +111,7 @@ func (s *Set) Add(o *Set) {
 	s.GRPCRoutes = append(s.GRPCRoutes, o.GRPCRoutes...)
 	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
 	s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.BackendTLSPolicies...)
+	s.ConfigMaps = append(s.ConfigMaps, o.ConfigMaps...)
 	s.ExtAuthPolicies = append(s.ExtAuthPolicies, o.ExtAuthPolicies...)
 	s.ExtProcPolicies = append(s.ExtProcPolicies, o.ExtProcPolicies...)
 	s.Namespaces = append(s.Namespaces, o.Namespaces...)
@@ -135,6 +139,7 @@ func (s *Set) Sort() {
 	sortObjects(s.GRPCRoutes)
 	sortObjects(s.ReferenceGrants)
 	sortObjects(s.BackendTLSPolicies)
+	sortObjects(s.ConfigMaps)
 	sortObjects(s.ExtAuthPolicies)
 	sortObjects(s.ExtProcPolicies)
 	sortObjects(s.Namespaces)

@@ -129,6 +129,8 @@ func watched() []client.Object {
 	return []client.Object{
 		&contourv1.HTTPProxy{}, &v1alpha1.ExtensionService{}, &contourv1.TLSCertificateDelegation{},
 		&corev1.Secret{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
+		// BackendTLSPolicies' CA certificates.
+		&corev1.ConfigMap{},
 	}
 }
 
@@ -270,6 +272,7 @@ func (p *Provider) snapshot() *objects.Set {
 		GRPCRoutes:         stored[*gwapiv1.GRPCRoute](p.stores),
 		ReferenceGrants:    referenceGrants(p.stores),
 		BackendTLSPolicies: backendTLSPolicies(p.stores),
+		ConfigMaps:         stored[*corev1.ConfigMap](p.stores),
 		Namespaces:         stored[*corev1.Namespace](p.stores),
 		ExtAuthPolicies:    stored[*gatewayv1alpha1.ExtAuthPolicy](p.stores),
 		ExtProcPolicies:    stored[*gatewayv1alpha1.ExtProcPolicy](p.stores),
