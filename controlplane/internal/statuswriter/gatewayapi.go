@@ -60,6 +60,11 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 	case u.ExtProcPolicy != nil:
 		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtProcPolicy{}, func(o *gatewayv1alpha1.ExtProcPolicy) *gwapiv1.PolicyStatus { return &o.Status },
 			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtProcPolicy, now) })
+	case u.BackendTLSPolicy != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.BackendTLSPolicy{}, func(o *gwapiv1.BackendTLSPolicy) *gwapiv1.PolicyStatus { return &o.Status },
+			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus {
+				return k.mergePolicy(cur, u.BackendTLSPolicy, now)
+			})
 	case u.ExtensionPolicy != nil:
 		return k.writeExtensionPolicy(ctx, key, u, now)
 	}
