@@ -825,8 +825,12 @@ type UpstreamValidation struct {
 	// SubjectName is also the SNI and an ExtensionService's authority.
 	SubjectName string
 	// SubjectNames are the DNS SANs accepted, one of which the certificate
-	// must present; the first is SubjectName. Nil: SubjectName alone.
+	// must present; the first is SubjectName. Nil (and no SubjectURIs):
+	// SubjectName alone.
 	SubjectNames []string
+	// SubjectURIs are the URI SANs accepted (a BackendTLSPolicy's), as
+	// alternatives to SubjectNames.
+	SubjectURIs []string
 }
 
 // Secret is an SDS secret: a certificate with key, or a CA bundle.
