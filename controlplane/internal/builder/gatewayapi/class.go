@@ -39,6 +39,8 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRouteNamedRouteRule,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
+	features.SupportBackendTLSPolicy,
+	features.SupportBackendTLSPolicySANValidation,
 )
 
 func sortedFeatures(names ...features.FeatureName) []gwapiv1.SupportedFeature {

@@ -56,8 +56,8 @@ type gatewayStage struct {
 	gateways []*gwGateway
 	byName   map[types.NamespacedName]*gwGateway
 	grants   grantIndex
-	// backendTLS are the BackendTLSPolicies by the Service they target
-	// (gatewaybackendtls.go).
+	// backendTLS are the BackendTLSPolicies, checked, by the Service
+	// ports they apply to (backendtls.go).
 	backendTLS backendTLSIndex
 	// namespaceLabels are the labels of each Namespace, for allowedRoutes
 	// selectors.
@@ -94,7 +94,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	}
 	out := core.NewOutput()
 	g := newGatewayStage(snap, &out, memo, addrs)
-	memo.start(snap)
+	memo.start(snap, g.backendTLS.key())
 	defer memo.finish()
 	g.buildClasses()
 	if snap.Opts.GatewayServicePerGateway {
@@ -115,6 +115,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 		g.gatewayStatus(x)
 	}
 	g.policyStatuses()
+	g.backendTLSStatuses()
 	services = g.gatewayServices()
 	addGatewayOutput(b, &out)
 	return services
@@ -127,7 +128,6 @@ func newGatewayStage(snap *core.Snapshot, out *core.Output, memo *GatewayMemo, a
 		controller:      cmp.Or(snap.Opts.GatewayControllerName, config.DefaultGatewayControllerName),
 		byName:          map[types.NamespacedName]*gwGateway{},
 		grants:          newGrantIndex(snap.In.ReferenceGrants),
-		backendTLS:      newBackendTLSIndex(snap.In.BackendTLSPolicies),
 		namespaceLabels: map[string]map[string]string{},
 		addresses:       gatewayAddresses(addrs),
 		memo:            memo,
@@ -135,6 +135,7 @@ func newGatewayStage(snap *core.Snapshot, out *core.Output, memo *GatewayMemo, a
 	for _, ns := range snap.In.Namespaces {
 		g.namespaceLabels[ns.Name] = ns.Labels
 	}
+	g.backendTLS = g.newBackendTLSIndex(snap.In.BackendTLSPolicies, snap.In.ConfigMaps)
 	return g
 }
 
