@@ -231,6 +231,15 @@ type SecureVirtualHost struct {
 	// JWTProviders verify the JSON Web Tokens of the routes that name
 	// one (Route.JWTProvider); none for no JWT verification.
 	JWTProviders []JWTProvider
+	// Also are more virtual hosts served on this host's connections (the
+	// catch-all host "*" of a Gateway listener serves the listener's
+	// other hosts to clients whose SNI names none of them).
+	Also []*VirtualHost
+	// Misdirected are the host names (exact, "*.suffix" or "*") that
+	// other filter chains of the listener serve: a request for one of them
+	// on this host's connections is answered 421 (Misdirected Request), so
+	// that the client opens a connection with the right SNI.
+	Misdirected []string
 }
 
 // TCPHost proxies the TLS connections for one SNI name to its clusters
