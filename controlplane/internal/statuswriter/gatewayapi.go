@@ -84,7 +84,14 @@ func mergeGatewayClass(cur, want *gwapiv1.GatewayClassStatus, now metav1.Time) g
 // transition times); its conditions are merged.
 func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
 	out := *want
-	out.Conditions = status.MergeConditions(cur.Conditions, want.Conditions, now)
+	// InsecureFrontendValidationMode is ours (the Gateway is of our
+	// class), and is removed when no longer true, as the API asks.
+	conds := cur.Conditions
+	insecure := string(gwapiv1.GatewayConditionInsecureFrontendValidationMode)
+	if status.FindCondition(want.Conditions, insecure) == nil && status.FindCondition(conds, insecure) != nil {
+		conds = slices.DeleteFunc(slices.Clone(conds), func(c metav1.Condition) bool { return c.Type == insecure })
+	}
+	out.Conditions = status.MergeConditions(conds, want.Conditions, now)
 	out.Addresses = make([]gwapiv1.GatewayStatusAddress, len(want.Addresses))
 	for i, a := range want.Addresses {
 		if a.Type == nil {

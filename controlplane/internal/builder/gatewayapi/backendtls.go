@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -55,21 +54,14 @@ type btlsPolicy struct {
 func (p *btlsPolicy) String() string { return p.obj.Namespace + "/" + p.obj.Name }
 
 // newBackendTLSIndex checks the policies, reading their CA certificates
-// from cms (ConfigMaps) and Secrets, and finds which wins each target.
-func (g *gatewayStage) newBackendTLSIndex(policies []*gwapiv1.BackendTLSPolicy, cms []*corev1.ConfigMap) backendTLSIndex {
+// from ConfigMaps and Secrets, and finds which wins each target.
+func (g *gatewayStage) newBackendTLSIndex(policies []*gwapiv1.BackendTLSPolicy) backendTLSIndex {
 	idx := backendTLSIndex{won: map[btlsTarget]*btlsPolicy{}, all: map[btlsTarget][]*btlsPolicy{}}
-	if len(policies) == 0 {
-		return idx
-	}
-	configMaps := make(map[types.NamespacedName]*corev1.ConfigMap, len(cms))
-	for _, cm := range cms {
-		configMaps[core.NsName(cm.Namespace, cm.Name)] = cm
-	}
 	for _, in := range policies {
 		p := &btlsPolicy{obj: in}
 		_, complaints := g.gatewayAPIStatus(objects.KindBackendTLSPolicy, in.Namespace, in.Name, in.Generation)
 		p.invalid = decodeFindings(complaints)
-		g.backendValidation(p, configMaps)
+		g.backendValidation(p)
 		idx.policies = append(idx.policies, p)
 	}
 	// The oldest first: a newer policy cannot take over a target.
@@ -104,7 +96,7 @@ func (g *gatewayStage) newBackendTLSIndex(policies []*gwapiv1.BackendTLSPolicy, 
 // backendValidation reads p's validation: the CA certificates (or the
 // system's trust roots), the hostname (the SNI, and the DNS SAN required
 // unless subjectAltNames are given) and the SANs.
-func (g *gatewayStage) backendValidation(p *btlsPolicy, configMaps map[types.NamespacedName]*corev1.ConfigMap) {
+func (g *gatewayStage) backendValidation(p *btlsPolicy) {
 	v := p.obj.Spec.Validation
 	if len(p.obj.Spec.Options) > 0 {
 		// Implementation-specific settings we do not know: honouring
@@ -130,7 +122,7 @@ func (g *gatewayStage) backendValidation(p *btlsPolicy, configMaps map[types.Nam
 	case len(v.CACertificateRefs) == 0:
 		p.invalid.add(string(gwapiv1.BackendTLSPolicyReasonNoValidCACertificate), "spec.validation needs caCertificateRefs or wellKnownCACertificates")
 	default:
-		g.policyCA(p, out, configMaps)
+		g.policyCA(p, out)
 	}
 	if len(p.invalid) == 0 {
 		p.validation = out
@@ -157,7 +149,7 @@ func (g *gatewayStage) systemCA(p *btlsPolicy, out *ir.UpstreamValidation, which
 // Secrets of the policy's namespace, their ca.crt) into one bundle. A bad
 // reference is said in ResolvedRefs; without a good one the policy is
 // not accepted.
-func (g *gatewayStage) policyCA(p *btlsPolicy, out *ir.UpstreamValidation, configMaps map[types.NamespacedName]*corev1.ConfigMap) {
+func (g *gatewayStage) policyCA(p *btlsPolicy, out *ir.UpstreamValidation) {
 	var bundle []byte
 	for i, ref := range p.obj.Spec.Validation.CACertificateRefs {
 		where := fmt.Sprintf("spec.validation.caCertificateRefs[%d]", i)
@@ -165,7 +157,7 @@ func (g *gatewayStage) policyCA(p *btlsPolicy, out *ir.UpstreamValidation, confi
 		var data []byte
 		switch {
 		case ref.Group == "" && ref.Kind == "ConfigMap":
-			cm := configMaps[key]
+			cm := g.configMaps[key]
 			if cm == nil {
 				p.refs.add(string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), "%s: ConfigMap %s not found", where, key)
 				continue

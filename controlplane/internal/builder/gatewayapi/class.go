@@ -41,6 +41,9 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportBackendTLSPolicy,
 	features.SupportBackendTLSPolicySANValidation,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
+	features.SupportGatewayFrontendClientCertificateValidation,
+	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 )
 
 func sortedFeatures(names ...features.FeatureName) []gwapiv1.SupportedFeature {

@@ -6,6 +6,8 @@
 //   - class.go: which classes are ours, their status and features;
 //   - listeners.go: each Gateway and its listeners on their own
 //     (protocol, port, hostname, certificates, allowed routes);
+//   - frontendtls.go: the client certificate validation of its HTTPS
+//     listeners (spec.tls.frontend);
 //   - conflicts.go: listeners against each other and against the
 //     HTTPProxies' hosts, per Envoy port;
 //   - attach.go: a route's parentRefs, allowedRoutes and hostname
@@ -16,6 +18,7 @@
 //     ReferenceGrants;
 //   - hosts.go, precedence.go: the attached routes onto Envoy listeners
 //     and virtual hosts, in the spec's precedence;
+//   - misdirected.go: 421 for a Host another TLS listener serves;
 //   - conditions.go, status.go: the findings, rendered as the API's
 //     conditions;
 //   - policy*.go, extension.go: ExtAuthPolicies, ExtProcPolicies and the
@@ -59,12 +62,17 @@ type gatewayStage struct {
 	// backendTLS are the BackendTLSPolicies, checked, by the Service
 	// ports they apply to (backendtls.go).
 	backendTLS backendTLSIndex
+	// configMaps are the ConfigMaps, for the CA certificates of the
+	// BackendTLSPolicies and of the Gateways' client validation.
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	// namespaceLabels are the labels of each Namespace, for allowedRoutes
 	// selectors.
 	namespaceLabels map[string]map[string]string
 	// attachments are the attached routes' IR routes with their listener
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
+	// placedTLS are the TLS virtual hosts placed, for misdirected.go.
+	placedTLS []placedTLSHost
 	// memo keeps the routes' rules between builds (nil for none).
 	memo *GatewayMemo
 	// addresses are where clients reach Envoy, for every Gateway's status
@@ -129,13 +137,17 @@ func newGatewayStage(snap *core.Snapshot, out *core.Output, memo *GatewayMemo, a
 		byName:          map[types.NamespacedName]*gwGateway{},
 		grants:          newGrantIndex(snap.In.ReferenceGrants),
 		namespaceLabels: map[string]map[string]string{},
+		configMaps:      map[types.NamespacedName]*corev1.ConfigMap{},
 		addresses:       gatewayAddresses(addrs),
 		memo:            memo,
 	}
 	for _, ns := range snap.In.Namespaces {
 		g.namespaceLabels[ns.Name] = ns.Labels
 	}
-	g.backendTLS = g.newBackendTLSIndex(snap.In.BackendTLSPolicies, snap.In.ConfigMaps)
+	for _, cm := range snap.In.ConfigMaps {
+		g.configMaps[core.NsName(cm.Namespace, cm.Name)] = cm
+	}
+	g.backendTLS = g.newBackendTLSIndex(snap.In.BackendTLSPolicies)
 	return g
 }
 

@@ -20,7 +20,7 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	var notReady findings
 	named := map[gwapiv1.SectionName]bool{}
 	for _, l := range x.listeners {
-		refs := append(slices.Clone(l.certs), l.badKinds...)
+		refs := append(append(slices.Clone(l.certs), l.badKinds...), l.caRefs...)
 		conflicted := cond(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen)
 		if len(l.conflicted) > 0 {
 			conflicted = cond(gwapiv1.ListenerConditionConflicted, true, l.conflicted.reason(), l.conflicted.message(), gen)
@@ -78,5 +78,21 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 		}
 	}
 	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
+	if c, ok := insecureFrontend(x); ok {
+		x.st.GatewayAPI.Conditions = append(x.st.GatewayAPI.Conditions, c)
+	}
 	x.st.GatewayAPI.Addresses = addresses
+}
+
+// insecureFrontend is the InsecureFrontendValidationMode condition of a
+// Gateway a listener of which lets in clients whose certificate does not
+// verify (AllowInsecureFallback); none otherwise (the API removes it).
+func insecureFrontend(x *gwGateway) (metav1.Condition, bool) {
+	for _, l := range x.listeners {
+		if cv := l.clientValidation; cv != nil && cv.SkipVerification {
+			return cond(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,
+				"listener "+string(l.spec.Name)+" lets in clients without a valid certificate (AllowInsecureFallback)", x.gw.Generation), true
+		}
+	}
+	return metav1.Condition{}, false
 }
