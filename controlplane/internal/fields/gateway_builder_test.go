@@ -147,9 +147,6 @@ var refusedGatewayCases = []gatewayCase{
 	{fields.KindGateway, "spec.allowedListeners", func(s *objects.Set) {
 		s.Gateways[0].Spec.AllowedListeners = &gwapiv1.AllowedListeners{Namespaces: &gwapiv1.ListenerNamespaces{From: &all}}
 	}, "spec.allowedListeners (ListenerSets) is not supported"},
-	{fields.KindGateway, "spec.tls.backend", func(s *objects.Set) {
-		s.Gateways[0].Spec.TLS = &gwapiv1.GatewayTLSConfig{Backend: &gwapiv1.GatewayBackendTLS{}}
-	}, "spec.tls.backend (a client certificate to backends) is not supported"},
 	{fields.KindGateway, "spec.defaultScope", func(s *objects.Set) { s.Gateways[0].Spec.DefaultScope = scope }, "spec.defaultScope (default Gateways) is not supported"},
 
 	{fields.KindHTTPRoute, "spec.rules.filters.cors", httpFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterCORS, CORS: &gwapiv1.HTTPCORSFilter{}}), `filter type "CORS" is not supported`},

@@ -733,7 +733,11 @@ type Cluster struct {
 	// Validation verifies the upstream's certificate (TLS protocols only).
 	Validation *UpstreamValidation
 	// SNI sent to TLS upstreams.
-	SNI            string
+	SNI string
+	// ClientSecret, when set, names the SDS secret of the client
+	// certificate presented to TLS upstreams (a Gateway's
+	// spec.tls.backend).
+	ClientSecret   string
 	ConnectTimeout time.Duration
 	// LBPolicy: RoundRobin (the default, also ""), WeightedLeastRequest,
 	// Random, or RingHash (consistent hashing of the routes' HashPolicies).

@@ -84,12 +84,15 @@ func mergeGatewayClass(cur, want *gwapiv1.GatewayClassStatus, now metav1.Time) g
 // transition times); its conditions are merged.
 func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
 	out := *want
-	// InsecureFrontendValidationMode is ours (the Gateway is of our
-	// class), and is removed when no longer true, as the API asks.
+	// InsecureFrontendValidationMode and ResolvedRefs are ours (the
+	// Gateway is of our class), set while what they say about holds
+	// (AllowInsecureFallback, spec.tls.backend), and removed after, as
+	// the API asks.
 	conds := cur.Conditions
-	insecure := string(gwapiv1.GatewayConditionInsecureFrontendValidationMode)
-	if status.FindCondition(want.Conditions, insecure) == nil && status.FindCondition(conds, insecure) != nil {
-		conds = slices.DeleteFunc(slices.Clone(conds), func(c metav1.Condition) bool { return c.Type == insecure })
+	for _, typ := range []gwapiv1.GatewayConditionType{gwapiv1.GatewayConditionInsecureFrontendValidationMode, gwapiv1.GatewayConditionResolvedRefs} {
+		if status.FindCondition(want.Conditions, string(typ)) == nil && status.FindCondition(conds, string(typ)) != nil {
+			conds = slices.DeleteFunc(slices.Clone(conds), func(c metav1.Condition) bool { return c.Type == string(typ) })
+		}
 	}
 	out.Conditions = status.MergeConditions(conds, want.Conditions, now)
 	out.Addresses = make([]gwapiv1.GatewayStatusAddress, len(want.Addresses))

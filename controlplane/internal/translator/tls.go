@@ -63,7 +63,8 @@ func downstreamTLSWithALPN(secret, minVersion, maxVersion string, cv *ir.ClientV
 }
 
 // upstreamTLS is the TLS context of a TLS cluster (h2 or tls): SNI, ALPN
-// h2 for HTTP/2, and with validation the CA over SDS and an exact DNS SAN.
+// h2 for HTTP/2, with validation the CA over SDS and the SANs, and the
+// client certificate over SDS when it has one.
 func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 	common := &tlsv3.CommonTlsContext{}
 	if c.Protocol == ir.H2 {
@@ -78,6 +79,9 @@ func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 				ValidationContextSdsSecretConfig: sdsSecret(v.CASecret),
 			},
 		}
+	}
+	if c.ClientSecret != "" {
+		common.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret(c.ClientSecret)}
 	}
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: common, Sni: c.SNI}
 	return &corev3.TransportSocket{

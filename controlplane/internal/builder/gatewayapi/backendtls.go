@@ -156,7 +156,7 @@ func (g *gatewayStage) policyCA(p *btlsPolicy, out *ir.UpstreamValidation) {
 		key := core.NsName(p.obj.Namespace, string(ref.Name))
 		var data []byte
 		switch {
-		case ref.Group == "" && ref.Kind == "ConfigMap":
+		case ref.Group == "" && ref.Kind == kindConfigMap:
 			cm := g.configMaps[key]
 			if cm == nil {
 				p.refs.add(string(gwapiv1.BackendTLSPolicyReasonInvalidCACertificateRef), "%s: ConfigMap %s not found", where, key)

@@ -53,15 +53,7 @@ func (g *gatewayStage) backendTLSStatuses() {
 // to the ancestors of the policies that target its Service backends (a
 // Conflicted one too: its status says so where it would have applied).
 func (g *gatewayStage) backendTLSAncestors(namespace string, parents []gwapiv1.ParentReference, refs []gwapiv1.BackendObjectReference) {
-	var gateways []gwapiv1.ParentReference
-	for _, pr := range parents {
-		ns := string(orDefault(pr.Namespace, gwapiv1.Namespace(namespace)))
-		if orDefault(pr.Group, gatewayGroup) != gatewayGroup || orDefault(pr.Kind, kindGateway) != kindGateway || g.byName[core.NsName(ns, string(pr.Name))] == nil {
-			continue
-		}
-		gateways = append(gateways, gwapiv1.ParentReference{Group: core.PtrTo(gatewayGroup), Kind: core.PtrTo(kindGateway),
-			Namespace: core.PtrTo(gwapiv1.Namespace(ns)), Name: pr.Name})
-	}
+	gateways := g.ourGateways(namespace, parents)
 	if len(gateways) == 0 {
 		return
 	}
@@ -86,6 +78,21 @@ func (g *gatewayStage) backendTLSAncestors(namespace string, parents []gwapiv1.P
 			}
 		}
 	}
+}
+
+// ourGateways are the Gateways of ours among the parentRefs of a route of
+// namespace, as ancestor references.
+func (g *gatewayStage) ourGateways(namespace string, parents []gwapiv1.ParentReference) []gwapiv1.ParentReference {
+	var gateways []gwapiv1.ParentReference
+	for _, pr := range parents {
+		ns := string(orDefault(pr.Namespace, gwapiv1.Namespace(namespace)))
+		if orDefault(pr.Group, gatewayGroup) != gatewayGroup || orDefault(pr.Kind, kindGateway) != kindGateway || g.byName[core.NsName(ns, string(pr.Name))] == nil {
+			continue
+		}
+		gateways = append(gateways, gwapiv1.ParentReference{Group: core.PtrTo(gatewayGroup), Kind: core.PtrTo(kindGateway),
+			Namespace: core.PtrTo(gwapiv1.Namespace(ns)), Name: pr.Name})
+	}
+	return gateways
 }
 
 // conditions are the policy's Accepted and ResolvedRefs conditions (the

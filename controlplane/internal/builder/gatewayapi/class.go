@@ -44,6 +44,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportGatewayFrontendClientCertificateValidation,
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
+	features.SupportGatewayBackendClientCertificate,
 )
 
 func sortedFeatures(names ...features.FeatureName) []gwapiv1.SupportedFeature {

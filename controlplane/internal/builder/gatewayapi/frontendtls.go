@@ -12,7 +12,7 @@ import (
 )
 
 // kindConfigMap names a ConfigMap in a CA certificate reference.
-const kindConfigMap = gwapiv1.Kind("ConfigMap")
+const kindConfigMap gwapiv1.Kind = "ConfigMap"
 
 // frontendValidation reads the client certificate validation that the
 // Gateway's spec.tls.frontend gives an HTTPS listener: its port's perPort

@@ -71,6 +71,9 @@ type gatewayStage struct {
 	// attachments are the attached routes' IR routes with their listener
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
+	// clusterByName indexes the clusters of the routes, for
+	// backendclientcert.go (made on first use).
+	clusterByName map[string]*ir.Cluster
 	// placedTLS are the TLS virtual hosts placed, for misdirected.go.
 	placedTLS []placedTLSHost
 	// memo keeps the routes' rules between builds (nil for none).

@@ -164,7 +164,7 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener, k hostKey, h *gwHost) {
 	l := h.listener
 	gw := l.gw.ref()
-	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: h.irRoutes()}
+	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: g.withClientCert(l.gw, h.irRoutes())}
 	il := listeners[k.port]
 	if il == nil {
 		il = g.gatewayListener(k.port, l.tls)

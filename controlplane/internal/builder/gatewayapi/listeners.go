@@ -24,6 +24,11 @@ type gwGateway struct {
 	// problems make the Gateway not accepted (its own fields, its class).
 	problems  findings
 	listeners []*gwListener
+	// refs are the Gateway's references that do not resolve
+	// (ResolvedRefs: its backend client certificate); clientCert is that
+	// certificate (backendclientcert.go).
+	refs       findings
+	clientCert *ir.Secret
 }
 
 func (x *gwGateway) accepted() bool { return len(x.problems) == 0 }
@@ -97,11 +102,7 @@ func (g *gatewayStage) buildGateway(gw *gwapiv1.Gateway, classAccepted bool) *gw
 	if i := spec.Infrastructure; i != nil && i.ParametersRef != nil {
 		x.problems.add(string(gwapiv1.GatewayReasonInvalidParameters), "spec.infrastructure.parametersRef is not supported: this controller takes no parameters")
 	}
-	if spec.TLS != nil && spec.TLS.Backend != nil {
-		// A backend that requires a client certificate would be spoken
-		// to without one: refused rather than ignored.
-		x.problems.add(status.ReasonUnsupportedField, "spec.tls.backend (a client certificate to backends) is not supported")
-	}
+	g.backendClientCert(x)
 	if al := spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwapiv1.NamespacesFromNone {
 		// ListenerSets are not read: listeners they add would be
 		// missing without a word.

@@ -40,32 +40,38 @@ func (g *gatewayStage) detectMisdirected(ready map[portGateway][]*gwListener) {
 		}
 	}
 	for _, h := range g.placedTLS {
-		var names []string
-		for _, other := range byPort[h.listener.envoyPort] {
-			if other != h.listener && other.hostname != "" {
-				names = append(names, other.hostname)
-			}
-		}
-		var also []*ir.VirtualHost
-		for _, o := range g.placedTLS {
-			switch {
-			case o.envoy != h.envoy || o.host == h.host || o.host.FQDN == "*":
-			case o.listener != h.listener:
-				names = append(names, o.host.FQDN)
-			case h.host.FQDN == "*":
-				also = append(also, o.unhoisted)
-			}
-		}
-		if h.listener.hostname != "" {
-			names = append(names, "*")
-		}
-		// Not the names served here (Envoy refuses a domain twice).
-		names = slices.DeleteFunc(names, func(n string) bool {
-			return n == h.host.FQDN || slices.ContainsFunc(also, func(v *ir.VirtualHost) bool { return v.FQDN == n })
-		})
-		slices.Sort(names)
-		h.host.Misdirected = slices.Compact(names)
-		slices.SortFunc(also, func(a, b *ir.VirtualHost) int { return strings.Compare(a.FQDN, b.FQDN) })
-		h.host.Also = also
+		h.host.Misdirected, h.host.Also = g.misdirected(h, byPort[h.listener.envoyPort])
 	}
+}
+
+// misdirected are the host names h's connections must not serve (sorted)
+// and the other hosts of its listener it serves (its catch-all's); sibling
+// are the TLS listeners of its port.
+func (g *gatewayStage) misdirected(h placedTLSHost, siblings []*gwListener) ([]string, []*ir.VirtualHost) {
+	var names []string
+	for _, other := range siblings {
+		if other != h.listener && other.hostname != "" {
+			names = append(names, other.hostname)
+		}
+	}
+	var also []*ir.VirtualHost
+	for _, o := range g.placedTLS {
+		switch {
+		case o.envoy != h.envoy || o.host == h.host || o.host.FQDN == "*":
+		case o.listener != h.listener:
+			names = append(names, o.host.FQDN)
+		case h.host.FQDN == "*":
+			also = append(also, o.unhoisted)
+		}
+	}
+	if h.listener.hostname != "" {
+		names = append(names, "*")
+	}
+	// Not the names served here (Envoy refuses a domain twice).
+	names = slices.DeleteFunc(names, func(n string) bool {
+		return n == h.host.FQDN || slices.ContainsFunc(also, func(v *ir.VirtualHost) bool { return v.FQDN == n })
+	})
+	slices.Sort(names)
+	slices.SortFunc(also, func(a, b *ir.VirtualHost) int { return strings.Compare(a.FQDN, b.FQDN) })
+	return slices.Compact(names), also
 }

@@ -77,11 +77,22 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 				"its Service "+g.envoyNS+"/"+GatewayServiceName(core.NsName(x.gw.Namespace, x.gw.Name))+" has no address yet", gen)
 		}
 	}
-	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
-	if c, ok := insecureFrontend(x); ok {
-		x.st.GatewayAPI.Conditions = append(x.st.GatewayAPI.Conditions, c)
-	}
+	x.st.GatewayAPI.Conditions = append([]metav1.Condition{accepted, programmed}, tlsConditions(x)...)
 	x.st.GatewayAPI.Addresses = addresses
+}
+
+// tlsConditions are the conditions of a Gateway's spec.tls, while they
+// apply: InsecureFrontendValidationMode, and ResolvedRefs (only the
+// backend client certificate is a Gateway's own reference).
+func tlsConditions(x *gwGateway) []metav1.Condition {
+	var out []metav1.Condition
+	if c, ok := insecureFrontend(x); ok {
+		out = append(out, c)
+	}
+	if t := x.gw.Spec.TLS; t != nil && t.Backend != nil {
+		out = append(out, goodWhenEmpty(gwapiv1.GatewayConditionResolvedRefs, x.refs, gwapiv1.GatewayReasonResolvedRefs, "references resolved", x.gw.Generation))
+	}
+	return out
 }
 
 // insecureFrontend is the InsecureFrontendValidationMode condition of a
