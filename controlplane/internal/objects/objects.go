@@ -34,10 +34,8 @@ type Set struct {
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
-	// BackendTLSPolicies are read so that the backends they target fail
-	// closed (v1alpha3 objects are read as v1): Portcullis does not
-	// implement them, and must not speak plaintext to a Service whose
-	// owner asked for TLS.
+	// BackendTLSPolicies say how Envoy speaks TLS to the Services they
+	// target (v1alpha3 objects are read as v1).
 	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
 	// ConfigMaps are read for the CA certificates BackendTLSPolicies name
 	// (validation.caCertificateRefs).

@@ -225,8 +225,8 @@ func ignoredUpdate(old, cur any) bool {
 
 // statusOnly reports an update of a kind we write the status of that
 // changed nothing but its status (typically our own status write), or of
-// a BackendTLSPolicy (whose status other implementations write; the build
-// reads its spec only), or of a kind an extension registered (the only
+// a BackendTLSPolicy (whose status other implementations write too; the
+// build reads its spec only), or of a kind an extension registered (the only
 // unstructured objects: their status is the extension's, or ours for
 // policies, and the build hands their spec to the extension).
 func statusOnly(old, cur any) bool {
