@@ -207,7 +207,7 @@ recursively) and prints one document:
   xds:    listeners, routes, clusters, endpoints and secrets as Envoy receives
           them (protojson with @type; private keys redacted)
 
-Documents of other kinds (Deployments, ConfigMaps...) are ignored. Use it to
+Documents of other kinds (Deployments, Pods...) are ignored. Use it to
 check resources before applying them, or to see why a route does what it does.
 With --config, the configuration file (global authorization and processing,
 docs/configuration.md) is read and checked as serve would; its extension

@@ -11,6 +11,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
+	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
 // btlsBase is a Gateway, two Services (secure: ports 443 "https" and 80
@@ -76,12 +77,41 @@ spec:
   - backendRefs: [{name: secure, namespace: apps, port: 443}]
 `
 
+// btlsCA is a ConfigMap and a Secret of namespace apps holding a CA
+// certificate (ca.crt), and a ConfigMap without one.
+func btlsCA(t *testing.T) string {
+	ca := "    " + strings.ReplaceAll(strings.TrimSpace(string(testCAPEM(t))), "\n", "\n    ")
+	return `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: apps}
+data:
+  ca.crt: |
+` + ca + `
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: ca, namespace: apps}
+stringData:
+  ca.crt: |
+` + ca + `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: empty, namespace: apps}
+data: {}
+`
+}
+
 // A backend whose Service port a BackendTLSPolicy of the Service's
-// namespace targets is invalid (Portcullis does not implement the policy
-// and must not speak plaintext to it): its share answers 500, a mirror to
-// it is left out, and the routes' ResolvedRefs say why.
-func TestBackendTLSPolicyFailsClosed(t *testing.T) {
-	policy := func(ns, group, kind, name, section string) string {
+// namespace targets is spoken TLS to, verified as the policy says (the
+// protocol after the port: tls, h2 for the GRPCRoute); while the policy
+// cannot be honoured it is invalid: its share answers 500, a mirror to it
+// is left out, the routes' ResolvedRefs say why, and the policy's status
+// says what to fix. Everything else is unaffected.
+func TestBackendTLSPolicy(t *testing.T) {
+	policy := func(ns, group, kind, name, section, validation string) string {
 		target := fmt.Sprintf("{group: %q, kind: %s, name: %s", group, kind, name)
 		if section != "" {
 			target += ", sectionName: " + section
@@ -93,29 +123,59 @@ kind: BackendTLSPolicy
 metadata: {name: tls, namespace: %s}
 spec:
   targetRefs: [%s}]
-  validation: {hostname: secure.example.com, wellKnownCACertificates: System}
-`, ns, target)
+  validation: %s
+`, ns, target, validation)
 	}
-	const fine = "secure:443 echo:80 | mirror secure:443 | grpc secure:443"
+	const (
+		system    = "{hostname: secure.example.com, wellKnownCACertificates: System}"
+		configMap = `{hostname: secure.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}]}`
+		secret    = `{hostname: secure.example.com, caCertificateRefs: [{group: "", kind: Secret, name: ca}]}`
+		sans      = `{hostname: secure.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: ca}], subjectAltNames: [{type: URI, uri: "spiffe://apps/secure"}]}`
+		missing   = `{hostname: secure.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: nope}]}`
+		empty     = `{hostname: secure.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: empty}]}`
+		wrongKind = `{hostname: secure.example.com, caCertificateRefs: [{group: example.com, kind: Bundle, name: ca}]}`
+		oneBad    = `{hostname: secure.example.com, caCertificateRefs: [{group: "", kind: ConfigMap, name: nope}, {group: "", kind: Secret, name: ca}]}`
+	)
+	const fine = "secure:443 echo:80 | mirror secure:443 | grpc secure:443/h2c"
+	const tls = "secure:443/tls echo:80 | mirror secure:443/tls | grpc secure:443/h2"
 	const refused = "echo:80 invalid-backend | mirror - | grpc 500"
 	for _, tc := range []struct {
 		name, policy string
 		want         string
 		// refs is the HTTPRoute's ResolvedRefs message ("" for True).
 		refs string
+		// accepted and resolved are the policy's conditions' reasons at
+		// the Gateway ("" for no ancestor).
+		accepted, resolved string
+		// validation is the cluster of secure:443's (HTTPRoute).
+		validation string
 	}{
-		{"none", "", fine, ""},
-		{"the whole Service", policy("apps", "", "Service", "secure", ""), refused,
-			`spec.rules[0].backendRefs[0]: Service apps/secure port 443 is targeted by BackendTLSPolicy apps/tls, which is not supported (no TLS to backends): it is not used rather than sent plaintext`},
-		{"the port used, by name", policy("apps", "", "Service", "secure", "https"), refused, "BackendTLSPolicy apps/tls"},
-		{"another port", policy("apps", "", "Service", "secure", "http"), fine, ""},
-		{"a Service of the same name in the routes' namespace", policy("web", "", "Service", "secure", ""), fine, ""},
-		{"another Service", policy("apps", "", "Service", "echo", ""), "secure:443 invalid-backend | mirror - | grpc secure:443", "Service apps/echo port 80"},
-		{"another kind", policy("apps", "example.com", "Bucket", "secure", ""), fine, ""},
+		{name: "none", want: fine},
+		{name: "a ConfigMap's CA, the whole Service", policy: policy("apps", "", "Service", "secure", "", configMap), want: tls,
+			accepted: "Accepted", resolved: "ResolvedRefs", validation: "apps/tls/backendtlspolicy secure.example.com [] []"},
+		{name: "a Secret's CA, the port used, by name", policy: policy("apps", "", "Service", "secure", "https", secret), want: tls,
+			accepted: "Accepted", resolved: "ResolvedRefs", validation: "apps/tls/backendtlspolicy secure.example.com [] []"},
+		{name: "SANs", policy: policy("apps", "", "Service", "secure", "", sans), want: tls,
+			accepted: "Accepted", resolved: "ResolvedRefs", validation: "apps/tls/backendtlspolicy secure.example.com [] [spiffe://apps/secure]"},
+		{name: "one bad CA reference of two", policy: policy("apps", "", "Service", "secure", "", oneBad), want: tls,
+			accepted: "Accepted", resolved: "InvalidCACertificateRef", validation: "apps/tls/backendtlspolicy secure.example.com [] []"},
+		{name: "system roots, none configured", policy: policy("apps", "", "Service", "secure", "", system), want: refused,
+			refs: "BackendTLSPolicy apps/tls, which applies to it, is invalid", accepted: "Invalid", resolved: "ResolvedRefs"},
+		{name: "a missing ConfigMap", policy: policy("apps", "", "Service", "secure", "", missing), want: refused,
+			refs: "ConfigMap apps/nope not found", accepted: "NoValidCACertificate", resolved: "InvalidCACertificateRef"},
+		{name: "a ConfigMap without ca.crt", policy: policy("apps", "", "Service", "secure", "", empty), want: refused,
+			refs: "no valid PEM certificate", accepted: "NoValidCACertificate", resolved: "InvalidCACertificateRef"},
+		{name: "a CA of a wrong kind", policy: policy("apps", "", "Service", "secure", "", wrongKind), want: refused,
+			refs: "kind Bundle of group", accepted: "NoValidCACertificate", resolved: "InvalidKind"},
+		{name: "another port", policy: policy("apps", "", "Service", "secure", "http", configMap), want: fine},
+		{name: "a Service of the same name in the routes' namespace", policy: policy("web", "", "Service", "secure", "", configMap), want: fine},
+		{name: "another Service, invalid", policy: policy("apps", "", "Service", "echo", "", missing), want: "secure:443 invalid-backend | mirror - | grpc secure:443/h2c",
+			refs: "Service apps/echo port 80", accepted: "NoValidCACertificate", resolved: "InvalidCACertificateRef"},
+		{name: "another kind", policy: policy("apps", "example.com", "Bucket", "secure", "", configMap), want: fine},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var in objects.Set
-			if _, err := in.Decode(strings.NewReader(btlsBase+tc.policy), "in.yaml"); err != nil {
+			if _, err := in.Decode(strings.NewReader(btlsBase+btlsCA(t)+tc.policy), "in.yaml"); err != nil {
 				t.Fatal(err)
 			}
 			in.Sort()
@@ -123,42 +183,89 @@ spec:
 			if got := btlsSummary(res.Model); got != tc.want {
 				t.Errorf("routes = %q, want %q", got, tc.want)
 			}
+			if tc.validation != "" {
+				var got string
+				for _, c := range res.Model.Clusters {
+					if v := c.Validation; strings.HasPrefix(c.Name, "service/apps/secure/443/tls/") && v != nil {
+						got = fmt.Sprintf("%s %s %v %v", v.CASecret, v.SubjectName, v.SubjectNames, v.SubjectURIs)
+						if c.SNI != "secure.example.com" {
+							t.Errorf("SNI %q, want secure.example.com", c.SNI)
+						}
+					}
+				}
+				if got != tc.validation {
+					t.Errorf("validation %q, want %q", got, tc.validation)
+				}
+			}
 			for _, o := range res.Status {
-				if o.Ref.Kind != objects.KindHTTPRoute && o.Ref.Kind != objects.KindGRPCRoute {
-					continue
-				}
-				if len(o.GatewayAPI.Parents) != 1 {
-					t.Fatalf("%s: parents %+v", o.Ref, o.GatewayAPI.Parents)
-				}
-				c := meta.FindStatusCondition(o.GatewayAPI.Parents[0].Conditions, string(gwapiv1.RouteConditionResolvedRefs))
-				if tc.refs == "" {
-					if c == nil || c.Status != "True" {
-						t.Errorf("%s: ResolvedRefs %+v, want True", o.Ref, c)
-					}
-					continue
-				}
-				if c == nil || c.Status != "False" || c.Reason != string(gwapiv1.RouteReasonUnsupportedProtocol) {
-					if o.Ref.Kind == objects.KindGRPCRoute && tc.name == "another Service" {
-						continue // the GRPCRoute does not use echo
-					}
-					t.Errorf("%s: ResolvedRefs %+v, want False, UnsupportedProtocol", o.Ref, c)
-					continue
-				}
-				if o.Ref.Kind == objects.KindHTTPRoute && !strings.Contains(c.Message, tc.refs) {
-					t.Errorf("%s: ResolvedRefs message %q, want it to contain %q", o.Ref, c.Message, tc.refs)
+				switch o.Ref.Kind {
+				case objects.KindBackendTLSPolicy:
+					checkBTLSAncestor(t, o.GatewayAPI.Ancestors, tc.accepted, tc.resolved)
+				case objects.KindHTTPRoute, objects.KindGRPCRoute:
+					checkBTLSRefs(t, o, tc.name, tc.refs)
 				}
 			}
 		})
 	}
 }
 
+// checkBTLSAncestor checks a policy's one ancestor, the Gateway web/gw,
+// whose Accepted and ResolvedRefs reasons are accepted and resolved (no
+// ancestor when accepted is "").
+func checkBTLSAncestor(t *testing.T, ancestors []gwapiv1.PolicyAncestorStatus, accepted, resolved string) {
+	t.Helper()
+	if accepted == "" {
+		if len(ancestors) != 0 {
+			t.Errorf("ancestors %+v, want none", ancestors)
+		}
+		return
+	}
+	if len(ancestors) != 1 || ancestors[0].AncestorRef.Name != "gw" || string(*ancestors[0].AncestorRef.Namespace) != "web" {
+		t.Fatalf("ancestors %+v, want the Gateway web/gw", ancestors)
+	}
+	for typ, want := range map[string]string{"Accepted": accepted, "ResolvedRefs": resolved} {
+		c := meta.FindStatusCondition(ancestors[0].Conditions, typ)
+		if c == nil || c.Reason != want || (c.Status == "True") != (want == "Accepted" || want == "ResolvedRefs") {
+			t.Errorf("%s %+v, want reason %s", typ, c, want)
+		}
+	}
+}
+
+// checkBTLSRefs checks a route's ResolvedRefs: True when refs is "", else
+// False (UnsupportedProtocol) with a message containing refs.
+func checkBTLSRefs(t *testing.T, o *status.Object, name, refs string) {
+	t.Helper()
+	if len(o.GatewayAPI.Parents) != 1 {
+		t.Fatalf("%s: parents %+v", o.Ref, o.GatewayAPI.Parents)
+	}
+	c := meta.FindStatusCondition(o.GatewayAPI.Parents[0].Conditions, string(gwapiv1.RouteConditionResolvedRefs))
+	if refs == "" || (o.Ref.Kind == objects.KindGRPCRoute && strings.HasPrefix(name, "another Service")) {
+		// (The GRPCRoute does not use echo.)
+		if c == nil || c.Status != "True" {
+			t.Errorf("%s: ResolvedRefs %+v, want True", o.Ref, c)
+		}
+		return
+	}
+	if c == nil || c.Status != "False" || c.Reason != string(gwapiv1.RouteReasonUnsupportedProtocol) {
+		t.Errorf("%s: ResolvedRefs %+v, want False, UnsupportedProtocol", o.Ref, c)
+		return
+	}
+	if o.Ref.Kind == objects.KindHTTPRoute && !strings.Contains(c.Message, refs) {
+		t.Errorf("%s: ResolvedRefs message %q, want it to contain %q", o.Ref, c.Message, refs)
+	}
+}
+
 // btlsSummary renders the clusters of /split (the invalid share last), the
 // mirrors of /mirror (- for none, or when the rule answers 500) and the
 // GRPCRoute's clusters (or 500), service/<ns>/<name>/<port>[/protocol]
-// written <name>:<port>.
+// written <name>:<port>[/protocol].
 func btlsSummary(m *ir.Model) string {
 	short := func(c string) string {
-		if parts := strings.Split(c, "/"); len(parts) >= 4 && parts[0] == "service" {
+		parts := strings.Split(c, "/")
+		switch {
+		case len(parts) >= 5 && parts[0] == "service":
+			return parts[2] + ":" + parts[3] + "/" + parts[4]
+		case len(parts) >= 4 && parts[0] == "service":
 			return parts[2] + ":" + parts[3]
 		}
 		return c

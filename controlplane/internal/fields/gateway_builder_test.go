@@ -151,9 +151,6 @@ var refusedGatewayCases = []gatewayCase{
 	{fields.KindGateway, "spec.allowedListeners", func(s *objects.Set) {
 		s.Gateways[0].Spec.AllowedListeners = &gwapiv1.AllowedListeners{Namespaces: &gwapiv1.ListenerNamespaces{From: &all}}
 	}, "spec.allowedListeners (ListenerSets) is not supported"},
-	{fields.KindGateway, "spec.tls", func(s *objects.Set) {
-		s.Gateways[0].Spec.TLS = &gwapiv1.GatewayTLSConfig{}
-	}, "spec.tls (backend client certificates, frontend client validation) is not supported"},
 	{fields.KindGateway, "spec.defaultScope", func(s *objects.Set) { s.Gateways[0].Spec.DefaultScope = scope }, "spec.defaultScope (default Gateways) is not supported"},
 
 	{fields.KindHTTPRoute, "spec.rules.filters.externalAuth", httpFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterExternalAuth, ExternalAuth: &gwapiv1.HTTPExternalAuthFilter{}}), `filter type "ExternalAuth" is not supported`},

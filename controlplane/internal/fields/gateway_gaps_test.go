@@ -14,6 +14,8 @@ var gatewayGoldenGaps = map[string][]string{
 	KindGateway: {
 		"spec.listeners.tls.certificateRefs.group",
 		"spec.listeners.allowedRoutes.kinds.group",
+		"spec.tls.frontend.default.validation.caCertificateRefs.group",
+		"spec.tls.frontend.perPort.tls.validation.caCertificateRefs.group",
 		"spec.infrastructure", // only its parametersRef (refused) is read
 	},
 	KindHTTPRoute: {

@@ -237,6 +237,15 @@ type SecureVirtualHost struct {
 	// JWTProviders verify the JSON Web Tokens of the routes that name
 	// one (Route.JWTProvider); none for no JWT verification.
 	JWTProviders []JWTProvider
+	// Also are more virtual hosts served on this host's connections (the
+	// catch-all host "*" of a Gateway listener serves the listener's
+	// other hosts to clients whose SNI names none of them).
+	Also []*VirtualHost
+	// Misdirected are the host names (exact, "*.suffix" or "*") that
+	// other filter chains of the listener serve: a request for one of them
+	// on this host's connections is answered 421 (Misdirected Request), so
+	// that the client opens a connection with the right SNI.
+	Misdirected []string
 }
 
 // TCPHost proxies the TLS connections for one SNI name to its clusters
@@ -736,7 +745,11 @@ type Cluster struct {
 	// Validation verifies the upstream's certificate (TLS protocols only).
 	Validation *UpstreamValidation
 	// SNI sent to TLS upstreams.
-	SNI            string
+	SNI string
+	// ClientSecret, when set, names the SDS secret of the client
+	// certificate presented to TLS upstreams (a Gateway's
+	// spec.tls.backend).
+	ClientSecret   string
 	ConnectTimeout time.Duration
 	// LBPolicy: RoundRobin (the default, also ""), WeightedLeastRequest,
 	// Random, or RingHash (consistent hashing of the routes' HashPolicies).
@@ -837,8 +850,12 @@ type UpstreamValidation struct {
 	// SubjectName is also the SNI and an ExtensionService's authority.
 	SubjectName string
 	// SubjectNames are the DNS SANs accepted, one of which the certificate
-	// must present; the first is SubjectName. Nil: SubjectName alone.
+	// must present; the first is SubjectName. Nil (and no SubjectURIs):
+	// SubjectName alone.
 	SubjectNames []string
+	// SubjectURIs are the URI SANs accepted (a BackendTLSPolicy's), as
+	// alternatives to SubjectNames.
+	SubjectURIs []string
 }
 
 // Secret is an SDS secret: a certificate with key, or a CA bundle.

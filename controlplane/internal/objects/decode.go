@@ -309,7 +309,7 @@ func isOnlyComments(doc []byte) bool {
 func readKind(obj runtime.Object) bool {
 	switch obj.(type) {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
-		*corev1.Secret, *corev1.Service, *discoveryv1.EndpointSlice, *corev1.Namespace,
+		*corev1.Secret, *corev1.ConfigMap, *corev1.Service, *discoveryv1.EndpointSlice, *corev1.Namespace,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute, *gwapiv1.ReferenceGrant,
 		*gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy,
 		*gwapiv1beta1.GatewayClass, *gwapiv1beta1.Gateway, *gwapiv1beta1.HTTPRoute, *gwapiv1beta1.ReferenceGrant,
@@ -374,6 +374,8 @@ func (s *Set) addOther(obj runtime.Object) {
 		s.Delegations = append(s.Delegations, o)
 	case *corev1.Secret:
 		s.Secrets = append(s.Secrets, o)
+	case *corev1.ConfigMap:
+		s.ConfigMaps = append(s.ConfigMaps, o)
 	case *corev1.Service:
 		s.Services = append(s.Services, o)
 	case *discoveryv1.EndpointSlice:

@@ -66,9 +66,9 @@ apiVersion: v1
 kind: List
 items:
 - {apiVersion: projectcontour.io/v1, kind: HTTPProxy, metadata: {name: first}}
-- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+- {apiVersion: v1, kind: Pod, metadata: {name: c}}
 - {apiVersion: projectcontour.io/v1, kind: HTTPProxy, metadata: {name: second}}
-`, wantProxies: []string{"default/first", "default/second"}, wantSkipped: []string{"in.yaml:1[1]: v1/ConfigMap"}},
+`, wantProxies: []string{"default/first", "default/second"}, wantSkipped: []string{"in.yaml:1[1]: v1/Pod"}},
 		{name: "a broken document is an error naming it, after the objects before it", in: `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy

@@ -34,11 +34,12 @@ type Set struct {
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
-	// BackendTLSPolicies are read so that the backends they target fail
-	// closed (v1alpha3 objects are read as v1): Portcullis does not
-	// implement them, and must not speak plaintext to a Service whose
-	// owner asked for TLS.
+	// BackendTLSPolicies say how Envoy speaks TLS to the Services they
+	// target (v1alpha3 objects are read as v1).
 	BackendTLSPolicies []*gwapiv1.BackendTLSPolicy
+	// ConfigMaps are read for the CA certificates BackendTLSPolicies name
+	// (validation.caCertificateRefs).
+	ConfigMaps []*corev1.ConfigMap
 	// Portcullis's Gateway API policies (gateway.portcullis.dev).
 	ExtAuthPolicies []*gatewayv1alpha1.ExtAuthPolicy
 	ExtProcPolicies []*gatewayv1alpha1.ExtProcPolicy
@@ -108,6 +109,7 @@ func (s *Set) Add(o *Set) {
 	s.GRPCRoutes = append(s.GRPCRoutes, o.GRPCRoutes...)
 	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
 	s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.BackendTLSPolicies...)
+	s.ConfigMaps = append(s.ConfigMaps, o.ConfigMaps...)
 	s.ExtAuthPolicies = append(s.ExtAuthPolicies, o.ExtAuthPolicies...)
 	s.ExtProcPolicies = append(s.ExtProcPolicies, o.ExtProcPolicies...)
 	s.Namespaces = append(s.Namespaces, o.Namespaces...)
@@ -135,6 +137,7 @@ func (s *Set) Sort() {
 	sortObjects(s.GRPCRoutes)
 	sortObjects(s.ReferenceGrants)
 	sortObjects(s.BackendTLSPolicies)
+	sortObjects(s.ConfigMaps)
 	sortObjects(s.ExtAuthPolicies)
 	sortObjects(s.ExtProcPolicies)
 	sortObjects(s.Namespaces)

@@ -118,6 +118,7 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
 	policies := currentStatus(objects.KindExtAuthPolicy, in.ExtAuthPolicies, func(p *gatewayv1alpha1.ExtAuthPolicy) gwapiv1.PolicyStatus { return p.Status })
 	maps.Copy(policies, currentStatus(objects.KindExtProcPolicy, in.ExtProcPolicies, func(p *gatewayv1alpha1.ExtProcPolicy) gwapiv1.PolicyStatus { return p.Status }))
+	maps.Copy(policies, currentStatus(objects.KindBackendTLSPolicy, in.BackendTLSPolicies, func(p *gwapiv1.BackendTLSPolicy) gwapiv1.PolicyStatus { return p.Status }))
 	// The extensions' objects: only their policies get a status (the
 	// builder reports on nothing else of theirs).
 	extObjects := make(map[objects.Ref]*unstructured.Unstructured, len(in.Extensions))
@@ -155,6 +156,9 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindExtProcPolicy:
 			st := status.Policy(o, policies[o.Ref], now)
 			u.ExtProcPolicy = &st
+		case objects.KindBackendTLSPolicy:
+			st := status.Policy(o, policies[o.Ref], now)
+			u.BackendTLSPolicy = &st
 		default:
 			if x := extObjects[o.Ref]; x != nil {
 				st := status.Policy(o, statuswriter.ExtensionPolicyStatus(x), now)
@@ -289,6 +293,9 @@ func UIDs(in *objects.Set) map[objects.Ref]types.UID {
 	}
 	for _, o := range in.ExtProcPolicies {
 		add(objects.KindExtProcPolicy, o)
+	}
+	for _, o := range in.BackendTLSPolicies {
+		add(objects.KindBackendTLSPolicy, o)
 	}
 	for _, o := range in.Extensions {
 		out[objects.Ref{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetUID()

@@ -60,6 +60,11 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 	case u.ExtProcPolicy != nil:
 		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtProcPolicy{}, func(o *gatewayv1alpha1.ExtProcPolicy) *gwapiv1.PolicyStatus { return &o.Status },
 			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtProcPolicy, now) })
+	case u.BackendTLSPolicy != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.BackendTLSPolicy{}, func(o *gwapiv1.BackendTLSPolicy) *gwapiv1.PolicyStatus { return &o.Status },
+			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus {
+				return k.mergePolicy(cur, u.BackendTLSPolicy, now)
+			})
 	case u.ExtensionPolicy != nil:
 		return k.writeExtensionPolicy(ctx, key, u, now)
 	}
@@ -79,7 +84,17 @@ func mergeGatewayClass(cur, want *gwapiv1.GatewayClassStatus, now metav1.Time) g
 // transition times); its conditions are merged.
 func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.GatewayStatus {
 	out := *want
-	out.Conditions = status.MergeConditions(cur.Conditions, want.Conditions, now)
+	// InsecureFrontendValidationMode and ResolvedRefs are ours (the
+	// Gateway is of our class), set while what they say about holds
+	// (AllowInsecureFallback, spec.tls.backend), and removed after, as
+	// the API asks.
+	conds := cur.Conditions
+	for _, typ := range []gwapiv1.GatewayConditionType{gwapiv1.GatewayConditionInsecureFrontendValidationMode, gwapiv1.GatewayConditionResolvedRefs} {
+		if status.FindCondition(want.Conditions, string(typ)) == nil && status.FindCondition(conds, string(typ)) != nil {
+			conds = slices.DeleteFunc(slices.Clone(conds), func(c metav1.Condition) bool { return c.Type == string(typ) })
+		}
+	}
+	out.Conditions = status.MergeConditions(conds, want.Conditions, now)
 	out.Addresses = make([]gwapiv1.GatewayStatusAddress, len(want.Addresses))
 	for i, a := range want.Addresses {
 		if a.Type == nil {

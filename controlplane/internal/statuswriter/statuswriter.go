@@ -42,6 +42,9 @@ type Update struct {
 	// this controller, as for the Gateway API statuses above.
 	ExtAuthPolicy *gwapiv1.PolicyStatus
 	ExtProcPolicy *gwapiv1.PolicyStatus
+	// BackendTLSPolicy: its ancestors naming this controller (other
+	// implementations write theirs on the same policy).
+	BackendTLSPolicy *gwapiv1.PolicyStatus
 	// ExtensionPolicy is the status of a policy of a kind an extension
 	// registered (ExtensionGVK): its ancestors naming this controller.
 	// The rest of the object's status is the extension's and is kept.
@@ -57,7 +60,7 @@ func (u Update) APIVersion() string {
 	switch u.Ref.Kind {
 	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
-	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute:
+	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindBackendTLSPolicy:
 		return gwapiv1.GroupVersion.String()
 	case objects.KindExtAuthPolicy, objects.KindExtProcPolicy:
 		return gatewayv1alpha1.GroupVersion.String()
@@ -86,6 +89,8 @@ func (u Update) Status() any {
 		return u.ExtAuthPolicy
 	case u.ExtProcPolicy != nil:
 		return u.ExtProcPolicy
+	case u.BackendTLSPolicy != nil:
+		return u.BackendTLSPolicy
 	case u.ExtensionPolicy != nil:
 		return u.ExtensionPolicy
 	}

@@ -122,7 +122,7 @@ func globalHCM(m *ir.Model) hcmSettings {
 // hostHCM are the settings of a TLS virtual host's own HCM, which only
 // its own routes use.
 func hostHCM(vh *ir.SecureVirtualHost) hcmSettings {
-	h := hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders}.withRoutes([]*ir.VirtualHost{&vh.VirtualHost})
+	h := hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders}.withRoutes(append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...))
 	if vh.ClientValidation != nil {
 		h.xfcc = vh.ClientValidation.ForwardClientCert
 	}

@@ -149,7 +149,10 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 func secureHost(prefix string, vh *ir.SecureVirtualHost) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
 	name := secureName(prefix, vh.FQDN)
 	h := hostHCM(vh)
-	rc, _, _ := routeConfig(name, []*ir.VirtualHost{&vh.VirtualHost}, routeSettings{filters: h.filters()}, nil)
+	rc, _, _ := routeConfig(name, append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...), routeSettings{filters: h.filters()}, nil)
+	if len(vh.Misdirected) > 0 {
+		rc.VirtualHosts = append(rc.VirtualHosts, misdirectedHost(vh.Misdirected))
+	}
 	return rc, &listenerv3.FilterChain{
 		Name:             name,
 		FilterChainMatch: serverNames(vh.FQDN),

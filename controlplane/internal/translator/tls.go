@@ -63,7 +63,8 @@ func downstreamTLSWithALPN(secret, minVersion, maxVersion string, cv *ir.ClientV
 }
 
 // upstreamTLS is the TLS context of a TLS cluster (h2 or tls): SNI, ALPN
-// h2 for HTTP/2, and with validation the CA over SDS and an exact DNS SAN.
+// h2 for HTTP/2, with validation the CA over SDS and the SANs, and the
+// client certificate over SDS when it has one.
 func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 	common := &tlsv3.CommonTlsContext{}
 	if c.Protocol == ir.H2 {
@@ -79,6 +80,9 @@ func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 			},
 		}
 	}
+	if c.ClientSecret != "" {
+		common.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret(c.ClientSecret)}
+	}
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: common, Sni: c.SNI}
 	return &corev3.TransportSocket{
 		Name:       tlsTransportName,
@@ -87,20 +91,28 @@ func upstreamTLS(c *ir.Cluster) *corev3.TransportSocket {
 }
 
 // sanMatchers accept a certificate presenting any of the subject names as
-// a DNS SAN (Envoy ORs the matchers).
+// a DNS SAN, or any of the URIs as a URI SAN (Envoy ORs the matchers).
 func sanMatchers(v *ir.UpstreamValidation) []*tlsv3.SubjectAltNameMatcher {
 	names := v.SubjectNames
-	if len(names) == 0 {
+	if len(names) == 0 && len(v.SubjectURIs) == 0 {
 		names = []string{v.SubjectName}
 	}
-	ms := make([]*tlsv3.SubjectAltNameMatcher, 0, len(names))
+	ms := make([]*tlsv3.SubjectAltNameMatcher, 0, len(names)+len(v.SubjectURIs))
 	for _, n := range names {
-		ms = append(ms, &tlsv3.SubjectAltNameMatcher{
-			SanType: tlsv3.SubjectAltNameMatcher_DNS,
-			Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: n}},
-		})
+		ms = append(ms, sanMatcher(tlsv3.SubjectAltNameMatcher_DNS, n))
+	}
+	for _, u := range v.SubjectURIs {
+		ms = append(ms, sanMatcher(tlsv3.SubjectAltNameMatcher_URI, u))
 	}
 	return ms
+}
+
+// sanMatcher matches a SAN of type t that is exactly value.
+func sanMatcher(t tlsv3.SubjectAltNameMatcher_SanType, value string) *tlsv3.SubjectAltNameMatcher {
+	return &tlsv3.SubjectAltNameMatcher{
+		SanType: t,
+		Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: value}},
+	}
 }
 
 // tlsVersion maps the API's "1.2" and "1.3"; anything else is def.

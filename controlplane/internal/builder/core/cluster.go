@@ -36,7 +36,7 @@ func (s ClusterSettings) Key() string {
 	if s.Validation == nil && s.Lb == "" && s.Idle == nil && s.SlowStart == nil && s.HealthCheck == nil {
 		return ""
 	}
-	k := fmt.Sprintf("%v|%s|<nil>", s.Validation, s.Lb)
+	k := ValidationKey(s.Validation) + "|" + s.Lb + "|<nil>"
 	if s.Idle != nil {
 		k += "|idle=" + s.Idle.String()
 	}
@@ -48,6 +48,19 @@ func (s ClusterSettings) Key() string {
 		if hc.TCP {
 			k += "|tcp"
 		}
+	}
+	return k
+}
+
+// ValidationKey encodes v as the settings of names made before
+// SubjectURIs did (%v of the pointer), URIs after them when there are.
+func ValidationKey(v *ir.UpstreamValidation) string {
+	if v == nil {
+		return "<nil>"
+	}
+	k := fmt.Sprintf("&{%s %s %v}", v.CASecret, v.SubjectName, v.SubjectNames)
+	if len(v.SubjectURIs) > 0 {
+		k += fmt.Sprintf("|uris=%v", v.SubjectURIs)
 	}
 	return k
 }

@@ -107,7 +107,7 @@ func (r *Resolver) CASecret(ref, namespace string) (*ir.Secret, error) {
 		return nil, fmt.Errorf("CA Secret %q not found", key.String())
 	}
 	ca := secretData(s, CAKey)
-	if !validPEMCerts(ca) {
+	if !ValidPEMCerts(ca) {
 		return nil, fmt.Errorf("CA Secret %q has no valid PEM certificate under key %q", key.String(), CAKey)
 	}
 	return &ir.Secret{Name: key.Namespace + "/" + key.Name + "/" + CAKey, CA: ca}, nil
@@ -125,7 +125,9 @@ func secretData(s *corev1.Secret, key string) []byte {
 	return nil
 }
 
-func validPEMCerts(b []byte) bool {
+// ValidPEMCerts reports whether b holds PEM certificates, at least one,
+// each of which parses.
+func ValidPEMCerts(b []byte) bool {
 	found := false
 	for {
 		var block *pem.Block

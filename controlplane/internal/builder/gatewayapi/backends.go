@@ -77,7 +77,8 @@ func (b *routeBuild) weightedBackends(refs []weightedRef, where string) ([]ir.We
 // shared with HTTPProxies' routes to the same Service port; "" when it
 // cannot be used, with the reason in ResolvedRefs. Another namespace's
 // backend needs a ReferenceGrant there. A Service port a BackendTLSPolicy
-// targets cannot be used: it would get plaintext.
+// applies to is spoken TLS to, verified as the policy says; it cannot be
+// used while the policy is invalid.
 func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where string) string {
 	group, kind := orDefault(ref.Group, ""), orDefault(ref.Kind, kindService)
 	ns := string(orDefault(ref.Namespace, gwapiv1.Namespace(b.rt.ref.Namespace)))
@@ -130,9 +131,6 @@ func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.Port
 	if err != nil {
 		return b.unusableBackend(where, gwapiv1.RouteReasonBackendNotFound, "%v", err)
 	}
-	if policies := b.backendTLS.targeting(key, be.Port.Name); policies != "" {
-		return b.unusableBackend(where, gwapiv1.RouteReasonUnsupportedProtocol, "Service %s port %d is targeted by BackendTLSPolicy %s, which is not supported (no TLS to backends): it is not used rather than sent plaintext", key, *port, policies)
-	}
 	up, aerr := core.ServiceUpstream(be)
 	if aerr != nil {
 		return b.unusableBackend(where, gwapiv1.RouteConditionReason(aerr.Reason), "Service %s: %v: it is not used rather than served otherwise", key, aerr)
@@ -141,7 +139,17 @@ func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.Port
 	if b.grpc && protocol == ir.HTTP1 {
 		protocol = ir.H2C
 	}
-	c := b.ClusterFor("service", be, protocol, up, core.ClusterSettings{})
+	var cs core.ClusterSettings
+	if p := b.backendTLS.forPort(key, be.Port.Name); p != nil {
+		if p.validation == nil {
+			return b.unusableBackend(where, gwapiv1.RouteReasonUnsupportedProtocol, "Service %s port %d: BackendTLSPolicy %s, which applies to it, is invalid (%s): it is not used rather than sent plaintext or to an unverified peer", key, *port, p, p.invalid.message())
+		}
+		protocol = backendTLSProtocol(protocol)
+		cs.Validation = p.validation
+		b.Out.UseSecret(p.ca)
+		b.Out.SecretUses.Add(p.ca.Name, b.rt.ref)
+	}
+	c := b.ClusterFor("service", be, protocol, up, cs)
 	b.Out.ClusterUses.Add(c.Name, b.rt.ref)
 	if core.PtrValue(be.Port.AppProtocol) == appProtocolWebSocket {
 		if b.webSocket == nil {
@@ -162,4 +170,14 @@ const appProtocolWebSocket = "kubernetes.io/ws"
 // one that does not speak WebSocket answers them as any request.
 func (b *routeBuild) webSocketUpgrades(clusters []ir.WeightedCluster) bool {
 	return slices.ContainsFunc(clusters, func(c ir.WeightedCluster) bool { return b.webSocket[c.Cluster] })
+}
+
+// backendTLSProtocol is the protocol of a backend a BackendTLSPolicy
+// applies to: HTTP/2 stays HTTP/2 (now over TLS), the rest is HTTP/1.1
+// over TLS.
+func backendTLSProtocol(p ir.Protocol) ir.Protocol {
+	if p == ir.H2C || p == ir.H2 {
+		return ir.H2
+	}
+	return ir.TLS
 }

@@ -48,6 +48,12 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
+	features.SupportBackendTLSPolicy,
+	features.SupportBackendTLSPolicySANValidation,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
+	features.SupportGatewayFrontendClientCertificateValidation,
+	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
+	features.SupportGatewayBackendClientCertificate,
 )
 
 // ExperimentalFeatures are the features whose fields only the Gateway

@@ -6,6 +6,8 @@
 //   - class.go: which classes are ours, their status and features;
 //   - listeners.go: each Gateway and its listeners on their own
 //     (protocol, port, hostname, certificates, allowed routes);
+//   - frontendtls.go: the client certificate validation of its HTTPS
+//     listeners (spec.tls.frontend);
 //   - conflicts.go: listeners against each other and against the
 //     HTTPProxies' hosts, per Envoy port;
 //   - attach.go: a route's parentRefs, allowedRoutes and hostname
@@ -16,6 +18,7 @@
 //     ReferenceGrants;
 //   - hosts.go, precedence.go: the attached routes onto Envoy listeners
 //     and virtual hosts, in the spec's precedence;
+//   - misdirected.go: 421 for a Host another TLS listener serves;
 //   - conditions.go, status.go: the findings, rendered as the API's
 //     conditions;
 //   - policy*.go, extension.go: ExtAuthPolicies, ExtProcPolicies and the
@@ -56,15 +59,23 @@ type gatewayStage struct {
 	gateways []*gwGateway
 	byName   map[types.NamespacedName]*gwGateway
 	grants   grantIndex
-	// backendTLS are the BackendTLSPolicies by the Service they target
-	// (gatewaybackendtls.go).
+	// backendTLS are the BackendTLSPolicies, checked, by the Service
+	// ports they apply to (backendtls.go).
 	backendTLS backendTLSIndex
+	// configMaps are the ConfigMaps, for the CA certificates of the
+	// BackendTLSPolicies and of the Gateways' client validation.
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
 	// namespaceLabels are the labels of each Namespace, for allowedRoutes
 	// selectors.
 	namespaceLabels map[string]map[string]string
 	// attachments are the attached routes' IR routes with their listener
 	// and host, gathered for gatewayhosts.go.
 	attachments []attachment
+	// clusterByName indexes the clusters of the routes, for
+	// backendclientcert.go (made on first use).
+	clusterByName map[string]*ir.Cluster
+	// placedTLS are the TLS virtual hosts placed, for misdirected.go.
+	placedTLS []placedTLSHost
 	// memo keeps the routes' rules between builds (nil for none).
 	memo *GatewayMemo
 	// addresses are where clients reach Envoy, for every Gateway's status
@@ -94,7 +105,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	}
 	out := core.NewOutput()
 	g := newGatewayStage(snap, &out, memo, addrs)
-	memo.start(snap)
+	memo.start(snap, g.backendTLS.key())
 	defer memo.finish()
 	g.buildClasses()
 	if snap.Opts.GatewayServicePerGateway {
@@ -115,6 +126,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 		g.gatewayStatus(x)
 	}
 	g.policyStatuses()
+	g.backendTLSStatuses()
 	services = g.gatewayServices()
 	addGatewayOutput(b, &out)
 	return services
@@ -127,14 +139,18 @@ func newGatewayStage(snap *core.Snapshot, out *core.Output, memo *GatewayMemo, a
 		controller:      cmp.Or(snap.Opts.GatewayControllerName, config.DefaultGatewayControllerName),
 		byName:          map[types.NamespacedName]*gwGateway{},
 		grants:          newGrantIndex(snap.In.ReferenceGrants),
-		backendTLS:      newBackendTLSIndex(snap.In.BackendTLSPolicies),
 		namespaceLabels: map[string]map[string]string{},
+		configMaps:      map[types.NamespacedName]*corev1.ConfigMap{},
 		addresses:       gatewayAddresses(addrs),
 		memo:            memo,
 	}
 	for _, ns := range snap.In.Namespaces {
 		g.namespaceLabels[ns.Name] = ns.Labels
 	}
+	for _, cm := range snap.In.ConfigMaps {
+		g.configMaps[core.NsName(cm.Namespace, cm.Name)] = cm
+	}
+	g.backendTLS = g.newBackendTLSIndex(snap.In.BackendTLSPolicies)
 	return g
 }
 

@@ -77,6 +77,7 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 	for _, k := range keys {
 		g.placeHost(m, listeners, k, hosts[k])
 	}
+	g.detectMisdirected(ready)
 }
 
 // readyListeners are each Gateway's ready listeners, per Envoy port.
@@ -163,7 +164,7 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener, k hostKey, h *gwHost) {
 	l := h.listener
 	gw := l.gw.ref()
-	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: h.irRoutes()}
+	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: g.withClientCert(l.gw, h.irRoutes())}
 	il := listeners[k.port]
 	if il == nil {
 		il = g.gatewayListener(k.port, l.tls)
@@ -179,10 +180,15 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 		return
 	}
 	global := g.R.Global()
-	secure := &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.Auth, ExtProc: global.Proc}
+	secure := &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.Auth, ExtProc: global.Proc, ClientValidation: l.clientValidation}
 	hoistHostFilters(secure)
 	g.Out.SecretUses.Add(l.secret, gw)
+	if l.clientCA != nil {
+		g.Out.UseSecret(l.clientCA)
+		g.Out.SecretUses.Add(l.clientCA.Name, gw)
+	}
 	il.Secure = append(il.Secure, secure)
+	g.placedTLS = append(g.placedTLS, placedTLSHost{envoy: il, listener: l, host: secure, unhoisted: &vh})
 }
 
 // placedListeners are the listeners Gateway hosts are placed on by port,

@@ -12,6 +12,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
@@ -23,6 +24,11 @@ type gwGateway struct {
 	// problems make the Gateway not accepted (its own fields, its class).
 	problems  findings
 	listeners []*gwListener
+	// refs are the Gateway's references that do not resolve
+	// (ResolvedRefs: its backend client certificate); clientCert is that
+	// certificate (backendclientcert.go).
+	refs       findings
+	clientCert *ir.Secret
 }
 
 func (x *gwGateway) accepted() bool { return len(x.problems) == 0 }
@@ -42,6 +48,10 @@ type gwListener struct {
 	tls       bool
 	// secret is the SDS secret of an HTTPS listener's certificate.
 	secret string
+	// clientValidation, when set, verifies the clients' certificates
+	// against clientCA (spec.tls.frontend, frontendtls.go).
+	clientValidation *ir.ClientValidation
+	clientCA         *ir.Secret
 	// kinds are the route kinds it allows that we support.
 	kinds    []gwapiv1.RouteGroupKind
 	from     gwapiv1.FromNamespaces
@@ -50,8 +60,10 @@ type gwListener struct {
 	// The findings of its conditions: accepted (the listener itself),
 	// certs (ResolvedRefs: its certificates), badKinds (ResolvedRefs:
 	// route kinds we do not support, which do not stop the others),
-	// conflicted (against other listeners, gatewayconflicts.go).
-	accepted, certs, badKinds, conflicted findings
+	// conflicted (against other listeners, gatewayconflicts.go), caRefs
+	// (ResolvedRefs: the client validation's CA certificates, which do
+	// not stop the valid ones).
+	accepted, certs, badKinds, conflicted, caRefs findings
 	// attached holds the routes attached to it.
 	attached map[objects.Ref]bool
 }
@@ -90,11 +102,7 @@ func (g *gatewayStage) buildGateway(gw *gwapiv1.Gateway, classAccepted bool) *gw
 	if i := spec.Infrastructure; i != nil && i.ParametersRef != nil {
 		x.problems.add(string(gwapiv1.GatewayReasonInvalidParameters), "spec.infrastructure.parametersRef is not supported: this controller takes no parameters")
 	}
-	if spec.TLS != nil {
-		// Frontend client validation not enforced would let clients in
-		// unchecked: refused rather than ignored.
-		x.problems.add(status.ReasonUnsupportedField, "spec.tls (backend client certificates, frontend client validation) is not supported")
-	}
+	g.backendClientCert(x)
 	if al := spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwapiv1.NamespacesFromNone {
 		// ListenerSets are not read: listeners they add would be
 		// missing without a word.
@@ -130,6 +138,7 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	case gwapiv1.HTTPSProtocolType:
 		l.tls = true
 		g.listenerTLS(l)
+		g.frontendValidation(l)
 	default:
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP or HTTPS", ls.Protocol)
 	}

@@ -32,26 +32,27 @@ type gatewayRules struct {
 // (core.SameObject, docs/design/caches.md).
 type GatewayMemo struct {
 	grants     []*gwapiv1.ReferenceGrant
-	backendTLS []*gwapiv1.BackendTLSPolicy
+	backendTLS string
 	kept       map[objects.Ref]*gatewayRules
 	next       map[objects.Ref]*gatewayRules
 }
 
 // start begins the Gateway API stage of a build: the previous
-// build's rules hold only if the ReferenceGrants and the
-// BackendTLSPolicies are the same (start has already dropped them if the
-// global inputs changed). Either kind changes seldom; a change builds
-// every route's rules again.
-func (m *GatewayMemo) start(s *core.Snapshot) {
+// build's rules hold only if the ReferenceGrants are the same and the
+// BackendTLSPolicies make the same of their backends (backendTLS, their
+// key: their CA certificates included), and start has not already
+// dropped them because the global inputs changed. Either changes seldom;
+// a change builds every route's rules again.
+func (m *GatewayMemo) start(s *core.Snapshot, backendTLS string) {
 	if m == nil {
 		return
 	}
 	if !slices.EqualFunc(m.grants, s.In.ReferenceGrants, core.SameObject) ||
-		!slices.EqualFunc(m.backendTLS, s.In.BackendTLSPolicies, core.SameObject) {
+		m.backendTLS != backendTLS {
 		m.kept = nil
 	}
 	m.grants = slices.Clone(s.In.ReferenceGrants)
-	m.backendTLS = slices.Clone(s.In.BackendTLSPolicies)
+	m.backendTLS = backendTLS
 	m.next = map[objects.Ref]*gatewayRules{}
 }
 

@@ -70,6 +70,9 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 	if attached {
 		g.Out.Clusters = append(g.Out.Clusters, out.Clusters...)
 		g.Out.ClusterUses = append(g.Out.ClusterUses, out.ClusterUses...)
+		// The CA bundles of the BackendTLSPolicies of its backends.
+		g.Out.Secrets = append(g.Out.Secrets, out.Secrets...)
+		g.Out.SecretUses = append(g.Out.SecretUses, out.SecretUses...)
 	}
 }
 

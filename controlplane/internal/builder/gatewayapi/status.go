@@ -20,7 +20,7 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	var notReady findings
 	named := map[gwapiv1.SectionName]bool{}
 	for _, l := range x.listeners {
-		refs := append(slices.Clone(l.certs), l.badKinds...)
+		refs := append(append(slices.Clone(l.certs), l.badKinds...), l.caRefs...)
 		conflicted := cond(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen)
 		if len(l.conflicted) > 0 {
 			conflicted = cond(gwapiv1.ListenerConditionConflicted, true, l.conflicted.reason(), l.conflicted.message(), gen)
@@ -66,7 +66,7 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 		accepted = cond(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonAccepted, "accepted", gen)
 	}
 	programmed, addresses := g.programmed(x, accepted)
-	x.st.GatewayAPI.Conditions = []metav1.Condition{accepted, programmed}
+	x.st.GatewayAPI.Conditions = append([]metav1.Condition{accepted, programmed}, tlsConditions(x)...)
 	x.st.GatewayAPI.Addresses = addresses
 }
 
@@ -91,4 +91,31 @@ func (g *gatewayStage) programmed(x *gwGateway, accepted metav1.Condition) (meta
 			"spec.addresses asks for an IP address, and Envoy has none yet (its addresses are host names, or not known)", gen)
 	}
 	return programmed, addresses
+}
+
+// tlsConditions are the conditions of a Gateway's spec.tls, while they
+// apply: InsecureFrontendValidationMode, and ResolvedRefs (only the
+// backend client certificate is a Gateway's own reference).
+func tlsConditions(x *gwGateway) []metav1.Condition {
+	var out []metav1.Condition
+	if c, ok := insecureFrontend(x); ok {
+		out = append(out, c)
+	}
+	if t := x.gw.Spec.TLS; t != nil && t.Backend != nil {
+		out = append(out, goodWhenEmpty(gwapiv1.GatewayConditionResolvedRefs, x.refs, gwapiv1.GatewayReasonResolvedRefs, "references resolved", x.gw.Generation))
+	}
+	return out
+}
+
+// insecureFrontend is the InsecureFrontendValidationMode condition of a
+// Gateway a listener of which lets in clients whose certificate does not
+// verify (AllowInsecureFallback); none otherwise (the API removes it).
+func insecureFrontend(x *gwGateway) (metav1.Condition, bool) {
+	for _, l := range x.listeners {
+		if cv := l.clientValidation; cv != nil && cv.SkipVerification {
+			return cond(gwapiv1.GatewayConditionInsecureFrontendValidationMode, true, gwapiv1.GatewayReasonConfigurationChanged,
+				"listener "+string(l.spec.Name)+" lets in clients without a valid certificate (AllowInsecureFallback)", x.gw.Generation), true
+		}
+	}
+	return metav1.Condition{}, false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -179,7 +180,7 @@ func (b *rootBuilder) jwksValidation(c *ir.Cluster, scheme string, v *contourv1.
 			return fmt.Errorf("validation: %w", err)
 		}
 		c.Protocol, c.Validation, c.SNI = ir.TLS, uv, c.DNSName
-		c.Name += "/" + core.SettingsHash(fmt.Sprintf("%v", *uv))
+		c.Name += "/" + core.SettingsHash(strings.TrimPrefix(core.ValidationKey(uv), "&"))
 	}
 	return nil
 }

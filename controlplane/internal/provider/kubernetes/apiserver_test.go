@@ -253,7 +253,7 @@ func TestGatewayAPIForbidden(t *testing.T) {
 	const user = "portcullis-test"
 	grant(t, api.Client, "core", user, []rbacv1.PolicyRule{
 		{APIGroups: []string{contourv1.GroupName}, Resources: []string{"httpproxies", "extensionservices", "tlscertificatedelegations"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets", "services"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets", "services", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
 	})
 	create(t, api.Client, &contourv1.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p"},

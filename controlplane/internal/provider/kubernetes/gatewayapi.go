@@ -45,9 +45,8 @@ func gatewayKinds() []gatewayKind {
 		{"grpcroutes", []client.Object{&gwapiv1.GRPCRoute{}}},
 		// The standard CRDs serve v1 and v1beta1; older ones only v1beta1.
 		{"referencegrants", []client.Object{&gwapiv1.ReferenceGrant{}, &gwapiv1beta1.ReferenceGrant{}}},
-		// Not implemented: read so that the backends they target fail
-		// closed. The standard CRDs serve v1; older experimental ones
-		// only v1alpha3.
+		// The standard CRDs serve v1; older experimental ones only
+		// v1alpha3 (read as v1; the status is written as v1).
 		{"backendtlspolicies", []client.Object{&gwapiv1.BackendTLSPolicy{}, &gwapiv1alpha3.BackendTLSPolicy{}}},
 		// Our policies: their CRDs are in apis/crds, but a cluster upgraded
 		// from a version without them may not have them yet.

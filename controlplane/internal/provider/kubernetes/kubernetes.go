@@ -129,6 +129,8 @@ func watched() []client.Object {
 	return []client.Object{
 		&contourv1.HTTPProxy{}, &v1alpha1.ExtensionService{}, &contourv1.TLSCertificateDelegation{},
 		&corev1.Secret{}, &corev1.Service{}, &discoveryv1.EndpointSlice{},
+		// BackendTLSPolicies' CA certificates.
+		&corev1.ConfigMap{},
 	}
 }
 
@@ -223,8 +225,8 @@ func ignoredUpdate(old, cur any) bool {
 
 // statusOnly reports an update of a kind we write the status of that
 // changed nothing but its status (typically our own status write), or of
-// a BackendTLSPolicy (whose status other implementations write; the build
-// reads its spec only), or of a kind an extension registered (the only
+// a BackendTLSPolicy (whose status other implementations write too; the
+// build reads its spec only), or of a kind an extension registered (the only
 // unstructured objects: their status is the extension's, or ours for
 // policies, and the build hands their spec to the extension).
 func statusOnly(old, cur any) bool {
@@ -270,6 +272,7 @@ func (p *Provider) snapshot() *objects.Set {
 		GRPCRoutes:         stored[*gwapiv1.GRPCRoute](p.stores),
 		ReferenceGrants:    referenceGrants(p.stores),
 		BackendTLSPolicies: backendTLSPolicies(p.stores),
+		ConfigMaps:         stored[*corev1.ConfigMap](p.stores),
 		Namespaces:         stored[*corev1.Namespace](p.stores),
 		ExtAuthPolicies:    stored[*gatewayv1alpha1.ExtAuthPolicy](p.stores),
 		ExtProcPolicies:    stored[*gatewayv1alpha1.ExtProcPolicy](p.stores),
