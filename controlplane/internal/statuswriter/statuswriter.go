@@ -37,6 +37,9 @@ type Update struct {
 	Gateway      *gwapiv1.GatewayStatus
 	HTTPRoute    *gwapiv1.HTTPRouteStatus
 	GRPCRoute    *gwapiv1.GRPCRouteStatus
+	TLSRoute     *gwapiv1.TLSRouteStatus
+	TCPRoute     *gwapiv1.TCPRouteStatus
+	UDPRoute     *gwapiv1.UDPRouteStatus
 
 	// Policy statuses (gateway.portcullis.dev): only the ancestors naming
 	// this controller, as for the Gateway API statuses above.
@@ -57,7 +60,8 @@ func (u Update) APIVersion() string {
 	switch u.Ref.Kind {
 	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
-	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute:
+	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute,
+		objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
 		return gwapiv1.GroupVersion.String()
 	case objects.KindExtAuthPolicy, objects.KindExtProcPolicy:
 		return gatewayv1alpha1.GroupVersion.String()
@@ -82,6 +86,12 @@ func (u Update) Status() any {
 		return u.HTTPRoute
 	case u.GRPCRoute != nil:
 		return u.GRPCRoute
+	case u.TLSRoute != nil:
+		return u.TLSRoute
+	case u.TCPRoute != nil:
+		return u.TCPRoute
+	case u.UDPRoute != nil:
+		return u.UDPRoute
 	case u.ExtAuthPolicy != nil:
 		return u.ExtAuthPolicy
 	case u.ExtProcPolicy != nil:
