@@ -40,6 +40,9 @@ type gwListener struct {
 	hostname  string
 	envoyPort uint32
 	tls       bool
+	// stream: its routes proxy connections (TLSRoute passthrough,
+	// TCPRoute), not HTTP requests (stream.go).
+	stream bool
 	// secret is the SDS secret of an HTTPS listener's certificate.
 	secret string
 	// kinds are the route kinds it allows that we support.
@@ -130,8 +133,16 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	case gwapiv1.HTTPSProtocolType:
 		l.tls = true
 		g.listenerTLS(l)
+	case gwapiv1.TLSProtocolType:
+		l.tls, l.stream = true, true
+		listenerPassthrough(l)
+	case gwapiv1.TCPProtocolType:
+		l.stream = true
+		if ls.TLS != nil {
+			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls must not be set on a TCP listener")
+		}
 	default:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP or HTTPS", ls.Protocol)
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP, HTTPS, TLS or TCP", ls.Protocol)
 	}
 	if ls.Port < 1 || ls.Port > 65535 {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "port %d is not a port", ls.Port)
@@ -142,7 +153,7 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	} else {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "no Envoy port left for port %d (Gateways have ports %d to %d)", ls.Port, GatewayPortFirst, GatewayPortLast)
 	}
-	if ls.Hostname != nil {
+	if ls.Hostname != nil && ls.Protocol != gwapiv1.TCPProtocolType { // TCP has no host names (the API: ignored)
 		l.hostname = strings.ToLower(string(*ls.Hostname))
 		if err := gatewayHostnameValid(l.hostname); err != nil {
 			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "hostname %v", err)
@@ -217,9 +228,16 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 	}
 }
 
-// routeKinds are the route kinds an HTTP or HTTPS listener supports (and
-// allows by default).
-var routeKinds = []gwapiv1.RouteGroupKind{
+// routeKinds are the route kinds a listener of each protocol supports
+// (and allows by default).
+var routeKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
+	gwapiv1.HTTPProtocolType:  httpKinds,
+	gwapiv1.HTTPSProtocolType: httpKinds,
+	gwapiv1.TLSProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindTLSRoute}},
+	gwapiv1.TCPProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindTCPRoute}},
+}
+
+var httpKinds = []gwapiv1.RouteGroupKind{
 	{Group: core.PtrTo(gatewayGroup), Kind: kindHTTPRoute},
 	{Group: core.PtrTo(gatewayGroup), Kind: kindGRPCRoute},
 }
@@ -237,9 +255,9 @@ func (g *gatewayStage) allowedRoutes(l *gwListener) {
 // InvalidRouteKinds.
 func (l *gwListener) readAllowedKinds() {
 	ar := l.spec.AllowedRoutes
-	supported := routeKinds
+	supported := routeKinds[l.spec.Protocol]
 	if len(l.accepted) > 0 && l.spec.Protocol != gwapiv1.HTTPProtocolType && l.spec.Protocol != gwapiv1.HTTPSProtocolType {
-		supported = nil // an unsupported protocol supports no kind
+		supported = nil // a refused listener of another protocol supports no kind
 	}
 	if ar == nil || len(ar.Kinds) == 0 {
 		l.kinds = supported
