@@ -39,6 +39,8 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRouteNamedRouteRule,
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
+	features.SupportTLSRoute,
+	features.SupportTCPRoute,
 )
 
 func sortedFeatures(names ...features.FeatureName) []gwapiv1.SupportedFeature {
