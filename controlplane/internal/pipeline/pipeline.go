@@ -148,16 +148,8 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindGateway:
 			st := status.Gateway(o, gateways[o.Ref], now)
 			u.Gateway = &st
-		case objects.KindHTTPRoute:
-			u.HTTPRoute = &gwapiv1.HTTPRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
-		case objects.KindGRPCRoute:
-			u.GRPCRoute = &gwapiv1.GRPCRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
-		case objects.KindTLSRoute:
-			u.TLSRoute = &gwapiv1.TLSRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
-		case objects.KindTCPRoute:
-			u.TCPRoute = &gwapiv1.TCPRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
-		case objects.KindUDPRoute:
-			u.UDPRoute = &gwapiv1.UDPRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
+		case objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
+			u.SetRoute(status.Route(o, routes[o.Ref], now))
 		case objects.KindExtAuthPolicy:
 			st := status.Policy(o, policies[o.Ref], now)
 			u.ExtAuthPolicy = &st

@@ -52,6 +52,23 @@ type Update struct {
 	ExtensionGVK    schema.GroupVersionKind
 }
 
+// SetRoute sets the status of a route of any kind (by u.Ref.Kind): the
+// route kinds' statuses are the same RouteStatus.
+func (u *Update) SetRoute(st gwapiv1.RouteStatus) {
+	switch u.Ref.Kind {
+	case objects.KindHTTPRoute:
+		u.HTTPRoute = &gwapiv1.HTTPRouteStatus{RouteStatus: st}
+	case objects.KindGRPCRoute:
+		u.GRPCRoute = &gwapiv1.GRPCRouteStatus{RouteStatus: st}
+	case objects.KindTLSRoute:
+		u.TLSRoute = &gwapiv1.TLSRouteStatus{RouteStatus: st}
+	case objects.KindTCPRoute:
+		u.TCPRoute = &gwapiv1.TCPRouteStatus{RouteStatus: st}
+	case objects.KindUDPRoute:
+		u.UDPRoute = &gwapiv1.UDPRouteStatus{RouteStatus: st}
+	}
+}
+
 // APIVersion is the API version of the object's kind.
 func (u Update) APIVersion() string {
 	if u.ExtensionPolicy != nil {
