@@ -22,7 +22,10 @@ import (
 // client reaches a real TLS server by SNI and sees that server's own
 // certificate (of a CA Envoy knows nothing of), which sees the SNI the
 // client sent, while the HTTPS listener's host still terminates and
-// routes HTTP; a name no route serves gets no connection. A TCP listener
+// routes HTTP; a name no route serves gets no connection. A TLS listener
+// of mode Terminate on the same port: Envoy's certificate, no ALPN
+// protocol, and a plain TCP server receives exactly the bytes the client
+// wrote. A TCP listener
 // of its own port proxies every connection to a plain TCP server, the
 // bytes as they come.
 func TestGatewayAPITLSAndTCPRoutes(t *testing.T) {
@@ -39,16 +42,24 @@ func TestGatewayAPITLSAndTCPRoutes(t *testing.T) {
 	objs = append(objs, harness.LoopbackExternalName(gwNS, "plain-upstream", 80, plainUpstream)...)
 	passthrough := gwapiv1.Listener{Name: "tls", Port: 443, Protocol: gwapiv1.TLSProtocolType, Hostname: ptr.To(gwapiv1.Hostname("*.example.com")),
 		TLS: &gwapiv1.ListenerTLSConfig{Mode: ptr.To(gwapiv1.TLSModePassthrough)}}
+	terminate := gwapiv1.Listener{Name: "terminate", Port: 443, Protocol: gwapiv1.TLSProtocolType, Hostname: ptr.To(gwapiv1.Hostname("term.example.org")),
+		TLS: &gwapiv1.ListenerTLSConfig{CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "term-tls"}}}}
 	tcp := gwapiv1.Listener{Name: "tcp", Port: gwapiv1.PortNumber(tcpPort), Protocol: gwapiv1.TCPProtocolType}
 	objs = append(objs,
 		g.ca.Issue(t, "web.example.com").Secret(gwNS, "web-tls"),
+		g.ca.Issue(t, "term.example.org").Secret(gwNS, "term-tls"),
 		gatewayClass("portcullis", gatewayController),
-		gateway(gwNS, "streams", "portcullis", passthrough, httpsListener("web", 443, "web.example.com", "web-tls"), tcp),
+		gateway(gwNS, "streams", "portcullis", passthrough, httpsListener("web", 443, "web.example.com", "web-tls"), terminate, tcp),
 		httpRoute(gwNS, "web", parentRef("streams", "web"), nil, rule("web")),
 		&gwapiv1.TLSRoute{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "db"}, Spec: gwapiv1.TLSRouteSpec{
 			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{parentRef("streams", "tls")}},
 			Hostnames:       hostnames("db.example.com"),
 			Rules:           []gwapiv1.TLSRouteRule{{BackendRefs: []gwapiv1.BackendRef{{BackendObjectReference: streamBackend("tls-upstream", 443)}}}},
+		}},
+		&gwapiv1.TLSRoute{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "term"}, Spec: gwapiv1.TLSRouteSpec{
+			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{parentRef("streams", "terminate")}},
+			Hostnames:       hostnames("term.example.org"),
+			Rules:           []gwapiv1.TLSRouteRule{{BackendRefs: []gwapiv1.BackendRef{{BackendObjectReference: streamBackend("plain-upstream", 80)}}}},
 		}},
 		&gwapiv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: gwNS, Name: "plain"}, Spec: gwapiv1.TCPRouteSpec{
 			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{parentRef("streams", "tcp")}},
@@ -79,6 +90,24 @@ func TestGatewayAPITLSAndTCPRoutes(t *testing.T) {
 		}
 		if _, _, err := tlsExchange(g.httpsAddr, "other.example.com", upstreamCA.CertPEM, "x\n"); err == nil {
 			t.Errorf("a name no TLSRoute serves reached an upstream")
+		}
+	})
+
+	t.Run("TLSRoute, mode Terminate: Envoy's certificate, the decrypted stream", func(t *testing.T) {
+		var got string
+		var state tls.ConnectionState
+		harness.Eventually(t, 30*time.Second, func() (err error) {
+			got, state, err = tlsExchange(g.httpsAddr, "term.example.org", g.ca.CertPEM, "hello plain\n")
+			return err
+		})
+		if cn := state.PeerCertificates[0].Subject.CommonName; cn != "term.example.org" {
+			t.Errorf("certificate for %q, want Envoy's for term.example.org", cn)
+		}
+		if state.NegotiatedProtocol != "" {
+			t.Errorf("ALPN negotiated %q, want none: the stream is not HTTP", state.NegotiatedProtocol)
+		}
+		if want := "plain sni= got=hello plain"; got != want {
+			t.Errorf("upstream answered %q, want %q (the decrypted bytes)", got, want)
 		}
 	})
 

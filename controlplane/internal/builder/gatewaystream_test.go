@@ -2,6 +2,7 @@ package builder
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +15,8 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
 )
 
-// streamBase is a GatewayClass, the Services echo (port 80, namespace
+// streamBase (after testdata/common's Secrets, echo's certificate among
+// them) is a GatewayClass, the Services echo (port 80, namespace
 // default) and db (5432, namespace data), and a ReferenceGrant of data
 // to TLSRoutes of namespace granted.
 const streamBase = `
@@ -90,7 +92,7 @@ func TestTLSRoutePassthrough(t *testing.T) {
 		{"hostnames intersected with the listener's, each its own SNI match", passthrough,
 			streamRoute("TLSRoute", "default", "r", `[a.example.com, "*.example.com", b.example.org]`, echo),
 			"https-9443 *.example.com=echo:80 a.example.com=echo:80", "Accepted", "Accepted", "ResolvedRefs"},
-		{"no hostname on either side: any SNI name", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Passthrough}}`,
+		{"no hostname on either side: any SNI name (files only: the CRD requires hostnames)", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Passthrough}}`,
 			streamRoute("TLSRoute", "default", "r", `[]`, echo),
 			"https-9443 *=echo:80", "Accepted", "Accepted", "ResolvedRefs"},
 		{"no hostname in common", passthrough,
@@ -111,10 +113,19 @@ func TestTLSRoutePassthrough(t *testing.T) {
 		{"granted", passthrough,
 			streamRoute("TLSRoute", "granted", "r", `[a.example.com]`, `[{name: db, namespace: data, port: 5432}]`),
 			"https-9443 a.example.com=db:5432", "Accepted", "Accepted", "ResolvedRefs"},
-		{"mode Terminate is refused", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Terminate, certificateRefs: [{name: echo}]}}`,
+		{"mode Terminate: Envoy's certificate, the decrypted stream to the backends", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Terminate, certificateRefs: [{name: echo}]}}`,
+			streamRoute("TLSRoute", "default", "r", `[a.example.com]`, echo),
+			"https-9443 a.example.com=echo:80+default/echo", "Accepted", "Accepted", "ResolvedRefs"},
+		{"mode unset is Terminate", `{name: tls, port: 9443, protocol: TLS, tls: {certificateRefs: [{name: echo}]}}`,
+			streamRoute("TLSRoute", "default", "r", `[a.example.com]`, echo),
+			"https-9443 a.example.com=echo:80+default/echo", "Accepted", "Accepted", "ResolvedRefs"},
+		{"mode Terminate with a missing certificate: not served", `{name: tls, port: 9443, protocol: TLS, tls: {certificateRefs: [{name: missing}]}}`,
+			streamRoute("TLSRoute", "default", "r", `[a.example.com]`, echo),
+			"", "Accepted", "Accepted", "ResolvedRefs"},
+		{"no tls: refused", `{name: tls, port: 9443, protocol: TLS}`,
 			streamRoute("TLSRoute", "default", "r", `[a.example.com]`, echo),
 			"", "UnsupportedValue", "NotAllowedByListeners", "ResolvedRefs"},
-		{"mode unset is Terminate: refused", `{name: tls, port: 9443, protocol: TLS}`,
+		{"certificateRefs with Passthrough: refused", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Passthrough, certificateRefs: [{name: echo}]}}`,
 			streamRoute("TLSRoute", "default", "r", `[a.example.com]`, echo),
 			"", "UnsupportedValue", "NotAllowedByListeners", "ResolvedRefs"},
 		{"an HTTPRoute is not allowed on a TLS listener", passthrough,
@@ -136,7 +147,11 @@ func TestTLSRoutePassthrough(t *testing.T) {
 func checkStream(t *testing.T, listener, routes, served, listenerReason, accepted, resolved string) {
 	t.Helper()
 	var in objects.Set
-	if _, err := in.Decode(strings.NewReader(streamBase+streamGateway(listener)+routes), "in.yaml"); err != nil {
+	secrets, err := os.ReadFile("../pipeline/testdata/common/secrets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Decode(strings.NewReader(string(secrets)+"\n---"+streamBase+streamGateway(listener)+routes), "in.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	in.Sort()
@@ -182,7 +197,11 @@ func streamSummary(m *ir.Model) string {
 				}
 				cs = append(cs, name)
 			}
-			hosts = append(hosts, h.FQDN+"="+strings.Join(cs, ","))
+			host := h.FQDN + "=" + strings.Join(cs, ",")
+			if !h.Passthrough {
+				host += "+" + h.Secret
+			}
+			hosts = append(hosts, host)
 		}
 		out = append(out, strings.Join(hosts, " "))
 	}

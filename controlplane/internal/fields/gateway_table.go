@@ -174,7 +174,7 @@ var listener = entries{
 	"protocol": ImplementedExcept(`HTTP, HTTPS, TLS and TCP; another: the listener's Accepted False, UnsupportedProtocol`),
 
 	"tls":                           yes,
-	"tls.mode":                      ImplementedExcept(`Terminate on HTTPS, Passthrough on TLS; another: the listener's Accepted False, UnsupportedValue`),
+	"tls.mode":                      ImplementedExcept(`Terminate on HTTPS, Terminate and Passthrough on TLS; Passthrough on HTTPS: the listener's Accepted False, UnsupportedValue`),
 	"tls.certificateRefs":           yes,
 	"tls.certificateRefs.group":     yes,
 	"tls.certificateRefs.kind":      yes,

@@ -40,6 +40,8 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGRPCRoute,
 	features.SupportGRPCRouteNamedRouteRule,
 	features.SupportTLSRoute,
+	features.SupportTLSRouteModeTerminate,
+	features.SupportTLSRouteModeMixed,
 	features.SupportTCPRoute,
 )
 

@@ -179,7 +179,10 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 		il.Origins = il.Origins.Union(ir.Origins{gw})
 	}
 	if l.stream {
-		il.TCPHosts = append(il.TCPHosts, streamHost(vh))
+		il.TCPHosts = append(il.TCPHosts, streamHost(vh, l.secret))
+		if l.secret != "" {
+			g.Out.SecretUses.Add(l.secret, gw)
+		}
 		return
 	}
 	g.addListenerExtensions(il, l)

@@ -135,7 +135,7 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 		g.listenerTLS(l)
 	case gwapiv1.TLSProtocolType:
 		l.tls, l.stream = true, true
-		listenerPassthrough(l)
+		g.listenerTLSRoutes(l)
 	case gwapiv1.TCPProtocolType:
 		l.stream = true
 		if ls.TLS != nil {
@@ -179,7 +179,8 @@ func gatewayHostnameValid(h string) error {
 	return nil
 }
 
-// listenerTLS resolves an HTTPS listener's certificate: the first of
+// listenerTLS resolves an HTTPS listener's (or a terminating TLS
+// listener's) certificate: the first of
 // certificateRefs (each must resolve: a wrong one is an error, not
 // skipped), a TLS Secret of the Gateway's namespace or of another that
 // grants it (ReferenceGrant).
@@ -187,10 +188,10 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 	t := l.spec.TLS
 	switch {
 	case t == nil:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "an HTTPS listener needs tls.certificateRefs")
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "%s listener needs tls.certificateRefs", withArticle(l.spec.Protocol))
 		return
 	case t.Mode != nil && *t.Mode != gwapiv1.TLSModeTerminate:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.mode %q is not supported on an HTTPS listener: only Terminate", *t.Mode)
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.mode %q is not supported on %s listener: only Terminate", *t.Mode, withArticle(l.spec.Protocol))
 		return
 	case len(t.Options) > 0:
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.options are not supported")
@@ -226,6 +227,14 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 	if len(l.certs) > 0 {
 		l.secret = ""
 	}
+}
+
+// withArticle is "an HTTPS", "a TLS".
+func withArticle(p gwapiv1.ProtocolType) string {
+	if p == gwapiv1.HTTPSProtocolType {
+		return "an " + string(p)
+	}
+	return "a " + string(p)
 }
 
 // routeKinds are the route kinds a listener of each protocol supports

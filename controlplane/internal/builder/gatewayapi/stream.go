@@ -42,12 +42,13 @@ func (b *routeBuild) streamRules(rules []streamRule) []gwIRRoute {
 }
 
 // streamHost is the TCP host of a stream listener's host: the
-// connections (of a TLS listener: of its SNI name, any for "*") proxied,
-// untouched, to the backends of the oldest route attached (routes
-// conflicting for a host: the oldest wins; the others are attached, and
-// serve nothing).
-func streamHost(vh ir.VirtualHost) *ir.TCPHost {
-	x := &ir.TCPHost{FQDN: vh.FQDN, Origins: vh.Origins, Passthrough: true}
+// connections (of a TLS listener: of its SNI name, any for "*") proxied
+// to the backends of the oldest route attached (routes conflicting for a
+// host: the oldest wins; the others are attached, and serve nothing);
+// untouched, or decrypted with the certificate of a terminating TLS
+// listener.
+func streamHost(vh ir.VirtualHost, secret string) *ir.TCPHost {
+	x := &ir.TCPHost{FQDN: vh.FQDN, Origins: vh.Origins, Passthrough: secret == "", Secret: secret}
 	if len(vh.Routes) > 0 {
 		x.Clusters = vh.Routes[0].Clusters
 	}

@@ -8,8 +8,8 @@ import (
 
 // buildTLSRoute builds one TLSRoute: the TLS connections whose SNI name
 // is one of its hostnames (as intersected with its listeners') go to its
-// backends as they come, through the listeners of protocol TLS, mode
-// Passthrough (stream.go).
+// backends through the listeners of protocol TLS (stream.go): as they
+// come with mode Passthrough, decrypted with mode Terminate.
 func (g *gatewayStage) buildTLSRoute(r *gwapiv1.TLSRoute) {
 	rt := &gwRoute{
 		ref:  objects.Ref{Kind: objects.KindTLSRoute, Namespace: r.Namespace, Name: r.Name},
@@ -22,19 +22,17 @@ func (g *gatewayStage) buildTLSRoute(r *gwapiv1.TLSRoute) {
 	g.buildRoute(rt, func(b *routeBuild) []gwIRRoute { return b.streamRules(rules) })
 }
 
-// listenerPassthrough checks a TLS listener's tls: mode Passthrough only
-// (the API's default is Terminate, which is not supported: refused, not
-// served as passthrough, so that a client never gets another certificate
-// than the one asked for).
-func listenerPassthrough(l *gwListener) {
+// listenerTLSRoutes checks a TLS listener's tls: mode Terminate (the
+// API's default: Envoy terminates the TLS with the listener's certificate,
+// listenerTLS, and the backends get the decrypted stream) or Passthrough
+// (the backends terminate it: no certificate to give).
+func (g *gatewayStage) listenerTLSRoutes(l *gwListener) {
 	t := l.spec.TLS
+	if t == nil || t.Mode == nil || *t.Mode != gwapiv1.TLSModePassthrough {
+		g.listenerTLS(l)
+		return
+	}
 	switch {
-	case t == nil || t.Mode == nil || *t.Mode != gwapiv1.TLSModePassthrough:
-		mode := gwapiv1.TLSModeTerminate
-		if t != nil && t.Mode != nil {
-			mode = *t.Mode
-		}
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.mode %q is not supported on a TLS listener: only Passthrough", mode)
 	case len(t.CertificateRefs) > 0:
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.certificateRefs must not be set with mode Passthrough: the backends terminate the TLS")
 	case len(t.Options) > 0:
