@@ -42,10 +42,11 @@ const (
 )
 
 // TestConformance brings the cluster up, installs the chart (the Gateway
-// API CRDs, then the GatewayClass) and runs the GATEWAY-HTTP and
-// GATEWAY-GRPC profiles with the features the GatewayClass claims in its
-// status.supportedFeatures (the suite infers them). CONFORMANCE_REPORT
-// names the report file; CONFORMANCE_RUN_TEST runs one test only.
+// API CRDs, then the GatewayClass) and runs the GATEWAY-HTTP,
+// GATEWAY-GRPC, GATEWAY-TLS and GATEWAY-TCP profiles with the features
+// the GatewayClass claims in its status.supportedFeatures (the suite
+// infers them). CONFORMANCE_REPORT names the report file;
+// CONFORMANCE_RUN_TEST runs one test only.
 func TestConformance(t *testing.T) {
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	// The suite's client knows the Gateway API's kinds (harness.Scheme).
@@ -120,6 +121,8 @@ func TestConformance(t *testing.T) {
 			ConformanceProfiles: []suite.ConformanceProfileName{
 				suite.GatewayHTTPConformanceProfileName,
 				suite.GatewayGRPCConformanceProfileName,
+				suite.GatewayTLSConformanceProfileName,
+				suite.GatewayTCPConformanceProfileName,
 			},
 			Implementation: confv1.Implementation{
 				Organization: "portcullis",

@@ -16,6 +16,8 @@ const (
 	KindGateway        = "Gateway"
 	KindHTTPRoute      = "HTTPRoute"
 	KindGRPCRoute      = "GRPCRoute"
+	KindTLSRoute       = "TLSRoute"
+	KindTCPRoute       = "TCPRoute"
 	KindReferenceGrant = "ReferenceGrant"
 	KindExtAuthPolicy  = "ExtAuthPolicy"
 	KindExtProcPolicy  = "ExtProcPolicy"
@@ -35,6 +37,8 @@ var GatewayKinds = []struct {
 	{KindGateway, reflect.TypeFor[gwapiv1.GatewaySpec]()},
 	{KindHTTPRoute, reflect.TypeFor[gwapiv1.HTTPRouteSpec]()},
 	{KindGRPCRoute, reflect.TypeFor[gwapiv1.GRPCRouteSpec]()},
+	{KindTLSRoute, reflect.TypeFor[gwapiv1.TLSRouteSpec]()},
+	{KindTCPRoute, reflect.TypeFor[gwapiv1.TCPRouteSpec]()},
 	{KindReferenceGrant, reflect.TypeFor[gwapiv1.ReferenceGrantSpec]()},
 	{KindExtAuthPolicy, reflect.TypeFor[gatewayv1alpha1.ExtAuthPolicySpec]()},
 	{KindExtProcPolicy, reflect.TypeFor[gatewayv1alpha1.ExtProcPolicySpec]()},

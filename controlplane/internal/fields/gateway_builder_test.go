@@ -40,6 +40,8 @@ func gatewayFixture() *objects.Set {
 				{Name: "https", Port: 443, Protocol: gwapiv1.HTTPSProtocolType, TLS: &gwapiv1.ListenerTLSConfig{
 					CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "cert"}},
 				}},
+				{Name: "tls", Port: 9443, Protocol: gwapiv1.TLSProtocolType, TLS: &gwapiv1.ListenerTLSConfig{Mode: new(gwapiv1.TLSModePassthrough)}},
+				{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType},
 			},
 		}}},
 		HTTPRoutes: []*gwapiv1.HTTPRoute{{ObjectMeta: meta("r"), Spec: gwapiv1.HTTPRouteSpec{
@@ -50,6 +52,14 @@ func gatewayFixture() *objects.Set {
 			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: parents},
 			Rules:           []gwapiv1.GRPCRouteRule{{BackendRefs: []gwapiv1.GRPCBackendRef{{BackendRef: backend}}}},
 		}}},
+		TLSRoutes: []*gwapiv1.TLSRoute{{ObjectMeta: meta("tr"), Spec: gwapiv1.TLSRouteSpec{
+			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: parents},
+			Rules:           []gwapiv1.TLSRouteRule{{BackendRefs: []gwapiv1.BackendRef{backend}}},
+		}}},
+		TCPRoutes: []*gwapiv1.TCPRoute{{ObjectMeta: meta("cr"), Spec: gwapiv1.TCPRouteSpec{
+			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: parents},
+			Rules:           []gwapiv1.TCPRouteRule{{BackendRefs: []gwapiv1.BackendRef{backend}}},
+		}}},
 	}
 }
 
@@ -58,7 +68,7 @@ func gatewayFixture() *objects.Set {
 // among them.
 func statusStrings(t *testing.T, set *objects.Set, kind string) []string {
 	t.Helper()
-	name := map[string]string{fields.KindGatewayClass: "c", fields.KindGateway: "g", fields.KindHTTPRoute: "r", fields.KindGRPCRoute: "gr"}[kind]
+	name := map[string]string{fields.KindGatewayClass: "c", fields.KindGateway: "g", fields.KindHTTPRoute: "r", fields.KindGRPCRoute: "gr", fields.KindTLSRoute: "tr", fields.KindTCPRoute: "cr"}[kind]
 	for _, o := range builder.Build(set, builder.Options{}).Status {
 		if o.Ref.Kind != kind || o.Ref.Name != name {
 			continue
@@ -181,6 +191,8 @@ var ignoredGatewayCases = []gatewayCase{
 	}},
 	{kind: fields.KindHTTPRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.HTTPRoutes[0].Spec.UseDefaultGateways = scope }},
 	{kind: fields.KindGRPCRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.GRPCRoutes[0].Spec.UseDefaultGateways = scope }},
+	{kind: fields.KindTLSRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.TLSRoutes[0].Spec.UseDefaultGateways = scope }},
+	{kind: fields.KindTCPRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.TCPRoutes[0].Spec.UseDefaultGateways = scope }},
 }
 
 // TestGatewayTableSaysWhatTheBuilderDoes: every refused field of the

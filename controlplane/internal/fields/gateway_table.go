@@ -136,6 +136,10 @@ var gatewayTable = map[string]entries{
 		tree("rules.filters.type", entries{"": ImplementedExcept("RequestHeaderModifier, ResponseHeaderModifier, RequestMirror (several) and ExtensionRef (several); another makes the rule answer 500")}),
 	),
 
+	KindTLSRoute: tree("spec", streamRoute, entries{"hostnames": yes}),
+
+	KindTCPRoute: tree("spec", streamRoute),
+
 	KindReferenceGrant: tree("spec", entries{
 		"from":           yes,
 		"from.group":     yes,
@@ -201,12 +205,12 @@ func merged(parts ...entries) entries {
 var listener = entries{
 	"":         yes,
 	"name":     yes,
-	"hostname": yes,
+	"hostname": ImplementedExcept("ignored on a TCP listener, as the API says"),
 	"port":     yes,
-	"protocol": ImplementedExcept(`HTTP and HTTPS; another: the listener's Accepted False, UnsupportedProtocol`),
+	"protocol": ImplementedExcept(`HTTP, HTTPS, TLS and TCP; another: the listener's Accepted False, UnsupportedProtocol`),
 
 	"tls":                           yes,
-	"tls.mode":                      ImplementedExcept(`Terminate; Passthrough: the listener's Accepted False, UnsupportedValue`),
+	"tls.mode":                      ImplementedExcept(`Terminate on HTTPS, Terminate and Passthrough on TLS; Passthrough on HTTPS: the listener's Accepted False, UnsupportedValue`),
 	"tls.certificateRefs":           yes,
 	"tls.certificateRefs.group":     yes,
 	"tls.certificateRefs.kind":      yes,
@@ -218,7 +222,7 @@ var listener = entries{
 	"allowedRoutes.namespaces":          yes,
 	"allowedRoutes.namespaces.from":     yes,
 	"allowedRoutes.namespaces.selector": yes,
-	"allowedRoutes.kinds":               ImplementedExcept("HTTPRoute and GRPCRoute; another kind: ResolvedRefs False, InvalidRouteKinds (the others are still allowed)"),
+	"allowedRoutes.kinds":               ImplementedExcept("HTTPRoute and GRPCRoute on HTTP and HTTPS, TLSRoute on TLS, TCPRoute on TCP; another kind: ResolvedRefs False, InvalidRouteKinds (the others are still allowed)"),
 	"allowedRoutes.kinds.group":         yes,
 	"allowedRoutes.kinds.kind":          yes,
 }
@@ -269,6 +273,30 @@ var routeCommon = merge(
 	tree("rules.backendRefs.filters.responseHeaderModifier", headerFilter),
 	tree("rules.filters.requestMirror", mirrorFilter),
 )
+
+// streamRoute is what the routes whose connections are proxied
+// (TLSRoute, TCPRoute) have: parents, one rule and its backends, which get the bytes as they
+// come.
+var streamRoute = entries{
+	"parentRefs":             yes,
+	"parentRefs.group":       yes,
+	"parentRefs.kind":        yes,
+	"parentRefs.namespace":   yes,
+	"parentRefs.name":        yes,
+	"parentRefs.sectionName": yes,
+	"parentRefs.port":        yes,
+	"useDefaultGateways":     Ignored("no Gateway of portcullis is a default Gateway (a Gateway's spec.defaultScope is refused): a route attaches through its parentRefs only"),
+
+	"rules":                       ImplementedExcept(`one (the API's limit); another: Accepted False, UnsupportedValue, and only the first is served`),
+	"rules.name":                  yes,
+	"rules.backendRefs":           ImplementedExcept("none valid: connections are closed"),
+	"rules.backendRefs.group":     ImplementedExcept(`a Service, a projectcontour.io ExtensionService or a kind an extension server registered (extensions[].backendResources); another: ResolvedRefs False, InvalidKind`),
+	"rules.backendRefs.kind":      yes,
+	"rules.backendRefs.name":      yes,
+	"rules.backendRefs.namespace": yes,
+	"rules.backendRefs.port":      ImplementedExcept("plaintext TCP to the port, whatever its Service's protocol annotation or appProtocol"),
+	"rules.backendRefs.weight":    yes,
+}
 
 // headerMatch is a route's header match.
 var headerMatch = entries{

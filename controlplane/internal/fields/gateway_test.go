@@ -112,6 +112,12 @@ func goldenGatewayPatterns(t *testing.T) map[string]map[string]bool {
 		for _, o := range set.GRPCRoutes {
 			add(KindGRPCRoute, o.Spec)
 		}
+		for _, o := range set.TLSRoutes {
+			add(KindTLSRoute, o.Spec)
+		}
+		for _, o := range set.TCPRoutes {
+			add(KindTCPRoute, o.Spec)
+		}
 		for _, o := range set.ReferenceGrants {
 			add(KindReferenceGrant, o.Spec)
 		}

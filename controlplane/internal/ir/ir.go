@@ -70,7 +70,9 @@ type Listener struct {
 	// Secure are a TLS listener's virtual hosts.
 	Secure []*SecureVirtualHost
 	// TCPHosts are a TLS listener's hosts whose connections are proxied
-	// over TCP (an HTTPProxy's tcpproxy).
+	// over TCP (an HTTPProxy's tcpproxy, a Gateway's TLSRoutes), or a
+	// plaintext listener's one host, "*", whose every connection is (a
+	// Gateway's TCP listener, tcp-<port>): it then has no Insecure hosts.
 	TCPHosts []*TCPHost
 	// Fallback, when set, is a TLS listener's default filter chain, for
 	// clients that send no (or an unknown) SNI name.

@@ -33,6 +33,9 @@ type Set struct {
 	Gateways        []*gwapiv1.Gateway
 	HTTPRoutes      []*gwapiv1.HTTPRoute
 	GRPCRoutes      []*gwapiv1.GRPCRoute
+	TLSRoutes       []*gwapiv1.TLSRoute
+	TCPRoutes       []*gwapiv1.TCPRoute
+	UDPRoutes       []*gwapiv1.UDPRoute
 	ReferenceGrants []*gwapiv1.ReferenceGrant
 	// BackendTLSPolicies say how Envoy speaks TLS to the Services they
 	// target (v1alpha3 objects are read as v1).
@@ -78,6 +81,9 @@ const (
 	KindGateway                  = "Gateway"
 	KindHTTPRoute                = "HTTPRoute"
 	KindGRPCRoute                = "GRPCRoute"
+	KindTLSRoute                 = "TLSRoute"
+	KindTCPRoute                 = "TCPRoute"
+	KindUDPRoute                 = "UDPRoute"
 	KindReferenceGrant           = "ReferenceGrant"
 	KindBackendTLSPolicy         = "BackendTLSPolicy"
 	KindExtAuthPolicy            = "ExtAuthPolicy"
@@ -107,6 +113,9 @@ func (s *Set) Add(o *Set) {
 	s.Gateways = append(s.Gateways, o.Gateways...)
 	s.HTTPRoutes = append(s.HTTPRoutes, o.HTTPRoutes...)
 	s.GRPCRoutes = append(s.GRPCRoutes, o.GRPCRoutes...)
+	s.TLSRoutes = append(s.TLSRoutes, o.TLSRoutes...)
+	s.TCPRoutes = append(s.TCPRoutes, o.TCPRoutes...)
+	s.UDPRoutes = append(s.UDPRoutes, o.UDPRoutes...)
 	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
 	s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.BackendTLSPolicies...)
 	s.ConfigMaps = append(s.ConfigMaps, o.ConfigMaps...)
@@ -135,6 +144,9 @@ func (s *Set) Sort() {
 	sortObjects(s.Gateways)
 	sortObjects(s.HTTPRoutes)
 	sortObjects(s.GRPCRoutes)
+	sortObjects(s.TLSRoutes)
+	sortObjects(s.TCPRoutes)
+	sortObjects(s.UDPRoutes)
 	sortObjects(s.ReferenceGrants)
 	sortObjects(s.BackendTLSPolicies)
 	sortObjects(s.ConfigMaps)

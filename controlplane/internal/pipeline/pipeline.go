@@ -116,6 +116,9 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 	gateways := currentStatus(objects.KindGateway, in.Gateways, func(g *gwapiv1.Gateway) gwapiv1.GatewayStatus { return g.Status })
 	routes := currentStatus(objects.KindHTTPRoute, in.HTTPRoutes, func(r *gwapiv1.HTTPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus })
 	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	maps.Copy(routes, currentStatus(objects.KindTLSRoute, in.TLSRoutes, func(r *gwapiv1.TLSRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	maps.Copy(routes, currentStatus(objects.KindTCPRoute, in.TCPRoutes, func(r *gwapiv1.TCPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	maps.Copy(routes, currentStatus(objects.KindUDPRoute, in.UDPRoutes, func(r *gwapiv1.UDPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
 	policies := currentStatus(objects.KindExtAuthPolicy, in.ExtAuthPolicies, func(p *gatewayv1alpha1.ExtAuthPolicy) gwapiv1.PolicyStatus { return p.Status })
 	maps.Copy(policies, currentStatus(objects.KindExtProcPolicy, in.ExtProcPolicies, func(p *gatewayv1alpha1.ExtProcPolicy) gwapiv1.PolicyStatus { return p.Status }))
 	maps.Copy(policies, currentStatus(objects.KindBackendTLSPolicy, in.BackendTLSPolicies, func(p *gwapiv1.BackendTLSPolicy) gwapiv1.PolicyStatus { return p.Status }))
@@ -146,10 +149,8 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindGateway:
 			st := status.Gateway(o, gateways[o.Ref], now)
 			u.Gateway = &st
-		case objects.KindHTTPRoute:
-			u.HTTPRoute = &gwapiv1.HTTPRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
-		case objects.KindGRPCRoute:
-			u.GRPCRoute = &gwapiv1.GRPCRouteStatus{RouteStatus: status.Route(o, routes[o.Ref], now)}
+		case objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
+			u.SetRoute(status.Route(o, routes[o.Ref], now))
 		case objects.KindExtAuthPolicy:
 			st := status.Policy(o, policies[o.Ref], now)
 			u.ExtAuthPolicy = &st
@@ -287,6 +288,15 @@ func UIDs(in *objects.Set) map[objects.Ref]types.UID {
 	}
 	for _, o := range in.GRPCRoutes {
 		add(objects.KindGRPCRoute, o)
+	}
+	for _, o := range in.TLSRoutes {
+		add(objects.KindTLSRoute, o)
+	}
+	for _, o := range in.TCPRoutes {
+		add(objects.KindTCPRoute, o)
+	}
+	for _, o := range in.UDPRoutes {
+		add(objects.KindUDPRoute, o)
 	}
 	for _, o := range in.ExtAuthPolicies {
 		add(objects.KindExtAuthPolicy, o)

@@ -54,6 +54,21 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 			func(cur *gwapiv1.GRPCRouteStatus) gwapiv1.GRPCRouteStatus {
 				return gwapiv1.GRPCRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.GRPCRoute.RouteStatus, now)}
 			})
+	case u.TLSRoute != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.TLSRoute{}, func(o *gwapiv1.TLSRoute) *gwapiv1.TLSRouteStatus { return &o.Status },
+			func(cur *gwapiv1.TLSRouteStatus) gwapiv1.TLSRouteStatus {
+				return gwapiv1.TLSRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.TLSRoute.RouteStatus, now)}
+			})
+	case u.TCPRoute != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.TCPRoute{}, func(o *gwapiv1.TCPRoute) *gwapiv1.TCPRouteStatus { return &o.Status },
+			func(cur *gwapiv1.TCPRouteStatus) gwapiv1.TCPRouteStatus {
+				return gwapiv1.TCPRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.TCPRoute.RouteStatus, now)}
+			})
+	case u.UDPRoute != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.UDPRoute{}, func(o *gwapiv1.UDPRoute) *gwapiv1.UDPRouteStatus { return &o.Status },
+			func(cur *gwapiv1.UDPRouteStatus) gwapiv1.UDPRouteStatus {
+				return gwapiv1.UDPRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.UDPRoute.RouteStatus, now)}
+			})
 	case u.ExtAuthPolicy != nil:
 		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtAuthPolicy{}, func(o *gatewayv1alpha1.ExtAuthPolicy) *gwapiv1.PolicyStatus { return &o.Status },
 			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtAuthPolicy, now) })

@@ -37,6 +37,9 @@ type Update struct {
 	Gateway      *gwapiv1.GatewayStatus
 	HTTPRoute    *gwapiv1.HTTPRouteStatus
 	GRPCRoute    *gwapiv1.GRPCRouteStatus
+	TLSRoute     *gwapiv1.TLSRouteStatus
+	TCPRoute     *gwapiv1.TCPRouteStatus
+	UDPRoute     *gwapiv1.UDPRouteStatus
 
 	// Policy statuses (gateway.portcullis.dev): only the ancestors naming
 	// this controller, as for the Gateway API statuses above.
@@ -52,6 +55,23 @@ type Update struct {
 	ExtensionGVK    schema.GroupVersionKind
 }
 
+// SetRoute sets the status of a route of any kind (by u.Ref.Kind): the
+// route kinds' statuses are the same RouteStatus.
+func (u *Update) SetRoute(st gwapiv1.RouteStatus) {
+	switch u.Ref.Kind {
+	case objects.KindHTTPRoute:
+		u.HTTPRoute = &gwapiv1.HTTPRouteStatus{RouteStatus: st}
+	case objects.KindGRPCRoute:
+		u.GRPCRoute = &gwapiv1.GRPCRouteStatus{RouteStatus: st}
+	case objects.KindTLSRoute:
+		u.TLSRoute = &gwapiv1.TLSRouteStatus{RouteStatus: st}
+	case objects.KindTCPRoute:
+		u.TCPRoute = &gwapiv1.TCPRouteStatus{RouteStatus: st}
+	case objects.KindUDPRoute:
+		u.UDPRoute = &gwapiv1.UDPRouteStatus{RouteStatus: st}
+	}
+}
+
 // APIVersion is the API version of the object's kind.
 func (u Update) APIVersion() string {
 	if u.ExtensionPolicy != nil {
@@ -60,7 +80,8 @@ func (u Update) APIVersion() string {
 	switch u.Ref.Kind {
 	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
-	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindBackendTLSPolicy:
+	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindBackendTLSPolicy,
+		objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
 		return gwapiv1.GroupVersion.String()
 	case objects.KindExtAuthPolicy, objects.KindExtProcPolicy:
 		return gatewayv1alpha1.GroupVersion.String()
@@ -85,6 +106,12 @@ func (u Update) Status() any {
 		return u.HTTPRoute
 	case u.GRPCRoute != nil:
 		return u.GRPCRoute
+	case u.TLSRoute != nil:
+		return u.TLSRoute
+	case u.TCPRoute != nil:
+		return u.TCPRoute
+	case u.UDPRoute != nil:
+		return u.UDPRoute
 	case u.ExtAuthPolicy != nil:
 		return u.ExtAuthPolicy
 	case u.ExtProcPolicy != nil:

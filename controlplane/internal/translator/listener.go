@@ -26,11 +26,14 @@ func listener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache)
 	if !l.Shared() {
 		c = nil
 	}
-	if l.TLS {
+	switch {
+	case l.TLS:
 		tlsListener(r, m, l, c)
-		return
+	case len(l.TCPHosts) > 0:
+		tcpListener(r, l)
+	default:
+		plaintextListener(r, m, l, opts, c)
 	}
-	plaintextListener(r, m, l, opts, c)
 }
 
 // plaintextListener has one filter chain, whose HCM routes with one route

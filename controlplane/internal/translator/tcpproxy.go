@@ -3,6 +3,7 @@ package translator
 import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -40,6 +41,24 @@ func tcpHostChain(prefix string, vh *ir.TCPHost) *listenerv3.FilterChain {
 		chain.TransportSocket = downstreamTLSWithALPN(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation, nil)
 	}
 	return chain
+}
+
+// tcpListener is a plaintext listener that proxies its connections over
+// TCP (a Gateway's TCP listener): the filter chain of its one host, "*",
+// without SNI match nor TLS, and no HCM.
+func tcpListener(r *Resources, l *ir.Listener) {
+	chains := make([]*listenerv3.FilterChain, len(l.TCPHosts))
+	served := make([]hostOrigins, len(l.TCPHosts))
+	for i, vh := range l.TCPHosts {
+		chains[i] = tcpHostChain(hostsPrefix(l), vh)
+		served[i] = tcpHostOrigins(vh)
+	}
+	r.Listeners = append(r.Listeners, &listenerv3.Listener{
+		Name:         l.Name,
+		Address:      socketAddress(l.Address, l.Port),
+		FilterChains: chains,
+	})
+	r.Index.add(resourcev3.ListenerType, l.Name, &indexEntry{origins: l.Origins, hosts: served})
 }
 
 // tcpHostOrigins are the origins of a TCP host in its listener.

@@ -136,7 +136,10 @@ func (b *routeBuild) serviceBackend(key types.NamespacedName, port *gwapiv1.Port
 		return b.unusableBackend(where, gwapiv1.RouteConditionReason(aerr.Reason), "Service %s: %v: it is not used rather than served otherwise", key, aerr)
 	}
 	protocol := up.Protocol
-	if b.grpc && protocol == ir.HTTP1 {
+	switch {
+	case b.stream:
+		protocol = ir.HTTP1 // plaintext: the client's TLS, if any, is the backend's
+	case b.grpc && protocol == ir.HTTP1:
 		protocol = ir.H2C
 	}
 	var cs core.ClusterSettings

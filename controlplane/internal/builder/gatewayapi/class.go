@@ -54,6 +54,10 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayFrontendClientCertificateValidation,
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayBackendClientCertificate,
+	features.SupportTLSRoute,
+	features.SupportTLSRouteModeTerminate,
+	features.SupportTLSRouteModeMixed,
+	features.SupportTCPRoute,
 )
 
 // ExperimentalFeatures are the features whose fields only the Gateway

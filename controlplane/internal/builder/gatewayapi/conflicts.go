@@ -49,7 +49,7 @@ func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
 // resolveConflicts decides, per Envoy port, which listeners can be served
 // together. Listeners of different protocols on one port conflict (all of
 // them; on a shared port, those whose protocol is not the shared
-// listener's); of listeners claiming one hostname on one port, the oldest
+// listener's), but for HTTPS and TLS (sameTransport); of listeners claiming one hostname on one port, the oldest
 // Gateway's first listener keeps it, as the oldest HTTPProxy keeps its
 // FQDN; a hostname an HTTPProxy keeps on a shared listener stays its.
 // Listeners invalid on their own take no part.
@@ -73,7 +73,7 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 			want = gwapiv1.HTTPProtocolType
 		case port == opts.HTTPS.Port && port != 0:
 			want = gwapiv1.HTTPSProtocolType
-		case slices.ContainsFunc(ls, func(l *gwListener) bool { return l.spec.Protocol != ls[0].spec.Protocol }):
+		case slices.ContainsFunc(ls, func(l *gwListener) bool { return !sameTransport(l.spec.Protocol, ls[0].spec.Protocol) }):
 			for _, l := range ls {
 				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "another listener on port %d (Envoy port %d) has a different protocol", l.spec.Port, port)
 			}
@@ -81,7 +81,7 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 		}
 		var same []*gwListener
 		for _, l := range ls {
-			if want != "" && l.spec.Protocol != want {
+			if want != "" && !sameTransport(l.spec.Protocol, want) {
 				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
 				continue
 			}
@@ -89,6 +89,16 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 		}
 		g.hostnameConflicts(port, same, proxies)
 	}
+}
+
+// sameTransport reports whether listeners of protocols a and b can share
+// a port: the same protocol, or HTTPS and TLS, whose hosts are told apart
+// by SNI on one TLS listener.
+func sameTransport(a, b gwapiv1.ProtocolType) bool {
+	tls := func(p gwapiv1.ProtocolType) bool {
+		return p == gwapiv1.HTTPSProtocolType || p == gwapiv1.TLSProtocolType
+	}
+	return a == b || tls(a) && tls(b)
 }
 
 // hostnameConflicts gives each hostname of one port to its oldest claim.

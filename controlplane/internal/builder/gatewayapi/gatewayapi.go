@@ -14,6 +14,9 @@
 //     intersection;
 //   - httproute.go, filters.go, grpcroute.go: the rules of each route kind
 //     into IR routes;
+//   - tlsroute.go, tcproute.go, stream.go: TLSRoutes and TCPRoutes, whose
+//     connections are proxied to their backends (TLS passthrough by SNI;
+//     TCP);
 //   - backends.go, backendtls.go, refgrant.go: backendRefs, their TLS and
 //     ReferenceGrants;
 //   - hosts.go, precedence.go: the attached routes onto Envoy listeners
@@ -118,6 +121,12 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	}
 	for _, r := range snap.In.GRPCRoutes {
 		g.buildGRPCRoute(r)
+	}
+	for _, r := range snap.In.TLSRoutes {
+		g.buildTLSRoute(r)
+	}
+	for _, r := range snap.In.TCPRoutes {
+		g.buildTCPRoute(r)
 	}
 	g.buildPolicies()
 	g.placeRoutes(m)
@@ -230,6 +239,8 @@ const (
 	kindSecret    = gwapiv1.Kind("Secret")
 	kindHTTPRoute = gwapiv1.Kind(objects.KindHTTPRoute)
 	kindGRPCRoute = gwapiv1.Kind(objects.KindGRPCRoute)
+	kindTLSRoute  = gwapiv1.Kind(objects.KindTLSRoute)
+	kindTCPRoute  = gwapiv1.Kind(objects.KindTCPRoute)
 	// contourGroup and kindExtensionService name an ExtensionService as a
 	// backend.
 	contourGroup         = gwapiv1.Group("projectcontour.io")

@@ -104,12 +104,12 @@ func TestAllowedRoutes(t *testing.T) {
 		{"Selector without selector", from(gwapiv1.NamespacesFromSelector, nil), gwapiv1.HTTPProtocolType, "team-a", kindHTTPRoute, false, 0},
 		{"kinds restrict", &gwapiv1.AllowedRoutes{Kinds: []gwapiv1.RouteGroupKind{{Kind: kindGRPCRoute}}}, gwapiv1.HTTPProtocolType, "infra", kindHTTPRoute, false, 0},
 		{"unsupported kinds are reported, the others kept", &gwapiv1.AllowedRoutes{Kinds: []gwapiv1.RouteGroupKind{{Kind: "TCPRoute"}, {Group: &group, Kind: kindHTTPRoute}, {Kind: kindHTTPRoute}}}, gwapiv1.HTTPProtocolType, "infra", kindHTTPRoute, true, 2},
-		{"an unsupported protocol allows nothing", nil, gwapiv1.TCPProtocolType, "infra", kindHTTPRoute, false, 0},
+		{"an unsupported protocol allows nothing", nil, "SCTP", "infra", kindHTTPRoute, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := &gwGateway{gw: &gwapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "gw"}}}
 			l := &gwListener{gw: x, spec: gwapiv1.Listener{Protocol: tc.protocol, AllowedRoutes: tc.allowed}}
-			if tc.protocol == gwapiv1.TCPProtocolType {
+			if tc.protocol == "SCTP" {
 				l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "tcp")
 			}
 			g.allowedRoutes(l)

@@ -152,6 +152,11 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 		h = &gwHost{listener: a.listener}
 		hosts[k] = h
 	}
+	if a.listener.stream { // no HTTP policy applies to proxied connections
+		h.routes = append(h.routes, a.routes...)
+		h.origins = append(h.origins, a.origin)
+		return
+	}
 	routes, policies := g.withPolicies(a.listener, withListenerPort(a.listener, a.routes))
 	h.routes = append(h.routes, routes...)
 	h.origins = append(append(h.origins, a.origin), policies...)
@@ -167,12 +172,19 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: g.withClientCert(l.gw, h.irRoutes())}
 	il := listeners[k.port]
 	if il == nil {
-		il = g.gatewayListener(k.port, l.tls)
+		il = g.gatewayListener(k.port, l)
 		listeners[k.port] = il
 		m.Listeners = append(m.Listeners, il)
 	}
 	if !il.Shared() {
 		il.Origins = il.Origins.Union(ir.Origins{gw})
+	}
+	if l.stream {
+		il.TCPHosts = append(il.TCPHosts, streamHost(vh, l.secret))
+		if l.secret != "" {
+			g.Out.SecretUses.Add(l.secret, gw)
+		}
+		return
 	}
 	g.addListenerExtensions(il, l)
 	if !l.tls {
@@ -204,12 +216,15 @@ func placedListeners(m *ir.Model) map[uint32]*ir.Listener {
 	return listeners
 }
 
-// gatewayListener is the Envoy listener of a Gateway port of its own.
-// Its hosts match the Host header with its port, as the Gateway API
-// forwards it.
-func (g *gatewayStage) gatewayListener(port uint32, tls bool) *ir.Listener {
+// gatewayListener is the Envoy listener of a Gateway port of its own,
+// for listeners like l. Its hosts match the Host header with its port, as
+// the Gateway API forwards it.
+func (g *gatewayStage) gatewayListener(port uint32, l *gwListener) *ir.Listener {
 	opts := g.R.Opts()
-	if tls {
+	switch {
+	case l.stream && !l.tls: // TCP: the plaintext address
+		return &ir.Listener{Name: fmt.Sprintf("tcp-%d", port), Address: opts.HTTP.Address, Port: port}
+	case l.tls:
 		return &ir.Listener{Name: fmt.Sprintf("https-%d", port), Address: opts.HTTPS.Address, Port: port, TLS: true, KeepHostPort: true}
 	}
 	return &ir.Listener{Name: fmt.Sprintf("http-%d", port), Address: opts.HTTP.Address, Port: port, KeepHostPort: true}
@@ -256,7 +271,7 @@ func (g *gatewayStage) listenerCatchAll(ready map[portGateway][]*gwListener, own
 	slices.SortStableFunc(gws, func(a, b *gwGateway) int { return core.OlderClaim(a.gw, b.gw) })
 	for _, x := range gws {
 		for _, l := range x.listeners {
-			if !l.tls || !l.ready() || l.envoyPort == opts.HTTPS.Port {
+			if !l.tls || l.stream || !l.ready() || l.envoyPort == opts.HTTPS.Port {
 				continue
 			}
 			k := hostKey{l.envoyPort, cmp.Or(l.hostname, "*")}

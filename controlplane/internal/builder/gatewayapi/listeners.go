@@ -46,6 +46,9 @@ type gwListener struct {
 	hostname  string
 	envoyPort uint32
 	tls       bool
+	// stream: its routes proxy connections (TLSRoute passthrough,
+	// TCPRoute), not HTTP requests (stream.go).
+	stream bool
 	// secret is the SDS secret of an HTTPS listener's certificate.
 	secret string
 	// clientValidation, when set, verifies the clients' certificates
@@ -139,8 +142,16 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 		l.tls = true
 		g.listenerTLS(l)
 		g.frontendValidation(l)
+	case gwapiv1.TLSProtocolType:
+		l.tls, l.stream = true, true
+		g.listenerTLSRoutes(l)
+	case gwapiv1.TCPProtocolType:
+		l.stream = true
+		if ls.TLS != nil {
+			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls must not be set on a TCP listener")
+		}
 	default:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP or HTTPS", ls.Protocol)
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP, HTTPS, TLS or TCP", ls.Protocol)
 	}
 	if ls.Port < 1 || ls.Port > 65535 {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "port %d is not a port", ls.Port)
@@ -151,7 +162,7 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	} else {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "no Envoy port left for port %d (Gateways have ports %d to %d)", ls.Port, GatewayPortFirst, GatewayPortLast)
 	}
-	if ls.Hostname != nil {
+	if ls.Hostname != nil && ls.Protocol != gwapiv1.TCPProtocolType { // TCP has no host names (the API: ignored)
 		l.hostname = strings.ToLower(string(*ls.Hostname))
 		if err := gatewayHostnameValid(l.hostname); err != nil {
 			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "hostname %v", err)
@@ -177,7 +188,8 @@ func gatewayHostnameValid(h string) error {
 	return nil
 }
 
-// listenerTLS resolves an HTTPS listener's certificate: the first of
+// listenerTLS resolves an HTTPS listener's (or a terminating TLS
+// listener's) certificate: the first of
 // certificateRefs (each must resolve: a wrong one is an error, not
 // skipped), a TLS Secret of the Gateway's namespace or of another that
 // grants it (ReferenceGrant).
@@ -185,10 +197,10 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 	t := l.spec.TLS
 	switch {
 	case t == nil:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "an HTTPS listener needs tls.certificateRefs")
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "%s listener needs tls.certificateRefs", withArticle(l.spec.Protocol))
 		return
 	case t.Mode != nil && *t.Mode != gwapiv1.TLSModeTerminate:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.mode %q is not supported on an HTTPS listener: only Terminate", *t.Mode)
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.mode %q is not supported on %s listener: only Terminate", *t.Mode, withArticle(l.spec.Protocol))
 		return
 	case len(t.Options) > 0:
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls.options are not supported")
@@ -226,9 +238,24 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 	}
 }
 
-// routeKinds are the route kinds an HTTP or HTTPS listener supports (and
-// allows by default).
-var routeKinds = []gwapiv1.RouteGroupKind{
+// withArticle is "an HTTPS", "a TLS".
+func withArticle(p gwapiv1.ProtocolType) string {
+	if p == gwapiv1.HTTPSProtocolType {
+		return "an " + string(p)
+	}
+	return "a " + string(p)
+}
+
+// routeKinds are the route kinds a listener of each protocol supports
+// (and allows by default).
+var routeKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
+	gwapiv1.HTTPProtocolType:  httpKinds,
+	gwapiv1.HTTPSProtocolType: httpKinds,
+	gwapiv1.TLSProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindTLSRoute}},
+	gwapiv1.TCPProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindTCPRoute}},
+}
+
+var httpKinds = []gwapiv1.RouteGroupKind{
 	{Group: core.PtrTo(gatewayGroup), Kind: kindHTTPRoute},
 	{Group: core.PtrTo(gatewayGroup), Kind: kindGRPCRoute},
 }
@@ -246,9 +273,9 @@ func (g *gatewayStage) allowedRoutes(l *gwListener) {
 // InvalidRouteKinds.
 func (l *gwListener) readAllowedKinds() {
 	ar := l.spec.AllowedRoutes
-	supported := routeKinds
+	supported := routeKinds[l.spec.Protocol]
 	if len(l.accepted) > 0 && l.spec.Protocol != gwapiv1.HTTPProtocolType && l.spec.Protocol != gwapiv1.HTTPSProtocolType {
-		supported = nil // an unsupported protocol supports no kind
+		supported = nil // a refused listener of another protocol supports no kind
 	}
 	if ar == nil || len(ar.Kinds) == 0 {
 		l.kinds = supported

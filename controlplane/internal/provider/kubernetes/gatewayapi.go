@@ -43,6 +43,10 @@ func gatewayKinds() []gatewayKind {
 		{"gateways", []client.Object{&gwapiv1.Gateway{}}},
 		{"httproutes", []client.Object{&gwapiv1.HTTPRoute{}}},
 		{"grpcroutes", []client.Object{&gwapiv1.GRPCRoute{}}},
+		// The standard CRDs serve v1 only (v1alpha2 is kept, not served).
+		{"tlsroutes", []client.Object{&gwapiv1.TLSRoute{}}},
+		{"tcproutes", []client.Object{&gwapiv1.TCPRoute{}}},
+		{"udproutes", []client.Object{&gwapiv1.UDPRoute{}}},
 		// The standard CRDs serve v1 and v1beta1; older ones only v1beta1.
 		{"referencegrants", []client.Object{&gwapiv1.ReferenceGrant{}, &gwapiv1beta1.ReferenceGrant{}}},
 		// The standard CRDs serve v1; older experimental ones only

@@ -1,0 +1,56 @@
+package gatewayapi
+
+import (
+	"fmt"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+)
+
+// streamRule is a rule of a route whose connections are proxied, not
+// its HTTP requests (TLSRoute, TCPRoute): its backends.
+type streamRule struct {
+	name        *gwapiv1.SectionName
+	backendRefs []gwapiv1.BackendRef
+}
+
+// streamRules are the IR route of a route whose connections are proxied:
+// its rule's weighted backends as the route's clusters (the API allows
+// one rule). With no valid backend taking traffic, its connections go to
+// invalidBackendCluster: Envoy closes them.
+func (b *routeBuild) streamRules(rules []streamRule) []gwIRRoute {
+	if len(rules) == 0 {
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.rules must have a rule: no connection is proxied")
+		return nil
+	}
+	if len(rules) > 1 {
+		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.rules has %d rules: only the first is served", len(rules))
+	}
+	rule := rules[0]
+	where := ruleWhere(0, rule.name)
+	refs := make([]weightedRef, len(rule.backendRefs))
+	for i, br := range rule.backendRefs {
+		refs[i] = weightedRef{ref: br, where: fmt.Sprintf("%s.backendRefs[%d]", where, i), ok: true}
+	}
+	clusters, ok := b.weightedBackends(refs, where)
+	if !ok {
+		clusters = []ir.WeightedCluster{{Cluster: invalidBackendCluster, Weight: 1}}
+	}
+	x := &ir.Route{Origins: ir.Origins{b.rt.ref}, Clusters: clusters}
+	return []gwIRRoute{{route: x, obj: b.rt.obj, kind: b.rt.kind}}
+}
+
+// streamHost is the TCP host of a stream listener's host: the
+// connections (of a TLS listener: of its SNI name, any for "*") proxied
+// to the backends of the oldest route attached (routes conflicting for a
+// host: the oldest wins; the others are attached, and serve nothing);
+// untouched, or decrypted with the certificate of a terminating TLS
+// listener.
+func streamHost(vh ir.VirtualHost, secret string) *ir.TCPHost {
+	x := &ir.TCPHost{FQDN: vh.FQDN, Origins: vh.Origins, Passthrough: secret == "", Secret: secret}
+	if len(vh.Routes) > 0 {
+		x.Clusters = vh.Routes[0].Clusters
+	}
+	return x
+}
