@@ -319,15 +319,15 @@ func TestHTTPProxyLocalRateLimits(t *testing.T) {
 }
 
 // TestHTTPProxySecurityExample runs examples/httpproxy-security as its
-// README says (file provider, the quickstart's certificate and upstream),
-// on free ports: the allow list, the route's deny list, a CORS preflight
+// README says (file provider, the folder on its own: it links the
+// quickstart's certificate and upstream), on free ports: the allow list, the route's deny list, a CORS preflight
 // and the /login rate limit.
 func TestHTTPProxySecurityExample(t *testing.T) {
 	repo := harness.RepoRoot(t)
 	echo := harness.StartEcho(t, "echo")
 	dir := t.TempDir()
 	port := strings.NewReplacer("port: 19000", fmt.Sprintf("port: %d", echo.Port))
-	for _, f := range []string{"quickstart/tls-secret.yaml", "quickstart/upstreams.yaml", "httpproxy-security/httpproxy.yaml"} {
+	for _, f := range []string{"httpproxy-security/tls-secret.yaml", "httpproxy-security/upstreams.yaml", "httpproxy-security/httpproxy.yaml"} {
 		b, err := os.ReadFile(filepath.Join(repo, "examples", f))
 		if err != nil {
 			t.Fatal(err)

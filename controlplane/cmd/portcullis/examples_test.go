@@ -127,15 +127,13 @@ func run(args ...string) (stdout, stderr string, err error) {
 
 // exampleInputs are the other arguments an example folder is served with,
 // as its README says: its configuration file when it has one (its objects
-// are written for the global policies it configures), and the
-// quickstart's Secret and upstreams for the folders that reuse them.
+// are written for the global policies it configures). A folder that
+// reuses the quickstart's Secret and upstreams links them, so that it
+// translates on its own.
 func exampleInputs(ex, name string) []string {
 	var args []string
 	if _, err := os.Stat(ex + name + "/portcullis.yaml"); err == nil {
 		args = append(args, "--config", ex+name+"/portcullis.yaml")
-	}
-	if name == "httpproxy-security" {
-		args = append(args, "-f", ex+"quickstart/tls-secret.yaml", "-f", ex+"quickstart/upstreams.yaml")
 	}
 	return args
 }
