@@ -127,6 +127,9 @@ type Server struct {
 	// (nil when none was).
 	lastSet  *objects.Set
 	lastRes  *pipeline.Result
+	// invalid are the objects the last published build found invalid
+	// (invalidlog.go), for the rebuild loop only.
+	invalid map[objects.Ref]bool
 	statuses []statuswriter.Update
 	// services is the Gateways' Services of the last build
 	// (gateway.servicePerGateway), servicesBuilt whether there was one.
@@ -490,13 +493,10 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool)
 	s.version, s.ready, s.servable, s.buildErr = version, true, servable, ""
 	s.lastSet, s.lastRes, s.extProblems = set, res, extProblems
 	s.mu.Unlock()
-	invalid := 0
-	for _, o := range res.Build.Status {
-		if !o.Valid() {
-			invalid++
-		}
-	}
-	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", invalid,
+	invalid, newly := newlyInvalid(s.invalid, res.Build.Status)
+	s.invalid = invalid
+	warnInvalid(s.cfg.Log, newly)
+	s.cfg.Log.Info("configuration published", "version", s.version, "objects", len(res.Build.Status), "invalid", len(invalid),
 		"listeners", len(res.Resources.Listeners), "clusters", len(res.Resources.Clusters), "took", time.Since(start).Round(time.Microsecond),
 		"pipeline", built.Round(time.Microsecond), "rootsReused", s.cache.Build.Hits, "rootsBuilt", s.cache.Build.Misses,
 		"hostsReused", s.cache.Translate.Hits, "hostsTranslated", s.cache.Translate.Misses)
