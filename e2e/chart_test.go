@@ -234,7 +234,10 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/gateways", false}, // status only
 		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/referencegrants", true},
 		{cpSA, "team-a", "list", "gateway.networking.k8s.io/backendtlspolicies", true},
-		{cpSA, "team-a", "update", "gateway.networking.k8s.io/backendtlspolicies/status", false}, // read only
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/backendtlspolicies/status", true}, // its ancestors
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/backendtlspolicies", false},       // status only
+		{cpSA, "team-a", "list", "configmaps", true},                                            // BackendTLSPolicy CA certificates
+		{cpSA, "team-a", "update", "configmaps", false},
 		{cpSA, "", "watch", "namespaces", true},
 		{cpSA, chartNamespace, "create", "services", true}, // gateway.servicePerGateway
 		{cpSA, chartNamespace, "delete", "services", true},
