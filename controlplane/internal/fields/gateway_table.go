@@ -46,7 +46,7 @@ var gatewayTable = map[string]entries{
 		routeCommon,
 		entries{
 			"rules.matches.path":              yes,
-			"rules.matches.path.type":         ImplementedExcept("Exact, PathPrefix and RegularExpression (RE2, within Envoy's program size); another type: Accepted False, UnsupportedValue, and the match is not served"),
+			"rules.matches.path.type":         ImplementedExcept("Exact, PathPrefix and RegularExpression (RE2, within Envoy's program size); another type: PartiallyInvalid, UnsupportedValue, and the match is not served"),
 			"rules.matches.path.value":        yes,
 			"rules.matches.queryParams":       yes,
 			"rules.matches.queryParams.type":  matchType,
@@ -71,8 +71,8 @@ var gatewayTable = map[string]entries{
 			"rules.filters.urlRewrite.path.replaceFullPath":    yes,
 			"rules.filters.urlRewrite.path.replacePrefixMatch": yes,
 
-			"rules.filters.cors":         Refused(`Accepted False, UnsupportedValue: "filter type \"CORS\" is not supported: the rule answers 500"`),
-			"rules.filters.externalAuth": Refused(`Accepted False, UnsupportedValue: "filter type \"ExternalAuth\" is not supported: the rule answers 500" (an ExtAuthPolicy attaches an authorization server)`),
+			"rules.filters.cors":         Refused(`PartiallyInvalid, UnsupportedValue: "filter type \"CORS\" is not supported: the rule answers 500"`),
+			"rules.filters.externalAuth": Refused(`PartiallyInvalid, UnsupportedValue: "filter type \"ExternalAuth\" is not supported: the rule answers 500" (an ExtAuthPolicy attaches an authorization server)`),
 
 			"rules.backendRefs.filters.requestRedirect": refusedOnBackend("RequestRedirect"),
 			"rules.backendRefs.filters.urlRewrite":      refusedOnBackend("URLRewrite"),
@@ -81,8 +81,8 @@ var gatewayTable = map[string]entries{
 
 			"rules.timeouts":                yes,
 			"rules.timeouts.request":        yes,
-			"rules.timeouts.backendRequest": ImplementedExcept("not longer than request; each a GEP-2257 duration: otherwise Accepted False, UnsupportedValue and the rule answers 500"),
-			"rules.retry":                   Refused(`Accepted False, UnsupportedValue: "rules[i].retry is not supported: the rule answers 500"`),
+			"rules.timeouts.backendRequest": ImplementedExcept("not longer than request; each a GEP-2257 duration: otherwise PartiallyInvalid, UnsupportedValue and the rule answers 500"),
+			"rules.retry":                   Refused(`PartiallyInvalid, UnsupportedValue: "rules[i].retry is not supported: the rule answers 500"`),
 		},
 		tree("rules.matches.headers", headerMatch),
 		tree("rules.filters.type", entries{"": ImplementedExcept("RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, RequestMirror (several) and ExtensionRef (several); CORS and ExternalAuth make the rule answer 500")}),
@@ -225,7 +225,7 @@ var routeCommon = merge(
 		"rules.filters.extensionRef.kind":  yes,
 		"rules.filters.extensionRef.name":  yes,
 
-		"rules.sessionPersistence": Refused(`Accepted False, UnsupportedValue: "rules[i].sessionPersistence is not supported: the rule answers 500"`),
+		"rules.sessionPersistence": Refused(`PartiallyInvalid, UnsupportedValue: "rules[i].sessionPersistence is not supported: the rule answers 500"`),
 	},
 	tree("rules.filters.requestHeaderModifier", headerFilter),
 	tree("rules.filters.responseHeaderModifier", headerFilter),
@@ -283,9 +283,9 @@ var infrastructureMeta = Ignored("not applied: with gateway.servicePerGateway, a
 // matchType is the type of a header, query parameter or gRPC method
 // match: an invalid match is left out (ruleRoutes), it cannot even answer
 // 500.
-var matchType = ImplementedExcept("Exact and RegularExpression; another type: Accepted False, UnsupportedValue, and the match is not served")
+var matchType = ImplementedExcept("Exact and RegularExpression; another type: PartiallyInvalid, UnsupportedValue, and the match is not served")
 
 // refusedOnBackend is a filter a backendRef may not have.
 func refusedOnBackend(typ string) Support {
-	return Refused(`Accepted False, UnsupportedValue: "filter type \"` + typ + `\" is not supported on a backend: the backend answers 500"`)
+	return Refused(`PartiallyInvalid, UnsupportedValue: "filter type \"` + typ + `\" is not supported on a backend: the backend answers 500"`)
 }
