@@ -11,26 +11,32 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/pipeline"
 )
 
-// gatewayBase is a class, a Gateway with one HTTP listener on port 80 and
-// the Service its routes name.
-const gatewayBase = `
+// gatewayClass is our GatewayClass, echoService the Service routes name.
+const (
+	gatewayClass = `
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: portcullis}
 spec: {controllerName: portcullis.dev/gateway-controller}
----
+`
+	echoService = `
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: default}
+spec: {ports: [{port: 80}]}
+`
+)
+
+// gatewayBase is the class, a Gateway with one HTTP listener on port 80
+// and the Service.
+const gatewayBase = gatewayClass + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: web, namespace: default}
 spec:
   gatewayClassName: portcullis
   listeners: [{name: http, port: 80, protocol: HTTP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: default}
-spec: {ports: [{port: 80}]}
-`
+---` + echoService
 
 // runYAML runs the objects of docs with the default options.
 func runYAML(t *testing.T, docs ...string) *pipeline.Result {

@@ -19,12 +19,6 @@ func TestListenerPortsStayApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const class = `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: portcullis}
-spec: {controllerName: portcullis.dev/gateway-controller}
-`
 	// gateway is a Gateway with listeners "name:protocol:port" and a route
 	// attached to all of them.
 	gateway := func(name string, listeners ...string) string {
@@ -64,7 +58,7 @@ spec:
 		{"the moved-to port is a listener's own", []string{gateway("web", "http:HTTP:80", "alt:HTTP:8080", "high:HTTP:18080")}, []uint32{8080, 18080}, map[string]string{"web/alt": "PortUnavailable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runYAML(t, append([]string{class, gatewayBase[strings.Index(gatewayBase, "apiVersion: v1"):], string(secrets)}, tc.gateways...)...)
+			res := runYAML(t, append([]string{gatewayClass, echoService, string(secrets)}, tc.gateways...)...)
 			var ports []uint32
 			for _, l := range res.Build.Model.Listeners {
 				if len(l.Insecure) > 0 || len(l.Secure) > 0 {

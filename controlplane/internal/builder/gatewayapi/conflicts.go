@@ -91,6 +91,15 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 	}
 }
 
+// sharedAdvice says why listeners of several Gateways (or an HTTPProxy)
+// claim one hostname on one port, and what to do: without
+// gateway.servicePerGateway the Gateways share Envoy's address and ports,
+// and the API allows merging Gateways only when their listeners are
+// compatible.
+const sharedAdvice = "the Gateways share Envoy's address and listeners (and the HTTPProxies'); " +
+	"give this listener a hostname of its own, or set the configuration's gateway.servicePerGateway " +
+	"to give each Gateway an address of its own (docs/gateway-api.md, \"Sharing Envoy between Gateways\")"
+
 // hostnameConflicts gives each hostname of one port to its oldest claim.
 func (g *gatewayStage) hostnameConflicts(port uint32, ls []*gwListener, proxies sharedHosts) {
 	slices.SortStableFunc(ls, olderListener)
@@ -101,10 +110,12 @@ func (g *gatewayStage) hostnameConflicts(port uint32, ls []*gwListener, proxies 
 			host = "*"
 		}
 		switch o := owner[host]; {
-		case o != nil:
+		case o != nil && o.gw == l.gw:
 			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it)", host, l.spec.Port, o)
+		case o != nil:
+			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it): %s", host, l.spec.Port, o, sharedAdvice)
 		case proxies.taken(g.R.Opts(), port, host):
-			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q is served on Envoy port %d by an HTTPProxy, which keeps it", host, port)
+			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q is served on Envoy port %d by an HTTPProxy, which keeps it: %s", host, port, sharedAdvice)
 		default:
 			owner[host] = l
 		}
