@@ -11,9 +11,6 @@
 # experimental or older CRDs over these) is not a CRD and is not copied:
 # it belongs to whoever manages the cluster's Gateway API installation.
 #
-# Without an output directory, it also copies the kinds the control plane
-# reads into controlplane/internal/objects/crdschema/crds (below).
-#
 # Usage: hack/gateway-api-crds.sh [output directory]
 set -euo pipefail
 
@@ -36,15 +33,3 @@ for f in "$src"/gateway.networking.k8s.io_*.yaml; do
 	esac
 	install -m 0644 "$f" "$OUT/"
 done
-
-# The kinds the control plane reads, for its check of objects read from
-# files against their CRDs (controlplane/internal/objects/crdschema, which
-# embeds them; its test keeps them equal to the chart's).
-if [ -z "${1:-}" ]; then
-	CP="$ROOT/controlplane/internal/objects/crdschema/crds"
-	mkdir -p "$CP"
-	rm -f "$CP"/gateway.networking.k8s.io_*.yaml
-	for k in backendtlspolicies gatewayclasses gateways grpcroutes httproutes referencegrants; do
-		install -m 0644 "$OUT/gateway.networking.k8s.io_$k.yaml" "$CP/"
-	done
-fi
