@@ -2,6 +2,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -255,14 +256,17 @@ func (tf *translateFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range skipped {
-		fmt.Fprintf(cmd.ErrOrStderr(), "skipped %s (%s): %s\n", s.Source, s.Kind, s.Reason)
-	}
+	skipped = append(skipped, set.GatewayNotes(cmp.Or(opts.Builder.GatewayControllerName, config.DefaultGatewayControllerName))...)
+	notServed := printSkipped(cmd, skipped)
 	loaded := time.Now()
 	res := pipeline.Run(set, opts)
 	built := time.Now()
 	if tf.extDiff {
-		return showExtensionDiff(cmd, regs, set, res, tf.strict)
+		err := showExtensionDiff(cmd, regs, set, res, tf.strict)
+		if tf.strict {
+			err = cmp.Or(err, notServed)
+		}
+		return err
 	}
 	if err := tf.print(cmd, set, res); err != nil {
 		return err
@@ -272,7 +276,25 @@ func (tf *translateFlags) run(cmd *cobra.Command) error {
 			loaded.Sub(start).Round(time.Millisecond), built.Sub(loaded).Round(time.Millisecond), time.Since(built).Round(time.Millisecond))
 	}
 	if tf.strict {
-		return allValid(res)
+		return cmp.Or(notServed, allValid(res))
+	}
+	return nil
+}
+
+// printSkipped says what translate did not use, and why; the error (for
+// --strict) counts what was meant for portcullis but is not served: a
+// document of its groups it cannot read, a Gateway without its class.
+func printSkipped(cmd *cobra.Command, skipped []objects.Skipped) error {
+	n := 0
+	for _, s := range skipped {
+		verb := "skipped"
+		if s.Refused {
+			verb, n = "not served:", n+1
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s %s (%s): %s\n", verb, s.Source, s.Kind, s.Reason)
+	}
+	if n > 0 {
+		return fmt.Errorf("%d input(s) meant for portcullis are not served (listed above)", n)
 	}
 	return nil
 }

@@ -30,7 +30,9 @@ for what each does, and its "What is refused, and why"):
 - **refused**: setting it stops what it belongs to, with the condition,
   reason and message shown: a Gateway or a listener is not accepted, a
   rule or a backend answers 500, a policy is not accepted. A refused
-  field is refused with everything under it;
+  field is refused with everything under it. A route's rule refused is
+  said in its PartiallyInvalid condition (the route stays accepted);
+  when no rule of the route is left valid, in Accepted (False);
 - **ignored**: not read; the object is served as if it were unset, without
   a warning in its status. An ignored field is ignored with everything
   under it.

@@ -73,7 +73,7 @@ var gatewayTable = map[string]entries{
 		routeCommon,
 		entries{
 			"rules.matches.path":              yes,
-			"rules.matches.path.type":         ImplementedExcept("Exact, PathPrefix and RegularExpression (RE2, within Envoy's program size); another type: Accepted False, UnsupportedValue, and the match is not served"),
+			"rules.matches.path.type":         ImplementedExcept("Exact, PathPrefix and RegularExpression (RE2, within Envoy's program size); another type: PartiallyInvalid, UnsupportedValue, and the match is not served"),
 			"rules.matches.path.value":        yes,
 			"rules.matches.queryParams":       yes,
 			"rules.matches.queryParams.type":  matchType,
@@ -105,7 +105,7 @@ var gatewayTable = map[string]entries{
 			"rules.filters.cors.allowHeaders":     ImplementedExcept(`header names, or "*" alone (Envoy answers with the headers asked for); another makes the rule answer 500`),
 			"rules.filters.cors.exposeHeaders":    ImplementedExcept("header names; another makes the rule answer 500"),
 			"rules.filters.cors.maxAge":           ImplementedExcept("5 when unset; a negative one makes the rule answer 500"),
-			"rules.filters.externalAuth":          Refused(`Accepted False, UnsupportedValue: "filter type \"ExternalAuth\" is not supported: the rule answers 500" (an ExtAuthPolicy attaches an authorization server)`),
+			"rules.filters.externalAuth":          Refused(`PartiallyInvalid, UnsupportedValue: "filter type \"ExternalAuth\" is not supported: the rule answers 500" (an ExtAuthPolicy attaches an authorization server)`),
 
 			"rules.backendRefs.filters.requestRedirect": refusedOnBackend("RequestRedirect"),
 			"rules.backendRefs.filters.urlRewrite":      refusedOnBackend("URLRewrite"),
@@ -114,7 +114,7 @@ var gatewayTable = map[string]entries{
 
 			"rules.timeouts":                yes,
 			"rules.timeouts.request":        yes,
-			"rules.timeouts.backendRequest": ImplementedExcept("not longer than request; each a GEP-2257 duration: otherwise Accepted False, UnsupportedValue and the rule answers 500"),
+			"rules.timeouts.backendRequest": ImplementedExcept("not longer than request; each a GEP-2257 duration: otherwise PartiallyInvalid, UnsupportedValue and the rule answers 500"),
 			"rules.retry":                   ImplementedNote("each request to a backend is retried on the codes, and on connection errors and tries without an answer (reset, or cut by timeouts.backendRequest)"),
 			"rules.retry.codes":             ImplementedExcept("400 to 599; another makes the rule answer 500"),
 			"rules.retry.attempts":          ImplementedExcept("1 when unset; 0 makes the rule answer 500"),
@@ -265,7 +265,7 @@ var routeCommon = merge(
 		"rules.filters.extensionRef.kind":  yes,
 		"rules.filters.extensionRef.name":  yes,
 
-		"rules.sessionPersistence": Refused(`Accepted False, UnsupportedValue: "rules[i].sessionPersistence is not supported: the rule answers 500"`),
+		"rules.sessionPersistence": Refused(`PartiallyInvalid, UnsupportedValue: "rules[i].sessionPersistence is not supported: the rule answers 500"`),
 	},
 	tree("rules.filters.requestHeaderModifier", headerFilter),
 	tree("rules.filters.responseHeaderModifier", headerFilter),
@@ -287,7 +287,7 @@ var streamRoute = entries{
 	"parentRefs.port":        yes,
 	"useDefaultGateways":     Ignored("no Gateway of portcullis is a default Gateway (a Gateway's spec.defaultScope is refused): a route attaches through its parentRefs only"),
 
-	"rules":                       ImplementedExcept(`one (the API's limit); another: Accepted False, UnsupportedValue, and only the first is served`),
+	"rules":                       ImplementedExcept(`one (the API's limit); another: PartiallyInvalid, UnsupportedValue, and only the first is served`),
 	"rules.name":                  yes,
 	"rules.backendRefs":           ImplementedExcept("none valid: connections are closed"),
 	"rules.backendRefs.group":     ImplementedExcept(`a Service, a projectcontour.io ExtensionService or a kind an extension server registered (extensions[].backendResources); another: ResolvedRefs False, InvalidKind`),
@@ -347,9 +347,9 @@ var infrastructureMeta = Ignored("not applied: with gateway.servicePerGateway, a
 // matchType is the type of a header, query parameter or gRPC method
 // match: an invalid match is left out (ruleRoutes), it cannot even answer
 // 500.
-var matchType = ImplementedExcept("Exact and RegularExpression; another type: Accepted False, UnsupportedValue, and the match is not served")
+var matchType = ImplementedExcept("Exact and RegularExpression; another type: PartiallyInvalid, UnsupportedValue, and the match is not served")
 
 // refusedOnBackend is a filter a backendRef may not have.
 func refusedOnBackend(typ string) Support {
-	return Refused(`Accepted False, UnsupportedValue: "filter type \"` + typ + `\" is not supported on a backend: the backend answers 500"`)
+	return Refused(`PartiallyInvalid, UnsupportedValue: "filter type \"` + typ + `\" is not supported on a backend: the backend answers 500"`)
 }

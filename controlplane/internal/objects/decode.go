@@ -57,6 +57,9 @@ type Skipped struct {
 	Source string // file:document-index
 	Kind   string
 	Reason string
+	// Refused: the document was meant for Portcullis (its group is one of
+	// ours) but cannot be read (notRead); translate --strict fails on it.
+	Refused bool
 }
 
 // Decode adds the objects of a multi-document YAML (or JSON) stream to s.
@@ -219,14 +222,14 @@ func decodeRead(doc []byte, where string, meta typeMeta) (out decoded) {
 		}
 	} else if err != nil {
 		if runtime.IsNotRegisteredError(err) {
-			out.skipped = append(out.skipped, Skipped{Source: where, Kind: meta.APIVersion + "/" + meta.Kind, Reason: "kind not read by portcullis"})
+			out.skipped = append(out.skipped, notRead(where, meta.APIVersion, meta.Kind))
 			return out
 		}
 		out.err = fmt.Errorf("%s: %w", where, err)
 		return out
 	}
 	if !readKind(obj) {
-		out.skipped = append(out.skipped, Skipped{Source: where, Kind: gvk.GroupVersion().String() + "/" + gvk.Kind, Reason: "kind not read by portcullis"})
+		out.skipped = append(out.skipped, notRead(where, gvk.GroupVersion().String(), gvk.Kind))
 		return out
 	}
 	if obj.(namespacedName).GetName() == "" {

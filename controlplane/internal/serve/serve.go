@@ -125,11 +125,11 @@ type Server struct {
 	// build's own, as the extension changed them, or, when the extension
 	// failed under failurePolicy Closed, the last ones published before
 	// (nil when none was).
-	lastSet  *objects.Set
-	lastRes  *pipeline.Result
+	lastSet *objects.Set
+	lastRes *pipeline.Result
 	// invalid are the objects the last published build found invalid
 	// (invalidlog.go), for the rebuild loop only.
-	invalid map[objects.Ref]bool
+	invalid  map[objects.Ref]bool
 	statuses []statuswriter.Update
 	// services is the Gateways' Services of the last build
 	// (gateway.servicePerGateway), servicesBuilt whether there was one.

@@ -189,16 +189,23 @@ func wildcardMatches(pattern, host string) bool {
 }
 
 // routeParentStatus renders one parent's conditions: Accepted (the
-// attachment's problems, then the route's own), ResolvedRefs (the route's
-// references).
-func (g *gatewayStage) routeParentStatus(p *parentAttachment, accepted, refs findings, generation int64) gwapiv1.RouteParentStatus {
-	acc := append(slices.Clone(p.problems), accepted...)
-	return gwapiv1.RouteParentStatus{
-		ParentRef:      p.ref,
-		ControllerName: gwapiv1.GatewayController(g.controller),
-		Conditions: []metav1.Condition{
-			goodWhenEmpty(gwapiv1.RouteConditionAccepted, acc, gwapiv1.RouteReasonAccepted, "accepted", generation),
-			goodWhenEmpty(gwapiv1.RouteConditionResolvedRefs, refs, gwapiv1.RouteReasonResolvedRefs, "references resolved", generation),
-		},
+// attachment's problems, then the route's own, then its rules' when none
+// is left valid), ResolvedRefs (the route's references) and, when the
+// route is accepted with some rules dropped, PartiallyInvalid (the API's
+// "Dropped Rule" approach: the other rules are served).
+func (g *gatewayStage) routeParentStatus(p *parentAttachment, b *routeBuild, generation int64) gwapiv1.RouteParentStatus {
+	acc := append(slices.Clone(p.problems), b.accepted...)
+	partial := len(b.dropped) > 0 && b.valid > 0
+	if !partial {
+		acc = append(acc, b.dropped...)
 	}
+	conds := []metav1.Condition{
+		goodWhenEmpty(gwapiv1.RouteConditionAccepted, acc, gwapiv1.RouteReasonAccepted, "accepted", generation),
+		goodWhenEmpty(gwapiv1.RouteConditionResolvedRefs, b.refs, gwapiv1.RouteReasonResolvedRefs, "references resolved", generation),
+	}
+	if partial && len(acc) == 0 {
+		// The API: the message starts with "Dropped Rule"; never set False.
+		conds = append(conds, cond(gwapiv1.RouteConditionPartiallyInvalid, true, b.dropped.reason(), "Dropped Rule(s): "+b.dropped.message(), generation))
+	}
+	return gwapiv1.RouteParentStatus{ParentRef: p.ref, ControllerName: gwapiv1.GatewayController(g.controller), Conditions: conds}
 }

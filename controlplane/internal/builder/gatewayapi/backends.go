@@ -43,7 +43,7 @@ func (b *routeBuild) weightedBackends(refs []weightedRef, where string) ([]ir.We
 			w = int64(*r.ref.Weight)
 		}
 		if w < 0 {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: weight %d is negative: it takes no traffic", r.where, w)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: weight %d is negative: it takes no traffic", r.where, w)
 			w = 0
 		}
 		// Resolved whatever its weight and filters: its condition says
@@ -60,7 +60,7 @@ func (b *routeBuild) weightedBackends(refs []weightedRef, where string) ([]ir.We
 	}
 	if valid+invalid > math.MaxUint32 {
 		// Envoy rejects the whole route configuration over it.
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: the backends' weights add up to %d, more than %d: the rule answers 500", where, valid+invalid, uint32(math.MaxUint32))
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: the backends' weights add up to %d, more than %d: the rule answers 500", where, valid+invalid, uint32(math.MaxUint32))
 		return nil, false
 	}
 	if valid == 0 {

@@ -3,6 +3,8 @@ package gatewayapi
 import (
 	"cmp"
 	"slices"
+	"strconv"
+	"strings"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -101,24 +103,58 @@ func sameTransport(a, b gwapiv1.ProtocolType) bool {
 	return a == b || tls(a) && tls(b)
 }
 
-// hostnameConflicts gives each hostname of one port to its oldest claim.
+// sharedAdvice says why listeners of several Gateways (or an HTTPProxy)
+// claim one hostname on one port, and what to do: without
+// gateway.servicePerGateway the Gateways share Envoy's address and ports,
+// and the API allows merging Gateways only when their listeners are
+// compatible.
+const sharedAdvice = "the Gateways share Envoy's address and listeners (and the HTTPProxies'); " +
+	"give this listener a hostname of its own, or set the configuration's gateway.servicePerGateway " +
+	"to give each Gateway an address of its own (docs/gateway-api.md, \"Sharing Envoy between Gateways\")"
+
+// hostnameConflicts decides, for each hostname of one port, which
+// listener serves it. Listeners of one Gateway that claim it are
+// indistinct (they differ only in name): none of them is served, as the
+// API's Listener reference says ("MUST NOT pick one conflicting Listener
+// as the winner"). Of the other claims, several Gateways' merged on one
+// port, the oldest Gateway's keeps it, as GEP-1713's listener precedence
+// does for the listeners it merges; a hostname an HTTPProxy keeps stays
+// its (docs/gateway-api.md, "Conflicting listeners").
 func (g *gatewayStage) hostnameConflicts(port uint32, ls []*gwListener, proxies sharedHosts) {
 	slices.SortStableFunc(ls, olderListener)
-	owner := map[string]*gwListener{}
+	claims := map[string][]*gwListener{}
 	for _, l := range ls {
-		host := l.hostname
-		if host == "" {
-			host = "*"
+		host := cmp.Or(l.hostname, "*")
+		claims[host] = append(claims[host], l)
+	}
+	for host, cs := range claims {
+		byGateway := map[*gwGateway][]*gwListener{}
+		for _, l := range cs {
+			byGateway[l.gw] = append(byGateway[l.gw], l)
 		}
-		switch o := owner[host]; {
-		case o != nil:
-			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it)", host, l.spec.Port, o)
-		case proxies.taken(g.R.Opts(), port, host):
-			l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q is served on Envoy port %d by an HTTPProxy, which keeps it", host, port)
-		default:
-			owner[host] = l
+		var owner *gwListener
+		for _, l := range cs {
+			switch same := byGateway[l.gw]; {
+			case len(same) > 1:
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is claimed by listeners %s of the Gateway: listeners that differ only in name are indistinct, and none of them is served", host, l.spec.Port, listenerNames(same))
+			case owner != nil:
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it): %s", host, l.spec.Port, owner, sharedAdvice)
+			case proxies.taken(g.R.Opts(), port, host):
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q is served on Envoy port %d by an HTTPProxy, which keeps it: %s", host, port, sharedAdvice)
+			default:
+				owner = l
+			}
 		}
 	}
+}
+
+// listenerNames are listeners' names, quoted, for messages.
+func listenerNames(ls []*gwListener) string {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = strconv.Quote(string(l.spec.Name))
+	}
+	return strings.Join(names, ", ")
 }
 
 // olderListener orders listeners by their Gateway's age (oldest first; a

@@ -21,7 +21,7 @@ import (
 // answers 500 (the API: a filter that cannot be resolved is not skipped).
 func (b *routeBuild) extensionRef(ref *gwapiv1.LocalObjectReference, where string, x *ir.Route) bool {
 	if ref == nil {
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the rule answers 500", where, errFilterConfig)
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the rule answers 500", where, errFilterConfig)
 		return false
 	}
 	gk := schema.GroupKind{Group: string(ref.Group), Kind: string(ref.Kind)}

@@ -20,7 +20,7 @@ import (
 func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.Route) bool {
 	ok := true
 	unsupported := func(reason, format string, args ...any) {
-		b.accepted.add(reason, "%s: "+format+": the rule answers 500", append([]any{where}, args...)...)
+		b.dropped.add(reason, "%s: "+format+": the rule answers 500", append([]any{where}, args...)...)
 		ok = false
 	}
 	seen := map[gwapiv1.HTTPRouteFilterType]bool{}
@@ -37,7 +37,7 @@ func (b *routeBuild) filters(fs []gwapiv1.HTTPRouteFilter, where string, x *ir.R
 		}
 		honoured, err := b.applyFilter(f, where, x)
 		if err != nil {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the rule answers 500", where, err)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the rule answers 500", where, err)
 			ok = false
 		}
 		ok = honoured && ok
@@ -250,13 +250,13 @@ func pathModifier(m *gwapiv1.HTTPPathModifier) (*ir.PathRewrite, error) {
 // traffic itself is unaffected.
 func (b *routeBuild) mirror(f *gwapiv1.HTTPRequestMirrorFilter, where string, x *ir.Route) {
 	if f == nil {
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the mirror is left out", where, errFilterConfig)
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: %v: the mirror is left out", where, errFilterConfig)
 		return
 	}
 	percent := 100.0
 	switch {
 	case f.Percent != nil && f.Fraction != nil:
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: percent and fraction cannot both be set: the mirror is left out", where)
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: percent and fraction cannot both be set: the mirror is left out", where)
 		return
 	case f.Percent != nil:
 		percent = float64(*f.Percent)
@@ -266,13 +266,13 @@ func (b *routeBuild) mirror(f *gwapiv1.HTTPRequestMirrorFilter, where string, x 
 			den = *f.Fraction.Denominator
 		}
 		if den <= 0 || f.Fraction.Numerator < 0 || f.Fraction.Numerator > den {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: fraction %d/%d is not between 0 and 1: the mirror is left out", where, f.Fraction.Numerator, den)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: fraction %d/%d is not between 0 and 1: the mirror is left out", where, f.Fraction.Numerator, den)
 			return
 		}
 		percent = 100 * float64(f.Fraction.Numerator) / float64(den)
 	}
 	if percent < 0 || percent > 100 {
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: percent %v is not between 0 and 100: the mirror is left out", where, percent)
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: percent %v is not between 0 and 100: the mirror is left out", where, percent)
 		return
 	}
 	if c := b.backendCluster(f.BackendRef, where+".backendRef"); c != "" {
@@ -286,7 +286,7 @@ func (b *routeBuild) backendFilters(fs []gwapiv1.HTTPRouteFilter, where string) 
 	ok = true
 	for i, f := range fs {
 		if err := filterFieldsMatchType(f); err != nil {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s[%d]: %v: the backend answers 500", where, i, err)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s[%d]: %v: the backend answers 500", where, i, err)
 			ok = false
 			continue
 		}
@@ -304,7 +304,7 @@ func (b *routeBuild) backendFilters(fs []gwapiv1.HTTPRouteFilter, where string) 
 			err = fmt.Errorf("filter type %q is not supported on a backend", f.Type)
 		}
 		if err != nil {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s[%d]: %v: the backend answers 500", where, i, err)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s[%d]: %v: the backend answers 500", where, i, err)
 			ok = false
 		}
 	}

@@ -26,7 +26,7 @@ func TestFiltersRefuseOtherTypesFields(t *testing.T) {
 		if b.filters([]gwapiv1.HTTPRouteFilter{f}, "spec.rules[0].filters", &x) {
 			t.Errorf("rule filter %+v: accepted, another type's field ignored", f)
 		}
-		if len(b.accepted) == 0 {
+		if len(b.dropped) == 0 {
 			t.Errorf("rule filter %+v: no condition says why", f)
 		}
 		b = &routeBuild{}
@@ -37,8 +37,8 @@ func TestFiltersRefuseOtherTypesFields(t *testing.T) {
 	// The filter's own field alone is fine.
 	b := &routeBuild{}
 	var x ir.Route
-	if !b.filters([]gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: hm}}, "f", &x) || len(b.accepted) > 0 {
-		t.Errorf("a plain header modifier is refused: %v", b.accepted)
+	if !b.filters([]gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: hm}}, "f", &x) || len(b.dropped) > 0 {
+		t.Errorf("a plain header modifier is refused: %v", b.dropped)
 	}
 }
 
@@ -49,8 +49,8 @@ func TestMirrorPercentAndFraction(t *testing.T) {
 	var x ir.Route
 	p := int32(10)
 	b.mirror(&gwapiv1.HTTPRequestMirrorFilter{Percent: &p, Fraction: &gwapiv1.Fraction{Numerator: 1}}, "f", &x)
-	if len(x.Mirrors) > 0 || len(b.accepted) == 0 {
-		t.Errorf("mirror with percent and fraction: mirrors %v, conditions %v", x.Mirrors, b.accepted)
+	if len(x.Mirrors) > 0 || len(b.dropped) == 0 {
+		t.Errorf("mirror with percent and fraction: mirrors %v, conditions %v", x.Mirrors, b.dropped)
 	}
 }
 

@@ -115,6 +115,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 		g.startPerGateway(snap)
 	}
 	g.buildGateways(snap.In.Gateways)
+	g.separatePorts()
 	g.resolveConflicts(proxyHosts(m))
 	for _, r := range snap.In.HTTPRoutes {
 		g.buildHTTPRoute(r)

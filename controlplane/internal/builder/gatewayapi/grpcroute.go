@@ -26,9 +26,11 @@ func (g *gatewayStage) buildGRPCRoute(r *gwapiv1.GRPCRoute) {
 func (b *routeBuild) grpcRules(r *gwapiv1.GRPCRoute) []gwIRRoute {
 	var out []gwIRRoute
 	for i, rule := range r.Spec.Rules {
-		where := ruleWhere(i, rule.Name)
-		action, ok := b.grpcAction(rule, where)
-		out = append(out, ruleRoutes(b, i, rule.Name, where, action, ok, rule.Matches, grpcMatch)...)
+		out = append(out, b.rule(func() []gwIRRoute {
+			where := ruleWhere(i, rule.Name)
+			action, ok := b.grpcAction(rule, where)
+			return ruleRoutes(b, i, rule.Name, where, action, ok, rule.Matches, grpcMatch)
+		})...)
 	}
 	return out
 }
@@ -39,7 +41,7 @@ func (b *routeBuild) grpcAction(rule gwapiv1.GRPCRouteRule, where string) (ir.Ro
 	x := b.newRoute()
 	ok := b.filters(httpFilters(rule.Filters), where+".filters", &x)
 	if rule.SessionPersistence != nil {
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
 		ok = false
 	}
 	refs := make([]weightedRef, len(rule.BackendRefs))

@@ -30,9 +30,11 @@ func (g *gatewayStage) buildHTTPRoute(r *gwapiv1.HTTPRoute) {
 func (b *routeBuild) httpRules(r *gwapiv1.HTTPRoute) []gwIRRoute {
 	var out []gwIRRoute
 	for i, rule := range r.Spec.Rules {
-		where := ruleWhere(i, rule.Name)
-		action, ok := b.httpAction(rule, where)
-		out = append(out, ruleRoutes(b, i, rule.Name, where, action, ok, rule.Matches, httpMatch)...)
+		out = append(out, b.rule(func() []gwIRRoute {
+			where := ruleWhere(i, rule.Name)
+			action, ok := b.httpAction(rule, where)
+			return ruleRoutes(b, i, rule.Name, where, action, ok, rule.Matches, httpMatch)
+		})...)
 	}
 	return out
 }
@@ -51,7 +53,7 @@ func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Ro
 	if t := rule.Timeouts; t != nil {
 		req, backend, err := gatewayTimeouts(t)
 		if err != nil {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.timeouts: %v", where, err)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.timeouts: %v", where, err)
 			ok = false
 		}
 		x.ResponseTimeout, x.PerTryTimeout = req, backend
@@ -59,13 +61,13 @@ func (b *routeBuild) httpAction(rule gwapiv1.HTTPRouteRule, where string) (ir.Ro
 	if rule.SessionPersistence != nil {
 		// Ignoring it would spread a client's requests across endpoints
 		// that expect to hold its session.
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.sessionPersistence is not supported: the rule answers 500", where)
 		ok = false
 	}
 	if rule.Retry != nil {
 		r, err := ruleRetry(rule.Retry, x.PerTryTimeout)
 		if err != nil {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.retry: %v: the rule answers 500", where, err)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.retry: %v: the rule answers 500", where, err)
 			ok = false
 		}
 		x.Retry = r

@@ -82,7 +82,8 @@ func (l *gwListener) String() string {
 
 // envoyPort is the port Envoy binds for a Gateway listener's port:
 // privileged ports are shifted by 8000 (Envoy does not run as root), so
-// that 80 and 443 are the shared listeners' 8080 and 8443.
+// that 80 and 443 are the shared listeners' 8080 and 8443. A listener on
+// 8080 itself then moves (separatePorts).
 func envoyPort(p int32) uint32 {
 	if p < 1024 {
 		return core.NonNegativeUint32(p) + 8000

@@ -19,11 +19,12 @@ import (
 // scale a change touches one HTTPRoute, and building the rules of the
 // other thousands again was most of a rebuild.
 type gatewayRules struct {
-	obj            metav1.Object
-	reads          *core.Reads
-	routes         []gwIRRoute
-	accepted, refs findings
-	out            core.Output
+	obj           metav1.Object
+	reads         *core.Reads
+	routes        []gwIRRoute
+	dropped, refs findings
+	valid         int
+	out           core.Output
 }
 
 // GatewayMemo keeps the rules of each route from one build to the next
@@ -75,7 +76,7 @@ func (m *GatewayMemo) routeRules(b *routeBuild, build func(*routeBuild) []gwIRRo
 	ref := b.rt.ref
 	if prev := m.kept[ref]; prev != nil && core.SameObject(prev.obj, b.rt.obj) && prev.reads.Same(b.R.Snap) {
 		m.next[ref] = prev
-		b.accepted, b.refs = slices.Clip(prev.accepted), slices.Clip(prev.refs)
+		b.dropped, b.refs, b.valid = slices.Clip(prev.dropped), slices.Clip(prev.refs), prev.valid
 		*b.Out = core.Output{Status: b.Out.Status, Clusters: slices.Clip(prev.out.Clusters), Secrets: slices.Clip(prev.out.Secrets),
 			ClusterUses: slices.Clip(prev.out.ClusterUses), SecretUses: slices.Clip(prev.out.SecretUses)}
 		return prev.routes
@@ -86,6 +87,6 @@ func (m *GatewayMemo) routeRules(b *routeBuild, build func(*routeBuild) []gwIRRo
 	routes := build(b)
 	b.R = shared
 	m.next[ref] = &gatewayRules{obj: b.rt.obj, reads: rd, routes: routes,
-		accepted: slices.Clip(b.accepted), refs: slices.Clip(b.refs), out: *b.Out}
+		dropped: slices.Clip(b.dropped), refs: slices.Clip(b.refs), valid: b.valid, out: *b.Out}
 	return routes
 }

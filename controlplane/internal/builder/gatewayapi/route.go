@@ -22,9 +22,13 @@ type routeBuild struct {
 	// stream: its connections are proxied (TLSRoute, TCPRoute): its backends get
 	// the bytes as they come, whatever their Service's protocol.
 	stream bool
-	// accepted and refs are the findings of the route's Accepted and
-	// ResolvedRefs conditions, for every parent.
-	accepted, refs findings
+	// accepted: the findings of the route itself (it is not served);
+	// dropped: of its rules (each answers 500 or leaves out what the
+	// finding names), in Accepted when no rule is left valid and in
+	// PartiallyInvalid otherwise; refs: of ResolvedRefs. For every parent.
+	accepted, dropped, refs findings
+	// valid is the number of rules served as written.
+	valid int
 	// webSocket are the clusters of the Service ports whose appProtocol
 	// is kubernetes.io/ws (serviceBackend).
 	webSocket map[string]bool
@@ -55,7 +59,7 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 	}
 	attached := false
 	for _, p := range parents {
-		st.GatewayAPI.Parents = append(st.GatewayAPI.Parents, g.routeParentStatus(p, b.accepted, b.refs, rt.obj.GetGeneration()))
+		st.GatewayAPI.Parents = append(st.GatewayAPI.Parents, g.routeParentStatus(p, b, rt.obj.GetGeneration()))
 		if !served || len(p.problems) > 0 {
 			continue
 		}
@@ -86,6 +90,17 @@ func ruleWhere(i int, name *gwapiv1.SectionName) string {
 		return fmt.Sprintf("spec.rules[%d] (%s)", i, *name)
 	}
 	return fmt.Sprintf("spec.rules[%d]", i)
+}
+
+// rule builds one rule with build, counting it valid when it adds no
+// finding to dropped.
+func (b *routeBuild) rule(build func() []gwIRRoute) []gwIRRoute {
+	n := len(b.dropped)
+	out := build()
+	if len(b.dropped) == n {
+		b.valid++
+	}
+	return out
 }
 
 // newRoute is an IR route of the route being built, with the global
@@ -126,12 +141,12 @@ func ruleRoutes[M any](b *routeBuild, i int, ruleName *gwapiv1.SectionName, wher
 	for j, m := range matches {
 		mx, err := match(m)
 		if err != nil {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: %v (the match is not served)", where, j, err)
 			continue
 		}
 		x := withMatch(action, mx)
 		if ok && needsPrefixMatch(x) && x.PathKind != ir.PathPrefix {
-			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: ReplacePrefixMatch needs a PathPrefix match: it answers 500", where, j)
+			b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s.matches[%d]: ReplacePrefixMatch needs a PathPrefix match: it answers 500", where, j)
 			x = failClosed(x)
 		}
 		if !ok {

@@ -25,8 +25,10 @@ func (b *routeBuild) streamRules(rules []streamRule) []gwIRRoute {
 		return nil
 	}
 	if len(rules) > 1 {
-		b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.rules has %d rules: only the first is served", len(rules))
+		// The first rule is served: the others are dropped (PartiallyInvalid).
+		b.dropped.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.rules has %d rules: only the first is served", len(rules))
 	}
+	b.valid++
 	rule := rules[0]
 	where := ruleWhere(0, rule.name)
 	refs := make([]weightedRef, len(rule.backendRefs))

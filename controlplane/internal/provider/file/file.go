@@ -153,6 +153,11 @@ func Watch(ctx context.Context, paths []string, interval time.Duration, log *slo
 			return
 		}
 		for _, s := range skipped {
+			if s.Refused {
+				// Meant for portcullis (objects.Skipped): say it louder.
+				log.Warn("document not served", "source", s.Source, "kind", s.Kind, "reason", s.Reason)
+				continue
+			}
 			log.Debug("skipped document", "source", s.Source, "kind", s.Kind, "reason", s.Reason)
 		}
 		update(set)
