@@ -231,7 +231,7 @@ non-zero when a hook call failed, after printing the report.`,
 	}
 	cmd.Flags().StringArrayVarP(&tf.paths, "filename", "f", nil, "YAML or JSON file, or directory of them (repeatable)")
 	cmd.Flags().StringVarP(&tf.output, "output", "o", "yaml", "output format: yaml or json")
-	cmd.Flags().BoolVar(&tf.strict, "strict", false, "exit with an error when any resource is not valid")
+	cmd.Flags().BoolVar(&tf.strict, "strict", false, "exit with an error (status 1) when any resource is not valid or not served (a kind, version or class this control plane does not read): use it to lint; without it translate exits 0 and the status says what is wrong")
 	cmd.Flags().BoolVar(&tf.extDiff, "show-extension-diff", false, "call the extension servers the --config file registers, once, and print what each changed (unified diffs of the resources' YAML, resources added and removed, failed hook calls) instead of the document; exits non-zero when a hook call failed. Without it translate never calls extensions")
 	cmd.Flags().BoolVar(&tf.stats, "stats", false, "print to standard error how long reading, the pipeline (build + translate) and rendering took")
 	tf.bf.add(cmd.Flags())
