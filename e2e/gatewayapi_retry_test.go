@@ -119,15 +119,19 @@ func TestGatewayAPIRetry(t *testing.T) {
 	t.Run("a retry after a try cut by backendRequest gets the answer", func(t *testing.T) {
 		recovers(t, "/timeout-retry", harness.Fault{Delay: 3 * time.Second})
 	})
-	t.Run("a connection reset before the answer is retried attempts times, then 502", func(t *testing.T) {
+	t.Run("a connection reset before the answer is retried attempts times, then fails", func(t *testing.T) {
 		peer.SetFault(harness.Fault{ResetAfter: 1})
 		defer peer.SetFault(harness.Fault{})
-		// A reset after a byte of the answer is a protocol error to Envoy.
-		if status, _, n := calls(t, "/reset-retry"); status != http.StatusBadGateway || n != 3 {
-			t.Errorf("status %d after %d calls; want 502 after 3", status, n)
+		// A reset after a byte of the answer is a protocol error to Envoy
+		// (502) when it read the byte first, a reset before the answer
+		// (503) when the reset came first: a race of the loopback, so
+		// either is a failure; the number of calls is what retry decides.
+		failed := func(status int) bool { return status == http.StatusBadGateway || status == http.StatusServiceUnavailable }
+		if status, _, n := calls(t, "/reset-retry"); !failed(status) || n != 3 {
+			t.Errorf("status %d after %d calls; want 502 or 503 after 3", status, n)
 		}
-		if status, _, n := calls(t, "/reset-once"); status != http.StatusBadGateway || n != 1 {
-			t.Errorf("without retry: status %d after %d calls; want 502 after 1", status, n)
+		if status, _, n := calls(t, "/reset-once"); !failed(status) || n != 1 {
+			t.Errorf("without retry: status %d after %d calls; want 502 or 503 after 1", status, n)
 		}
 	})
 	t.Run("a retry after a reset gets the answer", func(t *testing.T) {
