@@ -97,8 +97,16 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := api.Apply(ctx, leaderProxy("after")); err != nil {
 		t.Fatal(err)
 	}
+	// client-go's reflectors back off up to 30 s between attempts while
+	// the API server refuses them, so a replica may resume that much
+	// after it answers again (CI once saw one still backing off at 30 s):
+	// a minute is the bound, the log line below the figure.
 	for _, r := range replicas {
-		harness.EventuallyEcho(t, harness.HTTPClient(r.httpAddr), harness.MustRequest(t, "http://after.example.com/"), http.StatusOK)
+		c, req := harness.HTTPClient(r.httpAddr), harness.MustRequest(t, "http://after.example.com/")
+		harness.Eventually(t, time.Minute, func() error {
+			_, err := harness.GetEcho(c, req, http.StatusOK)
+			return err
+		})
 	}
 	served := time.Since(restarted)
 	eventuallyValid(t, api, "after")

@@ -126,7 +126,9 @@ func TestGatewayAPIRetry(t *testing.T) {
 		// (502) when it read the byte first, a reset before the answer
 		// (503) when the reset came first: a race of the loopback, so
 		// either is a failure; the number of calls is what retry decides.
-		failed := func(status int) bool { return status == http.StatusBadGateway || status == http.StatusServiceUnavailable }
+		failed := func(status int) bool {
+			return status == http.StatusBadGateway || status == http.StatusServiceUnavailable
+		}
 		if status, _, n := calls(t, "/reset-retry"); !failed(status) || n != 3 {
 			t.Errorf("status %d after %d calls; want 502 or 503 after 3", status, n)
 		}
