@@ -56,8 +56,10 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 			}},
 		}
 	default:
+		// No service_name: Envoy asks EDS for the cluster's own name,
+		// which the endpoints carry (saves a name per cluster at scale).
 		out.ClusterDiscoveryType = edsType
-		b.eds.EdsConfig, b.eds.ServiceName = adsConfigSource(), c.Name
+		b.eds.EdsConfig = adsConfigSource()
 		out.EdsClusterConfig = &b.eds
 	}
 
