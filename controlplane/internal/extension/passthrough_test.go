@@ -114,7 +114,7 @@ func TestListenerIdentity(t *testing.T) {
 	}
 	c1, c2, c3 := chain("one"), chain("two"), chain("three")
 	with := func(statPrefix string, chains ...*listenerv3.FilterChain) *listenerv3.Listener {
-		l := shallowClone(orig)
+		l := translator.ShallowClone(orig)
 		l.FilterChains, l.StatPrefix = chains, statPrefix
 		return l
 	}

@@ -955,7 +955,7 @@ func withRoutes(vh *routev3.VirtualHost, rcName string, routes map[RouteKey]*rou
 	for ri := range vh.GetRoutes() {
 		if r, ok := routes[RouteKey{rcName, vh.GetName(), ri}]; ok {
 			if in == vh {
-				in = shallowClone(vh)
+				in = translator.ShallowClone(vh)
 				in.Routes = append([]*routev3.Route(nil), vh.GetRoutes()...)
 			}
 			in.Routes[ri] = r
@@ -1012,7 +1012,7 @@ func (ru *run) rebuiltRouteConfiguration(orig *routev3.RouteConfiguration, of []
 		ru.rememberPassed(orig, of)
 		return nil
 	}
-	rc := shallowClone(orig)
+	rc := translator.ShallowClone(orig)
 	rc.VirtualHosts = make([]*routev3.VirtualHost, 0, len(of))
 	for _, it := range of {
 		if it.out != nil {
@@ -1084,7 +1084,7 @@ func (ru *run) passedAgain(rc *routev3.RouteConfiguration) bool {
 // megabytes again. Nil (no identity: the request is encoded) when a part
 // cannot be encoded.
 func listenerIdentity(in *listenerv3.Listener, versions *translator.Versions, origins string) any {
-	own := shallowClone(in)
+	own := translator.ShallowClone(in)
 	own.FilterChains = nil
 	var k strings.Builder
 	if !identityOf(&k, own, origins) {
@@ -1111,7 +1111,7 @@ func vhostIdentity(in *routev3.VirtualHost, routes uint64, origins string) any {
 	if routes == 0 {
 		return nil
 	}
-	own := shallowClone(in)
+	own := translator.ShallowClone(in)
 	own.Routes = nil
 	var k strings.Builder
 	if !identityOf(&k, own, origins) {

@@ -11,7 +11,6 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/portcullis/portcullis/controlplane/internal/extension/guard"
 	"github.com/portcullis/portcullis/controlplane/internal/translator"
@@ -42,19 +41,6 @@ func validate(m proto.Message) error {
 		return v.ValidateAll()
 	}
 	return nil
-}
-
-// shallowClone returns a new message whose fields are m's: the fields'
-// values (messages, lists) are shared, so set a field to change it, never
-// change one in place.
-func shallowClone[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	return dst.Interface().(M)
 }
 
 // routeClusters are the clusters a route sends to (or mirrors to).

@@ -13,9 +13,9 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -288,15 +288,9 @@ func TLSCertificateDelegation(o *Object, prev contourv1.TLSCertificateDelegation
 
 // SortObjects orders findings by kind, namespace and name.
 func SortObjects(os []*Object) {
-	sort.Slice(os, func(i, j int) bool {
-		a, b := os[i].Ref, os[j].Ref
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
+	slices.SortFunc(os, func(x, y *Object) int {
+		a, b := x.Ref, y.Ref
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 }
 

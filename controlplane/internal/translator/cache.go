@@ -43,9 +43,13 @@ type Cache struct {
 	// name; nextListeners those of the translation in progress.
 	listeners, nextListeners map[string]cachedListener
 	// vhosts holds the routes of the virtual hosts of shared route
-	// configurations (the HTTP listener's, the fallback chain's); next
-	// collects those of the translation in progress.
-	vhosts, next map[vhostKey]cachedRoutes
+	// configurations (the HTTP listener's, the fallback chain's), updated
+	// in place: a change rewrites a few entries instead of a new map of
+	// every host. vhostsGen is the translation in progress (starting at
+	// 1, so that no entry's zero used is current); kept counts the
+	// entries it used.
+	vhosts          map[vhostKey]cachedRoutes
+	vhostsGen, kept uint64
 	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
@@ -73,9 +77,9 @@ type vhostKey struct {
 // and its version (which may be newer: a host equal to the one
 // translated).
 type cachedRoutes struct {
-	in      *ir.VirtualHost
-	version uint64
-	routes  vhostRoutes
+	in            *ir.VirtualHost
+	version, used uint64
+	routes        vhostRoutes
 }
 
 // sameVersion reports whether a host of version v is the one of version
@@ -85,7 +89,7 @@ func sameVersion(v, was uint64) bool { return v != 0 && v == was }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, next: map[vhostKey]cachedRoutes{},
+	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, vhostsGen: 1,
 		clusters: map[string]cachedCluster{}, listeners: map[string]cachedListener{}, nextListeners: map[string]cachedListener{}}
 }
 
@@ -215,13 +219,19 @@ func (c *Cache) vhostRoutes(vh *ir.VirtualHost, rs routeSettings) (vhostRoutes, 
 }
 
 // keepVHostRoutes keeps the routes of this translation's virtual hosts for
-// the next one.
+// the next one. An entry kept earlier in this translation (the same host
+// in another configuration with the same settings) is as good as the
+// previous translation's: both are a function of the host and settings.
 func (c *Cache) keepVHostRoutes(vhs []*ir.VirtualHost, routes []vhostRoutes) {
 	if c == nil {
 		return
 	}
 	for i, vh := range vhs {
-		c.next[vhostKey{vh.FQDN, routes[i].settings}] = cachedRoutes{in: vh, version: vh.Version(), routes: routes[i]}
+		k := vhostKey{vh.FQDN, routes[i].settings}
+		if e, ok := c.vhosts[k]; !ok || e.used != c.vhostsGen {
+			c.kept++
+		}
+		c.vhosts[k] = cachedRoutes{in: vh, version: vh.Version(), used: c.vhostsGen, routes: routes[i]}
 	}
 }
 
@@ -231,7 +241,15 @@ func (c *Cache) commitVHosts() {
 	if c == nil {
 		return
 	}
-	c.vhosts, c.next = c.next, map[vhostKey]cachedRoutes{}
+	if c.kept != uint64(len(c.vhosts)) {
+		for k, e := range c.vhosts {
+			if e.used != c.vhostsGen {
+				delete(c.vhosts, k)
+			}
+		}
+	}
+	c.vhostsGen++
+	c.kept = 0
 }
 
 // lookup returns the cached translation of vh, if its IR is unchanged.

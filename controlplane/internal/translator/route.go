@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -58,6 +59,10 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 			for j, r := range vh.Routes {
 				t.routes[j] = route(r, rs)
 			}
+			// Shared with the next translations while vh is unchanged:
+			// mergeIdentical copies it before adding domains.
+			t.vhost = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN, rs.keepHostPort), Routes: t.routes,
+				TypedPerFilterConfig: hostFilterConfig(vh, rs.filters), RateLimits: hostRateLimits(vh)}
 		}
 		if len(sorted) > 1 && !t.keyed {
 			// Only merging needs it (a TLS host's own configuration has
@@ -65,9 +70,7 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 			t.key, t.keyed = routesKey(vh.FQDN, t.routes), true
 		}
 		translated[i] = t
-		// A new VirtualHost each time: mergeIdentical adds domains to it.
-		rc.VirtualHosts[i] = &routev3.VirtualHost{Name: vh.FQDN, Domains: domains(vh.FQDN, rs.keepHostPort), Routes: t.routes,
-			TypedPerFilterConfig: hostFilterConfig(vh, rs.filters), RateLimits: hostRateLimits(vh)}
+		rc.VirtualHosts[i] = t.vhost
 	})
 	c.keepVHostRoutes(sorted, translated)
 	keys := make([]string, len(translated))
@@ -84,34 +87,27 @@ func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cach
 		}
 	}
 	var vhosts []string
-	all := rc.VirtualHosts
-	rc.VirtualHosts, vhosts = mergeIdentical(all, keys)
+	var from []int
+	rc.VirtualHosts, vhosts, from = mergeIdentical(rc.VirtualHosts, keys)
 	origins := make([]hostOrigins, len(sorted))
 	for i, vh := range sorted {
 		origins[i] = hostOrigins{fqdn: vh.FQDN, vhost: vhosts[i], origins: routeFilterOrigins(vh, vh.Origins), routes: translated[i].version}
 	}
 	if len(sorted) > 1 {
-		routeBytes = keptRouteBytes(all, rc.VirtualHosts, translated)
-	}
-	return rc, origins, routeBytes
-}
-
-// keptRouteBytes are the encodings of the routes of the virtual hosts
-// mergeIdentical kept (a subsequence of all, translated in that order).
-func keptRouteBytes(all, kept []*routev3.VirtualHost, translated []vhostRoutes) []string {
-	out := make([]string, 0, len(kept))
-	for i, v := range all {
-		if len(out) < len(kept) && kept[len(out)] == v {
-			out = append(out, translated[i].key)
+		routeBytes = make([]string, len(from))
+		for k, i := range from {
+			routeBytes[k] = translated[i].key
 		}
 	}
-	return out
+	return rc, origins, routeBytes
 }
 
 // vhostRoutes is the translation of one virtual host's routes.
 type vhostRoutes struct {
 	settings routeSettings
 	routes   []*routev3.Route
+	// vhost is the virtual host of these routes, never modified.
+	vhost *routev3.VirtualHost
 	// version is given when routes are translated (Versions.Routes).
 	version uint64
 	// key is the same for the same routes (see mergeIdentical), once
@@ -151,28 +147,40 @@ func hostConfigKey(fqdn string, v *routev3.VirtualHost) string {
 // paths, Envoy has far fewer routes to build each time one host changes.
 // Domains are unique across the virtual hosts (one root per FQDN), so a
 // domain never moves to a different set of routes. keys[i] is routesKey of
-// vhs[i]'s routes; names[i] is the name of the virtual host vhs[i] went to.
-func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) (out []*routev3.VirtualHost, names []string) {
-	names = make([]string, len(vhs))
+// vhs[i]'s routes; names[i] is the name of the virtual host vhs[i] went to;
+// out[k] is vhs[from[k]], or a copy of it with more domains.
+func mergeIdentical(vhs []*routev3.VirtualHost, keys []string) (out []*routev3.VirtualHost, names []string, from []int) {
+	names, from = make([]string, len(vhs)), make([]int, 0, len(vhs))
 	if len(vhs) < 2 {
 		for i, v := range vhs {
 			names[i] = v.Name
+			from = append(from, i)
 		}
-		return vhs, names
+		return vhs, names, from
 	}
-	first := make(map[string]*routev3.VirtualHost, len(vhs))
+	// first is the index in out of the first host of a key; the hosts
+	// are the cache's, so the first is copied before it takes others'
+	// domains (merged).
+	first := make(map[string]int, len(vhs))
+	merged := map[int]bool{}
 	out = make([]*routev3.VirtualHost, 0, len(vhs))
 	for i, v := range vhs {
-		if f, ok := first[keys[i]]; ok {
-			f.Domains = append(f.Domains, v.Domains...)
-			names[i] = f.Name
+		if j, ok := first[keys[i]]; ok {
+			if !merged[j] {
+				merged[j] = true
+				out[j] = ShallowClone(out[j])
+				out[j].Domains = slices.Clone(out[j].Domains)
+			}
+			out[j].Domains = append(out[j].Domains, v.Domains...)
+			names[i] = out[j].Name
 			continue
 		}
-		first[keys[i]] = v
+		first[keys[i]] = len(out)
 		names[i] = v.Name
 		out = append(out, v)
+		from = append(from, i)
 	}
-	return out, names
+	return out, names, from
 }
 
 // domains matches the host. An HCM that strips the request's port before

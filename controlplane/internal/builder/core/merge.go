@@ -1,7 +1,9 @@
 package core
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -63,7 +65,7 @@ func (b *Merged) Finish(m *ir.Model, roots RootOrigins) {
 		o.Origins = roots.Clusters.Origins(name).Union(global[name])
 		m.Clusters = append(m.Clusters, &o)
 	}
-	sort.Slice(m.Clusters, func(i, j int) bool { return m.Clusters[i].Name < m.Clusters[j].Name })
+	slices.SortFunc(m.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	global = byName(b.Out.SecretUses)
 	for name, s := range b.secrets {
 		o := *s
@@ -75,7 +77,7 @@ func (b *Merged) Finish(m *ir.Model, roots RootOrigins) {
 		}
 		m.Secrets = append(m.Secrets, &o)
 	}
-	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
+	slices.SortFunc(m.Secrets, func(a, b *ir.Secret) int { return strings.Compare(a.Name, b.Name) })
 	for _, l := range m.Listeners {
 		sort.Slice(l.Insecure, func(i, j int) bool { return l.Insecure[i].FQDN < l.Insecure[j].FQDN })
 		sort.Slice(l.Secure, func(i, j int) bool { return l.Secure[i].FQDN < l.Secure[j].FQDN })
