@@ -45,6 +45,9 @@ func newResource(name, version string, any *anypb.Any) *resource {
 type table struct {
 	version uint64
 	byName  map[string]*resource
+	// from is the list of messages the table was made from (nextTable):
+	// an Update with the same messages leaves the table as it is.
+	from []proto.Message
 	// all is every resource, by name, made on first use (a full response:
 	// a first configuration, listeners and clusters over state of the
 	// world), not for every version: a route change would sort 10,001

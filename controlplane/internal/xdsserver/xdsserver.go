@@ -88,13 +88,13 @@ type Server struct {
 	// conns are the connections Serve accepted, by remote address: a
 	// dropped stream's is closed (see adsStream.drop).
 	conns sync.Map
-	// sums remembers the hash of each resource of the last Update, by
-	// message: the translator reuses the messages of unchanged virtual
-	// hosts and clusters (translator.Cache), which then need no
-	// marshalling. Messages
-	// are never modified once published. Guarded by hashMu.
+	// hashes remembers the hashing of each type by the last Update:
+	// the translator reuses the messages of unchanged virtual hosts and
+	// clusters (translator.Cache), which then need no marshalling, and
+	// often a whole list. Messages are never modified once published.
+	// Guarded by hashMu.
 	hashMu sync.Mutex
-	sums   map[proto.Message]sum
+	hashes map[string]*typeHash
 
 	// Limits bound what a client can make the server do or keep; set
 	// before Serve (New sets DefaultLimits).
@@ -193,6 +193,11 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 	old := s.world.Load()
 	next := &world{tables: map[string]*table{}, changed: make(chan struct{})}
 	for typeURL, list := range items {
+		if t := old.tables[typeURL]; t != nil && slices.Equal(t.from, list) {
+			// The same messages as published: nothing to look at.
+			next.tables[typeURL] = t
+			continue
+		}
 		t, err := nextTable(old.tables[typeURL], list, h.per[typeURL], h.encoded)
 		if err != nil {
 			return "", err
@@ -211,11 +216,11 @@ func (s *Server) Update(ctx context.Context, r *translator.Resources) (string, e
 func (s *Server) hash(r *translator.Resources) (hashed, error) {
 	s.hashMu.Lock()
 	defer s.hashMu.Unlock()
-	h, err := hashResources(r, s.sums)
+	h, err := hashResources(r, s.hashes)
 	if err != nil {
 		return hashed{}, err
 	}
-	s.sums = h.sums
+	s.hashes = h.types
 	return h, nil
 }
 
@@ -253,7 +258,9 @@ func nextTable(before *table, list []proto.Message, now map[string]string, encod
 	if before != nil && len(update) == 0 && len(remove) == 0 {
 		return before, nil
 	}
-	return before.next(update, remove), nil
+	t := before.next(update, remove)
+	t.from = list
+	return t, nil
 }
 
 // deterministic is how resources are encoded, to hash them and to send
@@ -269,22 +276,34 @@ type hashed struct {
 	hash string
 	// per are the resources' versions, by type and name.
 	per map[string]map[string]string
-	// sums are the hashes of the messages, for the next call.
-	sums map[proto.Message]sum
+	// types are each type's hashing, for the next call.
+	types map[string]*typeHash
 	// encoded are the encodings made to hash the messages not known (new
 	// ones): those that changed are sent as they are, not encoded again.
 	encoded map[proto.Message][]byte
+}
+
+// typeHash is the hashing of one type's list: the list itself, each
+// message's sum, the versions by name, and the digest of the sums in order.
+type typeHash struct {
+	list   []proto.Message
+	sums   map[proto.Message]sum
+	names  map[string]string
+	digest [sha256.Size]byte
 }
 
 // hashResources hashes the whole set (to skip publishing an unchanged
 // one) and each resource (to tell which ones a NACK is about, and as its
 // delta xDS version). Marshalling every resource is a good part of a
 // rebuild at scale, so the resources are hashed on every core, and a
-// message already in known (the same message: one the translator reused,
-// never modified; known keeps it alive) is not hashed again. It also
-// returns the hash of each message, for the next call. The one cache still
-// keyed by message (docs/design/caches.md).
-func hashResources(r *translator.Resources, known map[proto.Message]sum) (hashed, error) {
+// message already hashed by the last call (the same message: one the
+// translator reused, never modified; last keeps it alive) is not hashed
+// again. A type whose list is the last call's, message for message (the
+// clusters and endpoints when one route changes), is not looked at again:
+// work that grows with the unchanged part of a large configuration is
+// what a change must not cost. The one cache still keyed by message
+// (docs/design/caches.md).
+func hashResources(r *translator.Resources, last map[string]*typeHash) (hashed, error) {
 	lists := []struct {
 		typeURL string
 		list    []proto.Message
@@ -292,36 +311,47 @@ func hashResources(r *translator.Resources, known map[proto.Message]sum) (hashed
 		{resourcev3.ListenerType, r.Listeners}, {resourcev3.RouteType, r.Routes}, {resourcev3.ClusterType, r.Clusters},
 		{resourcev3.EndpointType, r.Endpoints}, {resourcev3.SecretType, r.Secrets},
 	}
-	var all []proto.Message
+	out := hashed{per: map[string]map[string]string{}, types: map[string]*typeHash{}, encoded: map[proto.Message][]byte{}}
+	h := sha256.New()
 	for _, l := range lists {
-		all = append(all, l.list...)
+		t := last[l.typeURL]
+		if t == nil || !slices.Equal(t.list, l.list) {
+			var known map[proto.Message]sum
+			if t != nil {
+				known = t.sums
+			}
+			var err error
+			if t, err = hashList(l.list, known, r.Encoded, out.encoded); err != nil {
+				return hashed{}, err
+			}
+		}
+		out.types[l.typeURL], out.per[l.typeURL] = t, t.names
+		h.Write(t.digest[:])
+		h.Write([]byte{0})
 	}
-	sums, enc, err := hashEach(all, known, r.Encoded)
+	out.hash = hex.EncodeToString(h.Sum(nil))
+	return out, nil
+}
+
+// hashList hashes one type's list (hashEach), adding the encodings it
+// made to encoded.
+func hashList(list []proto.Message, known map[proto.Message]sum, translated, encoded map[proto.Message][]byte) (*typeHash, error) {
+	sums, enc, err := hashEach(list, known, translated)
 	if err != nil {
-		return hashed{}, err
+		return nil, err
 	}
-	bySum := make(map[proto.Message]sum, len(all))
-	encoded := map[proto.Message][]byte{}
-	for i, m := range all {
-		bySum[m] = sums[i]
+	t := &typeHash{list: list, sums: make(map[proto.Message]sum, len(list)), names: make(map[string]string, len(list))}
+	d := sha256.New()
+	for i, m := range list {
+		t.sums[m] = sums[i]
 		if enc[i] != nil {
 			encoded[m] = enc[i]
 		}
+		d.Write(sums[i].sha[:])
+		t.names[translator.ResourceName(m)] = sums[i].version
 	}
-	h := sha256.New()
-	per := map[string]map[string]string{}
-	i := 0
-	for _, l := range lists {
-		names := make(map[string]string, len(l.list))
-		for _, m := range l.list {
-			h.Write(sums[i].sha[:])
-			names[translator.ResourceName(m)] = sums[i].version
-			i++
-		}
-		per[l.typeURL] = names
-		h.Write([]byte{0})
-	}
-	return hashed{hash: hex.EncodeToString(h.Sum(nil)), per: per, sums: bySum, encoded: encoded}, nil
+	d.Sum(t.digest[:0])
+	return t, nil
 }
 
 // sum is the SHA-256 of a resource's encoding, and its version: the

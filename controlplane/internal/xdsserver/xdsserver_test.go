@@ -161,33 +161,36 @@ func TestDeltaRejections(t *testing.T) {
 }
 
 // TestHashResourcesReusesKnownSums: a message hashed by the last update is
-// not hashed again, and the hashes are those computed from scratch.
+// not hashed again, a list that is the last update's is not looked at, and
+// the hashes are those computed from scratch.
 func TestHashResourcesReusesKnownSums(t *testing.T) {
 	r := resources("a", "b")
 	want, err := hashResources(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantHash, wantPer, sums := want.hash, want.per, want.sums
+	wantHash, wantPer := want.hash, want.per
 	if len(want.encoded) != 3 {
 		t.Errorf("%d encodings, want one per resource (3)", len(want.encoded))
 	}
-	if len(sums) != 3 {
-		t.Fatalf("%d sums, want one per resource (3)", len(sums))
+	n := 0
+	for _, th := range want.types {
+		n += len(th.sums)
 	}
+	if n != 3 {
+		t.Fatalf("%d sums, want one per resource (3)", n)
+	}
+	other, _ := hashResources(resources("a", "b"), nil)
 	for _, tc := range []struct {
-		name  string
-		known map[proto.Message]sum
+		name string
+		last map[string]*typeHash
 	}{
-		{"all known", sums},
+		{"all known", want.types},
 		{"none known", nil},
-		{"other messages known", func() map[proto.Message]sum {
-			other, _ := hashResources(resources("a", "b"), nil)
-			return other.sums
-		}()},
+		{"other messages known", other.types},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := hashResources(r, tc.known)
+			h, err := hashResources(r, tc.last)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,13 +199,68 @@ func TestHashResourcesReusesKnownSums(t *testing.T) {
 			}
 		})
 	}
-	// A known sum is used as is: a wrong one shows that it was not
-	// recomputed (the translator's cached messages are never modified).
-	fake := maps.Clone(sums)
-	fake[r.Clusters[0]] = sum{sha: [32]byte{1}}
-	if h, _ := hashResources(r, fake); h.hash == wantHash {
-		t.Error("a known message was hashed again")
-	} else if len(h.encoded) != 0 {
-		t.Errorf("%d encodings, want none (every message known)", len(h.encoded))
+	// What the last call left is used as is: a wrong sum or digest shows
+	// that it was not recomputed (the translator's cached messages are
+	// never modified).
+	for _, tc := range []struct {
+		name string
+		fake func(th typeHash) typeHash
+	}{
+		{"a known message's sum, in another list", func(th typeHash) typeHash {
+			th.list, th.sums = nil, maps.Clone(th.sums)
+			th.sums[r.Clusters[0]] = sum{sha: [32]byte{1}}
+			return th
+		}},
+		{"the same list's digest", func(th typeHash) typeHash {
+			th.digest = [32]byte{1}
+			return th
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			last := maps.Clone(want.types)
+			fake := tc.fake(*last[resourcev3.ClusterType])
+			last[resourcev3.ClusterType] = &fake
+			if h, _ := hashResources(r, last); h.hash == wantHash {
+				t.Error("what the last call left was computed again")
+			} else if len(h.encoded) != 0 {
+				t.Errorf("%d encodings, want none (every message known)", len(h.encoded))
+			}
+		})
+	}
+}
+
+// TestUpdateKeepsUnchangedTables: a type whose list is the published one,
+// message for message, keeps its table; a list of other messages is
+// compared by version, and a changed one makes a new table.
+func TestUpdateKeepsUnchangedTables(t *testing.T) {
+	s := New(slog.New(slog.DiscardHandler))
+	first := resources("a", "b")
+	if _, err := s.Update(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	clusters := func() *table { return s.world.Load().tables[resourcev3.ClusterType] }
+	was := clusters()
+	for _, tc := range []struct {
+		name    string
+		r       func() *translator.Resources
+		newOnes bool // a new table of clusters
+	}{
+		{"the same clusters, another listener", func() *translator.Resources {
+			r := *first
+			r.Listeners = []proto.Message{&listenerv3.Listener{Name: "ingress_http", StatPrefix: "x"}}
+			return &r
+		}, false},
+		{"equal clusters, other messages", func() *translator.Resources { return resources("a", "b") }, false},
+		{"a cluster more", func() *translator.Resources { return resources("a", "b", "c") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := s.Update(context.Background(), tc.r()); err != nil {
+				t.Fatal(err)
+			}
+			if now := clusters(); (now != was) != tc.newOnes {
+				t.Errorf("new table of clusters: %v, want %v", now != was, tc.newOnes)
+			}
+			was = clusters()
+		})
 	}
 }
