@@ -8,6 +8,7 @@ import (
 	"github.com/portcullis/portcullis/controlplane/internal/apicheck"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -35,7 +36,9 @@ type Globals struct {
 // authorization and processing. It completes snap with them (extensions,
 // global) and returns its stage, whose output the roots' are merged into.
 func BuildGlobalStage(snap *Snapshot, m *ir.Model) Stage {
-	out := NewOutput()
+	// Every root's findings are merged into this output: sized for every
+	// HTTPProxy at once, not grown on every rebuild.
+	out := Output{Status: make(map[objects.Ref]*status.Object, len(snap.In.HTTPProxies)+len(snap.In.ExtensionServices))}
 	g := Stage{R: &Resolver{Snap: snap}, Out: &out}
 	for _, es := range snap.In.ExtensionServices {
 		snap.extensions[NsName(es.Namespace, es.Name)] = g.buildExtension(es)

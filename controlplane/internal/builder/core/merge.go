@@ -26,8 +26,10 @@ type Merged struct {
 
 // NewMerged begins the merged output with the global stage's.
 func NewMerged(global Stage) *Merged {
-	b := &Merged{Stage: global, clusters: map[string]*ir.Cluster{}, secrets: map[string]*ir.Secret{},
-		Visited: map[types.NamespacedName]bool{}, UnservedBy: map[types.NamespacedName][]string{}}
+	// Sized for the input, not grown on every rebuild.
+	in := global.R.Snap.In
+	b := &Merged{Stage: global, clusters: make(map[string]*ir.Cluster, len(in.Services)), secrets: map[string]*ir.Secret{},
+		Visited: make(map[types.NamespacedName]bool, len(in.HTTPProxies)), UnservedBy: map[types.NamespacedName][]string{}}
 	b.AddClusters(global.Out.Clusters)
 	b.AddSecrets(global.Out.Secrets)
 	return b
@@ -60,6 +62,7 @@ func (b *Merged) AddSecrets(ss []*ir.Secret) {
 // build's model are never modified.
 func (b *Merged) Finish(m *ir.Model, roots RootOrigins) {
 	global := byName(b.Out.ClusterUses)
+	m.Clusters = slices.Grow(m.Clusters, len(b.clusters))
 	for name, c := range b.clusters {
 		o := *c
 		o.Origins = roots.Clusters.Origins(name).Union(global[name])
