@@ -110,7 +110,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	addrs := core.EnvoyAddresses(snap)
 	httpproxy.MarkLoadBalancer(b, results, addrs)
 	services := gatewayapi.BuildGatewayAPI(snap, model, b, gatewayMemo, addrs)
-	b.Finish(model, uses)
+	b.Finish(model, uses, memo.clusterCopies())
 
 	if snap.Opts.GatewayServicePerGateway {
 		// nil: the Envoy Service is not known (yet, or it is being

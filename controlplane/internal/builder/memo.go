@@ -25,13 +25,15 @@ type Memo struct {
 	roots *httpproxy.RootMemo
 	// gateway keeps the Gateway API routes' rules (gatewaymemo.go).
 	gateway *gatewayapi.GatewayMemo
+	// clusters keeps the model's copies of the clusters.
+	clusters *core.ClusterCopies
 	// Hits and Misses count the roots of the last build.
 	Hits, Misses int
 }
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{roots: httpproxy.NewRootMemo(), gateway: &gatewayapi.GatewayMemo{}}
+	return &Memo{roots: httpproxy.NewRootMemo(), gateway: &gatewayapi.GatewayMemo{}, clusters: core.NewClusterCopies()}
 }
 
 // start begins a build of s: the results of the previous build hold only
@@ -48,6 +50,15 @@ func (m *Memo) start(s *core.Snapshot) (*httpproxy.RootMemo, *gatewayapi.Gateway
 	m.global = g
 	m.roots.Start()
 	return m.roots, m.gateway
+}
+
+// clusterCopies are the model's copies of the clusters (nil without a
+// memo).
+func (m *Memo) clusterCopies() *core.ClusterCopies {
+	if m == nil {
+		return nil
+	}
+	return m.clusters
 }
 
 // finish ends a build: its counts are the roots memo's.
