@@ -94,7 +94,7 @@ func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts,
 // processing) and completes the snapshot with it; then each root is built
 // on its own against the snapshot (buildRoot) and the results merged.
 func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
-	snap := core.NewSnapshot(in, opts)
+	snap := core.NewSnapshot(in, opts, memo.previous())
 	model := core.NewModel(opts)
 	b := core.NewMerged(core.BuildGlobalStage(snap, model))
 	rootsMemo, gatewayMemo := memo.start(snap)
@@ -134,5 +134,6 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 		res.Status = append(res.Status, o)
 	}
 	status.SortObjects(res.Status)
+	memo.built(snap)
 	return res
 }

@@ -25,6 +25,10 @@ type Memo struct {
 	roots *httpproxy.RootMemo
 	// gateway keeps the Gateway API routes' rules (gatewaymemo.go).
 	gateway *gatewayapi.GatewayMemo
+	// prev is the index of the last build's snapshot, whose results the
+	// memo holds (nil while a build runs: one that does not end, say a
+	// panic, leaves nothing a next snapshot could be patched from).
+	prev *core.Index
 	// clusters keeps the model's copies of the clusters.
 	clusters *core.ClusterCopies
 	// Hits and Misses count the roots of the last build.
@@ -59,6 +63,24 @@ func (m *Memo) clusterCopies() *core.ClusterCopies {
 		return nil
 	}
 	return m.clusters
+}
+
+// previous is the index of the last build's snapshot (nil for none),
+// handed over to the build starting.
+func (m *Memo) previous() *core.Index {
+	if m == nil {
+		return nil
+	}
+	prev := m.prev
+	m.prev = nil
+	return prev
+}
+
+// built records the snapshot of a build that ended.
+func (m *Memo) built(s *core.Snapshot) {
+	if m != nil {
+		m.prev = s.Index()
+	}
 }
 
 // finish ends a build: its counts are the roots memo's.
