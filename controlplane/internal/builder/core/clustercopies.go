@@ -2,6 +2,7 @@ package core
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/portcullis/portcullis/controlplane/internal/ir"
 )
@@ -14,9 +15,14 @@ import (
 // recognises each by pointer instead of comparing it field by field. For
 // one goroutine at a time; nil keeps nothing.
 type ClusterCopies struct {
-	byName map[string]clusterCopy
+	byName map[string]*clusterCopy
 	// build counts the builds; a copy not used by the last is forgotten.
 	build uint64
+	// sorted is the last build's list of copies, by name; kept counts
+	// the copies the build running has reused so far. When it reused
+	// them all and made none, its list is the last one, not sorted again.
+	sorted []*ir.Cluster
+	kept   int
 }
 
 type clusterCopy struct {
@@ -29,12 +35,13 @@ type clusterCopy struct {
 
 // NewClusterCopies returns an empty ClusterCopies.
 func NewClusterCopies() *ClusterCopies {
-	return &ClusterCopies{byName: map[string]clusterCopy{}}
+	return &ClusterCopies{byName: map[string]*clusterCopy{}}
 }
 
 func (cc *ClusterCopies) start() {
 	if cc != nil {
 		cc.build++
+		cc.kept = 0
 	}
 }
 
@@ -44,16 +51,30 @@ func (cc *ClusterCopies) copy(c *ir.Cluster, origins ir.Origins) *ir.Cluster {
 	if cc != nil {
 		if e, ok := cc.byName[c.Name]; ok && e.from == c && slices.Equal(e.origins, origins) {
 			e.used = cc.build
-			cc.byName[c.Name] = e
+			cc.kept++
 			return e.copy
 		}
 	}
 	o := *c
 	o.Origins = origins
 	if cc != nil {
-		cc.byName[c.Name] = clusterCopy{from: c, origins: origins, copy: &o, used: cc.build}
+		cc.byName[c.Name] = &clusterCopy{from: c, origins: origins, copy: &o, used: cc.build}
 	}
 	return &o
+}
+
+// sort sorts the build's list of copies by name, or gives the last
+// build's list when it holds the same copies (the build reused every copy
+// of the last, and made none).
+func (cc *ClusterCopies) sort(list []*ir.Cluster) []*ir.Cluster {
+	if cc != nil && cc.kept == len(list) && len(cc.sorted) == len(list) {
+		return append(list[:0], cc.sorted...)
+	}
+	slices.SortFunc(list, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	if cc != nil {
+		cc.sorted = slices.Clone(list)
+	}
+	return list
 }
 
 // sweep forgets the copies the build of n clusters did not use.

@@ -59,3 +59,37 @@ func TestClusterCopies(t *testing.T) {
 		t.Error("without a memo, copies must not be shared")
 	}
 }
+
+// TestClusterCopiesSort: a build that reuses every copy of the last gives
+// the last build's sorted list; any other is sorted.
+func TestClusterCopiesSort(t *testing.T) {
+	b, a := &ir.Cluster{Name: "b"}, &ir.Cluster{Name: "a"}
+	cc := NewClusterCopies()
+	build := func(cs ...*ir.Cluster) []string {
+		cc.start()
+		var list []*ir.Cluster
+		for _, c := range cs {
+			list = append(list, cc.copy(c, nil))
+		}
+		cc.sweep(len(cs))
+		var names []string
+		for _, c := range cc.sort(list) {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	for i, tt := range []struct {
+		in   []*ir.Cluster
+		want []string
+	}{
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}},
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}}, // all reused
+		{[]*ir.Cluster{b}, []string{"b"}},         // one gone
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}}, // one back: a new copy
+		{[]*ir.Cluster{{Name: "c"}, b}, []string{"b", "c"}},
+	} {
+		if got := build(tt.in...); !slices.Equal(got, tt.want) {
+			t.Errorf("build %d: %v, want %v", i, got, tt.want)
+		}
+	}
+}

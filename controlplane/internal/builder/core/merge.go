@@ -69,7 +69,7 @@ func (b *Merged) Finish(m *ir.Model, roots RootOrigins, copies *ClusterCopies) {
 		m.Clusters = append(m.Clusters, copies.copy(c, roots.Clusters.Origins(name).Union(global[name])))
 	}
 	copies.sweep(len(b.clusters))
-	slices.SortFunc(m.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	m.Clusters = copies.sort(m.Clusters)
 	global = byName(b.Out.SecretUses)
 	for name, s := range b.secrets {
 		o := *s
