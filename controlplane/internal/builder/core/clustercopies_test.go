@@ -55,7 +55,7 @@ func TestClusterCopies(t *testing.T) {
 
 	var none *ClusterCopies // no memo: always a fresh copy
 	none.start()
-	if none.copy(a, nil) == none.copy(a, nil) {
+	if first, second := none.copy(a, nil), none.copy(a, nil); first == second {
 		t.Error("without a memo, copies must not be shared")
 	}
 }
