@@ -130,9 +130,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 			res.Unavailable = append(res.Unavailable, *p)
 		}
 	}
-	for _, o := range b.Out.Status {
-		res.Status = append(res.Status, o)
-	}
+	res.Status = slices.Clone(b.Out.Statuses())
 	status.SortObjects(res.Status)
 	memo.built(snap)
 	return res

@@ -209,8 +209,8 @@ func (g *gatewayStage) gatewayServices() []*corev1.Service {
 // addGatewayOutput adds the Gateway API stage's statuses, clusters and
 // secrets, and their uses, to the merged output.
 func addGatewayOutput(b *core.Merged, out *core.Output) {
-	for ref, o := range out.Status {
-		b.Out.Status[ref] = o
+	for _, o := range out.Statuses() {
+		b.Out.Put(o.Ref, o)
 	}
 	b.AddClusters(out.Clusters)
 	b.AddSecrets(out.Secrets)
@@ -226,7 +226,7 @@ func (g *gatewayStage) gatewayAPIStatus(kind, namespace, name string, generation
 	o, ok := g.Out.Status[ref]
 	if !ok {
 		o = &status.Object{Ref: ref, Generation: generation, GatewayAPI: &status.GatewayAPI{}}
-		g.Out.Status[ref] = o
+		g.Out.Put(ref, o)
 	}
 	return o, g.R.Warnings(ref)
 }

@@ -3,7 +3,6 @@ package httpproxy
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -75,7 +74,7 @@ func BuildRoot(snap *core.Snapshot, p *contourv1.HTTPProxy, dup string) *RootRes
 	res.ClusterUses, res.SecretUses = res.ClusterUses.Compact(), res.SecretUses.Compact()
 	slices.SortFunc(res.visited, compareNsNames)
 	res.visited = slices.Clip(slices.Compact(res.visited))
-	res.statuses = slices.Collect(maps.Values(res.Status))
+	res.statuses = res.Statuses()
 	return res
 }
 
