@@ -51,24 +51,38 @@ func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
 // resolveConflicts decides, per Envoy port, which listeners can be served
 // together. Listeners of different protocols on one port conflict (all of
 // them; on a shared port, those whose protocol is not the shared
-// listener's), but for HTTPS and TLS (sameTransport); of listeners claiming one hostname on one port, the oldest
-// Gateway's first listener keeps it, as the oldest HTTPProxy keeps its
-// FQDN; a hostname an HTTPProxy keeps on a shared listener stays its.
-// Listeners invalid on their own take no part.
+// listener's), but for HTTPS and TLS (sameTransport); of listeners
+// claiming one hostname on one port, the oldest Gateway's first listener
+// keeps it, as the oldest HTTPProxy keeps its FQDN; a hostname an
+// HTTPProxy keeps on a shared listener stays its. UDP listeners are
+// sockets of their own: they conflict only with each other (a UDP and a
+// TCP listener of one port are distinct, and both served), and never
+// with the shared listeners, which are TCP's. Listeners invalid on their
+// own take no part.
 func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 	opts := g.R.Opts()
-	byPort := map[uint32][]*gwListener{}
+	type socket struct {
+		port uint32
+		udp  bool
+	}
+	byPort := map[socket][]*gwListener{}
 	for _, x := range g.gateways {
 		if !x.accepted() {
 			continue
 		}
 		for _, l := range x.listeners {
 			if len(l.accepted) == 0 {
-				byPort[l.envoyPort] = append(byPort[l.envoyPort], l)
+				k := socket{l.envoyPort, l.udp}
+				byPort[k] = append(byPort[k], l)
 			}
 		}
 	}
-	for port, ls := range byPort {
+	for k, ls := range byPort {
+		port := k.port
+		if k.udp { // one protocol, no host names, no HTTPProxy
+			g.hostnameConflicts(port, ls, sharedHosts{})
+			continue
+		}
 		var want gwapiv1.ProtocolType
 		switch {
 		case port == opts.HTTP.Port && port != 0:

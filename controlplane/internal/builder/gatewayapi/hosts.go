@@ -78,14 +78,16 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		g.placeHost(m, listeners, k, hosts[k])
 	}
 	g.detectMisdirected(ready)
+	g.placeUDP(m)
 }
 
-// readyListeners are each Gateway's ready listeners, per Envoy port.
+// readyListeners are each Gateway's ready listeners of hosts, per Envoy
+// port: UDP listeners, which have none, are placed apart (placeUDP).
 func (g *gatewayStage) readyListeners() map[portGateway][]*gwListener {
 	ready := map[portGateway][]*gwListener{}
 	for _, x := range g.gateways {
 		for _, l := range x.listeners {
-			if l.ready() {
+			if l.ready() && !l.udp {
 				k := portGateway{l.envoyPort, x}
 				ready[k] = append(ready[k], l)
 			}
@@ -104,6 +106,9 @@ func (g *gatewayStage) readyListeners() map[portGateway][]*gwListener {
 func (g *gatewayStage) hostOwners() map[hostKey]*gwGateway {
 	owner := map[hostKey]*gwGateway{}
 	for _, a := range g.attachments {
+		if a.listener.udp {
+			continue
+		}
 		k := hostKey{a.listener.envoyPort, a.host}
 		if o := owner[k]; o == nil || core.OlderClaim(a.listener.gw.gw, o.gw) < 0 {
 			owner[k] = a.listener.gw
@@ -122,6 +127,9 @@ func (g *gatewayStage) mergeAttachments(ready map[portGateway][]*gwListener, own
 	best := map[hostKey]*gwListener{}
 	hosts := map[hostKey]*gwHost{}
 	for _, a := range g.attachments {
+		if a.listener.udp {
+			continue
+		}
 		k := hostKey{a.listener.envoyPort, a.host}
 		o := owner[k]
 		if o != a.listener.gw {
