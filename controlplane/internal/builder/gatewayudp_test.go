@@ -259,3 +259,50 @@ func udpSummary(m *ir.Model) string {
 	slices.Sort(out)
 	return strings.Join(out, "; ")
 }
+
+// With gateway.servicePerGateway, a Gateway's Service has a port of
+// protocol UDP for its UDP listeners' port, and one of protocol TCP for
+// its other listeners', both to the Envoy port of the listener port: its
+// UDP and TCP listeners there.
+func TestServicePerGatewayUDP(t *testing.T) {
+	in := udpBase + `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: envoy, namespace: portcullis}
+spec: {type: ClusterIP, selector: {app: envoy}, ports: [{name: http, port: 80, targetPort: 8080}]}
+` + streamGateway(`{name: udp, port: 53, protocol: UDP}, {name: tcp, port: 53, protocol: TCP}, {name: web, port: 80, protocol: HTTP}, {name: stats, port: 8125, protocol: UDP}`) +
+		udpRoute("default", "r", 0, "udp", `[{name: dns, port: 53}]`) + udpRoute("default", "s", 0, "stats", `[{name: stats, port: 8125}]`) +
+		streamRoute("TCPRoute", "default", "t", "", `[{name: dns, port: 53}]`)
+	var set objects.Set
+	if _, err := set.Decode(strings.NewReader(in), "in.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	set.Sort()
+	res := Build(&set, core.Options{HTTP: core.Bind{Port: 8080}, EnvoyService: "portcullis/envoy", GatewayServicePerGateway: true})
+	if len(res.GatewayServices) != 1 {
+		t.Fatalf("services %v", res.GatewayServices)
+	}
+	var ports []string
+	envoyPort := map[string]string{}
+	for _, p := range res.GatewayServices[0].Spec.Ports {
+		ports = append(ports, fmt.Sprintf("%s/%s:%d", p.Name, p.Protocol, p.Port))
+		envoyPort[p.Name] = p.TargetPort.String()
+	}
+	if want := []string{"port-53/TCP:53", "udp-53/UDP:53", "port-80/TCP:80", "udp-8125/UDP:8125"}; !slices.Equal(ports, want) {
+		t.Errorf("ports %v, want %v", ports, want)
+	}
+	if envoyPort["port-53"] != envoyPort["udp-53"] {
+		t.Errorf("TCP 53 to Envoy's %s, UDP 53 to %s: want one Envoy port (two sockets)", envoyPort["port-53"], envoyPort["udp-53"])
+	}
+	var listeners []string
+	for _, l := range res.Model.Listeners {
+		if !l.Shared() {
+			listeners = append(listeners, l.Name)
+		}
+	}
+	slices.Sort(listeners)
+	if want := []string{"tcp-" + envoyPort["port-53"], "udp-" + envoyPort["udp-53"], "udp-" + envoyPort["udp-8125"]}; !slices.Equal(listeners, want) {
+		t.Errorf("listeners %v, want %v", listeners, want)
+	}
+}
