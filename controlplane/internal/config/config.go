@@ -644,11 +644,7 @@ func (p *problems) gateway(g Gateway) {
 	if s := g.EnvoyService; s != "" && !isNamespacedName(s) {
 		p.add("gateway.envoyService", "must be namespace/name, got %q", s)
 	}
-	if v := g.UDPSessionIdleTimeout; v != "" {
-		if d, err := time.ParseDuration(v); err != nil || d < minUDPSessionIdleTimeout || d > maxUDPSessionIdleTimeout {
-			p.add("gateway.udpSessionIdleTimeout", "must be a duration from %v to %v such as 30s, got %q", minUDPSessionIdleTimeout, maxUDPSessionIdleTimeout, v)
-		}
-	}
+	p.udpIdleTimeout(g.UDPSessionIdleTimeout)
 	if g.ServicePerGateway {
 		if g.EnvoyService == "" {
 			p.add("gateway.servicePerGateway", "needs gateway.envoyService (the Service whose namespace, type and selector each Gateway's Service takes)")
@@ -656,6 +652,17 @@ func (p *problems) gateway(g Gateway) {
 		if len(g.Addresses) > 0 {
 			p.add("gateway.servicePerGateway", "excludes gateway.addresses: each Gateway's addresses are its own Service's")
 		}
+	}
+}
+
+// udpIdleTimeout checks gateway.udpSessionIdleTimeout (v, "" for the
+// default).
+func (p *problems) udpIdleTimeout(v string) {
+	if v == "" {
+		return
+	}
+	if d, err := time.ParseDuration(v); err != nil || d < minUDPSessionIdleTimeout || d > maxUDPSessionIdleTimeout {
+		p.add("gateway.udpSessionIdleTimeout", "must be a duration from %v to %v such as 30s, got %q", minUDPSessionIdleTimeout, maxUDPSessionIdleTimeout, v)
 	}
 }
 

@@ -60,7 +60,6 @@ func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
 // with the shared listeners, which are TCP's. Listeners invalid on their
 // own take no part.
 func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
-	opts := g.R.Opts()
 	type socket struct {
 		port uint32
 		udp  bool
@@ -78,33 +77,40 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 		}
 	}
 	for k, ls := range byPort {
-		port := k.port
 		if k.udp { // one protocol, no host names, no HTTPProxy
-			g.hostnameConflicts(port, ls, sharedHosts{})
+			g.hostnameConflicts(k.port, ls, sharedHosts{})
 			continue
 		}
-		var want gwapiv1.ProtocolType
-		switch {
-		case port == opts.HTTP.Port && port != 0:
-			want = gwapiv1.HTTPProtocolType
-		case port == opts.HTTPS.Port && port != 0:
-			want = gwapiv1.HTTPSProtocolType
-		case slices.ContainsFunc(ls, func(l *gwListener) bool { return !sameTransport(l.spec.Protocol, ls[0].spec.Protocol) }):
-			for _, l := range ls {
-				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "another listener on port %d (Envoy port %d) has a different protocol", l.spec.Port, port)
-			}
-			continue
-		}
-		var same []*gwListener
-		for _, l := range ls {
-			if want != "" && !sameTransport(l.spec.Protocol, want) {
-				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
-				continue
-			}
-			same = append(same, l)
-		}
-		g.hostnameConflicts(port, same, proxies)
+		g.tcpConflicts(k.port, ls, proxies)
 	}
+}
+
+// tcpConflicts decides which of the TCP-based listeners ls of one Envoy
+// port are served: those of one protocol (or HTTPS and TLS), the shared
+// listener's when the port is one's, and then by hostname.
+func (g *gatewayStage) tcpConflicts(port uint32, ls []*gwListener, proxies sharedHosts) {
+	opts := g.R.Opts()
+	var want gwapiv1.ProtocolType
+	switch {
+	case port == opts.HTTP.Port && port != 0:
+		want = gwapiv1.HTTPProtocolType
+	case port == opts.HTTPS.Port && port != 0:
+		want = gwapiv1.HTTPSProtocolType
+	case slices.ContainsFunc(ls, func(l *gwListener) bool { return !sameTransport(l.spec.Protocol, ls[0].spec.Protocol) }):
+		for _, l := range ls {
+			l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "another listener on port %d (Envoy port %d) has a different protocol", l.spec.Port, port)
+		}
+		return
+	}
+	var same []*gwListener
+	for _, l := range ls {
+		if want != "" && !sameTransport(l.spec.Protocol, want) {
+			l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
+			continue
+		}
+		same = append(same, l)
+	}
+	g.hostnameConflicts(port, same, proxies)
 }
 
 // sameTransport reports whether listeners of protocols a and b can share

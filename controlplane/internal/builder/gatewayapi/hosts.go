@@ -52,6 +52,9 @@ type gwHost struct {
 	listener *gwListener
 	routes   []gwIRRoute
 	origins  []objects.Ref
+	// attached are a stream listener's attachments for the host: one of
+	// them serves it (streamServedByOther tells the others).
+	attached []attachment
 }
 
 // placeRoutes merges the attachments into virtual hosts, one per Envoy
@@ -163,6 +166,7 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 	if a.listener.stream { // no HTTP policy applies to proxied connections
 		h.routes = append(h.routes, a.routes...)
 		h.origins = append(h.origins, a.origin)
+		h.attached = append(h.attached, a)
 		return
 	}
 	routes, policies := g.withPolicies(a.listener, withListenerPort(a.listener, a.routes))
@@ -189,6 +193,7 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 	}
 	if l.stream {
 		il.TCPHosts = append(il.TCPHosts, streamHost(vh, l.secret))
+		streamServedByOther(h, vh, k.host)
 		if l.secret != "" {
 			g.Out.SecretUses.Add(l.secret, gw)
 		}
