@@ -39,7 +39,7 @@ func TestWhoami(t *testing.T) {
 	}
 	s := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) { _ = w.WriteMsg(whoamiAnswer(zones, w.RemoteAddr(), r)) })}
 	go func() { _ = s.ActivateAndServe() }()
-	defer s.Shutdown()
+	defer func() { _ = s.Shutdown() }()
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
 	q := new(dns.Msg)
 	q.SetQuestion("foo.bar.com.", dns.TypeA)
