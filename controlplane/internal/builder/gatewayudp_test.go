@@ -51,6 +51,11 @@ endpoints: [{addresses: [10.0.0.2, 10.0.0.3]}]
 ---
 apiVersion: v1
 kind: Service
+metadata: {name: external, namespace: default}
+spec: {type: ExternalName, externalName: dns.example.com, ports: [{name: dns, port: 53, protocol: UDP}]}
+---
+apiVersion: v1
+kind: Service
 metadata: {name: web, namespace: default}
 spec: {ports: [{port: 80}]}
 ---
@@ -156,6 +161,14 @@ func TestUDPRoute(t *testing.T) {
 			udpRoute("default", "r", 0, "udp", `[{name: dns, port: 53, weight: 9}, {name: nowhere, port: 53, weight: 1}]`),
 			"udp-5300=invalid-backend", "Accepted", "NoConflicts",
 			map[string]udpWant{"r": {"Accepted", "BackendNotFound", ""}}, 0},
+		{"an ExternalName Service alone: its DNS name", udpListener,
+			udpRoute("default", "r", 0, "udp", `[{name: external, port: 53}]`),
+			"udp-5300=service/default/external/53/udp", "Accepted", "NoConflicts",
+			map[string]udpWant{"r": {"Accepted", "ResolvedRefs", ""}}, 0},
+		{"an ExternalName Service weighted with others drops every datagram", udpListener,
+			udpRoute("default", "r", 0, "udp", `[{name: external, port: 53}, {name: dns, port: 53}]`),
+			"udp-5300=invalid-backend", "Accepted", "NoConflicts",
+			map[string]udpWant{"r": {"Accepted", "UnsupportedValue", ""}}, 0},
 		{"an invalid backend of weight 0 takes nothing", udpListener,
 			udpRoute("default", "r", 0, "udp", `[{name: dns, port: 53}, {name: nowhere, port: 53, weight: 0}]`),
 			"udp-5300=service/default/dns/53/udp", "Accepted", "NoConflicts",
@@ -195,7 +208,7 @@ func TestUDPRoute(t *testing.T) {
 				t.Fatal(err)
 			}
 			in.Sort()
-			res := Build(&in, core.Options{HTTP: core.Bind{Port: 8080}, HTTPS: core.Bind{Port: 8443}, UDPSessionIdleTimeout: tc.idle})
+			res := Build(&in, core.Options{HTTP: core.Bind{Port: 8080}, HTTPS: core.Bind{Port: 8443}, UDPSessionIdleTimeout: tc.idle, ExternalNameServices: true})
 			if got := udpSummary(res.Model); got != tc.served {
 				t.Errorf("served %q, want %q", got, tc.served)
 			}

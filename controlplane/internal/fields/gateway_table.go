@@ -141,7 +141,7 @@ var gatewayTable = map[string]entries{
 	KindTCPRoute: tree("spec", streamRoute),
 
 	KindUDPRoute: tree("spec", without(streamRoute, "rules.backendRefs", "rules.backendRefs.group", "rules.backendRefs.port"), entries{
-		"rules.backendRefs":       ImplementedExcept("one cluster of their endpoints, the weights applied per session; none valid, or one taking traffic invalid: every datagram is dropped (the proxy cannot drop a share alone)"),
+		"rules.backendRefs":       ImplementedExcept("one cluster of their endpoints, the weights applied per session; none valid, one taking traffic invalid, or an ExternalName Service among several: every datagram is dropped (the proxy cannot drop a share alone)"),
 		"rules.backendRefs.group": ImplementedExcept(`a Service; another kind: ResolvedRefs False, InvalidKind`),
 		"rules.backendRefs.port":  ImplementedExcept("the Service's UDP port of that number (a TCP port alone: ResolvedRefs False, BackendNotFound); a port a BackendTLSPolicy applies to: ResolvedRefs False, UnsupportedProtocol"),
 	}),

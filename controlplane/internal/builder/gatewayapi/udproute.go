@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -73,6 +74,10 @@ func (b *routeBuild) udpRules(rules []streamRule) []gwIRRoute {
 	}
 	cluster := invalidBackendCluster
 	switch {
+	case len(bes) > 1 && slices.ContainsFunc(bes, func(be *core.Backend) bool { return be.Service.Spec.Type == corev1.ServiceTypeExternalName }):
+		// Its endpoints are a name Envoy resolves, not endpoints to group
+		// with the others': its share would go to them.
+		b.refs.add(string(gwapiv1.RouteReasonUnsupportedValue), "%s: an ExternalName Service cannot be weighted with other backends for UDP (one cluster of their endpoints): every datagram is dropped", where)
 	case invalid && len(bes) > 0:
 		b.refs.add(b.refs.reason(), "%s: a backend that takes traffic cannot be used, and the UDP proxy cannot drop its share alone: every datagram is dropped", where)
 	case total > int64(^uint32(0)):
