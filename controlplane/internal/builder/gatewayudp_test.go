@@ -319,3 +319,62 @@ spec: {type: ClusterIP, selector: {app: envoy}, ports: [{name: http, port: 80, t
 		t.Errorf("listeners %v, want %v", listeners, want)
 	}
 }
+
+// The sessions of a UDP listener are bounded by its cluster's
+// max_connections circuit breaker: the Service's
+// projectcontour.io/max-connections for one backend, the tightest of the
+// Services' for several (none: Envoy's default, 1024).
+func TestUDPSessionsBounded(t *testing.T) {
+	annotated := func(name string, port, max int) string {
+		return fmt.Sprintf(`
+---
+apiVersion: v1
+kind: Service
+metadata: {name: %s, namespace: default, annotations: {projectcontour.io/max-connections: "%d"}}
+spec: {ports: [{name: p, port: %d, protocol: UDP}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: %[1]s-a, namespace: default, labels: {kubernetes.io/service-name: %[1]s}}
+addressType: IPv4
+ports: [{name: p, port: %[3]d, protocol: UDP}]
+endpoints: [{addresses: [10.0.2.1]}]
+`, name, max, port)
+	}
+	for _, tc := range []struct {
+		name, backends string
+		want           uint32
+	}{
+		{"one backend: its Service's", `[{name: a100, port: 53}]`, 100},
+		{"several: the tightest", `[{name: a100, port: 53}, {name: b50, port: 54}, {name: dns, port: 53}]`, 50},
+		{"none annotated: Envoy's default", `[{name: dns, port: 53}, {name: stats, port: 8125}]`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in objects.Set
+			src := udpBase + annotated("a100", 53, 100) + annotated("b50", 54, 50) + streamGateway(udpListener) + udpRoute("default", "r", 0, "udp", tc.backends)
+			if _, err := in.Decode(strings.NewReader(src), "in.yaml"); err != nil {
+				t.Fatal(err)
+			}
+			in.Sort()
+			m := Build(&in, core.Options{HTTP: core.Bind{Port: 8080}}).Model
+			l := m.Listener("udp-5300")
+			if l == nil || l.UDP == nil {
+				t.Fatalf("no UDP listener: %+v", m.Listeners)
+			}
+			for _, c := range m.Clusters {
+				if c.Name != l.UDP.Cluster {
+					continue
+				}
+				var got uint32
+				if c.CircuitBreakers != nil {
+					got = c.CircuitBreakers.MaxConnections
+				}
+				if got != tc.want {
+					t.Errorf("cluster %s: max_connections %d, want %d", c.Name, got, tc.want)
+				}
+				return
+			}
+			t.Fatalf("cluster %s not in the model", l.UDP.Cluster)
+		})
+	}
+}
