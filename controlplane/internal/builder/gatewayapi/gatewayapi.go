@@ -17,6 +17,8 @@
 //   - tlsroute.go, tcproute.go, stream.go: TLSRoutes and TCPRoutes, whose
 //     connections are proxied to their backends (TLS passthrough by SNI;
 //     TCP);
+//   - udproute.go: UDPRoutes, whose datagrams are proxied to their
+//     backends on UDP listeners of their own;
 //   - backends.go, backendtls.go, refgrant.go: backendRefs, their TLS and
 //     ReferenceGrants;
 //   - hosts.go, precedence.go: the attached routes onto Envoy listeners
@@ -128,6 +130,9 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	}
 	for _, r := range snap.In.TCPRoutes {
 		g.buildTCPRoute(r)
+	}
+	for _, r := range snap.In.UDPRoutes {
+		g.buildUDPRoute(r)
 	}
 	g.buildPolicies()
 	g.placeRoutes(m)
@@ -242,6 +247,7 @@ const (
 	kindGRPCRoute = gwapiv1.Kind(objects.KindGRPCRoute)
 	kindTLSRoute  = gwapiv1.Kind(objects.KindTLSRoute)
 	kindTCPRoute  = gwapiv1.Kind(objects.KindTCPRoute)
+	kindUDPRoute  = gwapiv1.Kind(objects.KindUDPRoute)
 	// contourGroup and kindExtensionService name an ExtensionService as a
 	// backend.
 	contourGroup         = gwapiv1.Group("projectcontour.io")
