@@ -37,7 +37,10 @@ var gatewayTable = map[string]entries{
 			"infrastructure.labels":                             infrastructureMeta,
 			"infrastructure.annotations":                        infrastructureMeta,
 			"infrastructure.parametersRef":                      Refused(`Accepted False, InvalidParameters: "spec.infrastructure.parametersRef is not supported: this controller takes no parameters"`),
-			"allowedListeners":                                  Refused(`unless namespaces.from is None: Accepted False, UnsupportedField: "spec.allowedListeners (ListenerSets) is not supported"`),
+			"allowedListeners":                                  ImplementedNote("which ListenerSets may add listeners to the Gateway (None by default): docs/gateway-api.md, \"ListenerSets\""),
+			"allowedListeners.namespaces":                       yes,
+			"allowedListeners.namespaces.from":                  ImplementedNote("Same, All, Selector (the Namespaces' labels), None; a ListenerSet not allowed: its Accepted False, NotAllowed"),
+			"allowedListeners.namespaces.selector":              yes,
 			"tls":                                               yes,
 			"tls.backend":                                       ImplementedNote("the client certificate presented to the TLS backends of the Gateway's routes"),
 			"tls.backend.clientCertificateRef":                  ImplementedNote("a TLS Secret; another namespace's with a ReferenceGrant; one that does not resolve: the Gateway's ResolvedRefs False, no certificate presented"),
@@ -139,6 +142,17 @@ var gatewayTable = map[string]entries{
 	KindTLSRoute: tree("spec", streamRoute, entries{"hostnames": yes}),
 
 	KindTCPRoute: tree("spec", streamRoute),
+
+	KindListenerSet: tree("spec",
+		entries{
+			"parentRef":           ImplementedNote("a Gateway of ours that allows the ListenerSet (its spec.allowedListeners); another parent: no status from this controller"),
+			"parentRef.group":     yes,
+			"parentRef.kind":      yes,
+			"parentRef.name":      yes,
+			"parentRef.namespace": yes,
+		},
+		tree("listeners", listener),
+	),
 
 	KindReferenceGrant: tree("spec", entries{
 		"from":           yes,

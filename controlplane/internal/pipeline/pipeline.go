@@ -114,6 +114,7 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		func(d *contourv1.TLSCertificateDelegation) contourv1.TLSCertificateDelegationStatus { return d.Status })
 	classes := currentStatus(objects.KindGatewayClass, in.GatewayClasses, func(c *gwapiv1.GatewayClass) gwapiv1.GatewayClassStatus { return c.Status })
 	gateways := currentStatus(objects.KindGateway, in.Gateways, func(g *gwapiv1.Gateway) gwapiv1.GatewayStatus { return g.Status })
+	listenerSets := currentStatus(objects.KindListenerSet, in.ListenerSets, func(l *gwapiv1.ListenerSet) gwapiv1.ListenerSetStatus { return l.Status })
 	routes := currentStatus(objects.KindHTTPRoute, in.HTTPRoutes, func(r *gwapiv1.HTTPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus })
 	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
 	maps.Copy(routes, currentStatus(objects.KindTLSRoute, in.TLSRoutes, func(r *gwapiv1.TLSRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
@@ -149,6 +150,9 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindGateway:
 			st := status.Gateway(o, gateways[o.Ref], now)
 			u.Gateway = &st
+		case objects.KindListenerSet:
+			st := status.ListenerSet(o, listenerSets[o.Ref], now)
+			u.ListenerSet = &st
 		case objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
 			u.SetRoute(status.Route(o, routes[o.Ref], now))
 		case objects.KindExtAuthPolicy:
@@ -297,6 +301,9 @@ func UIDs(in *objects.Set) map[objects.Ref]types.UID {
 	}
 	for _, o := range in.UDPRoutes {
 		add(objects.KindUDPRoute, o)
+	}
+	for _, o := range in.ListenerSets {
+		add(objects.KindListenerSet, o)
 	}
 	for _, o := range in.ExtAuthPolicies {
 		add(objects.KindExtAuthPolicy, o)

@@ -62,8 +62,9 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 		if !x.accepted() {
 			continue
 		}
+		protocolPrecedence(x)
 		for _, l := range x.listeners {
-			if len(l.accepted) == 0 {
+			if len(l.accepted) == 0 && len(l.conflicted) == 0 {
 				byPort[l.envoyPort] = append(byPort[l.envoyPort], l)
 			}
 		}
@@ -90,6 +91,38 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 			same = append(same, l)
 		}
 		g.hostnameConflicts(port, same, proxies)
+	}
+}
+
+// protocolPrecedence decides the protocol of each Envoy port of a Gateway
+// with ListenerSets: a ListenerSet's listener whose protocol another
+// listener of the port has before it in the Gateway's precedence (its own
+// listeners, then the ListenerSets oldest first) cannot share is
+// Conflicted (ProtocolConflict) and the first keeps the port, as GEP-1713
+// says ("the first Listener in the precedence list MUST be accepted").
+// Listeners of one resource that disagree on a port are left to
+// resolveConflicts: none of them wins ("Conflicting listeners").
+func protocolPrecedence(x *gwGateway) {
+	if len(x.sets) == 0 {
+		return
+	}
+	first := map[uint32]*gwListener{}
+	claim := func(ls []*gwListener) {
+		for _, l := range ls {
+			if len(l.accepted) == 0 && len(l.conflicted) == 0 && first[l.envoyPort] == nil {
+				first[l.envoyPort] = l
+			}
+		}
+	}
+	claim(x.ownListeners())
+	for _, s := range x.sets {
+		for _, l := range s.listeners {
+			if f := first[l.envoyPort]; f != nil && len(l.accepted) == 0 && !sameTransport(l.spec.Protocol, f.spec.Protocol) {
+				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "port %d is served for protocol %s by %s, which comes first in the Gateway's listener precedence (GEP-1713): a listener of protocol %s cannot be served there",
+					l.spec.Port, f.spec.Protocol, f, l.spec.Protocol)
+			}
+		}
+		claim(s.listeners)
 	}
 }
 
@@ -128,15 +161,26 @@ func (g *gatewayStage) hostnameConflicts(port uint32, ls []*gwListener, proxies 
 		claims[host] = append(claims[host], l)
 	}
 	for host, cs := range claims {
-		byGateway := map[*gwGateway][]*gwListener{}
+		// A resource is a Gateway's own listeners, or a ListenerSet's.
+		type resource struct {
+			gw  *gwGateway
+			set *gwListenerSet
+		}
+		byResource := map[resource][]*gwListener{}
 		for _, l := range cs {
-			byGateway[l.gw] = append(byGateway[l.gw], l)
+			byResource[resource{l.gw, l.set}] = append(byResource[resource{l.gw, l.set}], l)
 		}
 		var owner *gwListener
 		for _, l := range cs {
-			switch same := byGateway[l.gw]; {
+			switch same := byResource[resource{l.gw, l.set}]; {
 			case len(same) > 1:
-				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is claimed by listeners %s of the Gateway: listeners that differ only in name are indistinct, and none of them is served", host, l.spec.Port, listenerNames(same))
+				of := "the Gateway"
+				if l.set != nil {
+					of = l.set.String()
+				}
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is claimed by listeners %s of %s: listeners that differ only in name are indistinct, and none of them is served", host, l.spec.Port, listenerNames(same), of)
+			case owner != nil && owner.gw == l.gw:
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's, which comes first in the Gateway's listener precedence (its own listeners, then its ListenerSets oldest first: GEP-1713); give this listener a hostname of its own", host, l.spec.Port, owner)
 			case owner != nil:
 				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it): %s", host, l.spec.Port, owner, sharedAdvice)
 			case proxies.taken(g.R.Opts(), port, host):
@@ -159,7 +203,9 @@ func listenerNames(ls []*gwListener) string {
 
 // olderListener orders listeners by their Gateway's age (oldest first; a
 // Gateway read from a file claims no age), then namespace and name, then
-// their order in the Gateway.
+// their place in the Gateway's precedence (its own, then its ListenerSets
+// oldest first, then by namespace/name: GEP-1713), then their order in
+// their resource.
 func olderListener(a, b *gwListener) int {
-	return cmp.Or(core.OlderClaim(a.gw.gw, b.gw.gw), cmp.Compare(a.index, b.index))
+	return cmp.Or(core.OlderClaim(a.gw.gw, b.gw.gw), cmp.Compare(a.rank(), b.rank()), cmp.Compare(a.index, b.index))
 }

@@ -61,6 +61,11 @@ type gatewayStage struct {
 	// gateways are ours (of one of our classes), in input order.
 	gateways []*gwGateway
 	byName   map[types.NamespacedName]*gwGateway
+	// setsByParent are the ListenerSets naming each Gateway of ours, in
+	// precedence; listenerSets index them checked, by name, for the
+	// routes' parentRefs (listenersets.go).
+	setsByParent map[types.NamespacedName][]*gwapiv1.ListenerSet
+	listenerSets map[types.NamespacedName]*gwListenerSet
 	grants   grantIndex
 	// backendTLS are the BackendTLSPolicies, checked, by the Service
 	// ports they apply to (backendtls.go).
@@ -111,6 +116,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	memo.start(snap, g.backendTLS.key())
 	defer memo.finish()
 	g.buildClasses()
+	g.indexListenerSets(snap.In.ListenerSets, snap.In.Gateways)
 	if snap.Opts.GatewayServicePerGateway {
 		g.startPerGateway(snap)
 	}
@@ -134,6 +140,9 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	m.ExtensionPolicies = g.validExtensionPolicies()
 	for _, x := range g.gateways {
 		g.gatewayStatus(x)
+		for _, s := range x.sets {
+			g.listenerSetStatus(s)
+		}
 	}
 	g.policyStatuses()
 	g.backendTLSStatuses()
@@ -148,6 +157,7 @@ func newGatewayStage(snap *core.Snapshot, out *core.Output, memo *GatewayMemo, a
 		Stage:           core.Stage{R: &core.Resolver{Snap: snap}, Out: out},
 		controller:      cmp.Or(snap.Opts.GatewayControllerName, config.DefaultGatewayControllerName),
 		byName:          map[types.NamespacedName]*gwGateway{},
+		listenerSets:    map[types.NamespacedName]*gwListenerSet{},
 		grants:          newGrantIndex(snap.In.ReferenceGrants),
 		namespaceLabels: map[string]map[string]string{},
 		configMaps:      map[types.NamespacedName]*corev1.ConfigMap{},
@@ -177,7 +187,7 @@ func (g *gatewayStage) startPerGateway(snap *core.Snapshot) {
 			ours = append(ours, gw)
 		}
 	}
-	g.ports = gatewayPorts(snap, ns, ours)
+	g.ports = gatewayPorts(snap, ns, ours, g.listenerSetPorts)
 }
 
 // buildGateways checks the Gateways of our GatewayClasses.
@@ -235,7 +245,7 @@ func (g *gatewayStage) gatewayAPIStatus(kind, namespace, name string, generation
 // objects read from files do not get).
 const (
 	gatewayGroup  = gwapiv1.Group(gwapiv1.GroupName)
-	kindGateway   = gwapiv1.Kind("Gateway")
+	kindGateway   = gwapiv1.Kind(objects.KindGateway)
 	kindService   = gwapiv1.Kind("Service")
 	kindSecret    = gwapiv1.Kind("Secret")
 	kindHTTPRoute = gwapiv1.Kind(objects.KindHTTPRoute)

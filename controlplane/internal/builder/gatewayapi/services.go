@@ -52,7 +52,20 @@ func GatewayServiceName(gw types.NamespacedName) string {
 // the deleted one's port in one build and another in the next, and a
 // client connected in between stayed on the wrong listener. A port left
 // without one (the range is full) is missing from the map.
-func gatewayPorts(snap *core.Snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[types.NamespacedName]map[int32]uint32 {
+//
+// A Gateway's ports are those of its listeners, then of the listeners of
+// the ListenerSets it allows (more, listenersets.go): they are served on
+// its Service too.
+func gatewayPorts(snap *core.Snapshot, envoyNS string, gws []*gwapiv1.Gateway, more func(*gwapiv1.Gateway) []int32) map[types.NamespacedName]map[int32]uint32 {
+	listenerPorts := func(gw *gwapiv1.Gateway) []int32 {
+		ps := gatewayListenerPorts(gw)
+		for _, p := range more(gw) {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
 	gws = oldestGatewayFirst(gws)
 	out := map[types.NamespacedName]map[int32]uint32{}
 	taken := map[uint32]bool{}
@@ -64,11 +77,11 @@ func gatewayPorts(snap *core.Snapshot, envoyNS string, gws []*gwapiv1.Gateway) m
 		if svc == nil || svc.Annotations[objects.GatewayServiceAnnotation] != key.String() {
 			continue
 		}
-		keepGatewayPorts(out[key], gatewayListenerPorts(gw), svc, taken)
+		keepGatewayPorts(out[key], listenerPorts(gw), svc, taken)
 	}
 	for _, gw := range gws {
 		key := core.NsName(gw.Namespace, gw.Name)
-		for _, p := range gatewayListenerPorts(gw) {
+		for _, p := range listenerPorts(gw) {
 			if _, ok := out[key][p]; ok {
 				continue
 			}
