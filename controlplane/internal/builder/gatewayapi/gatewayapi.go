@@ -6,6 +6,8 @@
 //   - class.go: which classes are ours, their status and features;
 //   - listeners.go: each Gateway and its listeners on their own
 //     (protocol, port, hostname, certificates, allowed routes);
+//   - listenersets.go: the ListenerSets a Gateway allows, their listeners
+//     merged into its list in precedence, and their status;
 //   - frontendtls.go: the client certificate validation of its HTTPS
 //     listeners (spec.tls.frontend);
 //   - conflicts.go: listeners against each other and against the
