@@ -111,7 +111,7 @@ func listenerSet(namespace, name string, listeners ...gwapiv1.Listener) *gwapiv1
 		ParentRef: gwapiv1.ParentGatewayReference{Namespace: ptr.To(gwapiv1.Namespace(gwNS)), Name: "shared"},
 	}}
 	for _, l := range listeners {
-		ls.Spec.Listeners = append(ls.Spec.Listeners, gwapiv1.ListenerEntry{Name: l.Name, Hostname: l.Hostname, Port: l.Port, Protocol: l.Protocol, TLS: l.TLS, AllowedRoutes: l.AllowedRoutes})
+		ls.Spec.Listeners = append(ls.Spec.Listeners, gwapiv1.ListenerEntry(l))
 	}
 	return ls
 }

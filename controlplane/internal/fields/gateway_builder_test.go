@@ -147,7 +147,6 @@ var (
 	mirror = &gwapiv1.HTTPRequestMirrorFilter{BackendRef: gwapiv1.BackendObjectReference{Name: "m"}}
 	extRef = &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "X", Name: "x"}
 	scope  = gwapiv1.GatewayDefaultScopeAll
-	all    = gwapiv1.NamespacesFromAll
 )
 
 // refusedGatewayCases set each refused field of the table.

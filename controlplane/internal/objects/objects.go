@@ -29,13 +29,13 @@ type Set struct {
 	EndpointSlices    []*discoveryv1.EndpointSlice
 
 	// The Gateway API (v1beta1 objects are read as their v1 equivalents).
-	GatewayClasses  []*gwapiv1.GatewayClass
-	Gateways        []*gwapiv1.Gateway
-	HTTPRoutes      []*gwapiv1.HTTPRoute
-	GRPCRoutes      []*gwapiv1.GRPCRoute
-	TLSRoutes       []*gwapiv1.TLSRoute
-	TCPRoutes       []*gwapiv1.TCPRoute
-	UDPRoutes       []*gwapiv1.UDPRoute
+	GatewayClasses []*gwapiv1.GatewayClass
+	Gateways       []*gwapiv1.Gateway
+	HTTPRoutes     []*gwapiv1.HTTPRoute
+	GRPCRoutes     []*gwapiv1.GRPCRoute
+	TLSRoutes      []*gwapiv1.TLSRoute
+	TCPRoutes      []*gwapiv1.TCPRoute
+	UDPRoutes      []*gwapiv1.UDPRoute
 	// ListenerSets add listeners to the Gateways that allow them
 	// (GEP-1713).
 	ListenerSets    []*gwapiv1.ListenerSet

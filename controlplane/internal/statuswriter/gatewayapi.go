@@ -71,7 +71,9 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 			})
 	case u.ListenerSet != nil:
 		return writeStatus(ctx, k, key, &gwapiv1.ListenerSet{}, func(o *gwapiv1.ListenerSet) *gwapiv1.ListenerSetStatus { return &o.Status },
-			func(cur *gwapiv1.ListenerSetStatus) gwapiv1.ListenerSetStatus { return mergeListenerSet(cur, u.ListenerSet, now) })
+			func(cur *gwapiv1.ListenerSetStatus) gwapiv1.ListenerSetStatus {
+				return mergeListenerSet(cur, u.ListenerSet, now)
+			})
 	case u.ExtAuthPolicy != nil:
 		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtAuthPolicy{}, func(o *gatewayv1alpha1.ExtAuthPolicy) *gwapiv1.PolicyStatus { return &o.Status },
 			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtAuthPolicy, now) })

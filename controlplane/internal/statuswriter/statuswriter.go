@@ -103,16 +103,6 @@ func (u Update) Status() any {
 		return u.GatewayClass
 	case u.Gateway != nil:
 		return u.Gateway
-	case u.HTTPRoute != nil:
-		return u.HTTPRoute
-	case u.GRPCRoute != nil:
-		return u.GRPCRoute
-	case u.TLSRoute != nil:
-		return u.TLSRoute
-	case u.TCPRoute != nil:
-		return u.TCPRoute
-	case u.UDPRoute != nil:
-		return u.UDPRoute
 	case u.ListenerSet != nil:
 		return u.ListenerSet
 	case u.ExtAuthPolicy != nil:
@@ -123,6 +113,23 @@ func (u Update) Status() any {
 		return u.BackendTLSPolicy
 	case u.ExtensionPolicy != nil:
 		return u.ExtensionPolicy
+	}
+	return u.routeStatus()
+}
+
+// routeStatus is the status of a route that is set; nil for none.
+func (u Update) routeStatus() any {
+	switch {
+	case u.HTTPRoute != nil:
+		return u.HTTPRoute
+	case u.GRPCRoute != nil:
+		return u.GRPCRoute
+	case u.TLSRoute != nil:
+		return u.TLSRoute
+	case u.TCPRoute != nil:
+		return u.TCPRoute
+	case u.UDPRoute != nil:
+		return u.UDPRoute
 	}
 	return nil
 }

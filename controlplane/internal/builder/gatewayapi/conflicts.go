@@ -57,19 +57,7 @@ func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
 // Listeners invalid on their own take no part.
 func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 	opts := g.R.Opts()
-	byPort := map[uint32][]*gwListener{}
-	for _, x := range g.gateways {
-		if !x.accepted() {
-			continue
-		}
-		protocolPrecedence(x)
-		for _, l := range x.listeners {
-			if len(l.accepted) == 0 && len(l.conflicted) == 0 {
-				byPort[l.envoyPort] = append(byPort[l.envoyPort], l)
-			}
-		}
-	}
-	for port, ls := range byPort {
+	for port, ls := range g.listenersByPort() {
 		var want gwapiv1.ProtocolType
 		switch {
 		case port == opts.HTTP.Port && port != 0:
@@ -92,6 +80,25 @@ func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
 		}
 		g.hostnameConflicts(port, same, proxies)
 	}
+}
+
+// listenersByPort are the listeners of the accepted Gateways valid on
+// their own, by Envoy port, once each Gateway's ListenerSets' protocols
+// are decided (protocolPrecedence).
+func (g *gatewayStage) listenersByPort() map[uint32][]*gwListener {
+	byPort := map[uint32][]*gwListener{}
+	for _, x := range g.gateways {
+		if !x.accepted() {
+			continue
+		}
+		protocolPrecedence(x)
+		for _, l := range x.listeners {
+			if len(l.accepted) == 0 && len(l.conflicted) == 0 {
+				byPort[l.envoyPort] = append(byPort[l.envoyPort], l)
+			}
+		}
+	}
+	return byPort
 }
 
 // protocolPrecedence decides the protocol of each Envoy port of a Gateway

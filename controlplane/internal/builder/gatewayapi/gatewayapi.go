@@ -68,7 +68,7 @@ type gatewayStage struct {
 	// routes' parentRefs (listenersets.go).
 	setsByParent map[types.NamespacedName][]*gwapiv1.ListenerSet
 	listenerSets map[types.NamespacedName]*gwListenerSet
-	grants   grantIndex
+	grants       grantIndex
 	// backendTLS are the BackendTLSPolicies, checked, by the Service
 	// ports they apply to (backendtls.go).
 	backendTLS backendTLSIndex

@@ -168,7 +168,7 @@ func (g *gatewayStage) buildListenerSets(x *gwGateway, allowed allowedListeners)
 		}
 		names := map[gwapiv1.SectionName]bool{}
 		for j, e := range ls.Spec.Listeners {
-			l := g.buildListener(x, s, j, listenerOfEntry(e))
+			l := g.buildListener(x, s, j, gwapiv1.Listener(e)) // the same fields
 			switch {
 			case names[e.Name]:
 				l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "another listener of the ListenerSet is named %q", e.Name)
@@ -180,12 +180,6 @@ func (g *gatewayStage) buildListenerSets(x *gwGateway, allowed allowedListeners)
 			x.listeners = append(x.listeners, l)
 		}
 	}
-}
-
-// listenerOfEntry is a ListenerSet's listener as a Gateway's: the same
-// fields.
-func listenerOfEntry(e gwapiv1.ListenerEntry) gwapiv1.Listener {
-	return gwapiv1.Listener{Name: e.Name, Hostname: e.Hostname, Port: e.Port, Protocol: e.Protocol, TLS: e.TLS, AllowedRoutes: e.AllowedRoutes}
 }
 
 // listenerSetPorts are the distinct valid ports of the listeners of the
