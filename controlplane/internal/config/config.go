@@ -41,6 +41,9 @@ type Config struct {
 	// RateLimitService is the global rate limit service the
 	// HTTPProxies' rateLimitPolicy.global descriptors are sent to.
 	RateLimitService *RateLimitService `json:"rateLimitService,omitempty"`
+	// Tracing sends Envoy's spans to an OpenTelemetry collector
+	// (tracing.go).
+	Tracing *Tracing `json:"tracing,omitempty"`
 	// Limits bound what one root HTTPProxy may expand to through its
 	// includes.
 	Limits Limits `json:"limits,omitempty"`
@@ -400,7 +403,7 @@ func Parse(b []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v", source, err)
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway, extensions)", source)
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, rateLimitService, tracing, limits, gateway, extensions)", source)
 	}
 	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
@@ -506,6 +509,7 @@ func (c *Config) validate() []string {
 	var p problems
 	p.globalExtAuth(c.GlobalExtAuth)
 	p.rateLimitService(c.RateLimitService)
+	p.tracing(c.Tracing)
 	p.limits(c.Limits)
 	p.gateway(c.Gateway)
 	p.globalExtProc(c.GlobalExtProc)

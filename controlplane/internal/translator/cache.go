@@ -50,6 +50,8 @@ type Cache struct {
 	// entries it used.
 	vhosts          map[vhostKey]cachedRoutes
 	vhostsGen, kept uint64
+	// tracing is the model's tracing the hosts were translated with.
+	tracing *ir.Tracing
 	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
@@ -268,12 +270,12 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 }
 
 // secureHost translates one TLS virtual host, or reuses its cached
-// translation.
-func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
+// translation (made with the same tracing: see useTracing).
+func (c *Cache) secureHost(vh *ir.SecureVirtualHost, tracing *ir.Tracing) (cachedHost, bool) {
 	if e, ok := c.lookup(vh); ok {
 		return e, true
 	}
-	route, chain := secureHost(secureHostsPrefix, vh)
+	route, chain := secureHost(secureHostsPrefix, vh, tracing)
 	// A host whose routes changed often keeps its filter chain (its HCM
 	// names its route configuration by RDS): the previous message is
 	// handed over again, so that what reuses work by message (the
@@ -286,6 +288,17 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 		}
 	}
 	return h, false
+}
+
+// useTracing forgets the TLS hosts when the model's tracing is not the
+// one they were translated with: it is in every host's HCM, but not in
+// the hosts the cache compares.
+func (c *Cache) useTracing(t *ir.Tracing) {
+	if c == nil || reflect.DeepEqual(c.tracing, t) {
+		return
+	}
+	c.tracing = t
+	clear(c.hosts)
 }
 
 // commit keeps exactly the hosts of the last translation: removed hosts

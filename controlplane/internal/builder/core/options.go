@@ -32,6 +32,9 @@ type Options struct {
 	// RateLimitService is the global rate limit service (configuration
 	// file, already checked there).
 	RateLimitService *config.RateLimitService
+	// Tracing is Envoy's tracing (configuration file, already checked
+	// there).
+	Tracing *config.Tracing
 	// Limits bound each root's include expansion (zeros: the defaults).
 	Limits config.Limits
 	// GatewayControllerName selects the GatewayClasses this control plane
@@ -87,6 +90,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 		o.GlobalExtAuth = nil
 	}
 	o.RateLimitService = c.RateLimitService
+	o.Tracing = c.Tracing
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
