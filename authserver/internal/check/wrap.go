@@ -58,8 +58,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 //     when the ExtensionService is configured to fail open);
 //   - count every answer in m (all series start at zero, so a scrape can
 //     prove a backend was never called);
-//   - log one line per answer with method, host, path (no query string) and
-//     result — never headers, so never credentials, tokens or cookies.
+//   - log one line per answer with method, host, path (no query string),
+//     result and reason — never headers, so never credentials, tokens or
+//     cookies;
+//   - say the decision in every answer's dynamic metadata (decision.go).
 func Wrap(backend string, next authv3.AuthorizationServer, m *Metrics, logger *slog.Logger) authv3.AuthorizationServer {
 	w := &wrapped{backend: backend, next: next, duration: m.duration, logger: logger.With("backend", backend),
 		checks: make(map[string]prometheus.Counter, len(results))}
@@ -80,23 +82,41 @@ type wrapped struct {
 
 func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, _ error) {
 	start := time.Now()
+	ctx, note := withNote(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			w.logger.Error("panic in backend", "panic", p, "stack", string(debug.Stack()))
 			resp = InternalError()
+			note.Reason(ReasonBackendFailed)
 		}
-		w.record(ctx, req, resp, time.Since(start))
+		w.record(ctx, req, resp, note, time.Since(start))
 	}()
 	resp, err := w.next.Check(ctx, req)
 	if err != nil || resp == nil {
 		w.logger.Error("backend failed; denying", "error", err)
+		// A reason the backend noted says more (its route context is
+		// invalid, say).
+		note.ReasonIfNone(ReasonBackendFailed)
 		return InternalError(), nil
 	}
 	return resp, nil
 }
 
-func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, took time.Duration) {
+// The reasons every backend may give (check.Note); each backend's own are
+// beside it. ReasonBackendFailed: the backend returned an error or
+// panicked (the answer is a 500); ReasonMisconfigured: the route's context
+// or the backend's configuration cannot be used; ReasonNoCredentials: the
+// request carries no credentials of the backend's kind (an API client's
+// 401).
+const (
+	ReasonBackendFailed = "backend_failed"
+	ReasonMisconfigured = "misconfigured"
+	ReasonNoCredentials = "no_credentials"
+)
+
+func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, note *Note, took time.Duration) {
 	result, status := Classify(resp)
+	decide(resp, w.backend, result, note)
 	w.checks[result].Inc()
 	w.duration.WithLabelValues(w.backend, result).Observe(took.Seconds())
 
@@ -118,6 +138,7 @@ func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *au
 		slog.String("method", h.GetMethod()),
 		slog.String("host", h.GetHost()),
 		slog.String("path", path),
+		slog.String("reason", resp.GetDynamicMetadata().GetFields()[MetadataReason].GetStringValue()),
 	)
 }
 

@@ -143,25 +143,44 @@ func New(opts Options) (*Server, error) {
 // source change publishes a new table. Checks before Start know no user.
 func (s *Server) Start() { s.store.start() }
 
+// The reasons of htpasswd's answers (check.Note), besides
+// check.ReasonNoCredentials: credentials that do not verify (an unknown
+// user and a wrong password alike, as the answer), and a verified
+// password.
+const (
+	ReasonBadCredentials = "bad_credentials"
+	ReasonPassword       = "password"
+)
+
 // Check answers 401 with a Basic challenge unless the request carries the
 // credentials of a user of the route's realm.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	note := check.NoteFrom(ctx)
 	ext := req.GetAttributes().GetContextExtensions()
 	realm, err := s.routeRealm(ext)
 	if err != nil {
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
+		note.Reason(check.ReasonMisconfigured)
 		return check.InternalError(), nil
 	}
 	authz, _ := check.RequestHeader(req, "authorization")
 	name, password, ok := parseBasic(authz)
-	if !ok || !s.authenticate(ctx, realm, name, password) {
+	switch {
+	case !ok:
+		note.Reason(check.ReasonNoCredentials)
+		return check.Unauthorized(challenge(realm))
+	case !s.authenticate(ctx, realm, name, password):
+		note.Reason(ReasonBadCredentials)
 		return check.Unauthorized(challenge(realm))
 	}
 	headers, err := check.ContextHeaders(ext, KeyPrefix)
 	if err != nil {
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
+		note.Reason(check.ReasonMisconfigured)
 		return check.InternalError(), nil
 	}
+	note.Reason(ReasonPassword)
+	note.User(name)
 	resp, err := check.AllowWithContext(req, append([]check.Header{
 		{Name: UsernameHeader, Value: name},
 		{Name: RealmHeader, Value: realm},

@@ -1,6 +1,10 @@
 package oidc
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portcullis/portcullis/authserver/internal/check"
+)
 
 // Events counted by portcullis_authserver_oidc_events_total.
 const (
@@ -69,5 +73,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) event(e string)   { m.events.WithLabelValues(e).Inc() }
-func (m *metrics) failure(r string) { m.failures.WithLabelValues(r).Inc() }
+// The reasons of allowed answers that are not events (check.Note): a
+// valid session cookie; and of a denial, a session past its expiry or
+// lifetime that cannot be refreshed.
+const (
+	reasonSession        = "session"
+	reasonSessionExpired = "session_expired"
+)
+
+// event and failure count e (r) and note it as the reason of the answer
+// to n's Check (n may be nil): the access log says what the metrics
+// count, in the same words.
+func (m *metrics) event(n *check.Note, e string) {
+	m.events.WithLabelValues(e).Inc()
+	n.Reason(e)
+}
+
+func (m *metrics) failure(n *check.Note, r string) {
+	m.failures.WithLabelValues(r).Inc()
+	n.Reason(r)
+}

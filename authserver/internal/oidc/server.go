@@ -115,6 +115,8 @@ type request struct {
 	cookies map[string]string // cookie parsed
 	dup     map[string]bool   // cookie names sent more than once: never read
 	context map[string]string
+	// note collects the reason and the user of the answer (check.Note).
+	note *check.Note
 }
 
 func parseRequest(req *authv3.CheckRequest) *request {
@@ -150,9 +152,10 @@ func (r *request) header(name string) string {
 // Check implements authv3.AuthorizationServer.
 func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	r := parseRequest(req)
+	r.note = check.NoteFrom(ctx)
 	rules, err := parseRouteRules(r.context)
 	if err != nil {
-		srv.m.failure(failBadRouteContext)
+		srv.m.failure(r.note, failBadRouteContext)
 		return nil, err // fail closed: 500
 	}
 	switch r.path {
@@ -166,7 +169,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 			target = "/"
 		}
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(failRedirect)
+			srv.m.failure(r.note, failRedirect)
 			return signInFailed(http.StatusBadRequest, "The page to return to after signing in is not allowed: "+err.Error()+".", "/").respond(r)
 		}
 		return srv.startSignIn(ctx, r, target)
@@ -187,6 +190,11 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 	if srv.unverifiedEmail(claims, rules) {
 		return srv.unverifiedSession(r, rules)
 	}
+	if cookies != nil { // refreshed (currentSession)
+		r.note.Reason(eventRefresh)
+	} else {
+		r.note.Reason(reasonSession)
+	}
 	return srv.allow(r, rules, claims, cookies, false)
 }
 
@@ -195,7 +203,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 // changed; (nil, nil, nil) means no session.
 func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []string, error) {
 	if r.duplicated(srv.sessNames) {
-		srv.m.failure(failDuplicateCookie)
+		srv.m.failure(r.note, failDuplicateCookie)
 		return nil, nil, errDuplicateCookie
 	}
 	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
@@ -204,16 +212,16 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
 	if err != nil {
-		srv.m.failure(failSessionInvalid)
+		srv.m.failure(r.note, failSessionInvalid)
 		return nil, nil, err
 	}
 	var sess session
 	if err := json.Unmarshal(plain, &sess); err != nil || sess.ID == "" {
-		srv.m.failure(failSessionInvalid)
+		srv.m.failure(r.note, failSessionInvalid)
 		return nil, nil, errBadCookie
 	}
 	if _, err := sess.claims(); err != nil {
-		srv.m.failure(failSessionInvalid)
+		srv.m.failure(r.note, failSessionInvalid)
 		return nil, nil, err
 	}
 	now := srv.now()
@@ -228,7 +236,7 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	fresh, err := srv.refresh(ctx, &sess)
 	if err != nil {
-		srv.m.failure(failRefresh)
+		srv.m.failure(r.note, failRefresh)
 		srv.log.Info("session refresh failed", "error", err)
 		return nil, nil, err
 	}
@@ -247,8 +255,10 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *routeRules, cause error) (*authv3.CheckResponse, error) {
 	if srv.isAPIClient(r, rules) {
 		if cause != nil { // a session that no longer serves
+			r.note.ReasonIfNone(reasonSessionExpired)
 			return srv.challenge("invalid_token")
 		}
+		r.note.Reason(check.ReasonNoCredentials)
 		return srv.challenge("")
 	}
 	// Return to the page after sign-in, unless the callback would refuse
@@ -265,7 +275,7 @@ func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *route
 // in again" signs in anew (after verifying the address, or as someone
 // else) instead of meeting the same refusal.
 func (srv *Server) unverifiedSession(r *request, rules *routeRules) (*authv3.CheckResponse, error) {
-	srv.m.failure(failEmailUnverified)
+	srv.m.failure(r.note, failEmailUnverified)
 	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
 	if srv.isAPIClient(r, rules) {
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
@@ -355,7 +365,7 @@ func (srv *Server) sessionTooLarge(r *request, err error) bool {
 	if !errors.As(err, &e) {
 		return false
 	}
-	srv.m.failure(failSessionTooLarge)
+	srv.m.failure(r.note, failSessionTooLarge)
 	srv.log.Warn("sign-in refused: the session does not fit in cookies; drop claims with session.claims",
 		"reason", failSessionTooLarge, "host", r.host, "sessionBytes", e.size, "limitBytes", maxSessionBytes,
 		"claims", len(e.claims), "largestClaims", largestClaims(e.claims, 3))
@@ -416,7 +426,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	target := r.query.Get("rd")
 	if target != "" {
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(failRedirect)
+			srv.m.failure(r.note, failRedirect)
 			return errorPage{status: http.StatusBadRequest, title: "Sign-out failed",
 				message: "The page to return to after signing out is not allowed: " + err.Error() + ".", linkText: "Back to the site"}.respond(r)
 		}
@@ -430,7 +440,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 			check.Header{Name: "Allow", Value: "GET, HEAD, POST"})
 	}
 	if err := sameOrigin(r); err != nil {
-		srv.m.failure(failLogoutOrigin)
+		srv.m.failure(r.note, failLogoutOrigin)
 		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
 		return errorPage{status: http.StatusForbidden, title: "Sign-out refused", message: "Sign-out must come from this site's own page.",
 			link: srv.s.LogoutPath, linkText: "Sign out from this site's page"}.respond(r)
@@ -447,7 +457,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	if err != nil {
 		return nil, err
 	}
-	srv.m.event(eventLogout)
+	srv.m.event(r.note, eventLogout)
 	return withCookies(resp, cookies)
 }
 
@@ -582,11 +592,11 @@ func bearerToken(authz string) (string, bool) {
 func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRules, token string) (*authv3.CheckResponse, error) {
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(failDiscovery)
+		srv.m.failure(r.note, failDiscovery)
 		return nil, err
 	}
 	if d.bearer == nil {
-		srv.m.failure(failBearer)
+		srv.m.failure(r.note, failBearer)
 		return srv.challenge("invalid_token")
 	}
 	claims, err := srv.verifyBearer(ctx, d, token)
@@ -595,11 +605,11 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 		if errors.Is(err, errNotAccessToken) {
 			reason = failJWTNotAccess
 		}
-		srv.m.failure(reason)
+		srv.m.failure(r.note, reason)
 		srv.log.Info("bearer token rejected", "reason", reason, "error", err)
 		return srv.challenge("invalid_token")
 	}
-	srv.m.event(eventBearer)
+	srv.m.event(r.note, eventBearer)
 	return srv.allow(r, rules, claims, nil, srv.s.Bearer.StripAuthorization)
 }
 
@@ -627,11 +637,11 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	if srv.unverifiedEmail(claims, rules) {
 		// Some providers let users set any address: an unverified one
 		// must not become an identity the upstream trusts.
-		srv.m.failure(failEmailUnverified)
+		srv.m.failure(r.note, failEmailUnverified)
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
 	}
 	if !rules.permits(claims, srv.s.GroupsClaim) {
-		srv.m.failure(failForbidden)
+		srv.m.failure(r.note, failForbidden)
 		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
 		if err != nil {
 			return nil, err
@@ -663,6 +673,9 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	resp, err := check.AllowRemoving(r.raw, headers, unset)
 	if err != nil {
 		return nil, err
+	}
+	if sub, ok := claimString(claims["sub"]); ok {
+		r.note.User(sub)
 	}
 	return withCookies(resp, cookies)
 }

@@ -201,7 +201,9 @@ func (srv *Server) refresh(ctx context.Context, old *session) (*session, error) 
 		if !time.Unix(fresh.Expiry, 0).After(srv.now()) {
 			return nil, errors.New("refresh returned an expired token")
 		}
-		srv.m.event(eventRefresh)
+		// Counted once per refresh, which concurrent requests of one
+		// session share; each request notes it (currentSession).
+		srv.m.event(nil, eventRefresh)
 		return &fresh, nil
 	})
 }
