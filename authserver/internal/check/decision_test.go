@@ -15,7 +15,9 @@ import (
 // backend's reason (else the decision) and, only when allowed, the user.
 func TestDecisionMetadata(t *testing.T) {
 	req := &authv3.CheckRequest{}
-	allow := func(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) { return check.Allow(req, nil) }
+	allow := func(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+		return check.Allow(req, nil)
+	}
 	for _, tc := range []struct {
 		name    string
 		backend backendFunc

@@ -60,6 +60,8 @@ func TestParseTracingErrors(t *testing.T) {
 		{"bad header name", "tracing: {extensionService: a/b, customTags: [{tagName: t, requestHeaderName: 'x y'}]}", `tracing.customTags[0].requestHeaderName: must be an HTTP header name, got "x y"`},
 		{"tag name too long", "tracing: {extensionService: a/b, customTags: [{tagName: " + long + ", literal: x}]}", `tracing.customTags[0].tagName: must be at most 256 characters`},
 		{"too many tags", "tracing: {extensionService: a/b, customTags: [" + strings.Repeat("{tagName: t, literal: x},", 65) + "]}", `tracing.customTags: at most 64 tags, got 65`},
+		{"access log format", "accessLog: {format: envoy}", `accessLog.format: must be text or json, got "envoy"`},
+		{"access log unknown field", "accessLog: {jsonFields: [a]}", `accessLog.jsonFields: unknown field`},
 		{"unknown field (Contour's CRD spelling)", "tracing: {extensionService: a/b, requestHeader: x}", `tracing.requestHeader: unknown field`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,9 @@ type Model struct {
 	GlobalExtProc *ExtProc
 	// Tracing, when set, is the tracing of every HTTP connection manager.
 	Tracing *Tracing
+	// AccessLog, when set, is the access log of every HTTP connection
+	// manager.
+	AccessLog *AccessLog
 	// ExtensionPolicies are the valid objects of the extensions' policy
 	// kinds, sorted by kind, namespace and name, attached or not
 	// (PostTranslateModify of the Envoy Gateway dialect receives them).
@@ -46,6 +49,12 @@ type Tracing struct {
 	MaxPathTagLength uint32
 	// Tags are added to every span, in order.
 	Tags []TracingTag
+}
+
+// AccessLog writes one line per request to Envoy's standard output, in
+// the documented text format or, with JSON, as a JSON object.
+type AccessLog struct {
+	JSON bool
 }
 
 // TracingTag is a span tag whose value is exactly one of a literal, a

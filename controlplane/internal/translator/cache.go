@@ -50,8 +50,9 @@ type Cache struct {
 	// entries it used.
 	vhosts          map[vhostKey]cachedRoutes
 	vhostsGen, kept uint64
-	// tracing is the model's tracing the hosts were translated with.
-	tracing *ir.Tracing
+	// every are the model's settings of every HCM the hosts were
+	// translated with.
+	every everyHCM
 	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
@@ -270,12 +271,12 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 }
 
 // secureHost translates one TLS virtual host, or reuses its cached
-// translation (made with the same tracing: see useTracing).
-func (c *Cache) secureHost(vh *ir.SecureVirtualHost, tracing *ir.Tracing) (cachedHost, bool) {
+// translation (made with the same settings of every HCM: see useEveryHCM).
+func (c *Cache) secureHost(vh *ir.SecureVirtualHost, every everyHCM) (cachedHost, bool) {
 	if e, ok := c.lookup(vh); ok {
 		return e, true
 	}
-	route, chain := secureHost(secureHostsPrefix, vh, tracing)
+	route, chain := secureHost(secureHostsPrefix, vh, every)
 	// A host whose routes changed often keeps its filter chain (its HCM
 	// names its route configuration by RDS): the previous message is
 	// handed over again, so that what reuses work by message (the
@@ -290,14 +291,14 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost, tracing *ir.Tracing) (cache
 	return h, false
 }
 
-// useTracing forgets the TLS hosts when the model's tracing is not the
-// one they were translated with: it is in every host's HCM, but not in
-// the hosts the cache compares.
-func (c *Cache) useTracing(t *ir.Tracing) {
-	if c == nil || reflect.DeepEqual(c.tracing, t) {
+// useEveryHCM forgets the TLS hosts when the model's settings of every
+// HCM (tracing, access log) are not those they were translated with:
+// they are in every host's HCM, but not in the hosts the cache compares.
+func (c *Cache) useEveryHCM(every everyHCM) {
+	if c == nil || reflect.DeepEqual(c.every, every) {
 		return
 	}
-	c.tracing = t
+	c.every = every
 	clear(c.hosts)
 }
 

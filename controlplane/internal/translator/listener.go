@@ -67,7 +67,7 @@ func plaintextListener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, 
 // chain for clients without SNI. A listener without any is left out:
 // Envoy refuses a listener without filter chains.
 func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
-	chains, hosts := secureChains(r, l, m.Tracing, c)
+	chains, hosts := secureChains(r, l, modelHCM(m), c)
 	var fallback *listenerv3.FilterChain
 	if fb := l.Fallback; fb != nil {
 		h := globalHCM(m).withRoutes(fb.VirtualHosts)
@@ -106,7 +106,7 @@ func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
 // (translated, or taken from c) and of its hosts proxied over TCP, in
 // name order, with the hosts they serve; the TLS hosts' route
 // configurations are added to r, indexed.
-func secureChains(r *Resources, l *ir.Listener, tracing *ir.Tracing, c *Cache) ([]*listenerv3.FilterChain, []hostOrigins) {
+func secureChains(r *Resources, l *ir.Listener, every everyHCM, c *Cache) ([]*listenerv3.FilterChain, []hostOrigins) {
 	hosts := append([]*ir.SecureVirtualHost(nil), l.Secure...)
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
 	translated := make([]cachedHost, len(hosts))
@@ -114,10 +114,10 @@ func secureChains(r *Resources, l *ir.Listener, tracing *ir.Tracing, c *Cache) (
 	prefix := hostsPrefix(l)
 	parallel.For(len(hosts), func(i int) {
 		if l.Shared() { // taken from c, or translated with versions
-			translated[i], hit[i] = c.secureHost(hosts[i], tracing)
+			translated[i], hit[i] = c.secureHost(hosts[i], every)
 			return
 		}
-		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i], tracing)
+		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i], every)
 	})
 	c.commit(translated, hit)
 	var chains []*listenerv3.FilterChain
@@ -148,10 +148,10 @@ func secureChains(r *Resources, l *ir.Listener, tracing *ir.Tracing, c *Cache) (
 
 // secureHost translates one TLS virtual host of a listener: its route
 // configuration and its filter chain, both named prefix/FQDN, with its
-// own HCM (traced with tracing, the model's).
-func secureHost(prefix string, vh *ir.SecureVirtualHost, tracing *ir.Tracing) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
+// own HCM (with every, the model's settings of every HCM).
+func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
 	name := secureName(prefix, vh.FQDN)
-	h := hostHCM(vh, tracing)
+	h := hostHCM(vh, every)
 	rc, _, _ := routeConfig(name, append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...), routeSettings{filters: h.filters()}, nil)
 	if len(vh.Misdirected) > 0 {
 		rc.VirtualHosts = append(rc.VirtualHosts, misdirectedHost(vh.Misdirected))
@@ -195,6 +195,7 @@ func hcmFilter(statPrefix, routeConfig string, h hcmSettings) *listenerv3.Filter
 		StripPortMode:                &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
 	}
 	hcm.Tracing = hcmTracing(h.tracing)
+	hcm.AccessLog = accessLogs(h.accessLog)
 	forwardClientCert(hcm, h.xfcc)
 	if h.keepHostPort {
 		hcm.StripPortMode = nil

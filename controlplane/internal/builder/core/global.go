@@ -72,6 +72,9 @@ func (b Stage) buildGlobals(m *ir.Model) (global Globals) {
 	if r := b.R.Opts().RateLimitService; r != nil {
 		global.RateLimit, global.RateLimitProblem = b.globalRateLimitService(r)
 	}
+	if a := b.R.Opts().AccessLog; a != nil {
+		m.AccessLog = &ir.AccessLog{JSON: a.Format == config.AccessLogJSON}
+	}
 	if t := b.R.Opts().Tracing; t != nil {
 		m.Tracing, global.TracingProblem = b.tracing(t)
 	}

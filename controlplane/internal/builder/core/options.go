@@ -35,6 +35,8 @@ type Options struct {
 	// Tracing is Envoy's tracing (configuration file, already checked
 	// there).
 	Tracing *config.Tracing
+	// AccessLog is Envoy's access log (configuration file).
+	AccessLog *config.AccessLog
 	// Limits bound each root's include expansion (zeros: the defaults).
 	Limits config.Limits
 	// GatewayControllerName selects the GatewayClasses this control plane
@@ -90,7 +92,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 		o.GlobalExtAuth = nil
 	}
 	o.RateLimitService = c.RateLimitService
-	o.Tracing = c.Tracing
+	o.Tracing, o.AccessLog = c.Tracing, c.AccessLog
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
