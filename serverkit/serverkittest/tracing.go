@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -46,16 +47,43 @@ func (s *Spans) All() tracetest.SpanStubs { return s.exp.GetSpans() }
 // server span ends after the client has its answer.
 func (s *Spans) Wait(t testing.TB, name string) tracetest.SpanStub {
 	t.Helper()
+	return s.WaitIn(t, trace.TraceID{}, name)
+}
+
+// WaitIn is Wait for a span of trace tid (any trace when tid is zero).
+func (s *Spans) WaitIn(t testing.TB, tid trace.TraceID, name string) tracetest.SpanStub {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		for _, sp := range s.exp.GetSpans() {
-			if sp.Name == name {
+			if sp.Name == name && (!tid.IsValid() || sp.SpanContext.TraceID() == tid) {
 				return sp
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no span %q among %v", name, Names(s.exp.GetSpans()))
+			t.Fatalf("no span %q in trace %s among %v", name, tid, Names(s.exp.GetSpans()))
 		}
 	}
+}
+
+// In is every ended span of trace tid.
+func (s *Spans) In(tid trace.TraceID) tracetest.SpanStubs {
+	var out tracetest.SpanStubs
+	for _, sp := range s.exp.GetSpans() {
+		if sp.SpanContext.TraceID() == tid {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// Attr is the value of attribute key of sp, and whether it is set.
+func Attr(sp tracetest.SpanStub, key string) (attribute.Value, bool) {
+	for _, kv := range sp.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
 }
 
 // Names lists the names of spans, for failure messages.

@@ -10,6 +10,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 )
 
@@ -59,7 +60,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 //   - count every answer in m (all series start at zero, so a scrape can
 //     prove a backend was never called);
 //   - log one line per answer with method, host, path (no query string) and
-//     result — never headers, so never credentials, tokens or cookies.
+//     result — never headers, so never credentials, tokens or cookies;
+//   - when the call is traced, set the decision and its reason on the
+//     Check span (AttrDecision, AttrReason).
 func Wrap(backend string, next authv3.AuthorizationServer, m *Metrics, logger *slog.Logger) authv3.AuthorizationServer {
 	w := &wrapped{backend: backend, next: next, duration: m.duration, logger: logger.With("backend", backend),
 		checks: make(map[string]prometheus.Counter, len(results))}
@@ -80,22 +83,27 @@ type wrapped struct {
 
 func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, _ error) {
 	start := time.Now()
+	span := trace.SpanFromContext(ctx)
+	ctx, reason := traced(ctx, span)
 	defer func() {
 		if p := recover(); p != nil {
 			w.logger.Error("panic in backend", "panic", p, "stack", string(debug.Stack()))
 			resp = InternalError()
+			SetReason(ctx, "panic")
 		}
-		w.record(ctx, req, resp, time.Since(start))
+		annotate(span, reason, w.record(ctx, req, resp, time.Since(start)))
 	}()
 	resp, err := w.next.Check(ctx, req)
 	if err != nil || resp == nil {
 		w.logger.Error("backend failed; denying", "error", err)
+		SetReason(ctx, "backend_error")
 		return InternalError(), nil
 	}
 	return resp, nil
 }
 
-func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, took time.Duration) {
+// record counts and logs an answer, and returns its result.
+func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, took time.Duration) string {
 	result, status := Classify(resp)
 	w.checks[result].Inc()
 	w.duration.WithLabelValues(w.backend, result).Observe(took.Seconds())
@@ -108,7 +116,7 @@ func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *au
 		level = slog.LevelWarn
 	}
 	if !w.logger.Enabled(ctx, level) {
-		return
+		return result
 	}
 	h := req.GetAttributes().GetRequest().GetHttp()
 	path, _, _ := strings.Cut(h.GetPath(), "?") // queries carry codes and tokens
@@ -119,6 +127,7 @@ func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *au
 		slog.String("host", h.GetHost()),
 		slog.String("path", path),
 	)
+	return result
 }
 
 // Classify returns the result label and HTTP status of a response as Envoy
