@@ -35,7 +35,8 @@ const (
 const maxMetadataValue = 256
 
 // Note collects what a backend says about its decision; Wrap gives each
-// Check its own (NoteFrom).
+// Check its own (NoteFrom). SetReason(ctx, r) is NoteFrom(ctx).Reason(r):
+// one reason for the metadata, the log line and the Check span.
 type Note struct {
 	reason, user string
 }
@@ -72,9 +73,10 @@ func (n *Note) User(user string) {
 	}
 }
 
-// withNote is ctx with a new Note.
+// withNote is ctx with a new Note, whose reason SetReason also sets.
 func withNote(ctx context.Context) (context.Context, *Note) {
 	n := &Note{}
+	ctx = context.WithValue(ctx, reasonKey{}, &n.reason)
 	return context.WithValue(ctx, noteKey{}, n), n
 }
 

@@ -42,13 +42,17 @@ func TestDecisionMetadata(t *testing.T) {
 		}, map[string]string{"decision": "redirect", "reason": "sign_in", "backend": "fake"}},
 		{"backend error", func(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 			return nil, errors.New("boom")
-		}, map[string]string{"decision": "error", "reason": "backend_failed", "backend": "fake"}},
+		}, map[string]string{"decision": "error", "reason": "backend_error", "backend": "fake"}},
 		{"backend error with its reason", func(ctx context.Context, _ *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 			check.NoteFrom(ctx).Reason("route_context")
 			return nil, errors.New("boom")
 		}, map[string]string{"decision": "error", "reason": "route_context", "backend": "fake"}},
 		{"panic", func(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) { panic("boom") },
-			map[string]string{"decision": "error", "reason": "backend_failed", "backend": "fake"}},
+			map[string]string{"decision": "error", "reason": "panic", "backend": "fake"}},
+		{"reason given with SetReason", func(ctx context.Context, _ *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+			check.SetReason(ctx, "bad_credentials")
+			return check.Unauthorized(`Basic realm="r"`)
+		}, map[string]string{"decision": "denied", "reason": "bad_credentials", "backend": "fake"}},
 		{"values made log-safe and bounded", func(ctx context.Context, r *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 			n := check.NoteFrom(ctx)
 			n.User("eve\n" + `"x":\` + "\u2028" + strings.Repeat("é", 200))

@@ -31,7 +31,7 @@ func TestDecisionReasons(t *testing.T) {
 		{"wrong password", basic("alice", "Secret"), nil, "denied", "bad_credentials", ""},
 		{"unknown user", basic("mallory", "secret"), nil, "denied", "bad_credentials", ""},
 		{"right password", basic("alice", "secret"), nil, "allowed", "password", "alice"},
-		{"bad route context", basic("alice", "secret"), map[string]string{KeyPrefix + "nope": "x"}, "error", "misconfigured", ""},
+		{"bad route context", basic("alice", "secret"), map[string]string{KeyPrefix + "nope": "x"}, "error", "route_context", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := w.Check(context.Background(), checkReq(tc.authorization, tc.ext, nil))

@@ -28,9 +28,12 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
+	"github.com/portcullis/portcullis/serverkit"
 )
 
 // Name is the backend name: the subcommand, the metrics label and the
@@ -81,6 +84,9 @@ type Options struct {
 	// Registry receives the backend's metrics; nil means none are exported.
 	Registry prometheus.Registerer
 	Logger   *slog.Logger
+	// TracerProvider records an htpasswd.verify span per check; nil
+	// means none.
+	TracerProvider trace.TracerProvider
 }
 
 // Server implements envoy.service.auth.v3.Authorization.
@@ -95,6 +101,7 @@ type Server struct {
 	slots   chan struct{}
 	compare func(hash, password []byte) error
 	metrics *metrics
+	tracer  trace.Tracer
 
 	filesMu sync.Mutex
 	files   map[string][sha256.Size]byte // content hash by path
@@ -129,6 +136,7 @@ func New(opts Options) (*Server, error) {
 		keys:    newKeyer(),
 		slots:   make(chan struct{}, opts.MaxConcurrentHashes),
 		compare: opts.Compare,
+		tracer:  serverkit.Tracer(opts.TracerProvider, "github.com/portcullis/portcullis/authserver/internal/htpasswd"),
 	}
 	m, err := newMetrics(opts.Registry, s.cache)
 	if err != nil {
@@ -143,42 +151,38 @@ func New(opts Options) (*Server, error) {
 // source change publishes a new table. Checks before Start know no user.
 func (s *Server) Start() { s.store.start() }
 
-// The reasons of htpasswd's answers (check.Note), besides
-// check.ReasonNoCredentials: credentials that do not verify (an unknown
-// user and a wrong password alike, as the answer), and a verified
-// password.
-const (
-	ReasonBadCredentials = "bad_credentials"
-	ReasonPassword       = "password"
-)
+// The reason of htpasswd's allowed answers (check.Note); its denials'
+// are no_credentials and bad_credentials (an unknown user and a wrong
+// password alike, as the answer).
+const ReasonPassword = "password"
 
 // Check answers 401 with a Basic challenge unless the request carries the
 // credentials of a user of the route's realm.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	note := check.NoteFrom(ctx)
 	ext := req.GetAttributes().GetContextExtensions()
 	realm, err := s.routeRealm(ext)
 	if err != nil {
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
-		note.Reason(check.ReasonMisconfigured)
+		check.SetReason(ctx, "route_context")
 		return check.InternalError(), nil
 	}
 	authz, _ := check.RequestHeader(req, "authorization")
 	name, password, ok := parseBasic(authz)
-	switch {
-	case !ok:
-		note.Reason(check.ReasonNoCredentials)
+	if !ok {
+		check.SetReason(ctx, "no_credentials")
 		return check.Unauthorized(challenge(realm))
-	case !s.authenticate(ctx, realm, name, password):
-		note.Reason(ReasonBadCredentials)
+	}
+	if !s.authenticate(ctx, realm, name, password) {
+		check.SetReason(ctx, "bad_credentials")
 		return check.Unauthorized(challenge(realm))
 	}
 	headers, err := check.ContextHeaders(ext, KeyPrefix)
 	if err != nil {
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
-		note.Reason(check.ReasonMisconfigured)
+		check.SetReason(ctx, "route_context")
 		return check.InternalError(), nil
 	}
+	note := check.NoteFrom(ctx)
 	note.Reason(ReasonPassword)
 	note.User(name)
 	resp, err := check.AllowWithContext(req, append([]check.Header{
@@ -193,22 +197,47 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	return resp, err
 }
 
-// authenticate verifies name and password in realm. An unknown user goes
-// through the same steps as a known one, against the dummy hash, so both
-// cost one comparison of the same cost.
+// Attributes of the htpasswd.verify span. The user name is set only once
+// it matched: a failed attempt's name may be a password typed in the
+// wrong field.
+const (
+	attrCacheHit = "portcullis.cache.hit"
+	attrRealm    = "portcullis.htpasswd.realm"
+	attrUser     = "enduser.id"
+)
+
+// authenticate verifies name and password in realm, in an htpasswd.verify
+// span.
 func (s *Server) authenticate(ctx context.Context, realm, name, password string) bool {
+	ctx, span := s.tracer.Start(ctx, "htpasswd.verify", trace.WithAttributes(attribute.String(attrRealm, realm)))
+	defer span.End()
+	ok, hit := s.verify(ctx, realm, name, password)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Bool(attrCacheHit, hit))
+		if ok {
+			span.SetAttributes(attribute.String(attrUser, name))
+		}
+	}
+	return ok
+}
+
+// verify reports whether name and password match in realm, and whether
+// the cache answered. An unknown user goes through the same steps as a
+// known one, against the dummy hash, so both cost one comparison of the
+// same cost.
+func (s *Server) verify(ctx context.Context, realm, name, password string) (ok, hit bool) {
 	t := s.store.table()
 	cred, known := t.lookup(realm, name)
 	if !known {
 		cred = t.dummy
 	}
 	if !cred.verifiable(password) {
-		return false // no comparison: a known user costs what an unknown one does
+		return false, false // no comparison: a known user costs what an unknown one does
 	}
 	key := s.keys.key(realm, name, password, cred.hash)
 	if s.cache.get(key) {
 		s.metrics.cacheHits.Inc()
-		return known
+		return known, true
 	}
 	s.metrics.cacheMisses.Inc()
 	for {
@@ -229,7 +258,7 @@ func (s *Server) authenticate(ctx context.Context, realm, name, password string)
 		// A flight whose caller gave up answered nothing: a waiter that is
 		// still wanted runs its own instead of taking that as a refusal.
 		if !abandoned || ctx.Err() != nil {
-			return ok
+			return ok, false
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"go.opentelemetry.io/otel/codes"
 	"golang.org/x/oauth2"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
@@ -93,7 +94,7 @@ func (c *callbackRun) complete(ctx context.Context, fs flowState) (*authv3.Check
 		return nil, err
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, srv.client)
-	tok, err := srv.oauth2Config(r, d).Exchange(ctx, r.query.Get("code"), oauth2.VerifierOption(fs.Verifier))
+	tok, err := srv.exchange(ctx, srv.oauth2Config(r, d), r.query.Get("code"), fs.Verifier)
 	if err != nil {
 		srv.log.Info("code exchange failed", "error", err)
 		return c.refuse(http.StatusUnauthorized, failExchange, "The identity provider did not accept the sign-in's authorization code.")
@@ -131,4 +132,16 @@ func (c *callbackRun) complete(ctx context.Context, fs flowState) (*authv3.Check
 	}
 	srv.m.event(r.note, eventCallback)
 	return withCookies(resp, append(cookies, c.clearState()...))
+}
+
+// exchange redeems the authorization code at the token endpoint, in an
+// oidc.code_exchange span.
+func (srv *Server) exchange(ctx context.Context, conf *oauth2.Config, code, verifier string) (*oauth2.Token, error) {
+	ctx, span := srv.tracer.Start(ctx, spanCodeExchange)
+	defer span.End()
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		span.SetStatus(codes.Error, "the token endpoint refused the code") // its answer may echo the request
+	}
+	return tok, err
 }

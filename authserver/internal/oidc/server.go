@@ -21,9 +21,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
+	"github.com/portcullis/portcullis/serverkit"
 )
 
 // Name is the backend name in metrics and logs.
@@ -41,6 +43,7 @@ type Server struct {
 	redirect redirectPolicy
 	disc     *discovery
 	client   *http.Client
+	tracer   trace.Tracer
 	now      func() time.Time
 
 	usedStates  *expiringSet    // state values already redeemed
@@ -54,7 +57,11 @@ type Server struct {
 // New builds the backend from validated settings and registers its metrics
 // on reg. It does not contact the provider: discovery happens on first use
 // (and is retried) so that the server starts while the provider is down.
-func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -67,6 +74,8 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 	if err != nil {
 		return nil, err
 	}
+	traceClient(client, o.tracing)
+	tracer := serverkit.Tracer(o.tracing, tracerScope)
 	sessNames := append([]string{s.Cookie.Name}, chunkNames(s.Cookie.Name)...)
 	own := map[string]bool{}
 	for _, n := range sessNames {
@@ -85,11 +94,11 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 		}
 	}
 	return &Server{
-		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
+		s: s, log: logger, m: m, sealer: sl, client: client, tracer: tracer, now: time.Now,
 		flowPrefix: s.Cookie.Name + "_state_", legacyState: s.Cookie.Name + "_state", ownCookies: own, sessNames: sessNames,
 		jar:        cookieJar{domain: s.Cookie.Domain, path: s.Cookie.Path},
 		redirect:   newRedirectPolicy(s.AllowedRedirectHosts),
-		disc:       &discovery{s: s, client: client},
+		disc:       &discovery{s: s, client: client, tracer: tracer},
 		usedStates: newExpiringSet(),
 		refreshes:  newRefreshFlights(),
 	}, nil

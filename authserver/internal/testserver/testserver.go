@@ -64,7 +64,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	if err != nil {
 		// Misconfiguration: say which key, never which value.
 		s.logger.Warn("testserver misconfigured; denying", "error", err)
-		check.NoteFrom(ctx).Reason(check.ReasonMisconfigured)
+		check.SetReason(ctx, check.ReasonRouteContext)
 		return check.InternalError(), nil
 	}
 	return resp, nil

@@ -70,6 +70,7 @@ Metrics, on --metrics-address:
 func NewRootCommand() *cobra.Command {
 	root, serving := command.NewRoot("extprocserver",
 		"Envoy external processing (ext_proc v3 gRPC) server with built-in processors", rootLong)
+	serving.ServiceName = "portcullis-extprocserver" // not portcullis-serve
 	root.AddCommand(newServeCommand(serving))
 	return root
 }
@@ -115,7 +116,7 @@ func NewServer(opts serverkit.Options, logger *slog.Logger, f *config.File) (*se
 	if opts.Registry == nil {
 		opts.Registry = serverkit.NewRegistry()
 	}
-	proc, err := f.Build(opts.Registry)
+	proc, err := f.Build(opts.Registry, opts.TracerProvider)
 	if err != nil {
 		return nil, err
 	}
