@@ -121,7 +121,7 @@ func (srv *Server) evictFlows(r *request) []string {
 func (srv *Server) startSignIn(ctx context.Context, r *request, returnTo string) (*authv3.CheckResponse, error) {
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	if len(returnTo) > maxReturnBytes {

@@ -71,3 +71,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 func (m *metrics) event(e string)   { m.events.WithLabelValues(e).Inc() }
 func (m *metrics) failure(r string) { m.failures.WithLabelValues(r).Inc() }
+
+// fail counts a failure and names it as the reason on the Check span of r.
+func (srv *Server) fail(r *request, reason string) {
+	srv.m.failure(reason)
+	if r.reason != nil {
+		*r.reason = reason
+	}
+}

@@ -124,6 +124,7 @@ type request struct {
 	cookies map[string]string // cookie parsed
 	dup     map[string]bool   // cookie names sent more than once: never read
 	context map[string]string
+	reason  *string // the Check span's reason (check.ReasonOf), nil when untraced
 }
 
 func parseRequest(req *authv3.CheckRequest) *request {
@@ -159,9 +160,10 @@ func (r *request) header(name string) string {
 // Check implements authv3.AuthorizationServer.
 func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	r := parseRequest(req)
+	r.reason = check.ReasonOf(ctx)
 	rules, err := parseRouteRules(r.context)
 	if err != nil {
-		srv.m.failure(failBadRouteContext)
+		srv.fail(r, failBadRouteContext)
 		return nil, err // fail closed: 500
 	}
 	switch r.path {
@@ -175,7 +177,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 			target = "/"
 		}
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(failRedirect)
+			srv.fail(r, failRedirect)
 			return signInFailed(http.StatusBadRequest, "The page to return to after signing in is not allowed: "+err.Error()+".", "/").respond(r)
 		}
 		return srv.startSignIn(ctx, r, target)
@@ -204,7 +206,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 // changed; (nil, nil, nil) means no session.
 func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []string, error) {
 	if r.duplicated(srv.sessNames) {
-		srv.m.failure(failDuplicateCookie)
+		srv.fail(r, failDuplicateCookie)
 		return nil, nil, errDuplicateCookie
 	}
 	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
@@ -213,16 +215,16 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
 	if err != nil {
-		srv.m.failure(failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, err
 	}
 	var sess session
 	if err := json.Unmarshal(plain, &sess); err != nil || sess.ID == "" {
-		srv.m.failure(failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, errBadCookie
 	}
 	if _, err := sess.claims(); err != nil {
-		srv.m.failure(failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, err
 	}
 	now := srv.now()
@@ -237,7 +239,7 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	fresh, err := srv.refresh(ctx, &sess)
 	if err != nil {
-		srv.m.failure(failRefresh)
+		srv.fail(r, failRefresh)
 		srv.log.Info("session refresh failed", "error", err)
 		return nil, nil, err
 	}
@@ -274,7 +276,7 @@ func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *route
 // in again" signs in anew (after verifying the address, or as someone
 // else) instead of meeting the same refusal.
 func (srv *Server) unverifiedSession(r *request, rules *routeRules) (*authv3.CheckResponse, error) {
-	srv.m.failure(failEmailUnverified)
+	srv.fail(r, failEmailUnverified)
 	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
 	if srv.isAPIClient(r, rules) {
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
@@ -364,7 +366,7 @@ func (srv *Server) sessionTooLarge(r *request, err error) bool {
 	if !errors.As(err, &e) {
 		return false
 	}
-	srv.m.failure(failSessionTooLarge)
+	srv.fail(r, failSessionTooLarge)
 	srv.log.Warn("sign-in refused: the session does not fit in cookies; drop claims with session.claims",
 		"reason", failSessionTooLarge, "host", r.host, "sessionBytes", e.size, "limitBytes", maxSessionBytes,
 		"claims", len(e.claims), "largestClaims", largestClaims(e.claims, 3))
@@ -425,7 +427,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	target := r.query.Get("rd")
 	if target != "" {
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(failRedirect)
+			srv.fail(r, failRedirect)
 			return errorPage{status: http.StatusBadRequest, title: "Sign-out failed",
 				message: "The page to return to after signing out is not allowed: " + err.Error() + ".", linkText: "Back to the site"}.respond(r)
 		}
@@ -439,7 +441,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 			check.Header{Name: "Allow", Value: "GET, HEAD, POST"})
 	}
 	if err := sameOrigin(r); err != nil {
-		srv.m.failure(failLogoutOrigin)
+		srv.fail(r, failLogoutOrigin)
 		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
 		return errorPage{status: http.StatusForbidden, title: "Sign-out refused", message: "Sign-out must come from this site's own page.",
 			link: srv.s.LogoutPath, linkText: "Sign out from this site's page"}.respond(r)
@@ -591,11 +593,11 @@ func bearerToken(authz string) (string, bool) {
 func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRules, token string) (*authv3.CheckResponse, error) {
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	if d.bearer == nil {
-		srv.m.failure(failBearer)
+		srv.fail(r, failBearer)
 		return srv.challenge("invalid_token")
 	}
 	claims, err := srv.verifyBearer(ctx, d, token)
@@ -604,7 +606,7 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 		if errors.Is(err, errNotAccessToken) {
 			reason = failJWTNotAccess
 		}
-		srv.m.failure(reason)
+		srv.fail(r, reason)
 		srv.log.Info("bearer token rejected", "reason", reason, "error", err)
 		return srv.challenge("invalid_token")
 	}
@@ -636,11 +638,11 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	if srv.unverifiedEmail(claims, rules) {
 		// Some providers let users set any address: an unverified one
 		// must not become an identity the upstream trusts.
-		srv.m.failure(failEmailUnverified)
+		srv.fail(r, failEmailUnverified)
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
 	}
 	if !rules.permits(claims, srv.s.GroupsClaim) {
-		srv.m.failure(failForbidden)
+		srv.fail(r, failForbidden)
 		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
 		if err != nil {
 			return nil, err
