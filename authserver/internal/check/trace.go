@@ -23,9 +23,17 @@ type reasonKey struct{}
 // snake_case word such as bad_credentials, never a credential), for the
 // Check span and the answer's metadata (Note). A no-op outside Wrap.
 func SetReason(ctx context.Context, reason string) {
-	if r, ok := ctx.Value(reasonKey{}).(*string); ok {
+	if r := ReasonOf(ctx); r != nil {
 		*r = reason
 	}
+}
+
+// ReasonOf is where SetReason writes for the check of ctx (the Check's
+// Note's reason under Wrap), nil outside Wrap: for a backend that keeps
+// per-check state rather than passing ctx down.
+func ReasonOf(ctx context.Context) *string {
+	r, _ := ctx.Value(reasonKey{}).(*string)
+	return r
 }
 
 // annotate sets the decision attributes on span (reason nil: untraced).

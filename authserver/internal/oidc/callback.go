@@ -26,7 +26,7 @@ type callbackRun struct {
 // refuse counts and logs a failed callback and answers the error page,
 // clearing this sign-in's state cookie when the browser sent it.
 func (c *callbackRun) refuse(status int, reason, msg string) (*authv3.CheckResponse, error) {
-	c.srv.m.failure(c.r.note, reason)
+	c.srv.fail(c.r, reason)
 	c.srv.log.Info("sign-in refused", "reason", reason, "host", c.r.host)
 	resp, err := signInFailed(status, msg, c.link).respond(c.r)
 	if err != nil {
@@ -70,7 +70,7 @@ func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckRespo
 	if problem == flowExpired {
 		// Its original URL is known: start again from there (a fresh state
 		// cookie, so no loop) rather than strand the user on an error.
-		srv.m.failure(r.note, failStateMissing)
+		srv.fail(r, failStateMissing)
 		return srv.startSignIn(ctx, r, c.link)
 	}
 	if f, bad := flowRefusals[problem]; bad {
@@ -90,7 +90,7 @@ func (c *callbackRun) complete(ctx context.Context, fs flowState) (*authv3.Check
 	srv, r := c.srv, c.r
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(r.note, failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, srv.client)
@@ -130,7 +130,7 @@ func (c *callbackRun) complete(ctx context.Context, fs flowState) (*authv3.Check
 	if err != nil {
 		return nil, err
 	}
-	srv.m.event(r.note, eventCallback)
+	srv.event(r, eventCallback)
 	return withCookies(resp, append(cookies, c.clearState()...))
 }
 

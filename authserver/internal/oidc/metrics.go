@@ -1,10 +1,6 @@
 package oidc
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/portcullis/portcullis/authserver/internal/check"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // Events counted by portcullis_authserver_oidc_events_total.
 const (
@@ -81,15 +77,20 @@ const (
 	reasonSessionExpired = "session_expired"
 )
 
-// event and failure count e (r) and note it as the reason of the answer
-// to n's Check (n may be nil): the access log says what the metrics
-// count, in the same words.
-func (m *metrics) event(n *check.Note, e string) {
-	m.events.WithLabelValues(e).Inc()
-	n.Reason(e)
+func (m *metrics) event(e string)   { m.events.WithLabelValues(e).Inc() }
+func (m *metrics) failure(r string) { m.failures.WithLabelValues(r).Inc() }
+
+// event counts an event and names it as the reason of r's answer (the
+// Check span's and the access log's), in the words the metrics count.
+func (srv *Server) event(r *request, e string) {
+	srv.m.event(e)
+	r.note.Reason(e)
 }
 
-func (m *metrics) failure(n *check.Note, r string) {
-	m.failures.WithLabelValues(r).Inc()
-	n.Reason(r)
+// fail counts a failure and names it as the reason on the Check span of r.
+func (srv *Server) fail(r *request, reason string) {
+	srv.m.failure(reason)
+	if r.reason != nil {
+		*r.reason = reason
+	}
 }

@@ -124,7 +124,9 @@ type request struct {
 	cookies map[string]string // cookie parsed
 	dup     map[string]bool   // cookie names sent more than once: never read
 	context map[string]string
-	// note collects the reason and the user of the answer (check.Note).
+	reason  *string // the Check span's reason (check.ReasonOf), nil when untraced
+	// note collects the user of the answer and reasons that are not
+	// failures (check.Note: the same reason as above under check.Wrap).
 	note *check.Note
 }
 
@@ -161,10 +163,11 @@ func (r *request) header(name string) string {
 // Check implements authv3.AuthorizationServer.
 func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	r := parseRequest(req)
+	r.reason = check.ReasonOf(ctx)
 	r.note = check.NoteFrom(ctx)
 	rules, err := parseRouteRules(r.context)
 	if err != nil {
-		srv.m.failure(r.note, failBadRouteContext)
+		srv.fail(r, failBadRouteContext)
 		return nil, err // fail closed: 500
 	}
 	switch r.path {
@@ -178,7 +181,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 			target = "/"
 		}
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(r.note, failRedirect)
+			srv.fail(r, failRedirect)
 			return signInFailed(http.StatusBadRequest, "The page to return to after signing in is not allowed: "+err.Error()+".", "/").respond(r)
 		}
 		return srv.startSignIn(ctx, r, target)
@@ -212,7 +215,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 // changed; (nil, nil, nil) means no session.
 func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []string, error) {
 	if r.duplicated(srv.sessNames) {
-		srv.m.failure(r.note, failDuplicateCookie)
+		srv.fail(r, failDuplicateCookie)
 		return nil, nil, errDuplicateCookie
 	}
 	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
@@ -221,16 +224,16 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
 	if err != nil {
-		srv.m.failure(r.note, failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, err
 	}
 	var sess session
 	if err := json.Unmarshal(plain, &sess); err != nil || sess.ID == "" {
-		srv.m.failure(r.note, failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, errBadCookie
 	}
 	if _, err := sess.claims(); err != nil {
-		srv.m.failure(r.note, failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, err
 	}
 	now := srv.now()
@@ -245,7 +248,7 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	fresh, err := srv.refresh(ctx, &sess)
 	if err != nil {
-		srv.m.failure(r.note, failRefresh)
+		srv.fail(r, failRefresh)
 		srv.log.Info("session refresh failed", "error", err)
 		return nil, nil, err
 	}
@@ -284,7 +287,7 @@ func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *route
 // in again" signs in anew (after verifying the address, or as someone
 // else) instead of meeting the same refusal.
 func (srv *Server) unverifiedSession(r *request, rules *routeRules) (*authv3.CheckResponse, error) {
-	srv.m.failure(r.note, failEmailUnverified)
+	srv.fail(r, failEmailUnverified)
 	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
 	if srv.isAPIClient(r, rules) {
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
@@ -374,7 +377,7 @@ func (srv *Server) sessionTooLarge(r *request, err error) bool {
 	if !errors.As(err, &e) {
 		return false
 	}
-	srv.m.failure(r.note, failSessionTooLarge)
+	srv.fail(r, failSessionTooLarge)
 	srv.log.Warn("sign-in refused: the session does not fit in cookies; drop claims with session.claims",
 		"reason", failSessionTooLarge, "host", r.host, "sessionBytes", e.size, "limitBytes", maxSessionBytes,
 		"claims", len(e.claims), "largestClaims", largestClaims(e.claims, 3))
@@ -435,7 +438,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	target := r.query.Get("rd")
 	if target != "" {
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(r.note, failRedirect)
+			srv.fail(r, failRedirect)
 			return errorPage{status: http.StatusBadRequest, title: "Sign-out failed",
 				message: "The page to return to after signing out is not allowed: " + err.Error() + ".", linkText: "Back to the site"}.respond(r)
 		}
@@ -449,7 +452,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 			check.Header{Name: "Allow", Value: "GET, HEAD, POST"})
 	}
 	if err := sameOrigin(r); err != nil {
-		srv.m.failure(r.note, failLogoutOrigin)
+		srv.fail(r, failLogoutOrigin)
 		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
 		return errorPage{status: http.StatusForbidden, title: "Sign-out refused", message: "Sign-out must come from this site's own page.",
 			link: srv.s.LogoutPath, linkText: "Sign out from this site's page"}.respond(r)
@@ -466,7 +469,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	if err != nil {
 		return nil, err
 	}
-	srv.m.event(r.note, eventLogout)
+	srv.event(r, eventLogout)
 	return withCookies(resp, cookies)
 }
 
@@ -601,11 +604,11 @@ func bearerToken(authz string) (string, bool) {
 func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRules, token string) (*authv3.CheckResponse, error) {
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(r.note, failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	if d.bearer == nil {
-		srv.m.failure(r.note, failBearer)
+		srv.fail(r, failBearer)
 		return srv.challenge("invalid_token")
 	}
 	claims, err := srv.verifyBearer(ctx, d, token)
@@ -614,11 +617,11 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 		if errors.Is(err, errNotAccessToken) {
 			reason = failJWTNotAccess
 		}
-		srv.m.failure(r.note, reason)
+		srv.fail(r, reason)
 		srv.log.Info("bearer token rejected", "reason", reason, "error", err)
 		return srv.challenge("invalid_token")
 	}
-	srv.m.event(r.note, eventBearer)
+	srv.event(r, eventBearer)
 	return srv.allow(r, rules, claims, nil, srv.s.Bearer.StripAuthorization)
 }
 
@@ -646,11 +649,11 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	if srv.unverifiedEmail(claims, rules) {
 		// Some providers let users set any address: an unverified one
 		// must not become an identity the upstream trusts.
-		srv.m.failure(r.note, failEmailUnverified)
+		srv.fail(r, failEmailUnverified)
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
 	}
 	if !rules.permits(claims, srv.s.GroupsClaim) {
-		srv.m.failure(r.note, failForbidden)
+		srv.fail(r, failForbidden)
 		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
 		if err != nil {
 			return nil, err

@@ -205,7 +205,7 @@ func (srv *Server) refresh(ctx context.Context, old *session) (*session, error) 
 		}
 		// Counted once per refresh, which concurrent requests of one
 		// session share; each request notes it (currentSession).
-		srv.m.event(nil, eventRefresh)
+		srv.m.event(eventRefresh)
 		return &fresh, nil
 	})
 }

@@ -91,6 +91,11 @@ func TestTracing(t *testing.T) {
 	refreshSpans := spans.In(parent.TraceID())
 	wantProviderCall(t, refreshSpans, checkSpan, spanRefresh, "POST", op.URL+"/token")
 
+	// A refusal names its failure, as the metrics do.
+	_, _, checkSpan = traced(checkReq("GET", "/oauth2/callback?code="+code+"&state=unknown", nil, nil))
+	wantAttr(t, checkSpan, check.AttrDecision, "deny")
+	wantAttr(t, checkSpan, check.AttrReason, failStateMissing)
+
 	for _, sp := range append(callbackSpans, refreshSpans...) {
 		for _, kv := range sp.Attributes {
 			v := kv.Value.String()
