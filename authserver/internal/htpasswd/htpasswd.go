@@ -151,9 +151,9 @@ func New(opts Options) (*Server, error) {
 // source change publishes a new table. Checks before Start know no user.
 func (s *Server) Start() { s.store.start() }
 
-// The reason of htpasswd's allowed answers (check.Note); its denials'
-// are no_credentials and bad_credentials (an unknown user and a wrong
-// password alike, as the answer).
+// ReasonPassword is the reason of htpasswd's allowed answers
+// (check.Note); its denials' are no_credentials and bad_credentials (an
+// unknown user and a wrong password alike, as the answer).
 const ReasonPassword = "password"
 
 // Check answers 401 with a Basic challenge unless the request carries the
