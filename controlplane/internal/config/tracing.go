@@ -102,24 +102,28 @@ func (p *problems) tracing(t *Tracing) {
 		seen[PodNameTag], seen[PodNamespaceTag] = true, true
 	}
 	for i, c := range t.CustomTags {
-		where := fmt.Sprintf("tracing.customTags[%d]", i)
-		switch {
-		case c.TagName == "":
-			p.add(where+".tagName", "is required")
-		case len(c.TagName) > maxTagNameLength:
-			p.add(where+".tagName", "must be at most %d characters", maxTagNameLength)
-		case seen[c.TagName]:
-			p.add(where+".tagName", "%q is already a tag (each tag once; includePodDetail adds %s and %s)", c.TagName, PodNameTag, PodNamespaceTag)
-		}
-		seen[c.TagName] = true
-		switch {
-		case (c.Literal == "") == (c.RequestHeaderName == ""):
-			p.add(where, "set exactly one of literal and requestHeaderName")
-		case len(c.Literal) > maxTagLiteralBytes:
-			p.add(where+".literal", "must be at most %d bytes", maxTagLiteralBytes)
-		case c.RequestHeaderName != "" && len(validation.IsHTTPHeaderName(c.RequestHeaderName)) > 0:
-			p.add(where+".requestHeaderName", "must be an HTTP header name, got %q", c.RequestHeaderName)
-		}
+		p.customTag(fmt.Sprintf("tracing.customTags[%d]", i), c, seen)
+	}
+}
+
+// customTag checks one custom tag; seen are the tag names before it.
+func (p *problems) customTag(where string, c TracingCustomTag, seen map[string]bool) {
+	switch {
+	case c.TagName == "":
+		p.add(where+".tagName", "is required")
+	case len(c.TagName) > maxTagNameLength:
+		p.add(where+".tagName", "must be at most %d characters", maxTagNameLength)
+	case seen[c.TagName]:
+		p.add(where+".tagName", "%q is already a tag (each tag once; includePodDetail adds %s and %s)", c.TagName, PodNameTag, PodNamespaceTag)
+	}
+	seen[c.TagName] = true
+	switch {
+	case (c.Literal == "") == (c.RequestHeaderName == ""):
+		p.add(where, "set exactly one of literal and requestHeaderName")
+	case len(c.Literal) > maxTagLiteralBytes:
+		p.add(where+".literal", "must be at most %d bytes", maxTagLiteralBytes)
+	case c.RequestHeaderName != "" && len(validation.IsHTTPHeaderName(c.RequestHeaderName)) > 0:
+		p.add(where+".requestHeaderName", "must be an HTTP header name, got %q", c.RequestHeaderName)
 	}
 }
 
