@@ -31,6 +31,9 @@
 #                  for the tests (kc.sh build); needs Java 17 or later and
 #                  Maven: Debian's openjdk-17-jre-headless and maven, with
 #                  apt-get when run as root
+#   jaeger         Jaeger's all-in-one (OTLP in, query API out, in-memory storage),
+#                  built from the Go module github.com/jaegertracing/jaeger
+#                  (hack/tools/jaeger), for e2e/tracing_test.go
 #   golangci-lint  go install github.com/golangci/golangci-lint/v2 (make lint)
 #   egctl          Envoy Gateway's CLI, go install github.com/envoyproxy/gateway/cmd/egctl;
 #                  only make bench needs it (its egctl x translate is the
@@ -41,7 +44,7 @@
 # a tool: they are committed in charts/portcullis/gateway-api-crds/
 # (hack/gateway-api-crds.sh, run by `make generate`).
 #
-# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|golangci-lint|egctl|all]...
+# Usage: hack/install-tools.sh [envoy|kube|controller-gen|protoc-gen|oidc-provider|helm|cluster|chromium|ratelimit|dex|keycloak|jaeger|golangci-lint|egctl|all]...
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,6 +69,7 @@ RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36 # also in hack/tools/rate
 DEX_VERSION=v2.45.1
 KEYCLOAK_VERSION=26.5.6      # also keycloakVersion in e2e/harness/keycloak.go
 KEYCLOAK_BUILD=1             # bump when the kc.sh build options change
+JAEGER_VERSION=v1.76.0       # also in hack/tools/jaeger/go.mod
 GOLANGCI_LINT_VERSION=v2.15.0
 EGCTL_VERSION=v1.9.1         # Envoy Gateway's release (its module's version)
 
@@ -262,6 +266,17 @@ install_dex() {
 	stamp dex "$DEX_VERSION"
 }
 
+install_jaeger() {
+	# e2e/tracing_test.go sends Envoy's and the servers' spans to a real
+	# Jaeger and reads the joined traces back from its query API. Without
+	# cgo, as Jaeger's own release build.
+	if stamp_ok jaeger "$JAEGER_VERSION" && [ -x "$BIN/jaeger-all-in-one" ]; then return; fi
+	log "building Jaeger all-in-one $JAEGER_VERSION from github.com/jaegertracing/jaeger (about 5 minutes of CPU: 3 to 4 minutes on 2 idle cores the first time; later runs reuse it)"
+	(cd "$ROOT/hack/tools/jaeger" && CGO_ENABLED=0 GOWORK=off go build -o "$BIN/jaeger-all-in-one.new" github.com/jaegertracing/jaeger/cmd/all-in-one)
+	mv -f "$BIN/jaeger-all-in-one.new" "$BIN/jaeger-all-in-one"
+	stamp jaeger "$JAEGER_VERSION"
+}
+
 install_golangci_lint() {
 	# make lint (hack/lint.sh, .golangci.yml). Built from its module with
 	# go install: the project's own Go, no prebuilt download.
@@ -298,14 +313,15 @@ for t in "${targets[@]}"; do
 	ratelimit) install_ratelimit ;;
 	dex) install_dex ;;
 	keycloak) install_keycloak ;;
+	jaeger) install_jaeger ;;
 	golangci-lint) install_golangci_lint ;;
 	egctl) install_egctl ;;
 	all)
 		if [ ! -x "$BIN/kube-apiserver" ]; then
-			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service, Keycloak, Dex and golangci-lint into .tools/, and Chromium and redis-server;" \
+			log "first run: installing Envoy, controller-gen, protoc-gen-go and protoc-gen-go-grpc, kube-apiserver and etcd, oidc-provider, helm, the rate limit service, Keycloak, Dex, Jaeger and golangci-lint into .tools/, and Chromium and redis-server;" \
 				"building kube-apiserver takes most of the 10 to 15 minutes this needs on 2 cores; later runs take seconds"
 		fi
-		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_keycloak; install_dex; install_golangci_lint ;;
+		install_envoy; install_controller_gen; install_protoc_gen; install_kube; install_oidc_provider; install_helm; install_cluster; install_chromium; install_ratelimit; install_keycloak; install_dex; install_jaeger; install_golangci_lint ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done

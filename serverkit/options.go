@@ -1,7 +1,7 @@
 // Package serverkit is the plumbing shared by Portcullis's gRPC servers
 // (authserver, extprocserver): flags, TLS and mTLS, gRPC health and
 // reflection, Prometheus metrics and /healthz on a separate port, panic
-// recovery, structured logs and graceful shutdown. Each server only
+// recovery, structured logs, OpenTelemetry tracing and graceful shutdown. Each server only
 // registers its own gRPC service.
 package serverkit
 
@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 )
 
@@ -54,6 +55,12 @@ type Options struct {
 	// Nil means a fresh NewRegistry(). Register your own collectors on it
 	// before calling New.
 	Registry *prometheus.Registry
+
+	// TracerProvider, when set, continues the trace of every call (W3C
+	// trace context or B3 in the metadata) with a server span; the
+	// handlers find it in their context. Nil: no tracing and no cost
+	// (NewTracerProviderFromEnv gives nil unless OTEL_* asks for traces).
+	TracerProvider trace.TracerProvider
 
 	// GRPCOptions are added to the gRPC server's options (transport
 	// tuning such as window sizes or stream workers; a server that knows

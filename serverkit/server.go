@@ -90,6 +90,9 @@ func New(opts Options, logger *slog.Logger, register func(*grpc.Server)) (*Serve
 	if tlsCfg != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
+	if opts.TracerProvider != nil {
+		serverOpts = append(serverOpts, tracingOption(opts.TracerProvider))
+	}
 	serverOpts = append(serverOpts, opts.GRPCOptions...)
 	s := &Server{opts: opts, logger: logger, grpc: grpc.NewServer(serverOpts...), health: health.NewServer(), stopping: stopping}
 	healthpb.RegisterHealthServer(s.grpc, s.health)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -35,6 +36,7 @@ const testService = "serverkit.test.Test"
 type testImpl struct {
 	entered chan struct{} // Block has started
 	release chan struct{} // Block may return
+	seen    atomic.Value  // trace.SpanContext the last Ok call ran in
 }
 
 func handler(name string, f func(ctx context.Context) error) grpc.MethodHandler {
@@ -56,7 +58,10 @@ func (ti *testImpl) register(s *grpc.Server) {
 		ServiceName: testService,
 		HandlerType: (*any)(nil),
 		Methods: []grpc.MethodDesc{
-			{MethodName: "Ok", Handler: handler("Ok", func(context.Context) error { return nil })},
+			{MethodName: "Ok", Handler: handler("Ok", func(ctx context.Context) error {
+				ti.seen.Store(trace.SpanContextFromContext(ctx))
+				return nil
+			})},
 			{MethodName: "Panic", Handler: handler("Panic", func(context.Context) error { panic("boom") })},
 			{MethodName: "Block", Handler: handler("Block", func(ctx context.Context) error {
 				ti.entered <- struct{}{}

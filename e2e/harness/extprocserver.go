@@ -21,6 +21,13 @@ type ExtProcServer struct {
 // /healthz answers.
 func StartExtProcServer(t testing.TB, configYAML string, extraArgs ...string) *ExtProcServer {
 	t.Helper()
+	return StartExtProcServerEnv(t, configYAML, nil, extraArgs...)
+}
+
+// StartExtProcServerEnv is StartExtProcServer with env (KEY=VALUE) added
+// to the server's environment, such as OTEL_EXPORTER_OTLP_ENDPOINT.
+func StartExtProcServerEnv(t testing.TB, configYAML string, env []string, extraArgs ...string) *ExtProcServer {
+	t.Helper()
 	bin := BuildBinary(t, "github.com/portcullis/portcullis/extprocserver/cmd/extprocserver")
 	cfg := filepath.Join(t.TempDir(), "extprocserver.yaml")
 	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
@@ -32,7 +39,9 @@ func StartExtProcServer(t testing.TB, configYAML string, extraArgs ...string) *E
 	}
 	args := append([]string{"serve", "--config", cfg,
 		"--address", s.Addr, "--metrics-address", s.MetricsAddr, "--log-level", "warn"}, extraArgs...)
-	s.Process = StartProcess(t, "extprocserver", bin, args...)
+	s.Process = NewProcess(t, "extprocserver", bin, args...)
+	s.Env = env
+	s.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := WaitHTTP(ctx, "http://"+s.MetricsAddr+"/healthz", 200); err != nil {

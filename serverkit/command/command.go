@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,14 @@ type Serving struct {
 	// PprofAddress serves net/http/pprof on its own listener; empty
 	// disables it.
 	PprofAddress string
+	// ServiceName is the default OpenTelemetry service.name of the
+	// traces (OTEL_SERVICE_NAME overrides it); empty means
+	// "portcullis-<subcommand>", e.g. portcullis-htpasswd.
+	ServiceName string
 }
+
+// tracingShutdownTimeout bounds the flush of the last spans at exit.
+const tracingShutdownTimeout = 5 * time.Second
 
 // NewRoot returns the root command of a server binary: name, help,
 // --version, shell completion, and the serving flags (defaults from
@@ -55,8 +63,10 @@ func NewRoot(name, short, long string) (*cobra.Command, *Serving) {
 type Build func(ctx context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error)
 
 // Run is the body of a serving subcommand: validate the serving flags,
-// make the logger (on the command's stderr), build the server, serve pprof
-// if asked, and serve until the command's context ends.
+// make the logger (on the command's stderr), start tracing when the
+// OTEL_* environment asks for it (serverkit.NewTracerProviderFromEnv),
+// build the server, serve pprof if asked, and serve until the command's
+// context ends; then flush the spans still queued.
 func (s *Serving) Run(cmd *cobra.Command, build Build) error {
 	if err := s.Options.Validate(); err != nil {
 		return err
@@ -70,6 +80,24 @@ func (s *Serving) Run(cmd *cobra.Command, build Build) error {
 		opts.Registry = serverkit.NewRegistry()
 	}
 	ctx := cmd.Context()
+	tp, err := serverkit.NewTracerProviderFromEnv(ctx, s.serviceName(cmd))
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	if tp != nil {
+		serverkit.SetGlobalTracing(tp, logger)
+		opts.TracerProvider = tp
+		defer func() {
+			// The command's context is over by now (SIGTERM): flush on
+			// a fresh, bounded one.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				logger.Warn("flushing traces", "error", err)
+			}
+		}()
+		logger.Info("tracing to OTLP", "service", s.serviceName(cmd))
+	}
 	srv, err := build(ctx, opts, logger)
 	if err != nil {
 		return err
@@ -83,6 +111,13 @@ func (s *Serving) Run(cmd *cobra.Command, build Build) error {
 		logger.Info("serving /debug/pprof", "address", s.PprofAddress)
 	}
 	return srv.Serve(ctx)
+}
+
+func (s *Serving) serviceName(cmd *cobra.Command) string {
+	if s.ServiceName != "" {
+		return s.ServiceName
+	}
+	return "portcullis-" + cmd.Name()
 }
 
 // Execute runs cmd with a context that SIGINT and SIGTERM (Kubernetes)

@@ -12,11 +12,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/portcullis/portcullis/serverkit"
+	"github.com/portcullis/portcullis/serverkit/serverkittest"
 )
 
 // newTestRoot is a root with one serving subcommand "serve" whose server
@@ -138,5 +142,71 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + pprofAddr + "/debug/pprof/cmdline"); err == nil {
 		t.Errorf("pprof still served after the server stopped")
+	}
+}
+
+// TestRunTracesFromEnv runs a serving subcommand the way a Deployment
+// with OTEL_EXPORTER_OTLP_ENDPOINT does: a call carrying a traceparent is
+// exported, in the caller's trace and under the default service name,
+// by the flush that follows SIGTERM (the batch would wait 5 s).
+func TestRunTracesFromEnv(t *testing.T) {
+	col := serverkittest.StartOTLPCollector(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.Endpoint)
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_SDK_DISABLED", "")
+	t.Cleanup(func() { otel.SetTracerProvider(tracenoop.NewTracerProvider()) }) // Run set the global one
+
+	built := make(chan string, 1)
+	root, s := NewRoot("testbin", "short help", "long help")
+	root.AddCommand(&cobra.Command{
+		Use: "serve",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return s.Run(cmd, func(_ context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
+				srv, err := serverkit.New(opts, logger, func(g *grpc.Server) {
+					g.RegisterService(&grpc.ServiceDesc{ServiceName: "command.test.Test", HandlerType: (*any)(nil),
+						Methods: []grpc.MethodDesc{{MethodName: "Ok", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+							return &emptypb.Empty{}, dec(new(emptypb.Empty))
+						}}}}, struct{}{})
+				})
+				if err == nil {
+					built <- srv.Addr().String()
+				}
+				return srv, err
+			})
+		},
+	})
+	root.SetArgs([]string{"serve", "--address=127.0.0.1:0", "--metrics-address="})
+	var logs bytes.Buffer
+	root.SetErr(&logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- execute(ctx, root, &logs) }()
+	var addr string
+	select {
+	case addr = <-built:
+	case code := <-done:
+		t.Fatalf("exited with %d: %s", code, logs.String())
+	}
+	conn := serverkittest.Dial(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cctx, parent := serverkittest.RemoteParent(ctx)
+	if err := conn.Invoke(cctx, "/command.test.Test/Ok", &emptypb.Empty{}, &emptypb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // SIGTERM
+	if code := <-done; code != 0 {
+		t.Fatalf("exit code %d: %s", code, logs.String())
+	}
+	spans := col.Spans()
+	if len(spans) != 1 {
+		t.Fatalf("collector received %d spans, want the call's one", len(spans))
+	}
+	got, tid, sid := spans[0], parent.TraceID(), parent.SpanID()
+	if got.Span.GetName() != "command.test.Test/Ok" || got.Service != "portcullis-serve" ||
+		!bytes.Equal(got.Span.GetTraceId(), tid[:]) || !bytes.Equal(got.Span.GetParentSpanId(), sid[:]) {
+		t.Errorf("exported %q of service %q in trace %x under %x; want command.test.Test/Ok of portcullis-serve under %s/%s",
+			got.Span.GetName(), got.Service, got.Span.GetTraceId(), got.Span.GetParentSpanId(), parent.TraceID(), parent.SpanID())
 	}
 }

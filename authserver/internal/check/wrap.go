@@ -10,6 +10,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 )
 
@@ -58,8 +59,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 //     when the ExtensionService is configured to fail open);
 //   - count every answer in m (all series start at zero, so a scrape can
 //     prove a backend was never called);
-//   - log one line per answer with method, host, path (no query string) and
-//     result — never headers, so never credentials, tokens or cookies.
+//   - log one line per answer with method, host, path (no query string),
+//     result and reason — never headers, so never credentials, tokens or
+//     cookies;
+//   - say the decision in every answer's dynamic metadata (decision.go);
+//   - when the call is traced, set the decision and its reason on the
+//     Check span (AttrDecision, AttrReason): the same reason.
 func Wrap(backend string, next authv3.AuthorizationServer, m *Metrics, logger *slog.Logger) authv3.AuthorizationServer {
 	w := &wrapped{backend: backend, next: next, duration: m.duration, logger: logger.With("backend", backend),
 		checks: make(map[string]prometheus.Counter, len(results))}
@@ -80,23 +85,48 @@ type wrapped struct {
 
 func (w *wrapped) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, _ error) {
 	start := time.Now()
+	span := trace.SpanFromContext(ctx)
+	ctx, note := withNote(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			w.logger.Error("panic in backend", "panic", p, "stack", string(debug.Stack()))
 			resp = InternalError()
+			note.Reason(ReasonPanic)
 		}
-		w.record(ctx, req, resp, time.Since(start))
+		result := w.record(ctx, req, resp, note, time.Since(start))
+		if span.IsRecording() {
+			annotate(span, &note.reason, result)
+		}
 	}()
 	resp, err := w.next.Check(ctx, req)
 	if err != nil || resp == nil {
 		w.logger.Error("backend failed; denying", "error", err)
+		// A reason the backend noted says more (its route context is
+		// invalid, say).
+		note.ReasonIfNone(ReasonBackendError)
 		return InternalError(), nil
 	}
 	return resp, nil
 }
 
-func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, took time.Duration) {
+// The reasons every backend may give (SetReason, Note); each backend's
+// own are beside it. ReasonBackendError and ReasonPanic: the backend
+// returned an error or panicked (the answer is a 500); ReasonRouteContext:
+// the route's context (or the backend's configuration) cannot be used;
+// ReasonNoCredentials: the request carries no credentials of the
+// backend's kind (an API client's 401).
+const (
+	ReasonBackendError  = "backend_error"
+	ReasonPanic         = "panic"
+	ReasonRouteContext  = "route_context"
+	ReasonNoCredentials = "no_credentials"
+)
+
+// record counts, logs and answers with its decision (decide), and returns
+// its result.
+func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *authv3.CheckResponse, note *Note, took time.Duration) string {
 	result, status := Classify(resp)
+	decide(resp, w.backend, result, note)
 	w.checks[result].Inc()
 	w.duration.WithLabelValues(w.backend, result).Observe(took.Seconds())
 
@@ -108,7 +138,7 @@ func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *au
 		level = slog.LevelWarn
 	}
 	if !w.logger.Enabled(ctx, level) {
-		return
+		return result
 	}
 	h := req.GetAttributes().GetRequest().GetHttp()
 	path, _, _ := strings.Cut(h.GetPath(), "?") // queries carry codes and tokens
@@ -118,7 +148,9 @@ func (w *wrapped) record(ctx context.Context, req *authv3.CheckRequest, resp *au
 		slog.String("method", h.GetMethod()),
 		slog.String("host", h.GetHost()),
 		slog.String("path", path),
+		slog.String("reason", resp.GetDynamicMetadata().GetFields()[MetadataReason].GetStringValue()),
 	)
+	return result
 }
 
 // Classify returns the result label and HTTP status of a response as Envoy

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis/portcullis/serverkit"
@@ -36,6 +37,7 @@ type env struct {
 	ctx      context.Context // ends with the command: stops watches
 	registry *prometheus.Registry
 	logger   *slog.Logger
+	tracing  trace.TracerProvider // nil: tracing is off
 }
 
 // backendSpec describes one backend with configuration type C.
@@ -89,7 +91,7 @@ func (s backendSpec[C]) command(serving *command.Serving) *cobra.Command {
 				cfg = merged
 			}
 			return serving.Run(cmd, func(ctx context.Context, opts serverkit.Options, logger *slog.Logger) (*serverkit.Server, error) {
-				impl, err := s.build(cfg, env{ctx: ctx, registry: opts.Registry, logger: logger})
+				impl, err := s.build(cfg, env{ctx: ctx, registry: opts.Registry, logger: logger, tracing: opts.TracerProvider})
 				if err != nil {
 					return nil, err
 				}

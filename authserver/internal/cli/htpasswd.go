@@ -166,7 +166,7 @@ func (f *htpasswdConfig) build(e env) (*htpasswd.Server, error) {
 	srv, err := htpasswd.New(htpasswd.Options{
 		Realm: f.Realm, AllowInsecureHashes: f.AllowInsecureHashes, StripAuthorization: f.StripAuthorization,
 		CacheSize: f.CacheSize, CacheTTL: time.Duration(f.CacheTTL), MaxConcurrentHashes: f.MaxConcurrentHashes,
-		Registry: e.registry, Logger: e.logger,
+		Registry: e.registry, Logger: e.logger, TracerProvider: e.tracing,
 	})
 	if err != nil {
 		return nil, err

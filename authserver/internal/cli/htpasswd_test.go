@@ -1,16 +1,23 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/base64"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"go.opentelemetry.io/otel"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/portcullis/portcullis/authserver/internal/htpasswd"
 	"github.com/portcullis/portcullis/serverkit"
@@ -98,5 +105,52 @@ func TestHtpasswdRejectsBadFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one mentioning %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestHtpasswdCommandTracesToOTLP runs "authserver htpasswd" as a
+// Deployment with OTEL_EXPORTER_OTLP_ENDPOINT does: a check carrying
+// Envoy's traceparent reaches the collector, after SIGTERM, as the Check
+// span and htpasswd.verify beneath it, in Envoy's trace, from service
+// portcullis-htpasswd.
+func TestHtpasswdCommandTracesToOTLP(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(file, []byte("alice:"+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	col := serverkittest.StartOTLPCollector(t)
+	for _, k := range []string{"OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED", "OTEL_TRACES_SAMPLER"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.Endpoint)
+	t.Cleanup(func() { otel.SetTracerProvider(tracenoop.NewTracerProvider()) }) // the command set the global one
+
+	r := start(t, "htpasswd", "--secrets=off", "--htpasswd-file="+file)
+	ctx, parent := serverkittest.RemoteParent(ctxT(t))
+	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:secret"))
+	resp, err := authv3.NewAuthorizationClient(dial(t, r.addr, insecure.NewCredentials())).Check(ctx, checkRequest(nil, map[string]string{"authorization": creds}))
+	if err != nil || resp.GetOkResponse() == nil {
+		t.Fatalf("Check: %v, %v", resp, err)
+	}
+	r.stop(t)
+
+	tid := parent.TraceID()
+	got := map[string]*tracepb.Span{}
+	for _, s := range col.Spans() {
+		if s.Service != "portcullis-htpasswd" || !bytes.Equal(s.Span.GetTraceId(), tid[:]) {
+			t.Errorf("span %s of service %q in trace %x, want portcullis-htpasswd in %s", s.Span.GetName(), s.Service, s.Span.GetTraceId(), tid)
+		}
+		got[s.Span.GetName()] = s.Span
+	}
+	checkSpan, verify := got["envoy.service.auth.v3.Authorization/Check"], got["htpasswd.verify"]
+	if checkSpan == nil || verify == nil {
+		t.Fatalf("collector received %v, want the Check span and htpasswd.verify", slices.Collect(maps.Keys(got)))
+	}
+	if !bytes.Equal(verify.GetParentSpanId(), checkSpan.GetSpanId()) {
+		t.Errorf("htpasswd.verify's parent %x, want the Check span %x", verify.GetParentSpanId(), checkSpan.GetSpanId())
 	}
 }

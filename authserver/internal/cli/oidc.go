@@ -89,7 +89,7 @@ var oidcBackend = backendSpec[oidc.Config]{
 		if err != nil {
 			return nil, err
 		}
-		srv, err := oidc.New(settings, e.logger, e.registry)
+		srv, err := oidc.New(settings, e.logger, e.registry, oidc.WithTracerProvider(e.tracing))
 		if err != nil {
 			return nil, err
 		}

@@ -40,6 +40,12 @@ Metrics, on --metrics-address:
   grpc_server_handled_total, grpc_server_handling_seconds
       gRPC calls by service, method and code; latency
 
+Tracing: with OTEL_EXPORTER_OTLP_ENDPOINT set, checks continue Envoy's
+trace (W3C traceparent or B3) and are exported over OTLP with the spans of
+the backend (htpasswd.verify, oidc.code_exchange, oidc.refresh,
+oidc.jwks_fetch); OTEL_SERVICE_NAME defaults to portcullis-<backend>
+(docs/tracing-servers.md).
+
 Security: request headers, credentials, tokens and cookies are never logged;
 a failing backend denies (500) instead of returning a gRPC error, so a
 fail-open ExtensionService cannot be tricked into allowing.`

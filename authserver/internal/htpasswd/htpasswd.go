@@ -28,9 +28,12 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
+	"github.com/portcullis/portcullis/serverkit"
 )
 
 // Name is the backend name: the subcommand, the metrics label and the
@@ -81,6 +84,9 @@ type Options struct {
 	// Registry receives the backend's metrics; nil means none are exported.
 	Registry prometheus.Registerer
 	Logger   *slog.Logger
+	// TracerProvider records an htpasswd.verify span per check; nil
+	// means none.
+	TracerProvider trace.TracerProvider
 }
 
 // Server implements envoy.service.auth.v3.Authorization.
@@ -95,6 +101,7 @@ type Server struct {
 	slots   chan struct{}
 	compare func(hash, password []byte) error
 	metrics *metrics
+	tracer  trace.Tracer // nil when tracing is off
 
 	filesMu sync.Mutex
 	files   map[string][sha256.Size]byte // content hash by path
@@ -130,6 +137,9 @@ func New(opts Options) (*Server, error) {
 		slots:   make(chan struct{}, opts.MaxConcurrentHashes),
 		compare: opts.Compare,
 	}
+	if opts.TracerProvider != nil { // nil: not even a no-op span on the hot path
+		s.tracer = serverkit.Tracer(opts.TracerProvider, "github.com/portcullis/portcullis/authserver/internal/htpasswd")
+	}
 	m, err := newMetrics(opts.Registry, s.cache)
 	if err != nil {
 		return nil, err
@@ -143,6 +153,11 @@ func New(opts Options) (*Server, error) {
 // source change publishes a new table. Checks before Start know no user.
 func (s *Server) Start() { s.store.start() }
 
+// ReasonPassword is the reason of htpasswd's allowed answers
+// (check.Note); its denials' are no_credentials and bad_credentials (an
+// unknown user and a wrong password alike, as the answer).
+const ReasonPassword = "password"
+
 // Check answers 401 with a Basic challenge unless the request carries the
 // credentials of a user of the route's realm.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
@@ -150,18 +165,28 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	realm, err := s.routeRealm(ext)
 	if err != nil {
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
+		check.SetReason(ctx, "route_context")
 		return check.InternalError(), nil
 	}
 	authz, _ := check.RequestHeader(req, "authorization")
 	name, password, ok := parseBasic(authz)
-	if !ok || !s.authenticate(ctx, realm, name, password) {
+	if !ok {
+		check.SetReason(ctx, "no_credentials")
+		return check.Unauthorized(challenge(realm))
+	}
+	if !s.authenticate(ctx, realm, name, password) {
+		check.SetReason(ctx, "bad_credentials")
 		return check.Unauthorized(challenge(realm))
 	}
 	headers, err := check.ContextHeaders(ext, KeyPrefix)
 	if err != nil {
 		s.logger.Warn("htpasswd misconfigured; denying", "error", err)
+		check.SetReason(ctx, "route_context")
 		return check.InternalError(), nil
 	}
+	note := check.NoteFrom(ctx)
+	note.Reason(ReasonPassword)
+	note.User(name)
 	resp, err := check.AllowWithContext(req, append([]check.Header{
 		{Name: UsernameHeader, Value: name},
 		{Name: RealmHeader, Value: realm},
@@ -174,22 +199,51 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.C
 	return resp, err
 }
 
-// authenticate verifies name and password in realm. An unknown user goes
-// through the same steps as a known one, against the dummy hash, so both
-// cost one comparison of the same cost.
+// Attributes of the htpasswd.verify span. The user name is set only once
+// it matched: a failed attempt's name may be a password typed in the
+// wrong field.
+const (
+	attrCacheHit = "portcullis.cache.hit"
+	attrRealm    = "portcullis.htpasswd.realm"
+	attrUser     = "enduser.id"
+)
+
+// authenticate verifies name and password in realm, in an htpasswd.verify
+// span when tracing is on.
 func (s *Server) authenticate(ctx context.Context, realm, name, password string) bool {
+	if s.tracer == nil {
+		ok, _ := s.verify(ctx, realm, name, password)
+		return ok
+	}
+	ctx, span := s.tracer.Start(ctx, "htpasswd.verify", trace.WithAttributes(attribute.String(attrRealm, realm)))
+	defer span.End()
+	ok, hit := s.verify(ctx, realm, name, password)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Bool(attrCacheHit, hit))
+		if ok {
+			span.SetAttributes(attribute.String(attrUser, name))
+		}
+	}
+	return ok
+}
+
+// verify reports whether name and password match in realm, and whether
+// the cache answered. An unknown user goes through the same steps as a
+// known one, against the dummy hash, so both cost one comparison of the
+// same cost.
+func (s *Server) verify(ctx context.Context, realm, name, password string) (ok, hit bool) {
 	t := s.store.table()
 	cred, known := t.lookup(realm, name)
 	if !known {
 		cred = t.dummy
 	}
 	if !cred.verifiable(password) {
-		return false // no comparison: a known user costs what an unknown one does
+		return false, false // no comparison: a known user costs what an unknown one does
 	}
 	key := s.keys.key(realm, name, password, cred.hash)
 	if s.cache.get(key) {
 		s.metrics.cacheHits.Inc()
-		return known
+		return known, true
 	}
 	s.metrics.cacheMisses.Inc()
 	for {
@@ -210,7 +264,7 @@ func (s *Server) authenticate(ctx context.Context, realm, name, password string)
 		// A flight whose caller gave up answered nothing: a waiter that is
 		// still wanted runs its own instead of taking that as a refusal.
 		if !abandoned || ctx.Err() != nil {
-			return ok
+			return ok, false
 		}
 	}
 }

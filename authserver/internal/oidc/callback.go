@@ -7,6 +7,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"go.opentelemetry.io/otel/codes"
 	"golang.org/x/oauth2"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
@@ -25,7 +26,7 @@ type callbackRun struct {
 // refuse counts and logs a failed callback and answers the error page,
 // clearing this sign-in's state cookie when the browser sent it.
 func (c *callbackRun) refuse(status int, reason, msg string) (*authv3.CheckResponse, error) {
-	c.srv.m.failure(reason)
+	c.srv.fail(c.r, reason)
 	c.srv.log.Info("sign-in refused", "reason", reason, "host", c.r.host)
 	resp, err := signInFailed(status, msg, c.link).respond(c.r)
 	if err != nil {
@@ -69,7 +70,7 @@ func (srv *Server) callback(ctx context.Context, r *request) (*authv3.CheckRespo
 	if problem == flowExpired {
 		// Its original URL is known: start again from there (a fresh state
 		// cookie, so no loop) rather than strand the user on an error.
-		srv.m.failure(failStateMissing)
+		srv.fail(r, failStateMissing)
 		return srv.startSignIn(ctx, r, c.link)
 	}
 	if f, bad := flowRefusals[problem]; bad {
@@ -89,11 +90,11 @@ func (c *callbackRun) complete(ctx context.Context, fs flowState) (*authv3.Check
 	srv, r := c.srv, c.r
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, srv.client)
-	tok, err := srv.oauth2Config(r, d).Exchange(ctx, r.query.Get("code"), oauth2.VerifierOption(fs.Verifier))
+	tok, err := srv.exchange(ctx, srv.oauth2Config(r, d), r.query.Get("code"), fs.Verifier)
 	if err != nil {
 		srv.log.Info("code exchange failed", "error", err)
 		return c.refuse(http.StatusUnauthorized, failExchange, "The identity provider did not accept the sign-in's authorization code.")
@@ -129,6 +130,18 @@ func (c *callbackRun) complete(ctx context.Context, fs flowState) (*authv3.Check
 	if err != nil {
 		return nil, err
 	}
-	srv.m.event(eventCallback)
+	srv.event(r, eventCallback)
 	return withCookies(resp, append(cookies, c.clearState()...))
+}
+
+// exchange redeems the authorization code at the token endpoint, in an
+// oidc.code_exchange span.
+func (srv *Server) exchange(ctx context.Context, conf *oauth2.Config, code, verifier string) (*oauth2.Token, error) {
+	ctx, span := srv.tracer.Start(ctx, spanCodeExchange)
+	defer span.End()
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		span.SetStatus(codes.Error, "the token endpoint refused the code") // its answer may echo the request
+	}
+	return tok, err
 }

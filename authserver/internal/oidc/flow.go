@@ -121,7 +121,7 @@ func (srv *Server) evictFlows(r *request) []string {
 func (srv *Server) startSignIn(ctx context.Context, r *request, returnTo string) (*authv3.CheckResponse, error) {
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	if len(returnTo) > maxReturnBytes {
@@ -140,7 +140,7 @@ func (srv *Server) startSignIn(ctx context.Context, r *request, returnTo string)
 	cookies := append(srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name), srv.evictFlows(r)...)
 	name := srv.flowCookie(fs.State)
 	cookies = append(cookies, srv.jar.set(name, srv.sealer.seal(name, plain), stateLifetime))
-	srv.m.event(eventSignIn)
+	srv.event(r, eventSignIn)
 	return withCookies(resp, cookies)
 }
 

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/portcullis/portcullis/serverkit"
 )
 
 // minRefetchInterval is the least time between two JWKS fetches caused by
@@ -40,6 +44,7 @@ type limitedKeySet struct {
 	refreshEvery time.Duration
 	now          func() time.Time
 	sleep        func(context.Context, time.Duration) error
+	tracer       trace.Tracer
 
 	fetchMu    sync.Mutex     // one fetch at a time
 	refreshing atomic.Bool    // a background refresh is running
@@ -53,7 +58,8 @@ type limitedKeySet struct {
 
 func newLimitedKeySet(client *http.Client, jwksURL string, refreshEvery time.Duration) *limitedKeySet {
 	refreshEvery = max(refreshEvery, minRefetchInterval) // Load refuses less; an unset one must not mean "always"
-	return &limitedKeySet{client: client, url: jwksURL, refreshEvery: refreshEvery, now: time.Now, sleep: sleepCtx}
+	return &limitedKeySet{client: client, url: jwksURL, refreshEvery: refreshEvery, now: time.Now, sleep: sleepCtx,
+		tracer: serverkit.Tracer(nil, tracerScope)}
 }
 
 // sleepCtx waits d or until ctx ends.
@@ -89,7 +95,7 @@ func (k *limitedKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte
 	keys, gen, last := k.keys, k.gen, k.lastFetch
 	k.mu.RUnlock()
 	if gen > 0 && k.now().Sub(last) >= k.refreshEvery {
-		k.refreshInBackground(gen)
+		k.refreshInBackground(ctx, gen)
 	}
 	if p, ok := verifyWith(jws, kid, keys); ok {
 		return p, nil
@@ -115,8 +121,10 @@ func verifyWith(jws *jose.JSONWebSignature, kid string, keys []jose.JSONWebKey) 
 }
 
 // refreshInBackground fetches the key set again without holding up the
-// request that noticed it was due; the cached keys serve meanwhile.
-func (k *limitedKeySet) refreshInBackground(seen int) {
+// request that noticed it was due; the cached keys serve meanwhile. It
+// outlives that request, but stays in its trace (a child span that may
+// end after its parent).
+func (k *limitedKeySet) refreshInBackground(ctx context.Context, seen int) {
 	if !k.refreshing.CompareAndSwap(false, true) {
 		return
 	}
@@ -126,7 +134,7 @@ func (k *limitedKeySet) refreshInBackground(seen int) {
 		defer k.refreshing.Store(false)
 		// A failure keeps the cached keys (refetch says so) and counts as a
 		// fetch: a token with a key they lack fetches again and reports it.
-		_, _ = k.refetch(context.Background(), seen)
+		_, _ = k.refetch(context.WithoutCancel(ctx), seen)
 	}()
 }
 
@@ -160,7 +168,15 @@ func (k *limitedKeySet) refetch(ctx context.Context, seen int) ([]jose.JSONWebKe
 	return fresh, nil
 }
 
-func (k *limitedKeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+func (k *limitedKeySet) fetch(ctx context.Context) (_ []jose.JSONWebKey, err error) {
+	ctx, span := k.tracer.Start(ctx, spanJWKSFetch)
+	defer func() {
+		if err != nil {
+			// The error names the URL and status at most: no secret.
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	// Waiting callers share the result: not bound to this caller's context.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

@@ -69,5 +69,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
+// The reasons of allowed answers that are not events (check.Note): a
+// valid session cookie; and of a denial, a session past its expiry or
+// lifetime that cannot be refreshed.
+const (
+	reasonSession        = "session"
+	reasonSessionExpired = "session_expired"
+)
+
 func (m *metrics) event(e string)   { m.events.WithLabelValues(e).Inc() }
 func (m *metrics) failure(r string) { m.failures.WithLabelValues(r).Inc() }
+
+// event counts an event and names it as the reason of r's answer (the
+// Check span's and the access log's), in the words the metrics count.
+func (srv *Server) event(r *request, e string) {
+	srv.m.event(e)
+	r.note.Reason(e)
+}
+
+// fail counts a failure and names it as the reason on the Check span of r.
+func (srv *Server) fail(r *request, reason string) {
+	srv.m.failure(reason)
+	if r.reason != nil {
+		*r.reason = reason
+	}
+}

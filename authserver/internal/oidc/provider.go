@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 )
 
@@ -33,6 +34,7 @@ type discovered struct {
 type discovery struct {
 	s      *Settings
 	client *http.Client
+	tracer trace.Tracer // nil: no spans
 
 	mu      sync.Mutex
 	result  *discovered
@@ -86,6 +88,9 @@ func (d *discovery) discover(ctx context.Context) (*discovered, error) {
 	}
 	// The key set outlives this call and fetches with our HTTP client.
 	keys := newLimitedKeySet(d.client, claims.JWKS, d.s.JWKSRefreshInterval.Duration)
+	if d.tracer != nil {
+		keys.tracer = d.tracer
+	}
 	r := &discovered{
 		endpoint:   p.Endpoint(),
 		endSession: claims.EndSession,

@@ -21,9 +21,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 
 	"github.com/portcullis/portcullis/authserver/internal/check"
+	"github.com/portcullis/portcullis/serverkit"
 )
 
 // Name is the backend name in metrics and logs.
@@ -41,6 +43,7 @@ type Server struct {
 	redirect redirectPolicy
 	disc     *discovery
 	client   *http.Client
+	tracer   trace.Tracer
 	now      func() time.Time
 
 	usedStates  *expiringSet    // state values already redeemed
@@ -54,7 +57,11 @@ type Server struct {
 // New builds the backend from validated settings and registers its metrics
 // on reg. It does not contact the provider: discovery happens on first use
 // (and is retried) so that the server starts while the provider is down.
-func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -67,6 +74,8 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 	if err != nil {
 		return nil, err
 	}
+	traceClient(client, o.tracing)
+	tracer := serverkit.Tracer(o.tracing, tracerScope)
 	sessNames := append([]string{s.Cookie.Name}, chunkNames(s.Cookie.Name)...)
 	own := map[string]bool{}
 	for _, n := range sessNames {
@@ -85,11 +94,11 @@ func New(s *Settings, logger *slog.Logger, reg prometheus.Registerer) (*Server, 
 		}
 	}
 	return &Server{
-		s: s, log: logger, m: m, sealer: sl, client: client, now: time.Now,
+		s: s, log: logger, m: m, sealer: sl, client: client, tracer: tracer, now: time.Now,
 		flowPrefix: s.Cookie.Name + "_state_", legacyState: s.Cookie.Name + "_state", ownCookies: own, sessNames: sessNames,
 		jar:        cookieJar{domain: s.Cookie.Domain, path: s.Cookie.Path},
 		redirect:   newRedirectPolicy(s.AllowedRedirectHosts),
-		disc:       &discovery{s: s, client: client},
+		disc:       &discovery{s: s, client: client, tracer: tracer},
 		usedStates: newExpiringSet(),
 		refreshes:  newRefreshFlights(),
 	}, nil
@@ -115,6 +124,10 @@ type request struct {
 	cookies map[string]string // cookie parsed
 	dup     map[string]bool   // cookie names sent more than once: never read
 	context map[string]string
+	reason  *string // the Check span's reason (check.ReasonOf), nil when untraced
+	// note collects the user of the answer and reasons that are not
+	// failures (check.Note: the same reason as above under check.Wrap).
+	note *check.Note
 }
 
 func parseRequest(req *authv3.CheckRequest) *request {
@@ -150,9 +163,11 @@ func (r *request) header(name string) string {
 // Check implements authv3.AuthorizationServer.
 func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	r := parseRequest(req)
+	r.reason = check.ReasonOf(ctx)
+	r.note = check.NoteFrom(ctx)
 	rules, err := parseRouteRules(r.context)
 	if err != nil {
-		srv.m.failure(failBadRouteContext)
+		srv.fail(r, failBadRouteContext)
 		return nil, err // fail closed: 500
 	}
 	switch r.path {
@@ -166,7 +181,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 			target = "/"
 		}
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(failRedirect)
+			srv.fail(r, failRedirect)
 			return signInFailed(http.StatusBadRequest, "The page to return to after signing in is not allowed: "+err.Error()+".", "/").respond(r)
 		}
 		return srv.startSignIn(ctx, r, target)
@@ -187,6 +202,11 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 	if srv.unverifiedEmail(claims, rules) {
 		return srv.unverifiedSession(r, rules)
 	}
+	if cookies != nil { // refreshed (currentSession)
+		r.note.Reason(eventRefresh)
+	} else {
+		r.note.Reason(reasonSession)
+	}
 	return srv.allow(r, rules, claims, cookies, false)
 }
 
@@ -195,7 +215,7 @@ func (srv *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3
 // changed; (nil, nil, nil) means no session.
 func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []string, error) {
 	if r.duplicated(srv.sessNames) {
-		srv.m.failure(failDuplicateCookie)
+		srv.fail(r, failDuplicateCookie)
 		return nil, nil, errDuplicateCookie
 	}
 	value, ok := readChunked(r.cookies, srv.s.Cookie.Name)
@@ -204,16 +224,16 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	plain, err := srv.sealer.open(srv.s.Cookie.Name, value)
 	if err != nil {
-		srv.m.failure(failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, err
 	}
 	var sess session
 	if err := json.Unmarshal(plain, &sess); err != nil || sess.ID == "" {
-		srv.m.failure(failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, errBadCookie
 	}
 	if _, err := sess.claims(); err != nil {
-		srv.m.failure(failSessionInvalid)
+		srv.fail(r, failSessionInvalid)
 		return nil, nil, err
 	}
 	now := srv.now()
@@ -228,7 +248,7 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 	}
 	fresh, err := srv.refresh(ctx, &sess)
 	if err != nil {
-		srv.m.failure(failRefresh)
+		srv.fail(r, failRefresh)
 		srv.log.Info("session refresh failed", "error", err)
 		return nil, nil, err
 	}
@@ -247,8 +267,10 @@ func (srv *Server) currentSession(ctx context.Context, r *request) (*session, []
 func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *routeRules, cause error) (*authv3.CheckResponse, error) {
 	if srv.isAPIClient(r, rules) {
 		if cause != nil { // a session that no longer serves
+			r.note.ReasonIfNone(reasonSessionExpired)
 			return srv.challenge("invalid_token")
 		}
+		r.note.Reason(check.ReasonNoCredentials)
 		return srv.challenge("")
 	}
 	// Return to the page after sign-in, unless the callback would refuse
@@ -265,7 +287,7 @@ func (srv *Server) unauthenticated(ctx context.Context, r *request, rules *route
 // in again" signs in anew (after verifying the address, or as someone
 // else) instead of meeting the same refusal.
 func (srv *Server) unverifiedSession(r *request, rules *routeRules) (*authv3.CheckResponse, error) {
-	srv.m.failure(failEmailUnverified)
+	srv.fail(r, failEmailUnverified)
 	cookies := srv.jar.clearChunked(r.cookies, srv.s.Cookie.Name)
 	if srv.isAPIClient(r, rules) {
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
@@ -355,7 +377,7 @@ func (srv *Server) sessionTooLarge(r *request, err error) bool {
 	if !errors.As(err, &e) {
 		return false
 	}
-	srv.m.failure(failSessionTooLarge)
+	srv.fail(r, failSessionTooLarge)
 	srv.log.Warn("sign-in refused: the session does not fit in cookies; drop claims with session.claims",
 		"reason", failSessionTooLarge, "host", r.host, "sessionBytes", e.size, "limitBytes", maxSessionBytes,
 		"claims", len(e.claims), "largestClaims", largestClaims(e.claims, 3))
@@ -416,7 +438,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	target := r.query.Get("rd")
 	if target != "" {
 		if err := srv.redirect.check(target); err != nil {
-			srv.m.failure(failRedirect)
+			srv.fail(r, failRedirect)
 			return errorPage{status: http.StatusBadRequest, title: "Sign-out failed",
 				message: "The page to return to after signing out is not allowed: " + err.Error() + ".", linkText: "Back to the site"}.respond(r)
 		}
@@ -430,7 +452,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 			check.Header{Name: "Allow", Value: "GET, HEAD, POST"})
 	}
 	if err := sameOrigin(r); err != nil {
-		srv.m.failure(failLogoutOrigin)
+		srv.fail(r, failLogoutOrigin)
 		srv.log.Info("sign-out refused", "reason", err.Error(), "host", r.host)
 		return errorPage{status: http.StatusForbidden, title: "Sign-out refused", message: "Sign-out must come from this site's own page.",
 			link: srv.s.LogoutPath, linkText: "Sign out from this site's page"}.respond(r)
@@ -447,7 +469,7 @@ func (srv *Server) logout(ctx context.Context, r *request) (*authv3.CheckRespons
 	if err != nil {
 		return nil, err
 	}
-	srv.m.event(eventLogout)
+	srv.event(r, eventLogout)
 	return withCookies(resp, cookies)
 }
 
@@ -582,11 +604,11 @@ func bearerToken(authz string) (string, bool) {
 func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRules, token string) (*authv3.CheckResponse, error) {
 	d, err := srv.disc.get(ctx)
 	if err != nil {
-		srv.m.failure(failDiscovery)
+		srv.fail(r, failDiscovery)
 		return nil, err
 	}
 	if d.bearer == nil {
-		srv.m.failure(failBearer)
+		srv.fail(r, failBearer)
 		return srv.challenge("invalid_token")
 	}
 	claims, err := srv.verifyBearer(ctx, d, token)
@@ -595,11 +617,11 @@ func (srv *Server) checkBearer(ctx context.Context, r *request, rules *routeRule
 		if errors.Is(err, errNotAccessToken) {
 			reason = failJWTNotAccess
 		}
-		srv.m.failure(reason)
+		srv.fail(r, reason)
 		srv.log.Info("bearer token rejected", "reason", reason, "error", err)
 		return srv.challenge("invalid_token")
 	}
-	srv.m.event(eventBearer)
+	srv.event(r, eventBearer)
 	return srv.allow(r, rules, claims, nil, srv.s.Bearer.StripAuthorization)
 }
 
@@ -627,11 +649,11 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	if srv.unverifiedEmail(claims, rules) {
 		// Some providers let users set any address: an unverified one
 		// must not become an identity the upstream trusts.
-		srv.m.failure(failEmailUnverified)
+		srv.fail(r, failEmailUnverified)
 		return withCookies(mustDeny(http.StatusForbidden, unverifiedEmailText), cookies)
 	}
 	if !rules.permits(claims, srv.s.GroupsClaim) {
-		srv.m.failure(failForbidden)
+		srv.fail(r, failForbidden)
 		resp, err := check.Deny(http.StatusForbidden, "403 Forbidden\n")
 		if err != nil {
 			return nil, err
@@ -663,6 +685,9 @@ func (srv *Server) allow(r *request, rules *routeRules, claims map[string]any, c
 	resp, err := check.AllowRemoving(r.raw, headers, unset)
 	if err != nil {
 		return nil, err
+	}
+	if sub, ok := claimString(claims["sub"]); ok {
+		r.note.User(sub)
 	}
 	return withCookies(resp, cookies)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"go.opentelemetry.io/otel/codes"
 	"golang.org/x/oauth2"
 )
 
@@ -163,11 +164,12 @@ func (srv *Server) refresh(ctx context.Context, old *session) (*session, error) 
 		if err != nil {
 			return nil, err
 		}
-		// Not the caller's context: waiting callers share the result.
-		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), oauth2.HTTPClient, srv.client), 15*time.Second)
+		// Not the caller's cancellation: waiting callers share the
+		// result. Its values stay: the refresh is in the caller's trace.
+		ctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, srv.client), 15*time.Second)
 		defer cancel()
 		conf := &oauth2.Config{ClientID: srv.s.ClientID, ClientSecret: srv.s.ClientSecret, Endpoint: d.endpoint, Scopes: srv.s.Scopes}
-		tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: old.Refresh, Expiry: time.Unix(1, 0)}).Token()
+		tok, err := srv.refreshToken(ctx, conf, old.Refresh)
 		if err != nil {
 			return nil, fmt.Errorf("refresh: %w", err)
 		}
@@ -201,9 +203,23 @@ func (srv *Server) refresh(ctx context.Context, old *session) (*session, error) 
 		if !time.Unix(fresh.Expiry, 0).After(srv.now()) {
 			return nil, errors.New("refresh returned an expired token")
 		}
+		// Counted once per refresh, which concurrent requests of one
+		// session share; each request notes it (currentSession).
 		srv.m.event(eventRefresh)
 		return &fresh, nil
 	})
+}
+
+// refreshToken redeems a refresh token at the token endpoint, in an
+// oidc.refresh span.
+func (srv *Server) refreshToken(ctx context.Context, conf *oauth2.Config, refresh string) (*oauth2.Token, error) {
+	ctx, span := srv.tracer.Start(ctx, spanRefresh)
+	defer span.End()
+	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh, Expiry: time.Unix(1, 0)}).Token()
+	if err != nil {
+		span.SetStatus(codes.Error, "the token endpoint refused the refresh token") // its answer may echo the request
+	}
+	return tok, err
 }
 
 // claimString renders a claim as a header value: strings as they are,

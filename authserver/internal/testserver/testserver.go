@@ -58,12 +58,13 @@ func New(logger *slog.Logger) *Server {
 // Check answers from the operator-set context extensions only; it never
 // looks at client-controlled parts of the request except to strip copies
 // of the headers it sets.
-func (s *Server) Check(_ context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	ext := req.GetAttributes().GetContextExtensions()
 	resp, err := s.decide(req, ext)
 	if err != nil {
 		// Misconfiguration: say which key, never which value.
 		s.logger.Warn("testserver misconfigured; denying", "error", err)
+		check.SetReason(ctx, check.ReasonRouteContext)
 		return check.InternalError(), nil
 	}
 	return resp, nil

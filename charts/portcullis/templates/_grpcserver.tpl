@@ -120,9 +120,11 @@ spec:
             {{- range $v.extraArgs }}
             - {{ . | quote }}
             {{- end }}
-          {{- with $v.env }}
+          {{- $otlp := include "portcullis.otlpEnv" $root }}
+          {{- if or $v.env $otlp }}
           env:
-            {{- toYaml . | nindent 12 }}
+            {{- with $otlp }}{{ . | nindent 12 }}{{ end }}
+            {{- with $v.env }}{{ toYaml . | nindent 12 }}{{ end }}
           {{- end }}
           ports:
             - {name: grpc, containerPort: 9443, protocol: TCP}

@@ -123,7 +123,7 @@ true
     {{- with $cp.fallbackCertificate }}
     - --fallback-certificate={{ . }}
     {{- end }}
-    {{- if $cp.config }}
+    {{- if include "portcullis.controlPlaneConfig" $root }}
     - --config=/etc/portcullis/config.yaml
     {{- end }}
     {{- range $cp.extraArgs }}
@@ -148,9 +148,10 @@ true
     {{- toYaml $root.Values.securityContext | nindent 4 }}
   resources:
     {{- toYaml $cp.resources | nindent 4 }}
-  {{- if or $cp.config .tls }}
+  {{- $config := include "portcullis.controlPlaneConfig" $root }}
+  {{- if or $config .tls }}
   volumeMounts:
-    {{- if $cp.config }}
+    {{- if $config }}
     - {name: portcullis-config, mountPath: /etc/portcullis, readOnly: true}
     {{- end }}
     {{- if .tls }}
@@ -226,9 +227,47 @@ spec:
   secret:
     secretName: {{ include "portcullis.xdsServerSecret" .root }}
 {{- end }}
-{{- if .root.Values.controlPlane.config }}
+{{- if include "portcullis.controlPlaneConfig" .root }}
 - name: portcullis-config
   configMap:
     name: {{ include "portcullis.fullname" .root }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The control plane's configuration file: controlPlane.config with the
+tracing and accessLog values (docs/tracing.md) as its sections; empty for
+none. A section set both ways is an error rather than one silently winning.
+*/}}
+{{- define "portcullis.controlPlaneConfig" -}}
+{{- $config := deepCopy (.Values.controlPlane.config | default dict) -}}
+{{- $t := .Values.tracing -}}
+{{- if $t.extensionService }}
+{{- if hasKey $config "tracing" }}
+{{- fail "tracing.extensionService and controlPlane.config.tracing both configure tracing: set one" }}
+{{- end }}
+{{- $tracing := dict "extensionService" $t.extensionService "serviceName" $t.serviceName "overallSampling" $t.overallSampling "maxPathTagLength" $t.maxPathTagLength "includePodDetail" $t.includePodDetail -}}
+{{- with $t.customTags }}{{ $_ := set $tracing "customTags" . }}{{ end }}
+{{- $_ := set $config "tracing" $tracing -}}
+{{- else if $t.otlpEndpoint }}
+{{- fail "tracing.otlpEndpoint needs tracing.extensionService: the servers' spans would join no trace of Envoy's" }}
+{{- end }}
+{{- with .Values.accessLog }}
+{{- if not (has . (list "text" "json")) }}
+{{- fail (printf "accessLog must be text, json or empty, not %q" .) }}
+{{- end }}
+{{- if hasKey $config "accessLog" }}
+{{- fail "accessLog and controlPlane.config.accessLog both configure the access log: set one" }}
+{{- end }}
+{{- $_ := set $config "accessLog" (dict "format" .) -}}
+{{- end }}
+{{- if $config }}{{ toYaml $config }}{{ end }}
+{{- end -}}
+
+{{/* The environment that exports a server's spans (tracing.otlpEndpoint). */}}
+{{- define "portcullis.otlpEnv" -}}
+{{- with .Values.tracing.otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
 {{- end }}
 {{- end -}}

@@ -51,7 +51,8 @@ type Result struct {
 	Status []*status.Object
 	// Unavailable lists the problems of the global authorization and
 	// processing (configuration file) whose ExtensionService is missing or
-	// invalid: they fail closed and need an operator.
+	// invalid: they fail closed and need an operator; and of the tracing
+	// collector's (spans are lost).
 	Unavailable []status.Problem
 	// GatewayServices are the Services of the Gateways with
 	// Options.GatewayServicePerGateway (sorted by name): what the Services
@@ -125,7 +126,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	}
 	res := &Result{Model: model, GatewayServices: services}
 	slices.SortFunc(res.GatewayServices, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range []*status.Problem{snap.Global.AuthProblem, snap.Global.ProcProblem} {
+	for _, p := range []*status.Problem{snap.Global.AuthProblem, snap.Global.ProcProblem, snap.Global.TracingProblem} {
 		if p != nil {
 			res.Unavailable = append(res.Unavailable, *p)
 		}

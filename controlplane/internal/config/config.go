@@ -41,6 +41,11 @@ type Config struct {
 	// RateLimitService is the global rate limit service the
 	// HTTPProxies' rateLimitPolicy.global descriptors are sent to.
 	RateLimitService *RateLimitService `json:"rateLimitService,omitempty"`
+	// Tracing sends Envoy's spans to an OpenTelemetry collector
+	// (tracing.go).
+	Tracing *Tracing `json:"tracing,omitempty"`
+	// AccessLog has Envoy log every request (accesslog.go).
+	AccessLog *AccessLog `json:"accessLog,omitempty"`
 	// Limits bound what one root HTTPProxy may expand to through its
 	// includes.
 	Limits Limits `json:"limits,omitempty"`
@@ -427,7 +432,7 @@ func Parse(b []byte, source string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v", source, err)
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, limits, gateway, extensions)", source)
+		return nil, fmt.Errorf("%s: the configuration must be a mapping of fields (globalExtAuth, globalExtProc, rateLimitService, tracing, accessLog, limits, gateway, extensions)", source)
 	}
 	if errs := unknownFields(generic, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %s", source, strings.Join(errs, "; "))
@@ -533,6 +538,8 @@ func (c *Config) validate() []string {
 	var p problems
 	p.globalExtAuth(c.GlobalExtAuth)
 	p.rateLimitService(c.RateLimitService)
+	p.tracing(c.Tracing)
+	p.accessLog(c.AccessLog)
 	p.limits(c.Limits)
 	p.gateway(c.Gateway)
 	p.globalExtProc(c.GlobalExtProc)

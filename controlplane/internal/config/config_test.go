@@ -95,7 +95,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extensions, gateway, globalExtAuth, globalExtProc, limits, rateLimitService)`},
+		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: accessLog, extensions, gateway, globalExtAuth, globalExtProc, limits, rateLimitService, tracing)`},
 		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService, experimentalChannel, servicePerGateway, udpSessionIdleTimeout)`},
 		{"gateway address neither IP nor host name", "gateway: {addresses: [10.0.0.1, 'not an address']}", `gateway.addresses[1]: must be an IP address or a host name, got "not an address"`},
 		{"envoy service without namespace", "gateway: {envoyService: envoy}", `gateway.envoyService: must be namespace/name, got "envoy"`},

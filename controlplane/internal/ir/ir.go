@@ -24,10 +24,44 @@ type Model struct {
 	// and the fallback chain (secure hosts get theirs in
 	// SecureVirtualHost.ExtProc).
 	GlobalExtProc *ExtProc
+	// Tracing, when set, is the tracing of every HTTP connection manager.
+	Tracing *Tracing
+	// AccessLog, when set, is the access log of every HTTP connection
+	// manager.
+	AccessLog *AccessLog
 	// ExtensionPolicies are the valid objects of the extensions' policy
 	// kinds, sorted by kind, namespace and name, attached or not
 	// (PostTranslateModify of the Envoy Gateway dialect receives them).
 	ExtensionPolicies []ExtensionResource
+}
+
+// Tracing sends Envoy's spans to an OpenTelemetry collector (the
+// configuration file's tracing) over OTLP gRPC: an ExtensionService's
+// cluster.
+type Tracing struct {
+	Cluster, Authority string
+	// Timeout is the export's (the ExtensionService's response timeout);
+	// nil for Envoy's default.
+	Timeout     *time.Duration
+	ServiceName string
+	// OverallSampling is the percentage of requests traced.
+	OverallSampling  float64
+	MaxPathTagLength uint32
+	// Tags are added to every span, in order.
+	Tags []TracingTag
+}
+
+// AccessLog writes one line per request to Envoy's standard output, in
+// the documented text format or, with JSON, as a JSON object.
+type AccessLog struct {
+	JSON bool
+}
+
+// TracingTag is a span tag whose value is exactly one of a literal, a
+// request header's value or an environment variable of Envoy's.
+type TracingTag struct {
+	Name                                string
+	Literal, RequestHeader, Environment string
 }
 
 // Names of the shared listeners.

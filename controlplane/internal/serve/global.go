@@ -22,7 +22,7 @@ func (s *Server) reportGlobal(unavailableFilters []status.Problem) {
 	globalGauge.once.Do(func() {
 		globalGauge.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "portcullis_global_filter_unavailable",
-			Help: "1 when the global ext_authz or ext_proc filter (configuration file) has no usable ExtensionService and fails closed (or open with failOpen).",
+			Help: "1 when the global ext_authz or ext_proc filter (configuration file) has no usable ExtensionService and fails closed (or open with failOpen); for tracing, when the collector's has none and Envoy's spans are dropped.",
 		}, []string{"filter"})
 	})
 	if s.metrics != nil {
@@ -30,11 +30,14 @@ func (s *Server) reportGlobal(unavailableFilters []status.Problem) {
 		// harmless: the error only says it is already there.
 		_ = s.metrics.registry.Register(globalGauge.gauge)
 	}
-	unavailable := map[string]float64{"ext_authz": 0, "ext_proc": 0}
+	unavailable := map[string]float64{"ext_authz": 0, "ext_proc": 0, "tracing": 0}
 	for _, p := range unavailableFilters {
 		filter := "ext_authz"
-		if p.Reason == status.ReasonGlobalExtProcUnavailable {
+		switch p.Reason {
+		case status.ReasonGlobalExtProcUnavailable:
 			filter = "ext_proc"
+		case status.ReasonTracingUnavailable:
+			filter = "tracing"
 		}
 		unavailable[filter] = 1
 		s.cfg.Log.Warn("global filter unavailable", "filter", filter, "problem", p.Message)

@@ -137,6 +137,11 @@ const (
 	// Service does not have, a port named by two protocols or against its
 	// appProtocol); the service is not used.
 	ReasonServiceAnnotationInvalid = "ServiceAnnotationInvalid"
+	// ReasonTracingUnavailable: the configuration file's tracing names an
+	// ExtensionService that is missing or invalid; Envoy's spans are
+	// dropped until it is fixed. Not a condition of any object: the
+	// control plane logs it and exports it as a metric.
+	ReasonTracingUnavailable = "TracingUnavailable"
 )
 
 // Reasons of Gateway API conditions that the API does not list (the

@@ -50,6 +50,9 @@ type Cache struct {
 	// entries it used.
 	vhosts          map[vhostKey]cachedRoutes
 	vhostsGen, kept uint64
+	// every are the model's settings of every HCM the hosts were
+	// translated with.
+	every everyHCM
 	// Hits and Misses count the TLS hosts of the last translation.
 	Hits, Misses int
 }
@@ -268,12 +271,12 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 }
 
 // secureHost translates one TLS virtual host, or reuses its cached
-// translation.
-func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
+// translation (made with the same settings of every HCM: see useEveryHCM).
+func (c *Cache) secureHost(vh *ir.SecureVirtualHost, every everyHCM) (cachedHost, bool) {
 	if e, ok := c.lookup(vh); ok {
 		return e, true
 	}
-	route, chain := secureHost(secureHostsPrefix, vh)
+	route, chain := secureHost(secureHostsPrefix, vh, every)
 	// A host whose routes changed often keeps its filter chain (its HCM
 	// names its route configuration by RDS): the previous message is
 	// handed over again, so that what reuses work by message (the
@@ -286,6 +289,17 @@ func (c *Cache) secureHost(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 		}
 	}
 	return h, false
+}
+
+// useEveryHCM forgets the TLS hosts when the model's settings of every
+// HCM (tracing, access log) are not those they were translated with:
+// they are in every host's HCM, but not in the hosts the cache compares.
+func (c *Cache) useEveryHCM(every everyHCM) {
+	if c == nil || reflect.DeepEqual(c.every, every) {
+		return
+	}
+	c.every = every
+	clear(c.hosts)
 }
 
 // commit keeps exactly the hosts of the last translation: removed hosts

@@ -107,6 +107,8 @@ type hcmSettings struct {
 	// xfcc are the client certificate's parts a TLS host's own HCM
 	// forwards (x-forwarded-client-cert); nil for none.
 	xfcc *ir.ForwardClientCert
+	// everyHCM are the model's settings every HCM has.
+	everyHCM
 	// keepHostPort: the Host header reaches the upstream with its port
 	// (Gateway API listeners of their own port; their route configuration
 	// ignores the port when matching hosts instead).
@@ -116,13 +118,22 @@ type hcmSettings struct {
 // globalHCM are the settings of the HCMs shared by hosts (the HTTP
 // listener's, the fallback chain's): the global filters.
 func globalHCM(m *ir.Model) hcmSettings {
-	return hcmSettings{auth: m.GlobalAuth, proc: m.GlobalExtProc}
+	return hcmSettings{auth: m.GlobalAuth, proc: m.GlobalExtProc, everyHCM: modelHCM(m)}
 }
 
+// everyHCM are the settings every HCM has, the model's: its tracing
+// (tracing.go) and access log (accesslog.go).
+type everyHCM struct {
+	tracing   *ir.Tracing
+	accessLog *ir.AccessLog
+}
+
+func modelHCM(m *ir.Model) everyHCM { return everyHCM{tracing: m.Tracing, accessLog: m.AccessLog} }
+
 // hostHCM are the settings of a TLS virtual host's own HCM, which only
-// its own routes use.
-func hostHCM(vh *ir.SecureVirtualHost) hcmSettings {
-	h := hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders}.withRoutes(append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...))
+// its own routes use, with the model's settings of every HCM.
+func hostHCM(vh *ir.SecureVirtualHost, every everyHCM) hcmSettings {
+	h := hcmSettings{auth: vh.Auth, proc: vh.ExtProc, jwt: vh.JWTProviders, everyHCM: every}.withRoutes(append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...))
 	if vh.ClientValidation != nil {
 		h.xfcc = vh.ClientValidation.ForwardClientCert
 	}

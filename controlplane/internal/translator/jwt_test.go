@@ -24,7 +24,7 @@ func TestJWTFilter(t *testing.T) {
 		JWTProviders: []ir.JWTProvider{{Name: "idp", Issuer: "https://idp", Audiences: []string{"api"}, JWKSURI: "https://idp/jwks",
 			JWKSCluster: "jwks/https/idp/443", JWKSTimeout: time.Second, CacheDuration: &cache, Forward: true}},
 	}
-	h := hostHCM(vh)
+	h := hostHCM(vh, everyHCM{})
 	fs := hcmHTTPFilters(h)
 	var names []string
 	for _, f := range fs {

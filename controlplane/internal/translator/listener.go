@@ -69,7 +69,7 @@ func plaintextListener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, 
 // chain for clients without SNI. A listener without any is left out:
 // Envoy refuses a listener without filter chains.
 func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
-	chains, hosts := secureChains(r, l, c)
+	chains, hosts := secureChains(r, l, modelHCM(m), c)
 	var fallback *listenerv3.FilterChain
 	if fb := l.Fallback; fb != nil {
 		h := globalHCM(m).withRoutes(fb.VirtualHosts)
@@ -108,7 +108,7 @@ func tlsListener(r *Resources, m *ir.Model, l *ir.Listener, c *Cache) {
 // (translated, or taken from c) and of its hosts proxied over TCP, in
 // name order, with the hosts they serve; the TLS hosts' route
 // configurations are added to r, indexed.
-func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterChain, []hostOrigins) {
+func secureChains(r *Resources, l *ir.Listener, every everyHCM, c *Cache) ([]*listenerv3.FilterChain, []hostOrigins) {
 	hosts := append([]*ir.SecureVirtualHost(nil), l.Secure...)
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].FQDN < hosts[j].FQDN })
 	translated := make([]cachedHost, len(hosts))
@@ -116,10 +116,10 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 	prefix := hostsPrefix(l)
 	parallel.For(len(hosts), func(i int) {
 		if l.Shared() { // taken from c, or translated with versions
-			translated[i], hit[i] = c.secureHost(hosts[i])
+			translated[i], hit[i] = c.secureHost(hosts[i], every)
 			return
 		}
-		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i])
+		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i], every)
 	})
 	c.commit(translated, hit)
 	var chains []*listenerv3.FilterChain
@@ -150,10 +150,10 @@ func secureChains(r *Resources, l *ir.Listener, c *Cache) ([]*listenerv3.FilterC
 
 // secureHost translates one TLS virtual host of a listener: its route
 // configuration and its filter chain, both named prefix/FQDN, with its
-// own HCM.
-func secureHost(prefix string, vh *ir.SecureVirtualHost) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
+// own HCM (with every, the model's settings of every HCM).
+func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
 	name := secureName(prefix, vh.FQDN)
-	h := hostHCM(vh)
+	h := hostHCM(vh, every)
 	rc, _, _ := routeConfig(name, append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...), routeSettings{filters: h.filters()}, nil)
 	if len(vh.Misdirected) > 0 {
 		rc.VirtualHosts = append(rc.VirtualHosts, misdirectedHost(vh.Misdirected))
@@ -196,6 +196,8 @@ func hcmFilter(statPrefix, routeConfig string, h hcmSettings) *listenerv3.Filter
 		UseRemoteAddress:             wrapperspb.Bool(true),
 		StripPortMode:                &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
 	}
+	hcm.Tracing = hcmTracing(h.tracing)
+	hcm.AccessLog = accessLogs(h.accessLog)
 	forwardClientCert(hcm, h.xfcc)
 	if h.keepHostPort {
 		hcm.StripPortMode = nil

@@ -117,6 +117,7 @@ func Translate(m *ir.Model, opts Options) *Resources { return TranslateCached(m,
 // (nil for no cache). Its output is Translate's.
 func TranslateCached(m *ir.Model, opts Options, c *Cache) *Resources {
 	r := &Resources{Index: newIndex(m), Versions: newVersions(sharedHosts(m))}
+	c.useEveryHCM(modelHCM(m))
 	for _, l := range m.Listeners {
 		listener(r, m, l, opts, c)
 	}

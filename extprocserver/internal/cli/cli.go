@@ -64,12 +64,18 @@ Metrics, on --metrics-address:
       time spent in the processors per message
   portcullis_extprocserver_upstream_seconds{code_class},
   portcullis_extprocserver_body_bytes{direction}    (observe processor)
-  grpc_server_handled_total, grpc_server_handling_seconds`
+  grpc_server_handled_total, grpc_server_handling_seconds
+
+Tracing: with OTEL_EXPORTER_OTLP_ENDPOINT set, streams continue Envoy's
+trace (W3C traceparent or B3) and are exported over OTLP with a span
+"processor <name>" per processor and message; OTEL_SERVICE_NAME defaults
+to portcullis-extprocserver (docs/tracing-servers.md).`
 
 // NewRootCommand builds the extprocserver command tree.
 func NewRootCommand() *cobra.Command {
 	root, serving := command.NewRoot("extprocserver",
 		"Envoy external processing (ext_proc v3 gRPC) server with built-in processors", rootLong)
+	serving.ServiceName = "portcullis-extprocserver" // not portcullis-serve
 	root.AddCommand(newServeCommand(serving))
 	return root
 }
@@ -115,7 +121,7 @@ func NewServer(opts serverkit.Options, logger *slog.Logger, f *config.File) (*se
 	if opts.Registry == nil {
 		opts.Registry = serverkit.NewRegistry()
 	}
-	proc, err := f.Build(opts.Registry)
+	proc, err := f.Build(opts.Registry, opts.TracerProvider)
 	if err != nil {
 		return nil, err
 	}

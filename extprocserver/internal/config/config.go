@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis/portcullis/extprocserver/processors/observe"
@@ -60,8 +61,9 @@ func Parse(b []byte) (*File, error) {
 }
 
 // Build validates every entry and returns the chain. reg receives the
-// metrics of processors that have some; nil skips them.
-func (f *File) Build(reg prometheus.Registerer) (sdk.Processor, error) {
+// metrics of processors that have some; nil skips them. With tp, each
+// processor runs in a span "processor <name>" (sdk.Traced); nil: none.
+func (f *File) Build(reg prometheus.Registerer, tp trace.TracerProvider) (sdk.Processor, error) {
 	var (
 		chain   []sdk.Processor
 		errs    []error
@@ -86,7 +88,7 @@ func (f *File) Build(reg prometheus.Registerer) (sdk.Processor, error) {
 			errs = append(errs, fmt.Errorf("processors[%d] (%s): %w", i, name, err))
 			continue
 		}
-		chain = append(chain, p)
+		chain = append(chain, sdk.Traced(name, p, tp))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -290,7 +290,7 @@ func build(t *testing.T, yaml string, reg prometheus.Registerer) sdk.Processor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := f.Build(reg)
+	p, err := f.Build(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestBadConfigs(t *testing.T) {
 	} {
 		f, err := Parse([]byte(tc.yaml))
 		if err == nil {
-			_, err = f.Build(nil)
+			_, err = f.Build(nil, nil)
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one saying %q", name, err, tc.want)

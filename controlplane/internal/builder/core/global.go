@@ -29,6 +29,10 @@ type Globals struct {
 	// set, a warning for every HTTPProxy that sends it descriptors.
 	RateLimit        *ir.RateLimitService
 	RateLimitProblem *status.Problem
+
+	// TracingProblem, when set, says why Envoy's spans go nowhere: the
+	// collector's ExtensionService is missing or invalid.
+	TracingProblem *status.Problem
 }
 
 // BuildGlobalStage validates what every root depends on: the
@@ -68,6 +72,12 @@ func (b Stage) buildGlobals(m *ir.Model) (global Globals) {
 	}
 	if r := b.R.Opts().RateLimitService; r != nil {
 		global.RateLimit, global.RateLimitProblem = b.globalRateLimitService(r)
+	}
+	if a := b.R.Opts().AccessLog; a != nil {
+		m.AccessLog = &ir.AccessLog{JSON: a.Format == config.AccessLogJSON}
+	}
+	if t := b.R.Opts().Tracing; t != nil {
+		m.Tracing, global.TracingProblem = b.tracing(t)
 	}
 	return global
 }

@@ -35,6 +35,11 @@ type Options struct {
 	// RateLimitService is the global rate limit service (configuration
 	// file, already checked there).
 	RateLimitService *config.RateLimitService
+	// Tracing is Envoy's tracing (configuration file, already checked
+	// there).
+	Tracing *config.Tracing
+	// AccessLog is Envoy's access log (configuration file).
+	AccessLog *config.AccessLog
 	// Limits bound each root's include expansion (zeros: the defaults).
 	Limits config.Limits
 	// GatewayControllerName selects the GatewayClasses this control plane
@@ -98,6 +103,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 		o.GlobalExtAuth = nil
 	}
 	o.RateLimitService = c.RateLimitService
+	o.Tracing, o.AccessLog = c.Tracing, c.AccessLog
 	o.GatewayControllerName = c.Gateway.Controller()
 	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
