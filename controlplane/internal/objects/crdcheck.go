@@ -1,0 +1,60 @@
+package objects
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
+
+	"github.com/portcullis/portcullis/controlplane/internal/objects/crdschema"
+)
+
+// CRDComplaintPrefix starts a complaint of the CRD's validation
+// (checkCRD): the API server would not store the object.
+const CRDComplaintPrefix = "refused by the CRD's validation (the API server would not store it): "
+
+// checkCRD runs the validation of the object's CRD (its schema and CEL
+// rules, crdschema) on doc, a document read from a file: in a cluster
+// the API server refuses what it refuses, so a file must not have it
+// served. One complaint with every error; none for kinds without a CRD
+// here.
+func checkCRD(doc []byte, gvk schema.GroupVersionKind) ([]string, error) {
+	if gvk.Group != gwapiv1.GroupName || !crdschema.Covers(gvk) {
+		return nil, nil
+	}
+	errs, err := crdschema.Check(gvk, doc)
+	if err != nil {
+		// doc is JSON unless the strict conversion refused it (a
+		// duplicate key, already a complaint): then the lenient one, as
+		// kubectl.
+		j, yerr := yaml.YAMLToJSON(doc)
+		if yerr != nil {
+			return nil, yerr
+		}
+		if errs, err = crdschema.Check(gvk, j); err != nil {
+			return nil, err
+		}
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return []string{CRDComplaintPrefix + strings.Join(msgs, "; ")}, nil
+}
+
+// hasStatus: the builder writes a status on objects of obj's kind, which
+// can say that the CRD's validation refused it.
+func hasStatus(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *gwapiv1.ReferenceGrant, *gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,311 @@
+package crdschema
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+)
+
+// checker is one version of one kind's validation, compiled once. It
+// validates an object in parts: each property of its spec (a route's
+// parentRefs, hostnames, rules) on its own, then what remains (apiVersion,
+// kind, metadata, which of the spec's properties are there), each
+// remembered by its JSON text. That is the API server's validation split,
+// not a copy of it: the schema's and a CEL rule's verdict on a value
+// depends on that value alone (a rule's self; oldSelf is for updates,
+// which files do not make), so the same text of spec.rules has the same
+// errors in every route, and 10,000 routes that share their rules' text
+// cost little more than reading them. When the spec or the object has
+// rules of their own (they see the whole spec), the spec is not split.
+type checker struct {
+	rest  part    // the object with its parts' values left out
+	parts []*part // by name; none when the spec is not split
+	// anyMetadata: nothing in the schema reads metadata but its type (the
+	// Gateway API's CRDs: the API server checks metadata itself), so what
+	// remains is remembered without the object's name.
+	anyMetadata bool
+}
+
+// validators are the schema's and the CEL rules' of one schema.
+type validators struct {
+	structural *structuralschema.Structural // for the defaults and the CEL rules
+	schema     validation.SchemaValidator
+	cel        *cel.Validator // nil: no CEL rule
+	// lists is the structural schema of the object as far as the part,
+	// for the list types' invariants.
+	lists *structuralschema.Structural
+}
+
+// part is one property of the spec, validated on its own, or what
+// remains of the object.
+type part struct {
+	name     string
+	path     *field.Path // spec.<name>
+	v        validators
+	nullable bool
+	// def is the property's default as JSON (nil: none): validated in
+	// its place when the object lacks it, as the API server defaults it.
+	def  []byte
+	memo sync.Map // sha256 of the value's JSON text -> verdict
+}
+
+// verdict is what validating one part's value found.
+type verdict struct {
+	schema field.ErrorList // the schema's, the list types' (x-kubernetes-list-type)
+	cel    field.ErrorList // the CEL rules', unless schema has a blocking error
+	cost   int64           // of the CEL rules, out of the object's budget
+}
+
+// memoLimit bounds the parts remembered, all kinds together (serve
+// --file reads files again for as long as it runs): past it, parts are
+// validated without being remembered. A verdict is a few hundred bytes.
+const memoLimit = 100_000
+
+var memoSize atomic.Int64
+
+// budget is the CEL cost one object may take, the API server's
+// (celconfig.RuntimeCELCostBudget); each rule's evaluation is also
+// limited to celconfig.PerCallLimit, as there. A file cannot make
+// validation run longer than the API server would let it.
+const budget = celconfig.RuntimeCELCostBudget
+
+// outOfBudget is the API server's error when the CEL rules of an object
+// cost more than budget.
+const outOfBudget = "validation failed due to running out of cost budget, no further validation rules will be run"
+
+// notChecked is the API server's error in place of the CEL rules' when the
+// schema found a blocking error (hasBlockingErr, below).
+const notChecked = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+
+// blocking: errs has an error after which the API server does not run
+// the object's CEL rules (k8s.io/apiextensions-apiserver's
+// customResourceStrategy.Validate): a value of the wrong type, missing,
+// not one of an enum's, or too long or too many, which the rules were not
+// written for (and which the rules' cost estimates do not bound).
+func blocking(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
+}
+
+// accepted stands for a part's value in what remains of the object: its
+// schema there accepts anything, the part's own validation is done.
+func accepted() any { return map[string]any{} }
+
+func newChecker(root *apiextensions.JSONSchemaProps) (*checker, error) {
+	root = root.DeepCopy()
+	// The API server ignores a status written with the object (the
+	// status subresource's own endpoint writes it): not validated.
+	delete(root.Properties, "status")
+	c := &checker{}
+	if spec, ok := root.Properties["spec"]; ok && splittable(root) && splittable(&spec) {
+		for _, name := range sortedKeys(spec.Properties) {
+			p, err := newPart(name, spec.Properties[name])
+			if err != nil {
+				return nil, err
+			}
+			c.parts = append(c.parts, p)
+			// Anything passes here: the part is validated on its own.
+			spec.Properties[name] = apiextensions.JSONSchemaProps{}
+		}
+		root.Properties["spec"] = spec
+	}
+	v, err := newValidators(root, root, true)
+	if err != nil {
+		return nil, err
+	}
+	v.lists = v.structural
+	c.rest = part{v: v}
+	meta := root.Properties["metadata"]
+	c.anyMetadata = v.cel == nil && meta.Type == "object" && reflect.DeepEqual(meta, apiextensions.JSONSchemaProps{Type: "object"})
+	return c, nil
+}
+
+// splittable: s has no rule of its own, which would see its properties
+// together.
+func splittable(s *apiextensions.JSONSchemaProps) bool {
+	return len(s.XValidations) == 0 && len(s.AllOf) == 0 && len(s.AnyOf) == 0 && len(s.OneOf) == 0 && s.Not == nil && len(s.Properties) > 0
+}
+
+func newPart(name string, s apiextensions.JSONSchemaProps) (*part, error) {
+	// The schema validator sees the part where it is in the object, so
+	// that its messages name the field as the API server's do.
+	wrapped := &apiextensions.JSONSchemaProps{Type: "object", Properties: map[string]apiextensions.JSONSchemaProps{
+		"spec": {Type: "object", Properties: map[string]apiextensions.JSONSchemaProps{name: s}}}}
+	v, err := newValidators(wrapped, &s, false)
+	if err != nil {
+		return nil, err
+	}
+	v.lists = &structuralschema.Structural{Generic: structuralschema.Generic{Type: "object"},
+		Properties: map[string]structuralschema.Structural{name: *v.structural}}
+	p := &part{name: name, path: field.NewPath("spec", name), v: v, nullable: s.Nullable}
+	if s.Default != nil {
+		if p.def, err = json.Marshal(*s.Default); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// newValidators compiles the schema validator of openAPI and the CEL
+// rules of s.
+func newValidators(openAPI, s *apiextensions.JSONSchemaProps, isResourceRoot bool) (validators, error) {
+	structural, err := structuralschema.NewStructural(s)
+	if err != nil {
+		return validators{}, err
+	}
+	sv, _, err := validation.NewSchemaValidator(openAPI)
+	if err != nil {
+		return validators{}, err
+	}
+	return validators{structural: structural, schema: sv, cel: cel.NewValidator(structural, isResourceRoot, celconfig.PerCallLimit)}, nil
+}
+
+// check validates doc, an object as JSON (as encoding/json writes it).
+// Its status is not read, nor fields the schema's root does not have
+// (the API server drops them).
+func (c *checker) check(doc []byte) (field.ErrorList, error) {
+	rest := make(map[string]any, 4)
+	var spec []byte
+	var err error
+	notObject, merr := members(doc, func(k string, raw []byte) {
+		switch {
+		case k == "spec":
+			spec = raw
+		case k == "metadata" && c.anyMetadata && raw[0] == '{':
+			rest[k] = accepted()
+		case k == "apiVersion" || k == "kind" || k == "metadata":
+			var v any
+			if uerr := utiljson.Unmarshal(raw, &v); uerr != nil {
+				err = uerr
+			}
+			rest[k] = v
+		}
+	})
+	if err = errors.Join(merr, err); err != nil || notObject {
+		return nil, errors.Join(err, errNotJSON)
+	}
+	var verdicts []verdict
+	if spec != nil {
+		var fields map[string][]byte
+		if len(c.parts) > 0 {
+			fields = make(map[string][]byte, len(c.parts))
+			notObject, err = members(spec, func(k string, raw []byte) { fields[k] = raw })
+			if err != nil {
+				return nil, err
+			}
+		}
+		if len(c.parts) == 0 || notObject {
+			// Not split, or not an object: the schema says so.
+			var v any
+			if err := utiljson.Unmarshal(spec, &v); err != nil {
+				return nil, err
+			}
+			rest["spec"] = v
+		} else {
+			// The spec's fields but the parts' values (and fields the
+			// schema does not have: the API server drops them).
+			skeleton := make(map[string]any, len(c.parts))
+			for _, p := range c.parts {
+				raw, ok := fields[p.name]
+				if !ok || (!p.nullable && string(raw) == "null") {
+					// The API server drops a null and defaults what is
+					// missing.
+					if raw = p.def; raw == nil {
+						continue
+					}
+				}
+				skeleton[p.name] = accepted()
+				verdicts = append(verdicts, p.check(raw, nil))
+			}
+			rest["spec"] = skeleton
+		}
+	}
+	text, err := json.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	verdicts = append(verdicts, c.rest.check(text, rest))
+
+	var errs field.ErrorList
+	for _, v := range verdicts {
+		errs = append(errs, v.schema...)
+	}
+	if blocking(errs) {
+		if c.rest.v.cel != nil || slices.ContainsFunc(c.parts, func(p *part) bool { return p.v.cel != nil }) {
+			errs = append(errs, field.Invalid(nil, nil, notChecked))
+		}
+		return errs, nil
+	}
+	var cost int64
+	for _, v := range verdicts {
+		errs = append(errs, v.cel...)
+		if cost += v.cost; cost > budget {
+			return append(errs, field.Invalid(nil, nil, outOfBudget)), nil
+		}
+	}
+	return errs, nil
+}
+
+// check is the verdict on one value of the part, as JSON text; value is
+// the text decoded when the caller has it (nil: check decodes it).
+func (p *part) check(text []byte, value any) verdict {
+	key := sha256.Sum256(text)
+	if v, ok := p.memo.Load(key); ok {
+		return v.(verdict)
+	}
+	if value == nil {
+		if err := utiljson.Unmarshal(text, &value); err != nil {
+			return verdict{schema: field.ErrorList{field.Invalid(p.path, string(text), err.Error())}}
+		}
+	}
+	structuraldefaulting.Default(value, p.v.structural)
+	obj, lists, path := map[string]any{"spec": map[string]any{p.name: value}}, map[string]any{p.name: value}, field.NewPath("spec")
+	if p.path == nil { // what remains of the object: value is the object
+		obj, _ = value.(map[string]any)
+		lists, path = obj, nil
+	}
+	v := verdict{schema: validation.ValidateCustomResource(nil, obj, p.v.schema)}
+	v.schema = append(v.schema, objectmeta.Validate(context.Background(), p.path, value, p.v.structural, false)...)
+	v.schema = append(v.schema, listtype.ValidateListSetsAndMaps(path, p.v.lists, lists)...)
+	if !blocking(v.schema) {
+		// With a blocking error anywhere in the object the API server
+		// runs none of its rules: these would not be read.
+		var remaining int64
+		v.cel, remaining = p.v.cel.Validate(context.Background(), p.path, p.v.structural, value, nil, budget)
+		v.cost = budget - remaining
+	}
+	if memoSize.Add(1) <= memoLimit {
+		p.memo.Store(key, v)
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
