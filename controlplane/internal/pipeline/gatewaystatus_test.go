@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -51,9 +50,7 @@ func runYAML(t *testing.T, docs ...string) *pipeline.Result {
 func runWithoutCRD(t *testing.T, docs ...string) *pipeline.Result {
 	t.Helper()
 	set := decodeYAML(t, docs...)
-	for ref, ws := range set.Warnings {
-		set.Warnings[ref] = slices.DeleteFunc(ws, func(w string) bool { return strings.HasPrefix(w, objects.CRDComplaintPrefix) })
-	}
+	set.DropCRDComplaints()
 	return pipeline.Run(set, pipeline.DefaultOptions())
 }
 
