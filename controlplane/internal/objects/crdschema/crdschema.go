@@ -14,10 +14,10 @@ package crdschema
 
 import (
 	"bytes"
+	"embed"
 	"fmt"
 	"sync"
 
-	"embed"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,17 +45,6 @@ var files = map[string]string{
 	"TLSRoute":         "tlsroutes",
 	"UDPRoute":         "udproutes",
 }
-
-// crds are the CRDs read from crds/, by kind, each on first use.
-var crds = func() map[string]func() (*apiextensionsv1.CustomResourceDefinition, error) {
-	out := make(map[string]func() (*apiextensionsv1.CustomResourceDefinition, error), len(files))
-	for kind, file := range files {
-		out[kind] = sync.OnceValues(func() (*apiextensionsv1.CustomResourceDefinition, error) {
-			return readCRD("crds/" + Group + "_" + file + ".yaml")
-		})
-	}
-	return out
-}()
 
 // checkers are the compiled validations by version and kind, each
 // compiled on first use (compiling every kind's CEL rules costs more than
@@ -99,11 +88,13 @@ func checkerFor(gvk schema.GroupVersionKind) (*checker, error) {
 // compile compiles the validation of one version of one kind; nil when
 // the CRD does not serve that version.
 func compile(gvk schema.GroupVersionKind) (*checker, error) {
-	read := crds[gvk.Kind]
-	if read == nil {
+	file := files[gvk.Kind]
+	if file == "" {
 		return nil, nil
 	}
-	crd, err := read()
+	// Read for this version alone, and not kept: the validators keep what
+	// they need of it.
+	crd, err := readCRD(file)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +115,9 @@ func compile(gvk schema.GroupVersionKind) (*checker, error) {
 	return nil, nil
 }
 
-func readCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
+// readCRD reads the CRD of file, a name of files.
+func readCRD(file string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	path := "crds/" + Group + "_" + file + ".yaml"
 	b, err := crdFiles.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -34,7 +35,7 @@ import (
 // cost little more than reading them. When the spec or the object has
 // rules of their own (they see the whole spec), the spec is not split.
 type checker struct {
-	rest  part    // the object with its parts' values left out
+	rest  *part   // the object with its parts' values left out
 	parts []*part // by name; none when the spec is not split
 	// anyMetadata: nothing in the schema reads metadata but its type (the
 	// Gateway API's CRDs: the API server checks metadata itself), so what
@@ -46,7 +47,8 @@ type checker struct {
 type validators struct {
 	structural *structuralschema.Structural // for the defaults and the CEL rules
 	schema     validation.SchemaValidator
-	cel        *cel.Validator // nil: no CEL rule
+	own        validation.SchemaValidator // the part's schema alone (faster)
+	cel        *cel.Validator             // nil: no CEL rule
 	// lists is the structural schema of the object as far as the part,
 	// for the list types' invariants.
 	lists *structuralschema.Structural
@@ -61,8 +63,10 @@ type part struct {
 	nullable bool
 	// def is the property's default as JSON (nil: none): validated in
 	// its place when the object lacks it, as the API server defaults it.
-	def  []byte
-	memo sync.Map // sha256 of the value's JSON text -> verdict
+	def []byte
+	// memo: the verdicts by the sha256 of the value's JSON text.
+	mu   sync.RWMutex
+	memo map[[sha256.Size]byte]verdict
 }
 
 // verdict is what validating one part's value found.
@@ -108,10 +112,6 @@ func blocking(errs field.ErrorList) bool {
 	return false
 }
 
-// accepted stands for a part's value in what remains of the object: its
-// schema there accepts anything, the part's own validation is done.
-func accepted() any { return map[string]any{} }
-
 func newChecker(root *apiextensions.JSONSchemaProps) (*checker, error) {
 	root = root.DeepCopy()
 	// The API server ignores a status written with the object (the
@@ -135,7 +135,7 @@ func newChecker(root *apiextensions.JSONSchemaProps) (*checker, error) {
 		return nil, err
 	}
 	v.lists = v.structural
-	c.rest = part{v: v}
+	c.rest = &part{v: v}
 	meta := root.Properties["metadata"]
 	c.anyMetadata = v.cel == nil && meta.Type == "object" && reflect.DeepEqual(meta, apiextensions.JSONSchemaProps{Type: "object"})
 	return c, nil
@@ -178,54 +178,49 @@ func newValidators(openAPI, s *apiextensions.JSONSchemaProps, isResourceRoot boo
 	if err != nil {
 		return validators{}, err
 	}
-	return validators{structural: structural, schema: sv, cel: cel.NewValidator(structural, isResourceRoot, celconfig.PerCallLimit)}, nil
+	own := sv
+	if openAPI != s {
+		if own, _, err = validation.NewSchemaValidator(s); err != nil {
+			return validators{}, err
+		}
+	}
+	return validators{structural: structural, schema: sv, own: own, cel: cel.NewValidator(structural, isResourceRoot, celconfig.PerCallLimit)}, nil
 }
 
 // check validates doc, an object as JSON (as encoding/json writes it).
 // Its status is not read, nor fields the schema's root does not have
 // (the API server drops them).
 func (c *checker) check(doc []byte) (field.ErrorList, error) {
-	rest := make(map[string]any, 4)
-	var spec []byte
-	var err error
-	notObject, merr := members(doc, func(k string, raw []byte) {
-		switch {
-		case k == "spec":
+	var apiVersion, kind, metadata, spec []byte
+	notObject, err := members(doc, func(k string, raw []byte) {
+		switch k {
+		case "apiVersion":
+			apiVersion = raw
+		case "kind":
+			kind = raw
+		case "metadata":
+			metadata = raw
+		case "spec":
 			spec = raw
-		case k == "metadata" && c.anyMetadata && raw[0] == '{':
-			rest[k] = accepted()
-		case k == "apiVersion" || k == "kind" || k == "metadata":
-			var v any
-			if uerr := utiljson.Unmarshal(raw, &v); uerr != nil {
-				err = uerr
-			}
-			rest[k] = v
 		}
 	})
-	if err = errors.Join(merr, err); err != nil || notObject {
+	if err != nil || notObject {
 		return nil, errors.Join(err, errNotJSON)
 	}
+	if c.anyMetadata && len(metadata) > 0 && metadata[0] == '{' {
+		metadata = []byte("{}")
+	}
 	var verdicts []verdict
-	if spec != nil {
-		var fields map[string][]byte
-		if len(c.parts) > 0 {
-			fields = make(map[string][]byte, len(c.parts))
-			notObject, err = members(spec, func(k string, raw []byte) { fields[k] = raw })
-			if err != nil {
-				return nil, err
-			}
+	if spec != nil && len(c.parts) > 0 {
+		fields := make(map[string][]byte, len(c.parts))
+		notObject, err := members(spec, func(k string, raw []byte) { fields[k] = raw })
+		if err != nil {
+			return nil, err
 		}
-		if len(c.parts) == 0 || notObject {
-			// Not split, or not an object: the schema says so.
-			var v any
-			if err := utiljson.Unmarshal(spec, &v); err != nil {
-				return nil, err
-			}
-			rest["spec"] = v
-		} else {
-			// The spec's fields but the parts' values (and fields the
-			// schema does not have: the API server drops them).
-			skeleton := make(map[string]any, len(c.parts))
+		if !notObject {
+			// What remains of the spec: which parts it has (fields the
+			// schema does not have are dropped, as the API server does).
+			skeleton := []byte{'{'}
 			for _, p := range c.parts {
 				raw, ok := fields[p.name]
 				if !ok || (!p.nullable && string(raw) == "null") {
@@ -235,17 +230,29 @@ func (c *checker) check(doc []byte) (field.ErrorList, error) {
 						continue
 					}
 				}
-				skeleton[p.name] = accepted()
-				verdicts = append(verdicts, p.check(raw, nil))
+				if len(skeleton) > 1 {
+					skeleton = append(skeleton, ',')
+				}
+				skeleton = append(strconv.AppendQuote(skeleton, p.name), ":{}"...)
+				verdicts = append(verdicts, p.check(raw))
 			}
-			rest["spec"] = skeleton
+			spec = append(skeleton, '}')
 		}
 	}
-	text, err := json.Marshal(rest)
-	if err != nil {
-		return nil, err
+	// What remains of the object, as JSON.
+	rest := []byte{'{'}
+	for _, f := range [...]struct {
+		name  string
+		value []byte
+	}{{"apiVersion", apiVersion}, {"kind", kind}, {"metadata", metadata}, {"spec", spec}} {
+		if f.value != nil {
+			if len(rest) > 1 {
+				rest = append(rest, ',')
+			}
+			rest = append(append(append(append(rest, '"'), f.name...), `":`...), f.value...)
+		}
 	}
-	verdicts = append(verdicts, c.rest.check(text, rest))
+	verdicts = append(verdicts, c.rest.check(append(rest, '}')))
 
 	var errs field.ErrorList
 	for _, v := range verdicts {
@@ -267,17 +274,19 @@ func (c *checker) check(doc []byte) (field.ErrorList, error) {
 	return errs, nil
 }
 
-// check is the verdict on one value of the part, as JSON text; value is
-// the text decoded when the caller has it (nil: check decodes it).
-func (p *part) check(text []byte, value any) verdict {
+// check is the verdict on one value of the part, or on what remains of
+// an object, as JSON text.
+func (p *part) check(text []byte) verdict {
 	key := sha256.Sum256(text)
-	if v, ok := p.memo.Load(key); ok {
-		return v.(verdict)
+	p.mu.RLock()
+	v, ok := p.memo[key]
+	p.mu.RUnlock()
+	if ok {
+		return v
 	}
-	if value == nil {
-		if err := utiljson.Unmarshal(text, &value); err != nil {
-			return verdict{schema: field.ErrorList{field.Invalid(p.path, string(text), err.Error())}}
-		}
+	var value any
+	if err := utiljson.Unmarshal(text, &value); err != nil {
+		return verdict{schema: field.ErrorList{field.Invalid(p.path, string(text), err.Error())}}
 	}
 	structuraldefaulting.Default(value, p.v.structural)
 	obj, lists, path := map[string]any{"spec": map[string]any{p.name: value}}, map[string]any{p.name: value}, field.NewPath("spec")
@@ -285,7 +294,11 @@ func (p *part) check(text []byte, value any) verdict {
 		obj, _ = value.(map[string]any)
 		lists, path = obj, nil
 	}
-	v := verdict{schema: validation.ValidateCustomResource(nil, obj, p.v.schema)}
+	// The part's own schema finds whether it is valid; the object's
+	// schema as far as the part words the errors.
+	if v.schema = validation.ValidateCustomResource(nil, value, p.v.own); len(v.schema) > 0 {
+		v.schema = validation.ValidateCustomResource(nil, obj, p.v.schema)
+	}
 	v.schema = append(v.schema, objectmeta.Validate(context.Background(), p.path, value, p.v.structural, false)...)
 	v.schema = append(v.schema, listtype.ValidateListSetsAndMaps(path, p.v.lists, lists)...)
 	if !blocking(v.schema) {
@@ -296,7 +309,12 @@ func (p *part) check(text []byte, value any) verdict {
 		v.cost = budget - remaining
 	}
 	if memoSize.Add(1) <= memoLimit {
-		p.memo.Store(key, v)
+		p.mu.Lock()
+		if p.memo == nil {
+			p.memo = map[[sha256.Size]byte]verdict{}
+		}
+		p.memo[key] = v
+		p.mu.Unlock()
 	}
 	return v
 }
