@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwapiv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 
 	"github.com/portcullis/portcullis/controlplane/internal/objects/crdschema"
 )
@@ -51,13 +50,11 @@ func checkCRD(doc []byte, gvk schema.GroupVersionKind) ([]string, error) {
 }
 
 // hasStatus: the builder writes a status on objects of obj's kind, which
-// can say that the CRD's validation refused it.
+// can say that the CRD's validation refused it (a ReferenceGrant has no
+// status).
 func hasStatus(obj runtime.Object) bool {
-	switch obj.(type) {
-	case *gwapiv1.ReferenceGrant, *gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy:
-		return false
-	}
-	return true
+	_, grant := obj.(*gwapiv1.ReferenceGrant)
+	return !grant
 }
 
 // DropCRDComplaints removes the complaints of the CRD's validation from

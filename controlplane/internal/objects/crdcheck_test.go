@@ -25,6 +25,10 @@ func TestDecodeRefusesWhatTheCRDRefuses(t *testing.T) {
 			"requestHeaderModifier.add[0].value", false},
 		{"a Gateway's listener names (CEL)", "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec:\n  gatewayClassName: c\n  listeners: [{name: a, port: 80, protocol: HTTP}, {name: a, port: 81, protocol: HTTP}]\n",
 			"Listener name must be unique", false},
+		{"a TLSRoute without hostnames (schema: minItems)", "apiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\nmetadata: {name: t}\nspec:\n  parentRefs: [{name: web}]\n  hostnames: []\n  rules: [{backendRefs: [{name: echo, port: 443}]}]\n",
+			"spec.hostnames in body should have at least 1 items", false},
+		{"a BackendTLSPolicy's empty hostname (schema: minLength)", "apiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {name: p}\nspec:\n  targetRefs: [{group: \"\", kind: Service, name: echo}]\n  validation: {hostname: \"\", wellKnownCACertificates: System}\n",
+			"spec.validation.hostname", false},
 		{"a ReferenceGrant has no status: skipped", "apiVersion: gateway.networking.k8s.io/v1\nkind: ReferenceGrant\nmetadata: {name: g}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: \"\"}]\n  to: [{group: \"\", kind: Service}]\n",
 			"refused by the CRD's validation", true},
 	} {
