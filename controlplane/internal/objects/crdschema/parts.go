@@ -21,6 +21,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 )
 
 // checker is one version of one kind's validation, compiled once. It
@@ -46,9 +48,9 @@ type checker struct {
 // validators are the schema's and the CEL rules' of one schema.
 type validators struct {
 	structural *structuralschema.Structural // for the defaults and the CEL rules
-	schema     validation.SchemaValidator
-	own        validation.SchemaValidator // the part's schema alone (faster)
-	cel        *cel.Validator             // nil: no CEL rule
+	schema     validation.SchemaCreateValidator
+	own        validation.SchemaCreateValidator // the part's schema alone (faster)
+	cel        *cel.Validator                   // nil: no CEL rule
 	// lists is the structural schema of the object as far as the part,
 	// for the list types' invariants.
 	lists *structuralschema.Structural
@@ -174,17 +176,37 @@ func newValidators(openAPI, s *apiextensions.JSONSchemaProps, isResourceRoot boo
 	if err != nil {
 		return validators{}, err
 	}
-	sv, _, err := validation.NewSchemaValidator(openAPI)
+	sv, err := newSchemaValidator(openAPI)
 	if err != nil {
 		return validators{}, err
 	}
 	own := sv
 	if openAPI != s {
-		if own, _, err = validation.NewSchemaValidator(s); err != nil {
+		if own, err = newSchemaValidator(s); err != nil {
 			return validators{}, err
 		}
 	}
 	return validators{structural: structural, schema: sv, own: own, cel: cel.NewValidator(structural, isResourceRoot, celconfig.PerCallLimit)}, nil
+}
+
+// newSchemaValidator is the API server's validator of s for a create
+// (validation.NewSchemaValidator's, which ratchets only updates), built
+// once: the ratcheting one builds kube-openapi's validator again on every
+// call, which costs more than validating a small value.
+func newSchemaValidator(s *apiextensions.JSONSchemaProps) (validation.SchemaCreateValidator, error) {
+	_, openAPI, err := validation.NewSchemaValidator(s)
+	if err != nil {
+		return nil, err
+	}
+	return prebuilt{validate.NewSchemaValidator(openAPI, nil, "", strfmt.Default)}, nil
+}
+
+// prebuilt is validation's basicSchemaValidator (the API server's
+// validator without ratcheting), which it does not export.
+type prebuilt struct{ *validate.SchemaValidator }
+
+func (p prebuilt) Validate(value any, _ ...validation.ValidationOption) *validate.Result {
+	return p.SchemaValidator.Validate(value)
 }
 
 // check validates doc, an object as JSON (as encoding/json writes it).
@@ -212,18 +234,25 @@ func (c *checker) check(doc []byte) (field.ErrorList, error) {
 	}
 	var verdicts []verdict
 	if spec != nil && len(c.parts) > 0 {
-		fields := make(map[string][]byte, len(c.parts))
-		notObject, err := members(spec, func(k string, raw []byte) { fields[k] = raw })
+		// The parts' values, by the parts' order (a few: no map).
+		values := make([][]byte, len(c.parts))
+		notObject, err := members(spec, func(k string, raw []byte) {
+			if i := slices.IndexFunc(c.parts, func(p *part) bool { return p.name == k }); i >= 0 {
+				values[i] = raw
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
 		if !notObject {
 			// What remains of the spec: which parts it has (fields the
 			// schema does not have are dropped, as the API server does).
-			skeleton := []byte{'{'}
-			for _, p := range c.parts {
-				raw, ok := fields[p.name]
-				if !ok || (!p.nullable && string(raw) == "null") {
+			skeleton := make([]byte, 1, 64)
+			skeleton[0] = '{'
+			verdicts = make([]verdict, 0, len(c.parts)+1)
+			for i, p := range c.parts {
+				raw := values[i]
+				if raw == nil || (!p.nullable && string(raw) == "null") {
 					// The API server drops a null and defaults what is
 					// missing.
 					if raw = p.def; raw == nil {
@@ -240,7 +269,8 @@ func (c *checker) check(doc []byte) (field.ErrorList, error) {
 		}
 	}
 	// What remains of the object, as JSON.
-	rest := []byte{'{'}
+	rest := make([]byte, 1, len(apiVersion)+len(kind)+len(metadata)+len(spec)+48)
+	rest[0] = '{'
 	for _, f := range [...]struct {
 		name  string
 		value []byte
