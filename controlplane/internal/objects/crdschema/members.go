@@ -27,26 +27,13 @@ func members(text []byte, f func(key string, value []byte)) (notObject bool, err
 	if i < len(text) && text[i] == '}' {
 		return false, nil
 	}
-	for i < len(text) && text[i] == '"' {
-		end, escaped := skipString(text, i)
-		if end < 0 {
-			return false, errNotJSON
+	for i < len(text) {
+		key, value, next, err := member(text, i)
+		if err != nil {
+			return false, err
 		}
-		key := string(text[i+1 : end-1])
-		if escaped {
-			if err := json.Unmarshal(text[i:end], &key); err != nil {
-				return false, err
-			}
-		}
-		if i = skipSpace(text, end); i >= len(text) || text[i] != ':' {
-			return false, errNotJSON
-		}
-		i = skipSpace(text, i+1)
-		if end = skipValue(text, i); end < 0 {
-			return false, errNotJSON
-		}
-		f(key, text[i:end])
-		switch i = skipSpace(text, end); {
+		f(key, value)
+		switch i = skipSpace(text, next); {
 		case i < len(text) && text[i] == ',':
 			i = skipSpace(text, i+1)
 		case i < len(text) && text[i] == '}':
@@ -56,6 +43,32 @@ func members(text []byte, f func(key string, value []byte)) (notObject bool, err
 		}
 	}
 	return false, errNotJSON
+}
+
+// member reads the member of an object starting at i: its key, its
+// value's text and where the value ends.
+func member(text []byte, i int) (key string, value []byte, end int, err error) {
+	if text[i] != '"' {
+		return "", nil, 0, errNotJSON
+	}
+	end, escaped := skipString(text, i)
+	if end < 0 {
+		return "", nil, 0, errNotJSON
+	}
+	key = string(text[i+1 : end-1])
+	if escaped {
+		if err := json.Unmarshal(text[i:end], &key); err != nil {
+			return "", nil, 0, err
+		}
+	}
+	if i = skipSpace(text, end); i >= len(text) || text[i] != ':' {
+		return "", nil, 0, errNotJSON
+	}
+	i = skipSpace(text, i+1)
+	if end = skipValue(text, i); end < 0 {
+		return "", nil, 0, errNotJSON
+	}
+	return key, text[i:end], end, nil
 }
 
 func skipSpace(text []byte, i int) int {
@@ -90,32 +103,46 @@ func skipValue(text []byte, i int) int {
 		end, _ := skipString(text, i)
 		return end
 	case '{', '[':
-		depth := 0
-		for ; i < len(text); i++ {
-			switch text[i] {
-			case '"':
-				end, _ := skipString(text, i)
-				if end < 0 {
-					return -1
-				}
-				i = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
+		return skipComposite(text, i)
 	}
 	// A number, true, false or null: up to the next delimiter.
 	start := i
-	for i < len(text) && text[i] != ',' && text[i] != '}' && text[i] != ']' && text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r' {
+	for i < len(text) && !delimiter(text[i]) {
 		i++
 	}
 	if i == start {
 		return -1
 	}
 	return i
+}
+
+// skipComposite is the end of the object or array starting at i, -1 if
+// it has none.
+func skipComposite(text []byte, i int) int {
+	depth := 0
+	for ; i < len(text); i++ {
+		switch text[i] {
+		case '"':
+			end, _ := skipString(text, i)
+			if end < 0 {
+				return -1
+			}
+			i = end - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+func delimiter(b byte) bool {
+	switch b {
+	case ',', '}', ']', ' ', '\n', '\t', '\r':
+		return true
+	}
+	return false
 }

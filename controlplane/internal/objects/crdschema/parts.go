@@ -232,58 +232,72 @@ func (c *checker) check(doc []byte) (field.ErrorList, error) {
 	if c.anyMetadata && len(metadata) > 0 && metadata[0] == '{' {
 		metadata = []byte("{}")
 	}
-	var verdicts []verdict
+	verdicts := make([]verdict, 0, len(c.parts)+1)
 	if spec != nil && len(c.parts) > 0 {
-		// The parts' values, by the parts' order (a few: no map).
-		values := make([][]byte, len(c.parts))
-		notObject, err := members(spec, func(k string, raw []byte) {
-			if i := slices.IndexFunc(c.parts, func(p *part) bool { return p.name == k }); i >= 0 {
-				values[i] = raw
-			}
-		})
-		if err != nil {
+		if spec, err = c.checkParts(spec, &verdicts); err != nil {
 			return nil, err
 		}
-		if !notObject {
-			// What remains of the spec: which parts it has (fields the
-			// schema does not have are dropped, as the API server does).
-			skeleton := make([]byte, 1, 64)
-			skeleton[0] = '{'
-			verdicts = make([]verdict, 0, len(c.parts)+1)
-			for i, p := range c.parts {
-				raw := values[i]
-				if raw == nil || (!p.nullable && string(raw) == "null") {
-					// The API server drops a null and defaults what is
-					// missing.
-					if raw = p.def; raw == nil {
-						continue
-					}
-				}
-				if len(skeleton) > 1 {
-					skeleton = append(skeleton, ',')
-				}
-				skeleton = append(strconv.AppendQuote(skeleton, p.name), ":{}"...)
-				verdicts = append(verdicts, p.check(raw))
-			}
-			spec = append(skeleton, '}')
-		}
 	}
-	// What remains of the object, as JSON.
-	rest := make([]byte, 1, len(apiVersion)+len(kind)+len(metadata)+len(spec)+48)
-	rest[0] = '{'
+	verdicts = append(verdicts, c.rest.check(object(apiVersion, kind, metadata, spec)))
+	return c.verdict(verdicts), nil
+}
+
+// checkParts adds the verdicts of the parts of spec, and returns what
+// remains of it: which parts it has (fields the schema does not have are
+// dropped, as the API server does). A spec that is not an object remains
+// whole, for the schema to say so.
+func (c *checker) checkParts(spec []byte, verdicts *[]verdict) ([]byte, error) {
+	// The parts' values, by the parts' order (a few: no map).
+	values := make([][]byte, len(c.parts))
+	notObject, err := members(spec, func(k string, raw []byte) {
+		if i := slices.IndexFunc(c.parts, func(p *part) bool { return p.name == k }); i >= 0 {
+			values[i] = raw
+		}
+	})
+	if err != nil || notObject {
+		return spec, err
+	}
+	skeleton := make([]byte, 1, 64)
+	skeleton[0] = '{'
+	for i, p := range c.parts {
+		raw := values[i]
+		if raw == nil || (!p.nullable && string(raw) == "null") {
+			// The API server drops a null and defaults what is missing.
+			if raw = p.def; raw == nil {
+				continue
+			}
+		}
+		if len(skeleton) > 1 {
+			skeleton = append(skeleton, ',')
+		}
+		skeleton = append(strconv.AppendQuote(skeleton, p.name), ":{}"...)
+		*verdicts = append(*verdicts, p.check(raw))
+	}
+	return append(skeleton, '}'), nil
+}
+
+// object is the JSON text of an object of these fields (nil: absent).
+func object(apiVersion, kind, metadata, spec []byte) []byte {
+	out := make([]byte, 1, len(apiVersion)+len(kind)+len(metadata)+len(spec)+48)
+	out[0] = '{'
 	for _, f := range [...]struct {
 		name  string
 		value []byte
 	}{{"apiVersion", apiVersion}, {"kind", kind}, {"metadata", metadata}, {"spec", spec}} {
 		if f.value != nil {
-			if len(rest) > 1 {
-				rest = append(rest, ',')
+			if len(out) > 1 {
+				out = append(out, ',')
 			}
-			rest = append(append(append(append(rest, '"'), f.name...), `":`...), f.value...)
+			out = append(append(append(append(out, '"'), f.name...), `":`...), f.value...)
 		}
 	}
-	verdicts = append(verdicts, c.rest.check(append(rest, '}')))
+	return append(out, '}')
+}
 
+// verdict puts the parts' verdicts together as the API server's on the
+// whole object: the schema's errors, then the CEL rules' unless the
+// schema found a blocking error, within the object's cost budget.
+func (c *checker) verdict(verdicts []verdict) field.ErrorList {
 	var errs field.ErrorList
 	for _, v := range verdicts {
 		errs = append(errs, v.schema...)
@@ -292,16 +306,16 @@ func (c *checker) check(doc []byte) (field.ErrorList, error) {
 		if c.rest.v.cel != nil || slices.ContainsFunc(c.parts, func(p *part) bool { return p.v.cel != nil }) {
 			errs = append(errs, field.Invalid(nil, nil, notChecked))
 		}
-		return errs, nil
+		return errs
 	}
 	var cost int64
 	for _, v := range verdicts {
 		errs = append(errs, v.cel...)
 		if cost += v.cost; cost > budget {
-			return append(errs, field.Invalid(nil, nil, outOfBudget)), nil
+			return append(errs, field.Invalid(nil, nil, outOfBudget))
 		}
 	}
-	return errs, nil
+	return errs
 }
 
 // check is the verdict on one value of the part, or on what remains of
