@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,4 +144,52 @@ func TestCostIsBounded(t *testing.T) {
 		t.Errorf("took %v", took)
 	}
 	t.Logf("%v", took)
+}
+
+// TestMemo: a part is remembered by its text, never by less: the routes
+// of the scale benchmark share 20 texts of rules among 100 routes, and a
+// rule that differs by one character is validated again, with its own
+// verdict, in either order.
+func TestMemo(t *testing.T) {
+	c, err := checkerFor(httpRoute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := c.parts[slices.IndexFunc(c.parts, func(p *part) bool { return p.name == "rules" })]
+	before := len(rules.memo)
+	for _, doc := range benchRoutes(100) {
+		if errs, err := Check(httpRoute, doc); err != nil || len(errs) > 0 {
+			t.Fatal(err, errs)
+		}
+	}
+	if got := len(rules.memo) - before; got != 20 {
+		t.Errorf("%d texts of rules remembered, want 20", got)
+	}
+	const set = `{"filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": "x-memo", "value": "%s"}]}}]}`
+	for _, value := range []string{"a", "", "a", ""} {
+		errs, err := Check(httpRoute, []byte(route(fmt.Sprintf(set, value))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if invalid := len(errs) > 0; invalid != (value == "") {
+			t.Errorf("value %q: errors %v", value, errs)
+		}
+	}
+}
+
+// TestCheckConcurrently: objects are decoded in parallel (objects.Decode),
+// and checked so: the memo is shared (go test -race).
+func TestCheckConcurrently(t *testing.T) {
+	docs := benchRoutes(400)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(docs); i += 4 {
+				if errs, err := Check(httpRoute, docs[i]); err != nil || len(errs) > 0 {
+					t.Error(err, errs)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
