@@ -381,6 +381,8 @@ func checkOperations(t *testing.T, objs, defaults []*unstructured.Unstructured) 
 		want := []string{fmt.Sprintf("[%s] from [t-portcullis]", port)}
 		if port == "grpc" {
 			want = append(want, "[metrics] from [any]")
+		} else {
+			want = append(want, "[cp-metrics] from [any]")
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("NetworkPolicy %s lets in %v, want %v", name, got, want)

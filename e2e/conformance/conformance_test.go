@@ -43,7 +43,7 @@ const (
 
 // TestConformance brings the cluster up, installs the chart (the Gateway
 // API CRDs, then the GatewayClass) and runs the GATEWAY-HTTP,
-// GATEWAY-GRPC, GATEWAY-TLS and GATEWAY-TCP profiles with the features
+// GATEWAY-GRPC, GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP profiles with the features
 // the GatewayClass claims in its status.supportedFeatures (the suite
 // infers them). CONFORMANCE_REPORT names the report file;
 // CONFORMANCE_RUN_TEST runs one test only.
@@ -67,8 +67,9 @@ func TestConformance(t *testing.T) {
 	defer cancel()
 
 	// Each Gateway its own Service (gateway.servicePerGateway): the suite's
-	// Gateways all listen on port 80, and it reaches each at the ClusterIP
-	// in its status from the host.
+	// Gateways all listen on port 80 (the UDP ones on 5300), and it
+	// reaches each at the ClusterIP in its status from the host, through
+	// kube-proxy (UDP too).
 	values := []string{
 		"--set", "envoy.replicas=1",
 		"--set", "envoy.service.type=ClusterIP",
@@ -123,6 +124,7 @@ func TestConformance(t *testing.T) {
 				suite.GatewayGRPCConformanceProfileName,
 				suite.GatewayTLSConformanceProfileName,
 				suite.GatewayTCPConformanceProfileName,
+				suite.GatewayUDPConformanceProfileName,
 			},
 			Implementation: confv1.Implementation{
 				Organization: "portcullis",

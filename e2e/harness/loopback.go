@@ -20,17 +20,26 @@ func LoopbackExternalName(namespace, name string, port, target int) []client.Obj
 // LoopbackEndpointSlice is a Service and its EndpointSlice pointing at a
 // process on 127.0.0.1, as a cluster would have them for a pod.
 func LoopbackEndpointSlice(namespace, name string, port, target int) []client.Object {
+	return loopbackEndpointSlice(namespace, name, port, target, corev1.ProtocolTCP)
+}
+
+// LoopbackUDPEndpointSlice is LoopbackEndpointSlice for a UDP port (a
+// UDPEcho's).
+func LoopbackUDPEndpointSlice(namespace, name string, port, target int) []client.Object {
+	return loopbackEndpointSlice(namespace, name, port, target, corev1.ProtocolUDP)
+}
+
+func loopbackEndpointSlice(namespace, name string, port, target int, proto corev1.Protocol) []client.Object {
 	portName := "main"
-	tcp := corev1.ProtocolTCP
 	p := int32(target)
 	ready := true
 	return []client.Object{
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: int32(port), Protocol: tcp}}}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: int32(port), Protocol: proto}}}},
 		&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: namespace, Name: name + "-local", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &p, Protocol: &tcp}},
+			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &p, Protocol: &proto}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		},
 	}

@@ -93,6 +93,7 @@ true
     - --provider=kubernetes
     - --xds-address={{ .xdsAddress }}
     - --admin-address=127.0.0.1:8002
+    - --metrics-address=0.0.0.0:{{ $cp.metricsPort }}
     - --envoy-http-address=0.0.0.0:{{ $envoy.httpPort }}
     - --envoy-https-address=0.0.0.0:{{ $envoy.httpsPort }}
     - --https-redirect-port={{ $envoy.service.httpsPort }}
@@ -128,8 +129,10 @@ true
     {{- range $cp.extraArgs }}
     - {{ . | quote }}
     {{- end }}
-  {{- if .xdsPort }}
   ports:
+    # GET /metrics alone (the admin endpoint stays on loopback).
+    - {name: cp-metrics, containerPort: {{ $cp.metricsPort }}, protocol: TCP}
+  {{- if .xdsPort }}
     - {name: xds, containerPort: {{ .xdsPort }}, protocol: TCP}
   # Serving xDS (over mTLS, which a probe cannot speak): the port is open.
   readinessProbe:

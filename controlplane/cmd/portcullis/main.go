@@ -378,13 +378,15 @@ type serveFlags struct {
 	kubeconfig   string
 	xdsAddress   string
 	adminAddress string
-	debounce     time.Duration
-	xdsTimeout   time.Duration
-	interval     time.Duration
-	logLevel     string
-	bf           buildFlags
-	election     electionFlags
-	xdsTLS       xdstls.Files
+	// metricsAddress serves /metrics alone (serve.Config.MetricsAddress).
+	metricsAddress string
+	debounce       time.Duration
+	xdsTimeout     time.Duration
+	interval       time.Duration
+	logLevel       string
+	bf             buildFlags
+	election       electionFlags
+	xdsTLS         xdstls.Files
 }
 
 func newServeCommand() *cobra.Command {
@@ -429,7 +431,11 @@ Admin endpoint (--admin-address; no authentication, keep it on loopback):
   /config            the current Envoy configuration (private keys redacted)
   /extensions        what the extensions changed in the last build (unified
                      diffs per listener, virtual host, cluster and secret;
-                     resources added and removed) and their failed hook calls`,
+                     resources added and removed) and their failed hook calls
+  /metrics           Prometheus metrics (docs/monitoring.md)
+
+Metrics endpoint (--metrics-address): GET /metrics alone, safe to expose to
+Prometheus beyond loopback.`,
 		Example: `  portcullis serve -f examples/quickstart/ --envoy-http-address 127.0.0.1:8080 --envoy-https-address 127.0.0.1:8443
   portcullis serve --provider kubernetes --kubeconfig ~/.kube/config`,
 		RunE: func(*cobra.Command, []string) error { return sf.run() },
@@ -449,6 +455,7 @@ func (sf *serveFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&sf.xdsTLS.ClientCA, "xds-tls-client-ca", "", "xDS over mTLS: the CA bundle (PEM) Envoy's client certificates must chain to; clients without one are refused")
 	f.DurationVar(&sf.xdsTimeout, "xds-client-timeout", xdsserver.DefaultClientTimeout, "how long an xDS client may take to read a response and to answer it (ACK or NACK): a stream that takes longer is dropped, its connection closed, and counted in portcullis_xds_streams_dropped_total")
 	f.StringVar(&sf.adminAddress, "admin-address", "127.0.0.1:8002", "address of the admin HTTP endpoint (empty to disable)")
+	f.StringVar(&sf.metricsAddress, "metrics-address", "", "address of an HTTP endpoint serving GET /metrics alone, for Prometheus to scrape from outside the Pod (empty: none; the admin endpoint serves /metrics too)")
 	f.DurationVar(&sf.debounce, "debounce", 100*time.Millisecond, "minimum time between two builds: a change within this long of the last build waits until this long has passed, taking in the changes that arrive meanwhile (a change after a quiet period is built at once)")
 	f.StringVar(&sf.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	sf.bf.add(f)
@@ -465,7 +472,7 @@ func (sf *serveFlags) run() error {
 	if err != nil {
 		return err
 	}
-	cfg := serve.Config{Pipeline: opts, XDSAddress: sf.xdsAddress, AdminAddress: sf.adminAddress, Debounce: sf.debounce, Log: log, Extensions: exts,
+	cfg := serve.Config{Pipeline: opts, XDSAddress: sf.xdsAddress, AdminAddress: sf.adminAddress, MetricsAddress: sf.metricsAddress, Debounce: sf.debounce, Log: log, Extensions: exts,
 		XDSClientTimeout: sf.xdsTimeout}
 	if sf.xdsTimeout <= 0 {
 		return fmt.Errorf("--xds-client-timeout must be positive, not %s", sf.xdsTimeout)
@@ -646,6 +653,7 @@ be absolute.`,
 func (bf *bootstrapFlags) add(f *pflag.FlagSet) {
 	o, t := &bf.o, &bf.t
 	f.StringVar(&o.XDSAddress, "xds-address", "127.0.0.1:8001", "the portcullis xDS server, host:port")
+	f.StringVar(&o.StatsAddress, "stats-address", "", "a listener (host:port) that serves only GET /stats/prometheus from the admin interface, for Prometheus to scrape from outside the Pod (the admin interface stays on loopback); empty for none")
 	f.StringVar(&o.AdminAddress, "envoy-admin-address", "127.0.0.1:9901", "where Envoy's admin interface listens (keep it on loopback)")
 	f.StringVar(&o.ReadyAddress, "ready-address", "", "a listener (host:port) that serves only GET /ready from the admin interface, for readiness probes from outside the Pod (the admin interface stays on loopback); empty for none")
 	f.StringVar(&o.NodeID, "node-id", "envoy", "this Envoy's node ID")

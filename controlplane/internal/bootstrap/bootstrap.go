@@ -12,6 +12,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -38,6 +39,9 @@ type Options struct {
 	// ReadyAddress, when set, is a listener (host:port) that serves only
 	// GET /ready of the admin interface, for readiness probes (ready.go).
 	ReadyAddress string
+	// StatsAddress, when set, is a listener (host:port) that serves only
+	// GET /stats/prometheus of the admin interface, for Prometheus.
+	StatsAddress string
 	// TLS, when set, connects to the xDS server over mutual TLS (tls.go).
 	TLS *TLS
 }
@@ -62,17 +66,25 @@ func Build(o Options) ([]byte, error) {
 		DynamicResources: dynamicResources(o.SotW),
 		StaticResources:  &bootstrapv3.Bootstrap_StaticResources{Clusters: []*clusterv3.Cluster{xds}},
 	}
-	if o.ReadyAddress != "" {
-		host, port, err := SplitHostPort(o.ReadyAddress)
-		if err != nil {
-			return nil, fmt.Errorf("ready address: %w", err)
+	for _, l := range []struct {
+		what, addr string
+		make       func(string, uint32) (*listenerv3.Listener, error)
+	}{{"ready address", o.ReadyAddress, readyListener}, {"stats address", o.StatsAddress, statsListener}} {
+		if l.addr == "" {
+			continue
 		}
-		l, c, err := readyResources(host, port, adminHost, adminPort)
+		host, port, err := SplitHostPort(l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.what, err)
+		}
+		lis, err := l.make(host, port)
 		if err != nil {
 			return nil, err
 		}
-		b.StaticResources.Listeners = append(b.StaticResources.Listeners, l)
-		b.StaticResources.Clusters = append(b.StaticResources.Clusters, c)
+		b.StaticResources.Listeners = append(b.StaticResources.Listeners, lis)
+	}
+	if len(b.StaticResources.Listeners) > 0 {
+		b.StaticResources.Clusters = append(b.StaticResources.Clusters, adminCluster(adminHost, adminPort))
 	}
 	if err := b.ValidateAll(); err != nil {
 		return nil, err

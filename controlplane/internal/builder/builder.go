@@ -94,7 +94,7 @@ func Build(in *objects.Set, opts Options) *Result { return BuildCached(in, opts,
 // processing) and completes the snapshot with it; then each root is built
 // on its own against the snapshot (buildRoot) and the results merged.
 func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
-	snap := core.NewSnapshot(in, opts)
+	snap := core.NewSnapshot(in, opts, memo.previous())
 	model := core.NewModel(opts)
 	b := core.NewMerged(core.BuildGlobalStage(snap, model))
 	rootsMemo, gatewayMemo := memo.start(snap)
@@ -110,7 +110,7 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 	addrs := core.EnvoyAddresses(snap)
 	httpproxy.MarkLoadBalancer(b, results, addrs)
 	services := gatewayapi.BuildGatewayAPI(snap, model, b, gatewayMemo, addrs)
-	b.Finish(model, uses)
+	b.Finish(model, uses, memo.clusterCopies())
 
 	if snap.Opts.GatewayServicePerGateway {
 		// nil: the Envoy Service is not known (yet, or it is being
@@ -130,9 +130,8 @@ func BuildCached(in *objects.Set, opts Options, memo *Memo) *Result {
 			res.Unavailable = append(res.Unavailable, *p)
 		}
 	}
-	for _, o := range b.Out.Status {
-		res.Status = append(res.Status, o)
-	}
+	res.Status = slices.Clone(b.Out.Statuses())
 	status.SortObjects(res.Status)
+	memo.built(snap)
 	return res
 }

@@ -25,13 +25,19 @@ type Memo struct {
 	roots *httpproxy.RootMemo
 	// gateway keeps the Gateway API routes' rules (gatewaymemo.go).
 	gateway *gatewayapi.GatewayMemo
+	// prev is the index of the last build's snapshot, whose results the
+	// memo holds (nil while a build runs: one that does not end, say a
+	// panic, leaves nothing a next snapshot could be patched from).
+	prev *core.Index
+	// clusters keeps the model's copies of the clusters.
+	clusters *core.ClusterCopies
 	// Hits and Misses count the roots of the last build.
 	Hits, Misses int
 }
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{roots: httpproxy.NewRootMemo(), gateway: &gatewayapi.GatewayMemo{}}
+	return &Memo{roots: httpproxy.NewRootMemo(), gateway: &gatewayapi.GatewayMemo{}, clusters: core.NewClusterCopies()}
 }
 
 // start begins a build of s: the results of the previous build hold only
@@ -48,6 +54,33 @@ func (m *Memo) start(s *core.Snapshot) (*httpproxy.RootMemo, *gatewayapi.Gateway
 	m.global = g
 	m.roots.Start()
 	return m.roots, m.gateway
+}
+
+// clusterCopies are the model's copies of the clusters (nil without a
+// memo).
+func (m *Memo) clusterCopies() *core.ClusterCopies {
+	if m == nil {
+		return nil
+	}
+	return m.clusters
+}
+
+// previous is the index of the last build's snapshot (nil for none),
+// handed over to the build starting.
+func (m *Memo) previous() *core.Index {
+	if m == nil {
+		return nil
+	}
+	prev := m.prev
+	m.prev = nil
+	return prev
+}
+
+// built records the snapshot of a build that ended.
+func (m *Memo) built(s *core.Snapshot) {
+	if m != nil {
+		m.prev = s.Index()
+	}
 }
 
 // finish ends a build: its counts are the roots memo's.

@@ -30,7 +30,7 @@ func TestRootResultHolds(t *testing.T) {
 			Ports:       []discoveryv1.EndpointPort{{Port: core.PtrTo(int32(80))}},
 		}},
 	}
-	res := httpproxy.BuildRoot(core.NewSnapshot(base, core.Options{}), root, "")
+	res := httpproxy.BuildRoot(core.NewSnapshot(base, core.Options{}, nil), root, "")
 	for _, tc := range []struct {
 		name   string
 		change func(s *objects.Set)
@@ -67,13 +67,13 @@ func TestRootResultHolds(t *testing.T) {
 			next.Services = append([]*corev1.Service(nil), base.Services...)
 			next.EndpointSlices = append([]*discoveryv1.EndpointSlice(nil), base.EndpointSlices...)
 			tc.change(&next)
-			snap := core.NewSnapshot(&next, core.Options{})
+			snap := core.NewSnapshot(&next, core.Options{}, nil)
 			if got := res.Holds(snap, snap.Proxies[core.NsName("default", "root")], ""); got != tc.holds {
 				t.Errorf("holds = %v, want %v", got, tc.holds)
 			}
 		})
 	}
-	if res.Holds(core.NewSnapshot(base, core.Options{}), root, "another DuplicateVhost message") {
+	if res.Holds(core.NewSnapshot(base, core.Options{}, nil), root, "another DuplicateVhost message") {
 		t.Errorf("holds with another DuplicateVhost message")
 	}
 }

@@ -227,6 +227,33 @@ type Gateway struct {
 	// the standard CRDs the API server prunes those fields, and a claim
 	// would fail every test of them.
 	ExperimentalChannel bool `json:"experimentalChannel,omitempty"`
+	// UDPSessionIdleTimeout closes a UDP listener's session (a client's
+	// source address and port, and its backend endpoint) after this long
+	// without a datagram either way: a duration from 1s to 1h, 60s when
+	// empty (DefaultUDPSessionIdleTimeout). An answer later than it is
+	// dropped.
+	UDPSessionIdleTimeout string `json:"udpSessionIdleTimeout,omitempty"`
+}
+
+// DefaultUDPSessionIdleTimeout is gateway.udpSessionIdleTimeout's
+// default, Envoy's own.
+const DefaultUDPSessionIdleTimeout = time.Minute
+
+// The bounds of gateway.udpSessionIdleTimeout: a session outlives a slow
+// answer, and a client gone does not hold Envoy's session for long.
+const (
+	minUDPSessionIdleTimeout = time.Second
+	maxUDPSessionIdleTimeout = time.Hour
+)
+
+// UDPIdleTimeout is gateway.udpSessionIdleTimeout in force (the default
+// when empty or invalid: Check refuses an invalid one).
+func (g Gateway) UDPIdleTimeout() time.Duration {
+	d, err := time.ParseDuration(g.UDPSessionIdleTimeout)
+	if err != nil || d < minUDPSessionIdleTimeout || d > maxUDPSessionIdleTimeout {
+		return DefaultUDPSessionIdleTimeout
+	}
+	return d
 }
 
 // DefaultGatewayControllerName is the controller name of the GatewayClasses
@@ -617,6 +644,7 @@ func (p *problems) gateway(g Gateway) {
 	if s := g.EnvoyService; s != "" && !isNamespacedName(s) {
 		p.add("gateway.envoyService", "must be namespace/name, got %q", s)
 	}
+	p.udpIdleTimeout(g.UDPSessionIdleTimeout)
 	if g.ServicePerGateway {
 		if g.EnvoyService == "" {
 			p.add("gateway.servicePerGateway", "needs gateway.envoyService (the Service whose namespace, type and selector each Gateway's Service takes)")
@@ -624,6 +652,17 @@ func (p *problems) gateway(g Gateway) {
 		if len(g.Addresses) > 0 {
 			p.add("gateway.servicePerGateway", "excludes gateway.addresses: each Gateway's addresses are its own Service's")
 		}
+	}
+}
+
+// udpIdleTimeout checks gateway.udpSessionIdleTimeout (v, "" for the
+// default).
+func (p *problems) udpIdleTimeout(v string) {
+	if v == "" {
+		return
+	}
+	if d, err := time.ParseDuration(v); err != nil || d < minUDPSessionIdleTimeout || d > maxUDPSessionIdleTimeout {
+		p.add("gateway.udpSessionIdleTimeout", "must be a duration from %v to %v such as 30s, got %q", minUDPSessionIdleTimeout, maxUDPSessionIdleTimeout, v)
 	}
 }
 

@@ -96,10 +96,13 @@ func TestParseErrors(t *testing.T) {
 		name, in, want string
 	}{
 		{"unknown top-level field", "globalExtAuthz: {}", `c.yaml: globalExtAuthz: unknown field (known fields: extensions, gateway, globalExtAuth, globalExtProc, limits, rateLimitService)`},
-		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService, experimentalChannel, servicePerGateway)`},
+		{"unknown gateway field", "gateway: {controller: a.b/c}", `c.yaml: gateway.controller: unknown field (known fields: addresses, controllerName, envoyService, experimentalChannel, servicePerGateway, udpSessionIdleTimeout)`},
 		{"gateway address neither IP nor host name", "gateway: {addresses: [10.0.0.1, 'not an address']}", `gateway.addresses[1]: must be an IP address or a host name, got "not an address"`},
 		{"envoy service without namespace", "gateway: {envoyService: envoy}", `gateway.envoyService: must be namespace/name, got "envoy"`},
 		{"service per gateway without envoy service", "gateway: {servicePerGateway: true}", `gateway.servicePerGateway: needs gateway.envoyService`},
+		{"UDP idle timeout not a duration", "gateway: {udpSessionIdleTimeout: soon}", `gateway.udpSessionIdleTimeout: must be a duration from 1s to 1h0m0s such as 30s, got "soon"`},
+		{"UDP idle timeout too short", "gateway: {udpSessionIdleTimeout: 100ms}", `gateway.udpSessionIdleTimeout: must be a duration from 1s to 1h0m0s`},
+		{"UDP idle timeout too long", "gateway: {udpSessionIdleTimeout: 2h}", `gateway.udpSessionIdleTimeout: must be a duration from 1s to 1h0m0s`},
 		{"service per gateway with addresses", "gateway: {servicePerGateway: true, envoyService: a/b, addresses: [10.0.0.1]}", `gateway.servicePerGateway: excludes gateway.addresses`},
 		{"controller name without a domain", "gateway: {controllerName: portcullis}", `gateway.controllerName: must be a domain-prefixed path`},
 		{"unknown limit", "limits: {maxDepth: 3}", `c.yaml: limits.maxDepth: unknown field (known fields: maxIncludeDepth, maxIncludesPerRoot, maxRoutesPerVirtualHost)`},
@@ -331,5 +334,15 @@ func TestGlobalExtAuthOptOut(t *testing.T) {
 	}
 	if (*GlobalExtAuth)(nil).OptOutForbidden() {
 		t.Error("no global authorization forbids opting out of it")
+	}
+}
+
+// gateway.udpSessionIdleTimeout: the default when unset, the value when
+// set.
+func TestUDPIdleTimeout(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": time.Minute, "3s": 3 * time.Second, "1h": time.Hour} {
+		if got := (Gateway{UDPSessionIdleTimeout: in}).UDPIdleTimeout(); got != want {
+			t.Errorf("%q: %v, want %v", in, got, want)
+		}
 	}
 }

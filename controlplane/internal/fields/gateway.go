@@ -18,6 +18,7 @@ const (
 	KindGRPCRoute      = "GRPCRoute"
 	KindTLSRoute       = "TLSRoute"
 	KindTCPRoute       = "TCPRoute"
+	KindUDPRoute       = "UDPRoute"
 	KindReferenceGrant = "ReferenceGrant"
 	KindExtAuthPolicy  = "ExtAuthPolicy"
 	KindExtProcPolicy  = "ExtProcPolicy"
@@ -39,6 +40,7 @@ var GatewayKinds = []struct {
 	{KindGRPCRoute, reflect.TypeFor[gwapiv1.GRPCRouteSpec]()},
 	{KindTLSRoute, reflect.TypeFor[gwapiv1.TLSRouteSpec]()},
 	{KindTCPRoute, reflect.TypeFor[gwapiv1.TCPRouteSpec]()},
+	{KindUDPRoute, reflect.TypeFor[gwapiv1.UDPRouteSpec]()},
 	{KindReferenceGrant, reflect.TypeFor[gwapiv1.ReferenceGrantSpec]()},
 	{KindExtAuthPolicy, reflect.TypeFor[gatewayv1alpha1.ExtAuthPolicySpec]()},
 	{KindExtProcPolicy, reflect.TypeFor[gatewayv1alpha1.ExtProcPolicySpec]()},

@@ -42,6 +42,7 @@ func gatewayFixture() *objects.Set {
 				}},
 				{Name: "tls", Port: 9443, Protocol: gwapiv1.TLSProtocolType, TLS: &gwapiv1.ListenerTLSConfig{Mode: new(gwapiv1.TLSModePassthrough)}},
 				{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType},
+				{Name: "udp", Port: 5300, Protocol: gwapiv1.UDPProtocolType},
 			},
 		}}},
 		HTTPRoutes: []*gwapiv1.HTTPRoute{{ObjectMeta: meta("r"), Spec: gwapiv1.HTTPRouteSpec{
@@ -60,6 +61,10 @@ func gatewayFixture() *objects.Set {
 			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: parents},
 			Rules:           []gwapiv1.TCPRouteRule{{BackendRefs: []gwapiv1.BackendRef{backend}}},
 		}}},
+		UDPRoutes: []*gwapiv1.UDPRoute{{ObjectMeta: meta("ur"), Spec: gwapiv1.UDPRouteSpec{
+			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: parents},
+			Rules:           []gwapiv1.UDPRouteRule{{BackendRefs: []gwapiv1.BackendRef{backend}}},
+		}}},
 	}
 }
 
@@ -68,7 +73,7 @@ func gatewayFixture() *objects.Set {
 // among them.
 func statusStrings(t *testing.T, set *objects.Set, kind string) []string {
 	t.Helper()
-	name := map[string]string{fields.KindGatewayClass: "c", fields.KindGateway: "g", fields.KindHTTPRoute: "r", fields.KindGRPCRoute: "gr", fields.KindTLSRoute: "tr", fields.KindTCPRoute: "cr"}[kind]
+	name := map[string]string{fields.KindGatewayClass: "c", fields.KindGateway: "g", fields.KindHTTPRoute: "r", fields.KindGRPCRoute: "gr", fields.KindTLSRoute: "tr", fields.KindTCPRoute: "cr", fields.KindUDPRoute: "ur"}[kind]
 	for _, o := range builder.Build(set, builder.Options{}).Status {
 		if o.Ref.Kind != kind || o.Ref.Name != name {
 			continue
@@ -193,6 +198,7 @@ var ignoredGatewayCases = []gatewayCase{
 	{kind: fields.KindGRPCRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.GRPCRoutes[0].Spec.UseDefaultGateways = scope }},
 	{kind: fields.KindTLSRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.TLSRoutes[0].Spec.UseDefaultGateways = scope }},
 	{kind: fields.KindTCPRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.TCPRoutes[0].Spec.UseDefaultGateways = scope }},
+	{kind: fields.KindUDPRoute, pattern: "spec.useDefaultGateways", set: func(s *objects.Set) { s.UDPRoutes[0].Spec.UseDefaultGateways = scope }},
 }
 
 // TestGatewayTableSaysWhatTheBuilderDoes: every refused field of the

@@ -140,6 +140,12 @@ var gatewayTable = map[string]entries{
 
 	KindTCPRoute: tree("spec", streamRoute),
 
+	KindUDPRoute: tree("spec", without(streamRoute, "rules.backendRefs", "rules.backendRefs.group", "rules.backendRefs.port"), entries{
+		"rules.backendRefs":       ImplementedExcept("one cluster of their endpoints, the weights applied per session; none valid, one taking traffic invalid, or an ExternalName Service among several: every datagram is dropped (the proxy cannot drop a share alone)"),
+		"rules.backendRefs.group": ImplementedExcept(`a Service; another kind: ResolvedRefs False, InvalidKind`),
+		"rules.backendRefs.port":  ImplementedExcept("the Service's UDP port of that number (a TCP port alone: ResolvedRefs False, BackendNotFound); a port a BackendTLSPolicy applies to: ResolvedRefs False, UnsupportedProtocol"),
+	}),
+
 	KindReferenceGrant: tree("spec", entries{
 		"from":           yes,
 		"from.group":     yes,
@@ -205,9 +211,9 @@ func merged(parts ...entries) entries {
 var listener = entries{
 	"":         yes,
 	"name":     yes,
-	"hostname": ImplementedExcept("ignored on a TCP listener, as the API says"),
+	"hostname": ImplementedExcept("ignored on TCP and UDP listeners, as the API says"),
 	"port":     yes,
-	"protocol": ImplementedExcept(`HTTP, HTTPS, TLS and TCP; another: the listener's Accepted False, UnsupportedProtocol`),
+	"protocol": ImplementedExcept(`HTTP, HTTPS, TLS, TCP and UDP (a UDP listener is a socket of its own beside the TCP ones of its port); another: the listener's Accepted False, UnsupportedProtocol`),
 
 	"tls":                           yes,
 	"tls.mode":                      ImplementedExcept(`Terminate on HTTPS, Terminate and Passthrough on TLS; Passthrough on HTTPS: the listener's Accepted False, UnsupportedValue`),

@@ -118,6 +118,9 @@ func goldenGatewayPatterns(t *testing.T) map[string]map[string]bool {
 		for _, o := range set.TCPRoutes {
 			add(KindTCPRoute, o.Spec)
 		}
+		for _, o := range set.UDPRoutes {
+			add(KindUDPRoute, o.Spec)
+		}
 		for _, o := range set.ReferenceGrants {
 			add(KindReferenceGrant, o.Spec)
 		}

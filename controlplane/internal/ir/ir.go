@@ -77,6 +77,10 @@ type Listener struct {
 	// Fallback, when set, is a TLS listener's default filter chain, for
 	// clients that send no (or an unknown) SNI name.
 	Fallback *FallbackChain
+	// UDP, when set, makes it a UDP listener (a Gateway's UDP listener,
+	// udp-<port>): a socket of its own beside any TCP listener of the
+	// port, whose datagrams go to UDP's cluster. It then has no hosts.
+	UDP *UDPProxy
 	// KeepHostPort matches hosts on the Host header as the client sent it,
 	// port included, ignoring the port (the Gateway API's way) instead of
 	// stripping the port (Contour's).
@@ -266,6 +270,19 @@ type TCPHost struct {
 	ClientValidation *ClientValidation
 	// Clusters receive the connections, by Weight.
 	Clusters []WeightedCluster
+}
+
+// UDPProxy is what a UDP listener does with its datagrams: each client
+// (source address and port) is a session, proxied to an endpoint of
+// Cluster picked when the session starts, and closed after IdleTimeout
+// without a datagram either way. A Cluster with no cluster in the model
+// (an invalid backend) drops every datagram.
+type UDPProxy struct {
+	Cluster     string
+	IdleTimeout time.Duration
+	// Origins are the route it serves (the oldest attached) and its
+	// Gateway.
+	Origins Origins
 }
 
 // JWTProvider verifies JSON Web Tokens against the keys of a JWKS
@@ -723,6 +740,7 @@ const (
 	H2C   Protocol = "h2c" // plaintext HTTP/2
 	H2    Protocol = "h2"  // HTTP/2 over TLS
 	TLS   Protocol = "tls" // HTTP/1.1 over TLS
+	UDP   Protocol = "udp" // datagrams (a UDPRoute's backends)
 )
 
 // Cluster is one upstream cluster.
@@ -766,6 +784,10 @@ type Cluster struct {
 	// HealthCheck, when set, makes Envoy check the endpoints with gRPC
 	// health checks.
 	HealthCheck *HealthCheck
+	// LocalityWeighted makes the endpoints' group weights apply (Envoy's
+	// locality weighted load balancing): the weighted backends of a
+	// UDPRoute, whose proxy picks one cluster.
+	LocalityWeighted bool
 	// Extension, when set, is the object of an extension's backend kind
 	// the cluster stands for: Portcullis does not know its endpoints (the
 	// cluster has none); the owner's PostClusterModify completes it.

@@ -135,10 +135,11 @@ func decodeDocument(doc []byte, where string, registered map[schema.GroupVersion
 	if len(bytes.TrimSpace(doc)) == 0 || isOnlyComments(doc) {
 		return out
 	}
+	text := doc
 	doc, unmarshal := toJSON(doc)
 	var meta typeMeta
 	if err := unmarshal(doc, &meta); err != nil {
-		out.err = fmt.Errorf("%s: %w", where, err)
+		out.err = explain(err, where, text)
 		return out
 	}
 	if d, incomplete := incompleteTypeMeta(meta, where); incomplete {
@@ -225,7 +226,7 @@ func decodeRead(doc []byte, where string, meta typeMeta) (out decoded) {
 			out.skipped = append(out.skipped, notRead(where, meta.APIVersion, meta.Kind))
 			return out
 		}
-		out.err = fmt.Errorf("%s: %w", where, err)
+		out.err = explain(err, where, doc)
 		return out
 	}
 	if !readKind(obj) {

@@ -81,7 +81,7 @@ metadata: {name: [broken
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: after}
-`, wantProxies: []string{"default/ok"}, wantErr: "in.yaml:2: "},
+`, wantProxies: []string{"default/ok"}, wantErr: "in.yaml, document 2, line 3: "},
 		{name: "an object without a name is an error naming it, after the objects before it", in: `
 apiVersion: projectcontour.io/v1
 kind: HTTPProxy
@@ -103,7 +103,7 @@ apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: p}
 spec: {routes: 5}
-`, wantErr: "in.yaml:1: "},
+`, wantErr: "in.yaml, document 1: spec.routes: expected a list, got a number"},
 		{name: "a document that is not a Kubernetes object is skipped", in: `
 processors: [{observe: {}}]
 ---
@@ -124,7 +124,7 @@ apiVersion: projectcontour.io/v1
 kind: HTTPProxy
 metadata: {name: p, annotations: {a: MARKER}}
 spec: {routes: MARKER}
-`, wantErr: "in.yaml:1: "},
+`, wantErr: "in.yaml, document 1: spec.routes: expected a list, got a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -142,6 +142,8 @@ type metrics struct {
 	// configFile is 1, by reason, while the configuration file on disk
 	// is not in force (configfile.go).
 	configFile *prometheus.GaugeVec
+	// objects counts the last build's objects by kind and status (health.go).
+	objects *prometheus.GaugeVec
 }
 
 // rejectionTypes are the resource types Envoy can reject, as typeLabel
@@ -176,6 +178,7 @@ func newMetrics(w statuswriter.Writer, l Leadership) *metrics {
 			Help: "1 when the last rebuild called none of the extension's hooks (registered but unused: e.g. no route references its kinds), else 0.",
 		}, []string{"extension"}),
 		configFile: newConfigFileGauge(),
+		objects:    newObjectsGauge(),
 	}
 	// Every series the docs name exists from the start, at zero, so that
 	// dashboards and alerts (rate, absent) work before the first NACK.

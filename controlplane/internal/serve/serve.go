@@ -41,6 +41,10 @@ type Config struct {
 	Pipeline     pipeline.Options
 	XDSAddress   string
 	AdminAddress string
+	// MetricsAddress, when set, serves GET /metrics alone, for Prometheus
+	// to scrape from outside the Pod while the admin endpoint (its /config
+	// and /status) stays on loopback.
+	MetricsAddress string
 	// Debounce is the minimum time between two builds: a change after a
 	// quiet period is built at once, one sooner waits for the rest of it
 	// and joins the changes that arrive meanwhile.
@@ -161,6 +165,7 @@ func newServer(cfg Config) (*Server, error) {
 		s.xds.ClientTimeout = cfg.XDSClientTimeout
 	}
 	s.registerDropped()
+	s.registerHealth()
 	if cfg.XDSTLS != nil {
 		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "portcullis_xds_certificate_expiry_timestamp_seconds",
@@ -228,11 +233,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go func() { errc <- s.xds.Serve(ctx, xdsLis, xdsTLS) }()
 	if cfg.AdminAddress != "" {
-		if err := s.serveAdmin(ctx, cfg.AdminAddress, errc); err != nil {
+		if err := serveHTTP(ctx, cfg.AdminAddress, s.adminHandler(), errc); err != nil {
 			return err
 		}
 	}
-	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "mTLS", cfg.XDSTLS != nil, "admin", cfg.AdminAddress)
+	if cfg.MetricsAddress != "" {
+		if err := serveHTTP(ctx, cfg.MetricsAddress, s.metricsHandler(), errc); err != nil {
+			return err
+		}
+	}
+	cfg.Log.Info("control plane serving", "xds", xdsLis.Addr().String(), "mTLS", cfg.XDSTLS != nil, "admin", cfg.AdminAddress, "metrics", cfg.MetricsAddress)
 
 	updates, options := watchInputs(ctx, cfg, errc, s.configFileProblem)
 	go pace(ctx, s.rejected, s.envoyChanged, rejectionStatusInterval)
@@ -255,14 +265,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
-// serveAdmin serves the admin endpoint on addr until ctx ends; an error
-// of the server goes to errc.
-func (s *Server) serveAdmin(ctx context.Context, addr string, errc chan<- error) error {
+// serveHTTP serves h on addr until ctx ends; an error of the server goes
+// to errc.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, errc chan<- error) error {
 	adminLis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		// Serve returns ErrServerClosed whatever closing the listener
@@ -275,6 +285,13 @@ func (s *Server) serveAdmin(ctx context.Context, addr string, errc chan<- error)
 		}
 	}()
 	return nil
+}
+
+// metricsHandler serves the metrics at GET /metrics, and nothing else.
+func (s *Server) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // watchInputs runs the provider, and the options' source when there is
@@ -457,6 +474,7 @@ func (s *Server) rebuild(ctx context.Context, set *objects.Set) (extFailed bool)
 	s.metrics.translate.Observe(built.Seconds())
 	s.metrics.rootsReused.Add(float64(s.cache.Build.Hits))
 	s.metrics.rootsBuilt.Add(float64(s.cache.Build.Misses))
+	countObjects(s.metrics.objects, res.Build.Status)
 	out, extProblems, extFailed := s.ext.apply(ctx, set, res)
 	if out == nil {
 		// The extension failed under failurePolicy Closed: Envoy keeps
@@ -704,7 +722,7 @@ func (s *Server) adminHandler() http.Handler {
 		writeJSON(w, doc)
 	})
 	mux.HandleFunc("GET /extensions", s.ext.serveHTTP)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.metricsHandler())
 	// Profiles, for performance work at scale.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

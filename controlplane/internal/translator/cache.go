@@ -177,7 +177,7 @@ func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.Cluster
 // Origins aside. Most often their Origins are equal too: compared whole
 // first, without copying either.
 func sameButOrigins(a, b *ir.Cluster) bool {
-	if reflect.DeepEqual(a, b) {
+	if a == b || reflect.DeepEqual(a, b) {
 		return true
 	}
 	x, y := *a, *b

@@ -69,6 +69,12 @@ func cluster(c *ir.Cluster) *clusterv3.Cluster {
 	}
 	out.HealthChecks = healthChecks(c.HealthCheck)
 	out.CircuitBreakers = circuitBreakers(c.CircuitBreakers)
+	if c.LocalityWeighted {
+		// Without it Envoy ignores the groups' weights.
+		out.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
+			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{},
+		}}
+	}
 	return out
 }
 

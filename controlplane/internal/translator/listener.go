@@ -27,6 +27,8 @@ func listener(r *Resources, m *ir.Model, l *ir.Listener, opts Options, c *Cache)
 		c = nil
 	}
 	switch {
+	case l.UDP != nil:
+		udpListener(r, l)
 	case l.TLS:
 		tlsListener(r, m, l, c)
 	case len(l.TCPHosts) > 0:

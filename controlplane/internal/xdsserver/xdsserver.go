@@ -134,6 +134,10 @@ type stream struct {
 	sent map[string][]sentResponse
 	// rejections are what the stream's Envoy rejects, by type URL.
 	rejections map[string]Rejection
+	// waiting holds, by type URL, when the oldest response the stream's
+	// Envoy has not ACKed was sent (lag.go); absent when it ACKed the
+	// latest.
+	waiting map[string]time.Time
 }
 
 // sentResponse is what one response carried: its version, and the
@@ -141,6 +145,7 @@ type stream struct {
 // every resource of table when all.
 type sentResponse struct {
 	nonce, version string
+	at             time.Time // when it was sent
 	names          []string
 	table          *table
 	all            bool
@@ -517,7 +522,7 @@ func (s *Server) onRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
 func (s *Server) stream(id int64, node string) *stream {
 	st := s.streams[id]
 	if st == nil {
-		st = &stream{sent: map[string][]sentResponse{}, rejections: map[string]Rejection{}}
+		st = &stream{sent: map[string][]sentResponse{}, rejections: map[string]Rejection{}, waiting: map[string]time.Time{}}
 		s.streams[id] = st
 	}
 	if node != "" {
@@ -537,11 +542,14 @@ func (st *stream) response(typeURL, nonce string) (sentResponse, bool) {
 	return sentResponse{}, false
 }
 
-// settle forgets the names of the response with nonce, once answered.
+// settle forgets the names of the response with nonce, once ACKed, and
+// moves what the stream waits for past it.
 func (st *stream) settle(typeURL, nonce string) {
-	for i, r := range st.sent[typeURL] {
+	sent := st.sent[typeURL]
+	for i, r := range sent {
 		if r.nonce == nonce {
-			st.sent[typeURL][i].names, st.sent[typeURL][i].table, st.sent[typeURL][i].all = nil, nil, false
+			sent[i].names, sent[i].table, sent[i].all = nil, nil, false
+			st.acked(typeURL, sent, i)
 		}
 	}
 }
@@ -549,6 +557,9 @@ func (st *stream) settle(typeURL, nonce string) {
 // remember records what a response carried, forgetting the oldest of its
 // type beyond keptNonces.
 func (st *stream) remember(typeURL string, r sentResponse) {
+	if _, ok := st.waiting[typeURL]; !ok {
+		st.waiting[typeURL] = r.at
+	}
 	sent := append(st.sent[typeURL], r)
 	if len(sent) > keptNonces {
 		sent = slices.Delete(sent, 0, len(sent)-keptNonces)
@@ -559,7 +570,7 @@ func (st *stream) remember(typeURL string, r sentResponse) {
 // onResponse records what a state-of-the-world response carried: the
 // names of rs, or every resource of cur when all.
 func (s *Server) onResponse(id int64, resp *discoveryv3.DiscoveryResponse, cur *table, rs []*resource, all bool) {
-	r := sentResponse{nonce: resp.Nonce, version: resp.VersionInfo, table: cur, all: all}
+	r := sentResponse{nonce: resp.Nonce, version: resp.VersionInfo, table: cur, all: all, at: time.Now()}
 	if !all {
 		r.names = make([]string, len(rs))
 		for i, res := range rs {
@@ -582,7 +593,7 @@ func (s *Server) onDeltaResponse(id int64, _ *discoveryv3.DeltaDiscoveryRequest,
 	names = append(names, resp.RemovedResources...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stream(id, "").remember(resp.TypeUrl, sentResponse{nonce: resp.Nonce, version: resp.SystemVersionInfo, names: names})
+	s.stream(id, "").remember(resp.TypeUrl, sentResponse{nonce: resp.Nonce, version: resp.SystemVersionInfo, names: names, at: time.Now()})
 }
 
 func (s *Server) onDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {

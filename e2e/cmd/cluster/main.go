@@ -9,6 +9,7 @@
 //	cluster node --config FILE     the node agent
 //	cluster container-init FILE    a container's process, before exec
 //	cluster pause                  stands in for images that only have to run
+//	cluster dns -conf FILE         stands in for coredns (dns.go)
 package main
 
 import (
@@ -42,6 +43,8 @@ func main() {
 			usage()
 		}
 		err = nodeagent.ContainerInit(os.Args[2])
+	case "dns":
+		err = dnsServer(os.Args[2:])
 	case "pause":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		<-ctx.Done()

@@ -26,19 +26,35 @@ type Backend struct {
 // and its ready endpoints. The error says what is wrong in words for a
 // status message.
 func (r *Resolver) Backend(key types.NamespacedName, port int) (*Backend, error) {
+	return r.backend(key, port, "")
+}
+
+// UDPBackend is Backend for datagrams (a UDPRoute's backends): the
+// Service port of that number and protocol UDP (a Service may have a TCP
+// and a UDP port of one number, DNS's 53), and its ready endpoints.
+func (r *Resolver) UDPBackend(key types.NamespacedName, port int) (*Backend, error) {
+	return r.backend(key, port, corev1.ProtocolUDP)
+}
+
+// backend finds the Service port of that number (and protocol, unless "":
+// the first of that number) and its ready endpoints.
+func (r *Resolver) backend(key types.NamespacedName, port int, proto corev1.Protocol) (*Backend, error) {
 	svc := r.service(key)
 	if svc == nil {
 		return nil, fmt.Errorf("%s %q not found", serviceKind, key.String())
 	}
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
-		if int(svc.Spec.Ports[i].Port) == port {
+		if int(svc.Spec.Ports[i].Port) == port && (proto == "" || portProtocol(svc.Spec.Ports[i].Protocol) == proto) {
 			sp = &svc.Spec.Ports[i]
 			break
 		}
 	}
 	if sp == nil {
 		if svc.Spec.Type != corev1.ServiceTypeExternalName {
+			if proto != "" {
+				return nil, fmt.Errorf("%s %q has no %s port %d", serviceKind, key.String(), proto, port)
+			}
 			return nil, fmt.Errorf("%s %q has no port %d", serviceKind, key.String(), port)
 		}
 		if port < 1 || port > maxPort {
@@ -46,7 +62,7 @@ func (r *Resolver) Backend(key types.NamespacedName, port int) (*Backend, error)
 		}
 		// ExternalName services often list no ports: the port is the
 		// destination's.
-		sp = &corev1.ServicePort{Port: int32(port), Protocol: corev1.ProtocolTCP}
+		sp = &corev1.ServicePort{Port: int32(port), Protocol: portProtocol(proto)}
 	}
 	be := &Backend{Service: svc, Port: *sp}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -88,7 +104,7 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 	}
 	seen := map[endpointID]bool{}
 	for _, slice := range slices {
-		port := slicePort(slice, sp.Name)
+		port := slicePort(slice, sp.Name, sp.Protocol)
 		if port == 0 {
 			continue
 		}
@@ -110,20 +126,26 @@ func readyEndpoints(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) 
 	return out, total
 }
 
-// slicePort is the TCP port of an IP EndpointSlice named name (the
-// Service port's name); 0 for none, or for a negative one (only a file
-// could hold it: the API server refuses it).
-func slicePort(slice *discoveryv1.EndpointSlice, name string) uint32 {
+// portProtocol is a port's protocol, TCP when unset (the API's default).
+func portProtocol(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}
+
+// slicePort is the port of an IP EndpointSlice named name (the Service
+// port's name) of protocol proto (the Service port's; TCP when unset); 0
+// for none, or for a negative one (only a file could hold it: the API
+// server refuses it).
+func slicePort(slice *discoveryv1.EndpointSlice, name string, proto corev1.Protocol) uint32 {
 	if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
 		return 0
 	}
+	proto = portProtocol(proto)
 	var port int32
 	for _, p := range slice.Ports {
-		proto := corev1.ProtocolTCP
-		if p.Protocol != nil {
-			proto = *p.Protocol
-		}
-		if PtrValue(p.Name) == name && proto == corev1.ProtocolTCP && p.Port != nil {
+		if PtrValue(p.Name) == name && portProtocol(PtrValue(p.Protocol)) == proto && p.Port != nil {
 			port = *p.Port
 		}
 	}

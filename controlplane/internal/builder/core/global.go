@@ -38,7 +38,8 @@ type Globals struct {
 func BuildGlobalStage(snap *Snapshot, m *ir.Model) Stage {
 	// Every root's findings are merged into this output: sized for every
 	// HTTPProxy at once, not grown on every rebuild.
-	out := Output{Status: make(map[objects.Ref]*status.Object, len(snap.In.HTTPProxies)+len(snap.In.ExtensionServices))}
+	n := len(snap.In.HTTPProxies) + len(snap.In.ExtensionServices)
+	out := Output{Status: make(map[objects.Ref]*status.Object, n), order: make([]*status.Object, 0, n)}
 	g := Stage{R: &Resolver{Snap: snap}, Out: &out}
 	for _, es := range snap.In.ExtensionServices {
 		snap.extensions[NsName(es.Namespace, es.Name)] = g.buildExtension(es)

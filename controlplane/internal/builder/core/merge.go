@@ -59,16 +59,17 @@ func (b *Merged) AddSecrets(ss []*ir.Secret) {
 // served uses, and sorts the model's lists
 // so that the translator's input is deterministic. The clusters and
 // secrets are copies: the roots' (which a Memo may reuse) and the previous
-// build's model are never modified.
-func (b *Merged) Finish(m *ir.Model, roots RootOrigins) {
+// build's model are never modified. copies (nil for none) keeps the
+// clusters' copies from one build to the next.
+func (b *Merged) Finish(m *ir.Model, roots RootOrigins, copies *ClusterCopies) {
 	global := byName(b.Out.ClusterUses)
 	m.Clusters = slices.Grow(m.Clusters, len(b.clusters))
+	copies.start()
 	for name, c := range b.clusters {
-		o := *c
-		o.Origins = roots.Clusters.Origins(name).Union(global[name])
-		m.Clusters = append(m.Clusters, &o)
+		m.Clusters = append(m.Clusters, copies.copy(c, roots.Clusters.Origins(name).Union(global[name])))
 	}
-	slices.SortFunc(m.Clusters, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	copies.sweep(len(b.clusters))
+	m.Clusters = copies.sort(m.Clusters)
 	global = byName(b.Out.SecretUses)
 	for name, s := range b.secrets {
 		o := *s

@@ -1,6 +1,9 @@
 package core
 
 import (
+	"cmp"
+	"time"
+
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/config"
 	"github.com/portcullis/portcullis/controlplane/internal/objects"
@@ -57,6 +60,9 @@ type Options struct {
 	// GatewayExperimentalChannel: the Gateway API CRDs are the
 	// experimental channel's (config.Gateway.ExperimentalChannel).
 	GatewayExperimentalChannel bool
+	// UDPSessionIdleTimeout closes the sessions of Gateways' UDP
+	// listeners (config.Gateway.UDPIdleTimeout); 0 is the default.
+	UDPSessionIdleTimeout time.Duration
 	// Extensions are the kinds the extension servers registered.
 	Extensions ExtensionKinds
 	// SystemCA is the PEM bundle of the system's trust roots
@@ -65,6 +71,11 @@ type Options struct {
 	// verified against it, shared as one SDS secret (SystemCASecretName).
 	// Empty: such URIs are refused.
 	SystemCA []byte
+}
+
+// UDPIdleTimeout is the idle timeout of UDP sessions in force.
+func (o *Options) UDPIdleTimeout() time.Duration {
+	return cmp.Or(o.UDPSessionIdleTimeout, config.DefaultUDPSessionIdleTimeout)
 }
 
 // Bind is where a listener binds.
@@ -91,6 +102,7 @@ func (o Options) WithConfig(c *config.Config) Options {
 	o.EnvoyAddresses, o.EnvoyService = c.Gateway.Addresses, c.Gateway.EnvoyService
 	o.GatewayServicePerGateway = c.Gateway.ServicePerGateway
 	o.GatewayExperimentalChannel = c.Gateway.ExperimentalChannel
+	o.UDPSessionIdleTimeout = c.Gateway.UDPIdleTimeout()
 	o.Extensions = extensionKindsOf(c)
 	return o
 }

@@ -20,6 +20,29 @@ type Output struct {
 	Clusters                []*ir.Cluster
 	Secrets                 []*ir.Secret
 	ClusterUses, SecretUses Uses
+	// order lists Status's values as Put added them: roots come sorted,
+	// so the build's findings come out of it all but sorted (Statuses),
+	// where a map gives them in random order to sort again.
+	order []*status.Object
+}
+
+// Put records st as the findings of ref, which has none yet.
+func (o *Output) Put(ref objects.Ref, st *status.Object) {
+	o.Status[ref] = st
+	o.order = append(o.order, st)
+}
+
+// Statuses are the findings of every object, in the order they were put;
+// in the map's when some were not put (or put twice).
+func (o *Output) Statuses() []*status.Object {
+	if len(o.order) == len(o.Status) {
+		return o.order
+	}
+	out := make([]*status.Object, 0, len(o.Status))
+	for _, st := range o.Status {
+		out = append(out, st)
+	}
+	return out
 }
 
 // NewOutput is an empty output.
@@ -53,7 +76,7 @@ func (s Stage) StatusOf(kind, namespace, name string, generation int64) *status.
 		for _, w := range s.R.Warnings(ref) {
 			o.AddError(contourv1.ConditionTypeSpecError, DecodeComplaintReason(w), DecodeComplaintMessage(w))
 		}
-		s.Out.Status[ref] = o
+		s.Out.Put(ref, o)
 	}
 	return o
 }

@@ -14,12 +14,18 @@ import (
 )
 
 // Same reports whether every lookup recorded in rd answers the same in
-// s.
+// s. The lookups held against the previous build's snapshot (a memo keeps
+// only the results of the last build): when the snapshot knows which names
+// changed since (Changes), only those are looked up again.
 func (rd *Reads) Same(s *Snapshot) bool {
-	return sameDeps(rd.proxies, s.Proxies, SameObject) &&
-		sameDeps(rd.services, s.Services, sameContent[*corev1.Service]) &&
-		sameDeps(rd.slices, s.slices, func(a, b []*discoveryv1.EndpointSlice) bool { return slices.EqualFunc(a, b, sameContent) }) &&
-		sameDeps(rd.secrets, s.secrets, sameContent[*corev1.Secret]) &&
+	ch, known := s.changes, s.changes != nil
+	if !known {
+		ch = &Changes{}
+	}
+	return sameAt(rd.proxies, s.Proxies, ch.proxies, known, SameObject) &&
+		sameAt(rd.services, s.Services, ch.services, known, sameContent[*corev1.Service]) &&
+		sameAt(rd.slices, s.slices, ch.slices, known, func(a, b []*discoveryv1.EndpointSlice) bool { return slices.EqualFunc(a, b, sameContent) }) &&
+		sameAt(rd.secrets, s.secrets, ch.secrets, known, sameContent[*corev1.Secret]) &&
 		!slices.ContainsFunc(rd.warnings, func(d warningDep) bool { return !slices.Equal(s.In.Warnings[d.ref], d.got) }) &&
 		!slices.ContainsFunc(rd.extObjects, func(d dep2[ExtKey, *unstructured.Unstructured]) bool { return !SameObject(s.extObjects[d.key], d.got) }) &&
 		!slices.ContainsFunc(rd.proxyPolicies, func(d dep[[]*ProxyPolicy]) bool { return !sameProxyPolicies(s.proxyPoliciesOf(d.key), d.got) })

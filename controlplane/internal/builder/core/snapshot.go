@@ -50,24 +50,45 @@ type Snapshot struct {
 	// proxyPolicies are the extensions' policies on HTTPProxies, one set
 	// per kind (extpolicy.go).
 	proxyPolicies []proxyPolicySet
+	// changes are the names changed since the previous build's
+	// snapshot (nil: not known).
+	changes *Changes
 }
 
-// NewSnapshot indexes in for one build.
-func NewSnapshot(in *objects.Set, opts Options) *Snapshot {
+// NewSnapshot indexes in for one build. prev (nil for none) is the
+// previous build's index (Snapshot.Index): when in lines up with its
+// input, it is patched, and the snapshot knows which names changed.
+func NewSnapshot(in *objects.Set, opts Options, prev *Index) *Snapshot {
 	s := &Snapshot{
 		Opts: opts, In: in,
-		// Sized from the input: growing maps of tens of thousands of
-		// entries one doubling at a time was ~5% of a full build.
-		secrets:     make(map[types.NamespacedName]*corev1.Secret, len(in.Secrets)),
-		Services:    make(map[types.NamespacedName]*corev1.Service, len(in.Services)),
-		slices:      make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(in.Services)),
-		Proxies:     make(map[types.NamespacedName]*contourv1.HTTPProxy, len(in.HTTPProxies)),
 		delegations: in.Delegations,
 		extensions:  map[types.NamespacedName]*Extension{},
 		tlsCache:    map[types.NamespacedName]parsedSecret{},
-		Clusters:    make(map[string]*ir.Cluster, len(in.Services)),
-		ready:       make(map[readyKey]readyEndpointsOf, len(in.Services)),
 	}
+	var ok bool
+	if s.changes, ok = s.patch(prev); ok {
+		// A rebuild: the roots built again are few, and so are the
+		// clusters and endpoints they look up.
+		s.Clusters, s.ready = map[string]*ir.Cluster{}, map[readyKey]readyEndpointsOf{}
+	} else {
+		s.index()
+	}
+	s.indexExtensions()
+	s.indexProxyPolicies()
+	return s
+}
+
+// index indexes s's input afresh.
+func (s *Snapshot) index() {
+	in := s.In
+	// Sized from the input: growing maps of tens of thousands of entries
+	// one doubling at a time was ~5% of a full build.
+	s.secrets = make(map[types.NamespacedName]*corev1.Secret, len(in.Secrets))
+	s.Services = make(map[types.NamespacedName]*corev1.Service, len(in.Services))
+	s.slices = make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(in.Services))
+	s.Proxies = make(map[types.NamespacedName]*contourv1.HTTPProxy, len(in.HTTPProxies))
+	s.Clusters = make(map[string]*ir.Cluster, len(in.Services))
+	s.ready = make(map[readyKey]readyEndpointsOf, len(in.Services))
 	for _, o := range in.Secrets {
 		s.secrets[NsName(o.Namespace, o.Name)] = o
 	}
@@ -85,9 +106,6 @@ func NewSnapshot(in *objects.Set, opts Options) *Snapshot {
 			s.Proxies[NsName(p.Namespace, p.Name)] = p
 		}
 	}
-	s.indexExtensions()
-	s.indexProxyPolicies()
-	return s
 }
 
 func (s *Snapshot) ownsClass(class string) bool {

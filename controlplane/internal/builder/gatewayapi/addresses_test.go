@@ -46,7 +46,7 @@ func TestEnvoyAddresses(t *testing.T) {
 			[]corev1.LoadBalancerIngress{{IP: "10.96.0.1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := core.NewSnapshot(&objects.Set{Services: tc.in}, core.Options{EnvoyAddresses: tc.configured, EnvoyService: tc.service})
+			snap := core.NewSnapshot(&objects.Set{Services: tc.in}, core.Options{EnvoyAddresses: tc.configured, EnvoyService: tc.service}, nil)
 			addrs := core.EnvoyAddresses(snap)
 			if !reflect.DeepEqual(addrs, tc.wantLB) {
 				t.Errorf("load balancer: got %v, want %v", addrs, tc.wantLB)

@@ -88,8 +88,8 @@ func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where st
 	if !builtin && !b.R.Opts().Extensions.Backends[gk] {
 		return b.unusableBackend(where, gwapiv1.RouteReasonInvalidKind, "%s/%s is not a supported backend kind: use a Service or a projectcontour.io ExtensionService", group, kind)
 	}
-	if ns != b.rt.ref.Namespace && !b.grants.permits(gatewayGroup, b.rt.kind, b.rt.ref.Namespace, group, kind, key) {
-		return b.unusableBackend(where, gwapiv1.RouteReasonRefNotPermitted, "%s %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", kind, key, b.rt.kind, b.rt.ref.Namespace)
+	if !b.referencePermitted(group, kind, key, where) {
+		return ""
 	}
 	switch {
 	case !builtin:
@@ -98,6 +98,17 @@ func (b *routeBuild) backendCluster(ref gwapiv1.BackendObjectReference, where st
 		return b.extensionServiceBackend(key, where)
 	}
 	return b.serviceBackend(key, ref.Port, where)
+}
+
+// referencePermitted checks that the route may use the backend key of
+// group and kind: one of its namespace, or of another whose
+// ReferenceGrant allows it (else RefNotPermitted in ResolvedRefs).
+func (b *routeBuild) referencePermitted(group gwapiv1.Group, kind gwapiv1.Kind, key types.NamespacedName, where string) bool {
+	if key.Namespace == b.rt.ref.Namespace || b.grants.permits(gatewayGroup, b.rt.kind, b.rt.ref.Namespace, group, kind, key) {
+		return true
+	}
+	b.unusableBackend(where, gwapiv1.RouteReasonRefNotPermitted, "%s %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", kind, key, b.rt.kind, b.rt.ref.Namespace)
+	return false
 }
 
 // unusableBackend records in ResolvedRefs why the backend reference at

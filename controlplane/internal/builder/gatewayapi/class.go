@@ -58,6 +58,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportTLSRouteModeTerminate,
 	features.SupportTLSRouteModeMixed,
 	features.SupportTCPRoute,
+	features.SupportUDPRoute,
 )
 
 // ExperimentalFeatures are the features whose fields only the Gateway

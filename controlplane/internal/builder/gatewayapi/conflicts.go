@@ -51,46 +51,66 @@ func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
 // resolveConflicts decides, per Envoy port, which listeners can be served
 // together. Listeners of different protocols on one port conflict (all of
 // them; on a shared port, those whose protocol is not the shared
-// listener's), but for HTTPS and TLS (sameTransport); of listeners claiming one hostname on one port, the oldest
-// Gateway's first listener keeps it, as the oldest HTTPProxy keeps its
-// FQDN; a hostname an HTTPProxy keeps on a shared listener stays its.
-// Listeners invalid on their own take no part.
+// listener's), but for HTTPS and TLS (sameTransport); of listeners
+// claiming one hostname on one port, the oldest Gateway's first listener
+// keeps it, as the oldest HTTPProxy keeps its FQDN; a hostname an
+// HTTPProxy keeps on a shared listener stays its. UDP listeners are
+// sockets of their own: they conflict only with each other (a UDP and a
+// TCP listener of one port are distinct, and both served), and never
+// with the shared listeners, which are TCP's. Listeners invalid on their
+// own take no part.
 func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
-	opts := g.R.Opts()
-	byPort := map[uint32][]*gwListener{}
+	type socket struct {
+		port uint32
+		udp  bool
+	}
+	byPort := map[socket][]*gwListener{}
 	for _, x := range g.gateways {
 		if !x.accepted() {
 			continue
 		}
 		for _, l := range x.listeners {
 			if len(l.accepted) == 0 {
-				byPort[l.envoyPort] = append(byPort[l.envoyPort], l)
+				k := socket{l.envoyPort, l.udp}
+				byPort[k] = append(byPort[k], l)
 			}
 		}
 	}
-	for port, ls := range byPort {
-		var want gwapiv1.ProtocolType
-		switch {
-		case port == opts.HTTP.Port && port != 0:
-			want = gwapiv1.HTTPProtocolType
-		case port == opts.HTTPS.Port && port != 0:
-			want = gwapiv1.HTTPSProtocolType
-		case slices.ContainsFunc(ls, func(l *gwListener) bool { return !sameTransport(l.spec.Protocol, ls[0].spec.Protocol) }):
-			for _, l := range ls {
-				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "another listener on port %d (Envoy port %d) has a different protocol", l.spec.Port, port)
-			}
+	for k, ls := range byPort {
+		if k.udp { // one protocol, no host names, no HTTPProxy
+			g.hostnameConflicts(k.port, ls, sharedHosts{})
 			continue
 		}
-		var same []*gwListener
-		for _, l := range ls {
-			if want != "" && !sameTransport(l.spec.Protocol, want) {
-				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
-				continue
-			}
-			same = append(same, l)
-		}
-		g.hostnameConflicts(port, same, proxies)
+		g.tcpConflicts(k.port, ls, proxies)
 	}
+}
+
+// tcpConflicts decides which of the TCP-based listeners ls of one Envoy
+// port are served: those of one protocol (or HTTPS and TLS), the shared
+// listener's when the port is one's, and then by hostname.
+func (g *gatewayStage) tcpConflicts(port uint32, ls []*gwListener, proxies sharedHosts) {
+	opts := g.R.Opts()
+	var want gwapiv1.ProtocolType
+	switch {
+	case port == opts.HTTP.Port && port != 0:
+		want = gwapiv1.HTTPProtocolType
+	case port == opts.HTTPS.Port && port != 0:
+		want = gwapiv1.HTTPSProtocolType
+	case slices.ContainsFunc(ls, func(l *gwListener) bool { return !sameTransport(l.spec.Protocol, ls[0].spec.Protocol) }):
+		for _, l := range ls {
+			l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "another listener on port %d (Envoy port %d) has a different protocol", l.spec.Port, port)
+		}
+		return
+	}
+	var same []*gwListener
+	for _, l := range ls {
+		if want != "" && !sameTransport(l.spec.Protocol, want) {
+			l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "Envoy port %d is the shared %s listener's (HTTPProxies'): a listener of protocol %s cannot be served there", port, want, l.spec.Protocol)
+			continue
+		}
+		same = append(same, l)
+	}
+	g.hostnameConflicts(port, same, proxies)
 }
 
 // sameTransport reports whether listeners of protocols a and b can share

@@ -17,6 +17,8 @@
 //   - tlsroute.go, tcproute.go, stream.go: TLSRoutes and TCPRoutes, whose
 //     connections are proxied to their backends (TLS passthrough by SNI;
 //     TCP);
+//   - udproute.go: UDPRoutes, whose datagrams are proxied to their
+//     backends on UDP listeners of their own;
 //   - backends.go, backendtls.go, refgrant.go: backendRefs, their TLS and
 //     ReferenceGrants;
 //   - hosts.go, precedence.go: the attached routes onto Envoy listeners
@@ -129,6 +131,9 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	for _, r := range snap.In.TCPRoutes {
 		g.buildTCPRoute(r)
 	}
+	for _, r := range snap.In.UDPRoutes {
+		g.buildUDPRoute(r)
+	}
 	g.buildPolicies()
 	g.placeRoutes(m)
 	m.ExtensionPolicies = g.validExtensionPolicies()
@@ -209,8 +214,8 @@ func (g *gatewayStage) gatewayServices() []*corev1.Service {
 // addGatewayOutput adds the Gateway API stage's statuses, clusters and
 // secrets, and their uses, to the merged output.
 func addGatewayOutput(b *core.Merged, out *core.Output) {
-	for ref, o := range out.Status {
-		b.Out.Status[ref] = o
+	for _, o := range out.Statuses() {
+		b.Out.Put(o.Ref, o)
 	}
 	b.AddClusters(out.Clusters)
 	b.AddSecrets(out.Secrets)
@@ -226,7 +231,7 @@ func (g *gatewayStage) gatewayAPIStatus(kind, namespace, name string, generation
 	o, ok := g.Out.Status[ref]
 	if !ok {
 		o = &status.Object{Ref: ref, Generation: generation, GatewayAPI: &status.GatewayAPI{}}
-		g.Out.Status[ref] = o
+		g.Out.Put(ref, o)
 	}
 	return o, g.R.Warnings(ref)
 }
@@ -242,6 +247,7 @@ const (
 	kindGRPCRoute = gwapiv1.Kind(objects.KindGRPCRoute)
 	kindTLSRoute  = gwapiv1.Kind(objects.KindTLSRoute)
 	kindTCPRoute  = gwapiv1.Kind(objects.KindTCPRoute)
+	kindUDPRoute  = gwapiv1.Kind(objects.KindUDPRoute)
 	// contourGroup and kindExtensionService name an ExtensionService as a
 	// backend.
 	contourGroup         = gwapiv1.Group("projectcontour.io")

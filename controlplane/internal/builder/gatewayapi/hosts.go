@@ -52,6 +52,9 @@ type gwHost struct {
 	listener *gwListener
 	routes   []gwIRRoute
 	origins  []objects.Ref
+	// attached are a stream listener's attachments for the host: one of
+	// them serves it (streamServedByOther tells the others).
+	attached []attachment
 }
 
 // placeRoutes merges the attachments into virtual hosts, one per Envoy
@@ -78,14 +81,16 @@ func (g *gatewayStage) placeRoutes(m *ir.Model) {
 		g.placeHost(m, listeners, k, hosts[k])
 	}
 	g.detectMisdirected(ready)
+	g.placeUDP(m)
 }
 
-// readyListeners are each Gateway's ready listeners, per Envoy port.
+// readyListeners are each Gateway's ready listeners of hosts, per Envoy
+// port: UDP listeners, which have none, are placed apart (placeUDP).
 func (g *gatewayStage) readyListeners() map[portGateway][]*gwListener {
 	ready := map[portGateway][]*gwListener{}
 	for _, x := range g.gateways {
 		for _, l := range x.listeners {
-			if l.ready() {
+			if l.ready() && !l.udp {
 				k := portGateway{l.envoyPort, x}
 				ready[k] = append(ready[k], l)
 			}
@@ -104,6 +109,9 @@ func (g *gatewayStage) readyListeners() map[portGateway][]*gwListener {
 func (g *gatewayStage) hostOwners() map[hostKey]*gwGateway {
 	owner := map[hostKey]*gwGateway{}
 	for _, a := range g.attachments {
+		if a.listener.udp {
+			continue
+		}
 		k := hostKey{a.listener.envoyPort, a.host}
 		if o := owner[k]; o == nil || core.OlderClaim(a.listener.gw.gw, o.gw) < 0 {
 			owner[k] = a.listener.gw
@@ -122,6 +130,9 @@ func (g *gatewayStage) mergeAttachments(ready map[portGateway][]*gwListener, own
 	best := map[hostKey]*gwListener{}
 	hosts := map[hostKey]*gwHost{}
 	for _, a := range g.attachments {
+		if a.listener.udp {
+			continue
+		}
 		k := hostKey{a.listener.envoyPort, a.host}
 		o := owner[k]
 		if o != a.listener.gw {
@@ -155,6 +166,7 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 	if a.listener.stream { // no HTTP policy applies to proxied connections
 		h.routes = append(h.routes, a.routes...)
 		h.origins = append(h.origins, a.origin)
+		h.attached = append(h.attached, a)
 		return
 	}
 	routes, policies := g.withPolicies(a.listener, withListenerPort(a.listener, a.routes))
@@ -181,6 +193,7 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 	}
 	if l.stream {
 		il.TCPHosts = append(il.TCPHosts, streamHost(vh, l.secret))
+		streamServedByOther(h, vh, k.host)
 		if l.secret != "" {
 			g.Out.SecretUses.Add(l.secret, gw)
 		}

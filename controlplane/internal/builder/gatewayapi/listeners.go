@@ -49,6 +49,9 @@ type gwListener struct {
 	// stream: its routes proxy connections (TLSRoute passthrough,
 	// TCPRoute), not HTTP requests (stream.go).
 	stream bool
+	// udp: its routes proxy datagrams (UDPRoute, udproute.go), on a UDP
+	// socket of its port, apart from the TCP listeners of that port.
+	udp bool
 	// secret is the SDS secret of an HTTPS listener's certificate.
 	secret string
 	// clientValidation, when set, verifies the clients' certificates
@@ -146,13 +149,13 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	case gwapiv1.TLSProtocolType:
 		l.tls, l.stream = true, true
 		g.listenerTLSRoutes(l)
-	case gwapiv1.TCPProtocolType:
-		l.stream = true
+	case gwapiv1.TCPProtocolType, gwapiv1.UDPProtocolType:
+		l.stream, l.udp = true, ls.Protocol == gwapiv1.UDPProtocolType
 		if ls.TLS != nil {
-			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls must not be set on a TCP listener")
+			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "tls must not be set on %s listener", withArticle(ls.Protocol))
 		}
 	default:
-		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP, HTTPS, TLS or TCP", ls.Protocol)
+		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedProtocol), "protocol %q is not supported: use HTTP, HTTPS, TLS, TCP or UDP", ls.Protocol)
 	}
 	if ls.Port < 1 || ls.Port > 65535 {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "port %d is not a port", ls.Port)
@@ -163,7 +166,7 @@ func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *
 	} else {
 		l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "no Envoy port left for port %d (Gateways have ports %d to %d)", ls.Port, GatewayPortFirst, GatewayPortLast)
 	}
-	if ls.Hostname != nil && ls.Protocol != gwapiv1.TCPProtocolType { // TCP has no host names (the API: ignored)
+	if ls.Hostname != nil && (!l.stream || l.tls) { // TCP and UDP have no host names (the API: ignored)
 		l.hostname = strings.ToLower(string(*ls.Hostname))
 		if err := gatewayHostnameValid(l.hostname); err != nil {
 			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "hostname %v", err)
@@ -254,6 +257,7 @@ var routeKinds = map[gwapiv1.ProtocolType][]gwapiv1.RouteGroupKind{
 	gwapiv1.HTTPSProtocolType: httpKinds,
 	gwapiv1.TLSProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindTLSRoute}},
 	gwapiv1.TCPProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindTCPRoute}},
+	gwapiv1.UDPProtocolType:   {{Group: core.PtrTo(gatewayGroup), Kind: kindUDPRoute}},
 }
 
 var httpKinds = []gwapiv1.RouteGroupKind{

@@ -19,8 +19,9 @@ type routeBuild struct {
 	rt         *gwRoute
 	// grpc: the route is a GRPCRoute (its backends speak h2c).
 	grpc bool
-	// stream: its connections are proxied (TLSRoute, TCPRoute): its backends get
-	// the bytes as they come, whatever their Service's protocol.
+	// stream: its connections are proxied (TLSRoute, TCPRoute), or its
+	// datagrams (UDPRoute): its backends get the bytes as they come,
+	// whatever their Service's protocol.
 	stream bool
 	// accepted: the findings of the route itself (it is not served);
 	// dropped: of its rules (each answers 500 or leaves out what the
@@ -46,7 +47,7 @@ func (g *gatewayStage) buildRoute(rt *gwRoute, rules func(*routeBuild) []gwIRRou
 	}
 	st, complaints := g.gatewayAPIStatus(rt.ref.Kind, rt.ref.Namespace, rt.ref.Name, rt.obj.GetGeneration())
 	out := core.NewOutput()
-	b := &routeBuild{Stage: core.Stage{R: g.R, Out: &out}, grants: g.grants, backendTLS: g.backendTLS, rt: rt, grpc: rt.kind == kindGRPCRoute, stream: rt.kind == kindTLSRoute || rt.kind == kindTCPRoute, accepted: decodeFindings(complaints)}
+	b := &routeBuild{Stage: core.Stage{R: g.R, Out: &out}, grants: g.grants, backendTLS: g.backendTLS, rt: rt, grpc: rt.kind == kindGRPCRoute, stream: rt.kind == kindTLSRoute || rt.kind == kindTCPRoute || rt.kind == kindUDPRoute, accepted: decodeFindings(complaints)}
 	for i, h := range rt.hostnames {
 		if err := gatewayHostnameValid(string(h)); err != nil {
 			b.accepted.add(string(gwapiv1.RouteReasonUnsupportedValue), "spec.hostnames[%d]: %v", i, err)

@@ -195,16 +195,34 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 		listenerPorts = append(listenerPorts, p)
 	}
 	slices.Sort(listenerPorts)
+	tcp, udp := listenerTransports(gw)
 	for _, p := range listenerPorts {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-			Name:     fmt.Sprintf("port-%d", p),
-			Protocol: corev1.ProtocolTCP,
-			Port:     p,
-			// Envoy ports are in the range of Gateways' ports.
-			TargetPort: intstr.FromInt32(int32(min(ports[p], GatewayPortLast))),
-		})
+		// Envoy ports are in the range of Gateways' ports.
+		target := intstr.FromInt32(int32(min(ports[p], GatewayPortLast)))
+		if tcp[p] {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("port-%d", p), Protocol: corev1.ProtocolTCP, Port: p, TargetPort: target})
+		}
+		if udp[p] {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("udp-%d", p), Protocol: corev1.ProtocolUDP, Port: p, TargetPort: target})
+		}
 	}
 	return svc
+}
+
+// listenerTransports are the ports of a Gateway's listeners served over
+// TCP (every protocol but UDP) and over UDP: a Service port of each, the
+// two of one port number going to the same Envoy port (a TCP and a UDP
+// socket there).
+func listenerTransports(gw *gwapiv1.Gateway) (tcp, udp map[int32]bool) {
+	tcp, udp = map[int32]bool{}, map[int32]bool{}
+	for _, l := range gw.Spec.Listeners {
+		if l.Protocol == gwapiv1.UDPProtocolType {
+			udp[l.Port] = true
+		} else {
+			tcp[l.Port] = true
+		}
+	}
+	return tcp, udp
 }
 
 // inheritedAnnotations are the Envoy Service's annotations a Gateway's

@@ -56,3 +56,23 @@ func streamHost(vh ir.VirtualHost, secret string) *ir.TCPHost {
 	}
 	return x
 }
+
+// streamServedByOther tells the routes attached for a stream listener's
+// host that do not serve it (Accepted stays True: they are attached, as
+// the API's conformance tests want) which route does: the first of vh's,
+// the oldest.
+func streamServedByOther(h *gwHost, vh ir.VirtualHost, host string) {
+	if len(vh.Routes) == 0 || len(vh.Routes[0].Origins) == 0 {
+		return
+	}
+	winner, l := vh.Routes[0].Origins[0], h.listener
+	for _, a := range h.attached {
+		switch {
+		case a.origin == winner:
+		case l.tls:
+			servedByOther(a, "%s %s/%s, older, serves host %q of %s (one route per host): this route serves no connection for it", winner.Kind, winner.Namespace, winner.Name, host, l)
+		default:
+			servedByOther(a, "%s %s/%s, older, serves %s (a TCP listener serves one route): this route serves no connection there", winner.Kind, winner.Namespace, winner.Name, l)
+		}
+	}
+}

@@ -211,7 +211,7 @@ func (b *rootBuilder) includeGraph(root *contourv1.HTTPProxy, mark bool) (cyclic
 		k := core.NsName(p.Namespace, p.Name)
 		state[k] = inProgress
 		if mark {
-			b.res.visited[k] = true
+			b.res.visited = append(b.res.visited, k)
 			b.ProxyStatus(p)
 		}
 		for _, inc := range p.Spec.Includes {

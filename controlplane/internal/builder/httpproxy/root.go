@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,11 +25,15 @@ import (
 // reuse it. It is never modified once built.
 type RootResult struct {
 	core.Output
-	// visited holds the HTTPProxies reached from the root; served
-	// whether the root is served (valid): the HTTPProxies an invalid root
-	// reaches are not.
-	visited map[types.NamespacedName]bool
+	// visited holds the HTTPProxies reached from the root (sorted, once
+	// each when the build ends); served whether the root is served
+	// (valid): the HTTPProxies an invalid root reaches are not.
+	visited []types.NamespacedName
 	served  bool
+	// statuses are Output.Status's values, listed once when the build
+	// ends: Apply runs for every root of every rebuild, and starting an
+	// iteration over a map costs more than reading a slice.
+	statuses []*status.Object
 
 	insecure       []*ir.VirtualHost
 	secure         *ir.SecureVirtualHost
@@ -58,7 +63,7 @@ type rootBuilder struct {
 // message ("" for none). The result is a function of p, dup and what the
 // build reads of snap (recorded in it).
 func BuildRoot(snap *core.Snapshot, p *contourv1.HTTPProxy, dup string) *RootResult {
-	res := &RootResult{Output: core.NewOutput(), visited: map[types.NamespacedName]bool{}, self: p, dup: dup}
+	res := &RootResult{Output: core.NewOutput(), self: p, dup: dup}
 	b := &rootBuilder{Stage: core.Stage{R: &core.Resolver{Snap: snap, Reads: &res.reads}, Out: &res.Output}, res: res}
 	b.R.Proxy(core.NsName(p.Namespace, p.Name))
 	st := b.ProxyStatus(p)
@@ -67,11 +72,18 @@ func BuildRoot(snap *core.Snapshot, p *contourv1.HTTPProxy, dup string) *RootRes
 	}
 	b.root(p, st)
 	res.ClusterUses, res.SecretUses = res.ClusterUses.Compact(), res.SecretUses.Compact()
+	slices.SortFunc(res.visited, compareNsNames)
+	res.visited = slices.Clip(slices.Compact(res.visited))
+	res.statuses = res.Statuses()
 	return res
 }
 
+func compareNsNames(a, b types.NamespacedName) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
 func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
-	b.res.visited[core.NsName(p.Namespace, p.Name)] = true
+	b.res.visited = append(b.res.visited, core.NsName(p.Namespace, p.Name))
 	rootNamespaceAllowed(p.Namespace, b.R.Opts().RootNamespaces, st)
 	fqdnValid(p.Spec.VirtualHost.Fqdn, st)
 	if nothingDefined(p, st) {

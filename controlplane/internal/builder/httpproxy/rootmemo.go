@@ -93,25 +93,34 @@ func (m *RootMemo) Keep(results []*RootResult) core.RootOrigins {
 			secrets[u.Name] = true
 		}
 	}
-	roots := make(map[types.NamespacedName]*RootResult, len(results))
+	// m.roots is updated in place: at scale a change replaces one
+	// result of thousands.
 	for _, r := range results {
 		k := core.NsName(r.self.Namespace, r.self.Name)
-		roots[k] = r
 		switch prev := m.roots[k]; {
 		case prev == r:
+			continue
 		case prev == nil:
 			changed(r)
 		case !slices.Equal(prev.ClusterUses, r.ClusterUses) || !slices.Equal(prev.SecretUses, r.SecretUses):
 			changed(prev)
 			changed(r)
 		}
+		m.roots[k] = r
 	}
-	for k, prev := range m.roots {
-		if roots[k] == nil {
-			changed(prev)
+	if len(m.roots) != len(results) {
+		// Roots are gone: they are the ones this build did not give.
+		now := make(map[types.NamespacedName]bool, len(results))
+		for _, r := range results {
+			now[core.NsName(r.self.Namespace, r.self.Name)] = true
+		}
+		for k, prev := range m.roots {
+			if !now[k] {
+				changed(prev)
+				delete(m.roots, k)
+			}
 		}
 	}
-	m.roots = roots
 	if len(clusters) > 0 || len(secrets) > 0 {
 		c, s := gather(results, clusters, secrets)
 		m.clusters.Update(c, clusters)

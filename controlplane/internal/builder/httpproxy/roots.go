@@ -12,8 +12,8 @@ import (
 // Apply merges a root's result into the build. res is never modified: a
 // Memo may reuse it in the next build.
 func Apply(b *core.Merged, m *ir.Model, res *RootResult) {
-	for ref, o := range res.Status {
-		g := b.StatusOf(ref.Kind, ref.Namespace, ref.Name, o.Generation)
+	for _, o := range res.statuses {
+		g := b.StatusOf(o.Ref.Kind, o.Ref.Namespace, o.Ref.Name, o.Generation)
 		for _, p := range o.Errors {
 			g.AddError(p.Type, p.Reason, p.Message)
 		}
@@ -21,7 +21,7 @@ func Apply(b *core.Merged, m *ir.Model, res *RootResult) {
 			g.AddWarning(p.Type, p.Reason, p.Message)
 		}
 	}
-	for k := range res.visited {
+	for _, k := range res.visited {
 		if res.served {
 			b.Visited[k] = true
 		} else {

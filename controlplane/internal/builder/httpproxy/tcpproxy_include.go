@@ -47,7 +47,7 @@ func (b *rootBuilder) tcpProxySource(p *contourv1.HTTPProxy, st *status.Object) 
 			}
 			return tcpSourceInvalid(st, cst, cur, bad.reason, bad.message)
 		}
-		b.res.visited[key] = true
+		b.res.visited = append(b.res.visited, key)
 		b.walked = append(b.walked, ProxyRef(child.Namespace, child.Name))
 		chain = append(chain, key)
 		cur, cst = child, b.ProxyStatus(child)

@@ -20,7 +20,7 @@ func (b *rootBuilder) walk(p *contourv1.HTTPProxy, chain []types.NamespacedName,
 	key := core.NsName(p.Namespace, p.Name)
 	st := b.ProxyStatus(p)
 	tcpProxyOnChild(p, st) // tcpproxy.go
-	b.res.visited[key] = true
+	b.res.visited = append(b.res.visited, key)
 	self := ProxyRef(p.Namespace, p.Name)
 	b.walked = append(b.walked, self)
 	chain = append(chain, key)
@@ -70,7 +70,7 @@ func (b *rootBuilder) includes(p *contourv1.HTTPProxy, chain []types.NamespacedN
 			st.AddError(contourv1.ConditionTypeIncludeError, status.ReasonPathMatchConditionsNotValid, fmt.Sprintf("%s: %s conditions are not allowed in includes block: an include's conditions match a prefix of the included routes' paths", where, kind))
 			key := includeKey(p, inc)
 			if child := b.R.Proxy(key); child != nil && child.Spec.VirtualHost == nil && !slices.Contains(chain, key) {
-				b.res.visited[key] = true
+				b.res.visited = append(b.res.visited, key)
 				b.ProxyStatus(child)
 			}
 			continue

@@ -1,0 +1,95 @@
+package core
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/portcullis/portcullis/controlplane/internal/ir"
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
+)
+
+func TestClusterCopies(t *testing.T) {
+	a := &ir.Cluster{Name: "a"}
+	p := objects.Ref{Kind: "HTTPProxy", Namespace: "ns", Name: "p"}
+	q := objects.Ref{Kind: "HTTPProxy", Namespace: "ns", Name: "q"}
+	cc := NewClusterCopies()
+
+	cc.start()
+	first := cc.copy(a, ir.Origins{p})
+	cc.sweep(1)
+	if first == a || len(first.Origins) != 1 || len(a.Origins) != 0 {
+		t.Fatalf("the copy must carry the origins and leave the cluster alone: copy %+v, cluster %+v", first, a)
+	}
+
+	tests := []struct {
+		name    string
+		from    *ir.Cluster
+		origins ir.Origins
+		reused  bool
+	}{
+		{"same cluster, same origins", a, ir.Origins{p}, true},
+		{"same cluster, other origins", a, ir.Origins{p, q}, false},
+		{"another cluster of the name", &ir.Cluster{Name: "a"}, ir.Origins{p, q}, false},
+	}
+	last := first
+	for _, tt := range tests {
+		cc.start()
+		got := cc.copy(tt.from, tt.origins)
+		cc.sweep(1)
+		if (got == last) != tt.reused {
+			t.Errorf("%s: reused %v, want %v", tt.name, got == last, tt.reused)
+		}
+		if !slices.Equal(got.Origins, tt.origins) {
+			t.Errorf("%s: origins %v, want %v", tt.name, got.Origins, tt.origins)
+		}
+		last = got
+	}
+
+	// A build without the cluster forgets it.
+	cc.start()
+	cc.copy(&ir.Cluster{Name: "b"}, nil)
+	cc.sweep(1)
+	if _, ok := cc.byName["a"]; ok {
+		t.Error("a cluster the last build did not use is still kept")
+	}
+
+	var none *ClusterCopies // no memo: always a fresh copy
+	none.start()
+	if first, second := none.copy(a, nil), none.copy(a, nil); first == second {
+		t.Error("without a memo, copies must not be shared")
+	}
+}
+
+// TestClusterCopiesSort: a build that reuses every copy of the last gives
+// the last build's sorted list; any other is sorted.
+func TestClusterCopiesSort(t *testing.T) {
+	b, a := &ir.Cluster{Name: "b"}, &ir.Cluster{Name: "a"}
+	cc := NewClusterCopies()
+	build := func(cs ...*ir.Cluster) []string {
+		cc.start()
+		var list []*ir.Cluster
+		for _, c := range cs {
+			list = append(list, cc.copy(c, nil))
+		}
+		cc.sweep(len(cs))
+		var names []string
+		for _, c := range cc.sort(list) {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	for i, tt := range []struct {
+		in   []*ir.Cluster
+		want []string
+	}{
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}},
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}}, // all reused
+		{[]*ir.Cluster{b}, []string{"b"}},         // one gone
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}}, // one back: a new copy
+		{[]*ir.Cluster{{Name: "c"}, b}, []string{"b", "c"}},
+	} {
+		if got := build(tt.in...); !slices.Equal(got, tt.want) {
+			t.Errorf("build %d: %v, want %v", i, got, tt.want)
+		}
+	}
+}
