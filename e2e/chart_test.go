@@ -231,7 +231,10 @@ func TestHelmChart(t *testing.T) {
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/tlsroutes/status", true},
 		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/tcproutes", true},
 		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/udproutes", true},
-		{cpSA, "team-a", "update", "gateway.networking.k8s.io/gateways", false}, // status only
+		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/listenersets", true},
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/listenersets/status", true},
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/listenersets", false}, // status only
+		{cpSA, "team-a", "update", "gateway.networking.k8s.io/gateways", false},     // status only
 		{cpSA, "team-a", "watch", "gateway.networking.k8s.io/referencegrants", true},
 		{cpSA, "team-a", "list", "gateway.networking.k8s.io/backendtlspolicies", true},
 		{cpSA, "team-a", "update", "gateway.networking.k8s.io/backendtlspolicies/status", true}, // its ancestors

@@ -52,7 +52,7 @@ if [ -z "${1:-}" ]; then
 	CP="$ROOT/controlplane/internal/objects/crdschema/crds"
 	mkdir -p "$CP"
 	rm -f "$CP"/gateway.networking.k8s.io_*.yaml
-	for k in backendtlspolicies gatewayclasses gateways grpcroutes httproutes referencegrants tcproutes tlsroutes udproutes; do
+	for k in backendtlspolicies gatewayclasses gateways grpcroutes httproutes listenersets referencegrants tcproutes tlsroutes udproutes; do
 		install -m 0644 "$OUT/gateway.networking.k8s.io_$k.yaml" "$CP/"
 	done
 fi

@@ -28,6 +28,8 @@ func TestExamplesAreValid(t *testing.T) {
 		{"oidc", []string{"-f", ex + "oidc/resources"}, []string{"envoy.filters.http.ext_authz"}},
 		{"gateway-api/basic", []string{"-f", ex + "gateway-api/basic"},
 			[]string{"gateway.example.com", "key: X-Route", `substitution: /new\1`, "attachedRoutes: 1"}},
+		{"gateway-api/listenerset", []string{"-f", ex + "gateway-api/listenerset"},
+			[]string{"team.example.com", "kind: ListenerSet", "attachedListenerSets: 1"}},
 		{"gateway-api/policies", []string{"-f", ex + "gateway-api/policies"},
 			[]string{"echo.example.com", "public.example.com", "envoy.filters.http.ext_authz", "htpasswd.portcullis.dev/realm", "kind: ExtAuthPolicy"}},
 	} {

@@ -9,7 +9,8 @@ import (
 
 // TestTranslateSaysWhatIsNotServed: what was meant for portcullis but is
 // not served (a version of a Gateway API kind it does not read, a
-// misspelt kind of its groups, a Gateway without its class) gets a note
+// misspelt kind of its groups, a Gateway without its class, a ListenerSet
+// without its Gateway) gets a note
 // naming it and what to do, and --strict fails on it; a document of
 // another group, or another controller's class, is only noted.
 func TestTranslateSaysWhatIsNotServed(t *testing.T) {
@@ -32,8 +33,12 @@ spec: {controllerName: portcullis.dev/gateway-controller}
 			"v1beta1 GRPCRoute is not read: write it as gateway.networking.k8s.io/v1", true},
 		{"a misspelt kind", "apiVersion: projectcontour.io/v1\nkind: HttpProxy\nmetadata: {name: p}\nspec: {}\n",
 			`projectcontour.io has no kind "HttpProxy": kinds are case-sensitive, did you mean HTTPProxy`, true},
-		{"a kind of a Gateway API group not read", "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet\nmetadata: {name: r}\nspec: {}\n",
-			"kind ListenerSet of gateway.networking.k8s.io is not read by portcullis", true},
+		{"a kind of a Gateway API group not read", "apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: BackendLBPolicy\nmetadata: {name: r}\nspec: {}\n",
+			"kind BackendLBPolicy of gateway.networking.k8s.io is not read by portcullis", true},
+		{"a ListenerSet without its Gateway", class + "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet\nmetadata: {name: ls, namespace: team}\nspec: {parentRef: {name: gw, namespace: infra}, listeners: [{name: http, port: 80, protocol: HTTP}]}\n",
+			"ListenerSet team/ls (ListenerSet): its parent Gateway infra/gw is not in the input: nothing serves its listeners", true},
+		{"a ListenerSet whose parent is not a Gateway", class + "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet\nmetadata: {name: ls}\nspec: {parentRef: {kind: ListenerSet, name: other}, listeners: [{name: http, port: 80, protocol: HTTP}]}\n",
+			"its spec.parentRef names a ListenerSet of group gateway.networking.k8s.io: a ListenerSet's parent is a Gateway", true},
 		{"a misspelt GatewayClass", class + "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw}\nspec: {gatewayClassName: portculis, listeners: [{name: http, port: 80, protocol: HTTP}]}\n",
 			`Gateway default/gw (Gateway): its GatewayClass "portculis" is not in the input (there are portcullis)`, true},
 		{"a missing GatewayClass", "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw}\nspec: {gatewayClassName: portcullis, listeners: [{name: http, port: 80, protocol: HTTP}]}\n",

@@ -183,7 +183,7 @@ var ourGroups = []string{"", "projectcontour.io", "gateway.networking.k8s.io", "
 // ourKinds are the kinds of the objects Portcullis reports on.
 var ourKinds = []string{
 	objects.KindHTTPProxy, objects.KindExtensionService, objects.KindTLSCertificateDelegation, objects.KindGatewayClass,
-	objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute, objects.KindReferenceGrant, objects.KindBackendTLSPolicy,
+	objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute, objects.KindListenerSet, objects.KindReferenceGrant, objects.KindBackendTLSPolicy,
 	objects.KindExtAuthPolicy, objects.KindExtProcPolicy,
 }
 

@@ -19,6 +19,7 @@ const (
 	KindTLSRoute       = "TLSRoute"
 	KindTCPRoute       = "TCPRoute"
 	KindUDPRoute       = "UDPRoute"
+	KindListenerSet    = "ListenerSet"
 	KindReferenceGrant = "ReferenceGrant"
 	KindExtAuthPolicy  = "ExtAuthPolicy"
 	KindExtProcPolicy  = "ExtProcPolicy"
@@ -41,6 +42,7 @@ var GatewayKinds = []struct {
 	{KindTLSRoute, reflect.TypeFor[gwapiv1.TLSRouteSpec]()},
 	{KindTCPRoute, reflect.TypeFor[gwapiv1.TCPRouteSpec]()},
 	{KindUDPRoute, reflect.TypeFor[gwapiv1.UDPRouteSpec]()},
+	{KindListenerSet, reflect.TypeFor[gwapiv1.ListenerSetSpec]()},
 	{KindReferenceGrant, reflect.TypeFor[gwapiv1.ReferenceGrantSpec]()},
 	{KindExtAuthPolicy, reflect.TypeFor[gatewayv1alpha1.ExtAuthPolicySpec]()},
 	{KindExtProcPolicy, reflect.TypeFor[gatewayv1alpha1.ExtProcPolicySpec]()},

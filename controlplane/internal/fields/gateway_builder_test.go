@@ -35,6 +35,7 @@ func gatewayFixture() *objects.Set {
 		}},
 		Gateways: []*gwapiv1.Gateway{{ObjectMeta: meta("g"), Spec: gwapiv1.GatewaySpec{
 			GatewayClassName: "c",
+			AllowedListeners: &gwapiv1.AllowedListeners{Namespaces: &gwapiv1.ListenerNamespaces{From: new(gwapiv1.NamespacesFromSame)}},
 			Listeners: []gwapiv1.Listener{
 				{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType},
 				{Name: "https", Port: 443, Protocol: gwapiv1.HTTPSProtocolType, TLS: &gwapiv1.ListenerTLSConfig{
@@ -43,6 +44,14 @@ func gatewayFixture() *objects.Set {
 				{Name: "tls", Port: 9443, Protocol: gwapiv1.TLSProtocolType, TLS: &gwapiv1.ListenerTLSConfig{Mode: new(gwapiv1.TLSModePassthrough)}},
 				{Name: "tcp", Port: 5432, Protocol: gwapiv1.TCPProtocolType},
 				{Name: "udp", Port: 5300, Protocol: gwapiv1.UDPProtocolType},
+			},
+		}}},
+		ListenerSets: []*gwapiv1.ListenerSet{{ObjectMeta: meta("ls"), Spec: gwapiv1.ListenerSetSpec{
+			ParentRef: gwapiv1.ParentGatewayReference{Name: "g"},
+			Listeners: []gwapiv1.ListenerEntry{
+				{Name: "https", Port: 8443, Protocol: gwapiv1.HTTPSProtocolType, TLS: &gwapiv1.ListenerTLSConfig{
+					CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "cert"}},
+				}},
 			},
 		}}},
 		HTTPRoutes: []*gwapiv1.HTTPRoute{{ObjectMeta: meta("r"), Spec: gwapiv1.HTTPRouteSpec{
@@ -73,7 +82,7 @@ func gatewayFixture() *objects.Set {
 // among them.
 func statusStrings(t *testing.T, set *objects.Set, kind string) []string {
 	t.Helper()
-	name := map[string]string{fields.KindGatewayClass: "c", fields.KindGateway: "g", fields.KindHTTPRoute: "r", fields.KindGRPCRoute: "gr", fields.KindTLSRoute: "tr", fields.KindTCPRoute: "cr", fields.KindUDPRoute: "ur"}[kind]
+	name := map[string]string{fields.KindGatewayClass: "c", fields.KindGateway: "g", fields.KindHTTPRoute: "r", fields.KindGRPCRoute: "gr", fields.KindTLSRoute: "tr", fields.KindTCPRoute: "cr", fields.KindUDPRoute: "ur", fields.KindListenerSet: "ls"}[kind]
 	for _, o := range builder.Build(set, builder.Options{}).Status {
 		if o.Ref.Kind != kind || o.Ref.Name != name {
 			continue
@@ -143,7 +152,6 @@ var (
 	mirror = &gwapiv1.HTTPRequestMirrorFilter{BackendRef: gwapiv1.BackendObjectReference{Name: "m"}}
 	extRef = &gwapiv1.LocalObjectReference{Group: "example.com", Kind: "X", Name: "x"}
 	scope  = gwapiv1.GatewayDefaultScopeAll
-	all    = gwapiv1.NamespacesFromAll
 )
 
 // refusedGatewayCases set each refused field of the table.
@@ -163,9 +171,9 @@ var refusedGatewayCases = []gatewayCase{
 	{fields.KindGateway, "spec.infrastructure.parametersRef", func(s *objects.Set) {
 		s.Gateways[0].Spec.Infrastructure = &gwapiv1.GatewayInfrastructure{ParametersRef: &gwapiv1.LocalParametersReference{Kind: "ConfigMap", Name: "p"}}
 	}, "spec.infrastructure.parametersRef is not supported"},
-	{fields.KindGateway, "spec.allowedListeners", func(s *objects.Set) {
-		s.Gateways[0].Spec.AllowedListeners = &gwapiv1.AllowedListeners{Namespaces: &gwapiv1.ListenerNamespaces{From: &all}}
-	}, "spec.allowedListeners (ListenerSets) is not supported"},
+	{fields.KindListenerSet, "spec.listeners.tls.options", func(s *objects.Set) {
+		s.ListenerSets[0].Spec.Listeners[0].TLS.Options = map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue{"a": "b"}
+	}, "tls.options are not supported"},
 	{fields.KindGateway, "spec.defaultScope", func(s *objects.Set) { s.Gateways[0].Spec.DefaultScope = scope }, "spec.defaultScope (default Gateways) is not supported"},
 
 	{fields.KindHTTPRoute, "spec.rules.filters.externalAuth", httpFilter(gwapiv1.HTTPRouteFilter{Type: gwapiv1.HTTPRouteFilterExternalAuth, ExternalAuth: &gwapiv1.HTTPExternalAuthFilter{}}), `filter type "ExternalAuth" is not supported`},

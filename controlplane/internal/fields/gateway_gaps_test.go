@@ -19,8 +19,6 @@ var gatewayGoldenGaps = map[string][]string{
 		"spec.infrastructure", // only its parametersRef (refused) is read
 	},
 	KindHTTPRoute: {
-		"spec.parentRefs.group",
-		"spec.parentRefs.kind",
 		"spec.rules.filters.responseHeaderModifier.add",
 		"spec.rules.filters.responseHeaderModifier.add.name",
 		"spec.rules.filters.responseHeaderModifier.add.value",

@@ -115,6 +115,9 @@ func goldenGatewayPatterns(t *testing.T) map[string]map[string]bool {
 		for _, o := range set.TLSRoutes {
 			add(KindTLSRoute, o.Spec)
 		}
+		for _, o := range set.ListenerSets {
+			add(KindListenerSet, o.Spec)
+		}
 		for _, o := range set.TCPRoutes {
 			add(KindTCPRoute, o.Spec)
 		}

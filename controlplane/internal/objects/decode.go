@@ -327,7 +327,7 @@ func readKind(obj runtime.Object) bool {
 	case *contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
 		*corev1.Secret, *corev1.ConfigMap, *corev1.Service, *discoveryv1.EndpointSlice, *corev1.Namespace,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute, *gwapiv1.ReferenceGrant,
-		*gwapiv1.TLSRoute, *gwapiv1.TCPRoute, *gwapiv1.UDPRoute,
+		*gwapiv1.TLSRoute, *gwapiv1.TCPRoute, *gwapiv1.UDPRoute, *gwapiv1.ListenerSet,
 		*gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy,
 		*gwapiv1beta1.GatewayClass, *gwapiv1beta1.Gateway, *gwapiv1beta1.HTTPRoute, *gwapiv1beta1.ReferenceGrant,
 		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy:
@@ -369,6 +369,8 @@ func (s *Set) addGatewayAPI(obj runtime.Object) bool {
 		s.TCPRoutes = append(s.TCPRoutes, o)
 	case *gwapiv1.UDPRoute:
 		s.UDPRoutes = append(s.UDPRoutes, o)
+	case *gwapiv1.ListenerSet:
+		s.ListenerSets = append(s.ListenerSets, o)
 	case *gwapiv1.ReferenceGrant:
 		s.ReferenceGrants = append(s.ReferenceGrants, o)
 	case *gwapiv1.BackendTLSPolicy:

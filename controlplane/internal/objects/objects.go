@@ -29,13 +29,16 @@ type Set struct {
 	EndpointSlices    []*discoveryv1.EndpointSlice
 
 	// The Gateway API (v1beta1 objects are read as their v1 equivalents).
-	GatewayClasses  []*gwapiv1.GatewayClass
-	Gateways        []*gwapiv1.Gateway
-	HTTPRoutes      []*gwapiv1.HTTPRoute
-	GRPCRoutes      []*gwapiv1.GRPCRoute
-	TLSRoutes       []*gwapiv1.TLSRoute
-	TCPRoutes       []*gwapiv1.TCPRoute
-	UDPRoutes       []*gwapiv1.UDPRoute
+	GatewayClasses []*gwapiv1.GatewayClass
+	Gateways       []*gwapiv1.Gateway
+	HTTPRoutes     []*gwapiv1.HTTPRoute
+	GRPCRoutes     []*gwapiv1.GRPCRoute
+	TLSRoutes      []*gwapiv1.TLSRoute
+	TCPRoutes      []*gwapiv1.TCPRoute
+	UDPRoutes      []*gwapiv1.UDPRoute
+	// ListenerSets add listeners to the Gateways that allow them
+	// (GEP-1713).
+	ListenerSets    []*gwapiv1.ListenerSet
 	ReferenceGrants []*gwapiv1.ReferenceGrant
 	// BackendTLSPolicies say how Envoy speaks TLS to the Services they
 	// target (v1alpha3 objects are read as v1).
@@ -84,6 +87,7 @@ const (
 	KindTLSRoute                 = "TLSRoute"
 	KindTCPRoute                 = "TCPRoute"
 	KindUDPRoute                 = "UDPRoute"
+	KindListenerSet              = "ListenerSet"
 	KindReferenceGrant           = "ReferenceGrant"
 	KindBackendTLSPolicy         = "BackendTLSPolicy"
 	KindExtAuthPolicy            = "ExtAuthPolicy"
@@ -116,6 +120,7 @@ func (s *Set) Add(o *Set) {
 	s.TLSRoutes = append(s.TLSRoutes, o.TLSRoutes...)
 	s.TCPRoutes = append(s.TCPRoutes, o.TCPRoutes...)
 	s.UDPRoutes = append(s.UDPRoutes, o.UDPRoutes...)
+	s.ListenerSets = append(s.ListenerSets, o.ListenerSets...)
 	s.ReferenceGrants = append(s.ReferenceGrants, o.ReferenceGrants...)
 	s.BackendTLSPolicies = append(s.BackendTLSPolicies, o.BackendTLSPolicies...)
 	s.ConfigMaps = append(s.ConfigMaps, o.ConfigMaps...)
@@ -147,6 +152,7 @@ func (s *Set) Sort() {
 	sortObjects(s.TLSRoutes)
 	sortObjects(s.TCPRoutes)
 	sortObjects(s.UDPRoutes)
+	sortObjects(s.ListenerSets)
 	sortObjects(s.ReferenceGrants)
 	sortObjects(s.BackendTLSPolicies)
 	sortObjects(s.ConfigMaps)

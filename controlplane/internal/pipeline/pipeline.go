@@ -114,11 +114,8 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		func(d *contourv1.TLSCertificateDelegation) contourv1.TLSCertificateDelegationStatus { return d.Status })
 	classes := currentStatus(objects.KindGatewayClass, in.GatewayClasses, func(c *gwapiv1.GatewayClass) gwapiv1.GatewayClassStatus { return c.Status })
 	gateways := currentStatus(objects.KindGateway, in.Gateways, func(g *gwapiv1.Gateway) gwapiv1.GatewayStatus { return g.Status })
-	routes := currentStatus(objects.KindHTTPRoute, in.HTTPRoutes, func(r *gwapiv1.HTTPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus })
-	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
-	maps.Copy(routes, currentStatus(objects.KindTLSRoute, in.TLSRoutes, func(r *gwapiv1.TLSRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
-	maps.Copy(routes, currentStatus(objects.KindTCPRoute, in.TCPRoutes, func(r *gwapiv1.TCPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
-	maps.Copy(routes, currentStatus(objects.KindUDPRoute, in.UDPRoutes, func(r *gwapiv1.UDPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	listenerSets := currentStatus(objects.KindListenerSet, in.ListenerSets, func(l *gwapiv1.ListenerSet) gwapiv1.ListenerSetStatus { return l.Status })
+	routes := currentRouteStatuses(in)
 	policies := currentStatus(objects.KindExtAuthPolicy, in.ExtAuthPolicies, func(p *gatewayv1alpha1.ExtAuthPolicy) gwapiv1.PolicyStatus { return p.Status })
 	maps.Copy(policies, currentStatus(objects.KindExtProcPolicy, in.ExtProcPolicies, func(p *gatewayv1alpha1.ExtProcPolicy) gwapiv1.PolicyStatus { return p.Status }))
 	maps.Copy(policies, currentStatus(objects.KindBackendTLSPolicy, in.BackendTLSPolicies, func(p *gwapiv1.BackendTLSPolicy) gwapiv1.PolicyStatus { return p.Status }))
@@ -149,6 +146,9 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		case objects.KindGateway:
 			st := status.Gateway(o, gateways[o.Ref], now)
 			u.Gateway = &st
+		case objects.KindListenerSet:
+			st := status.ListenerSet(o, listenerSets[o.Ref], now)
+			u.ListenerSet = &st
 		case objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
 			u.SetRoute(status.Route(o, routes[o.Ref], now))
 		case objects.KindExtAuthPolicy:
@@ -169,6 +169,17 @@ func Statuses(in *objects.Set, objs []*status.Object, now metav1.Time) []statusw
 		out = append(out, u)
 	}
 	return out
+}
+
+// currentRouteStatuses are the current statuses of the routes of every
+// kind, by reference.
+func currentRouteStatuses(in *objects.Set) map[objects.Ref]gwapiv1.RouteStatus {
+	routes := currentStatus(objects.KindHTTPRoute, in.HTTPRoutes, func(r *gwapiv1.HTTPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus })
+	maps.Copy(routes, currentStatus(objects.KindGRPCRoute, in.GRPCRoutes, func(r *gwapiv1.GRPCRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	maps.Copy(routes, currentStatus(objects.KindTLSRoute, in.TLSRoutes, func(r *gwapiv1.TLSRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	maps.Copy(routes, currentStatus(objects.KindTCPRoute, in.TCPRoutes, func(r *gwapiv1.TCPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	maps.Copy(routes, currentStatus(objects.KindUDPRoute, in.UDPRoutes, func(r *gwapiv1.UDPRoute) gwapiv1.RouteStatus { return r.Status.RouteStatus }))
+	return routes
 }
 
 // Document is what `portcullis translate` prints.
@@ -265,50 +276,29 @@ func currentStatus[T interface {
 // are the same (serve's changed-statuses check).
 func UIDs(in *objects.Set) map[objects.Ref]types.UID {
 	out := map[objects.Ref]types.UID{}
-	add := func(kind string, o metav1.Object) {
-		out[objects.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetUID()
-	}
-	for _, o := range in.HTTPProxies {
-		add(objects.KindHTTPProxy, o)
-	}
-	for _, o := range in.ExtensionServices {
-		add(objects.KindExtensionService, o)
-	}
-	for _, o := range in.Delegations {
-		add(objects.KindTLSCertificateDelegation, o)
-	}
-	for _, o := range in.GatewayClasses {
-		add(objects.KindGatewayClass, o)
-	}
-	for _, o := range in.Gateways {
-		add(objects.KindGateway, o)
-	}
-	for _, o := range in.HTTPRoutes {
-		add(objects.KindHTTPRoute, o)
-	}
-	for _, o := range in.GRPCRoutes {
-		add(objects.KindGRPCRoute, o)
-	}
-	for _, o := range in.TLSRoutes {
-		add(objects.KindTLSRoute, o)
-	}
-	for _, o := range in.TCPRoutes {
-		add(objects.KindTCPRoute, o)
-	}
-	for _, o := range in.UDPRoutes {
-		add(objects.KindUDPRoute, o)
-	}
-	for _, o := range in.ExtAuthPolicies {
-		add(objects.KindExtAuthPolicy, o)
-	}
-	for _, o := range in.ExtProcPolicies {
-		add(objects.KindExtProcPolicy, o)
-	}
-	for _, o := range in.BackendTLSPolicies {
-		add(objects.KindBackendTLSPolicy, o)
-	}
+	addUIDs(out, objects.KindHTTPProxy, in.HTTPProxies)
+	addUIDs(out, objects.KindExtensionService, in.ExtensionServices)
+	addUIDs(out, objects.KindTLSCertificateDelegation, in.Delegations)
+	addUIDs(out, objects.KindGatewayClass, in.GatewayClasses)
+	addUIDs(out, objects.KindGateway, in.Gateways)
+	addUIDs(out, objects.KindHTTPRoute, in.HTTPRoutes)
+	addUIDs(out, objects.KindGRPCRoute, in.GRPCRoutes)
+	addUIDs(out, objects.KindTLSRoute, in.TLSRoutes)
+	addUIDs(out, objects.KindTCPRoute, in.TCPRoutes)
+	addUIDs(out, objects.KindUDPRoute, in.UDPRoutes)
+	addUIDs(out, objects.KindListenerSet, in.ListenerSets)
+	addUIDs(out, objects.KindExtAuthPolicy, in.ExtAuthPolicies)
+	addUIDs(out, objects.KindExtProcPolicy, in.ExtProcPolicies)
+	addUIDs(out, objects.KindBackendTLSPolicy, in.BackendTLSPolicies)
 	for _, o := range in.Extensions {
 		out[objects.Ref{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetUID()
 	}
 	return out
+}
+
+// addUIDs adds the UIDs of objs, of kind, to out.
+func addUIDs[T metav1.Object](out map[objects.Ref]types.UID, kind string, objs []T) {
+	for _, o := range objs {
+		out[objects.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetUID()
+	}
 }

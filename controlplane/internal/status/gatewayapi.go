@@ -20,8 +20,11 @@ type GatewayAPI struct {
 	Conditions []metav1.Condition
 	// SupportedFeatures of a GatewayClass.
 	SupportedFeatures []gwapiv1.SupportedFeature
-	// Listeners of a Gateway, in spec order.
+	// Listeners of a Gateway or a ListenerSet, in spec order.
 	Listeners []gwapiv1.ListenerStatus
+	// AttachedListenerSets of a Gateway: how many ListenerSets it
+	// allows are accepted (nil: it allows none).
+	AttachedListenerSets *int32
 	// Addresses of a Gateway: where clients reach Envoy.
 	Addresses []gwapiv1.GatewayStatusAddress
 	// Parents of an HTTPRoute or GRPCRoute: one per parentRef naming a
@@ -94,7 +97,7 @@ func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 	g := o.gatewayAPI()
 	rejected := envoyRejected(o)
 	conds := withExtensionError(programmedUnless(g.Conditions, rejected), o, generationOf(g.Conditions))
-	out := gwapiv1.GatewayStatus{Conditions: KeepTimes(prev.Conditions, conds, now), Addresses: g.Addresses}
+	out := gwapiv1.GatewayStatus{Conditions: KeepTimes(prev.Conditions, conds, now), Addresses: g.Addresses, AttachedListenerSets: g.AttachedListenerSets}
 	for _, l := range g.Listeners {
 		var prevConds []metav1.Condition
 		for _, p := range prev.Listeners {
@@ -104,6 +107,29 @@ func Gateway(o *Object, prev gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 		}
 		l.Conditions = KeepTimes(prevConds, programmedUnless(l.Conditions, rejected), now)
 		out.Listeners = append(out.Listeners, l)
+	}
+	return out
+}
+
+// ListenerSet computes a ListenerSet's status: its conditions and its
+// listeners', as a Gateway's (a rejection by Envoy makes them not
+// Programmed).
+func ListenerSet(o *Object, prev gwapiv1.ListenerSetStatus, now metav1.Time) gwapiv1.ListenerSetStatus {
+	g := o.gatewayAPI()
+	rejected := envoyRejected(o)
+	conds := withExtensionError(programmedUnless(g.Conditions, rejected), o, generationOf(g.Conditions))
+	out := gwapiv1.ListenerSetStatus{Conditions: KeepTimes(prev.Conditions, conds, now)}
+	for _, l := range g.Listeners {
+		var prevConds []metav1.Condition
+		for _, p := range prev.Listeners {
+			if p.Name == l.Name {
+				prevConds = p.Conditions
+			}
+		}
+		out.Listeners = append(out.Listeners, gwapiv1.ListenerEntryStatus{
+			Name: l.Name, SupportedKinds: l.SupportedKinds, AttachedRoutes: l.AttachedRoutes,
+			Conditions: KeepTimes(prevConds, programmedUnless(l.Conditions, rejected), now),
+		})
 	}
 	return out
 }

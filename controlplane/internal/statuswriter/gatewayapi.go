@@ -69,6 +69,11 @@ func (k *Kubernetes) writeGatewayAPI(ctx context.Context, key types.NamespacedNa
 			func(cur *gwapiv1.UDPRouteStatus) gwapiv1.UDPRouteStatus {
 				return gwapiv1.UDPRouteStatus{RouteStatus: k.mergeRoute(cur.RouteStatus, u.UDPRoute.RouteStatus, now)}
 			})
+	case u.ListenerSet != nil:
+		return writeStatus(ctx, k, key, &gwapiv1.ListenerSet{}, func(o *gwapiv1.ListenerSet) *gwapiv1.ListenerSetStatus { return &o.Status },
+			func(cur *gwapiv1.ListenerSetStatus) gwapiv1.ListenerSetStatus {
+				return mergeListenerSet(cur, u.ListenerSet, now)
+			})
 	case u.ExtAuthPolicy != nil:
 		return writeStatus(ctx, k, key, &gatewayv1alpha1.ExtAuthPolicy{}, func(o *gatewayv1alpha1.ExtAuthPolicy) *gwapiv1.PolicyStatus { return &o.Status },
 			func(cur *gwapiv1.PolicyStatus) gwapiv1.PolicyStatus { return k.mergePolicy(cur, u.ExtAuthPolicy, now) })
@@ -124,15 +129,41 @@ func mergeGateway(cur, want *gwapiv1.GatewayStatus, now metav1.Time) gwapiv1.Gat
 			prev = cur.Listeners[j].Conditions
 		}
 		l.Conditions = status.KeepTimes(prev, l.Conditions, now)
-		l.SupportedKinds = slices.Clone(l.SupportedKinds)
-		for k := range l.SupportedKinds {
-			if l.SupportedKinds[k].Group == nil {
-				l.SupportedKinds[k].Group = ptr.To(gwapiv1.Group(gwapiv1.GroupName))
-			}
-		}
+		l.SupportedKinds = defaultKinds(l.SupportedKinds)
 		out.Listeners[i] = l
 	}
 	return out
+}
+
+// mergeListenerSet: the ListenerSet's parent is a Gateway of our class, so
+// its listeners are ours (replaced, as a Gateway's); its conditions are
+// merged.
+func mergeListenerSet(cur, want *gwapiv1.ListenerSetStatus, now metav1.Time) gwapiv1.ListenerSetStatus {
+	out := *want
+	out.Conditions = status.MergeConditions(cur.Conditions, want.Conditions, now)
+	out.Listeners = make([]gwapiv1.ListenerEntryStatus, len(want.Listeners))
+	for i, l := range want.Listeners {
+		var prev []metav1.Condition
+		if j := slices.IndexFunc(cur.Listeners, func(c gwapiv1.ListenerEntryStatus) bool { return c.Name == l.Name }); j >= 0 {
+			prev = cur.Listeners[j].Conditions
+		}
+		l.Conditions = status.KeepTimes(prev, l.Conditions, now)
+		l.SupportedKinds = defaultKinds(l.SupportedKinds)
+		out.Listeners[i] = l
+	}
+	return out
+}
+
+// defaultKinds is a copy of a listener's supported kinds with the CRD's
+// default group.
+func defaultKinds(ks []gwapiv1.RouteGroupKind) []gwapiv1.RouteGroupKind {
+	ks = slices.Clone(ks)
+	for k := range ks {
+		if ks[k].Group == nil {
+			ks[k].Group = ptr.To(gwapiv1.Group(gwapiv1.GroupName))
+		}
+	}
+	return ks
 }
 
 // The CRDs' defaults in the status fields we write (a group, a kind, an

@@ -35,7 +35,8 @@ func (l *Log) Write(_ context.Context, updates []Update) {
 
 // summarize is a stable one-line text of a status, ignoring timestamps:
 // the fields of the Contour kinds' statuses, the conditions of every kind,
-// a Gateway's listeners, a route's parents and a policy's ancestors.
+// a Gateway's (or ListenerSet's) listeners and attached ListenerSets, a
+// route's parents and a policy's ancestors.
 func summarize(u Update) string {
 	b, _ := json.Marshal(u.Status())
 	var generic struct {
@@ -47,7 +48,9 @@ func summarize(u Update) string {
 			AttachedRoutes int32       `json:"attachedRoutes"`
 			Conditions     []condition `json:"conditions"`
 		} `json:"listeners,omitempty"`
-		Parents []struct {
+		// AttachedListenerSets is a Gateway's.
+		AttachedListenerSets *int32 `json:"attachedListenerSets,omitempty"`
+		Parents              []struct {
 			ParentRef  json.RawMessage `json:"parentRef"`
 			Conditions []condition     `json:"conditions"`
 		} `json:"parents,omitempty"`

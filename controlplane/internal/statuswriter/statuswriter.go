@@ -40,6 +40,7 @@ type Update struct {
 	TLSRoute     *gwapiv1.TLSRouteStatus
 	TCPRoute     *gwapiv1.TCPRouteStatus
 	UDPRoute     *gwapiv1.UDPRouteStatus
+	ListenerSet  *gwapiv1.ListenerSetStatus
 
 	// Policy statuses (gateway.portcullis.dev): only the ancestors naming
 	// this controller, as for the Gateway API statuses above.
@@ -81,7 +82,7 @@ func (u Update) APIVersion() string {
 	case objects.KindExtensionService:
 		return v1alpha1.GroupVersion.String()
 	case objects.KindGatewayClass, objects.KindGateway, objects.KindHTTPRoute, objects.KindGRPCRoute, objects.KindBackendTLSPolicy,
-		objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute:
+		objects.KindTLSRoute, objects.KindTCPRoute, objects.KindUDPRoute, objects.KindListenerSet:
 		return gwapiv1.GroupVersion.String()
 	case objects.KindExtAuthPolicy, objects.KindExtProcPolicy:
 		return gatewayv1alpha1.GroupVersion.String()
@@ -102,6 +103,23 @@ func (u Update) Status() any {
 		return u.GatewayClass
 	case u.Gateway != nil:
 		return u.Gateway
+	case u.ListenerSet != nil:
+		return u.ListenerSet
+	case u.ExtAuthPolicy != nil:
+		return u.ExtAuthPolicy
+	case u.ExtProcPolicy != nil:
+		return u.ExtProcPolicy
+	case u.BackendTLSPolicy != nil:
+		return u.BackendTLSPolicy
+	case u.ExtensionPolicy != nil:
+		return u.ExtensionPolicy
+	}
+	return u.routeStatus()
+}
+
+// routeStatus is the status of a route that is set; nil for none.
+func (u Update) routeStatus() any {
+	switch {
 	case u.HTTPRoute != nil:
 		return u.HTTPRoute
 	case u.GRPCRoute != nil:
@@ -112,14 +130,6 @@ func (u Update) Status() any {
 		return u.TCPRoute
 	case u.UDPRoute != nil:
 		return u.UDPRoute
-	case u.ExtAuthPolicy != nil:
-		return u.ExtAuthPolicy
-	case u.ExtProcPolicy != nil:
-		return u.ExtProcPolicy
-	case u.BackendTLSPolicy != nil:
-		return u.BackendTLSPolicy
-	case u.ExtensionPolicy != nil:
-		return u.ExtensionPolicy
 	}
 	return nil
 }

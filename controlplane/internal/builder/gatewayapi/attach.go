@@ -35,43 +35,69 @@ type parentAttachment struct {
 	problems  findings
 }
 
-// parents resolves a route's parentRefs naming Gateways of ours (the
-// others get no status from us) and attaches the route to their
-// listeners: a parentRef picks the listeners of its sectionName and port
-// (all when unset); of those, the route attaches to the ones whose
-// allowedRoutes admit its kind and namespace and whose hostname
-// intersects its hostnames.
+// parents resolves a route's parentRefs naming Gateways of ours, or
+// ListenerSets of our Gateways (the others get no status from us), and
+// attaches the route to their listeners: a parentRef picks the listeners
+// of its sectionName and port (all when unset); of those, the route
+// attaches to the ones whose allowedRoutes admit its kind and namespace
+// and whose hostname intersects its hostnames. A Gateway's listeners are
+// its own: those of its ListenerSets are reached through the ListenerSet
+// only (GEP-1713; the conformance test
+// ListenerSetGatewayParentSectionNameNotFound).
 func (g *gatewayStage) parents(rt *gwRoute) []*parentAttachment {
 	var out []*parentAttachment
 	for _, pr := range rt.parentRefs {
-		if orDefault(pr.Group, gatewayGroup) != gatewayGroup || orDefault(pr.Kind, kindGateway) != kindGateway {
+		if orDefault(pr.Group, gatewayGroup) != gatewayGroup {
 			continue
 		}
 		ns := orDefault(pr.Namespace, gwapiv1.Namespace(rt.ref.Namespace))
-		gw := g.byName[core.NsName(string(ns), string(pr.Name))]
+		key := core.NsName(string(ns), string(pr.Name))
+		var gw *gwGateway
+		var set *gwListenerSet
+		switch orDefault(pr.Kind, kindGateway) {
+		case kindGateway:
+			gw = g.byName[key]
+		case kindListenerSet:
+			if set = g.listenerSets[key]; set != nil {
+				gw = set.parent
+			}
+		}
 		if gw == nil || slices.ContainsFunc(out, func(p *parentAttachment) bool { return reflect.DeepEqual(p.ref, pr) }) {
 			continue
 		}
-		out = append(out, g.attach(rt, pr, gw))
+		out = append(out, g.attach(rt, pr, gw, set))
 	}
 	return out
 }
 
-// attach attaches a route to the listeners one parentRef selects.
-func (g *gatewayStage) attach(rt *gwRoute, pr gwapiv1.ParentReference, gw *gwGateway) *parentAttachment {
+// attach attaches a route to the listeners one parentRef selects: of the
+// Gateway gw, or of its ListenerSet set.
+func (g *gatewayStage) attach(rt *gwRoute, pr gwapiv1.ParentReference, gw *gwGateway, set *gwListenerSet) *parentAttachment {
 	p := &parentAttachment{ref: pr, gateway: gw}
-	if !gw.accepted() {
+	parent, listeners := fmt.Sprintf("Gateway %s/%s", gw.gw.Namespace, gw.gw.Name), gw.ownListeners()
+	if set != nil {
+		parent, listeners = set.String(), set.listeners
+	}
+	switch {
+	case !gw.accepted():
 		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "Gateway %s/%s is not accepted: %s", gw.gw.Namespace, gw.gw.Name, gw.problems.message())
 		return p
+	case set != nil && len(set.problems) > 0:
+		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "%s is not accepted: %s", set, set.problems.message())
+		return p
 	}
-	candidates := selectedListeners(gw, pr)
+	candidates := selectedListeners(listeners, pr)
 	if len(candidates) == 0 {
-		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "Gateway %s/%s has no listener%s", gw.gw.Namespace, gw.gw.Name, sectionAndPort(pr))
+		hint := ""
+		if set == nil && pr.SectionName != nil && slices.ContainsFunc(gw.listeners[gw.own:], func(l *gwListener) bool { return l.spec.Name == *pr.SectionName }) {
+			hint = " (a ListenerSet's listener of that name is reached through a parentRef to its ListenerSet)"
+		}
+		p.problems.add(string(gwapiv1.RouteReasonNoMatchingParent), "%s has no listener%s%s", parent, sectionAndPort(pr), hint)
 		return p
 	}
 	allowed := g.allowingListeners(candidates, rt)
 	if len(allowed) == 0 {
-		p.problems.add(string(gwapiv1.RouteReasonNotAllowedByListeners), "no listener%s of Gateway %s/%s allows %ss from namespace %s", sectionAndPort(pr), gw.gw.Namespace, gw.gw.Name, rt.kind, rt.ref.Namespace)
+		p.problems.add(string(gwapiv1.RouteReasonNotAllowedByListeners), "no listener%s of %s allows %ss from namespace %s", sectionAndPort(pr), parent, rt.kind, rt.ref.Namespace)
 		return p
 	}
 	routeHosts := lowerHostnames(rt.hostnames)
@@ -83,16 +109,16 @@ func (g *gatewayStage) attach(rt *gwRoute, pr gwapiv1.ParentReference, gw *gwGat
 		}
 	}
 	if len(p.listeners) == 0 {
-		p.problems.add(string(gwapiv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches a listener%s of Gateway %s/%s", sectionAndPort(pr), gw.gw.Namespace, gw.gw.Name)
+		p.problems.add(string(gwapiv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches a listener%s of %s", sectionAndPort(pr), parent)
 	}
 	return p
 }
 
-// selectedListeners are the listeners of gw a parentRef selects by its
-// sectionName and port (all when unset).
-func selectedListeners(gw *gwGateway, pr gwapiv1.ParentReference) []*gwListener {
+// selectedListeners are the listeners of ls (a parent's) a parentRef
+// selects by its sectionName and port (all when unset).
+func selectedListeners(ls []*gwListener, pr gwapiv1.ParentReference) []*gwListener {
 	var out []*gwListener
-	for _, l := range gw.listeners {
+	for _, l := range ls {
 		if (pr.SectionName == nil || *pr.SectionName == l.spec.Name) && (pr.Port == nil || *pr.Port == l.spec.Port) {
 			out = append(out, l)
 		}
@@ -144,7 +170,8 @@ func (g *gatewayStage) namespaceAllowed(l *gwListener, namespace string) bool {
 	case gwapiv1.NamespacesFromAll:
 		return true
 	case gwapiv1.NamespacesFromSame:
-		return namespace == l.gw.gw.Namespace
+		_, own := l.owner()
+		return namespace == own
 	case gwapiv1.NamespacesFromSelector:
 		return l.selector != nil && l.selector.Matches(labels.Set(g.namespaceLabels[namespace]))
 	}

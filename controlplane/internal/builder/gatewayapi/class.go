@@ -59,6 +59,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportTLSRouteModeMixed,
 	features.SupportTCPRoute,
 	features.SupportUDPRoute,
+	features.SupportListenerSet,
 )
 
 // ExperimentalFeatures are the features whose fields only the Gateway

@@ -60,29 +60,40 @@ func (h sharedHosts) taken(opts *core.Options, port uint32, host string) bool {
 // with the shared listeners, which are TCP's. Listeners invalid on their
 // own take no part.
 func (g *gatewayStage) resolveConflicts(proxies sharedHosts) {
-	type socket struct {
-		port uint32
-		udp  bool
-	}
-	byPort := map[socket][]*gwListener{}
-	for _, x := range g.gateways {
-		if !x.accepted() {
-			continue
-		}
-		for _, l := range x.listeners {
-			if len(l.accepted) == 0 {
-				k := socket{l.envoyPort, l.udp}
-				byPort[k] = append(byPort[k], l)
-			}
-		}
-	}
-	for k, ls := range byPort {
+	for k, ls := range g.listenersByPort() {
 		if k.udp { // one protocol, no host names, no HTTPProxy
 			g.hostnameConflicts(k.port, ls, sharedHosts{})
 			continue
 		}
 		g.tcpConflicts(k.port, ls, proxies)
 	}
+}
+
+// socket is an Envoy port of one transport: a UDP and a TCP listener of
+// one port number are distinct sockets.
+type socket struct {
+	port uint32
+	udp  bool
+}
+
+// listenersByPort are the listeners of the accepted Gateways valid on
+// their own, by Envoy socket, once each Gateway's ListenerSets' protocols
+// are decided (protocolPrecedence).
+func (g *gatewayStage) listenersByPort() map[socket][]*gwListener {
+	byPort := map[socket][]*gwListener{}
+	for _, x := range g.gateways {
+		if !x.accepted() {
+			continue
+		}
+		protocolPrecedence(x)
+		for _, l := range x.listeners {
+			if len(l.accepted) == 0 && len(l.conflicted) == 0 {
+				k := socket{l.envoyPort, l.udp}
+				byPort[k] = append(byPort[k], l)
+			}
+		}
+	}
+	return byPort
 }
 
 // tcpConflicts decides which of the TCP-based listeners ls of one Envoy
@@ -111,6 +122,40 @@ func (g *gatewayStage) tcpConflicts(port uint32, ls []*gwListener, proxies share
 		same = append(same, l)
 	}
 	g.hostnameConflicts(port, same, proxies)
+}
+
+// protocolPrecedence decides the protocol of each Envoy port of a Gateway
+// with ListenerSets: a ListenerSet's listener whose protocol another
+// listener of the port has before it in the Gateway's precedence (its own
+// listeners, then the ListenerSets oldest first) cannot share is
+// Conflicted (ProtocolConflict) and the first keeps the port, as GEP-1713
+// says ("the first Listener in the precedence list MUST be accepted").
+// Listeners of one resource that disagree on a port are left to
+// resolveConflicts: none of them wins ("Conflicting listeners"). UDP
+// listeners have a port of their own (socket).
+func protocolPrecedence(x *gwGateway) {
+	if len(x.sets) == 0 {
+		return
+	}
+	first := map[socket]*gwListener{}
+	claim := func(ls []*gwListener) {
+		for _, l := range ls {
+			k := socket{l.envoyPort, l.udp}
+			if len(l.accepted) == 0 && len(l.conflicted) == 0 && first[k] == nil {
+				first[k] = l
+			}
+		}
+	}
+	claim(x.ownListeners())
+	for _, s := range x.sets {
+		for _, l := range s.listeners {
+			if f := first[socket{l.envoyPort, l.udp}]; f != nil && len(l.accepted) == 0 && !sameTransport(l.spec.Protocol, f.spec.Protocol) {
+				l.conflicted.add(string(gwapiv1.ListenerReasonProtocolConflict), "port %d is served for protocol %s by %s, which comes first in the Gateway's listener precedence (GEP-1713): a listener of protocol %s cannot be served there",
+					l.spec.Port, f.spec.Protocol, f, l.spec.Protocol)
+			}
+		}
+		claim(s.listeners)
+	}
 }
 
 // sameTransport reports whether listeners of protocols a and b can share
@@ -148,15 +193,26 @@ func (g *gatewayStage) hostnameConflicts(port uint32, ls []*gwListener, proxies 
 		claims[host] = append(claims[host], l)
 	}
 	for host, cs := range claims {
-		byGateway := map[*gwGateway][]*gwListener{}
+		// A resource is a Gateway's own listeners, or a ListenerSet's.
+		type resource struct {
+			gw  *gwGateway
+			set *gwListenerSet
+		}
+		byResource := map[resource][]*gwListener{}
 		for _, l := range cs {
-			byGateway[l.gw] = append(byGateway[l.gw], l)
+			byResource[resource{l.gw, l.set}] = append(byResource[resource{l.gw, l.set}], l)
 		}
 		var owner *gwListener
 		for _, l := range cs {
-			switch same := byGateway[l.gw]; {
+			switch same := byResource[resource{l.gw, l.set}]; {
 			case len(same) > 1:
-				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is claimed by listeners %s of the Gateway: listeners that differ only in name are indistinct, and none of them is served", host, l.spec.Port, listenerNames(same))
+				of := "the Gateway"
+				if l.set != nil {
+					of = l.set.String()
+				}
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is claimed by listeners %s of %s: listeners that differ only in name are indistinct, and none of them is served", host, l.spec.Port, listenerNames(same), of)
+			case owner != nil && owner.gw == l.gw:
+				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's, which comes first in the Gateway's listener precedence (its own listeners, then its ListenerSets oldest first: GEP-1713); give this listener a hostname of its own", host, l.spec.Port, owner)
 			case owner != nil:
 				l.conflicted.add(string(gwapiv1.ListenerReasonHostnameConflict), "hostname %q on port %d is already %s's (the oldest claim keeps it): %s", host, l.spec.Port, owner, sharedAdvice)
 			case proxies.taken(g.R.Opts(), port, host):
@@ -179,7 +235,9 @@ func listenerNames(ls []*gwListener) string {
 
 // olderListener orders listeners by their Gateway's age (oldest first; a
 // Gateway read from a file claims no age), then namespace and name, then
-// their order in the Gateway.
+// their place in the Gateway's precedence (its own, then its ListenerSets
+// oldest first, then by namespace/name: GEP-1713), then their order in
+// their resource.
 func olderListener(a, b *gwListener) int {
-	return cmp.Or(core.OlderClaim(a.gw.gw, b.gw.gw), cmp.Compare(a.index, b.index))
+	return cmp.Or(core.OlderClaim(a.gw.gw, b.gw.gw), cmp.Compare(a.rank(), b.rank()), cmp.Compare(a.index, b.index))
 }

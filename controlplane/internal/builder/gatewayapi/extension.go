@@ -187,7 +187,7 @@ func (g *gatewayStage) validExtensionPolicies() []ir.ExtensionResource {
 // Gateway), each once. An invalid policy is left out: the routes it wins
 // on already answer 500 (withExtensionPolicies).
 func (g *gatewayStage) addListenerExtensions(il *ir.Listener, l *gwListener) {
-	at := routeAt{gwNamespace: l.gw.gw.Namespace, gwName: l.gw.gw.Name, listener: string(l.spec.Name)}
+	at := routeAt{gwNamespace: l.gw.gw.Namespace, gwName: l.gw.gw.Name, listener: policyListener(l)}
 	for _, set := range g.extPolicies {
 		p := set.forRoute(at)
 		if p == nil || len(p.invalid) > 0 || p.ext == nil {

@@ -6,6 +6,8 @@
 //   - class.go: which classes are ours, their status and features;
 //   - listeners.go: each Gateway and its listeners on their own
 //     (protocol, port, hostname, certificates, allowed routes);
+//   - listenersets.go: the ListenerSets a Gateway allows, their listeners
+//     merged into its list in precedence, and their status;
 //   - frontendtls.go: the client certificate validation of its HTTPS
 //     listeners (spec.tls.frontend);
 //   - conflicts.go: listeners against each other and against the
@@ -63,7 +65,12 @@ type gatewayStage struct {
 	// gateways are ours (of one of our classes), in input order.
 	gateways []*gwGateway
 	byName   map[types.NamespacedName]*gwGateway
-	grants   grantIndex
+	// setsByParent are the ListenerSets naming each Gateway of ours, in
+	// precedence; listenerSets index them checked, by name, for the
+	// routes' parentRefs (listenersets.go).
+	setsByParent map[types.NamespacedName][]*gwapiv1.ListenerSet
+	listenerSets map[types.NamespacedName]*gwListenerSet
+	grants       grantIndex
 	// backendTLS are the BackendTLSPolicies, checked, by the Service
 	// ports they apply to (backendtls.go).
 	backendTLS backendTLSIndex
@@ -113,6 +120,7 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	memo.start(snap, g.backendTLS.key())
 	defer memo.finish()
 	g.buildClasses()
+	g.indexListenerSets(snap.In.ListenerSets, snap.In.Gateways)
 	if snap.Opts.GatewayServicePerGateway {
 		g.startPerGateway(snap)
 	}
@@ -139,6 +147,9 @@ func BuildGatewayAPI(snap *core.Snapshot, m *ir.Model, b *core.Merged, memo *Gat
 	m.ExtensionPolicies = g.validExtensionPolicies()
 	for _, x := range g.gateways {
 		g.gatewayStatus(x)
+		for _, s := range x.sets {
+			g.listenerSetStatus(s)
+		}
 	}
 	g.policyStatuses()
 	g.backendTLSStatuses()
@@ -153,6 +164,7 @@ func newGatewayStage(snap *core.Snapshot, out *core.Output, memo *GatewayMemo, a
 		Stage:           core.Stage{R: &core.Resolver{Snap: snap}, Out: out},
 		controller:      cmp.Or(snap.Opts.GatewayControllerName, config.DefaultGatewayControllerName),
 		byName:          map[types.NamespacedName]*gwGateway{},
+		listenerSets:    map[types.NamespacedName]*gwListenerSet{},
 		grants:          newGrantIndex(snap.In.ReferenceGrants),
 		namespaceLabels: map[string]map[string]string{},
 		configMaps:      map[types.NamespacedName]*corev1.ConfigMap{},
@@ -182,7 +194,7 @@ func (g *gatewayStage) startPerGateway(snap *core.Snapshot) {
 			ours = append(ours, gw)
 		}
 	}
-	g.ports = gatewayPorts(snap, ns, ours)
+	g.ports = gatewayPorts(snap, ns, ours, g.listenerSetPorts)
 }
 
 // buildGateways checks the Gateways of our GatewayClasses.
@@ -205,7 +217,7 @@ func (g *gatewayStage) gatewayServices() []*corev1.Service {
 	var services []*corev1.Service
 	for _, x := range g.gateways {
 		if x.accepted() {
-			services = append(services, gatewayService(x.gw, g.envoySvc, g.ports[core.NsName(x.gw.Namespace, x.gw.Name)]))
+			services = append(services, gatewayService(x, g.envoySvc, g.ports[core.NsName(x.gw.Namespace, x.gw.Name)]))
 		}
 	}
 	return services
@@ -240,7 +252,7 @@ func (g *gatewayStage) gatewayAPIStatus(kind, namespace, name string, generation
 // objects read from files do not get).
 const (
 	gatewayGroup  = gwapiv1.Group(gwapiv1.GroupName)
-	kindGateway   = gwapiv1.Kind("Gateway")
+	kindGateway   = gwapiv1.Kind(objects.KindGateway)
 	kindService   = gwapiv1.Kind("Service")
 	kindSecret    = gwapiv1.Kind("Secret")
 	kindHTTPRoute = gwapiv1.Kind(objects.KindHTTPRoute)

@@ -181,7 +181,11 @@ func (g *gatewayStage) addAttachment(hosts map[hostKey]*gwHost, k hostKey, a att
 func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener, k hostKey, h *gwHost) {
 	l := h.listener
 	gw := l.gw.ref()
-	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(append(h.origins, gw)...), Routes: g.withClientCert(l.gw, h.irRoutes())}
+	origins := append(h.origins, gw)
+	if l.set != nil {
+		origins = append(origins, l.set.ref()) // Envoy's rejection of its host reaches it too
+	}
+	vh := ir.VirtualHost{FQDN: k.host, Origins: ir.NewOrigins(origins...), Routes: g.withClientCert(l.gw, h.irRoutes())}
 	il := listeners[k.port]
 	if il == nil {
 		il = g.gatewayListener(k.port, l)
@@ -195,7 +199,7 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 		il.TCPHosts = append(il.TCPHosts, streamHost(vh, l.secret))
 		streamServedByOther(h, vh, k.host)
 		if l.secret != "" {
-			g.Out.SecretUses.Add(l.secret, gw)
+			g.Out.SecretUses.Add(l.secret, l.ownerRef())
 		}
 		return
 	}
@@ -207,7 +211,7 @@ func (g *gatewayStage) placeHost(m *ir.Model, listeners map[uint32]*ir.Listener,
 	global := g.R.Global()
 	secure := &ir.SecureVirtualHost{VirtualHost: vh, Secret: l.secret, Auth: global.Auth, ExtProc: global.Proc, ClientValidation: l.clientValidation}
 	hoistHostFilters(secure)
-	g.Out.SecretUses.Add(l.secret, gw)
+	g.Out.SecretUses.Add(l.secret, l.ownerRef())
 	if l.clientCA != nil {
 		g.Out.UseSecret(l.clientCA)
 		g.Out.SecretUses.Add(l.clientCA.Name, gw)

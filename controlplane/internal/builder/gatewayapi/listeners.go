@@ -22,8 +22,13 @@ type gwGateway struct {
 	gw *gwapiv1.Gateway
 	st *status.Object
 	// problems make the Gateway not accepted (its own fields, its class).
-	problems  findings
+	problems findings
+	// listeners are its own (the first own of them), then those of the
+	// ListenerSets it allows, in precedence (listenersets.go); sets are
+	// the ListenerSets that name it.
 	listeners []*gwListener
+	own       int
+	sets      []*gwListenerSet
 	// refs are the Gateway's references that do not resolve
 	// (ResolvedRefs: its backend client certificate); clientCert is that
 	// certificate (backendclientcert.go).
@@ -37,9 +42,14 @@ func (x *gwGateway) ref() objects.Ref {
 	return objects.Ref{Kind: objects.KindGateway, Namespace: x.gw.Namespace, Name: x.gw.Name}
 }
 
-// gwListener is one listener of one of our Gateways.
+// ownListeners are the Gateway's own listeners (spec.listeners).
+func (x *gwGateway) ownListeners() []*gwListener { return x.listeners[:x.own] }
+
+// gwListener is one listener of one of our Gateways, its own or of a
+// ListenerSet merged into it (set).
 type gwListener struct {
 	gw    *gwGateway
+	set   *gwListenerSet
 	index int
 	spec  gwapiv1.Listener
 	// hostname is lowercased; "" for any host.
@@ -80,7 +90,37 @@ func (l *gwListener) ready() bool {
 }
 
 func (l *gwListener) String() string {
+	if l.set != nil {
+		return fmt.Sprintf("listener %q of %s", l.spec.Name, l.set)
+	}
 	return fmt.Sprintf("listener %q of Gateway %s/%s", l.spec.Name, l.gw.gw.Namespace, l.gw.gw.Name)
+}
+
+// rank is the listener's place in its Gateway's precedence: 0 for its
+// own, then each ListenerSet's (GEP-1713).
+func (l *gwListener) rank() int {
+	if l.set == nil {
+		return 0
+	}
+	return l.set.rank
+}
+
+// owner is the object whose spec has the listener: its namespace is the
+// one of allowedRoutes' Same and of its certificates by default, and its
+// kind what a ReferenceGrant must allow.
+func (l *gwListener) owner() (kind gwapiv1.Kind, namespace string) {
+	if l.set != nil {
+		return kindListenerSet, l.set.ls.Namespace
+	}
+	return kindGateway, l.gw.gw.Namespace
+}
+
+// ownerRef is the object whose spec has the listener.
+func (l *gwListener) ownerRef() objects.Ref {
+	if l.set != nil {
+		return l.set.ref()
+	}
+	return l.gw.ref()
 }
 
 // envoyPort is the port Envoy binds for a Gateway listener's port:
@@ -110,11 +150,7 @@ func (g *gatewayStage) buildGateway(gw *gwapiv1.Gateway, classAccepted bool) *gw
 		x.problems.add(string(gwapiv1.GatewayReasonInvalidParameters), "spec.infrastructure.parametersRef is not supported: this controller takes no parameters")
 	}
 	g.backendClientCert(x)
-	if al := spec.AllowedListeners; al != nil && al.Namespaces != nil && al.Namespaces.From != nil && *al.Namespaces.From != gwapiv1.NamespacesFromNone {
-		// ListenerSets are not read: listeners they add would be
-		// missing without a word.
-		x.problems.add(status.ReasonUnsupportedField, "spec.allowedListeners (ListenerSets) is not supported")
-	}
+	allowed := readAllowedListeners(x)
 	if spec.DefaultScope != "" {
 		x.problems.add(status.ReasonUnsupportedField, "spec.defaultScope (default Gateways) is not supported")
 	}
@@ -123,20 +159,22 @@ func (g *gatewayStage) buildGateway(gw *gwapiv1.Gateway, classAccepted bool) *gw
 	}
 	names := map[gwapiv1.SectionName]bool{}
 	for i, ls := range spec.Listeners {
-		l := g.buildListener(x, i, ls)
+		l := g.buildListener(x, nil, i, ls)
 		if names[ls.Name] {
 			l.accepted.add(string(gwapiv1.ListenerReasonUnsupportedValue), "another listener of the Gateway is named %q", ls.Name)
 		}
 		names[ls.Name] = true
 		x.listeners = append(x.listeners, l)
 	}
+	x.own = len(x.listeners)
+	g.buildListenerSets(x, allowed)
 	return x
 }
 
 // buildListener checks one listener: its protocol, port, hostname, TLS
 // and allowedRoutes.
-func (g *gatewayStage) buildListener(x *gwGateway, i int, ls gwapiv1.Listener) *gwListener {
-	l := &gwListener{gw: x, index: i, spec: ls, attached: map[objects.Ref]bool{}}
+func (g *gatewayStage) buildListener(x *gwGateway, set *gwListenerSet, i int, ls gwapiv1.Listener) *gwListener {
+	l := &gwListener{gw: x, set: set, index: i, spec: ls, attached: map[objects.Ref]bool{}}
 	switch ls.Protocol {
 	case gwapiv1.HTTPProtocolType:
 		if ls.TLS != nil {
@@ -213,18 +251,20 @@ func (g *gatewayStage) listenerTLS(l *gwListener) {
 		l.certs.add(string(gwapiv1.ListenerReasonInvalidCertificateRef), "tls.certificateRefs must name a certificate Secret")
 		return
 	}
-	gw := l.gw.gw
+	// A ListenerSet's references are its own: a ReferenceGrant to its
+	// parent Gateway does not cover them (the ListenerSet API).
+	ownerKind, ownerNS := l.owner()
 	for i, ref := range t.CertificateRefs {
 		where := fmt.Sprintf("tls.certificateRefs[%d]", i)
 		group, kind := orDefault(ref.Group, ""), orDefault(ref.Kind, kindSecret)
-		ns := orDefault(ref.Namespace, gwapiv1.Namespace(gw.Namespace))
+		ns := orDefault(ref.Namespace, gwapiv1.Namespace(ownerNS))
 		key := core.NsName(string(ns), string(ref.Name))
 		if group != "" || kind != kindSecret {
 			l.certs.add(string(gwapiv1.ListenerReasonInvalidCertificateRef), "%s: kind %s of group %q is not a Secret", where, kind, group)
 			continue
 		}
-		if key.Namespace != gw.Namespace && !g.grants.permits(gatewayGroup, kindGateway, gw.Namespace, "", kindSecret, key) {
-			l.certs.add(string(gwapiv1.ListenerReasonRefNotPermitted), "%s: Secret %s is in another namespace and no ReferenceGrant there allows Gateways of %s to use it", where, key, gw.Namespace)
+		if key.Namespace != ownerNS && !g.grants.permits(gatewayGroup, ownerKind, ownerNS, "", kindSecret, key) {
+			l.certs.add(string(gwapiv1.ListenerReasonRefNotPermitted), "%s: Secret %s is in another namespace and no ReferenceGrant there allows %ss of %s to use it", where, key, ownerKind, ownerNS)
 			continue
 		}
 		s, err := g.R.Certificate(key)

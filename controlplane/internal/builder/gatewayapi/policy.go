@@ -42,17 +42,31 @@ type routeAt struct {
 }
 
 // targets are the targets that reach a route, the most specific first;
-// an unnamed rule cannot be targeted.
+// an unnamed rule cannot be targeted, nor a listener of a ListenerSet
+// (listener ""): a Gateway's sectionName names its own listeners only.
 func (at routeAt) targets() []policyTarget {
 	out := make([]policyTarget, 0, 4)
 	if at.rule != "" {
 		out = append(out, policyTarget{at.routeKind, at.namespace, at.route, at.rule})
 	}
-	return append(out,
-		policyTarget{at.routeKind, at.namespace, at.route, ""},
-		policyTarget{kindGateway, at.gwNamespace, at.gwName, at.listener},
-		policyTarget{kindGateway, at.gwNamespace, at.gwName, ""},
-	)
+	if at.routeKind != "" {
+		out = append(out, policyTarget{at.routeKind, at.namespace, at.route, ""})
+	}
+	if at.listener != "" {
+		out = append(out, policyTarget{kindGateway, at.gwNamespace, at.gwName, at.listener})
+	}
+	return append(out, policyTarget{kindGateway, at.gwNamespace, at.gwName, ""})
+}
+
+// policyListener is the section of its Gateway a policy may name for a
+// listener: its name, or none for a ListenerSet's (a policy on the whole
+// Gateway reaches it, one on a Gateway listener of the same name does not:
+// docs/gateway-api.md, "ListenerSets").
+func policyListener(l *gwListener) string {
+	if l.set != nil {
+		return ""
+	}
+	return string(l.spec.Name)
 }
 
 // policyCandidate and policyIndex are the core's (shared with the

@@ -19,7 +19,7 @@ func (g *gatewayStage) withPolicies(l *gwListener, routes []gwIRRoute) ([]gwIRRo
 	for i, r := range routes {
 		out[i] = r
 		at := routeAt{
-			gwNamespace: l.gw.gw.Namespace, gwName: l.gw.gw.Name, listener: string(l.spec.Name),
+			gwNamespace: l.gw.gw.Namespace, gwName: l.gw.gw.Name, listener: policyListener(l),
 			routeKind: r.kind, namespace: r.obj.GetNamespace(), route: r.obj.GetName(), rule: ruleName(r),
 		}
 		auth, proc := g.authPolicies.forRoute(at), g.procPolicies.forRoute(at)

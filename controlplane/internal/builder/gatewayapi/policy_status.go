@@ -145,7 +145,7 @@ func (k knownTargets) missing(t policyTarget) string {
 			return what + " not found"
 		case gw == nil:
 			return what + " is not of a GatewayClass of this controller"
-		case t.section != "" && !slices.ContainsFunc(gw.listeners, func(l *gwListener) bool { return string(l.spec.Name) == t.section }):
+		case t.section != "" && !slices.ContainsFunc(gw.ownListeners(), func(l *gwListener) bool { return string(l.spec.Name) == t.section }):
 			return fmt.Sprintf("%s has no listener named %q", what, t.section)
 		}
 		return ""

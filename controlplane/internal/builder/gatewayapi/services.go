@@ -52,7 +52,20 @@ func GatewayServiceName(gw types.NamespacedName) string {
 // the deleted one's port in one build and another in the next, and a
 // client connected in between stayed on the wrong listener. A port left
 // without one (the range is full) is missing from the map.
-func gatewayPorts(snap *core.Snapshot, envoyNS string, gws []*gwapiv1.Gateway) map[types.NamespacedName]map[int32]uint32 {
+//
+// A Gateway's ports are those of its listeners, then of the listeners of
+// the ListenerSets it allows (more, listenersets.go): they are served on
+// its Service too.
+func gatewayPorts(snap *core.Snapshot, envoyNS string, gws []*gwapiv1.Gateway, more func(*gwapiv1.Gateway) []int32) map[types.NamespacedName]map[int32]uint32 {
+	listenerPorts := func(gw *gwapiv1.Gateway) []int32 {
+		ps := gatewayListenerPorts(gw)
+		for _, p := range more(gw) {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
 	gws = oldestGatewayFirst(gws)
 	out := map[types.NamespacedName]map[int32]uint32{}
 	taken := map[uint32]bool{}
@@ -64,11 +77,11 @@ func gatewayPorts(snap *core.Snapshot, envoyNS string, gws []*gwapiv1.Gateway) m
 		if svc == nil || svc.Annotations[objects.GatewayServiceAnnotation] != key.String() {
 			continue
 		}
-		keepGatewayPorts(out[key], gatewayListenerPorts(gw), svc, taken)
+		keepGatewayPorts(out[key], listenerPorts(gw), svc, taken)
 	}
 	for _, gw := range gws {
 		key := core.NsName(gw.Namespace, gw.Name)
-		for _, p := range gatewayListenerPorts(gw) {
+		for _, p := range listenerPorts(gw) {
 			if _, ok := out[key][p]; ok {
 				continue
 			}
@@ -158,7 +171,8 @@ func hashedGatewayPort(id string, p int32, taken map[uint32]bool) (uint32, bool)
 // selector, traffic policies, its load balancer's class, source ranges and
 // annotations: an internal load balancer stays internal) and a port per
 // listener port to the Gateway's Envoy port.
-func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]uint32) *corev1.Service {
+func gatewayService(x *gwGateway, envoy *corev1.Service, ports map[int32]uint32) *corev1.Service {
+	gw := x.gw
 	key := core.NsName(gw.Namespace, gw.Name)
 	label := strings.Trim(gw.Namespace+"."+gw.Name, "-.")
 	if len(label) > 63 {
@@ -195,7 +209,7 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 		listenerPorts = append(listenerPorts, p)
 	}
 	slices.Sort(listenerPorts)
-	tcp, udp := listenerTransports(gw)
+	tcp, udp := listenerTransports(x)
 	for _, p := range listenerPorts {
 		// Envoy ports are in the range of Gateways' ports.
 		target := intstr.FromInt32(int32(min(ports[p], GatewayPortLast)))
@@ -209,17 +223,16 @@ func gatewayService(gw *gwapiv1.Gateway, envoy *corev1.Service, ports map[int32]
 	return svc
 }
 
-// listenerTransports are the ports of a Gateway's listeners served over
-// TCP (every protocol but UDP) and over UDP: a Service port of each, the
-// two of one port number going to the same Envoy port (a TCP and a UDP
-// socket there).
-func listenerTransports(gw *gwapiv1.Gateway) (tcp, udp map[int32]bool) {
+// listenerTransports are the ports of a Gateway's listeners, its own and
+// its ListenerSets' (the ports map says which are served), served over
+// TCP and over UDP: a port number may be both.
+func listenerTransports(x *gwGateway) (tcp, udp map[int32]bool) {
 	tcp, udp = map[int32]bool{}, map[int32]bool{}
-	for _, l := range gw.Spec.Listeners {
-		if l.Protocol == gwapiv1.UDPProtocolType {
-			udp[l.Port] = true
+	for _, l := range x.listeners {
+		if l.spec.Protocol == gwapiv1.UDPProtocolType {
+			udp[l.spec.Port] = true
 		} else {
-			tcp[l.Port] = true
+			tcp[l.spec.Port] = true
 		}
 	}
 	return tcp, udp

@@ -19,46 +19,21 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	gen := x.gw.Generation
 	var notReady findings
 	named := map[gwapiv1.SectionName]bool{}
-	for _, l := range x.listeners {
-		refs := append(append(slices.Clone(l.certs), l.badKinds...), l.caRefs...)
-		conflicted := cond(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen)
-		if len(l.conflicted) > 0 {
-			conflicted = cond(gwapiv1.ListenerConditionConflicted, true, l.conflicted.reason(), l.conflicted.message(), gen)
-		}
-		programmed := cond(gwapiv1.ListenerConditionProgrammed, true, gwapiv1.ListenerReasonProgrammed, "programmed", gen)
+	for _, l := range x.ownListeners() {
+		ls, ok := g.listenerStatus(l, gen, false, named)
 		if !l.ready() {
-			why := append(append(append(slices.Clone(l.accepted), l.certs...), l.conflicted...), x.problems...)
-			programmed = cond(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, why.message(), gen)
-			notReady.add(string(gwapiv1.GatewayReasonListenersNotValid), "listener %q: %s", l.spec.Name, why.message())
+			notReady.add(string(gwapiv1.GatewayReasonListenersNotValid), "listener %q: %s", l.spec.Name, l.notReadyWhy().message())
 		}
-		if named[l.spec.Name] {
-			// A second listener of a name (only files can have one) is
-			// in the Gateway's conditions: the status lists listeners
-			// by name.
-			continue
+		if ok {
+			x.st.GatewayAPI.Listeners = append(x.st.GatewayAPI.Listeners, ls)
 		}
-		named[l.spec.Name] = true
-		kinds := l.kinds
-		if kinds == nil {
-			kinds = []gwapiv1.RouteGroupKind{}
-		}
-		x.st.GatewayAPI.Listeners = append(x.st.GatewayAPI.Listeners, gwapiv1.ListenerStatus{
-			Name:           l.spec.Name,
-			SupportedKinds: kinds,
-			AttachedRoutes: int32(min(len(l.attached), math.MaxInt32)),
-			Conditions: []metav1.Condition{
-				goodWhenEmpty(gwapiv1.ListenerConditionAccepted, l.accepted, gwapiv1.ListenerReasonAccepted, "accepted", gen),
-				goodWhenEmpty(gwapiv1.ListenerConditionResolvedRefs, refs, gwapiv1.ListenerReasonResolvedRefs, "references resolved", gen),
-				conflicted,
-				programmed,
-			},
-		})
 	}
+	x.st.GatewayAPI.AttachedListenerSets = attachedListenerSets(x)
 	var accepted metav1.Condition
 	switch {
 	case !x.accepted():
 		accepted = goodWhenEmpty(gwapiv1.GatewayConditionAccepted, x.problems, gwapiv1.GatewayReasonAccepted, "", gen)
-	case len(notReady) == len(x.listeners):
+	case len(notReady) == x.own:
 		accepted = cond(gwapiv1.GatewayConditionAccepted, false, gwapiv1.GatewayReasonListenersNotValid, "no listener can be served: "+notReady.message(), gen)
 	case len(notReady) > 0:
 		accepted = cond(gwapiv1.GatewayConditionAccepted, true, gwapiv1.GatewayReasonListenersNotValid, "some listeners cannot be served: "+notReady.message(), gen)
@@ -68,6 +43,61 @@ func (g *gatewayStage) gatewayStatus(x *gwGateway) {
 	programmed, addresses := g.programmed(x, accepted)
 	x.st.GatewayAPI.Conditions = append([]metav1.Condition{accepted, programmed}, tlsConditions(x)...)
 	x.st.GatewayAPI.Addresses = addresses
+}
+
+// notReadyWhy says why a listener is not served.
+func (l *gwListener) notReadyWhy() findings {
+	why := append(append(append(slices.Clone(l.accepted), l.certs...), l.conflicted...), l.gw.problems...)
+	if l.set != nil {
+		why = append(why, l.set.problems...)
+	}
+	return why
+}
+
+// listenerStatus is a listener's status: its supported kinds, attached
+// routes and conditions; false for a second listener of a name (only
+// files can have one: it is in its Gateway's or ListenerSet's conditions,
+// the status lists listeners by name).
+//
+// A ListenerSet's listener (entry) that conflicts is not Accepted either,
+// with the conflict's reason, nor Programmed with it: the ListenerSet
+// API's conformance tests ask for both (ListenerSetHostnameConflict,
+// ListenerSetProtocolConflict). A Gateway's own conflicted listener keeps
+// Accepted True and Programmed False, Invalid, as before ListenerSets.
+func (g *gatewayStage) listenerStatus(l *gwListener, gen int64, entry bool, named map[gwapiv1.SectionName]bool) (gwapiv1.ListenerStatus, bool) {
+	if named[l.spec.Name] {
+		return gwapiv1.ListenerStatus{}, false
+	}
+	named[l.spec.Name] = true
+	refs := append(append(slices.Clone(l.certs), l.badKinds...), l.caRefs...)
+	conflicted := cond(gwapiv1.ListenerConditionConflicted, false, gwapiv1.ListenerReasonNoConflicts, "no conflicts", gen)
+	accepted := goodWhenEmpty(gwapiv1.ListenerConditionAccepted, l.accepted, gwapiv1.ListenerReasonAccepted, "accepted", gen)
+	programmed := cond(gwapiv1.ListenerConditionProgrammed, true, gwapiv1.ListenerReasonProgrammed, "programmed", gen)
+	if !l.ready() {
+		programmed = cond(gwapiv1.ListenerConditionProgrammed, false, gwapiv1.ListenerReasonInvalid, l.notReadyWhy().message(), gen)
+	}
+	if len(l.conflicted) > 0 {
+		conflicted = cond(gwapiv1.ListenerConditionConflicted, true, l.conflicted.reason(), l.conflicted.message(), gen)
+		if entry && len(l.accepted) == 0 {
+			accepted = cond(gwapiv1.ListenerConditionAccepted, false, l.conflicted.reason(), l.conflicted.message(), gen)
+			programmed.Reason = l.conflicted.reason()
+		}
+	}
+	kinds := l.kinds
+	if kinds == nil {
+		kinds = []gwapiv1.RouteGroupKind{}
+	}
+	return gwapiv1.ListenerStatus{
+		Name:           l.spec.Name,
+		SupportedKinds: kinds,
+		AttachedRoutes: int32(min(len(l.attached), math.MaxInt32)),
+		Conditions: []metav1.Condition{
+			accepted,
+			goodWhenEmpty(gwapiv1.ListenerConditionResolvedRefs, refs, gwapiv1.ListenerReasonResolvedRefs, "references resolved", gen),
+			conflicted,
+			programmed,
+		},
+	}, true
 }
 
 // programmed is a Gateway's Programmed condition, given its Accepted one,

@@ -40,6 +40,7 @@ var files = map[string]string{
 	"Gateway":          "gateways",
 	"GRPCRoute":        "grpcroutes",
 	"HTTPRoute":        "httproutes",
+	"ListenerSet":      "listenersets",
 	"ReferenceGrant":   "referencegrants",
 	"TCPRoute":         "tcproutes",
 	"TLSRoute":         "tlsroutes",

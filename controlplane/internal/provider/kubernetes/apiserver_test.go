@@ -272,7 +272,7 @@ func TestGatewayAPIForbidden(t *testing.T) {
 		t.Errorf("no log of the missing access:\n%s", r.logs.String())
 	}
 	grant(t, api.Client, "gateway", user, []rbacv1.PolicyRule{
-		{APIGroups: []string{gwapiv1.GroupName}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "referencegrants", "backendtlspolicies"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{gwapiv1.GroupName}, Resources: []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "listenersets", "referencegrants", "backendtlspolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{gatewayv1alpha1.GroupVersion.Group}, Resources: []string{"extauthpolicies", "extprocpolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 	})

@@ -47,6 +47,7 @@ func gatewayKinds() []gatewayKind {
 		{"tlsroutes", []client.Object{&gwapiv1.TLSRoute{}}},
 		{"tcproutes", []client.Object{&gwapiv1.TCPRoute{}}},
 		{"udproutes", []client.Object{&gwapiv1.UDPRoute{}}},
+		{"listenersets", []client.Object{&gwapiv1.ListenerSet{}}},
 		// The standard CRDs serve v1 and v1beta1; older ones only v1beta1.
 		{"referencegrants", []client.Object{&gwapiv1.ReferenceGrant{}, &gwapiv1beta1.ReferenceGrant{}}},
 		// The standard CRDs serve v1; older experimental ones only

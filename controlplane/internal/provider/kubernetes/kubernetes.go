@@ -234,7 +234,7 @@ func statusOnly(old, cur any) bool {
 	case *unstructured.Unstructured,
 		*contourv1.HTTPProxy, *v1alpha1.ExtensionService, *contourv1.TLSCertificateDelegation,
 		*gwapiv1.GatewayClass, *gwapiv1.Gateway, *gwapiv1.HTTPRoute, *gwapiv1.GRPCRoute,
-		*gwapiv1.TLSRoute, *gwapiv1.TCPRoute, *gwapiv1.UDPRoute,
+		*gwapiv1.TLSRoute, *gwapiv1.TCPRoute, *gwapiv1.UDPRoute, *gwapiv1.ListenerSet,
 		*gatewayv1alpha1.ExtAuthPolicy, *gatewayv1alpha1.ExtProcPolicy,
 		*gwapiv1.BackendTLSPolicy, *gwapiv1alpha3.BackendTLSPolicy:
 	default:
@@ -274,6 +274,7 @@ func (p *Provider) snapshot() *objects.Set {
 		TLSRoutes:          stored[*gwapiv1.TLSRoute](p.stores),
 		TCPRoutes:          stored[*gwapiv1.TCPRoute](p.stores),
 		UDPRoutes:          stored[*gwapiv1.UDPRoute](p.stores),
+		ListenerSets:       stored[*gwapiv1.ListenerSet](p.stores),
 		ReferenceGrants:    referenceGrants(p.stores),
 		BackendTLSPolicies: backendTLSPolicies(p.stores),
 		ConfigMaps:         stored[*corev1.ConfigMap](p.stores),
