@@ -15,6 +15,11 @@
 # experimental or older CRDs over these) is not a CRD and is not copied:
 # it belongs to whoever manages the cluster's Gateway API installation.
 #
+# Without directories, it also copies the standard CRDs of the kinds the
+# control plane reads into controlplane/internal/objects/crdschema/crds,
+# which the control plane embeds to check objects read from files (its
+# test keeps them equal to the chart's).
+#
 # Usage: hack/gateway-api-crds.sh [standard directory [experimental directory]]
 set -euo pipefail
 
@@ -42,3 +47,12 @@ copy() {
 }
 copy standard "$OUT"
 copy experimental "$OUT_EXPERIMENTAL"
+
+if [ -z "${1:-}" ]; then
+	CP="$ROOT/controlplane/internal/objects/crdschema/crds"
+	mkdir -p "$CP"
+	rm -f "$CP"/gateway.networking.k8s.io_*.yaml
+	for k in backendtlspolicies gatewayclasses gateways grpcroutes httproutes listenersets referencegrants tcproutes tlsroutes udproutes; do
+		install -m 0644 "$OUT/gateway.networking.k8s.io_$k.yaml" "$CP/"
+	done
+fi

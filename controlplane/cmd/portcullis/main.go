@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -276,7 +278,7 @@ func (tf *translateFlags) run(cmd *cobra.Command) error {
 			loaded.Sub(start).Round(time.Millisecond), built.Sub(loaded).Round(time.Millisecond), time.Since(built).Round(time.Millisecond))
 	}
 	if tf.strict {
-		return cmp.Or(notServed, allValid(res))
+		return cmp.Or(notServed, allValid(set, res))
 	}
 	return nil
 }
@@ -320,11 +322,20 @@ func (tf *translateFlags) print(cmd *cobra.Command, set *objects.Set, res *pipel
 	return doc.WriteTo(cmd.OutOrStdout(), tf.output)
 }
 
-// allValid fails on the first object that is not valid (--strict).
-func allValid(res *pipeline.Result) error {
+// allValid fails on the first object that is not valid (--strict): its
+// status has errors, or reading it found what the API would refuse (an
+// unknown or repeated field, what its CRD's validation refuses), which a
+// Gateway API object's conditions say rather than its errors.
+func allValid(set *objects.Set, res *pipeline.Result) error {
 	for _, o := range res.Build.Status {
 		if !o.Valid() {
 			return fmt.Errorf("%s is not valid", o.Ref)
+		}
+	}
+	refs := slices.SortedFunc(maps.Keys(set.Warnings), func(a, b objects.Ref) int { return cmp.Compare(a.String(), b.String()) })
+	for _, ref := range refs {
+		if ws := set.Warnings[ref]; len(ws) > 0 {
+			return fmt.Errorf("%s is not valid: %s", ref, ws[0])
 		}
 	}
 	return nil
@@ -355,7 +366,7 @@ func showExtensionDiff(cmd *cobra.Command, regs []extension.Registration, set *o
 		return fmt.Errorf("--show-extension-diff: %d extension hook call(s) failed (listed above)", n)
 	}
 	if strict {
-		return allValid(res)
+		return allValid(set, res)
 	}
 	return nil
 }

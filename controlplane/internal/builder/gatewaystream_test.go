@@ -92,7 +92,7 @@ func TestTLSRoutePassthrough(t *testing.T) {
 		{"hostnames intersected with the listener's, each its own SNI match", passthrough,
 			streamRoute("TLSRoute", "default", "r", `[a.example.com, "*.example.com", b.example.org]`, echo),
 			"https-9443 *.example.com=echo:80 a.example.com=echo:80", "Accepted", "Accepted", "ResolvedRefs"},
-		{"no hostname on either side: any SNI name (files only: the CRD requires hostnames)", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Passthrough}}`,
+		{"no hostname on either side: any SNI name (older CRDs only: the CRD requires hostnames)", `{name: tls, port: 9443, protocol: TLS, tls: {mode: Passthrough}}`,
 			streamRoute("TLSRoute", "default", "r", `[]`, echo),
 			"https-9443 *=echo:80", "Accepted", "Accepted", "ResolvedRefs"},
 		{"no hostname in common", passthrough,
@@ -154,6 +154,10 @@ func checkStream(t *testing.T, listener, routes, served, listenerReason, accepte
 	if _, err := in.Decode(strings.NewReader(string(secrets)+"\n---"+streamBase+streamGateway(listener)+routes), "in.yaml"); err != nil {
 		t.Fatal(err)
 	}
+	// The builder's own rules: some of these Gateways and routes the
+	// CRDs refuse (as files, objects.TestDecodeRefusesWhatTheCRDRefuses),
+	// a cluster's older CRDs may not.
+	in.DropCRDComplaints()
 	in.Sort()
 	res := Build(&in, core.Options{HTTP: core.Bind{Port: 8080}, HTTPS: core.Bind{Port: 8443}})
 	if got := streamSummary(res.Model); got != served {

@@ -239,8 +239,20 @@ func decodeRead(doc []byte, where string, meta typeMeta) (out decoded) {
 		out.err = fmt.Errorf("%s: %s has no metadata.name: every object needs one (no API server generates names for files, so generateName does not work here)", where, gvk.Kind)
 		return out
 	}
+	crdErrs, err := checkCRD(doc, *gvk)
+	if err != nil {
+		out.err = fmt.Errorf("%s: %w", where, err)
+		return out
+	}
+	if len(crdErrs) > 0 && !hasStatus(obj) {
+		// Nothing would say why it is not served: a note, as for a
+		// document not read.
+		out.skipped = append(out.skipped, Skipped{Source: where, Kind: gvk.GroupVersion().String() + "/" + gvk.Kind, Refused: true,
+			Reason: crdErrs[0]})
+		return out
+	}
 	stampVersion(obj.(metav1.Object), doc)
-	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, complaints: complaints})
+	out.objects = append(out.objects, decodedObject{obj: obj, kind: gvk.Kind, complaints: append(complaints, crdErrs...)})
 	return out
 }
 

@@ -46,7 +46,8 @@ spec: {gatewayClassName: portcullis, listeners: [` + listeners + `]}
 // differ only in name (same port, protocol and hostname) are all
 // Conflicted and none is served (the API's Listener reference: no winner);
 // the Gateway's distinct listeners are, and another Gateway may then serve
-// the hostname.
+// the hostname. The CRD refuses such a Gateway (CEL), a cluster's older
+// CRDs may not: the builder's own rule.
 func TestIndistinctListenersOfOneGateway(t *testing.T) {
 	gw := func(name, listeners string) string {
 		return `
@@ -57,7 +58,7 @@ spec: {gatewayClassName: portcullis, listeners: [` + listeners + `]}
 `
 	}
 	const one, two = "{name: one, port: 80, protocol: HTTP}", "{name: two, port: 80, protocol: HTTP}"
-	const hostOne, hostTwo = "{name: one, port: 80, protocol: HTTP, hostname: a.example.com}", "{name: two, port: 80, protocol: HTTP, hostname: A.example.com}"
+	const hostOne, hostTwo = "{name: one, port: 80, protocol: HTTP, hostname: a.example.com}", "{name: two, port: 80, protocol: HTTP, hostname: a.example.com}"
 	const other = "{name: other, port: 80, protocol: HTTP, hostname: b.example.com}"
 	type want struct{ gateway, listener, programmed string }
 	for _, tc := range []struct {
@@ -74,7 +75,7 @@ spec: {gatewayClassName: portcullis, listeners: [` + listeners + `]}
 			[]want{{"a", "one", "False"}, {"a", "two", "False"}, {"b", "one", "True"}}, map[string]string{"a": "False"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runYAML(t, append([]string{gatewayClass, echoService}, tc.gateways...)...)
+			res := runWithoutCRD(t, append([]string{gatewayClass, echoService}, tc.gateways...)...)
 			ref := func(name string) objects.Ref {
 				return objects.Ref{Kind: objects.KindGateway, Namespace: "default", Name: name}
 			}

@@ -119,6 +119,10 @@ const (
 	// ReasonUnsupportedField: a field of the API that portcullis does not
 	// implement (internal/fields); ignored, it would fail open.
 	ReasonUnsupportedField = "UnsupportedField"
+	// ReasonCRDValidationFailed: a Gateway API object read from a file
+	// that its CRD's validation (schema, CEL rules) refuses: the API
+	// server would not store it.
+	ReasonCRDValidationFailed = "CRDValidationFailed"
 )
 
 // Reasons of errors that are Portcullis's own rather than Contour's.

@@ -21,7 +21,7 @@ func TestReasonsTableIsComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Gateway API reasons, documented with the Gateway API's.
-	gatewayAPI := map[string]bool{ReasonGatewayClassNotAccepted: true, ReasonOverriddenByPolicy: true}
+	gatewayAPI := map[string]bool{ReasonGatewayClassNotAccepted: true, ReasonOverriddenByPolicy: true, ReasonCRDValidationFailed: true}
 	want := map[string]bool{}
 	ast.Inspect(file, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)

@@ -3,6 +3,7 @@ package core
 import (
 	"strings"
 
+	"github.com/portcullis/portcullis/controlplane/internal/objects"
 	"github.com/portcullis/portcullis/controlplane/internal/status"
 )
 
@@ -14,16 +15,22 @@ import (
 // DecodeComplaintReason classifies one complaint of the strict decoder
 // (objects.Set.Warnings): it reports only unknown and duplicate fields.
 func DecodeComplaintReason(complaint string) string {
-	if strings.HasPrefix(complaint, "unknown field") {
+	switch {
+	case strings.HasPrefix(complaint, "unknown field"):
 		return status.ReasonUnknownField
+	case strings.HasPrefix(complaint, objects.CRDComplaintPrefix):
+		return status.ReasonCRDValidationFailed
 	}
 	return status.ReasonDuplicateField
 }
 
 // DecodeComplaintMessage says what the complaint is about.
 func DecodeComplaintMessage(complaint string) string {
-	if DecodeComplaintReason(complaint) == status.ReasonUnknownField {
+	switch DecodeComplaintReason(complaint) {
+	case status.ReasonUnknownField:
 		return complaint + ": no such field in the API (misspelt?)"
+	case status.ReasonCRDValidationFailed:
+		return complaint
 	}
 	return "a field given twice (only one value would be read): " + complaint
 }
