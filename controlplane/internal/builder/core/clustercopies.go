@@ -23,6 +23,9 @@ type ClusterCopies struct {
 	// them all and made none, its list is the last one, not sorted again.
 	sorted []*ir.Cluster
 	kept   int
+	// block is where new records are made, a few hundred at a time: a
+	// full build makes one per cluster, tens of thousands.
+	block []clusterCopy
 }
 
 type clusterCopy struct {
@@ -58,7 +61,11 @@ func (cc *ClusterCopies) copy(c *ir.Cluster, origins ir.Origins) *ir.Cluster {
 	o := *c
 	o.Origins = origins
 	if cc != nil {
-		cc.byName[c.Name] = &clusterCopy{from: c, origins: origins, copy: &o, used: cc.build}
+		if len(cc.block) == cap(cc.block) {
+			cc.block = make([]clusterCopy, 0, 256)
+		}
+		cc.block = append(cc.block, clusterCopy{from: c, origins: origins, copy: &o, used: cc.build})
+		cc.byName[c.Name] = &cc.block[len(cc.block)-1]
 	}
 	return &o
 }
