@@ -23,6 +23,10 @@ type ClusterCopies struct {
 	// them all and made none, its list is the last one, not sorted again.
 	sorted []*ir.Cluster
 	kept   int
+	// fresh counts the names the build running added; replaced are its
+	// new copies of names the last build had.
+	fresh    int
+	replaced []*ir.Cluster
 	// block is where new records are made, a few hundred at a time: a
 	// full build makes one per cluster, tens of thousands.
 	block []clusterCopy
@@ -44,23 +48,31 @@ func NewClusterCopies() *ClusterCopies {
 func (cc *ClusterCopies) start() {
 	if cc != nil {
 		cc.build++
-		cc.kept = 0
+		cc.kept, cc.fresh, cc.replaced = 0, 0, cc.replaced[:0]
 	}
 }
 
 // copy returns c with origins: the last build's copy when it was made of
 // the same cluster (by pointer: results are never modified) and origins.
 func (cc *ClusterCopies) copy(c *ir.Cluster, origins ir.Origins) *ir.Cluster {
+	var known bool
 	if cc != nil {
-		if e, ok := cc.byName[c.Name]; ok && e.from == c && slices.Equal(e.origins, origins) {
+		e, ok := cc.byName[c.Name]
+		if ok && e.from == c && slices.Equal(e.origins, origins) {
 			e.used = cc.build
 			cc.kept++
 			return e.copy
 		}
+		known = ok
 	}
 	o := *c
 	o.Origins = origins
 	if cc != nil {
+		if known {
+			cc.replaced = append(cc.replaced, &o)
+		} else {
+			cc.fresh++
+		}
 		if len(cc.block) == cap(cc.block) {
 			cc.block = make([]clusterCopy, 0, 256)
 		}
@@ -70,12 +82,19 @@ func (cc *ClusterCopies) copy(c *ir.Cluster, origins ir.Origins) *ir.Cluster {
 	return &o
 }
 
-// sort sorts the build's list of copies by name, or gives the last
-// build's list when it holds the same copies (the build reused every copy
-// of the last, and made none).
+// sort sorts the build's list of copies by name. When it holds the names
+// of the last build (it added none, and has as many), that is the last
+// build's sorted list with the copies made anew put in their places: a
+// change replaces a few clusters of thousands.
 func (cc *ClusterCopies) sort(list []*ir.Cluster) []*ir.Cluster {
-	if cc != nil && cc.kept == len(list) && len(cc.sorted) == len(list) {
-		return append(list[:0], cc.sorted...)
+	if cc != nil && cc.fresh == 0 && len(cc.sorted) == len(list) && cc.kept+len(cc.replaced) == len(list) {
+		list = append(list[:0], cc.sorted...)
+		for _, c := range cc.replaced {
+			i, _ := slices.BinarySearchFunc(list, c.Name, func(x *ir.Cluster, name string) int { return strings.Compare(x.Name, name) })
+			list[i] = c
+		}
+		cc.sorted = append(cc.sorted[:0], list...)
+		return list
 	}
 	slices.SortFunc(list, func(a, b *ir.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	if cc != nil {

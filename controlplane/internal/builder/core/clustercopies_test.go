@@ -83,13 +83,57 @@ func TestClusterCopiesSort(t *testing.T) {
 		want []string
 	}{
 		{[]*ir.Cluster{b, a}, []string{"a", "b"}},
-		{[]*ir.Cluster{b, a}, []string{"a", "b"}}, // all reused
-		{[]*ir.Cluster{b}, []string{"b"}},         // one gone
-		{[]*ir.Cluster{b, a}, []string{"a", "b"}}, // one back: a new copy
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}},                         // all reused
+		{[]*ir.Cluster{b}, []string{"b"}},                                 // one gone
+		{[]*ir.Cluster{b, a}, []string{"a", "b"}},                         // one back: a new copy
+		{[]*ir.Cluster{{Name: "a", DNSName: "x"}, b}, []string{"a", "b"}}, // a replaced, in its place
 		{[]*ir.Cluster{{Name: "c"}, b}, []string{"b", "c"}},
 	} {
 		if got := build(tt.in...); !slices.Equal(got, tt.want) {
 			t.Errorf("build %d: %v, want %v", i, got, tt.want)
 		}
 	}
+}
+
+// TestClusterCopiesSortPutsReplacedCopies: a copy made anew for a name of
+// the last build is in the list, where the last one was.
+func TestClusterCopiesSortPutsReplacedCopies(t *testing.T) {
+	cc := NewClusterCopies()
+	names := []string{"a", "b", "c", "d"}
+	build := func(replace string) []*ir.Cluster {
+		cc.start()
+		var list []*ir.Cluster
+		for _, n := range names {
+			c := &ir.Cluster{Name: n}
+			if n != replace {
+				c = nil
+			}
+			list = append(list, cc.copy(clusterNamed(n, c), nil))
+		}
+		cc.sweep(len(names))
+		return cc.sort(list)
+	}
+	build("")
+	got := build("c")
+	if got[2].Name != "c" || got[2] != cc.byName["c"].copy {
+		t.Fatalf("the new copy of c is not in c's place: %v", got)
+	}
+	for i, n := range names {
+		if got[i].Name != n {
+			t.Fatalf("order %d: %s, want %s", i, got[i].Name, n)
+		}
+	}
+}
+
+// clusterNamed is c, or else the one cluster of that name the test keeps.
+var keptClusters = map[string]*ir.Cluster{}
+
+func clusterNamed(name string, c *ir.Cluster) *ir.Cluster {
+	if c != nil {
+		return c
+	}
+	if keptClusters[name] == nil {
+		keptClusters[name] = &ir.Cluster{Name: name}
+	}
+	return keptClusters[name]
 }
