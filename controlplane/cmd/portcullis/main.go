@@ -323,13 +323,17 @@ func (tf *translateFlags) print(cmd *cobra.Command, set *objects.Set, res *pipel
 }
 
 // allValid fails on the first object that is not valid (--strict): its
-// status has errors, or reading it found what the API would refuse (an
-// unknown or repeated field, what its CRD's validation refuses), which a
-// Gateway API object's conditions say rather than its errors.
+// status has errors, or a Gateway API object's conditions say it (or a
+// listener, parent or ancestor of it) is not served as written, or reading
+// it found what the API would refuse (an unknown or repeated field, what
+// its CRD's validation refuses).
 func allValid(set *objects.Set, res *pipeline.Result) error {
 	for _, o := range res.Build.Status {
 		if !o.Valid() {
 			return fmt.Errorf("%s is not valid", o.Ref)
+		}
+		if p := o.GatewayAPI.Problem(); p != "" {
+			return fmt.Errorf("%s is not valid: %s", o.Ref, p)
 		}
 	}
 	refs := slices.SortedFunc(maps.Keys(set.Warnings), func(a, b objects.Ref) int { return cmp.Compare(a.String(), b.String()) })

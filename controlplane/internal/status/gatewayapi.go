@@ -1,6 +1,8 @@
 package status
 
 import (
+	"cmp"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -204,4 +206,42 @@ func (o *Object) gatewayAPI() *GatewayAPI {
 		return &GatewayAPI{}
 	}
 	return o.GatewayAPI
+}
+
+// notServedConditions are the conditions that say a Gateway API object, or
+// a part of it, is not served as written, with the status that says so.
+var notServedConditions = map[string]metav1.ConditionStatus{
+	"Accepted":         metav1.ConditionFalse,
+	"Programmed":       metav1.ConditionFalse,
+	"ResolvedRefs":     metav1.ConditionFalse,
+	"Conflicted":       metav1.ConditionTrue,
+	"PartiallyInvalid": metav1.ConditionTrue,
+}
+
+// Problem is the first condition of g that says the object, one of its
+// listeners, one of its parents or ancestors is not served as written
+// (translate --strict fails on it), with where it is; "" for none.
+func (g *GatewayAPI) Problem() string {
+	if g == nil {
+		return ""
+	}
+	first := func(where string, cs []metav1.Condition) string {
+		for _, c := range cs {
+			if s, ok := notServedConditions[c.Type]; ok && c.Status == s {
+				return fmt.Sprintf("%s%s %s (%s): %s", where, c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		return ""
+	}
+	p := first("", g.Conditions)
+	for _, l := range g.Listeners {
+		p = cmp.Or(p, first(fmt.Sprintf("listener %s: ", l.Name), l.Conditions))
+	}
+	for _, r := range g.Parents {
+		p = cmp.Or(p, first(fmt.Sprintf("parent %s: ", r.ParentRef.Name), r.Conditions))
+	}
+	for _, a := range g.Ancestors {
+		p = cmp.Or(p, first(fmt.Sprintf("ancestor %s: ", a.AncestorRef.Name), a.Conditions))
+	}
+	return p
 }
