@@ -73,17 +73,8 @@ func whoamiZones(path string) (zones []string, port string, err error) {
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if m := serverBlock.FindStringSubmatch(line); m != nil && depth == 0 {
-			current = nil
-			for _, key := range strings.Fields(m[1]) {
-				zone, p, found := strings.Cut(strings.TrimPrefix(key, "dns://"), ":")
-				if !found {
-					p = "53"
-				}
-				if port != "" && p != port {
-					return nil, "", fmt.Errorf("%s: server blocks of ports %s and %s: one port only", path, port, p)
-				}
-				port = p
-				current = append(current, dns.Fqdn(zone))
+			if current, port, err = blockZones(m[1], port); err != nil {
+				return nil, "", fmt.Errorf("%s: %w", path, err)
 			}
 			depth++
 			continue
@@ -102,6 +93,24 @@ func whoamiZones(path string) (zones []string, port string, err error) {
 	}
 	if port == "" {
 		return nil, "", errors.New(path + ": no server block")
+	}
+	return zones, port, nil
+}
+
+// blockZones are the zones of a server block's keys ("zone[:port] ..."),
+// fully qualified, and their port (53 by default), which must be port's
+// when port is set (a previous block's).
+func blockZones(keys, port string) (zones []string, _ string, _ error) {
+	for _, key := range strings.Fields(keys) {
+		zone, p, found := strings.Cut(strings.TrimPrefix(key, "dns://"), ":")
+		if !found {
+			p = "53"
+		}
+		if port != "" && p != port {
+			return nil, "", fmt.Errorf("server blocks of ports %s and %s: one port only", port, p)
+		}
+		port = p
+		zones = append(zones, dns.Fqdn(zone))
 	}
 	return zones, port, nil
 }
