@@ -7,12 +7,10 @@ import (
 	"testing"
 )
 
-// TestTranslateRefusesWhatTheCRDRefuses: an object of a file that its
-// CRD's schema or CEL rules refuse is not served: its status says
-// CRDValidationFailed with the field and the CRD's own message, the other
-// objects are served, and --strict fails naming it.
-func TestTranslateRefusesWhatTheCRDRefuses(t *testing.T) {
-	const base = `apiVersion: gateway.networking.k8s.io/v1
+// webGateway is our GatewayClass, a Gateway "web" with an HTTP listener on
+// port 80 and a Service "echo": what the Gateway API tests of translate
+// add their objects to.
+const webGateway = `apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: portcullis}
 spec: {controllerName: portcullis.dev/gateway-controller}
@@ -29,7 +27,14 @@ kind: Service
 metadata: {name: echo}
 spec: {ports: [{port: 80}]}
 ---
-apiVersion: gateway.networking.k8s.io/v1
+`
+
+// TestTranslateRefusesWhatTheCRDRefuses: an object of a file that its
+// CRD's schema or CEL rules refuse is not served: its status says
+// CRDValidationFailed with the field and the CRD's own message, the other
+// objects are served, and --strict fails naming it.
+func TestTranslateRefusesWhatTheCRDRefuses(t *testing.T) {
+	const base = webGateway + `apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: fine}
 spec:

@@ -12,24 +12,6 @@ import (
 // written fails --strict, naming the object and the condition; a route
 // served fails nothing.
 func TestTranslateStrictFailsOnGatewayAPIConditions(t *testing.T) {
-	const base = `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: portcullis}
-spec: {controllerName: portcullis.dev/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: web}
-spec:
-  gatewayClassName: portcullis
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo}
-spec: {ports: [{port: 80}]}
----
-`
 	route := func(parent, backend string) string {
 		return "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r}\nspec:\n  parentRefs: [" + parent + "]\n  rules: [{backendRefs: [{name: " + backend + ", port: 80}]}]\n"
 	}
@@ -47,7 +29,7 @@ spec: {ports: [{port: 80}]}
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "in.yaml")
-			if err := os.WriteFile(path, []byte(base+tc.in), 0o600); err != nil {
+			if err := os.WriteFile(path, []byte(webGateway+tc.in), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if _, errOut, err := run("translate", "-f", path); err != nil {
