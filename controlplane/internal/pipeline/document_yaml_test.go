@@ -57,3 +57,42 @@ func checkStreamedYAML(t *testing.T, d *pipeline.Document) {
 		t.Errorf("streamed YAML differs:\n%s", diff)
 	}
 }
+
+// TestStreamedJSONIsTheDocumentsJSON: the JSON written one element at a
+// time is, byte for byte, json.MarshalIndent of the whole document (what
+// `translate -o json` printed before it streamed), for every golden case
+// and for missing, empty and HTML-escaped elements.
+func TestStreamedJSONIsTheDocumentsJSON(t *testing.T) {
+	dirs, err := goldencase.Runnable("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			set, res := runPipeline(t, dir)
+			d, err := pipeline.NewDocument(set, res, goldenNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStreamedJSON(t, d)
+		})
+	}
+	checkStreamedJSON(t, &pipeline.Document{XDS: pipeline.XDS{Routes: []json.RawMessage{}}})
+	checkStreamedJSON(t, &pipeline.Document{XDS: pipeline.XDS{Clusters: []json.RawMessage{
+		json.RawMessage(`{"name":"a<b>&c\u2028","n":[1, 2,{"x" : []}],"e":{}}`), nil, json.RawMessage(`  {"y":"\"q\""} `)}}})
+}
+
+func checkStreamedJSON(t *testing.T, d *pipeline.Document) {
+	t.Helper()
+	want, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := d.WriteTo(&got, "json"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := textdiff.Unified("whole", "streamed", string(want)+"\n", got.String()); diff != "" {
+		t.Errorf("streamed JSON differs:\n%s", diff)
+	}
+}
