@@ -39,39 +39,96 @@ func (g *gatewayStage) detectMisdirected(ready map[portGateway][]*gwListener) {
 			}
 		}
 	}
+	// The hosts of each Envoy listener by Gateway listener, in placing
+	// order: each host's answer is read from its own groups, not from
+	// every host placed (10,000 hosts of one listener made that 10^8
+	// comparisons).
+	type group struct {
+		listener *gwListener
+		hosts    []placedTLSHost
+	}
+	byEnvoy := map[*ir.Listener][]*group{}
 	for _, h := range g.placedTLS {
-		h.host.Misdirected, h.host.Also = g.misdirected(h, byPort[h.listener.envoyPort])
+		groups := byEnvoy[h.envoy]
+		i := slices.IndexFunc(groups, func(gr *group) bool { return gr.listener == h.listener })
+		if i < 0 {
+			i = len(groups)
+			byEnvoy[h.envoy] = append(groups, &group{listener: h.listener})
+		}
+		byEnvoy[h.envoy][i].hosts = append(byEnvoy[h.envoy][i].hosts, h)
+	}
+	for _, groups := range byEnvoy {
+		for _, gr := range groups {
+			others := otherNames(gr.listener, byPort[gr.listener.envoyPort], func(yield func(string)) {
+				for _, o := range groups {
+					if o != gr {
+						for _, h := range o.hosts {
+							yield(h.host.FQDN)
+						}
+					}
+				}
+			})
+			for _, h := range gr.hosts {
+				h.host.Also = also(h, gr.hosts)
+				h.host.Misdirected = misdirected(h, others)
+			}
+		}
 	}
 }
 
-// misdirected are the host names h's connections must not serve (sorted)
-// and the other hosts of its listener it serves (its catch-all's); sibling
-// are the TLS listeners of its port.
-func (g *gatewayStage) misdirected(h placedTLSHost, siblings []*gwListener) ([]string, []*ir.VirtualHost) {
+// otherNames are the names the hosts of listener l must not serve before
+// their own are taken out (sorted, each once): its port's other TLS
+// listeners' hostnames (siblings), the hosts placed for the other
+// listeners of its Envoy listener (hosts), and any name when l has a
+// hostname ("*").
+func otherNames(l *gwListener, siblings []*gwListener, hosts func(yield func(string))) []string {
 	var names []string
 	for _, other := range siblings {
-		if other != h.listener && other.hostname != "" {
+		if other != l && other.hostname != "" {
 			names = append(names, other.hostname)
 		}
 	}
-	var also []*ir.VirtualHost
-	for _, o := range g.placedTLS {
-		switch {
-		case o.envoy != h.envoy || o.host == h.host || o.host.FQDN == "*":
-		case o.listener != h.listener:
-			names = append(names, o.host.FQDN)
-		case h.host.FQDN == "*":
-			also = append(also, o.unhoisted)
+	hosts(func(fqdn string) {
+		if fqdn != "*" {
+			names = append(names, fqdn)
 		}
-	}
-	if h.listener.hostname != "" {
+	})
+	if l.hostname != "" {
 		names = append(names, "*")
 	}
-	// Not the names served here (Envoy refuses a domain twice).
-	names = slices.DeleteFunc(names, func(n string) bool {
-		return n == h.host.FQDN || slices.ContainsFunc(also, func(v *ir.VirtualHost) bool { return v.FQDN == n })
-	})
 	slices.Sort(names)
-	slices.SortFunc(also, func(a, b *ir.VirtualHost) int { return strings.Compare(a.FQDN, b.FQDN) })
-	return slices.Compact(names), also
+	return slices.Compact(names)
+}
+
+// also are the other hosts of h's listener that h serves (sorted): all of
+// them when h is its catch-all, none otherwise.
+func also(h placedTLSHost, listenerHosts []placedTLSHost) []*ir.VirtualHost {
+	if h.host.FQDN != "*" {
+		return nil
+	}
+	var out []*ir.VirtualHost
+	for _, o := range listenerHosts {
+		if o.host != h.host && o.host.FQDN != "*" {
+			out = append(out, o.unhoisted)
+		}
+	}
+	slices.SortFunc(out, func(a, b *ir.VirtualHost) int { return strings.Compare(a.FQDN, b.FQDN) })
+	return out
+}
+
+// misdirected are the names of others that h's connections must not
+// serve: not the names served here (Envoy refuses a domain twice).
+func misdirected(h placedTLSHost, others []string) []string {
+	served := make(map[string]bool, len(h.host.Also)+1)
+	served[h.host.FQDN] = true
+	for _, v := range h.host.Also {
+		served[v.FQDN] = true
+	}
+	var names []string
+	for _, n := range others {
+		if !served[n] {
+			names = append(names, n)
+		}
+	}
+	return names
 }

@@ -14,6 +14,9 @@ import (
 // them). A route with a policy is a copy: a route attached through
 // several listeners may get different policies on each.
 func (g *gatewayStage) withPolicies(l *gwListener, routes []gwIRRoute) ([]gwIRRoute, []objects.Ref) {
+	if len(g.authPolicies.policies) == 0 && len(g.procPolicies.policies) == 0 && len(g.extPolicies) == 0 {
+		return routes, nil // no policy at all: nothing to look up per route
+	}
 	out := make([]gwIRRoute, len(routes))
 	var used []objects.Ref
 	for i, r := range routes {
