@@ -15,8 +15,10 @@ import (
 // and scanned every element twice; at 10,000 HTTPRoutes that was most of
 // translate's peak memory. TestStreamedJSONIsTheDocumentsJSON keeps the
 // two equal byte for byte.
+//
+// A bufio.Writer's error is sticky: the last write and Flush return it.
 func (d *Document) writeJSON(w *bufio.Writer) error {
-	w.WriteString("{\n  \"status\": ")
+	_, _ = w.WriteString("{\n  \"status\": ")
 	if err := jsonList(w, "  ", d.Status, func(buf *bytes.Buffer, u *statuswriter.Update, prefix string) error {
 		b, err := json.MarshalIndent(u, prefix, "  ")
 		buf.Write(b)
@@ -24,7 +26,7 @@ func (d *Document) writeJSON(w *bufio.Writer) error {
 	}); err != nil {
 		return err
 	}
-	w.WriteString(",\n  \"xds\": {")
+	_, _ = w.WriteString(",\n  \"xds\": {")
 	for i, l := range []struct {
 		key   string
 		items []json.RawMessage
@@ -33,9 +35,9 @@ func (d *Document) writeJSON(w *bufio.Writer) error {
 		{"endpoints", d.XDS.Endpoints}, {"secrets", d.XDS.Secrets},
 	} {
 		if i > 0 {
-			w.WriteByte(',')
+			_ = w.WriteByte(',')
 		}
-		w.WriteString("\n    " + strconv.Quote(l.key) + ": ")
+		_, _ = w.WriteString("\n    " + strconv.Quote(l.key) + ": ")
 		if err := jsonList(w, "    ", l.items, indentRaw); err != nil {
 			return err
 		}
@@ -55,14 +57,14 @@ func jsonList[T any](w *bufio.Writer, prefix string, items []T, write func(*byte
 		_, err := w.WriteString("[]")
 		return err
 	}
-	w.WriteByte('[')
+	_ = w.WriteByte('[')
 	var buf bytes.Buffer
 	inner := prefix + "  "
 	for i := range items {
 		if i > 0 {
-			w.WriteByte(',')
+			_ = w.WriteByte(',')
 		}
-		w.WriteString("\n" + inner)
+		_, _ = w.WriteString("\n" + inner)
 		buf.Reset()
 		if err := write(&buf, &items[i], inner); err != nil {
 			return err

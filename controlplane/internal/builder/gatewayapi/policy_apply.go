@@ -14,8 +14,8 @@ import (
 // them). A route with a policy is a copy: a route attached through
 // several listeners may get different policies on each.
 func (g *gatewayStage) withPolicies(l *gwListener, routes []gwIRRoute) ([]gwIRRoute, []objects.Ref) {
-	if len(g.authPolicies.policies) == 0 && len(g.procPolicies.policies) == 0 && len(g.extPolicies) == 0 {
-		return routes, nil // no policy at all: nothing to look up per route
+	if g.noPolicies() {
+		return routes, nil // nothing to look up per route
 	}
 	out := make([]gwIRRoute, len(routes))
 	var used []objects.Ref
@@ -138,4 +138,9 @@ func hoistHostFilters(vh *ir.SecureVirtualHost) {
 		routes[i] = &x
 	}
 	vh.Routes = routes
+}
+
+// noPolicies: no policy of any kind exists.
+func (g *gatewayStage) noPolicies() bool {
+	return len(g.authPolicies.policies) == 0 && len(g.procPolicies.policies) == 0 && len(g.extPolicies) == 0
 }
