@@ -19,20 +19,7 @@ import (
 // golden case: long strings fold at the same columns, empty and missing
 // lists read the same.
 func TestStreamedYAMLIsTheDocumentsYAML(t *testing.T) {
-	dirs, err := goldencase.Runnable("testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			set, res := runPipeline(t, dir)
-			d, err := pipeline.NewDocument(set, res, goldenNow)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkStreamedYAML(t, d)
-		})
-	}
+	eachGoldenDocument(t, checkStreamedYAML)
 	// Nothing at all: missing lists are null, empty ones [].
 	checkStreamedYAML(t, &pipeline.Document{XDS: pipeline.XDS{Routes: []json.RawMessage{}}})
 }
@@ -63,20 +50,7 @@ func checkStreamedYAML(t *testing.T, d *pipeline.Document) {
 // `translate -o json` printed before it streamed), for every golden case
 // and for missing, empty and HTML-escaped elements.
 func TestStreamedJSONIsTheDocumentsJSON(t *testing.T) {
-	dirs, err := goldencase.Runnable("testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			set, res := runPipeline(t, dir)
-			d, err := pipeline.NewDocument(set, res, goldenNow)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkStreamedJSON(t, d)
-		})
-	}
+	eachGoldenDocument(t, checkStreamedJSON)
 	checkStreamedJSON(t, &pipeline.Document{XDS: pipeline.XDS{Routes: []json.RawMessage{}}})
 	checkStreamedJSON(t, &pipeline.Document{XDS: pipeline.XDS{Clusters: []json.RawMessage{
 		json.RawMessage(`{"name":"a<b>&c\u2028","n":[1, 2,{"x" : []}],"e":{}}`), nil, json.RawMessage(`  {"y":"\"q\""} `)}}})
@@ -94,5 +68,24 @@ func checkStreamedJSON(t *testing.T, d *pipeline.Document) {
 	}
 	if diff := textdiff.Unified("whole", "streamed", string(want)+"\n", got.String()); diff != "" {
 		t.Errorf("streamed JSON differs:\n%s", diff)
+	}
+}
+
+// eachGoldenDocument calls check with the document of every golden case.
+func eachGoldenDocument(t *testing.T, check func(*testing.T, *pipeline.Document)) {
+	t.Helper()
+	dirs, err := goldencase.Runnable("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			set, res := runPipeline(t, dir)
+			d, err := pipeline.NewDocument(set, res, goldenNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, d)
+		})
 	}
 }
