@@ -18,18 +18,26 @@ type Merged struct {
 	// are the same).
 	clusters map[string]*ir.Cluster
 	secrets  map[string]*ir.Secret
-	// visited holds the HTTPProxies reached from a served root;
-	// unservedBy, those reached only from roots that are not, with them.
+	// Visited holds the HTTPProxies without a virtual host reached from a
+	// served root; UnservedBy, those reached from roots that are not,
+	// with them.
 	Visited    map[types.NamespacedName]bool
 	UnservedBy map[types.NamespacedName][]string
 }
 
 // NewMerged begins the merged output with the global stage's.
 func NewMerged(global Stage) *Merged {
-	// Sized for the input, not grown on every rebuild.
+	// Sized for the input, not grown on every rebuild. Only HTTPProxies
+	// without a virtual host are recorded as visited (httpproxy.Apply).
 	in := global.R.Snap.In
+	children := 0
+	for _, p := range in.HTTPProxies {
+		if p.Spec.VirtualHost == nil {
+			children++
+		}
+	}
 	b := &Merged{Stage: global, clusters: make(map[string]*ir.Cluster, len(in.Services)), secrets: map[string]*ir.Secret{},
-		Visited: make(map[types.NamespacedName]bool, len(in.HTTPProxies)), UnservedBy: map[types.NamespacedName][]string{}}
+		Visited: make(map[types.NamespacedName]bool, children), UnservedBy: map[types.NamespacedName][]string{}}
 	b.AddClusters(global.Out.Clusters)
 	b.AddSecrets(global.Out.Secrets)
 	return b

@@ -134,6 +134,23 @@ func (s *Snapshot) Served(p *contourv1.HTTPProxy) bool {
 	return s.Proxies[NsName(p.Namespace, p.Name)] == p
 }
 
+// ServedProxies are the input's HTTPProxies this build serves (Served), in
+// input order. When the map holds as many as the input, every one is
+// served (of our class, no name twice): the input itself, without a lookup
+// per HTTPProxy on every rebuild.
+func (s *Snapshot) ServedProxies() []*contourv1.HTTPProxy {
+	if len(s.Proxies) == len(s.In.HTTPProxies) {
+		return s.In.HTTPProxies
+	}
+	out := make([]*contourv1.HTTPProxy, 0, len(s.Proxies))
+	for _, p := range s.In.HTTPProxies {
+		if s.Served(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // delegated reports whether a TLSCertificateDelegation in the Secret's
 // namespace lets namespace use it.
 func (s *Snapshot) delegated(secret types.NamespacedName, namespace string) bool {

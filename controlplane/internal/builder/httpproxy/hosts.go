@@ -54,8 +54,8 @@ type rootInput struct {
 // gets its DuplicateVhost message as input.
 func Roots(s *core.Snapshot) []rootInput {
 	var proxies []*contourv1.HTTPProxy
-	for _, p := range s.In.HTTPProxies {
-		if s.Served(p) && p.Spec.VirtualHost != nil {
+	for _, p := range s.ServedProxies() {
+		if p.Spec.VirtualHost != nil {
 			proxies = append(proxies, p)
 		}
 	}

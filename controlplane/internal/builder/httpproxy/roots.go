@@ -21,11 +21,18 @@ func Apply(b *core.Merged, m *ir.Model, res *RootResult) {
 			g.AddWarning(p.Type, p.Reason, p.Message)
 		}
 	}
+	self := core.NsName(res.self.Namespace, res.self.Name)
 	for _, k := range res.visited {
+		if k == self {
+			// Only HTTPProxies without a virtual host can be orphans
+			// (MarkOrphans): a root's own entry would be ten thousand
+			// map writes per build that nothing reads.
+			continue
+		}
 		if res.served {
 			b.Visited[k] = true
 		} else {
-			b.UnservedBy[k] = append(b.UnservedBy[k], core.NsName(res.self.Namespace, res.self.Name).String())
+			b.UnservedBy[k] = append(b.UnservedBy[k], self.String())
 		}
 	}
 	http, https := core.SharedListeners(m)
@@ -50,9 +57,9 @@ func Apply(b *core.Merged, m *ir.Model, res *RootResult) {
 // root reached: one that only invalid roots include is not served either,
 // and its status says so and names them.
 func MarkOrphans(b *core.Merged, snap *core.Snapshot) {
-	for _, p := range snap.In.HTTPProxies {
+	for _, p := range snap.ServedProxies() {
 		k := core.NsName(p.Namespace, p.Name)
-		if !snap.Served(p) || p.Spec.VirtualHost != nil || b.Visited[k] {
+		if p.Spec.VirtualHost != nil || b.Visited[k] {
 			continue
 		}
 		st := b.ProxyStatus(p)
