@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,6 +19,18 @@ import (
 // nil is empty.
 type Index struct {
 	byType map[string]map[string]*indexEntry
+	// clusters are the clusters and their endpoints, by name (sorted):
+	// at scale tens of thousands, listed once per build where a map
+	// would hash every name twice.
+	clusters []clusterEntry
+}
+
+// clusterEntry is a cluster's origins, which are also its endpoints' when
+// it has a ClusterLoadAssignment.
+type clusterEntry struct {
+	name      string
+	endpoints bool
+	origins   ir.Origins
 }
 
 // indexEntry is one resource's origins: its own (clusters, endpoints,
@@ -50,9 +63,32 @@ type hostOrigins struct {
 func newIndex(m *ir.Model) *Index {
 	return &Index{byType: map[string]map[string]*indexEntry{
 		resourcev3.ListenerType: make(map[string]*indexEntry, len(m.Listeners)), resourcev3.RouteType: make(map[string]*indexEntry, routeConfigs(m)),
-		resourcev3.ClusterType: make(map[string]*indexEntry, len(m.Clusters)), resourcev3.EndpointType: make(map[string]*indexEntry, len(m.Clusters)),
 		resourcev3.SecretType: make(map[string]*indexEntry, len(m.Secrets)),
 	}}
+}
+
+// addClusters indexes the model's clusters, es, sorting them by name if
+// they are not (the model's are).
+func (x *Index) addClusters(es []clusterEntry) {
+	byName := func(a, b clusterEntry) int { return strings.Compare(a.name, b.name) }
+	if !slices.IsSortedFunc(es, byName) {
+		slices.SortStableFunc(es, byName)
+	}
+	x.clusters = es
+}
+
+// entry is the named resource's entry, nil for none.
+func (x *Index) entry(typeURL, name string) *indexEntry {
+	if typeURL != resourcev3.ClusterType && typeURL != resourcev3.EndpointType {
+		return x.byType[typeURL][name]
+	}
+	i, ok := slices.BinarySearchFunc(x.clusters, name, func(e clusterEntry, name string) int { return strings.Compare(e.name, name) })
+	if !ok || typeURL == resourcev3.EndpointType && !x.clusters[i].endpoints {
+		return nil
+	}
+	// Made on lookup, which is rare (a rejection, a check of what is
+	// served): a cluster has no hosts.
+	return &indexEntry{origins: x.clusters[i].origins}
 }
 
 // routeConfigs is how many route configurations m needs, at most.
@@ -73,7 +109,7 @@ func (x *Index) Served(typeURL string, names []string) bool {
 		return false
 	}
 	for _, n := range names {
-		if _, ok := x.byType[typeURL][n]; ok {
+		if x.entry(typeURL, n) != nil {
 			return true
 		}
 	}
@@ -92,7 +128,7 @@ func (x *Index) Objects(typeURL string, names []string, message string) ir.Origi
 	}
 	var out ir.Origins
 	for _, name := range names {
-		e := x.byType[typeURL][name]
+		e := x.entry(typeURL, name)
 		if e == nil {
 			continue
 		}
@@ -134,7 +170,7 @@ func (x *Index) VirtualHostObjects(typeURL, name, vhost string) ir.Origins {
 	if x == nil {
 		return nil
 	}
-	e := x.byType[typeURL][name]
+	e := x.entry(typeURL, name)
 	if e == nil {
 		return nil
 	}

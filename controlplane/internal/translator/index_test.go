@@ -46,3 +46,42 @@ func TestIndexVirtualHostObjects(t *testing.T) {
 		t.Errorf("unknown route configuration: %v, want none", got)
 	}
 }
+
+// Clusters and their endpoints are found by name whatever the order of the
+// model's clusters; a cluster without a ClusterLoadAssignment (DNS) has no
+// endpoints entry.
+func TestIndexClusters(t *testing.T) {
+	ref := func(name string) ir.Origins {
+		return ir.NewOrigins(objects.Ref{Kind: "HTTPProxy", Namespace: "default", Name: name})
+	}
+	for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}} {
+		all := []*ir.Cluster{
+			{Name: "a/svc/80", Origins: ref("a")},
+			{Name: "b/dns/80", DNSName: "example.com", DNSPort: 80, Origins: ref("b")},
+			{Name: "c/svc/80", Origins: ref("c")},
+		}
+		m := &ir.Model{}
+		for _, i := range order {
+			m.Clusters = append(m.Clusters, all[i])
+		}
+		x := Translate(m, Options{}).Index
+		for _, tc := range []struct {
+			typeURL, name string
+			want          ir.Origins
+		}{
+			{resourcev3.ClusterType, "a/svc/80", ref("a")},
+			{resourcev3.EndpointType, "a/svc/80", ref("a")},
+			{resourcev3.ClusterType, "b/dns/80", ref("b")},
+			{resourcev3.EndpointType, "b/dns/80", nil},
+			{resourcev3.ClusterType, "c/svc/80", ref("c")},
+			{resourcev3.ClusterType, "d/svc/80", nil},
+		} {
+			if got := x.Objects(tc.typeURL, []string{tc.name}, ""); !slices.Equal(got, tc.want) {
+				t.Errorf("order %v, %s %s: %v, want %v", order, tc.typeURL, tc.name, got, tc.want)
+			}
+			if got := x.Served(tc.typeURL, []string{tc.name}); got != (tc.want != nil) {
+				t.Errorf("order %v, %s %s: served %v, want %v", order, tc.typeURL, tc.name, got, tc.want != nil)
+			}
+		}
+	}
+}

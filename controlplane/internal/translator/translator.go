@@ -151,18 +151,16 @@ func addClustersAndSecrets(r *Resources, m *ir.Model, cache *Cache) {
 	cache.startClusters()
 	// One allocation for all the clusters' entries: there can be ten
 	// thousand.
-	entries := make([]indexEntry, len(m.Clusters))
+	entries := make([]clusterEntry, len(m.Clusters))
 	for i, c := range m.Clusters {
 		cluster, endpoints := cache.cluster(c)
 		r.Clusters = append(r.Clusters, cluster)
-		e := &entries[i]
-		e.origins = c.Origins
-		r.Index.add(resourcev3.ClusterType, c.Name, e)
+		entries[i] = clusterEntry{name: c.Name, endpoints: endpoints != nil, origins: c.Origins}
 		if endpoints != nil {
 			r.Endpoints = append(r.Endpoints, endpoints)
-			r.Index.add(resourcev3.EndpointType, c.Name, e)
 		}
 	}
+	r.Index.addClusters(entries)
 	cache.commitClusters(len(m.Clusters))
 	for _, s := range m.Secrets {
 		r.Secrets = append(r.Secrets, secret(s))
