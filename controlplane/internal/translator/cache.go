@@ -35,7 +35,7 @@ import (
 type Cache struct {
 	hosts map[string]cachedHost
 	// clusters are the clusters of the last translation, by name.
-	clusters map[string]cachedCluster
+	clusters map[string]*cachedCluster
 	// translation counts the translations, to tell the clusters of the
 	// last one (cachedCluster.used).
 	translation uint64
@@ -93,7 +93,7 @@ func sameVersion(v, was uint64) bool { return v != 0 && v == was }
 // NewCache returns an empty cache.
 func NewCache() *Cache {
 	return &Cache{hosts: map[string]cachedHost{}, vhosts: map[vhostKey]cachedRoutes{}, vhostsGen: 1,
-		clusters: map[string]cachedCluster{}, listeners: map[string]cachedListener{}, nextListeners: map[string]cachedListener{}}
+		clusters: map[string]*cachedCluster{}, listeners: map[string]cachedListener{}, nextListeners: map[string]cachedListener{}}
 }
 
 // cachedListener is a shared TLS listener: its message, and the same
@@ -160,8 +160,8 @@ func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.Cluster
 		if e, ok := c.clusters[ic.Name]; ok && sameButOrigins(ic, e.in) {
 			// ic from now on: the last model's, whose fields the next
 			// build's clusters share, and the previous model is let go.
+			// In place: no map write for each of ten thousand clusters.
 			e.in, e.used = ic, c.translation
-			c.clusters[ic.Name] = e
 			return e.cluster, e.endpoints
 		}
 	}
@@ -170,8 +170,11 @@ func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.Cluster
 		e.endpoints = loadAssignment(ic)
 	}
 	if c != nil {
-		e.used = c.translation
-		c.clusters[ic.Name] = e
+		// A copy on the heap only when kept: an uncached translation
+		// (portcullis translate) allocates none.
+		kept := e
+		kept.used = c.translation
+		c.clusters[ic.Name] = &kept
 	}
 	return e.cluster, e.endpoints
 }
