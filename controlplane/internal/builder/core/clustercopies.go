@@ -55,30 +55,46 @@ func (cc *ClusterCopies) start() {
 // copy returns c with origins: the last build's copy when it was made of
 // the same cluster (by pointer: results are never modified) and origins.
 func (cc *ClusterCopies) copy(c *ir.Cluster, origins ir.Origins) *ir.Cluster {
-	var known bool
-	if cc != nil {
-		e, ok := cc.byName[c.Name]
-		if ok && e.from == c && slices.Equal(e.origins, origins) {
-			e.used = cc.build
-			cc.kept++
-			return e.copy
-		}
-		known = ok
+	if cc == nil {
+		o := *c
+		o.Origins = origins
+		return &o
+	}
+	e, ok := cc.byName[c.Name]
+	return cc.made(e, ok, c, origins)
+}
+
+// first is copy for the first cluster of its name in this build, with the
+// origins originsOf gives; nil for a later one (all of a name are the
+// same). One map lookup for both: at scale there are ten thousand.
+func (cc *ClusterCopies) first(c *ir.Cluster, originsOf func(name string) ir.Origins) *ir.Cluster {
+	e, ok := cc.byName[c.Name]
+	if ok && e.used == cc.build {
+		return nil
+	}
+	return cc.made(e, ok, c, originsOf(c.Name))
+}
+
+// made returns the copy of c with origins given e, the name's record (ok
+// when there is one).
+func (cc *ClusterCopies) made(e *clusterCopy, ok bool, c *ir.Cluster, origins ir.Origins) *ir.Cluster {
+	if ok && e.from == c && slices.Equal(e.origins, origins) {
+		e.used = cc.build
+		cc.kept++
+		return e.copy
 	}
 	o := *c
 	o.Origins = origins
-	if cc != nil {
-		if known {
-			cc.replaced = append(cc.replaced, &o)
-		} else {
-			cc.fresh++
-		}
-		if len(cc.block) == cap(cc.block) {
-			cc.block = make([]clusterCopy, 0, 256)
-		}
-		cc.block = append(cc.block, clusterCopy{from: c, origins: origins, copy: &o, used: cc.build})
-		cc.byName[c.Name] = &cc.block[len(cc.block)-1]
+	if ok {
+		cc.replaced = append(cc.replaced, &o)
+	} else {
+		cc.fresh++
 	}
+	if len(cc.block) == cap(cc.block) {
+		cc.block = make([]clusterCopy, 0, 256)
+	}
+	cc.block = append(cc.block, clusterCopy{from: c, origins: origins, copy: &o, used: cc.build})
+	cc.byName[c.Name] = &cc.block[len(cc.block)-1]
 	return &o
 }
 

@@ -137,3 +137,42 @@ func clusterNamed(name string, c *ir.Cluster) *ir.Cluster {
 	}
 	return keptClusters[name]
 }
+
+// TestMergedFinishFirstOfName: of clusters of one name added by several
+// roots, the model has one, the first added, with every user's origins; the
+// same with and without copies, and again from the copies of the last
+// build.
+func TestMergedFinishFirstOfName(t *testing.T) {
+	p := objects.Ref{Kind: "HTTPProxy", Namespace: "ns", Name: "p"}
+	q := objects.Ref{Kind: "HTTPProxy", Namespace: "ns", Name: "q"}
+	a1, a2, b := &ir.Cluster{Name: "a"}, &ir.Cluster{Name: "a"}, &ir.Cluster{Name: "b"}
+	roots := RootOrigins{Clusters: OriginsMap{"a": ir.Origins{p, q}, "b": ir.Origins{q}}}
+	finish := func(cc *ClusterCopies) *ir.Model {
+		m := &ir.Model{}
+		merged := &Merged{Stage: Stage{Out: &Output{}}}
+		merged.AddClusters([]*ir.Cluster{b, a1})
+		merged.AddClusters(nil)
+		merged.AddClusters([]*ir.Cluster{a2, b})
+		merged.Finish(m, roots, cc)
+		return m
+	}
+	cc := NewClusterCopies()
+	for _, run := range []struct {
+		name string
+		cc   *ClusterCopies
+	}{{"no copies", nil}, {"copies, first build", cc}, {"copies, again", cc}} {
+		m := finish(run.cc)
+		if len(m.Clusters) != 2 || m.Clusters[0].Name != "a" || m.Clusters[1].Name != "b" {
+			t.Fatalf("%s: clusters %v, want a and b", run.name, m.Clusters)
+		}
+		if !slices.Equal(m.Clusters[0].Origins, ir.Origins{p, q}) || !slices.Equal(m.Clusters[1].Origins, ir.Origins{q}) {
+			t.Errorf("%s: origins %v and %v", run.name, m.Clusters[0].Origins, m.Clusters[1].Origins)
+		}
+		if a1.Origins != nil || a2.Origins != nil {
+			t.Errorf("%s: a root's cluster was modified", run.name)
+		}
+	}
+	if len(cc.byName) != 2 || cc.byName["a"].from != a1 {
+		t.Errorf("copies of %d names, a copied from %p; want 2, the first added (%p)", len(cc.byName), cc.byName["a"].from, a1)
+	}
+}

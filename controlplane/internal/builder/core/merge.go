@@ -14,10 +14,12 @@ import (
 // merged in.
 type Merged struct {
 	Stage
-	// clusters and secrets by name: the first of a name (all of a name
-	// are the same).
-	clusters map[string]*ir.Cluster
-	secrets  map[string]*ir.Secret
+	// clusters are the lists of clusters added, in order (Finish keeps
+	// the first of a name: all of a name are the same); nclusters counts
+	// them. secrets are by name, the first of a name.
+	clusters  [][]*ir.Cluster
+	nclusters int
+	secrets   map[string]*ir.Secret
 	// Visited holds the HTTPProxies without a virtual host reached from a
 	// served root; UnservedBy, those reached from roots that are not,
 	// with them.
@@ -36,7 +38,7 @@ func NewMerged(global Stage) *Merged {
 			children++
 		}
 	}
-	b := &Merged{Stage: global, clusters: make(map[string]*ir.Cluster, len(in.Services)), secrets: map[string]*ir.Secret{},
+	b := &Merged{Stage: global, clusters: make([][]*ir.Cluster, 0, len(in.HTTPProxies)+2), secrets: map[string]*ir.Secret{},
 		Visited: make(map[types.NamespacedName]bool, children), UnservedBy: map[types.NamespacedName][]string{}}
 	b.AddClusters(global.Out.Clusters)
 	b.AddSecrets(global.Out.Secrets)
@@ -44,12 +46,12 @@ func NewMerged(global Stage) *Merged {
 }
 
 // AddClusters adds clusters; of one name the first is kept (all of a
-// name are the same).
+// name are the same). cs is kept, not copied, and never modified: a root's
+// list is one append, not a map write per cluster on every rebuild.
 func (b *Merged) AddClusters(cs []*ir.Cluster) {
-	for _, c := range cs {
-		if _, ok := b.clusters[c.Name]; !ok {
-			b.clusters[c.Name] = c
-		}
+	if len(cs) > 0 {
+		b.clusters = append(b.clusters, cs)
+		b.nclusters += len(cs)
 	}
 }
 
@@ -71,12 +73,28 @@ func (b *Merged) AddSecrets(ss []*ir.Secret) {
 // clusters' copies from one build to the next.
 func (b *Merged) Finish(m *ir.Model, roots RootOrigins, copies *ClusterCopies) {
 	global := byName(b.Out.ClusterUses)
-	m.Clusters = slices.Grow(m.Clusters, len(b.clusters))
+	originsOf := func(name string) ir.Origins { return roots.Clusters.Origins(name).Union(global[name]) }
+	m.Clusters = slices.Grow(m.Clusters, b.nclusters)
+	before := len(m.Clusters)
 	copies.start()
-	for name, c := range b.clusters {
-		m.Clusters = append(m.Clusters, copies.copy(c, roots.Clusters.Origins(name).Union(global[name])))
+	var seen map[string]bool // without copies, which tell the first of a name
+	if copies == nil {
+		seen = make(map[string]bool, b.nclusters)
 	}
-	copies.sweep(len(b.clusters))
+	for _, cs := range b.clusters {
+		for _, c := range cs {
+			switch {
+			case copies != nil:
+				if cp := copies.first(c, originsOf); cp != nil {
+					m.Clusters = append(m.Clusters, cp)
+				}
+			case !seen[c.Name]:
+				seen[c.Name] = true
+				m.Clusters = append(m.Clusters, copies.copy(c, originsOf(c.Name)))
+			}
+		}
+	}
+	copies.sweep(len(m.Clusters) - before)
 	m.Clusters = copies.sort(m.Clusters)
 	global = byName(b.Out.SecretUses)
 	for name, s := range b.secrets {
