@@ -36,6 +36,9 @@ type Cache struct {
 	hosts map[string]cachedHost
 	// clusters are the clusters of the last translation, by name.
 	clusters map[string]*cachedCluster
+	// clusterBlock is where new cluster entries are made, a few hundred
+	// at a time: a full build makes one per cluster, tens of thousands.
+	clusterBlock []cachedCluster
 	// translation counts the translations, to tell the clusters of the
 	// last one (cachedCluster.used).
 	translation uint64
@@ -156,13 +159,14 @@ type cachedCluster struct {
 // Called for every cluster of a translation, in one goroutine, between the
 // translation's startClusters and commitClusters.
 func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.ClusterLoadAssignment) {
+	var old *cachedCluster
 	if c != nil {
-		if e, ok := c.clusters[ic.Name]; ok && sameButOrigins(ic, e.in) {
+		if old = c.clusters[ic.Name]; old != nil && sameButOrigins(ic, old.in) {
 			// ic from now on: the last model's, whose fields the next
 			// build's clusters share, and the previous model is let go.
 			// In place: no map write for each of ten thousand clusters.
-			e.in, e.used = ic, c.translation
-			return e.cluster, e.endpoints
+			old.in, old.used = ic, c.translation
+			return old.cluster, old.endpoints
 		}
 	}
 	e := cachedCluster{in: ic, cluster: cluster(ic)}
@@ -170,11 +174,19 @@ func (c *Cache) cluster(ic *ir.Cluster) (*clusterv3.Cluster, *endpointv3.Cluster
 		e.endpoints = loadAssignment(ic)
 	}
 	if c != nil {
-		// A copy on the heap only when kept: an uncached translation
-		// (portcullis translate) allocates none.
-		kept := e
-		kept.used = c.translation
-		c.clusters[ic.Name] = &kept
+		// Kept in a block: an uncached translation (portcullis
+		// translate) allocates none, a cached one one per few hundred.
+		// A slot let go holds nothing, so that a block kept for one live
+		// entry keeps no old messages.
+		if old != nil {
+			*old = cachedCluster{}
+		}
+		if len(c.clusterBlock) == cap(c.clusterBlock) {
+			c.clusterBlock = make([]cachedCluster, 0, 256)
+		}
+		e.used = c.translation
+		c.clusterBlock = append(c.clusterBlock, e)
+		c.clusters[ic.Name] = &c.clusterBlock[len(c.clusterBlock)-1]
 	}
 	return e.cluster, e.endpoints
 }
@@ -206,6 +218,7 @@ func (c *Cache) commitClusters(n int) {
 	}
 	for name, e := range c.clusters {
 		if e.used != c.translation {
+			*e = cachedCluster{}
 			delete(c.clusters, name)
 		}
 	}

@@ -321,3 +321,28 @@ func TestCacheReusesTLSListener(t *testing.T) {
 		})
 	}
 }
+
+// A cluster entry replaced or forgotten holds no messages: entries are
+// made in blocks, which one live entry keeps whole.
+func TestCacheLetsGoOfOldClusters(t *testing.T) {
+	c := NewCache()
+	model := func(address string, extra bool) *ir.Model {
+		m := sharedModel(nil, nil)
+		m.Clusters = []*ir.Cluster{{Name: "default/a/80", Endpoints: []ir.Endpoint{{Address: address, Port: 80}}}}
+		if extra {
+			m.Clusters = append(m.Clusters, &ir.Cluster{Name: "default/b/80", Endpoints: []ir.Endpoint{{Address: "10.0.0.2", Port: 80}}})
+		}
+		return m
+	}
+	TranslateCached(model("10.0.0.1", true), Options{}, c)
+	a, b := c.clusters["default/a/80"], c.clusters["default/b/80"]
+	TranslateCached(model("10.0.0.9", false), Options{}, c)
+	for name, e := range map[string]*cachedCluster{"replaced": a, "forgotten": b} {
+		if e.cluster != nil || e.endpoints != nil || e.in != nil {
+			t.Errorf("%s entry still holds %v, %v, %v", name, e.cluster, e.endpoints, e.in)
+		}
+	}
+	if e := c.clusters["default/a/80"]; e == nil || e == a || e.in.Endpoints[0].Address != "10.0.0.9" {
+		t.Errorf("entry of the changed cluster: %+v", e)
+	}
+}

@@ -87,6 +87,7 @@ func (cc *ClusterCopies) made(e *clusterCopy, ok bool, c *ir.Cluster, origins ir
 	o.Origins = origins
 	if ok {
 		cc.replaced = append(cc.replaced, &o)
+		*e = clusterCopy{} // its block may outlive it: it holds nothing
 	} else {
 		cc.fresh++
 	}
@@ -126,6 +127,7 @@ func (cc *ClusterCopies) sweep(n int) {
 	}
 	for name, e := range cc.byName {
 		if e.used != cc.build {
+			*e = clusterCopy{}
 			delete(cc.byName, name)
 		}
 	}
