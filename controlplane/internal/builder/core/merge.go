@@ -15,11 +15,10 @@ import (
 type Merged struct {
 	Stage
 	// clusters are the lists of clusters added, in order (Finish keeps
-	// the first of a name: all of a name are the same); nclusters counts
-	// them. secrets are by name, the first of a name.
-	clusters  [][]*ir.Cluster
-	nclusters int
-	secrets   map[string]*ir.Secret
+	// the first of a name: all of a name are the same); secrets are by
+	// name, the first of a name.
+	clusters [][]*ir.Cluster
+	secrets  map[string]*ir.Secret
 	// Visited holds the HTTPProxies without a virtual host reached from a
 	// served root; UnservedBy, those reached from roots that are not,
 	// with them.
@@ -51,7 +50,6 @@ func NewMerged(global Stage) *Merged {
 func (b *Merged) AddClusters(cs []*ir.Cluster) {
 	if len(cs) > 0 {
 		b.clusters = append(b.clusters, cs)
-		b.nclusters += len(cs)
 	}
 }
 
@@ -74,12 +72,16 @@ func (b *Merged) AddSecrets(ss []*ir.Secret) {
 func (b *Merged) Finish(m *ir.Model, roots RootOrigins, copies *ClusterCopies) {
 	global := byName(b.Out.ClusterUses)
 	originsOf := func(name string) ir.Origins { return roots.Clusters.Origins(name).Union(global[name]) }
-	m.Clusters = slices.Grow(m.Clusters, b.nclusters)
+	n := 0
+	for _, cs := range b.clusters {
+		n += len(cs)
+	}
+	m.Clusters = slices.Grow(m.Clusters, n)
 	before := len(m.Clusters)
 	copies.start()
 	var seen map[string]bool // without copies, which tell the first of a name
 	if copies == nil {
-		seen = make(map[string]bool, b.nclusters)
+		seen = make(map[string]bool, n)
 	}
 	for _, cs := range b.clusters {
 		for _, c := range cs {
