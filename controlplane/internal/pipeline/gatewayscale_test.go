@@ -46,32 +46,29 @@ func gatewaySet(tb testing.TB, n int) *objects.Set {
 	return out
 }
 
-// routeChanger returns a function that returns set with HTTPRoute i (in
-// turn) given one more rule, a new object as providers hand out: the change
-// e2e/bench/controlplane makes.
-func routeChanger() func(set *objects.Set, i int) *objects.Set {
-	return func(set *objects.Set, i int) *objects.Set {
-		next := *set
-		next.HTTPRoutes = append([]*gwapiv1.HTTPRoute(nil), set.HTTPRoutes...)
-		j := i % len(next.HTTPRoutes)
-		r := next.HTTPRoutes[j].DeepCopy()
-		extra := *r.Spec.Rules[len(r.Spec.Rules)-1].DeepCopy()
-		path := fmt.Sprintf("/changed-%d", i)
-		extra.Matches[0].Path.Value = &path
-		r.Spec.Rules = append(r.Spec.Rules, extra)
-		r.Generation++
-		next.HTTPRoutes[j] = r
-		return &next
-	}
+// changeRoute returns set with HTTPRoute i (in turn) given one more rule, a
+// new object as providers hand out: the change e2e/bench/controlplane
+// makes.
+func changeRoute(set *objects.Set, i int) *objects.Set {
+	next := *set
+	next.HTTPRoutes = append([]*gwapiv1.HTTPRoute(nil), set.HTTPRoutes...)
+	j := i % len(next.HTTPRoutes)
+	r := next.HTTPRoutes[j].DeepCopy()
+	extra := *r.Spec.Rules[len(r.Spec.Rules)-1].DeepCopy()
+	path := fmt.Sprintf("/changed-%d", i)
+	extra.Matches[0].Path.Value = &path
+	r.Spec.Rules = append(r.Spec.Rules, extra)
+	r.Generation++
+	next.HTTPRoutes[j] = r
+	return &next
 }
 
 // BenchmarkGatewayChange is BenchmarkPipelineChange for the Gateway API:
 // one HTTPRoute changed at 10,000, rebuilt with the previous build's caches.
 func BenchmarkGatewayChange(b *testing.B) {
 	opts := pipeline.DefaultOptions()
-	set, change := gatewaySet(b, 10000), routeChanger()
 	cache := pipeline.NewCache()
-	cur := set
+	cur := gatewaySet(b, 10000)
 	res := pipeline.RunCached(cur, opts, cache)
 	if len(res.Resources.Routes) == 0 {
 		b.Fatal("no route configuration")
@@ -80,7 +77,7 @@ func BenchmarkGatewayChange(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		cur = change(cur, i)
+		cur = changeRoute(cur, i)
 		pipeline.RunCached(cur, opts, cache)
 	}
 }
