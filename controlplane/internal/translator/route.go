@@ -209,8 +209,21 @@ type actionBlock struct {
 	cluster routev3.RouteAction_Cluster
 }
 
+// proxyRouteBlock is a route that proxies, most routes: one allocation.
+type proxyRouteBlock struct {
+	routeBlock
+	act actionBlock
+}
+
 func route(r *ir.Route, rs routeSettings) *routev3.Route {
-	b := new(routeBlock)
+	var b *routeBlock
+	var a *actionBlock
+	if r.HTTPSRedirect || r.Redirect != nil || r.DirectResponse != nil {
+		b = new(routeBlock)
+	} else {
+		pb := new(proxyRouteBlock)
+		b, a = &pb.routeBlock, &pb.act
+	}
 	setMatch(&b.match, r)
 	out := &b.route
 	out.Name, out.Match = r.Name, &b.match
@@ -229,7 +242,6 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 			out.ResponseHeadersToRemove = p.Remove
 		}
 	default:
-		a := new(actionBlock)
 		setAction(a, r)
 		out.Action = &a.action
 		if p := r.RequestHeaders; p != nil {

@@ -222,12 +222,12 @@ func fqdnValid(fqdn string, st *status.Object) {
 // chain when it enables the fallback certificate).
 func (b *rootBuilder) virtualHosts(p *contourv1.HTTPProxy, fqdn string, origins ir.Origins, routes []Route, secure *ir.SecureVirtualHost, hcmAuth *ir.ExtAuth, proc procScope) {
 	if secure == nil {
-		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: irRoutes(routes, false)})
+		b.res.insecure = append(b.res.insecure, &ir.VirtualHost{FQDN: fqdn, Origins: origins, Routes: ownRoutes(routes)})
 		return
 	}
 	secure.FQDN = fqdn
 	secure.Origins = origins
-	secure.Routes = irRoutes(routes, false)
+	secure.Routes = ownRoutes(routes) // the routes below are copies
 	secure.Auth = hcmAuth
 	secure.ExtProc = proc.effective
 	b.res.secure = secure

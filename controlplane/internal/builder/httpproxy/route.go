@@ -118,6 +118,24 @@ func irRoutes(routes []Route, insecure bool) []*ir.Route {
 		}
 		out[i] = &xs[i]
 	}
+	return sortRoutes(out)
+}
+
+// ownRoutes is irRoutes for the host's own listener: its routes as walk
+// built them, in place (an ir.Route is large, and a host has one copy
+// fewer of each), so the caller gives up routes to the IR, which is never
+// modified.
+func ownRoutes(routes []Route) []*ir.Route {
+	out := make([]*ir.Route, len(routes))
+	for i := range routes {
+		out[i] = &routes[i].Route
+	}
+	return sortRoutes(out)
+}
+
+// sortRoutes orders routes for Envoy and keeps the last of each match
+// (irRoutes).
+func sortRoutes(out []*ir.Route) []*ir.Route {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if ra, rb := core.PathRank(a.PathKind), core.PathRank(b.PathKind); ra != rb {
