@@ -62,9 +62,9 @@ func TestRouteMatch(t *testing.T) {
 			}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := new(routev3.RouteMatch)
-			setMatch(got, &tc.in)
-			if !proto.Equal(got, tc.want) {
+			b := new(routeBlock)
+			setMatch(b, &tc.in)
+			if got := &b.match; !proto.Equal(got, tc.want) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 		})

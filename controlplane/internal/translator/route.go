@@ -199,8 +199,10 @@ func domains(fqdn string, keepHostPort bool) []string {
 // routeBlock and actionBlock hold a route's messages, to be allocated
 // together: at scale, routes are most of a translation's allocations.
 type routeBlock struct {
-	route routev3.Route
-	match routev3.RouteMatch
+	route  routev3.Route
+	match  routev3.RouteMatch
+	prefix routev3.RouteMatch_Prefix // the most common path matches
+	sep    routev3.RouteMatch_PathSeparatedPrefix
 }
 
 type actionBlock struct {
@@ -224,7 +226,7 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 		pb := new(proxyRouteBlock)
 		b, a = &pb.routeBlock, &pb.act
 	}
-	setMatch(&b.match, r)
+	setMatch(b, r)
 	out := &b.route
 	out.Name, out.Match = r.Name, &b.match
 	switch {
@@ -268,8 +270,10 @@ func httpsRedirect(port uint32) *routev3.RedirectAction {
 	}
 }
 
-// setMatch makes m r's match: its path, headers and query parameters.
-func setMatch(m *routev3.RouteMatch, r *ir.Route) {
+// setMatch makes b.match r's match: its path, headers and query
+// parameters.
+func setMatch(b *routeBlock, r *ir.Route) {
+	m := &b.match
 	switch {
 	case r.PathKind == ir.PathExact:
 		m.PathSpecifier = &routev3.RouteMatch_Path{Path: r.Path}
@@ -280,10 +284,12 @@ func setMatch(m *routev3.RouteMatch, r *ir.Route) {
 		if p == "" {
 			p = "/"
 		}
-		m.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: p}
+		b.prefix.Prefix = p
+		m.PathSpecifier = &b.prefix
 	default:
 		// "/api" matches "/api" and "/api/..." but not "/apis".
-		m.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: r.Path}
+		b.sep.PathSeparatedPrefix = r.Path
+		m.PathSpecifier = &b.sep
 	}
 	for _, h := range r.Headers {
 		m.Headers = append(m.Headers, headerMatcher(h))

@@ -53,6 +53,16 @@ type dep[T any] struct {
 	got T
 }
 
+// record adds a lookup to deps, unless it repeats the last one: a build
+// reads one snapshot, where the same key finds the same object (a route's
+// Service is looked up for each of its uses).
+func record[T any](deps *[]dep[T], k types.NamespacedName, got T) {
+	if n := len(*deps); n > 0 && (*deps)[n-1].key == k {
+		return
+	}
+	*deps = append(*deps, dep[T]{k, got})
+}
+
 type warningDep struct {
 	ref objects.Ref
 	got []string
@@ -62,7 +72,7 @@ type warningDep struct {
 func (r *Resolver) Proxy(k types.NamespacedName) *contourv1.HTTPProxy {
 	p := r.Snap.Proxies[k]
 	if r.Reads != nil {
-		r.Reads.proxies = append(r.Reads.proxies, dep[*contourv1.HTTPProxy]{k, p})
+		record(&r.Reads.proxies, k, p)
 	}
 	return p
 }
@@ -70,7 +80,7 @@ func (r *Resolver) Proxy(k types.NamespacedName) *contourv1.HTTPProxy {
 func (r *Resolver) service(k types.NamespacedName) *corev1.Service {
 	s := r.Snap.Services[k]
 	if r.Reads != nil {
-		r.Reads.services = append(r.Reads.services, dep[*corev1.Service]{k, s})
+		record(&r.Reads.services, k, s)
 	}
 	return s
 }
@@ -78,7 +88,7 @@ func (r *Resolver) service(k types.NamespacedName) *corev1.Service {
 func (r *Resolver) endpointSlices(k types.NamespacedName) []*discoveryv1.EndpointSlice {
 	s := r.Snap.slices[k]
 	if r.Reads != nil {
-		r.Reads.slices = append(r.Reads.slices, dep[[]*discoveryv1.EndpointSlice]{k, s})
+		record(&r.Reads.slices, k, s)
 	}
 	return s
 }
@@ -86,7 +96,7 @@ func (r *Resolver) endpointSlices(k types.NamespacedName) []*discoveryv1.Endpoin
 func (r *Resolver) secret(k types.NamespacedName) *corev1.Secret {
 	s := r.Snap.secrets[k]
 	if r.Reads != nil {
-		r.Reads.secrets = append(r.Reads.secrets, dep[*corev1.Secret]{k, s})
+		record(&r.Reads.secrets, k, s)
 	}
 	return s
 }

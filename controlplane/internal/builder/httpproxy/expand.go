@@ -67,7 +67,8 @@ type builtWalk struct {
 }
 
 func newExpansion(root *contourv1.HTTPProxy, l config.Limits) *expansion {
-	return &expansion{root: root, limits: l.WithDefaults(), built: map[string]builtWalk{}, invalidSeen: map[types.NamespacedName]bool{}}
+	// The maps are made on first use: most roots include nothing twice.
+	return &expansion{root: root, limits: l.WithDefaults()}
 }
 
 // expand counts the routes and include entries of p, which is being built
@@ -121,6 +122,9 @@ func (b *rootBuilder) include(child *contourv1.HTTPProxy, chain []types.Namespac
 	height := e.deepest - depth
 	e.deepest = max(outer, e.deepest)
 	if !b.ProxyStatus(child).Valid() && !e.invalidSeen[childKey] {
+		if e.invalidSeen == nil {
+			e.invalidSeen = map[types.NamespacedName]bool{}
+		}
 		e.invalidSeen[childKey] = true
 		e.invalid++
 	}
@@ -138,7 +142,7 @@ func (e *expansion) keyOf(child types.NamespacedName, cond Route) string {
 	}
 	if !f.keyed {
 		if k := walkKey(child, f.cond); k != "" {
-			e.built[k] = f.w
+			e.remember(k, f.w)
 		}
 		f.keyed = true
 		e.first[child] = f
@@ -154,8 +158,16 @@ func (e *expansion) keep(child types.NamespacedName, cond Route, key string, w b
 		}
 		e.first[child] = firstWalk{cond: cond, w: w}
 	} else if key != "" {
-		e.built[key] = w
+		e.remember(key, w)
 	}
+}
+
+// remember keeps a walk for reuse under its key.
+func (e *expansion) remember(key string, w builtWalk) {
+	if e.built == nil {
+		e.built = map[string]builtWalk{}
+	}
+	e.built[key] = w
 }
 
 // walkKey names an HTTPProxy's build under an inherited match: the match

@@ -52,14 +52,14 @@ func ipFilter(allow, deny []contourv1.IPFilterPolicy) (*ir.IPFilter, []ipFilterE
 	if len(allow) > 0 && len(deny) > 0 {
 		return nil, []ipFilterError{{status.ReasonIncompatibleIPAddressFilters, "ipAllowPolicy and ipDenyPolicy cannot both be set: use one list"}}
 	}
-	f := &ir.IPFilter{Allow: len(allow) > 0}
 	list, field := allow, "ipAllowPolicy"
-	if !f.Allow {
+	if len(allow) == 0 {
 		list, field = deny, "ipDenyPolicy"
 	}
 	if len(list) == 0 {
 		return nil, nil
 	}
+	f := &ir.IPFilter{Allow: len(allow) > 0}
 	var errs []ipFilterError
 	var invalid string
 	for i, p := range list {

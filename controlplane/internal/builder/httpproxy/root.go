@@ -63,7 +63,9 @@ type rootBuilder struct {
 // message ("" for none). The result is a function of p, dup and what the
 // build reads of snap (recorded in it).
 func BuildRoot(snap *core.Snapshot, p *contourv1.HTTPProxy, dup string) *RootResult {
-	res := &RootResult{Output: core.NewOutput(), self: p, dup: dup}
+	// Room for the root and an include or two (appending from nothing
+	// allocates at each doubling).
+	res := &RootResult{Output: core.NewOutput(), self: p, dup: dup, visited: make([]types.NamespacedName, 0, 4)}
 	b := &rootBuilder{Stage: core.Stage{R: &core.Resolver{Snap: snap, Reads: &res.reads}, Out: &res.Output}, res: res}
 	b.R.Proxy(core.NsName(p.Namespace, p.Name))
 	st := b.ProxyStatus(p)
@@ -102,7 +104,7 @@ func (b *rootBuilder) root(p *contourv1.HTTPProxy, st *status.Object) {
 	jwt := b.jwtProviders(p, st)
 	scope.jwt = jwt.scope
 
-	b.walked = nil
+	b.walked = make([]objects.Ref, 0, 2)
 	b.exp = newExpansion(p, b.R.Opts().Limits)
 	routes := b.walk(p, nil, Route{}, scope)
 	tcp := b.tcpProxy(p, secure, st) // tcpproxy.go, after the walk: the HTTPProxies it includes are the root's too

@@ -1,9 +1,9 @@
 package httpproxy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -136,18 +136,11 @@ func ownRoutes(routes []Route) []*ir.Route {
 // sortRoutes orders routes for Envoy and keeps the last of each match
 // (irRoutes).
 func sortRoutes(out []*ir.Route) []*ir.Route {
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if ra, rb := core.PathRank(a.PathKind), core.PathRank(b.PathKind); ra != rb {
-			return ra < rb
-		}
-		if len(a.Path) != len(b.Path) {
-			return len(a.Path) > len(b.Path)
-		}
-		if len(a.Headers) != len(b.Headers) {
-			return len(a.Headers) > len(b.Headers)
-		}
-		return len(a.QueryParams) > len(b.QueryParams)
+	slices.SortStableFunc(out, func(a, b *ir.Route) int {
+		return cmp.Or(cmp.Compare(core.PathRank(a.PathKind), core.PathRank(b.PathKind)),
+			cmp.Compare(len(b.Path), len(a.Path)), // longer first
+			cmp.Compare(len(b.Headers), len(a.Headers)),
+			cmp.Compare(len(b.QueryParams), len(a.QueryParams)))
 	})
 	return lastOfEachMatch(out)
 }

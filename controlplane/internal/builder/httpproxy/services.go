@@ -34,6 +34,9 @@ func (b *rootBuilder) routeServices(p *contourv1.HTTPProxy, services []contourv1
 		errs.add(contourv1.ConditionTypeServiceError, status.ReasonServiceWeightInvalid, "%v", err)
 	}
 	var out []ir.WeightedCluster
+	if len(backends) > 0 {
+		out = make([]ir.WeightedCluster, 0, len(backends))
+	}
 	var mirrors []ir.Mirror
 	seenMirror := false
 	for j, s := range services {
