@@ -221,7 +221,7 @@ func gatewayHostnameValid(h string) error {
 	if strings.Contains(name, "*") {
 		return fmt.Errorf("%q: a wildcard is only allowed as the whole first label", h)
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+	if errs := core.DNSSubdomainErrors(name); len(errs) > 0 {
 		return fmt.Errorf("%q is not a valid host name: %s", h, strings.Join(errs, "; "))
 	}
 	if len(validation.IsValidIP(nil, name)) == 0 {

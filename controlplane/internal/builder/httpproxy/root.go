@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
 	"github.com/portcullis/portcullis/controlplane/internal/builder/core"
@@ -213,7 +212,7 @@ func fqdnValid(fqdn string, st *status.Object) {
 	case strings.Contains(name, "*"):
 		st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonWildCardNotAllowed, fmt.Sprintf("Spec.VirtualHost.Fqdn %q: a wildcard is only allowed as the whole first label (\"*.example.com\")", fqdn))
 	default:
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		if errs := core.DNSSubdomainErrors(name); len(errs) > 0 {
 			st.AddError(contourv1.ConditionTypeVirtualHostError, status.ReasonFQDNInvalid, fmt.Sprintf("Spec.VirtualHost.Fqdn %q is not a valid host name: %s", fqdn, strings.Join(errs, "; ")))
 		}
 	}
