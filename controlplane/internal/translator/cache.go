@@ -288,11 +288,11 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 
 // secureHost translates one TLS virtual host, or reuses its cached
 // translation (made with the same settings of every HCM: see useEveryHCM).
-func (c *Cache) secureHost(vh *ir.SecureVirtualHost, every everyHCM) (cachedHost, bool) {
+func (c *Cache) secureHost(vh *ir.SecureVirtualHost, every everyHCM, enc *hcmEncodings) (cachedHost, bool) {
 	if e, ok := c.lookup(vh); ok {
 		return e, true
 	}
-	route, chain := secureHost(secureHostsPrefix, vh, every)
+	route, chain := secureHost(secureHostsPrefix, vh, every, enc)
 	// A host whose routes changed often keeps its filter chain (its HCM
 	// names its route configuration by RDS): the previous message is
 	// handed over again, so that what reuses work by message (the

@@ -114,12 +114,13 @@ func secureChains(r *Resources, l *ir.Listener, every everyHCM, c *Cache) ([]*li
 	translated := make([]cachedHost, len(hosts))
 	hit := make([]bool, len(hosts))
 	prefix := hostsPrefix(l)
+	enc := newHCMEncodings()
 	parallel.For(len(hosts), func(i int) {
 		if l.Shared() { // taken from c, or translated with versions
-			translated[i], hit[i] = c.secureHost(hosts[i], every)
+			translated[i], hit[i] = c.secureHost(hosts[i], every, enc)
 			return
 		}
-		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i], every)
+		translated[i].route, translated[i].chain = secureHost(prefix, hosts[i], every, enc)
 	})
 	c.commit(translated, hit)
 	var chains []*listenerv3.FilterChain
@@ -151,7 +152,8 @@ func secureChains(r *Resources, l *ir.Listener, every everyHCM, c *Cache) ([]*li
 // secureHost translates one TLS virtual host of a listener: its route
 // configuration and its filter chain, both named prefix/FQDN, with its
 // own HCM (with every, the model's settings of every HCM).
-func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
+// enc, when not nil, shares the encoding of HCMs of the same settings.
+func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM, enc *hcmEncodings) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
 	name := secureName(prefix, vh.FQDN)
 	h := hostHCM(vh, every)
 	rc, _, _ := routeConfig(name, append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...), routeSettings{filters: h.filters()}, nil)
@@ -162,7 +164,7 @@ func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM) (*route
 		Name:             name,
 		FilterChainMatch: serverNames(vh.FQDN),
 		TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
-		Filters:          []*listenerv3.Filter{hcmFilter(name, name, h)},
+		Filters:          []*listenerv3.Filter{enc.filter(name, h)},
 	}
 }
 
@@ -180,6 +182,14 @@ func serverNames(fqdn string) *listenerv3.FilterChainMatch {
 // hcmFilter builds an HTTP connection manager whose routes come over RDS,
 // with the HTTP filters its settings need (httpFilters has their order).
 func hcmFilter(statPrefix, routeConfig string, h hcmSettings) *listenerv3.Filter {
+	return &listenerv3.Filter{
+		Name:       hcmFilterName,
+		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcmMessage(statPrefix, routeConfig, h))},
+	}
+}
+
+// hcmMessage is hcmFilter's HTTP connection manager.
+func hcmMessage(statPrefix, routeConfig string, h hcmSettings) *hcmv3.HttpConnectionManager {
 	hcm := &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
 		CodecType:  hcmv3.HttpConnectionManager_AUTO,
@@ -202,8 +212,5 @@ func hcmFilter(statPrefix, routeConfig string, h hcmSettings) *listenerv3.Filter
 	if h.keepHostPort {
 		hcm.StripPortMode = nil
 	}
-	return &listenerv3.Filter{
-		Name:       hcmFilterName,
-		ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)},
-	}
+	return hcm
 }

@@ -122,7 +122,7 @@ func TestRouteProcessorBesideTheHCMs(t *testing.T) {
 	vh := &ir.SecureVirtualHost{VirtualHost: ir.VirtualHost{FQDN: "s.example.com", Routes: []*ir.Route{
 		{Path: "/", Processor: proc, ExtProc: &ir.ExtProcPerRoute{Overrides: &ir.ExtProcOverrides{Mode: &ir.ProcessingMode{RequestBody: "BUFFERED"}}}},
 	}}, Secret: "default/tls", ExtProc: &ir.ExtProc{Cluster: "extension/proc/host"}}
-	route, chain := secureHost(secureHostsPrefix, vh, everyHCM{})
+	route, chain := secureHost(secureHostsPrefix, vh, everyHCM{}, nil)
 	filters := hcmFilters(t, hcmOf(t, chain.Filters[0]))
 	if want := []string{ExtProcFilterName, routeProcName(proc), RouterFilterName}; !slices.Equal(filters, want) {
 		t.Errorf("filters %v, want %v", filters, want)
@@ -156,7 +156,7 @@ func TestRouteProcessorCannotRouteAgain(t *testing.T) {
 		{Path: "/tenant", Processor: proc, AuthDisabled: true},
 		{Path: "/admin", Auth: &ir.ExtAuth{Cluster: "extension/auth/authz"}},
 	}}, Secret: "default/tls", ExtProc: &ir.ExtProc{Cluster: "extension/proc/host"}}
-	_, chain := secureHost(secureHostsPrefix, vh, everyHCM{})
+	_, chain := secureHost(secureHostsPrefix, vh, everyHCM{}, nil)
 	for _, f := range hcmOf(t, chain.Filters[0]).HttpFilters {
 		if !strings.HasPrefix(f.Name, ExtProcFilterName) {
 			continue
