@@ -288,7 +288,7 @@ func (c *Cache) lookup(vh *ir.SecureVirtualHost) (cachedHost, bool) {
 
 // secureHost translates one TLS virtual host, or reuses its cached
 // translation (made with the same settings of every HCM: see useEveryHCM).
-func (c *Cache) secureHost(vh *ir.SecureVirtualHost, every everyHCM, enc *hcmEncodings) (cachedHost, bool) {
+func (c *Cache) secureHost(vh *ir.SecureVirtualHost, every everyHCM, enc *chainParts) (cachedHost, bool) {
 	if e, ok := c.lookup(vh); ok {
 		return e, true
 	}

@@ -15,7 +15,7 @@ import (
 
 // Every TLS host has an HCM of its own, named after the host (its stat
 // prefix and its route configuration), and most hosts' HCMs are otherwise
-// the same: building and encoding each was 7% of a TLS build. hcmEncodings
+// the same: building and encoding each was 7% of a TLS build. chainParts
 // encodes the rest of an HCM once per shape of settings and writes each
 // host's HCM from its name, its RDS and that rest, in the order proto's
 // deterministic encoding has: the fields outside oneofs by number, where
@@ -24,7 +24,7 @@ import (
 // declared, where RDS (route_specifier) is the first. The result is byte
 // for byte hcmFilter's (TestHCMEncodingIsTheEncoding).
 
-// Field numbers of what hcmEncodings writes itself.
+// Field numbers of what chainParts writes itself.
 const (
 	hcmStatPrefixField      = 2 // HttpConnectionManager.stat_prefix
 	hcmRDSField             = 3 // HttpConnectionManager.rds
@@ -34,19 +34,9 @@ const (
 
 var hcmTypeURL = "type.googleapis.com/" + string((&hcmv3.HttpConnectionManager{}).ProtoReflect().Descriptor().FullName())
 
-// hcmEncodings are the encodings of the rest of the HCMs of one
-// translation, by shape; safe for concurrent use. A nil *hcmEncodings
-// builds every HCM (hcmFilter).
-type hcmEncodings struct {
-	mu   sync.Mutex
-	rest map[hcmShape]hcmRest
-}
-
 // hcmRest is the encoding of an HCM without its stat prefix and RDS, cut
 // where RDS goes: before the first field of a oneof.
 type hcmRest struct{ fields, oneofs []byte }
-
-func newHCMEncodings() *hcmEncodings { return &hcmEncodings{rest: map[hcmShape]hcmRest{}} }
 
 // hcmShape is what of an HCM's settings its encoding depends on, for the
 // settings shapeOf takes: comparable, with the authorization by value
@@ -86,8 +76,8 @@ func shapeOf(h hcmSettings) (hcmShape, bool) {
 	return s, true
 }
 
-// filter is hcmFilter(name, name, h): a TLS host's HCM.
-func (e *hcmEncodings) filter(name string, h hcmSettings) *listenerv3.Filter {
+// hcm is hcmFilter(name, name, h): a TLS host's HCM.
+func (e *chainParts) hcm(name string, h hcmSettings) *listenerv3.Filter {
 	shape, ok := shapeOf(h)
 	if e == nil || !ok {
 		return hcmFilter(name, name, h)

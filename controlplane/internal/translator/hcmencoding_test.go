@@ -13,7 +13,7 @@ import (
 // TestHCMEncodingIsTheEncoding: each host's HCM, written from the shared
 // encoding of its shape, is byte for byte the HCM built and encoded on its
 // own; settings that differ in anything Envoy sees never share an
-// encoding (every case goes through one hcmEncodings, in turn, twice).
+// encoding (every case goes through one chainParts, in turn, twice).
 func TestHCMEncodingIsTheEncoding(t *testing.T) {
 	sec := 2 * time.Second
 	tracing := &ir.Tracing{Cluster: "extension/otel/collector", ServiceName: "envoy", OverallSampling: 50, Timeout: &sec}
@@ -48,12 +48,12 @@ func TestHCMEncodingIsTheEncoding(t *testing.T) {
 		{everyHCM: everyHCM{accessLog: &ir.AccessLog{JSON: true}}},
 		{auth: auth("extension/auth/a"), everyHCM: everyHCM{tracing: tracing, accessLog: &ir.AccessLog{}}},
 	}
-	enc := newHCMEncodings()
+	enc := newChainParts()
 	for round := range 2 {
 		for i, h := range cases {
 			for _, name := range []string{"https/host-1.example.com", "https/a-much-longer-host-name.example.com", ""} {
 				want := mustAny(hcmMessage(name, name, h))
-				got := enc.filter(name, h).GetTypedConfig()
+				got := enc.hcm(name, h).GetTypedConfig()
 				if got.TypeUrl != want.TypeUrl || !bytes.Equal(got.Value, want.Value) {
 					t.Errorf("round %d, case %d, %q: the written HCM is not the encoding of hcmFilter's\ngot  %x\nwant %x", round, i, name, got.Value, want.Value)
 				}

@@ -114,7 +114,7 @@ func secureChains(r *Resources, l *ir.Listener, every everyHCM, c *Cache) ([]*li
 	translated := make([]cachedHost, len(hosts))
 	hit := make([]bool, len(hosts))
 	prefix := hostsPrefix(l)
-	enc := newHCMEncodings()
+	enc := newChainParts()
 	parallel.For(len(hosts), func(i int) {
 		if l.Shared() { // taken from c, or translated with versions
 			translated[i], hit[i] = c.secureHost(hosts[i], every, enc)
@@ -152,8 +152,8 @@ func secureChains(r *Resources, l *ir.Listener, every everyHCM, c *Cache) ([]*li
 // secureHost translates one TLS virtual host of a listener: its route
 // configuration and its filter chain, both named prefix/FQDN, with its
 // own HCM (with every, the model's settings of every HCM).
-// enc, when not nil, shares the encoding of HCMs of the same settings.
-func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM, enc *hcmEncodings) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
+// enc, when not nil, shares the parts hosts have in common (chainParts).
+func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM, enc *chainParts) (*routev3.RouteConfiguration, *listenerv3.FilterChain) {
 	name := secureName(prefix, vh.FQDN)
 	h := hostHCM(vh, every)
 	rc, _, _ := routeConfig(name, append([]*ir.VirtualHost{&vh.VirtualHost}, vh.Also...), routeSettings{filters: h.filters()}, nil)
@@ -163,8 +163,8 @@ func secureHost(prefix string, vh *ir.SecureVirtualHost, every everyHCM, enc *hc
 	return rc, &listenerv3.FilterChain{
 		Name:             name,
 		FilterChainMatch: serverNames(vh.FQDN),
-		TransportSocket:  downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
-		Filters:          []*listenerv3.Filter{enc.filter(name, h)},
+		TransportSocket:  enc.downstreamTLS(vh.Secret, vh.MinTLSVersion, vh.MaxTLSVersion, vh.ClientValidation),
+		Filters:          []*listenerv3.Filter{enc.hcm(name, h)},
 	}
 }
 

@@ -18,6 +18,35 @@ func downstreamTLS(secret, minVersion, maxVersion string, cv *ir.ClientValidatio
 	return downstreamTLSWithALPN(secret, minVersion, maxVersion, cv, []string{"h2", "http/1.1"})
 }
 
+// downstreamShape is what a TLS host's context is made of, when it has no
+// client validation.
+type downstreamShape struct{ secret, minVersion, maxVersion string }
+
+// downstreamTLS is downstreamTLS(secret, minVersion, maxVersion, cv), the
+// same message for the hosts of the same certificate and versions (a
+// wildcard certificate's): a message is never modified once built. A
+// host that validates clients gets its own.
+func (e *chainParts) downstreamTLS(secret, minVersion, maxVersion string, cv *ir.ClientValidation) *corev3.TransportSocket {
+	if e == nil || cv != nil {
+		return downstreamTLS(secret, minVersion, maxVersion, cv)
+	}
+	k := downstreamShape{secret, minVersion, maxVersion}
+	e.mu.Lock()
+	s, ok := e.sockets[k]
+	e.mu.Unlock()
+	if !ok {
+		s = downstreamTLS(secret, minVersion, maxVersion, nil) // outside the lock: most hosts have a certificate of their own
+		e.mu.Lock()
+		if first, made := e.sockets[k]; made {
+			s = first
+		} else {
+			e.sockets[k] = s
+		}
+		e.mu.Unlock()
+	}
+	return s
+}
+
 // downstreamTLSWithALPN is downstreamTLS advertising the ALPN protocols
 // alpn (none for nil).
 func downstreamTLSWithALPN(secret, minVersion, maxVersion string, cv *ir.ClientValidation, alpn []string) *corev3.TransportSocket {

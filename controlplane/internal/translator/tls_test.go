@@ -100,3 +100,35 @@ func unpack(t *testing.T, ts *corev3.TransportSocket, into proto.Message) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSharedDownstreamTLS: hosts of the same certificate and versions get
+// one context, the one downstreamTLS makes; any difference, or client
+// validation, gets a context of its own.
+func TestSharedDownstreamTLS(t *testing.T) {
+	parts := newChainParts()
+	type host struct {
+		secret, minV, maxV string
+		cv                 *ir.ClientValidation
+	}
+	hosts := []host{
+		{secret: "default/wildcard"}, {secret: "default/wildcard"}, {secret: "default/other"},
+		{secret: "default/wildcard", minV: "1.3"}, {secret: "default/wildcard", maxV: "1.2"},
+		{secret: "default/wildcard", cv: &ir.ClientValidation{CASecret: "default/ca"}},
+		{secret: "default/wildcard", cv: &ir.ClientValidation{CASecret: "default/ca"}},
+	}
+	got := make([]*corev3.TransportSocket, len(hosts))
+	for i, h := range hosts {
+		got[i] = parts.downstreamTLS(h.secret, h.minV, h.maxV, h.cv)
+		if want := downstreamTLS(h.secret, h.minV, h.maxV, h.cv); !proto.Equal(got[i], want) {
+			t.Errorf("host %d: got %v, want %v", i, got[i], want)
+		}
+	}
+	for i := range hosts {
+		for j := range i {
+			same := hosts[i].cv == nil && hosts[j].cv == nil && hosts[i] == hosts[j]
+			if shared := got[i] == got[j]; shared != same {
+				t.Errorf("hosts %d and %d: one message %t, want %t", j, i, shared, same)
+			}
+		}
+	}
+}
