@@ -2,7 +2,6 @@ package translator
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -48,7 +47,9 @@ func httpRouteSettings(h hcmSettings, opts Options) routeSettings {
 func routeConfig(name string, hosts []*ir.VirtualHost, rs routeSettings, c *Cache) (rc *routev3.RouteConfiguration, _ []hostOrigins, routeBytes []string) {
 	rc = &routev3.RouteConfiguration{Name: name}
 	sorted := append([]*ir.VirtualHost(nil), hosts...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].FQDN < sorted[j].FQDN })
+	if len(sorted) > 1 { // a TLS host's own configuration has one: no sort.Slice's swapper to make
+		slices.SortStableFunc(sorted, func(a, b *ir.VirtualHost) int { return strings.Compare(a.FQDN, b.FQDN) })
+	}
 	rc.VirtualHosts = make([]*routev3.VirtualHost, len(sorted))
 	translated := make([]vhostRoutes, len(sorted))
 	parallel.For(len(sorted), func(i int) {
