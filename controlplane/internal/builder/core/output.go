@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	contourv1 "github.com/portcullis/portcullis/apis/projectcontour/v1"
@@ -48,6 +50,13 @@ func (o *Output) Statuses() []*status.Object {
 // NewOutput is an empty output.
 func NewOutput() Output {
 	return Output{Status: map[objects.Ref]*status.Object{}}
+}
+
+// Reserve makes room for n clusters and their uses: appending from
+// nothing allocates at each doubling, several times for each root.
+func (o *Output) Reserve(n int) {
+	o.Clusters = slices.Grow(o.Clusters, n)
+	o.ClusterUses = slices.Grow(o.ClusterUses, n)
 }
 
 // AddCluster records a cluster the stage uses.

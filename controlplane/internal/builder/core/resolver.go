@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -51,6 +52,12 @@ type dep2[K comparable, T any] struct {
 type dep[T any] struct {
 	key types.NamespacedName
 	got T
+}
+
+// Reserve makes room for n lookups of Services and of their endpoints.
+func (r *Reads) Reserve(n int) {
+	r.services = slices.Grow(r.services, n)
+	r.slices = slices.Grow(r.slices, n)
 }
 
 // record adds a lookup to deps, unless it repeats the last one: a build

@@ -66,6 +66,11 @@ func BuildRoot(snap *core.Snapshot, p *contourv1.HTTPProxy, dup string) *RootRes
 	// allocates at each doubling).
 	res := &RootResult{Output: core.NewOutput(), self: p, dup: dup, visited: make([]types.NamespacedName, 0, 4)}
 	b := &rootBuilder{Stage: core.Stage{R: &core.Resolver{Snap: snap, Reads: &res.reads}, Out: &res.Output}, res: res}
+	// A cluster for the service of each route, a route of each include,
+	// and the authorization's (a guess: more only grows the lists).
+	n := len(p.Spec.Routes) + len(p.Spec.Includes) + 1
+	res.Reserve(n)
+	res.reads.Reserve(n)
 	b.R.Proxy(core.NsName(p.Namespace, p.Name))
 	st := b.ProxyStatus(p)
 	if dup != "" {
