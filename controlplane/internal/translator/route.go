@@ -3,6 +3,7 @@ package translator
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -232,7 +233,7 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	out.Name, out.Match = r.Name, &b.match
 	switch {
 	case r.HTTPSRedirect:
-		out.Action = &routev3.Route_Redirect{Redirect: httpsRedirect(rs.redirectPort)}
+		out.Action = httpsRedirectAction(rs.redirectPort)
 	case r.Redirect != nil:
 		out.Action = &routev3.Route_Redirect{Redirect: redirect(r.Redirect, r.Path, rs.keepHostPort)}
 	case r.DirectResponse != nil:
@@ -260,6 +261,20 @@ func route(r *ir.Route, rs routeSettings) *routev3.Route {
 	out.Metadata = routeMetadata(r.Origin)
 	return out
 }
+
+// httpsRedirectAction is a route's action of httpsRedirect(port); the one
+// of the default port is shared by every such route (one per TLS host on
+// the HTTP listener), as a message is never modified once built.
+func httpsRedirectAction(port uint32) *routev3.Route_Redirect {
+	if port == 0 {
+		return defaultHTTPSRedirect()
+	}
+	return &routev3.Route_Redirect{Redirect: httpsRedirect(port)}
+}
+
+var defaultHTTPSRedirect = sync.OnceValue(func() *routev3.Route_Redirect {
+	return &routev3.Route_Redirect{Redirect: httpsRedirect(0)}
+})
 
 // httpsRedirect sends the client to the same URL over HTTPS, permanently;
 // port 0 leaves the port out of the Location.
