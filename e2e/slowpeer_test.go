@@ -121,7 +121,11 @@ func parallel(n int, f func() error) []error {
 // TestSlowAuthServer: a check answered in 1 s or 4 s under a response
 // timeout of 5 s is allowed every time, and sent once; at 6 s the request
 // fails closed (403) or open (the upstream, without the auth server's
-// headers) as each virtual host says, after the 5 s and not before.
+// headers) as each virtual host says, after the 5 s and not before. A
+// host of the same ExtensionService with a response timeout of its own
+// (2 s) is cut at its 2 s while the others wait their 5 s: TLS hosts'
+// HCMs are written from an encoding shared by hosts of the same settings,
+// and the timeout is one of them.
 func TestSlowAuthServer(t *testing.T) {
 	addr := harness.FreeAddr(t)
 	harness.StartProcess(t, "authserver", harness.BuildBinary(t, "github.com/portcullis/portcullis/authserver/cmd/authserver"),
@@ -134,6 +138,9 @@ func TestSlowAuthServer(t *testing.T) {
 			v.Authorization = &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: slowNamespace, Name: "auth"}, FailOpen: open}
 		})
 	}
+	s.host(t, "short.slow.test", func(v *contourv1.VirtualHost) {
+		v.Authorization = &contourv1.AuthorizationServer{ExtensionServiceRef: contourv1.ExtensionServiceReference{Namespace: slowNamespace, Name: "auth"}, ResponseTimeout: "2s"}
+	})
 	s.apply(t)
 	authorized := func(url string) error {
 		code, e, err := s.get(url)
@@ -198,6 +205,32 @@ func TestSlowAuthServer(t *testing.T) {
 	}
 	if n := s.stat(t, "auth", "upstream_rq_total") - sent; n != 9 {
 		t.Errorf("%d checks sent for 9 requests, want 9", n)
+	}
+
+	// At 4 s, the same server, the same failOpen (false): the 5 s host
+	// waits and is allowed, the 2 s host is refused, after its 2 s.
+	peer.SetFault(harness.Fault{})
+	harness.Eventually(t, 30*time.Second, func() error { return authorized("https://short.slow.test/") })
+	peer.SetFault(harness.Fault{Delay: 4 * time.Second})
+	var short time.Duration
+	errs = parallel(2, func() error { return authorized("https://closed.slow.test/") })
+	errs = append(errs, func() error {
+		start := time.Now()
+		code, e, err := s.get("https://short.slow.test/")
+		short = time.Since(start)
+		if err == nil && code != http.StatusForbidden {
+			err = fmt.Errorf("responseTimeout 2s: status %d (upstream %v), want 403", code, e != nil)
+		}
+		return err
+	}())
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("check answered in 4 s: %v", err)
+		}
+	}
+	// A lower bound, not a timing goal: the host's own 2 s decided.
+	if short < 1500*time.Millisecond {
+		t.Errorf("the 2 s host's check was cut after %v: want its 2 s response timeout", short)
 	}
 }
 
