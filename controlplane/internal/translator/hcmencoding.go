@@ -82,18 +82,13 @@ func (e *chainParts) hcm(name string, h hcmSettings) *listenerv3.Filter {
 	if e == nil || !ok {
 		return hcmFilter(name, name, h)
 	}
-	e.mu.Lock()
-	rest, ok := e.rest[shape]
-	e.mu.Unlock()
-	if !ok {
+	rest, ok := share(&e.mu, e.rest, shape, func() (hcmRest, bool) {
 		hcm := hcmMessage("", "", h)
 		hcm.RouteSpecifier = nil
-		if rest, ok = restOf(hcm); !ok {
-			return hcmFilter(name, name, h)
-		}
-		e.mu.Lock()
-		e.rest[shape] = rest
-		e.mu.Unlock()
+		return restOf(hcm)
+	})
+	if !ok {
+		return hcmFilter(name, name, h)
 	}
 	return &listenerv3.Filter{
 		Name:       hcmFilterName,

@@ -30,20 +30,9 @@ func (e *chainParts) downstreamTLS(secret, minVersion, maxVersion string, cv *ir
 	if e == nil || cv != nil {
 		return downstreamTLS(secret, minVersion, maxVersion, cv)
 	}
-	k := downstreamShape{secret, minVersion, maxVersion}
-	e.mu.Lock()
-	s, ok := e.sockets[k]
-	e.mu.Unlock()
-	if !ok {
-		s = downstreamTLS(secret, minVersion, maxVersion, nil) // outside the lock: most hosts have a certificate of their own
-		e.mu.Lock()
-		if first, made := e.sockets[k]; made {
-			s = first
-		} else {
-			e.sockets[k] = s
-		}
-		e.mu.Unlock()
-	}
+	s, _ := share(&e.mu, e.sockets, downstreamShape{secret, minVersion, maxVersion}, func() (*corev3.TransportSocket, bool) {
+		return downstreamTLS(secret, minVersion, maxVersion, nil), true
+	})
 	return s
 }
 
